@@ -1,0 +1,117 @@
+// Package envelope frames stateutil's own metadata and dump files: magic
+// bytes, a format version, a length-prefixed body and a CRC32C of the body.
+// A reader checks magic, version, length and checksum before it trusts a
+// single byte of the body.
+package envelope
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"io"
+
+	"github.com/stateutil/stateutil/snapshot"
+	"github.com/stateutil/stateutil/storage"
+)
+
+// HeaderSize is the bytes before the body: magic, version, body length.
+const HeaderSize = 8 + 4 + 8
+
+// TrailerSize is the CRC32C after the body.
+const TrailerSize = 4
+
+// Castagnoli is the CRC32C table every stateutil checksum uses.
+var Castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// Kind identifies one framed file type.
+type Kind struct {
+	Magic   [8]byte
+	Version uint32
+	// Name is used in messages ("memory dump", "filesystem _metadata").
+	Name string
+}
+
+// Encode frames body.
+func (k Kind) Encode(body []byte) []byte {
+	out := make([]byte, 0, HeaderSize+len(body)+TrailerSize)
+	out = append(out, k.Magic[:]...)
+	out = binary.BigEndian.AppendUint32(out, k.Version)
+	out = binary.BigEndian.AppendUint64(out, uint64(len(body)))
+	out = append(out, body...)
+	return binary.BigEndian.AppendUint32(out, crc32.Checksum(body, Castagnoli))
+}
+
+// Matches reports whether the first bytes of a file carry k's magic.
+func (k Kind) Matches(prefix []byte) bool {
+	return len(prefix) >= len(k.Magic) && bytes.Equal(prefix[:len(k.Magic)], k.Magic[:])
+}
+
+// Probe reports whether the file at path starts with k's magic. A missing
+// file or a directory is simply not a match.
+func (k Kind) Probe(ctx context.Context, st storage.Storage, path string) (bool, error) {
+	f, err := st.Open(ctx, path)
+	if err != nil {
+		return false, nil
+	}
+	defer f.Close()
+	var head [8]byte
+	n, _ := f.ReadAt(head[:], 0)
+	return k.Matches(head[:n]), nil
+}
+
+// Read opens path and returns its verified body. bodyLimit bounds the body
+// length accepted (the file size bounds it too).
+func (k Kind) Read(ctx context.Context, st storage.Storage, path string, bodyLimit int64) ([]byte, error) {
+	f, err := st.Open(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return k.Decode(f, f.Size(), f.Name(), bodyLimit)
+}
+
+// Decode verifies a framed file of the given size read through r.
+func (k Kind) Decode(r io.ReaderAt, size int64, name string, bodyLimit int64) ([]byte, error) {
+	if size == 0 {
+		return nil, snapshot.Corrupt(name, 0, "empty file, expected a %s", k.Name)
+	}
+	var head [HeaderSize]byte
+	n, err := r.ReadAt(head[:], 0)
+	if n < len(k.Magic) {
+		if err != nil && err != io.EOF {
+			return nil, fmt.Errorf("%q: %w", name, err)
+		}
+		return nil, snapshot.Corrupt(name, int64(n), "truncated: %d bytes, too short for a %s", size, k.Name)
+	}
+	if !k.Matches(head[:n]) {
+		return nil, snapshot.Corrupt(name, 0, "bad magic %x, not a %s", head[:len(k.Magic)], k.Name)
+	}
+	if n < HeaderSize {
+		return nil, snapshot.Corrupt(name, int64(n), "truncated header of a %s", k.Name)
+	}
+	if v := binary.BigEndian.Uint32(head[8:]); v != k.Version {
+		return nil, fmt.Errorf("%q: %w: %s version %d (this stateutil reads version %d)", name, snapshot.ErrUnsupportedVersion, k.Name, v, k.Version)
+	}
+	bodyLen := binary.BigEndian.Uint64(head[12:])
+	avail := size - HeaderSize - TrailerSize
+	if avail < 0 || bodyLen > uint64(avail) {
+		return nil, snapshot.Corrupt(name, 12, "body length %d exceeds the %d bytes the file holds (truncated?)", bodyLen, max(avail, 0))
+	}
+	if bodyLen < uint64(avail) {
+		return nil, snapshot.Corrupt(name, int64(HeaderSize)+int64(bodyLen)+TrailerSize, "%d unexpected bytes after the checksum", uint64(avail)-bodyLen)
+	}
+	if int64(bodyLen) > bodyLimit {
+		return nil, fmt.Errorf("%q: %w: %s body of %d bytes exceeds the %d-byte limit", name, snapshot.ErrTooLarge, k.Name, bodyLen, bodyLimit)
+	}
+	buf := make([]byte, bodyLen+TrailerSize)
+	if _, err := r.ReadAt(buf, HeaderSize); err != nil && err != io.EOF {
+		return nil, fmt.Errorf("%q: %w", name, err)
+	}
+	body, sum := buf[:bodyLen], binary.BigEndian.Uint32(buf[bodyLen:])
+	if got := crc32.Checksum(body, Castagnoli); got != sum {
+		return nil, snapshot.Corrupt(name, int64(HeaderSize)+int64(bodyLen), "checksum mismatch: stored crc32c %08x, computed %08x", sum, got)
+	}
+	return body, nil
+}

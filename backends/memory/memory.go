@@ -1,0 +1,144 @@
+// Package memory is the memory-dump format (Flink's `jobmanager` backend):
+// one self-contained file holding a snapshot's metadata and all its state,
+// framed by backends/internal/envelope with a msgpack body.
+package memory
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/stateutil/stateutil/backends/internal/envelope"
+	"github.com/stateutil/stateutil/snapshot"
+	"github.com/stateutil/stateutil/storage"
+)
+
+// Name is the format's registered name.
+const Name = "memory"
+
+// DefaultStateSizeCap is the state allowed per subtask unless configured,
+// as Flink's memory backend (5 MiB).
+const DefaultStateSizeCap = 5 << 20
+
+// maxBody bounds the dump a reader accepts before it allocates.
+const maxBody = 1 << 32
+
+// Kind is the framing of a memory dump.
+var Kind = envelope.Kind{Magic: [8]byte{'S', 'T', 'U', 'T', 'M', 'E', 'M', 0}, Version: 1, Name: "stateutil memory dump"}
+
+// body is the msgpack document inside the envelope. State is parallel to
+// Snapshot.Operators, and each opState's Subtasks to the operator's.
+type body struct {
+	Snapshot *snapshot.Snapshot `msgpack:"snapshot"`
+	State    []opState          `msgpack:"state"`
+}
+
+type opState struct {
+	Subtasks []subtaskState `msgpack:"subtasks"`
+}
+
+type subtaskState struct {
+	// Entries are in non-decreasing key-group order.
+	Entries     []entry       `msgpack:"entries"`
+	Lists       []elementList `msgpack:"lists"`
+	RawKeyed    []byte        `msgpack:"raw_keyed,omitempty"`
+	RawOperator []byte        `msgpack:"raw_operator,omitempty"`
+}
+
+// entry is a keyed entry; State indexes the operator's KeyedStates.
+type entry struct {
+	_msgpack  struct{} `msgpack:",as_array"`
+	KeyGroup  int
+	State     int
+	Key       []byte
+	Namespace []byte
+	UserKey   []byte
+	Value     []byte
+	ExpiresAt int64
+}
+
+type elementList struct {
+	State  string   `msgpack:"state"`
+	Values [][]byte `msgpack:"values"`
+}
+
+func init() {
+	snapshot.Register(&snapshot.Format{
+		Name:    Name,
+		Aliases: []string{"jobmanager", "mem"},
+		Summary: "one self-contained file with all state inline (Flink's jobmanager backend)",
+		Probe:   probe,
+		Open:    Open,
+		Create:  Create,
+	})
+}
+
+func probe(ctx context.Context, location string) (bool, error) {
+	st, path, err := storage.Resolve(ctx, location)
+	if err != nil {
+		return false, err
+	}
+	return Kind.Probe(ctx, st, path)
+}
+
+// Open reads a memory dump, verifying its framing before decoding.
+func Open(ctx context.Context, location string, _ snapshot.OpenOptions) (snapshot.Reader, error) {
+	st, path, err := storage.Resolve(ctx, location)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := Kind.Read(ctx, st, path, maxBody)
+	if err != nil {
+		if errors.Is(err, storage.ErrNotFound) {
+			return nil, fmt.Errorf("%w: %w", snapshot.ErrNotFound, err)
+		}
+		return nil, err
+	}
+	var b body
+	if err := msgpack.Unmarshal(raw, &b); err != nil {
+		return nil, snapshot.Corrupt(location, envelope.HeaderSize, "undecodable body: %v", err)
+	}
+	if err := b.validate(); err != nil {
+		return nil, snapshot.Corrupt(location, envelope.HeaderSize, "%v", err)
+	}
+	b.Snapshot.Format = Name
+	return &reader{b: b}, nil
+}
+
+// validate checks the structure a reader indexes into, so that no later
+// access can go out of bounds.
+func (b *body) validate() error {
+	if b.Snapshot == nil {
+		return errors.New("no snapshot metadata")
+	}
+	if len(b.State) != len(b.Snapshot.Operators) {
+		return fmt.Errorf("%d operators but state for %d", len(b.Snapshot.Operators), len(b.State))
+	}
+	for i, op := range b.Snapshot.Operators {
+		if op == nil {
+			return fmt.Errorf("operator %d is empty", i)
+		}
+		if len(b.State[i].Subtasks) != len(op.Subtasks) {
+			return fmt.Errorf("operator %q has %d subtasks but state for %d", op.Label(), len(op.Subtasks), len(b.State[i].Subtasks))
+		}
+		for j, sub := range b.State[i].Subtasks {
+			if op.Subtasks[j] == nil {
+				return fmt.Errorf("operator %q subtask %d is empty", op.Label(), j)
+			}
+			kgs := op.Subtasks[j].KeyGroups
+			prev := -1
+			for k, e := range sub.Entries {
+				if e.State < 0 || e.State >= len(op.KeyedStates) {
+					return fmt.Errorf("operator %q subtask %d entry %d names state #%d of %d", op.Label(), j, k, e.State, len(op.KeyedStates))
+				}
+				if !kgs.Contains(e.KeyGroup) || e.KeyGroup < prev {
+					return fmt.Errorf("operator %q subtask %d entry %d has key group %d outside %v or out of order", op.Label(), j, k, e.KeyGroup, kgs)
+				}
+				prev = e.KeyGroup
+			}
+		}
+	}
+	return nil
+}

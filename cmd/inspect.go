@@ -1,0 +1,277 @@
+package cmd
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/stateutil/stateutil/snapshot"
+	"github.com/stateutil/stateutil/snapshot/report"
+)
+
+type inspectOptions struct {
+	output        outputFlag
+	subtasks      bool
+	keyGroups     bool
+	operatorState bool
+	values        bool
+	operator      string
+}
+
+func newInspectCommand() *cobra.Command {
+	o := &inspectOptions{}
+	c := &cobra.Command{
+		Use:   "inspect PATH",
+		Short: "Show a snapshot's operators, parallelism, key groups, states, sizes and skew",
+		Long: `Inspect a checkpoint or savepoint in any format stateutil reads.
+
+By default it prints the snapshot's format, job, checkpoint id and kind, its totals, and one
+row per operator: uid/name, parallelism, max parallelism, keyed states with their kinds and
+TTL, operator states with their modes, and the entries and bytes they hold.
+
+Figures come from the snapshot's metadata where the format records them; otherwise the
+state is scanned, one key group at a time.
+
+` + exitCodeHelp,
+		Example: `  stateutil inspect ./snapshot.dump
+  stateutil inspect ./snapshot.dump -o json
+  stateutil inspect ./snapshot.dump --subtasks
+  stateutil inspect ./snapshot.dump --key-groups --operator word-counter
+  stateutil inspect ./snapshot.dump --operator-state --values --operator kafka-source`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			if err := o.validate(); err != nil {
+				return err
+			}
+			return o.run(c, args[0])
+		},
+		ValidArgsFunction: completeFiles,
+	}
+	o.output.add(c)
+	f := c.Flags()
+	f.BoolVar(&o.subtasks, "subtasks", false, "per subtask: key-group range, entries, bytes")
+	f.BoolVar(&o.keyGroups, "key-groups", false, "per key group: entries and bytes, with skew and a chart of bytes per subtask")
+	f.BoolVar(&o.operatorState, "operator-state", false, "per operator state: mode and elements per subtask")
+	f.BoolVar(&o.values, "values", false, "with --operator-state: print the elements, decoded by type")
+	f.StringVar(&o.operator, "operator", "", "restrict --key-groups or --operator-state to one operator (uid, name or id)")
+	_ = c.RegisterFlagCompletionFunc("operator", completeOperators)
+	return c
+}
+
+func (o *inspectOptions) validate() error {
+	if err := o.output.validate(); err != nil {
+		return err
+	}
+	views := 0
+	for _, v := range []bool{o.subtasks, o.keyGroups, o.operatorState} {
+		if v {
+			views++
+		}
+	}
+	if views > 1 {
+		return usageErrorf("choose one of --subtasks, --key-groups and --operator-state")
+	}
+	if o.values && !o.operatorState {
+		return usageErrorf("--values goes with --operator-state")
+	}
+	if o.operator != "" && !o.keyGroups && !o.operatorState {
+		return usageErrorf("--operator goes with --key-groups or --operator-state")
+	}
+	return nil
+}
+
+func (o *inspectOptions) run(c *cobra.Command, location string) error {
+	ctx := c.Context()
+	r, err := snapshot.Open(ctx, location, snapshot.OpenOptions{})
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	w := c.OutOrStdout()
+	switch {
+	case o.keyGroups:
+		rep, err := report.KeyGroupDistribution(ctx, location, r, o.operator)
+		if err != nil {
+			return err
+		}
+		if o.output.json() {
+			return writeJSON(w, rep)
+		}
+		return printKeyGroups(w, rep)
+	case o.operatorState:
+		rep, err := report.OperatorStateUsages(ctx, location, r, o.operator, o.values)
+		if err != nil {
+			return err
+		}
+		if o.output.json() {
+			return writeJSON(w, rep)
+		}
+		return printOperatorStates(w, rep, o.values)
+	}
+	rep, err := report.Summarize(ctx, location, r, o.subtasks)
+	if err != nil {
+		return err
+	}
+	if o.output.json() {
+		return writeJSON(w, rep)
+	}
+	if o.subtasks {
+		return printSubtasks(w, rep)
+	}
+	return printSummary(w, rep)
+}
+
+func printHeader(w io.Writer, s *report.Summary) {
+	fmt.Fprintf(w, "Snapshot:   %s\n", s.Location)
+	fmt.Fprintf(w, "Format:     %s\n", s.Format)
+	fmt.Fprintf(w, "Job:        %s\n", s.JobID)
+	fmt.Fprintf(w, "Checkpoint: %d (%s)\n", s.CheckpointID, s.Kind)
+	if !s.Created.IsZero() {
+		fmt.Fprintf(w, "Created:    %s\n", s.Created.UTC().Format(time.RFC3339))
+	}
+	t := s.Totals
+	fmt.Fprintf(w, "Totals:     %d operators, %d subtasks, %d keyed entries (%s), %d operator-state elements (%s)\n\n",
+		t.Operators, t.Subtasks, t.KeyedEntries, humanBytes(t.KeyedBytes), t.OperatorElements, humanBytes(t.OperatorBytes))
+}
+
+func printSummary(w io.Writer, s *report.Summary) error {
+	printHeader(w, s)
+	var rows [][]string
+	for _, op := range s.Operators {
+		rows = append(rows, []string{
+			operatorLabel(op.UID, op.Name), strconv.Itoa(op.Parallelism), strconv.Itoa(op.MaxParallelism),
+			keyedStatesCell(op.KeyedStates), operatorStatesCell(op.OperatorStates),
+			strconv.FormatInt(op.KeyedEntries+op.OperatorElements, 10), humanBytes(op.KeyedBytes + op.OperatorBytes),
+		})
+	}
+	return table(w, []string{"OPERATOR", "PARALLELISM", "MAX PARALLELISM", "KEYED STATES", "OPERATOR STATES", "ENTRIES", "BYTES"}, rows)
+}
+
+func printSubtasks(w io.Writer, s *report.Summary) error {
+	printHeader(w, s)
+	var rows [][]string
+	for _, op := range s.Operators {
+		for _, sub := range op.Subtasks {
+			rows = append(rows, []string{
+				operatorLabel(op.UID, op.Name), strconv.Itoa(sub.Index), sub.KeyGroups.String(),
+				strconv.FormatInt(sub.KeyedEntries, 10), humanBytes(sub.KeyedBytes),
+				strconv.FormatInt(sub.OperatorElements, 10), humanBytes(sub.OperatorBytes),
+			})
+		}
+	}
+	return table(w, []string{"OPERATOR", "SUBTASK", "KEY GROUPS", "KEYED ENTRIES", "KEYED BYTES", "OPERATOR ELEMENTS", "OPERATOR BYTES"}, rows)
+}
+
+const barWidth = 40
+
+func printKeyGroups(w io.Writer, rep *report.KeyGroups) error {
+	if len(rep.Operators) == 0 {
+		fmt.Fprintln(w, "No keyed operators.")
+	}
+	for i, op := range rep.Operators {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		fmt.Fprintf(w, "Operator %s: parallelism %d, max parallelism %d\n", operatorLabel(op.UID, op.Name), op.Parallelism, op.MaxParallelism)
+		var rows [][]string
+		for _, g := range op.KeyGroups {
+			rows = append(rows, []string{strconv.Itoa(g.KeyGroup), strconv.Itoa(g.Subtask), strconv.FormatInt(g.Entries, 10), humanBytes(g.Bytes)})
+		}
+		if err := table(w, []string{"KEY GROUP", "SUBTASK", "ENTRIES", "BYTES"}, rows); err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "Skew (max/mean bytes): %.2f over key groups, %.2f over subtasks\n", op.KeyGroupSkew, op.SubtaskSkew)
+		var most int64
+		for _, s := range op.Subtasks {
+			most = max(most, s.Bytes)
+		}
+		for _, s := range op.Subtasks {
+			n := 0
+			if most > 0 {
+				n = int(s.Bytes * barWidth / most)
+			}
+			fmt.Fprintf(w, "  subtask %-3d |%-*s| %s\n", s.Index, barWidth, strings.Repeat("#", n), humanBytes(s.Bytes))
+		}
+	}
+	return nil
+}
+
+func printOperatorStates(w io.Writer, rep *report.OperatorStates, values bool) error {
+	if len(rep.Operators) == 0 {
+		fmt.Fprintln(w, "No operator state.")
+	}
+	for i, op := range rep.Operators {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		fmt.Fprintf(w, "Operator %s: parallelism %d\n", operatorLabel(op.UID, op.Name), op.Parallelism)
+		var rows [][]string
+		for _, st := range op.States {
+			per := make([]string, len(st.ElementsPerSubtask))
+			for j, n := range st.ElementsPerSubtask {
+				per[j] = strconv.FormatInt(n, 10)
+			}
+			rows = append(rows, []string{st.Name, string(st.Mode), st.ElementType.String(), strings.Join(per, " ")})
+		}
+		if err := table(w, []string{"STATE", "MODE", "TYPE", "ELEMENTS PER SUBTASK"}, rows); err != nil {
+			return err
+		}
+		if !values {
+			continue
+		}
+		rows = nil
+		for _, st := range op.States {
+			for _, v := range st.Values {
+				b, err := json.Marshal(v.Value)
+				if err != nil {
+					return err
+				}
+				rows = append(rows, []string{st.Name, strconv.Itoa(v.Subtask), string(b)})
+			}
+		}
+		if err := table(w, []string{"STATE", "SUBTASK", "VALUE"}, rows); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func operatorLabel(uid, name string) string {
+	switch {
+	case uid != "" && name != "" && name != uid:
+		return uid + " (" + name + ")"
+	case uid != "":
+		return uid
+	}
+	return name
+}
+
+func keyedStatesCell(states []snapshot.KeyedState) string {
+	if len(states) == 0 {
+		return "-"
+	}
+	parts := make([]string, len(states))
+	for i, s := range states {
+		parts[i] = s.Name + ": " + string(s.Kind)
+		if s.TTL != nil {
+			parts[i] += fmt.Sprintf(" (ttl %s, %s, %s)", time.Duration(s.TTL.TTLMillis)*time.Millisecond, s.TTL.Update, s.TTL.Visibility)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+func operatorStatesCell(states []snapshot.OperatorState) string {
+	if len(states) == 0 {
+		return "-"
+	}
+	parts := make([]string, len(states))
+	for i, s := range states {
+		parts[i] = s.Name + ": " + string(s.Mode)
+	}
+	return strings.Join(parts, "\n")
+}

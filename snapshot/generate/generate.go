@@ -1,0 +1,217 @@
+// Package generate builds deterministic example snapshots: several
+// operators, every keyed state kind, TTL, and operator state in all three
+// modes. Tests, golden files, benchmarks and the demo are built from it.
+package generate
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/stateutil/stateutil/keygroup"
+	"github.com/stateutil/stateutil/snapshot"
+)
+
+// Config shapes a generated snapshot.
+type Config struct {
+	Seed           uint64
+	Keys           int // distinct keys per keyed operator
+	Parallelism    int // of the keyed operators
+	MaxParallelism int
+	// ValueBytes pads values to grow the snapshot (benchmarks); 0 = none.
+	ValueBytes int
+	// Created is the snapshot's creation time (fixed for reproducibility).
+	Created time.Time
+}
+
+// Default is the configuration of the checked-in test fixtures.
+func Default() Config {
+	return Config{Seed: 1, Keys: 40, Parallelism: 3, MaxParallelism: 128, Created: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+}
+
+// Partitions is the number of source partitions, as in the seed example of
+// a source reading five Kafka partitions.
+const Partitions = 5
+
+// Offset is one source partition's position, the element of the source's
+// operator state.
+type Offset struct {
+	Partition int   `msgpack:"partition" json:"partition"`
+	Offset    int64 `msgpack:"offset" json:"offset"`
+}
+
+var (
+	tString  = snapshot.Type{Name: snapshot.TypeString}
+	tInt64   = snapshot.Type{Name: snapshot.TypeInt64}
+	tVoid    = snapshot.Type{Name: snapshot.TypeVoid}
+	tMsgpack = snapshot.Type{Name: snapshot.TypeMsgpack}
+)
+
+// Topology is the snapshot's metadata before any state is written.
+func Topology(c Config) *snapshot.Snapshot {
+	ttl := func(d time.Duration, u snapshot.UpdateType, v snapshot.Visibility) *snapshot.TTL {
+		return &snapshot.TTL{TTLMillis: d.Milliseconds(), Update: u, Visibility: v}
+	}
+	return &snapshot.Snapshot{
+		JobID: fmt.Sprintf("%032x", c.Seed), CheckpointID: 7, Kind: snapshot.Checkpoint, Created: c.Created,
+		Operators: []*snapshot.Operator{
+			{
+				ID: "0a448493b4782967b150582570326227", UID: "kafka-source", Name: "Source: events",
+				Parallelism: 2, MaxParallelism: c.MaxParallelism,
+				OperatorStates: []snapshot.OperatorState{
+					{Name: "partition-offsets", Mode: snapshot.Split, ElementType: tMsgpack},
+					{Name: "topic-watermarks", Mode: snapshot.Union, ElementType: tMsgpack},
+				},
+			},
+			{
+				ID: "2e588ce1c86a9d46e2e85186773ce4fd", UID: "word-counter", Name: "Keyed: count words",
+				Parallelism: c.Parallelism, MaxParallelism: c.MaxParallelism,
+				KeyedStates: []snapshot.KeyedState{
+					{Name: "count", Kind: snapshot.Value, KeyType: tString, NamespaceType: tVoid, ValueType: tInt64},
+					{Name: "recent", Kind: snapshot.List, KeyType: tString, NamespaceType: tVoid, ValueType: tInt64,
+						TTL: ttl(time.Hour, snapshot.OnCreateAndWrite, snapshot.NeverReturnExpired)},
+					{Name: "by-source", Kind: snapshot.Map, KeyType: tString, NamespaceType: tVoid, UserKeyType: tString, ValueType: tInt64,
+						TTL: ttl(24*time.Hour, snapshot.OnReadAndWrite, snapshot.ReturnExpiredIfNotCleanedUp)},
+					{Name: "total-length", Kind: snapshot.Reducing, KeyType: tString, NamespaceType: tVoid, ValueType: tInt64},
+					{Name: "mean-length", Kind: snapshot.Aggregating, KeyType: tString, NamespaceType: tVoid, ValueType: tMsgpack},
+				},
+			},
+			{
+				ID: "6cdc5bb954874d922eaee11a8e7ca5be", UID: "rules", Name: "Broadcast: rules per user",
+				Parallelism: 2, MaxParallelism: c.MaxParallelism,
+				KeyedStates: []snapshot.KeyedState{
+					{Name: "user-total", Kind: snapshot.Value, KeyType: tInt64, NamespaceType: tVoid, ValueType: tInt64},
+				},
+				OperatorStates: []snapshot.OperatorState{
+					{Name: "rules", Mode: snapshot.Broadcast, ElementType: tMsgpack},
+				},
+			},
+			{ID: "90bea66de1c231edf33913ecd54406c1", UID: "sink", Name: "Sink: print", Parallelism: 1, MaxParallelism: c.MaxParallelism},
+		},
+	}
+}
+
+// Write generates the snapshot into w and commits it.
+func Write(ctx context.Context, w snapshot.Writer, c Config) (*snapshot.Snapshot, error) {
+	if err := keygroup.Check(c.Parallelism, c.MaxParallelism); err != nil {
+		return nil, err
+	}
+	s := Topology(c)
+	rng := rand.New(rand.NewPCG(c.Seed, c.Seed^0x9e3779b97f4a7c15))
+	for _, op := range s.Operators {
+		for idx := range op.Parallelism {
+			kgs := keygroup.RangeOf(op.MaxParallelism, op.Parallelism, idx)
+			sw, err := w.Subtask(ctx, op, idx, kgs)
+			if err != nil {
+				return nil, err
+			}
+			if err := writeSubtask(sw, op, idx, kgs, c, rng); err != nil {
+				return nil, err
+			}
+			if err := sw.Close(); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if err := w.Commit(ctx, s); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func writeSubtask(sw snapshot.SubtaskWriter, op *snapshot.Operator, idx int, kgs keygroup.Range, c Config, rng *rand.Rand) error {
+	for _, e := range keyedEntries(op, kgs, c, rng) {
+		if err := sw.Entry(&e); err != nil {
+			return err
+		}
+	}
+	for _, st := range op.OperatorStates {
+		for _, v := range operatorElements(op, st, idx, rng) {
+			b, err := msgpack.Marshal(v)
+			if err != nil {
+				return err
+			}
+			if err := sw.Element(st.Name, b); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func operatorElements(op *snapshot.Operator, st snapshot.OperatorState, idx int, rng *rand.Rand) []any {
+	var out []any
+	switch st.Name {
+	case "partition-offsets":
+		for p := idx; p < Partitions; p += op.Parallelism {
+			out = append(out, Offset{Partition: p, Offset: 1000*int64(p) + rng.Int64N(1000)})
+		}
+	case "topic-watermarks":
+		out = append(out, map[string]int64{"subtask": int64(idx), "watermark": 1_700_000_000_000 + int64(idx)})
+	case "rules":
+		for r := range 3 {
+			out = append(out, map[string]any{"rule": fmt.Sprintf("rule-%d", r), "threshold": 10 * (r + 1)})
+		}
+	}
+	return out
+}
+
+// keyedEntries builds a subtask's entries for the keys that fall in kgs,
+// sorted by key group as writers require.
+func keyedEntries(op *snapshot.Operator, kgs keygroup.Range, c Config, rng *rand.Rand) []snapshot.Entry {
+	if len(op.KeyedStates) == 0 {
+		return nil
+	}
+	base := c.Created.UnixMilli()
+	pad := make([]byte, c.ValueBytes)
+	var out []snapshot.Entry
+	for k := range c.Keys {
+		var key []byte
+		var hash int32
+		if op.KeyedStates[0].KeyType.Name == snapshot.TypeInt64 {
+			key, hash = snapshot.EncodeInt64(int64(k)), keygroup.HashInt64(int64(k))
+		} else {
+			word := fmt.Sprintf("word-%d", k)
+			key, hash = []byte(word), keygroup.HashString(word)
+		}
+		kg := keygroup.OfHash(hash, c.MaxParallelism)
+		if !kgs.Contains(kg) {
+			continue
+		}
+		for _, st := range op.KeyedStates {
+			e := snapshot.Entry{KeyGroup: kg, State: st.Name, Key: key, Namespace: []byte{}}
+			expiry := func() int64 {
+				if st.TTL == nil {
+					return 0
+				}
+				return base + st.TTL.TTLMillis - rng.Int64N(60_000)
+			}
+			value := func(v int64) []byte { return append(snapshot.EncodeInt64(v), pad...) }
+			switch st.Kind {
+			case snapshot.List:
+				for range 1 + rng.IntN(3) {
+					e.Value, e.ExpiresAt = value(rng.Int64N(100)), expiry()
+					out = append(out, e)
+				}
+			case snapshot.Map:
+				for _, src := range []string{"web", "mobile"}[:1+rng.IntN(2)] {
+					e.UserKey, e.Value, e.ExpiresAt = []byte(src), value(rng.Int64N(50)), expiry()
+					out = append(out, e)
+				}
+			case snapshot.Aggregating:
+				e.Value, _ = msgpack.Marshal(map[string]int64{"sum": rng.Int64N(500), "count": 1 + rng.Int64N(20)})
+				out = append(out, e)
+			default:
+				e.Value, e.ExpiresAt = value(rng.Int64N(1000)), expiry()
+				out = append(out, e)
+			}
+		}
+	}
+	slices.SortStableFunc(out, func(a, b snapshot.Entry) int { return cmp.Compare(a.KeyGroup, b.KeyGroup) })
+	return out
+}

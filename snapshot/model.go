@@ -1,0 +1,209 @@
+// Package snapshot is stateutil's backend-neutral model of a stream
+// processor's checkpoint or savepoint: operators, their subtasks and
+// key-group ranges, state descriptors, and streaming access to state
+// content. Every format (memory, filesystem, rocksdb, flink) reads into and
+// writes from this model, so N formats need N readers and N writers, not N²
+// converters.
+package snapshot
+
+import (
+	"time"
+
+	"github.com/stateutil/stateutil/keygroup"
+)
+
+// Kind tells a checkpoint from a savepoint.
+type Kind string
+
+// Snapshot kinds.
+const (
+	Checkpoint Kind = "checkpoint"
+	Savepoint  Kind = "savepoint"
+)
+
+// StateKind is the kind of a keyed state.
+type StateKind string
+
+// Keyed state kinds, as Flink names them.
+const (
+	Value       StateKind = "value"
+	List        StateKind = "list"
+	Map         StateKind = "map"
+	Reducing    StateKind = "reducing"
+	Aggregating StateKind = "aggregating"
+)
+
+// Mode is how operator list state is redistributed on rescale.
+type Mode string
+
+// Operator-state modes. Their order is Flink's ordinal.
+const (
+	Split     Mode = "split"     // SPLIT_DISTRIBUTE: elements dealt out in slices
+	Union     Mode = "union"     // UNION: every subtask gets every element
+	Broadcast Mode = "broadcast" // BROADCAST: new subtask i gets old i % oldP
+)
+
+// UpdateType is when a TTL'd entry's timestamp is refreshed.
+type UpdateType string
+
+// TTL update types.
+const (
+	OnCreateAndWrite UpdateType = "OnCreateAndWrite"
+	OnReadAndWrite   UpdateType = "OnReadAndWrite"
+)
+
+// Visibility is whether an expired entry not yet cleaned up is returned.
+type Visibility string
+
+// TTL visibilities.
+const (
+	NeverReturnExpired          Visibility = "NeverReturnExpired"
+	ReturnExpiredIfNotCleanedUp Visibility = "ReturnExpiredIfNotCleanedUp"
+)
+
+// Snapshot is one checkpoint or savepoint, at metadata level. State content
+// is reached through a Reader, never held here.
+type Snapshot struct {
+	Format       string            `json:"format" msgpack:"format"`
+	JobID        string            `json:"job_id" msgpack:"job_id"`
+	CheckpointID int64             `json:"checkpoint_id" msgpack:"checkpoint_id"`
+	Kind         Kind              `json:"kind" msgpack:"kind"`
+	Created      time.Time         `json:"created" msgpack:"created"`
+	Operators    []*Operator       `json:"operators" msgpack:"operators"`
+	Properties   map[string]string `json:"properties,omitempty" msgpack:"properties,omitempty"`
+}
+
+// Operator is one operator's state across its subtasks.
+type Operator struct {
+	// ID is the operator id in hex (Flink's 16-byte OperatorID).
+	ID             string          `json:"id" msgpack:"id"`
+	UID            string          `json:"uid" msgpack:"uid"`
+	Name           string          `json:"name" msgpack:"name"`
+	Parallelism    int             `json:"parallelism" msgpack:"parallelism"`
+	MaxParallelism int             `json:"max_parallelism" msgpack:"max_parallelism"`
+	KeyedStates    []KeyedState    `json:"keyed_states" msgpack:"keyed_states"`
+	OperatorStates []OperatorState `json:"operator_states" msgpack:"operator_states"`
+	Subtasks       []*Subtask      `json:"subtasks" msgpack:"subtasks"`
+}
+
+// Label is how tools name an operator: its uid, else its name, else its id.
+func (o *Operator) Label() string {
+	switch {
+	case o.UID != "":
+		return o.UID
+	case o.Name != "":
+		return o.Name
+	}
+	return o.ID
+}
+
+// KeyedStateByName finds a keyed state descriptor.
+func (o *Operator) KeyedStateByName(name string) (*KeyedState, bool) {
+	for i := range o.KeyedStates {
+		if o.KeyedStates[i].Name == name {
+			return &o.KeyedStates[i], true
+		}
+	}
+	return nil, false
+}
+
+// OperatorStateByName finds an operator-state descriptor.
+func (o *Operator) OperatorStateByName(name string) (*OperatorState, bool) {
+	for i := range o.OperatorStates {
+		if o.OperatorStates[i].Name == name {
+			return &o.OperatorStates[i], true
+		}
+	}
+	return nil, false
+}
+
+// KeyedState describes one keyed state.
+type KeyedState struct {
+	Name          string    `json:"name" msgpack:"name"`
+	Kind          StateKind `json:"kind" msgpack:"kind"`
+	KeyType       Type      `json:"key_type" msgpack:"key_type"`
+	NamespaceType Type      `json:"namespace_type" msgpack:"namespace_type"`
+	UserKeyType   Type      `json:"user_key_type,omitzero" msgpack:"user_key_type,omitempty"`
+	ValueType     Type      `json:"value_type" msgpack:"value_type"`
+	TTL           *TTL      `json:"ttl,omitempty" msgpack:"ttl,omitempty"`
+}
+
+// TTL is a keyed state's time-to-live configuration.
+type TTL struct {
+	TTLMillis  int64      `json:"ttl_ms" msgpack:"ttl_ms"`
+	Update     UpdateType `json:"update" msgpack:"update"`
+	Visibility Visibility `json:"visibility" msgpack:"visibility"`
+}
+
+// OperatorState describes one operator list (or broadcast) state.
+type OperatorState struct {
+	Name        string `json:"name" msgpack:"name"`
+	Mode        Mode   `json:"mode" msgpack:"mode"`
+	ElementType Type   `json:"element_type" msgpack:"element_type"`
+}
+
+// Subtask is one parallel instance's share of an operator's state.
+type Subtask struct {
+	Index     int            `json:"index" msgpack:"index"`
+	KeyGroups keygroup.Range `json:"key_groups" msgpack:"key_groups"`
+	// Keyed totals keyed state; Known is false when only a scan can tell.
+	Keyed Stats `json:"keyed" msgpack:"keyed"`
+	// KeyGroupStats has one row per key group of the range when the format
+	// records them in its metadata; nil otherwise.
+	KeyGroupStats []KeyGroupStat `json:"key_group_stats,omitempty" msgpack:"key_group_stats,omitempty"`
+	// Operator totals operator state; Elements per state name.
+	Operator         Stats            `json:"operator" msgpack:"operator"`
+	OperatorElements map[string]int64 `json:"operator_elements,omitempty" msgpack:"operator_elements,omitempty"`
+	// RawKeyedBytes and RawOperatorBytes size the opaque raw state.
+	RawKeyedBytes    int64 `json:"raw_keyed_bytes" msgpack:"raw_keyed_bytes"`
+	RawOperatorBytes int64 `json:"raw_operator_bytes" msgpack:"raw_operator_bytes"`
+	// Files are the files that hold this subtask's state.
+	Files []FileRef `json:"files,omitempty" msgpack:"files,omitempty"`
+}
+
+// Stats counts entries (or elements) and their bytes.
+type Stats struct {
+	Known   bool  `json:"known" msgpack:"known"`
+	Entries int64 `json:"entries" msgpack:"entries"`
+	Bytes   int64 `json:"bytes" msgpack:"bytes"`
+}
+
+// Add accumulates o into s; the sum is known only if both are.
+func (s *Stats) Add(o Stats) {
+	s.Known = s.Known && o.Known
+	s.Entries += o.Entries
+	s.Bytes += o.Bytes
+}
+
+// KeyGroupStat is the size of one key group.
+type KeyGroupStat struct {
+	KeyGroup int   `json:"key_group" msgpack:"kg"`
+	Entries  int64 `json:"entries" msgpack:"n"`
+	Bytes    int64 `json:"bytes" msgpack:"b"`
+}
+
+// FileRef names a file holding state. Path is as the format records it:
+// relative to the snapshot, or absolute (Flink checkpoints).
+type FileRef struct {
+	Path     string `json:"path" msgpack:"path"`
+	Size     int64  `json:"size" msgpack:"size"`
+	Shared   bool   `json:"shared,omitempty" msgpack:"shared,omitempty"`
+	Absolute bool   `json:"absolute,omitempty" msgpack:"absolute,omitempty"`
+	CRC32C   uint32 `json:"crc32c,omitempty" msgpack:"crc32c,omitempty"`
+}
+
+// RawState is the opaque bytes a user operator wrote itself.
+type RawState struct {
+	Keyed    []byte
+	Operator []byte
+}
+
+// Operator finds an operator by uid, id or name.
+func (s *Snapshot) Operator(label string) (*Operator, bool) {
+	for _, o := range s.Operators {
+		if o.UID == label || o.ID == label || (o.UID == "" && o.Name == label) {
+			return o, true
+		}
+	}
+	return nil, false
+}

@@ -1,0 +1,118 @@
+// Package report computes what `stateutil inspect` shows: typed results
+// with a stable JSON schema, independent of how they are printed.
+package report
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/stateutil/stateutil/keygroup"
+	"github.com/stateutil/stateutil/snapshot"
+)
+
+// SchemaVersion is the version of the JSON documents in this package. It
+// changes only when a field is removed or changes meaning.
+const SchemaVersion = 1
+
+// Summary is the default inspect view.
+type Summary struct {
+	SchemaVersion int               `json:"schema_version"`
+	Location      string            `json:"location"`
+	Format        string            `json:"format"`
+	JobID         string            `json:"job_id"`
+	CheckpointID  int64             `json:"checkpoint_id"`
+	Kind          snapshot.Kind     `json:"kind"`
+	Created       time.Time         `json:"created"`
+	Properties    map[string]string `json:"properties,omitempty"`
+	Totals        Totals            `json:"totals"`
+	Operators     []OperatorSummary `json:"operators"`
+}
+
+// Totals sums state over the whole snapshot.
+type Totals struct {
+	Operators        int   `json:"operators"`
+	Subtasks         int   `json:"subtasks"`
+	KeyedEntries     int64 `json:"keyed_entries"`
+	KeyedBytes       int64 `json:"keyed_bytes"`
+	OperatorElements int64 `json:"operator_elements"`
+	OperatorBytes    int64 `json:"operator_bytes"`
+}
+
+// OperatorSummary is one operator's row.
+type OperatorSummary struct {
+	ID               string                   `json:"id"`
+	UID              string                   `json:"uid"`
+	Name             string                   `json:"name"`
+	Parallelism      int                      `json:"parallelism"`
+	MaxParallelism   int                      `json:"max_parallelism"`
+	KeyedStates      []snapshot.KeyedState    `json:"keyed_states"`
+	OperatorStates   []snapshot.OperatorState `json:"operator_states"`
+	KeyedEntries     int64                    `json:"keyed_entries"`
+	KeyedBytes       int64                    `json:"keyed_bytes"`
+	OperatorElements int64                    `json:"operator_elements"`
+	OperatorBytes    int64                    `json:"operator_bytes"`
+	Subtasks         []SubtaskSummary         `json:"subtasks,omitempty"`
+}
+
+// SubtaskSummary is one subtask's row of `inspect --subtasks`.
+type SubtaskSummary struct {
+	Index            int            `json:"index"`
+	KeyGroups        keygroup.Range `json:"key_groups"`
+	KeyedEntries     int64          `json:"keyed_entries"`
+	KeyedBytes       int64          `json:"keyed_bytes"`
+	OperatorElements int64          `json:"operator_elements"`
+	OperatorBytes    int64          `json:"operator_bytes"`
+	Files            int            `json:"files"`
+}
+
+// Summarize builds the summary, scanning state only where the metadata
+// lacks figures. withSubtasks adds per-subtask rows.
+func Summarize(ctx context.Context, location string, r snapshot.Reader, withSubtasks bool) (*Summary, error) {
+	s := r.Snapshot()
+	out := &Summary{
+		SchemaVersion: SchemaVersion, Location: location, Format: s.Format, JobID: s.JobID,
+		CheckpointID: s.CheckpointID, Kind: s.Kind, Created: s.Created, Properties: s.Properties,
+		Operators: []OperatorSummary{},
+	}
+	for _, op := range s.Operators {
+		row := OperatorSummary{
+			ID: op.ID, UID: op.UID, Name: op.Name, Parallelism: op.Parallelism, MaxParallelism: op.MaxParallelism,
+			KeyedStates: nonNil(op.KeyedStates), OperatorStates: nonNil(op.OperatorStates),
+		}
+		for _, sub := range op.Subtasks {
+			keyed, err := snapshot.KeyedStats(ctx, r, op, sub)
+			if err != nil {
+				return nil, fmt.Errorf("operator %q subtask %d: %w", op.Label(), sub.Index, err)
+			}
+			row.KeyedEntries += keyed.Entries
+			row.KeyedBytes += keyed.Bytes
+			row.OperatorElements += sub.Operator.Entries
+			row.OperatorBytes += sub.Operator.Bytes
+			if withSubtasks {
+				row.Subtasks = append(row.Subtasks, SubtaskSummary{
+					Index: sub.Index, KeyGroups: sub.KeyGroups, KeyedEntries: keyed.Entries, KeyedBytes: keyed.Bytes,
+					OperatorElements: sub.Operator.Entries, OperatorBytes: sub.Operator.Bytes, Files: len(sub.Files),
+				})
+			}
+		}
+		if withSubtasks && row.Subtasks == nil {
+			row.Subtasks = []SubtaskSummary{}
+		}
+		out.Totals.Operators++
+		out.Totals.Subtasks += len(op.Subtasks)
+		out.Totals.KeyedEntries += row.KeyedEntries
+		out.Totals.KeyedBytes += row.KeyedBytes
+		out.Totals.OperatorElements += row.OperatorElements
+		out.Totals.OperatorBytes += row.OperatorBytes
+		out.Operators = append(out.Operators, row)
+	}
+	return out, nil
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
