@@ -116,7 +116,26 @@ Locations are plain paths, file:// URIs or hdfs://namenode:port/path URIs.
 		newKeygroupCommand(),
 		newGenerateCommand(),
 	)
+	root.Args = cobra.NoArgs
+	root.RunE = func(c *cobra.Command, _ []string) error { return c.Help() }
+	markArgErrorsAsUsage(root)
 	return root
+}
+
+// markArgErrorsAsUsage makes every command's argument check fail with a
+// usage error (exit 1), as flag errors do.
+func markArgErrorsAsUsage(c *cobra.Command) {
+	if check := c.Args; check != nil {
+		c.Args = func(c *cobra.Command, args []string) error {
+			if err := check(c, args); err != nil {
+				return fmt.Errorf("%w: %w", errUsage, err)
+			}
+			return nil
+		}
+	}
+	for _, sub := range c.Commands() {
+		markArgErrorsAsUsage(sub)
+	}
 }
 
 // Run executes the command tree with args and returns the exit code,

@@ -7,7 +7,11 @@
 package snapshot
 
 import (
+	"maps"
+	"slices"
 	"time"
+
+	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/stateutil/stateutil/keygroup"
 )
@@ -152,8 +156,8 @@ type Subtask struct {
 	// records them in its metadata; nil otherwise.
 	KeyGroupStats []KeyGroupStat `json:"key_group_stats,omitempty" msgpack:"key_group_stats,omitempty"`
 	// Operator totals operator state; Elements per state name.
-	Operator         Stats            `json:"operator" msgpack:"operator"`
-	OperatorElements map[string]int64 `json:"operator_elements,omitempty" msgpack:"operator_elements,omitempty"`
+	Operator         Stats         `json:"operator" msgpack:"operator"`
+	OperatorElements ElementCounts `json:"operator_elements,omitempty" msgpack:"operator_elements,omitempty"`
 	// RawKeyedBytes and RawOperatorBytes size the opaque raw state.
 	RawKeyedBytes    int64 `json:"raw_keyed_bytes" msgpack:"raw_keyed_bytes"`
 	RawOperatorBytes int64 `json:"raw_operator_bytes" msgpack:"raw_operator_bytes"`
@@ -173,6 +177,36 @@ func (s *Stats) Add(o Stats) {
 	s.Known = s.Known && o.Known
 	s.Entries += o.Entries
 	s.Bytes += o.Bytes
+}
+
+// ElementCounts is the number of elements per operator-state name.
+type ElementCounts map[string]int64
+
+// EncodeMsgpack writes the counts in name order, so that equal snapshots
+// encode to equal bytes.
+func (c ElementCounts) EncodeMsgpack(enc *msgpack.Encoder) error {
+	if err := enc.EncodeMapLen(len(c)); err != nil {
+		return err
+	}
+	for _, name := range slices.Sorted(maps.Keys(c)) {
+		if err := enc.EncodeString(name); err != nil {
+			return err
+		}
+		if err := enc.EncodeInt(c[name]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// DecodeMsgpack reads what EncodeMsgpack wrote.
+func (c *ElementCounts) DecodeMsgpack(dec *msgpack.Decoder) error {
+	m := map[string]int64{}
+	if err := dec.Decode(&m); err != nil {
+		return err
+	}
+	*c = m
+	return nil
 }
 
 // KeyGroupStat is the size of one key group.

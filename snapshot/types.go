@@ -149,7 +149,7 @@ func (stringCodec) HashCode(b []byte) (int32, error) {
 
 type bytesCodec struct{}
 
-func (bytesCodec) Decode(b []byte) (any, error)       { return "0x" + hex.EncodeToString(b), nil }
+func (bytesCodec) Decode(b []byte) (any, error)     { return "0x" + hex.EncodeToString(b), nil }
 func (bytesCodec) HashCode(b []byte) (int32, error) { return keygroup.HashBytes(b), nil }
 
 type msgpackCodec struct{}

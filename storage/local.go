@@ -90,6 +90,12 @@ func (p *localPending) Commit() error {
 	}
 	p.done = true
 	tmp := p.File.Name()
+	// CreateTemp makes 0600 files; a committed file is as readable as any other.
+	if err := p.File.Chmod(0o644); err != nil {
+		p.File.Close()
+		os.Remove(tmp)
+		return err
+	}
 	if err := p.File.Sync(); err != nil {
 		p.File.Close()
 		os.Remove(tmp)

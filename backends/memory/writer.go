@@ -82,11 +82,13 @@ func (w *writer) Commit(ctx context.Context, s *snapshot.Snapshot) error {
 		}
 	}
 	s.Format = Name
-	raw, err := msgpack.Marshal(&b)
-	if err != nil {
+	var buf bytes.Buffer
+	enc := msgpack.NewEncoder(&buf)
+	enc.SetSortMapKeys(true) // the same snapshot always gives the same bytes
+	if err := enc.Encode(&b); err != nil {
 		return err
 	}
-	return storage.WriteFile(ctx, w.st, w.path, Kind.Encode(raw))
+	return storage.WriteFile(ctx, w.st, w.path, Kind.Encode(buf.Bytes()))
 }
 
 func (w *writer) Abort(context.Context) error {
@@ -159,7 +161,7 @@ func (w *subtaskWriter) Element(state string, value []byte) error {
 	}
 	w.state.Lists[i].Values = append(w.state.Lists[i].Values, bytes.Clone(value))
 	if w.meta.OperatorElements == nil {
-		w.meta.OperatorElements = map[string]int64{}
+		w.meta.OperatorElements = snapshot.ElementCounts{}
 	}
 	w.meta.OperatorElements[state]++
 	w.meta.Operator.Entries++

@@ -45,6 +45,24 @@ type Offset struct {
 	Offset    int64 `msgpack:"offset" json:"offset"`
 }
 
+// Watermark is the element of the source's union state.
+type Watermark struct {
+	Subtask   int   `msgpack:"subtask" json:"subtask"`
+	Watermark int64 `msgpack:"watermark" json:"watermark"`
+}
+
+// Rule is the element of the broadcast state.
+type Rule struct {
+	Rule      string `msgpack:"rule" json:"rule"`
+	Threshold int    `msgpack:"threshold" json:"threshold"`
+}
+
+// Mean is the accumulator of the aggregating state.
+type Mean struct {
+	Sum   int64 `msgpack:"sum" json:"sum"`
+	Count int64 `msgpack:"count" json:"count"`
+}
+
 var (
 	tString  = snapshot.Type{Name: snapshot.TypeString}
 	tInt64   = snapshot.Type{Name: snapshot.TypeInt64}
@@ -152,10 +170,10 @@ func operatorElements(op *snapshot.Operator, st snapshot.OperatorState, idx int,
 			out = append(out, Offset{Partition: p, Offset: 1000*int64(p) + rng.Int64N(1000)})
 		}
 	case "topic-watermarks":
-		out = append(out, map[string]int64{"subtask": int64(idx), "watermark": 1_700_000_000_000 + int64(idx)})
+		out = append(out, Watermark{Subtask: idx, Watermark: 1_700_000_000_000 + int64(idx)})
 	case "rules":
 		for r := range 3 {
-			out = append(out, map[string]any{"rule": fmt.Sprintf("rule-%d", r), "threshold": 10 * (r + 1)})
+			out = append(out, Rule{Rule: fmt.Sprintf("rule-%d", r), Threshold: 10 * (r + 1)})
 		}
 	}
 	return out
@@ -204,7 +222,7 @@ func keyedEntries(op *snapshot.Operator, kgs keygroup.Range, c Config, rng *rand
 					out = append(out, e)
 				}
 			case snapshot.Aggregating:
-				e.Value, _ = msgpack.Marshal(map[string]int64{"sum": rng.Int64N(500), "count": 1 + rng.Int64N(20)})
+				e.Value, _ = msgpack.Marshal(Mean{Sum: rng.Int64N(500), Count: 1 + rng.Int64N(20)})
 				out = append(out, e)
 			default:
 				e.Value, e.ExpiresAt = value(rng.Int64N(1000)), expiry()

@@ -1,0 +1,45 @@
+# stateutil — the two commands a new machine needs are `make demo` and `make test`;
+# both install what they need (Debian packages, Go modules, the HDFS test harness).
+
+GO      ?= go
+BIN     := bin/stateutil
+FUZZTIME ?= 30s
+
+.PHONY: all build deps test test-unit demo bench fuzz testdata lint clean
+
+all: build
+
+deps:
+	@scripts/deps.sh
+
+build: deps
+	$(GO) build -o $(BIN) .
+
+lint: deps
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
+	$(GO) vet ./...
+
+# Everything, with real RocksDB and a real HDFS (MiniDFSCluster on loopback).
+test: lint
+	@scripts/test.sh
+
+# Everything that needs neither Java nor HDFS; HDFS tests skip with a message.
+test-unit: lint
+	$(GO) test -count=1 ./...
+
+demo: build
+	@scripts/demo.sh $(BIN)
+
+bench: build
+	@scripts/bench.sh $(BIN)
+
+fuzz: deps
+	@scripts/fuzz.sh $(FUZZTIME)
+
+# Regenerates the checked-in fixtures in testdata/ and the golden outputs.
+testdata: deps
+	$(GO) run ./internal/gentestdata -dir testdata
+	$(GO) test ./cmd -run Golden -rewrite
+
+clean:
+	rm -rf bin .cache testenv/hdfs/target

@@ -1,0 +1,80 @@
+package cmd
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+var rewrite = flag.Bool("rewrite", false, "rewrite the golden files in testdata/golden from the current output")
+
+// goldenDir holds one file per golden case: the command line, the exit
+// code, stdout and stderr.
+const goldenDir = "../testdata/golden"
+
+// runGolden runs stateutil in-process with args and compares everything it
+// printed, and its exit code, with testdata/golden/NAME.txt.
+func runGolden(t *testing.T, name string, args ...string) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	code := Run(context.Background(), args, &stdout, &stderr)
+	got := fmt.Sprintf("$ stateutil %s\nexit: %d\n--- stdout\n%s--- stderr\n%s", strings.Join(args, " "), code, stdout.String(), stderr.String())
+	path := filepath.Join(goldenDir, name+".txt")
+	if *rewrite {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run `go test ./cmd -rewrite` to create it)", err)
+	}
+	if got != string(want) {
+		t.Errorf("%s differs from %s (rerun with -rewrite if the change is intended)\n--- got\n%s\n--- want\n%s", name, path, got, want)
+	}
+}
+
+const example = "../testdata/memory/example.dump"
+
+func TestGoldenInspect(t *testing.T) {
+	cases := map[string][]string{
+		"inspect-summary":          {"inspect", example},
+		"inspect-summary-json":     {"inspect", example, "-o", "json"},
+		"inspect-subtasks":         {"inspect", example, "--subtasks"},
+		"inspect-subtasks-json":    {"inspect", example, "--subtasks", "-o", "json"},
+		"inspect-key-groups":       {"inspect", example, "--key-groups", "--operator", "word-counter"},
+		"inspect-key-groups-json":  {"inspect", example, "--key-groups", "-o", "json"},
+		"inspect-operator-state":   {"inspect", example, "--operator-state"},
+		"inspect-operator-values":  {"inspect", example, "--operator-state", "--values", "--operator", "kafka-source"},
+		"inspect-operator-json":    {"inspect", example, "--operator-state", "--values", "-o", "json"},
+		"inspect-maxp4096":         {"inspect", "../testdata/memory/maxp4096.dump", "--subtasks"},
+		"inspect-unknown-operator": {"inspect", example, "--key-groups", "--operator", "nope"},
+		"inspect-two-views":        {"inspect", example, "--key-groups", "--subtasks"},
+		"inspect-bad-output":       {"inspect", example, "-o", "yaml"},
+		"inspect-no-args":          {"inspect"},
+	}
+	for name, args := range cases {
+		t.Run(name, func(t *testing.T) { runGolden(t, name, args...) })
+	}
+}
+
+func TestGoldenKeygroup(t *testing.T) {
+	cases := map[string][]string{
+		"keygroup-string":       {"keygroup", "user-1", "--key-type", "string", "--max-parallelism", "128", "--parallelism", "3"},
+		"keygroup-int-json":     {"keygroup", "42", "--key-type", "int", "--max-parallelism", "4096", "-o", "json"},
+		"keygroup-bad-maxp":     {"keygroup", "x", "--max-parallelism", "40000"},
+		"keygroup-p-above-maxp": {"keygroup", "x", "--max-parallelism", "4", "--parallelism", "5"},
+		"keygroup-bad-type":     {"keygroup", "x", "--key-type", "pojo"},
+		"keygroup-bad-int":      {"keygroup", "abc", "--key-type", "int"},
+		"unknown-flag":          {"inspect", example, "--frobnicate"},
+	}
+	for name, args := range cases {
+		t.Run(name, func(t *testing.T) { runGolden(t, name, args...) })
+	}
+}

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Installs what building and testing stateutil needs on Debian: RocksDB's
+# library and tools, and the Go modules. Safe to run again: it only installs
+# what is missing.
+set -euo pipefail
+
+missing=()
+for pkg in librocksdb-dev rocksdb-tools; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "installing ${missing[*]} with apt-get"
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+go mod download
