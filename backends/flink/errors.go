@@ -1,0 +1,42 @@
+package flink
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ErrCorrupt is matched (errors.Is) by every error caused by bytes that do not
+// follow the format: bad magic, truncation, impossible lengths or counts.
+var ErrCorrupt = errors.New("corrupt Flink state")
+
+// ErrUnsupportedVersion is matched by errors about a well-formed file whose
+// format version this package does not read.
+var ErrUnsupportedVersion = errors.New("unsupported Flink format version")
+
+// CorruptError says where a file stopped making sense.
+type CorruptError struct {
+	File   string // the file being decoded ("" when decoding bytes with no name)
+	Offset int64  // byte offset in File
+	Msg    string
+}
+
+func (e *CorruptError) Error() string {
+	return fmt.Sprintf("%q: offset %d: %s", e.File, e.Offset, e.Msg)
+}
+
+// Unwrap lets errors.Is(err, ErrCorrupt) succeed.
+func (e *CorruptError) Unwrap() error { return ErrCorrupt }
+
+// VersionError reports a format version this package cannot read.
+type VersionError struct {
+	File    string
+	What    string // e.g. "_metadata", "keyed backend header"
+	Version int
+}
+
+func (e *VersionError) Error() string {
+	return fmt.Sprintf("%q: unsupported %s version %d", e.File, e.What, e.Version)
+}
+
+// Unwrap lets errors.Is(err, ErrUnsupportedVersion) succeed.
+func (e *VersionError) Unwrap() error { return ErrUnsupportedVersion }

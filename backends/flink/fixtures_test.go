@@ -1,0 +1,59 @@
+package flink
+
+import (
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"testing"
+)
+
+// fixtureRoot returns ../shared/fixtures/flink next to the repository root
+// (the folder holding go.mod), or skips the test when it is absent.
+func fixtureRoot(t testing.TB) string {
+	t.Helper()
+	_, here, _, ok := runtime.Caller(0)
+	if !ok {
+		t.Skip("cannot locate the test source to find the repository root")
+	}
+	dir := filepath.Dir(here)
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			break
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Skip("repository root (go.mod) not found above " + filepath.Dir(here))
+		}
+		dir = parent
+	}
+	root := filepath.Join(dir, "..", "shared", "fixtures", "flink")
+	if st, err := os.Stat(root); err != nil || !st.IsDir() {
+		t.Skipf("Flink fixtures not found at %s (they live in ../shared next to the repository); skipping", root)
+	}
+	return root
+}
+
+// metadataFiles lists every _metadata under the fixture root, sorted.
+func metadataFiles(t testing.TB) (string, []string) {
+	t.Helper()
+	root := fixtureRoot(t)
+	var out []string
+	err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() && d.Name() == "_metadata" {
+			out = append(out, p)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(out)
+	if len(out) == 0 {
+		t.Fatalf("no _metadata files under %s", root)
+	}
+	return root, out
+}

@@ -1,0 +1,304 @@
+package flink
+
+import (
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+)
+
+// MetadataMagic is the int that starts every `_metadata` file Flink 1.3+ writes.
+const MetadataMagic = 0x4960672D
+
+// masterStateMagic starts every master state entry.
+const masterStateMagic = -0x3694E96A // 0xC96B1696 as a Java int
+
+// Versions of `_metadata` this package reads.
+const (
+	MinMetadataVersion = 2
+	MaxMetadataVersion = 7
+)
+
+// maxMetadataFile caps the size of a `_metadata` file ReadMetadata loads.
+const maxMetadataFile = 1 << 30
+
+// Metadata is a decoded `_metadata` file.
+type Metadata struct {
+	// File is the path it was read from (or the name given to ParseMetadata).
+	File         string           `json:"file"`
+	Version      int              `json:"version"`
+	CheckpointID int64            `json:"checkpointId"`
+	MasterStates []MasterState    `json:"masterStates"`
+	Operators    []*OperatorState `json:"operators"`
+	// Properties is the trailing CheckpointProperties object (version 4+).
+	Properties *CheckpointProperties `json:"properties,omitempty"`
+	// Size is the number of bytes decoded, which is the whole file.
+	Size int64 `json:"size"`
+}
+
+// MasterState is a named blob of master (JobManager) state.
+type MasterState struct {
+	Version int32  `json:"version"`
+	Name    string `json:"name"`
+	Data    []byte `json:"-"`
+}
+
+// OperatorID is the 16-byte id of an operator, as stored (lower part, then
+// upper part, each big-endian).
+type OperatorID [16]byte
+
+// String is the hex form of the 16 bytes as they stand.
+func (id OperatorID) String() string { return hex.EncodeToString(id[:]) }
+
+// MarshalText renders the id as hex in JSON.
+func (id OperatorID) MarshalText() ([]byte, error) { return []byte(id.String()), nil }
+
+// OperatorState is the state of one operator over all its subtasks.
+type OperatorState struct {
+	// Name and UID are stored from version 5 on ("" when unset).
+	Name           string     `json:"name,omitempty"`
+	UID            string     `json:"uid,omitempty"`
+	ID             OperatorID `json:"id"`
+	Parallelism    int        `json:"parallelism"`
+	MaxParallelism int        `json:"maxParallelism"`
+	// ChainLength is the unused legacy field of version 2 (always 1).
+	ChainLength int `json:"-"`
+	// CoordinatorState is the operator coordinator's state (version 3+).
+	CoordinatorState *StreamHandle `json:"coordinatorState,omitempty"`
+	// FullyFinished marks an operator whose subtasks had all finished: it has
+	// no subtask states.
+	FullyFinished bool            `json:"fullyFinished,omitempty"`
+	Subtasks      []*SubtaskState `json:"subtasks"`
+}
+
+// SubtaskState is the state one subtask of an operator snapshotted.
+type SubtaskState struct {
+	Index int `json:"index"`
+	// Finished marks a subtask that had finished; it has no state.
+	Finished             bool                 `json:"finished,omitempty"`
+	ManagedOperatorState *OperatorStateHandle `json:"managedOperatorState,omitempty"`
+	RawOperatorState     *OperatorStateHandle `json:"rawOperatorState,omitempty"`
+	ManagedKeyedState    *KeyedHandle         `json:"managedKeyedState,omitempty"`
+	RawKeyedState        *KeyedHandle         `json:"rawKeyedState,omitempty"`
+	InputChannels        []*ChannelHandle     `json:"inputChannels,omitempty"`
+	ResultSubpartitions  []*ChannelHandle     `json:"resultSubpartitions,omitempty"`
+	// RefCheckpointID is the checkpoint a regional checkpoint reused this
+	// state from (version 7), or nil.
+	RefCheckpointID *int64 `json:"refCheckpointId,omitempty"`
+}
+
+// IsSavepoint reports whether the properties say savepoint (false when the
+// file has no properties, i.e. before version 4).
+func (m *Metadata) IsSavepoint() bool { return m.Properties != nil && m.Properties.Savepoint }
+
+// ReadMetadata reads and decodes the `_metadata` file at path.
+func ReadMetadata(path string) (*Metadata, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if st.Size() > maxMetadataFile {
+		return nil, &CorruptError{File: path, Msg: fmt.Sprintf("file of %d bytes is larger than the %d a _metadata may have", st.Size(), maxMetadataFile)}
+	}
+	data := make([]byte, st.Size())
+	if _, err := io.ReadFull(f, data); err != nil {
+		return nil, fmt.Errorf("reading %q: %w", path, err)
+	}
+	return ParseMetadata(data, path)
+}
+
+// decoder carries the reader and the format version through the handle
+// decoders.
+type decoder struct {
+	r       *reader
+	version int
+}
+
+// ParseMetadata decodes the bytes of a `_metadata` file; file names it in
+// errors. The returned value shares memory with data (inline state).
+func ParseMetadata(data []byte, file string) (*Metadata, error) {
+	r := newReader(data, file, 0)
+	magic := r.i32("magic number")
+	if r.err != nil {
+		return nil, r.err
+	}
+	if magic != MetadataMagic {
+		return nil, &CorruptError{File: file, Offset: 0, Msg: fmt.Sprintf("bad magic number 0x%08X, want 0x%08X", uint32(magic), MetadataMagic)}
+	}
+	version := int(r.i32("version"))
+	if r.err != nil {
+		return nil, r.err
+	}
+	if version < MinMetadataVersion || version > MaxMetadataVersion {
+		return nil, &VersionError{File: file, What: "_metadata", Version: version}
+	}
+	d := &decoder{r: r, version: version}
+	m := &Metadata{File: file, Version: version}
+	at := r.pos()
+	m.CheckpointID = r.i64("checkpoint id")
+	if r.err == nil && m.CheckpointID < 0 {
+		r.failAt(at, "negative checkpoint id %d", m.CheckpointID)
+	}
+	n := r.count32(8, "master state count")
+	for i := 0; i < n && r.err == nil; i++ {
+		m.MasterStates = append(m.MasterStates, d.masterState())
+	}
+	n = r.count32(24, "operator count")
+	m.Operators = make([]*OperatorState, 0, n)
+	for i := 0; i < n && r.err == nil; i++ {
+		if op := d.operator(); op != nil {
+			m.Operators = append(m.Operators, op)
+		}
+	}
+	if version >= 4 && r.err == nil {
+		at := r.pos()
+		obj, used, classes, strs, err := ParseJavaObject(data[r.off:], file, at)
+		if err != nil {
+			return nil, err
+		}
+		r.off += used
+		m.Properties = checkpointPropertiesFrom(obj, classes, strs)
+		if m.Properties == nil {
+			r.failAt(at, "trailing Java object is not a CheckpointProperties")
+		}
+	}
+	if r.err == nil && r.remaining() > 0 {
+		r.fail("%d unexpected trailing bytes", r.remaining())
+	}
+	if r.err != nil {
+		return nil, r.err
+	}
+	m.Size = int64(len(data))
+	return m, nil
+}
+
+func (d *decoder) masterState() MasterState {
+	r := d.r
+	at := r.pos()
+	if magic := r.i32("master state magic"); r.err == nil && magic != masterStateMagic {
+		r.failAt(at, "bad master state magic 0x%08X", uint32(magic))
+	}
+	at = r.pos()
+	n := r.count32(1, "master state length")
+	if r.err == nil && n == 0 {
+		r.failAt(at, "empty master state")
+	}
+	body := r.take(n, "master state")
+	if r.err != nil {
+		return MasterState{}
+	}
+	sub := newReader(body, r.file, r.pos()-int64(n))
+	ms := MasterState{Version: sub.i32("master state version"), Name: sub.utf("master state name")}
+	ms.Data = sub.bytes32("master state data")
+	if sub.err == nil && sub.remaining() > 0 {
+		sub.fail("%d trailing bytes in master state", sub.remaining())
+	}
+	if sub.err != nil {
+		r.err = sub.err
+	}
+	return ms
+}
+
+func (d *decoder) operator() *OperatorState {
+	r := d.r
+	op := &OperatorState{}
+	if d.version >= 5 {
+		op.Name = r.utf("operator name")
+		op.UID = r.utf("operator uid")
+	}
+	copy(op.ID[:], r.take(16, "operator id"))
+	op.Parallelism = int(r.i32("parallelism"))
+	op.MaxParallelism = int(r.i32("max parallelism"))
+	if d.version == 2 {
+		op.ChainLength = int(r.i32("chain length"))
+		n := r.count32(4, "subtask count")
+		for i := 0; i < n && r.err == nil; i++ {
+			st := &SubtaskState{Index: int(r.i32("subtask index"))}
+			r.i64("subtask duration")
+			at := r.pos()
+			if legacy := r.i32("legacy state count"); r.err == nil && legacy != 0 {
+				r.failAt(at, "subtask %d has %d legacy (Flink <= 1.1) states", st.Index, legacy)
+			}
+			d.subtaskBody(st)
+			op.Subtasks = append(op.Subtasks, st)
+		}
+		return op
+	}
+	at := r.pos()
+	op.CoordinatorState = d.streamHandle("coordinator state", 0)
+	if op.CoordinatorState != nil && op.CoordinatorState.Type != HandleByteStream && r.err == nil {
+		r.failAt(at, "coordinator state is a %s handle, want byte-stream", op.CoordinatorState.Type)
+	}
+	at = r.pos()
+	n := r.i32("subtask count")
+	if r.err != nil {
+		return nil
+	}
+	if n < 0 {
+		if n != -1 || op.CoordinatorState != nil {
+			r.failAt(at, "fully finished operator with subtask count %d and coordinator state", n)
+		}
+		op.FullyFinished = true
+		return op
+	}
+	cnt := r.count(int64(n), 4, "subtask count", at)
+	for i := 0; i < cnt && r.err == nil; i++ {
+		idx := int(r.i32("subtask index"))
+		st := &SubtaskState{Index: idx}
+		if idx < 0 {
+			st.Index, st.Finished = -idx-1, true
+		} else {
+			d.subtaskBody(st)
+		}
+		op.Subtasks = append(op.Subtasks, st)
+	}
+	return op
+}
+
+func (d *decoder) subtaskBody(st *SubtaskState) {
+	r := d.r
+	if d.flag("managed operator state flag") {
+		st.ManagedOperatorState = d.operatorHandle("managed operator state")
+	}
+	if d.flag("raw operator state flag") {
+		st.RawOperatorState = d.operatorHandle("raw operator state")
+	}
+	st.ManagedKeyedState = d.keyedHandle("managed keyed state", 0)
+	st.RawKeyedState = d.keyedHandle("raw keyed state", 0)
+	if d.version >= 3 {
+		n := r.count32(1, "input channel count")
+		for i := 0; i < n && r.err == nil; i++ {
+			st.InputChannels = append(st.InputChannels, d.channelHandle("input channel", true))
+		}
+		n = r.count32(1, "result subpartition count")
+		for i := 0; i < n && r.err == nil; i++ {
+			st.ResultSubpartitions = append(st.ResultSubpartitions, d.channelHandle("result subpartition", false))
+		}
+	}
+	if d.version >= 7 {
+		at := r.pos()
+		switch marker := r.u8("reference checkpoint marker"); {
+		case r.err != nil:
+		case marker == 1:
+			id := r.i64("reference checkpoint id")
+			st.RefCheckpointID = &id
+		case marker != 0:
+			r.failAt(at, "reference checkpoint marker is %d, not 0 or 1", marker)
+		}
+	}
+}
+
+// flag reads the int 0/1 that precedes an optional operator state handle.
+func (d *decoder) flag(what string) bool {
+	at := d.r.pos()
+	v := d.r.i32(what)
+	if d.r.err == nil && v != 0 && v != 1 {
+		d.r.failAt(at, "%s is %d, not 0 or 1", what, v)
+	}
+	return v == 1
+}

@@ -1,0 +1,141 @@
+package flink
+
+import (
+	"fmt"
+	"sort"
+)
+
+// OperatorStateFile is a decoded operator state stream: the
+// OperatorBackendSerializationProxy header and the elements at the offsets
+// `_metadata` lists.
+type OperatorStateFile struct {
+	File        string `json:"file"`
+	Base        int64  `json:"base"` // offset of the stream in File
+	Version     int    `json:"version"`
+	Compression bool   `json:"compression"`
+	// States and BroadcastStates are the header's meta infos.
+	States          []*StateMeta `json:"states"`
+	BroadcastStates []*StateMeta `json:"broadcastStates"`
+	HeaderSize      int64        `json:"headerSize"`
+	// Partitions holds, per state name of the handle, its elements.
+	Partitions []*OperatorPartition `json:"partitions"`
+}
+
+// OperatorPartition is the data of one named operator state in one stream.
+type OperatorPartition struct {
+	Name string           `json:"name"`
+	Mode DistributionMode `json:"mode"`
+	Meta *StateMeta       `json:"meta,omitempty"`
+	// Elements are the raw bytes of each list element (for broadcast
+	// state: one element holding the whole map). Views into the stream.
+	Elements [][]byte `json:"-"`
+	// Offsets are the element offsets within the stream.
+	Offsets []int64 `json:"offsets"`
+}
+
+// ReadOperatorState reads the stream of an operator state handle.
+func (res *Resolver) ReadOperatorState(h *OperatorStateHandle) (*OperatorStateFile, error) {
+	if h == nil || h.Delegate == nil {
+		return nil, fmt.Errorf("operator state handle without a stream")
+	}
+	data, file, base, err := res.Bytes(h.Delegate)
+	if err != nil {
+		return nil, err
+	}
+	return ParseOperatorState(data, file, base, h)
+}
+
+// ParseOperatorState decodes an operator state stream. file and base name the
+// stream's place in errors.
+func ParseOperatorState(data []byte, file string, base int64, h *OperatorStateHandle) (*OperatorStateFile, error) {
+	r := newReader(data, file, base)
+	// The header ends where the first element starts.
+	var all []int64
+	for _, s := range h.States {
+		all = append(all, s.Offsets...)
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i] < all[j] })
+	end := len(data)
+	if len(all) > 0 {
+		if all[0] < 0 || all[0] > int64(len(data)) {
+			return nil, &CorruptError{File: file, Offset: base, Msg: fmt.Sprintf("element offset %d outside a stream of %d bytes", all[0], len(data))}
+		}
+		end = int(all[0])
+	}
+	of := &OperatorStateFile{File: file, Base: base}
+	of.Version = int(r.i32("operator backend header version"))
+	if r.err != nil {
+		return nil, r.err
+	}
+	mr := &metaReader{sr: &snapReader{r: r}, end: end}
+	switch {
+	case of.Version == 1:
+		mr.layout = "op-v1"
+	case of.Version == 2 || of.Version == 3:
+		mr.layout = "op-v2"
+	case of.Version == 4:
+		mr.layout = "v5"
+	case of.Version == 5 || of.Version == 6:
+		mr.layout = "current"
+	default:
+		return nil, &VersionError{File: file, What: "operator backend header", Version: of.Version}
+	}
+	if of.Version >= 6 {
+		of.Compression = r.bool("compression flag")
+	}
+	var after contFunc
+	if of.Version >= 3 {
+		after = func(q int) bool {
+			if q+2 > len(data) {
+				return false
+			}
+			n := int(int16(uint16(data[q])<<8 | uint16(data[q+1])))
+			if n == 0 {
+				return q+2 == end
+			}
+			return n > 0 && n*10 <= end-q && plausibleMetaAt(data, q+2, BroadcastMapState)
+		}
+	} else {
+		// Flink 1.3 and 1.4 wrote the number of states after the header.
+		after = func(q int) bool { return q+4 == end }
+	}
+	of.States = mr.metas("operator state", after, OperatorListState)
+	if of.Version >= 3 {
+		of.BroadcastStates = mr.metas("broadcast state", func(q int) bool { return q == end }, BroadcastMapState)
+	} else {
+		at := r.pos()
+		if n := r.i32("operator state count"); r.err == nil && int(n) != len(of.States) {
+			r.failAt(at, "operator state count %d after a header of %d states", n, len(of.States))
+		}
+	}
+	if r.err != nil {
+		return nil, r.err
+	}
+	if r.off != end {
+		return nil, &CorruptError{File: file, Offset: r.pos(), Msg: fmt.Sprintf("operator state header ends at %d but the first element is at %d", r.off, end)}
+	}
+	of.HeaderSize = int64(r.off)
+	metas := map[string]*StateMeta{}
+	for _, m := range append(append([]*StateMeta{}, of.States...), of.BroadcastStates...) {
+		metas[m.Name] = m
+	}
+	next := func(off int64) int64 {
+		i := sort.Search(len(all), func(i int) bool { return all[i] > off })
+		if i < len(all) {
+			return all[i]
+		}
+		return int64(len(data))
+	}
+	for _, s := range h.States {
+		p := &OperatorPartition{Name: s.Name, Mode: s.Mode, Meta: metas[s.Name], Offsets: s.Offsets}
+		for _, off := range s.Offsets {
+			e := next(off)
+			if off < int64(end) || e > int64(len(data)) {
+				return nil, &CorruptError{File: file, Offset: base + off, Msg: fmt.Sprintf("state %q: element offset %d outside the data", s.Name, off)}
+			}
+			p.Elements = append(p.Elements, data[off:e])
+		}
+		of.Partitions = append(of.Partitions, p)
+	}
+	return of, nil
+}

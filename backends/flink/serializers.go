@@ -1,0 +1,347 @@
+package flink
+
+import (
+	"encoding/binary"
+	"strings"
+)
+
+// SerializerSnapshot describes a serializer as a state file's header records
+// it: the snapshot (or legacy config snapshot) class, the serializer class
+// when known, and nested serializer snapshots of composite types.
+type SerializerSnapshot struct {
+	// Class is the TypeSerializerSnapshot class (Flink 1.7+), or the legacy
+	// TypeSerializerConfigSnapshot class.
+	Class string `json:"class"`
+	// SerializerClass is the serializer class when the bytes name it (legacy
+	// Java-serialized serializers, simple snapshots of version <= 2).
+	SerializerClass string `json:"serializerClass,omitempty"`
+	Version         int32  `json:"version"`
+	// OuterClass is the class a composite snapshot names in its outer
+	// snapshot (tuple class, case class, array component class...).
+	OuterClass string                `json:"outerClass,omitempty"`
+	Nested     []*SerializerSnapshot `json:"nested,omitempty"`
+	// Opaque is set when the snapshot body was not understood and was skipped
+	// by finding where the next structure starts.
+	Opaque bool `json:"opaque,omitempty"`
+}
+
+// Name returns the most specific class name known: the serializer class, else
+// the snapshot class.
+func (s *SerializerSnapshot) Name() string {
+	if s == nil {
+		return ""
+	}
+	if s.SerializerClass != "" {
+		return s.SerializerClass
+	}
+	return s.Class
+}
+
+// typeKey maps a snapshot to a short type name: "Long", "Integer", "String",
+// "Boolean", "Double", "Float", "Short", "Byte", "Char", "byte[]", "Void",
+// "VoidNamespace", "Tuple", "List", "Map", "TTL", "Timer", or "" when unknown.
+func (s *SerializerSnapshot) typeKey() string {
+	n := s.Name()
+	if s.Class != "" && s.SerializerClass == "" {
+		n = s.Class
+	}
+	short := n[strings.LastIndexAny(n, ".$")+1:]
+	short = strings.TrimSuffix(strings.TrimSuffix(short, "Snapshot"), "ConfigSnapshot")
+	short = strings.TrimSuffix(short, "Config")
+	switch short {
+	case "LongSerializer":
+		return "Long"
+	case "IntSerializer":
+		return "Integer"
+	case "StringSerializer":
+		return "String"
+	case "BooleanSerializer":
+		return "Boolean"
+	case "DoubleSerializer":
+		return "Double"
+	case "FloatSerializer":
+		return "Float"
+	case "ShortSerializer":
+		return "Short"
+	case "ByteSerializer":
+		return "Byte"
+	case "CharSerializer":
+		return "Char"
+	case "BytePrimitiveArraySerializer":
+		return "byte[]"
+	case "VoidSerializer":
+		return "Void"
+	case "VoidNamespaceSerializer":
+		return "VoidNamespace"
+	case "TupleSerializer":
+		return "Tuple"
+	case "ListSerializer":
+		return "List"
+	case "MapSerializer":
+		return "Map"
+	case "TtlSerializer":
+		return "TTL"
+	case "TimerSerializer":
+		return "Timer"
+	}
+	return ""
+}
+
+// legacyAdapterVersion is the snapshot version Flink 1.7+ writes for legacy
+// TypeSerializerConfigSnapshots.
+const legacyAdapterVersion = 0x7a53c4f0
+
+const (
+	compositeMagic = 911108  // starts the outer part of a composite snapshot
+	nestedMagic    = 1333245 // starts the nested snapshots of a composite snapshot
+)
+
+// contFunc reports whether the structure that follows a serializer snapshot
+// plausibly starts at buffer index q. It lets the decoder skip snapshot bodies
+// it does not understand by finding where the next structure begins.
+type contFunc func(q int) bool
+
+// snapshotProxy reads TypeSerializerSnapshotSerializationUtil's framing: an
+// int proxy version (1 or 2), then a versioned snapshot.
+func (sr *snapReader) snapshotProxy(cont contFunc) *SerializerSnapshot {
+	r := sr.r
+	at := r.pos()
+	pv := r.i32("serializer snapshot proxy version")
+	if r.err == nil && pv != 1 && pv != 2 {
+		r.failAt(at, "serializer snapshot proxy version %d, want 1 or 2", pv)
+	}
+	return sr.versioned(cont, 0)
+}
+
+type snapReader struct {
+	r *reader
+}
+
+// versioned reads UTF class name, int version, then the snapshot body.
+func (sr *snapReader) versioned(cont contFunc, depth int) *SerializerSnapshot {
+	r := sr.r
+	if depth > 32 {
+		r.fail("serializer snapshots nested deeper than 32")
+		return nil
+	}
+	s := &SerializerSnapshot{Class: r.utf("serializer snapshot class")}
+	s.Version = r.i32("serializer snapshot version")
+	if r.err != nil {
+		return nil
+	}
+	sr.body(s, cont, depth)
+	return s
+}
+
+func (sr *snapReader) body(s *SerializerSnapshot, cont contFunc, depth int) {
+	r := sr.r
+	if r.remaining() >= 4 && int32(binary.BigEndian.Uint32(r.buf[r.off:])) == compositeMagic {
+		sr.composite(s, cont, depth)
+		return
+	}
+	if s.Version == legacyAdapterVersion {
+		// A legacy config snapshot: the Java-serialized prior serializer,
+		// framed by a proxy version and a length, then the config's own
+		// version and content.
+		r.i32("legacy serializer proxy version")
+		at := r.pos() + 4
+		if js := r.bytes32("legacy serializer"); r.err == nil {
+			if _, _, classes, _, err := ParseJavaObject(js, r.file, at); err == nil && len(classes) > 0 {
+				s.SerializerClass = classes[0]
+			}
+		}
+		r.i32("legacy config snapshot version")
+		if strings.HasSuffix(s.Class, ".ParameterlessTypeSerializerConfig") && plausibleClassUTF(r.buf, r.off) {
+			r.utf("serialization format identifier")
+		}
+		if r.err != nil || cont(r.off) {
+			return
+		}
+	}
+	if isSimpleSnapshot(s.Class) {
+		if s.Version <= 2 && r.remaining() >= 2 && plausibleClassUTF(r.buf, r.off) {
+			s.SerializerClass = r.utf("serializer class")
+		}
+		if cont(r.off) {
+			return
+		}
+	}
+	// Legacy config snapshots and unknown snapshots: find the next structure.
+	if cont(r.off) {
+		return
+	}
+	s.Opaque = true
+	sr.skipTo(cont, "serializer snapshot "+s.Class)
+}
+
+// composite reads a CompositeTypeSerializerSnapshot: magic, outer version,
+// outer snapshot, then nested snapshots.
+func (sr *snapReader) composite(s *SerializerSnapshot, cont contFunc, depth int) {
+	r := sr.r
+	r.i32("composite magic")
+	r.i32("composite outer version")
+	// The outer snapshot is class specific: a class name for tuples, case
+	// classes and arrays, nothing for lists, maps and TTL.
+	if r.remaining() >= 4 && int32(binary.BigEndian.Uint32(r.buf[r.off:])) != nestedMagic {
+		if plausibleClassUTF(r.buf, r.off) {
+			s.OuterClass = r.utf("composite outer class")
+		}
+		if r.remaining() >= 4 && int32(binary.BigEndian.Uint32(r.buf[r.off:])) != nestedMagic {
+			s.Opaque = true
+			sr.skipTo(func(q int) bool {
+				return q+4 <= len(r.buf) && int32(binary.BigEndian.Uint32(r.buf[q:])) == nestedMagic
+			}, "composite outer snapshot "+s.Class)
+		}
+	}
+	at := r.pos()
+	if m := r.i32("nested snapshots magic"); r.err == nil && m != nestedMagic {
+		r.failAt(at, "nested serializer snapshots magic %d, want %d", m, nestedMagic)
+	}
+	r.i32("nested snapshots version")
+	n := r.count32(6, "nested snapshot count")
+	for i := 0; i < n && r.err == nil; i++ {
+		next := cont
+		if i < n-1 {
+			next = func(q int) bool { return plausibleVersionedAt(r.buf, q) }
+		}
+		s.Nested = append(s.Nested, sr.versioned(next, depth+1))
+	}
+}
+
+// skipTo advances to the first index where cont holds.
+func (sr *snapReader) skipTo(cont contFunc, what string) {
+	r := sr.r
+	if r.err != nil {
+		return
+	}
+	for q := r.off; q <= len(r.buf); q++ {
+		if cont(q) {
+			r.off = q
+			return
+		}
+	}
+	r.fail("cannot find the end of %s", what)
+}
+
+// isSimpleSnapshot reports snapshots that hold no configuration (Flink's
+// simple serializer snapshots of basic types, namespaces and windows).
+func isSimpleSnapshot(class string) bool {
+	for _, s := range []string{
+		"org.apache.flink.api.common.typeutils.base.",
+		"org.apache.flink.runtime.state.VoidNamespaceSerializer$",
+		"org.apache.flink.streaming.api.windowing.windows.",
+	} {
+		if strings.HasPrefix(class, s) && strings.HasSuffix(class, "SerializerSnapshot") &&
+			!strings.Contains(class, "ListSerializer") && !strings.Contains(class, "MapSerializer") &&
+			!strings.Contains(class, "EnumSerializer") && !strings.Contains(class, "GenericArray") {
+			return true
+		}
+	}
+	return false
+}
+
+// plausibleClassUTF reports whether a Java class name written with writeUTF
+// starts at buf[q].
+func plausibleClassUTF(buf []byte, q int) bool {
+	if q+2 > len(buf) {
+		return false
+	}
+	n := int(binary.BigEndian.Uint16(buf[q:]))
+	if n < 3 || n > 1024 || q+2+n > len(buf) {
+		return false
+	}
+	name := buf[q+2 : q+2+n]
+	dot := false
+	for i, c := range name {
+		switch {
+		case c == '.':
+			if i == 0 || name[i-1] == '.' {
+				return false
+			}
+			dot = true
+		case c == '$' || c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z':
+		default:
+			return false
+		}
+	}
+	return dot
+}
+
+// plausibleVersionedAt reports whether a versioned snapshot (class name, then
+// a small positive version) starts at buf[q].
+func plausibleVersionedAt(buf []byte, q int) bool {
+	if !plausibleClassUTF(buf, q) {
+		return false
+	}
+	e := q + 2 + int(binary.BigEndian.Uint16(buf[q:]))
+	if e+4 > len(buf) {
+		return false
+	}
+	v := int32(binary.BigEndian.Uint32(buf[e:]))
+	return v >= 0 && v < 1000
+}
+
+// utfAt returns the writeUTF string at buf[q], if one fits.
+func utfAt(buf []byte, q int) (string, int, bool) {
+	if q+2 > len(buf) {
+		return "", 0, false
+	}
+	n := int(binary.BigEndian.Uint16(buf[q:]))
+	if q+2+n > len(buf) {
+		return "", 0, false
+	}
+	s, ok := decodeModifiedUTF8(buf[q+2 : q+2+n])
+	return s, q + 2 + n, ok
+}
+
+// legacySerializers reads TypeSerializerSerializationUtil's "with
+// resilience" block (Flink 1.3 to 1.6): int n, n pairs of offsets, int
+// length, then the Java-serialized serializers and their config snapshots.
+// Only class names are recovered; the block is skipped by its length.
+func (sr *snapReader) legacySerializers(what string) []*SerializerSnapshot {
+	r := sr.r
+	n := r.count32(8, what+" count")
+	offs := make([][2]int32, n)
+	for i := range offs {
+		offs[i][0] = r.i32(what + " serializer offset")
+		offs[i][1] = r.i32(what + " config offset")
+	}
+	base := r.pos() + 4
+	blk := r.bytes32(what + " block")
+	if r.err != nil {
+		return nil
+	}
+	out := make([]*SerializerSnapshot, n)
+	for i, o := range offs {
+		s := &SerializerSnapshot{}
+		out[i] = s
+		so, co := int(o[0]), int(o[1])
+		if so < 0 || co < so || co > len(blk) {
+			r.failAt(base, "%s: serializer offsets %d/%d outside the %d-byte block", what, so, co, len(blk))
+			return nil
+		}
+		// serializer: int proxy version, int length, Java serialization.
+		if co-so >= 8 {
+			_, _, classes, _, err := ParseJavaObject(blk[so+8:co], r.file, base+int64(so)+8)
+			if err == nil && len(classes) > 0 {
+				s.SerializerClass = classes[0]
+			} else if i := strings.Index(string(blk[so:co]), "sr\x00"); i >= 0 {
+				if name, _, ok := utfAt(blk[so:co], i+2); ok {
+					s.SerializerClass = name
+				}
+			}
+		}
+		// config snapshot: optional int proxy version, UTF class, int version.
+		q := co
+		if q+6 <= len(blk) && binary.BigEndian.Uint16(blk[q:]) == 0 && plausibleClassUTF(blk, q+4) {
+			q += 4
+		}
+		if name, e, ok := utfAt(blk, q); ok && plausibleClassUTF(blk, q) {
+			s.Class = name
+			if e+4 <= len(blk) {
+				s.Version = int32(binary.BigEndian.Uint32(blk[e:]))
+			}
+		}
+	}
+	return out
+}
