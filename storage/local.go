@@ -164,7 +164,9 @@ func (local) List(_ context.Context, path string) ([]Info, error) {
 	return out, nil
 }
 
-func (local) MkdirAll(_ context.Context, path string) error { return localErr(os.MkdirAll(path, 0o755)) }
+func (local) MkdirAll(_ context.Context, path string) error {
+	return localErr(os.MkdirAll(path, 0o755))
+}
 
 func (local) Remove(_ context.Context, path string) error { return localErr(os.Remove(path)) }
 

@@ -1,0 +1,152 @@
+#!/usr/bin/env bash
+# Starts the HDFS test harness (testenv/hdfs: one NameNode + one DataNode on
+# 127.0.0.1) in the background and writes .cache/hdfs.env for the Go tests:
+#
+#   scripts/hdfs-start.sh && . .cache/hdfs.env && go test ./storage/...; scripts/hdfs-stop.sh
+#
+# Environment (all optional):
+#   STATEUTIL_CACHE_DIR           where state goes (default: <repo>/.cache)
+#   STATEUTIL_HDFS_PORT           fixed NameNode RPC port (default: a free one)
+#   STATEUTIL_HDFS_START_TIMEOUT  seconds to wait for the cluster (default 120)
+#   STATEUTIL_HDFS_JAVA           java binary (default: a Java 17 if found, else java)
+#
+# Exits non-zero, with the tail of the harness log, if the cluster does not
+# come up. If a harness started from this tree still runs, it is reused.
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+harness="$root/testenv/hdfs"
+cache=${STATEUTIL_CACHE_DIR:-$root/.cache}
+state="$cache/hdfs"
+envfile="$cache/hdfs.env"
+pidfile="$state/harness.pid"
+log="$state/harness.log"
+addrfile="$state/addr"
+timeout=${STATEUTIL_HDFS_START_TIMEOUT:-120}
+t0=$SECONDS
+
+say() { echo "hdfs-start: $*" >&2; }
+die() {
+	say "$*"
+	if [[ -f $log ]]; then
+		say "last lines of $log:"
+		tail -n 60 "$log" >&2
+	fi
+	exit 1
+}
+
+# stop PID: TERM, then KILL if it lingers; only ever the pid we started.
+stop() {
+	kill -TERM "$1" 2>/dev/null || return 0
+	for _ in $(seq 40); do
+		kill -0 "$1" 2>/dev/null || return 0
+		sleep 0.25
+	done
+	kill -KILL "$1" 2>/dev/null || true
+}
+
+# is_harness PID: true if PID is a live harness JVM (guards against reused pids).
+is_harness() {
+	[[ -n ${1:-} ]] && kill -0 "$1" 2>/dev/null &&
+		tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null | grep -q 'stateutil.testenv.HdfsHarness'
+}
+
+mkdir -p "$state"
+
+if [[ -f $pidfile && -f $envfile ]] && is_harness "$(cat "$pidfile")"; then
+	say "already running (pid $(cat "$pidfile")); reusing $envfile"
+	exit 0
+fi
+
+# Hadoop 3.3 does not run on Java 23+ (Subject.getSubject is gone); prefer 17.
+pick_java() {
+	if [[ -n ${STATEUTIL_HDFS_JAVA:-} ]]; then
+		echo "$STATEUTIL_HDFS_JAVA"
+		return
+	fi
+	local c
+	for c in ${JAVA_HOME:+"$JAVA_HOME/bin/java"} "$(command -v java || true)" /usr/lib/jvm/java-17-openjdk-*/bin/java /usr/lib/jvm/temurin-17-*/bin/java; do
+		[[ -x $c ]] || continue
+		local v
+		v=$("$c" -XshowSettings:properties -version 2>&1 | sed -n 's/^ *java.specification.version = //p')
+		if [[ $v =~ ^[0-9]+$ ]] && ((v >= 11 && v <= 21)); then
+			echo "$c"
+			return
+		fi
+	done
+	die "no Java 11..21 found for Hadoop 3.3 (set STATEUTIL_HDFS_JAVA)"
+}
+java=$(pick_java)
+javahome=$(dirname "$(dirname "$(readlink -f "$java")")")
+
+# Build when sources changed or the cached jars are gone. Maven's ~/.m2 holds
+# the jars; an unchanged harness costs no Maven run at all.
+cpfile="$harness/target/classpath.txt"
+stamp="$harness/target/.built"
+needs_build() {
+	[[ -f $stamp && -f $cpfile ]] || return 0
+	[[ -n $(find "$harness/pom.xml" "$harness/src" -newer "$stamp" -print -quit) ]] && return 0
+	local jar
+	while IFS= read -r -d: jar || [[ -n $jar ]]; do
+		[[ -f $jar ]] || return 0
+	done <"$cpfile"
+	return 1
+}
+if needs_build; then
+	say "building harness (mvn -q -B compile; first run downloads ~90 MB into ~/.m2)"
+	mvnargs=(-q -B -Dstyle.color=never -f "$harness/pom.xml" compile)
+	# Offline first so a warm ~/.m2 needs no network; online if it lacks something.
+	if ! JAVA_HOME=$javahome mvn -o "${mvnargs[@]}" >"$state/build.log" 2>&1; then
+		JAVA_HOME=$javahome mvn "${mvnargs[@]}" >"$state/build.log" 2>&1 ||
+			{ cat "$state/build.log" >&2; die "harness build failed"; }
+	fi
+	touch "$stamp"
+	say "built in $((SECONDS - t0))s"
+fi
+
+# Hadoop reflects into these JDK internals.
+opens=()
+for p in java.lang java.lang.reflect java.util java.util.concurrent java.nio java.net java.io \
+	sun.nio.ch sun.net.dns sun.net.util sun.security.util sun.security.x509; do
+	opens+=("--add-opens=java.base/$p=ALL-UNNAMED")
+done
+
+rm -rf "$state/data" "$addrfile" "$envfile"
+: >"$log"
+args=(--port "${STATEUTIL_HDFS_PORT:-0}" --base-dir "$state/data" "$addrfile")
+# setsid: a Ctrl-C aimed at the caller (make, go test) must not half-kill
+# the cluster; hdfs-stop.sh stops it.
+setsid "$java" -Xmx512m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 "${opens[@]}" \
+	-cp "$harness/target/classes:$(cat "$cpfile")" stateutil.testenv.HdfsHarness "${args[@]}" \
+	</dev/null >>"$log" 2>&1 &
+pid=$!
+echo "$pid" >"$pidfile"
+
+deadline=$((SECONDS + timeout))
+until [[ -f $addrfile ]]; do
+	kill -0 "$pid" 2>/dev/null || die "harness (pid $pid) exited before the cluster came up"
+	if ((SECONDS >= deadline)); then
+		stop "$pid"
+		die "cluster not up after ${timeout}s; stopped it"
+	fi
+	sleep 0.5
+done
+
+# shellcheck disable=SC1090
+. <(sed 's/^/export /' "$addrfile")
+# The harness only announces itself after a probe write+read; check the RPC
+# port from outside too.
+if ! timeout 5 bash -c "exec 3<>/dev/tcp/${HDFS_NAMENODE%:*}/${HDFS_NAMENODE##*:}" 2>/dev/null; then
+	stop "$pid"
+	die "namenode $HDFS_NAMENODE does not accept connections"
+fi
+
+cat >"$envfile.tmp" <<ENV
+# Written by scripts/hdfs-start.sh; removed by scripts/hdfs-stop.sh.
+export STATEUTIL_TEST_HDFS=$HDFS_NAMENODE
+export STATEUTIL_TEST_HDFS_CONTROL=$HDFS_CONTROL
+export STATEUTIL_TEST_HDFS_SUPERUSER=$(id -un)
+export STATEUTIL_TEST_HDFS_PID=$pid
+ENV
+mv "$envfile.tmp" "$envfile"
+say "namenode $HDFS_NAMENODE (control $HDFS_CONTROL, pid $pid) up in $((SECONDS - t0))s; env in $envfile"
