@@ -115,6 +115,11 @@ Locations are plain paths, file:// URIs or hdfs://namenode:port/path URIs.
 		newInspectCommand(),
 		newKeygroupCommand(),
 		newGenerateCommand(),
+		newConvertCommand(),
+		newRescaleCommand(),
+		newVerifyCommand(),
+		newDiffCommand(),
+		newOperatorCommand(),
 	)
 	root.Args = cobra.NoArgs
 	root.RunE = func(c *cobra.Command, _ []string) error { return c.Help() }

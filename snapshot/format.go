@@ -89,6 +89,9 @@ type Format struct {
 	Open func(ctx context.Context, location string, opts OpenOptions) (Reader, error)
 	// Create starts a new snapshot at location; nil for read-only formats.
 	Create func(ctx context.Context, location string, opts WriteOptions) (Writer, error)
+	// StateSizeCap is the default limit of state per subtask the format
+	// accepts when writing; 0 for none.
+	StateSizeCap int64
 }
 
 var (

@@ -72,6 +72,8 @@ func init() {
 		Probe:   probe,
 		Open:    Open,
 		Create:  Create,
+
+		StateSizeCap: DefaultStateSizeCap,
 	})
 }
 

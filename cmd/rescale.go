@@ -1,0 +1,234 @@
+package cmd
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/stateutil/stateutil/redistribute"
+	"github.com/stateutil/stateutil/snapshot"
+)
+
+type rescaleOptions struct {
+	report         outputFlag
+	parallelism    int
+	operators      []string
+	maxParallelism int
+	output         string
+	format         string
+	force          bool
+	dryRun         bool
+	quiet          bool
+	tempDir        string
+}
+
+func newRescaleCommand() *cobra.Command {
+	o := &rescaleOptions{}
+	c := &cobra.Command{
+		Use:   "rescale SRC --parallelism N [--operator UID=N]... [--max-parallelism M] --output DST",
+		Short: "Redistribute a snapshot's state to a new parallelism",
+		Long: `Write a copy of SRC with its state redistributed as Apache Flink does on restore:
+
+  keyed state      new subtask i takes the key groups of its new range, read from every
+                   old subtask whose range intersects it;
+  split state      all elements of a state, in old subtask order, are cut into N
+                   contiguous slices (the first total%N get one more), the starting
+                   subtask rotating from state to state;
+  union state      every new subtask gets every element;
+  broadcast state  new subtask i gets old subtask i % oldP's copy.
+
+With unchanged parallelism everything stays where it is, except union state.
+--parallelism applies to every operator; --operator UID=N overrides it for one.
+--max-parallelism changes the number of key groups, which Flink itself cannot do:
+every key is hashed again (its key type must have a known Java hashCode), sorting in
+bounded memory with temporary files.
+
+--dry-run prints the plan (new key-group ranges, the old subtasks feeding each new one,
+entries, bytes and skew, and where operator-state elements go) without writing.
+SRC is never modified; DST appears only when complete.
+
+` + exitCodeHelp,
+		Example: `  stateutil rescale ./snapshot.dump --parallelism 4 --output ./rescaled.dump
+  stateutil rescale ./snapshot.dump --parallelism 4 --operator kafka-source=1 --output ./r.dump --dry-run
+  stateutil rescale ./snapshot.dump --max-parallelism 4096 --output ./wide.dump -o json`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			req, err := o.validate(c, args[0])
+			if err != nil {
+				return err
+			}
+			return o.run(c, args[0], req)
+		},
+		ValidArgsFunction: completeFiles,
+	}
+	f := c.Flags()
+	f.StringVarP(&o.report.format, "output-format", "o", "table", "how to print the plan: table or json")
+	_ = c.RegisterFlagCompletionFunc("output-format", cobra.FixedCompletions([]string{"table", "json"}, cobra.ShellCompDirectiveNoFileComp))
+	f.IntVar(&o.parallelism, "parallelism", 0, "new parallelism of every operator")
+	f.StringArrayVar(&o.operators, "operator", nil, "new parallelism of one operator, as UID=N (repeatable)")
+	f.IntVar(&o.maxParallelism, "max-parallelism", 0, "new max parallelism (number of key groups) of every operator")
+	f.StringVar(&o.output, "output", "", "where to write the rescaled snapshot")
+	f.StringVar(&o.format, "format", "", "format to write (default: the format of SRC)")
+	f.BoolVar(&o.force, "force", false, "replace an existing snapshot at --output")
+	f.BoolVar(&o.dryRun, "dry-run", false, "print the plan, write nothing")
+	f.BoolVarP(&o.quiet, "quiet", "q", false, "no progress bar")
+	f.StringVar(&o.tempDir, "temp-dir", "", "where a max-parallelism change spills sorted runs (default: the system's)")
+	_ = c.RegisterFlagCompletionFunc("operator", completeOperators)
+	_ = c.RegisterFlagCompletionFunc("format", completeFormats)
+	return c
+}
+
+func (o *rescaleOptions) validate(c *cobra.Command, src string) (redistribute.Request, error) {
+	req := redistribute.Request{Parallelism: o.parallelism, MaxParallelism: o.maxParallelism}
+	if o.report.format != "table" && o.report.format != "json" {
+		return req, usageErrorf("-o must be table or json, not %q", o.report.format)
+	}
+	if c.Flags().Changed("parallelism") && o.parallelism <= 0 {
+		return req, usageErrorf("--parallelism must be at least 1, not %d", o.parallelism)
+	}
+	if c.Flags().Changed("max-parallelism") && o.maxParallelism <= 0 {
+		return req, usageErrorf("--max-parallelism must be at least 1, not %d", o.maxParallelism)
+	}
+	for _, spec := range o.operators {
+		uid, n, ok := strings.Cut(spec, "=")
+		p, err := strconv.Atoi(n)
+		if !ok || uid == "" || err != nil || p <= 0 {
+			return req, usageErrorf("--operator wants UID=N with N at least 1, not %q", spec)
+		}
+		if req.Operators == nil {
+			req.Operators = map[string]int{}
+		}
+		req.Operators[uid] = p
+	}
+	if o.parallelism == 0 && o.maxParallelism == 0 && len(req.Operators) == 0 {
+		return req, usageErrorf("nothing to change: give --parallelism, --operator UID=N or --max-parallelism")
+	}
+	if o.dryRun && o.output == "" {
+		return req, nil
+	}
+	return req, checkDestination(src, o.output)
+}
+
+func (o *rescaleOptions) run(c *cobra.Command, src string, req redistribute.Request) error {
+	ctx := c.Context()
+	r, err := snapshot.Open(ctx, src, snapshot.OpenOptions{})
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	plan, err := redistribute.NewPlan(ctx, r, req)
+	if err != nil {
+		return rescaleError(err)
+	}
+	plan.Source, plan.Destination, plan.DryRun = src, o.output, o.dryRun
+	if !o.dryRun {
+		if err := o.execute(c, r, plan); err != nil {
+			return rescaleError(err)
+		}
+	}
+	if o.report.json() {
+		return writeJSON(c.OutOrStdout(), plan)
+	}
+	return printPlan(c.OutOrStdout(), plan)
+}
+
+func (o *rescaleOptions) execute(c *cobra.Command, r snapshot.Reader, plan *redistribute.Plan) error {
+	ctx := c.Context()
+	name := o.format
+	if name == "" {
+		name = r.Snapshot().Format
+	}
+	to, err := snapshot.LookupFormat(name)
+	if err != nil {
+		return fmt.Errorf("%w: %w", errUsage, err)
+	}
+	if to.Create == nil {
+		return usageErrorf("format %q is read-only; choose one to write with --format (%s)", to.Name, strings.Join(snapshot.WritableFormatNames(), ", "))
+	}
+	if capBytes := to.StateSizeCap; capBytes > 0 {
+		for _, op := range plan.Operators {
+			for _, sub := range op.Subtasks {
+				if sub.Bytes() > capBytes {
+					return fmt.Errorf("%w: operator %q new subtask %d would hold %d bytes of state, more than the %d bytes per subtask format %q allows; choose another --format",
+						snapshot.ErrTooLarge, op.Label(), sub.Index, sub.Bytes(), capBytes, to.Name)
+				}
+			}
+		}
+	}
+	w, err := to.Create(ctx, o.output, snapshot.WriteOptions{Force: o.force})
+	if err != nil {
+		return err
+	}
+	bar := newProgress(c.ErrOrStderr(), o.quiet, "rescaling")
+	var total int64
+	for _, op := range plan.Operators {
+		for _, sub := range op.Subtasks {
+			total += sub.Bytes()
+		}
+	}
+	bar.start(total)
+	defer bar.finish()
+	return redistribute.Execute(ctx, r, w, plan, redistribute.Options{TempDir: o.tempDir, Progress: bar.add})
+}
+
+// rescaleError makes a refusal to redistribute a usage error.
+func rescaleError(err error) error {
+	if errors.Is(err, redistribute.ErrNotRedistributable) {
+		return fmt.Errorf("%w: %w", errUsage, err)
+	}
+	return err
+}
+
+func printPlan(w io.Writer, p *redistribute.Plan) error {
+	verb := "Plan"
+	if !p.DryRun {
+		verb = "Rescaled"
+	}
+	if p.Destination != "" {
+		fmt.Fprintf(w, "%s: %s -> %s\n", verb, p.Source, p.Destination)
+	} else {
+		fmt.Fprintf(w, "%s: %s (dry run)\n", verb, p.Source)
+	}
+	for _, op := range p.Operators {
+		fmt.Fprintf(w, "\nOperator %s: parallelism %d -> %d, max parallelism %d -> %d (%s)\n",
+			operatorLabel(op.UID, op.Name), op.Old.Parallelism, op.New.Parallelism, op.Old.MaxParallelism, op.New.MaxParallelism, op.Action)
+		var rows [][]string
+		for _, sub := range op.Subtasks {
+			src := make([]string, len(sub.Sources))
+			for i, s := range sub.Sources {
+				src[i] = strconv.Itoa(s)
+			}
+			rows = append(rows, []string{strconv.Itoa(sub.Index), sub.KeyGroups.String(), strings.Join(src, " "),
+				strconv.FormatInt(sub.KeyedEntries, 10), humanBytes(sub.KeyedBytes), strconv.FormatInt(sub.OperatorElements, 10)})
+		}
+		if err := table(w, []string{"NEW SUBTASK", "KEY GROUPS", "FROM OLD SUBTASKS", "KEYED ENTRIES", "KEYED BYTES", "OPERATOR ELEMENTS"}, rows); err != nil {
+			return err
+		}
+		if op.KeyedEntries > 0 {
+			fmt.Fprintf(w, "Keyed skew (max/mean bytes over new subtasks): %.2f\n", op.KeyedSkew)
+		}
+		if len(op.OperatorStates) == 0 {
+			continue
+		}
+		rows = nil
+		for _, st := range op.OperatorStates {
+			per := make([]string, len(st.Assignment))
+			for j, pieces := range st.Assignment {
+				var n int64
+				for _, pc := range pieces {
+					n += pc.Count
+				}
+				per[j] = strconv.FormatInt(n, 10)
+			}
+			rows = append(rows, []string{st.Name, string(st.Mode), strconv.FormatInt(st.Elements, 10), strings.Join(per, " ")})
+		}
+		if err := table(w, []string{"OPERATOR STATE", "MODE", "OLD ELEMENTS", "ELEMENTS PER NEW SUBTASK"}, rows); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,292 @@
+// Package verify checks a snapshot end to end: its key-group layout, every
+// keyed entry (range, order, hash, TTL), every operator-state element, and
+// the figures its metadata records, collecting every finding rather than
+// stopping at the first. Formats' own checks (checksums, references)
+// surface as read errors while every entry and element is read.
+package verify
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/stateutil/stateutil/keygroup"
+	"github.com/stateutil/stateutil/snapshot"
+)
+
+// SchemaVersion is the version of the Result JSON document.
+const SchemaVersion = 1
+
+// Checks a Finding can report.
+const (
+	CheckLayout  = "layout" // parallelism, subtask indexes, duplicate operators
+	CheckRanges  = "key-group-ranges"
+	CheckRange   = "entry-key-group" // an entry outside its subtask's range
+	CheckOrder   = "entry-order"
+	CheckHash    = "key-hash"
+	CheckTTL     = "ttl"
+	CheckState   = "undeclared-state"
+	CheckFigures = "metadata-figures"
+	CheckRead    = "read"
+)
+
+// Finding is one problem.
+type Finding struct {
+	Check    string `json:"check"`
+	Operator string `json:"operator,omitempty"`
+	Subtask  *int   `json:"subtask,omitempty"`
+	KeyGroup *int   `json:"key_group,omitempty"`
+	Message  string `json:"message"`
+}
+
+func (f Finding) String() string {
+	where := ""
+	if f.Operator != "" {
+		where = fmt.Sprintf("operator %q", f.Operator)
+	}
+	if f.Subtask != nil {
+		where += fmt.Sprintf(" subtask %d", *f.Subtask)
+	}
+	if f.KeyGroup != nil {
+		where += fmt.Sprintf(" key group %d", *f.KeyGroup)
+	}
+	if where == "" {
+		return f.Check + ": " + f.Message
+	}
+	return f.Check + ": " + where + ": " + f.Message
+}
+
+// Result is what a check found.
+type Result struct {
+	SchemaVersion int       `json:"schema_version"`
+	Location      string    `json:"location"`
+	Format        string    `json:"format"`
+	OK            bool      `json:"ok"`
+	Checked       Checked   `json:"checked"`
+	Findings      []Finding `json:"findings"`
+}
+
+// Checked counts what was read.
+type Checked struct {
+	Operators int   `json:"operators"`
+	Subtasks  int   `json:"subtasks"`
+	Entries   int64 `json:"entries"`
+	Elements  int64 `json:"elements"`
+}
+
+// Check reads the whole snapshot and reports every finding. The error is
+// only for a cancelled context; damage is reported as findings.
+func Check(ctx context.Context, location string, r snapshot.Reader) (*Result, error) {
+	s := r.Snapshot()
+	res := &Result{SchemaVersion: SchemaVersion, Location: location, Format: s.Format, Findings: []Finding{}}
+	seen := map[string]bool{}
+	for _, op := range s.Operators {
+		key := op.ID + "\x00" + op.UID
+		if seen[key] {
+			res.add(Finding{Check: CheckLayout, Operator: op.Label(), Message: "operator appears twice"})
+		}
+		seen[key] = true
+		res.Checked.Operators++
+		c := &opChecker{res: res, r: r, op: op}
+		c.layout()
+		for _, sub := range op.Subtasks {
+			if sub == nil {
+				continue
+			}
+			res.Checked.Subtasks++
+			c.entries(ctx, sub)
+			c.elements(ctx, sub)
+			c.raw(ctx, sub)
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
+	}
+	res.OK = len(res.Findings) == 0
+	return res, nil
+}
+
+func (r *Result) add(f Finding) { r.Findings = append(r.Findings, f) }
+
+type opChecker struct {
+	res *Result
+	r   snapshot.Reader
+	op  *snapshot.Operator
+}
+
+func (c *opChecker) add(check string, sub *snapshot.Subtask, kg *int, format string, args ...any) {
+	f := Finding{Check: check, Operator: c.op.Label(), KeyGroup: kg, Message: fmt.Sprintf(format, args...)}
+	if sub != nil {
+		i := sub.Index
+		f.Subtask = &i
+	}
+	c.res.add(f)
+}
+
+// layout checks parallelism and that the ranges partition [0, maxP)
+// exactly, as Flink assigns them.
+func (c *opChecker) layout() {
+	op := c.op
+	if err := keygroup.Check(op.Parallelism, op.MaxParallelism); err != nil {
+		c.add(CheckLayout, nil, nil, "%v", err)
+		return
+	}
+	if len(op.Subtasks) != op.Parallelism {
+		c.add(CheckLayout, nil, nil, "parallelism %d but %d subtasks", op.Parallelism, len(op.Subtasks))
+	}
+	next := 0
+	for i, sub := range op.Subtasks {
+		if sub == nil {
+			c.add(CheckLayout, nil, nil, "subtask %d is missing", i)
+			continue
+		}
+		if sub.Index != i {
+			c.add(CheckLayout, sub, nil, "stored at position %d", i)
+		}
+		kgs := sub.KeyGroups
+		switch {
+		case kgs.Start != next:
+			c.add(CheckRanges, sub, nil, "range %v should start at %d: ranges must partition [0,%d) without gaps or overlaps", kgs, next, op.MaxParallelism)
+		case kgs.Len() == 0:
+			c.add(CheckRanges, sub, nil, "empty key-group range %v", kgs)
+		case kgs != keygroup.RangeOf(op.MaxParallelism, op.Parallelism, i):
+			c.add(CheckRanges, sub, nil, "range %v, but Flink assigns %v to subtask %d of %d", kgs, keygroup.RangeOf(op.MaxParallelism, op.Parallelism, i), i, op.Parallelism)
+		}
+		next = max(next, kgs.End+1)
+	}
+	if next != op.MaxParallelism && len(op.Subtasks) > 0 {
+		c.add(CheckRanges, nil, nil, "ranges end at key group %d, want %d", next-1, op.MaxParallelism-1)
+	}
+}
+
+// entries reads every entry the subtask holds, in any key group.
+func (c *opChecker) entries(ctx context.Context, sub *snapshot.Subtask) {
+	op := c.op
+	states := map[string]*snapshot.KeyedState{}
+	hashable := map[string]bool{}
+	for i := range op.KeyedStates {
+		st := &op.KeyedStates[i]
+		states[st.Name] = st
+		_, err := st.KeyType.HashCode(nil)
+		hashable[st.Name] = !errors.Is(err, keygroup.ErrUnknownKeyType)
+	}
+	var stats []snapshot.KeyGroupStat
+	var total snapshot.Stats
+	prev := -1
+	all := keygroup.Range{Start: 0, End: max(op.MaxParallelism-1, 0)}
+	for e, err := range c.r.Entries(ctx, op, sub.Index, all) {
+		if err != nil {
+			c.add(CheckRead, sub, nil, "reading keyed state: %v", err)
+			return
+		}
+		c.res.Checked.Entries++
+		kg := e.KeyGroup
+		if !sub.KeyGroups.Contains(kg) {
+			c.add(CheckRange, sub, &kg, "entry of state %q outside the subtask's range %v", e.State, sub.KeyGroups)
+		}
+		if kg < prev {
+			c.add(CheckOrder, sub, &kg, "entry after key group %d: entries must come in key-group order", prev)
+		}
+		prev = max(prev, kg)
+		st, ok := states[e.State]
+		switch {
+		case !ok:
+			c.add(CheckState, sub, &kg, "entry of undeclared keyed state %q", e.State)
+		case hashable[e.State]:
+			if want, err := st.KeyType.KeyGroupOf(e.Key, op.MaxParallelism); err != nil {
+				c.add(CheckHash, sub, &kg, "state %q key 0x%x cannot be hashed as %s: %v", e.State, e.Key, st.KeyType, err)
+			} else if want != kg {
+				c.add(CheckHash, sub, &kg, "state %q key %v hashes to key group %d", e.State, st.KeyType.Decode(e.Key), want)
+			}
+		}
+		if e.ExpiresAt < 0 {
+			c.add(CheckTTL, sub, &kg, "state %q key %v has a negative expiry %d", e.State, keyText(st, e.Key), e.ExpiresAt)
+		} else if ok && st.TTL == nil && e.ExpiresAt != 0 {
+			c.add(CheckTTL, sub, &kg, "state %q has no TTL but key %v carries expiry %d", e.State, keyText(st, e.Key), e.ExpiresAt)
+		}
+		if n := len(stats); n == 0 || stats[n-1].KeyGroup != kg {
+			stats = append(stats, snapshot.KeyGroupStat{KeyGroup: kg})
+		}
+		stats[len(stats)-1].Entries++
+		stats[len(stats)-1].Bytes += e.Size()
+		total.Entries++
+		total.Bytes += e.Size()
+	}
+	c.keyedFigures(sub, stats, total)
+}
+
+func keyText(st *snapshot.KeyedState, key []byte) any {
+	if st == nil {
+		return fmt.Sprintf("0x%x", key)
+	}
+	return st.KeyType.Decode(key)
+}
+
+func (c *opChecker) keyedFigures(sub *snapshot.Subtask, stats []snapshot.KeyGroupStat, total snapshot.Stats) {
+	if sub.Keyed.Known && (sub.Keyed.Entries != total.Entries || sub.Keyed.Bytes != total.Bytes) {
+		c.add(CheckFigures, sub, nil, "metadata records %d keyed entries (%d bytes), the state holds %d (%d bytes)",
+			sub.Keyed.Entries, sub.Keyed.Bytes, total.Entries, total.Bytes)
+	}
+	if sub.KeyGroupStats == nil {
+		return
+	}
+	recorded := map[int]snapshot.KeyGroupStat{}
+	for _, g := range sub.KeyGroupStats {
+		if g.Entries > 0 {
+			recorded[g.KeyGroup] = g
+		}
+	}
+	for _, g := range stats {
+		if r := recorded[g.KeyGroup]; r.Entries != g.Entries || r.Bytes != g.Bytes {
+			kg := g.KeyGroup
+			c.add(CheckFigures, sub, &kg, "metadata records %d entries (%d bytes), the state holds %d (%d bytes)", r.Entries, r.Bytes, g.Entries, g.Bytes)
+		}
+		delete(recorded, g.KeyGroup)
+	}
+	for kg, r := range recorded {
+		c.add(CheckFigures, sub, &kg, "metadata records %d entries (%d bytes), the state holds none", r.Entries, r.Bytes)
+	}
+}
+
+// elements reads every operator-state element and checks the counts.
+func (c *opChecker) elements(ctx context.Context, sub *snapshot.Subtask) {
+	counts := map[string]int64{}
+	var total snapshot.Stats
+	for el, err := range c.r.Elements(ctx, c.op, sub.Index) {
+		if err != nil {
+			c.add(CheckRead, sub, nil, "reading operator state: %v", err)
+			return
+		}
+		c.res.Checked.Elements++
+		if _, ok := c.op.OperatorStateByName(el.State); !ok && counts[el.State] == 0 {
+			c.add(CheckState, sub, nil, "element of undeclared operator state %q", el.State)
+		}
+		counts[el.State]++
+		total.Entries++
+		total.Bytes += int64(len(el.Value))
+	}
+	if sub.Operator.Known && (sub.Operator.Entries != total.Entries || sub.Operator.Bytes != total.Bytes) {
+		c.add(CheckFigures, sub, nil, "metadata records %d operator-state elements (%d bytes), the state holds %d (%d bytes)",
+			sub.Operator.Entries, sub.Operator.Bytes, total.Entries, total.Bytes)
+	}
+	if sub.OperatorElements == nil {
+		return
+	}
+	for _, st := range c.op.OperatorStates {
+		if want, got := sub.OperatorElements[st.Name], counts[st.Name]; want != got {
+			c.add(CheckFigures, sub, nil, "metadata records %d elements of operator state %q, the state holds %d", want, st.Name, got)
+		}
+	}
+}
+
+func (c *opChecker) raw(ctx context.Context, sub *snapshot.Subtask) {
+	raw, err := c.r.Raw(ctx, c.op, sub.Index)
+	if err != nil {
+		c.add(CheckRead, sub, nil, "reading raw state: %v", err)
+		return
+	}
+	if int64(len(raw.Keyed)) != sub.RawKeyedBytes || int64(len(raw.Operator)) != sub.RawOperatorBytes {
+		c.add(CheckFigures, sub, nil, "metadata records %d+%d bytes of raw state, the state holds %d+%d",
+			sub.RawKeyedBytes, sub.RawOperatorBytes, len(raw.Keyed), len(raw.Operator))
+	}
+}
