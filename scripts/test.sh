@@ -9,5 +9,7 @@ trap scripts/hdfs-stop.sh EXIT
 export STATEUTIL_REQUIRE_HDFS=1
 # The storage tests stop and restart the DataNode; run them before the
 # packages that write to HDFS, not beside them.
-go test -count=1 ./storage/...
+# -v so that the log shows each HDFS test running against the cluster.
+go test -count=1 -v ./storage/... 2>&1 | grep -E '^(=== RUN|--- |ok|FAIL|PASS|panic)|_test\.go:[0-9]+:'
+
 go test -count=1 $(go list ./... | grep -v '/storage')
