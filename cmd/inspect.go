@@ -21,6 +21,7 @@ type inspectOptions struct {
 	operatorState bool
 	values        bool
 	operator      string
+	pathMap       []string
 }
 
 func newInspectCommand() *cobra.Command {
@@ -59,6 +60,7 @@ state is scanned, one key group at a time.
 	f.BoolVar(&o.operatorState, "operator-state", false, "per operator state: mode and elements per subtask")
 	f.BoolVar(&o.values, "values", false, "with --operator-state: print the elements, decoded by type")
 	f.StringVar(&o.operator, "operator", "", "restrict --key-groups or --operator-state to one operator (uid, name or id)")
+	f.StringArrayVar(&o.pathMap, "path-map", nil, "OLD=NEW: read absolute state paths starting with OLD under NEW (Flink checkpoints moved from where they were written; repeatable, longest OLD wins)")
 	_ = c.RegisterFlagCompletionFunc("operator", completeOperators)
 	return c
 }
@@ -82,12 +84,33 @@ func (o *inspectOptions) validate() error {
 	if o.operator != "" && !o.keyGroups && !o.operatorState {
 		return usageErrorf("--operator goes with --key-groups or --operator-state")
 	}
-	return nil
+	_, err := o.openOptions()
+	return err
+}
+
+// openOptions turns --path-map OLD=NEW flags into snapshot open options.
+func (o *inspectOptions) openOptions() (snapshot.OpenOptions, error) {
+	var opts snapshot.OpenOptions
+	for _, m := range o.pathMap {
+		old, nw, ok := strings.Cut(m, "=")
+		if !ok || old == "" || nw == "" {
+			return opts, usageErrorf("--path-map %q: want OLD=NEW", m)
+		}
+		if opts.PathMap == nil {
+			opts.PathMap = map[string]string{}
+		}
+		opts.PathMap[old] = nw
+	}
+	return opts, nil
 }
 
 func (o *inspectOptions) run(c *cobra.Command, location string) error {
 	ctx := c.Context()
-	r, err := snapshot.Open(ctx, location, snapshot.OpenOptions{})
+	opts, err := o.openOptions()
+	if err != nil {
+		return err
+	}
+	r, err := snapshot.Open(ctx, location, opts)
 	if err != nil {
 		return err
 	}

@@ -16,7 +16,9 @@ import (
 	"github.com/stateutil/stateutil/storage"
 
 	// Formats register themselves with the snapshot registry.
+	_ "github.com/stateutil/stateutil/backends/filesystem"
 	_ "github.com/stateutil/stateutil/backends/memory"
+	_ "github.com/stateutil/stateutil/backends/rocksdb"
 )
 
 // Exit codes, documented in the root help and the README.

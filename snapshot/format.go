@@ -144,7 +144,10 @@ func Detect(ctx context.Context, location string) (*Format, error) {
 	for _, f := range Formats() {
 		ok, err := f.Probe(ctx, location)
 		if err != nil {
-			probeErr = cmp.Or(probeErr, err)
+			// "Nothing of mine there" is a no, not a failure.
+			if !errors.Is(err, ErrNotFound) && !errors.Is(err, storage.ErrNotFound) {
+				probeErr = cmp.Or(probeErr, err)
+			}
 			continue
 		}
 		if ok {

@@ -1,0 +1,250 @@
+package filesystem
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"path"
+	"slices"
+	"sync"
+
+	"github.com/stateutil/stateutil/backends/internal/chkdir"
+	"github.com/stateutil/stateutil/keygroup"
+	"github.com/stateutil/stateutil/snapshot"
+	"github.com/stateutil/stateutil/storage"
+)
+
+// DefaultInlineThreshold is the size below which state is kept in
+// _metadata, as Flink's state.storage.fs.memory-threshold.
+const DefaultInlineThreshold = 20 << 10
+
+// Writer writes a filesystem snapshot; see snapshot.Writer.
+type Writer struct {
+	dir    chkdir.Dir
+	inline int64
+	token  string
+
+	mu         sync.Mutex
+	ops        map[string]*opWrite
+	open       map[*spill]struct{}
+	written    []string // committed files, removed again by Abort
+	replaced   []string // files of the snapshot a forced write replaces
+	createdDir bool
+	done       bool
+}
+
+// opWrite is what was written for one operator.
+type opWrite struct {
+	seq      int
+	subtasks map[int]*subtaskResult
+}
+
+type subtaskResult struct {
+	sub    *snapshot.Subtask
+	layout subtaskLayout
+	closed bool
+}
+
+// Create starts a snapshot in directory p of st. A directory that already
+// holds a snapshot is refused unless opts.Force; a job directory is always
+// refused (write to one of its chk-<N> instead).
+func Create(ctx context.Context, st storage.Storage, p string, opts snapshot.WriteOptions) (*Writer, error) {
+	d := chkdir.At(st, p)
+	w := &Writer{dir: d, ops: map[string]*opWrite{}, open: map[*spill]struct{}{}}
+	switch {
+	case opts.InlineThreshold == 0:
+		w.inline = DefaultInlineThreshold
+	case opts.InlineThreshold > 0:
+		w.inline = opts.InlineThreshold
+	}
+	has, err := d.HasMetadata(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if has {
+		if !opts.Force {
+			return nil, fmt.Errorf("%q already holds a snapshot (force to replace it): %w", d.URI(), storage.ErrExist)
+		}
+		// The old snapshot stays readable until the new _metadata replaces
+		// it; its files go after that. An unreadable one keeps its files.
+		if m, err := readMetadata(ctx, d); err == nil {
+			w.replaced = m.files()
+		}
+	} else if cps, err := chkdir.List(ctx, st, d.Path); err == nil && len(cps) > 0 {
+		return nil, fmt.Errorf("%q is a job directory with %d checkpoints; write to a new chk-<N> or savepoint directory: %w", d.URI(), len(cps), storage.ErrExist)
+	}
+	if _, err := st.Stat(ctx, d.Path); errors.Is(err, storage.ErrNotFound) {
+		w.createdDir = true
+	}
+	if err := st.MkdirAll(ctx, d.Path); err != nil {
+		return nil, err
+	}
+	var tok [4]byte
+	rand.Read(tok[:])
+	w.token = hex.EncodeToString(tok[:])
+	return w, nil
+}
+
+// opKey identifies an operator across Subtask and Commit calls.
+func opKey(op *snapshot.Operator) string {
+	if op.ID != "" {
+		return "id:" + op.ID
+	}
+	return "label:" + op.Label()
+}
+
+// Subtask starts writing subtask index of op; see snapshot.Writer.
+func (w *Writer) Subtask(ctx context.Context, op *snapshot.Operator, index int, kgs keygroup.Range) (snapshot.SubtaskWriter, error) {
+	if index < 0 || (op.Parallelism > 0 && index >= op.Parallelism) {
+		return nil, fmt.Errorf("operator %q: subtask %d outside parallelism %d", op.Label(), index, op.Parallelism)
+	}
+	if kgs.Len() > 0 && (kgs.Start < 0 || kgs.End >= keygroup.UpperBoundMaxParallelism ||
+		(op.MaxParallelism > 0 && kgs.End >= op.MaxParallelism)) {
+		return nil, fmt.Errorf("operator %q: key groups %v outside max parallelism %d", op.Label(), kgs, op.MaxParallelism)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.done {
+		return nil, errors.New("filesystem writer: already committed or aborted")
+	}
+	ow := w.ops[opKey(op)]
+	if ow == nil {
+		ow = &opWrite{seq: len(w.ops), subtasks: map[int]*subtaskResult{}}
+		w.ops[opKey(op)] = ow
+	}
+	if ow.subtasks[index] != nil {
+		return nil, fmt.Errorf("operator %q: subtask %d written twice", op.Label(), index)
+	}
+	res := &subtaskResult{}
+	ow.subtasks[index] = res
+	return newSubtaskWriter(ctx, w, op, ow.seq, index, kgs, res), nil
+}
+
+// fileName names a blob of one subtask.
+func (w *Writer) fileName(seq, index int, ext string) string {
+	return fmt.Sprintf("op%d-%d.%s.%s", seq, index, w.token, ext)
+}
+
+func (w *Writer) track(s *spill) {
+	w.mu.Lock()
+	w.open[s] = struct{}{}
+	w.mu.Unlock()
+}
+
+func (w *Writer) untrack(s *spill) {
+	w.mu.Lock()
+	delete(w.open, s)
+	w.mu.Unlock()
+}
+
+func (w *Writer) committed(name string) {
+	w.mu.Lock()
+	w.written = append(w.written, name)
+	w.mu.Unlock()
+}
+
+// Commit fills in s's subtasks from what was written and writes _metadata.
+func (w *Writer) Commit(ctx context.Context, s *snapshot.Snapshot) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.done {
+		return errors.New("filesystem writer: already committed or aborted")
+	}
+	m, err := w.assemble(s)
+	if err != nil {
+		return err
+	}
+	data, err := encodeMetadata(m)
+	if err != nil {
+		return err
+	}
+	if err := w.dir.CommitMetadata(ctx, data); err != nil {
+		return err
+	}
+	w.done = true
+	for _, f := range w.replaced {
+		if !slices.Contains(w.written, f) {
+			w.dir.Storage.Remove(ctx, path.Join(w.dir.Path, f)) // best effort: stale files do no harm
+		}
+	}
+	return nil
+}
+
+// assemble builds the metadata; w.mu is held.
+func (w *Writer) assemble(s *snapshot.Snapshot) (*metadata, error) {
+	if len(w.open) > 0 {
+		return nil, fmt.Errorf("filesystem writer: %d subtask blobs still open (Close every subtask before Commit)", len(w.open))
+	}
+	seen := map[string]bool{}
+	m := &metadata{Snapshot: s, Layouts: make([][]subtaskLayout, len(s.Operators))}
+	for i, op := range s.Operators {
+		key := opKey(op)
+		if seen[key] {
+			return nil, fmt.Errorf("operator %q appears twice in the snapshot", op.Label())
+		}
+		seen[key] = true
+		var results map[int]*subtaskResult
+		if ow := w.ops[key]; ow != nil {
+			results = ow.subtasks
+		}
+		n := op.Parallelism
+		for idx, r := range results {
+			if !r.closed {
+				return nil, fmt.Errorf("operator %q: subtask %d not closed", op.Label(), idx)
+			}
+			n = max(n, idx+1)
+		}
+		op.Subtasks = make([]*snapshot.Subtask, n)
+		m.Layouts[i] = make([]subtaskLayout, n)
+		for idx := range n {
+			if r := results[idx]; r != nil {
+				op.Subtasks[idx], m.Layouts[i][idx] = r.sub, r.layout
+				continue
+			}
+			op.Subtasks[idx] = emptySubtask(op, idx)
+		}
+	}
+	for key, ow := range w.ops {
+		if !seen[key] && len(ow.subtasks) > 0 {
+			return nil, fmt.Errorf("state written for operator %s, which the committed snapshot does not have", key)
+		}
+	}
+	s.Format = Name
+	return m, nil
+}
+
+// emptySubtask stands for a subtask nothing was written for.
+func emptySubtask(op *snapshot.Operator, idx int) *snapshot.Subtask {
+	sub := &snapshot.Subtask{Index: idx, Keyed: snapshot.Stats{Known: true}, Operator: snapshot.Stats{Known: true}}
+	if op.MaxParallelism > 0 && op.Parallelism > 0 && idx < op.Parallelism {
+		sub.KeyGroups = keygroup.RangeOf(op.MaxParallelism, op.Parallelism, idx)
+	} else {
+		sub.KeyGroups = keygroup.Range{Start: 0, End: -1}
+	}
+	return sub
+}
+
+// Abort removes everything written; see snapshot.Writer.
+func (w *Writer) Abort(ctx context.Context) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.done {
+		return nil
+	}
+	w.done = true
+	for s := range w.open {
+		s.abort()
+	}
+	var errs []error
+	for _, f := range w.written {
+		if err := w.dir.Storage.Remove(ctx, path.Join(w.dir.Path, f)); err != nil && !errors.Is(err, storage.ErrNotFound) {
+			errs = append(errs, err)
+		}
+	}
+	if w.createdDir {
+		w.dir.Storage.Remove(ctx, w.dir.Path) // only if empty; a non-empty one is not ours alone
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,31 @@
+package rocksdb
+
+import (
+	"context"
+	"github.com/stateutil/stateutil/backends/internal/chkdir"
+
+	"github.com/stateutil/stateutil/snapshot"
+)
+
+// FormatName is the registered name of this format, and Flink's config
+// name of its RocksDB state backend.
+const FormatName = "rocksdb"
+
+// Format is the registered rocksdb format.
+var Format = &snapshot.Format{
+	Name:    FormatName,
+	Summary: "RocksDB instances per keyed subtask, incremental shared SST files",
+	Probe:   probe,
+	Open:    openReader,
+	Create:  create,
+}
+
+func init() { snapshot.Register(Format) }
+
+func probe(ctx context.Context, location string) (bool, error) {
+	d, err := chkdir.Resolve(ctx, location)
+	if err != nil {
+		return false, err // snapshot.Detect passes over ErrNotFound
+	}
+	return metaKind.Probe(ctx, d.Storage, d.Metadata())
+}

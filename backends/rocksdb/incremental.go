@@ -1,0 +1,319 @@
+package rocksdb
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"github.com/stateutil/stateutil/backends/internal/chkdir"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/stateutil/stateutil/keygroup"
+	"github.com/stateutil/stateutil/snapshot"
+	"github.com/stateutil/stateutil/storage"
+)
+
+// IncrementalOptions configure an Incremental checkpointer.
+type IncrementalOptions struct {
+	// LocalDir holds the working RocksDB instances and checkpoint staging;
+	// required. It is created if missing.
+	LocalDir string
+	// Retain is how many completed checkpoints to keep (at least 1; 0
+	// means 1, Flink's default).
+	Retain int
+	// Now stamps snapshots; nil means time.Now.
+	Now func() time.Time
+}
+
+// Incremental drives RocksDB incremental checkpoints for the stream
+// runtime: it owns one local Instance per keyed subtask, and each
+// Checkpoint uploads only SST files no retained checkpoint has, under
+// <root>/<job-id>/shared/, with the private files in chk-N/.
+type Incremental struct {
+	opts      IncrementalOptions
+	ops       []*snapshot.Operator
+	instances []*Instance
+	// bound after the first Checkpoint or Restore:
+	st       storage.Storage
+	jobDir   string
+	registry *Registry
+}
+
+// CheckpointResult reports one completed checkpoint.
+type CheckpointResult struct {
+	// Location is the chk-N directory (its _metadata is the commit point).
+	Location string `json:"location"`
+	// Files and Bytes are everything the checkpoint references.
+	Files int   `json:"files"`
+	Bytes int64 `json:"bytes"`
+	// UploadedFiles and UploadedBytes are what this checkpoint copied.
+	UploadedFiles int   `json:"uploaded_files"`
+	UploadedBytes int64 `json:"uploaded_bytes"`
+	// ReusedFiles are shared SSTs referenced from earlier checkpoints.
+	ReusedFiles int `json:"reused_files"`
+	// Discarded are the checkpoints dropped by retention, Deleted the
+	// shared files no retained checkpoint needed any more.
+	Discarded []int64  `json:"discarded"`
+	Deleted   []string `json:"deleted"`
+}
+
+// NewIncremental returns a checkpointer with no instances.
+func NewIncremental(opts IncrementalOptions) (*Incremental, error) {
+	if opts.LocalDir == "" {
+		return nil, errors.New("rocksdb: IncrementalOptions.LocalDir is required")
+	}
+	if opts.Retain <= 0 {
+		opts.Retain = 1
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if err := os.MkdirAll(opts.LocalDir, 0o755); err != nil {
+		return nil, err
+	}
+	return &Incremental{opts: opts}, nil
+}
+
+// Open creates (or returns) the local instance of subtask index of op,
+// owning key groups kgs.
+func (b *Incremental) Open(op *snapshot.Operator, index int, kgs keygroup.Range) (*Instance, error) {
+	if in, ok := b.Instance(op.ID, index); ok {
+		return in, nil
+	}
+	dir := filepath.Join(b.opts.LocalDir, "db", subtaskDirName(op.ID, index)+"-"+randomName())
+	in, err := openInstance(dir, b.operator(op), index, kgs)
+	if err != nil {
+		return nil, err
+	}
+	b.instances = append(b.instances, in)
+	return in, nil
+}
+
+// operator keeps one descriptor per operator id.
+func (b *Incremental) operator(op *snapshot.Operator) *snapshot.Operator {
+	for _, o := range b.ops {
+		if o.ID == op.ID {
+			return o
+		}
+	}
+	c := *op
+	c.Subtasks = nil
+	b.ops = append(b.ops, &c)
+	return &c
+}
+
+// Instance finds an open instance.
+func (b *Incremental) Instance(opID string, index int) (*Instance, bool) {
+	for _, in := range b.instances {
+		if in.op.ID == opID && in.index == index {
+			return in, true
+		}
+	}
+	return nil, false
+}
+
+// Instances lists the open instances, in the order they were opened.
+func (b *Incremental) Instances() []*Instance { return slices.Clone(b.instances) }
+
+// bind selects the job directory, loading its registry on first use.
+func (b *Incremental) bind(ctx context.Context, root, jobID string) error {
+	st, rootPath, err := storage.Resolve(ctx, root)
+	if err != nil {
+		return err
+	}
+	jobDir := path.Join(rootPath, jobID)
+	if b.registry != nil && b.jobDir == jobDir && b.st == st {
+		return nil
+	}
+	reg, err := LoadRegistry(ctx, st, jobDir)
+	if err != nil {
+		return err
+	}
+	b.st, b.jobDir, b.registry = st, jobDir, reg
+	return nil
+}
+
+// Checkpoint uploads every instance as checkpoint chkID of job jobID under
+// root, commits chk-N/_metadata last, then applies retention.
+func (b *Incremental) Checkpoint(ctx context.Context, root, jobID string, chkID int64) (*CheckpointResult, error) {
+	if jobID == "" || path.Base(jobID) != jobID {
+		return nil, fmt.Errorf("rocksdb: job id %q cannot name a directory", jobID)
+	}
+	if err := b.bind(ctx, root, jobID); err != nil {
+		return nil, err
+	}
+	if slices.Contains(b.registry.Checkpoints(), chkID) {
+		return nil, fmt.Errorf("%w: rocksdb checkpoint %d of job %s exists", storage.ErrExist, chkID, jobID)
+	}
+	chk := chkdir.At(b.st, path.Join(b.jobDir, chkdir.CheckpointDirName(chkID)))
+	var newShared []string
+	t := uploadTarget{dir: chk, incremental: true, reuse: b.registry.Referenced, newShared: &newShared}
+	res, m, err := b.uploadAll(ctx, t, snapshot.Checkpoint, jobID, chkID)
+	if err == nil {
+		err = writeMetadata(ctx, chk, m)
+	}
+	if err != nil {
+		// Nothing references what this attempt uploaded.
+		for _, p := range newShared {
+			b.st.Remove(ctx, p)
+		}
+		b.st.RemoveAll(ctx, chk.Path)
+		return nil, err
+	}
+	shared, err := m.sharedPaths(chk)
+	if err != nil {
+		return nil, err
+	}
+	if err := b.registry.Register(chkID, shared); err != nil {
+		return nil, err
+	}
+	res.Location = chk.URI()
+	res.Discarded, res.Deleted, err = b.retain(ctx)
+	return res, err
+}
+
+// uploadAll uploads every instance to t and builds the metadata.
+func (b *Incremental) uploadAll(ctx context.Context, t uploadTarget, kind snapshot.Kind, jobID string, id int64) (*CheckpointResult, *metadata, error) {
+	tmp, err := os.MkdirTemp(b.opts.LocalDir, "stage-")
+	if err != nil {
+		return nil, nil, err
+	}
+	defer os.RemoveAll(tmp)
+	s := &snapshot.Snapshot{Format: FormatName, JobID: jobID, CheckpointID: id, Kind: kind, Created: b.opts.Now().UTC()}
+	m := &metadata{Snapshot: s}
+	var total uploadStats
+	for _, op := range b.ops {
+		c := *op
+		c.Subtasks = nil
+		for _, in := range b.instances {
+			if in.op != op {
+				continue
+			}
+			h, us, err := in.upload(ctx, t, tmp)
+			if err != nil {
+				return nil, nil, err
+			}
+			total.add(us)
+			m.Handles = append(m.Handles, h)
+			c.Subtasks = append(c.Subtasks, in.subtaskModel())
+		}
+		slices.SortFunc(c.Subtasks, func(x, y *snapshot.Subtask) int { return x.Index - y.Index })
+		s.Operators = append(s.Operators, &c)
+	}
+	res := &CheckpointResult{Files: total.Files, Bytes: total.Bytes, UploadedFiles: total.UploadedFiles, UploadedBytes: total.UploadedBytes, ReusedFiles: total.ReusedFiles}
+	return res, m, nil
+}
+
+// subtaskModel is the model's view of the instance; keyed figures are
+// unknown without a scan.
+func (in *Instance) subtaskModel() *snapshot.Subtask {
+	st := &snapshot.Subtask{Index: in.index, KeyGroups: in.kgs}
+	st.Operator, st.OperatorElements = in.ops.stats()
+	st.RawKeyedBytes = int64(len(in.ops.Raw.Keyed))
+	st.RawOperatorBytes = int64(len(in.ops.Raw.Operator))
+	return st
+}
+
+// retain discards the oldest checkpoints beyond Retain: their _metadata
+// first (so they are no longer restorable), then their private files,
+// then the shared files no retained checkpoint references.
+func (b *Incremental) retain(ctx context.Context) (discarded []int64, deleted []string, err error) {
+	ids := b.registry.Checkpoints()
+	for len(ids) > b.opts.Retain {
+		id := ids[0]
+		ids = ids[1:]
+		dir := path.Join(b.jobDir, chkdir.CheckpointDirName(id))
+		if err := b.st.Remove(ctx, path.Join(dir, MetadataName)); err != nil && !errors.Is(err, storage.ErrNotFound) {
+			return discarded, deleted, err
+		}
+		if err := b.st.RemoveAll(ctx, dir); err != nil {
+			return discarded, deleted, err
+		}
+		discarded = append(discarded, id)
+		for _, f := range b.registry.Release(id) {
+			if err := b.st.Remove(ctx, f); err != nil && !errors.Is(err, storage.ErrNotFound) {
+				return discarded, deleted, err
+			}
+			deleted = append(deleted, f)
+		}
+	}
+	return discarded, deleted, nil
+}
+
+// Restore replaces the open instances with the subtasks of the snapshot at
+// location (a chk-N or savepoint directory, its _metadata, or a job
+// directory, meaning its latest complete checkpoint), downloading
+// each subtask's files into a fresh local directory.
+func (b *Incremental) Restore(ctx context.Context, location string) (*snapshot.Snapshot, error) {
+	d, err := chkdir.Resolve(ctx, location)
+	if err != nil {
+		return nil, err
+	}
+	m, err := readMetadata(ctx, d)
+	if err != nil {
+		return nil, err
+	}
+	b.closeInstances(true)
+	b.ops = nil
+	for _, op := range m.Snapshot.Operators {
+		for _, sub := range op.Subtasks {
+			if err := b.restoreSubtask(ctx, d, m, op, sub); err != nil {
+				b.closeInstances(true)
+				return nil, fmt.Errorf("rocksdb: restore operator %s subtask %d: %w", op.Label(), sub.Index, err)
+			}
+		}
+	}
+	return m.Snapshot, nil
+}
+
+func (b *Incremental) restoreSubtask(ctx context.Context, d chkdir.Dir, m *metadata, op *snapshot.Operator, sub *snapshot.Subtask) error {
+	h, ok := m.handle(op.ID, sub.Index)
+	if !ok {
+		return snapshot.Corrupt(d.Storage.URI(d.Metadata()), -1, "no files listed for operator %s subtask %d", op.ID, sub.Index)
+	}
+	dir := filepath.Join(b.opts.LocalDir, "db", subtaskDirName(op.ID, sub.Index)+"-"+randomName())
+	if len(h.Files) > 0 {
+		if err := downloadHandle(ctx, d, h, dir); err != nil {
+			os.RemoveAll(dir)
+			return err
+		}
+	}
+	ops, err := readOpState(ctx, d, h.OperatorState)
+	if err != nil {
+		os.RemoveAll(dir)
+		return err
+	}
+	in, err := openInstance(dir, b.operator(op), sub.Index, h.KeyGroups)
+	if err != nil {
+		os.RemoveAll(dir)
+		return err
+	}
+	in.ops = *ops
+	for _, f := range h.Files {
+		if f.Shared {
+			in.known[f.Local] = f
+		}
+	}
+	b.instances = append(b.instances, in)
+	return nil
+}
+
+func (b *Incremental) closeInstances(remove bool) {
+	for _, in := range b.instances {
+		if remove {
+			in.destroy()
+		} else {
+			in.Close()
+		}
+	}
+	b.instances = nil
+}
+
+// Close closes every instance and removes the local working directories.
+func (b *Incremental) Close() error {
+	b.closeInstances(true)
+	return nil
+}

@@ -1,0 +1,172 @@
+package rocksdb
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/stateutil/stateutil/keygroup"
+	"github.com/stateutil/stateutil/snapshot"
+)
+
+// Instance is one keyed subtask's working state: a local RocksDB with a
+// column family per keyed state, plus its operator and raw state. It is
+// not safe for concurrent use.
+type Instance struct {
+	op     *snapshot.Operator
+	index  int
+	kgs    keygroup.Range
+	dir    string
+	db     *db
+	codecs map[string]*codec
+	ops    opState
+	// known maps local SST names to the shared files they were uploaded
+	// as (or restored from), so later checkpoints reference them.
+	known map[string]file
+	key   []byte
+	val   []byte
+}
+
+func checkOperator(op *snapshot.Operator) error {
+	if op.ID == "" || strings.ContainsAny(op.ID, `/\`) || op.ID == "." || op.ID == ".." {
+		return fmt.Errorf("rocksdb: operator id %q cannot name a directory", op.ID)
+	}
+	if err := keygroup.Check(max(op.Parallelism, 1), op.MaxParallelism); err != nil {
+		return fmt.Errorf("rocksdb: operator %s: %w", op.Label(), err)
+	}
+	for _, ks := range op.KeyedStates {
+		if ks.Name == "" || ks.Name == defaultCF {
+			return fmt.Errorf("rocksdb: operator %s: keyed state name %q is reserved", op.Label(), ks.Name)
+		}
+	}
+	return nil
+}
+
+// openInstance opens (or creates) the RocksDB directory dir for subtask
+// index of op.
+func openInstance(dir string, op *snapshot.Operator, index int, kgs keygroup.Range) (*Instance, error) {
+	if err := checkOperator(op); err != nil {
+		return nil, err
+	}
+	names := make([]string, len(op.KeyedStates))
+	for i, ks := range op.KeyedStates {
+		names[i] = ks.Name
+	}
+	d, err := openDB(dir, names)
+	if err != nil {
+		return nil, err
+	}
+	return &Instance{op: op, index: index, kgs: kgs, dir: dir, db: d, codecs: codecs(op), known: map[string]file{}}, nil
+}
+
+// Operator is the operator this instance belongs to.
+func (in *Instance) Operator() *snapshot.Operator { return in.op }
+
+// Subtask is the subtask index.
+func (in *Instance) Subtask() int { return in.index }
+
+// KeyGroups is the instance's key-group range.
+func (in *Instance) KeyGroups() keygroup.Range { return in.kgs }
+
+// Dir is the local RocksDB directory.
+func (in *Instance) Dir() string { return in.dir }
+
+func (in *Instance) codec(e *snapshot.Entry) (*codec, error) {
+	if in.db == nil {
+		return nil, errClosed
+	}
+	c, ok := in.codecs[e.State]
+	if !ok {
+		return nil, fmt.Errorf("%w: operator %s declares no keyed state %q", snapshot.ErrNotFound, in.op.Label(), e.State)
+	}
+	if !in.kgs.Contains(e.KeyGroup) {
+		return nil, fmt.Errorf("rocksdb: state %q: key group %d outside subtask %d's range %s", e.State, e.KeyGroup, in.index, in.kgs)
+	}
+	return c, nil
+}
+
+// Put writes one entry: it sets a value, reducing, aggregating or map
+// entry, and appends an element to a list state's list.
+func (in *Instance) Put(e *snapshot.Entry) error {
+	c, err := in.codec(e)
+	if err != nil {
+		return err
+	}
+	if in.key, err = c.encodeKey(in.key[:0], e); err != nil {
+		return err
+	}
+	h, err := in.db.cf(c.state)
+	if err != nil {
+		return err
+	}
+	if c.kind == snapshot.List {
+		// Read-append-write, not a merge operand: files never hold
+		// operands, so any RocksDB tool reads them without our operator.
+		old, _, err := in.db.get(h, in.key)
+		if err != nil {
+			return fmt.Errorf("rocksdb: state %q: %w", c.state, err)
+		}
+		if in.val, err = c.appendElement(old, e); err != nil {
+			return err
+		}
+	} else if in.val, err = c.encodeValue(in.val[:0], e); err != nil {
+		return err
+	}
+	return in.db.put(h, in.key, in.val)
+}
+
+// Delete removes an entry's key: the value, the map entry, or the whole
+// list.
+func (in *Instance) Delete(e *snapshot.Entry) error {
+	c, err := in.codec(e)
+	if err != nil {
+		return err
+	}
+	if in.key, err = c.encodeKey(in.key[:0], &snapshot.Entry{KeyGroup: e.KeyGroup, Key: e.Key, Namespace: e.Namespace, UserKey: e.UserKey}); err != nil {
+		return err
+	}
+	h, err := in.db.cf(c.state)
+	if err != nil {
+		return err
+	}
+	return in.db.delete(h, in.key)
+}
+
+// Entries streams the instance's entries in kgs (see snapshot.Reader).
+func (in *Instance) Entries(ctx context.Context, kgs keygroup.Range) snapshot.Entries {
+	if in.db == nil {
+		return snapshot.FailedEntries(errClosed)
+	}
+	return scanEntries(ctx, in.db, in.op, kgs.Intersect(in.kgs))
+}
+
+// SetOperatorState replaces an operator list state's elements.
+func (in *Instance) SetOperatorState(state string, values [][]byte) {
+	in.ops.list(state).Values = slices.Clone(values)
+}
+
+// AddElement appends one element to an operator list state.
+func (in *Instance) AddElement(state string, value []byte) {
+	l := in.ops.list(state)
+	l.Values = append(l.Values, slices.Clone(value))
+}
+
+// SetRaw sets the subtask's raw state.
+func (in *Instance) SetRaw(raw snapshot.RawState) {
+	in.ops.Raw = snapshot.RawState{Keyed: slices.Clone(raw.Keyed), Operator: slices.Clone(raw.Operator)}
+}
+
+// Close closes the local database; the directory stays.
+func (in *Instance) Close() error {
+	in.db.Close()
+	in.db = nil
+	return nil
+}
+
+// destroy closes the instance and removes its directory.
+func (in *Instance) destroy() error {
+	in.Close()
+	return os.RemoveAll(in.dir)
+}

@@ -1,0 +1,157 @@
+package rocksdb
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"path"
+	"strings"
+
+	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/stateutil/stateutil/backends/internal/chkdir"
+	"github.com/stateutil/stateutil/backends/internal/envelope"
+	"github.com/stateutil/stateutil/keygroup"
+	"github.com/stateutil/stateutil/snapshot"
+	"github.com/stateutil/stateutil/storage"
+)
+
+// MetadataName is the file that commits a rocksdb snapshot.
+const MetadataName = chkdir.MetadataFile
+
+// metaKind frames the rocksdb _metadata file.
+var metaKind = envelope.Kind{Magic: [8]byte{'S', 'T', 'U', 'R', 'O', 'C', 'K', 'S'}, Version: 1, Name: "rocksdb _metadata"}
+
+// metaBodyLimit bounds the _metadata body a reader accepts.
+const metaBodyLimit = 256 << 20
+
+// metadata is the body of _metadata: the model plus, per subtask, the
+// files that rebuild its RocksDB instance.
+type metadata struct {
+	Snapshot *snapshot.Snapshot `msgpack:"snapshot"`
+	Handles  []*handle          `msgpack:"handles"`
+}
+
+// handle is one subtask's RocksDB instance and operator state.
+type handle struct {
+	Operator    string         `msgpack:"op"`
+	Subtask     int            `msgpack:"subtask"`
+	KeyGroups   keygroup.Range `msgpack:"kgs"`
+	PrefixBytes int            `msgpack:"prefix"`
+	// Files rebuild the RocksDB directory: shared SSTs and private files.
+	Files []file `msgpack:"files"`
+	// OperatorState is the subtask's operator and raw state, if any.
+	OperatorState *file `msgpack:"opstate,omitempty"`
+}
+
+// file is one uploaded file.
+type file struct {
+	// Local is the name inside the RocksDB directory ("000012.sst").
+	Local string `msgpack:"local"`
+	// Path is the chkdir reference: relative to the _metadata's directory,
+	// or, for shared files, "shared/<name>" relative to the job directory.
+	Path   string `msgpack:"path"`
+	Size   int64  `msgpack:"size"`
+	CRC32C uint32 `msgpack:"crc32c"`
+	Shared bool   `msgpack:"shared,omitempty"`
+}
+
+func (m *metadata) handle(opID string, subtask int) (*handle, bool) {
+	for _, h := range m.Handles {
+		if h.Operator == opID && h.Subtask == subtask {
+			return h, true
+		}
+	}
+	return nil, false
+}
+
+// fillFiles copies each handle's file list into the model's Subtask.Files.
+func (m *metadata) fillFiles() {
+	for _, op := range m.Snapshot.Operators {
+		for _, st := range op.Subtasks {
+			h, ok := m.handle(op.ID, st.Index)
+			if !ok {
+				continue
+			}
+			st.Files = st.Files[:0]
+			for _, f := range h.allFiles() {
+				st.Files = append(st.Files, snapshot.FileRef{Path: f.Path, Size: f.Size, Shared: f.Shared, CRC32C: f.CRC32C})
+			}
+		}
+	}
+}
+
+func (h *handle) allFiles() []file {
+	if h.OperatorState == nil {
+		return h.Files
+	}
+	return append(h.Files[:len(h.Files):len(h.Files)], *h.OperatorState)
+}
+
+// metaDir is the snapshot directory a writer's location names: the
+// directory itself, or the directory of a _metadata path.
+func metaDir(st storage.Storage, p string) chkdir.Dir {
+	if path.Base(p) == MetadataName {
+		p = path.Dir(p)
+	}
+	return chkdir.At(st, p)
+}
+
+// writeMetadata commits d's _metadata; call it after every file it lists.
+func writeMetadata(ctx context.Context, d chkdir.Dir, m *metadata) error {
+	m.fillFiles()
+	body, err := msgpack.Marshal(m)
+	if err != nil {
+		return err
+	}
+	return d.CommitMetadata(ctx, metaKind.Encode(body))
+}
+
+// readMetadata reads and validates d's _metadata.
+func readMetadata(ctx context.Context, d chkdir.Dir) (*metadata, error) {
+	file := d.Storage.URI(d.Metadata())
+	body, err := metaKind.Read(ctx, d.Storage, d.Metadata(), metaBodyLimit)
+	if err != nil {
+		return nil, chkdir.NotFound(err)
+	}
+	var m metadata
+	if err := msgpack.Unmarshal(body, &m); err != nil {
+		return nil, snapshot.Corrupt(file, -1, "undecodable metadata: %v", err)
+	}
+	if err := m.validate(file); err != nil {
+		return nil, err
+	}
+	return &m, nil
+}
+
+// validate checks references before anything follows them.
+func (m *metadata) validate(name string) error {
+	if m.Snapshot == nil {
+		return snapshot.Corrupt(name, -1, "no snapshot in metadata")
+	}
+	for _, h := range m.Handles {
+		if h.PrefixBytes != 1 && h.PrefixBytes != 2 {
+			return snapshot.Corrupt(name, -1, "operator %s subtask %d: key-group prefix of %d bytes", h.Operator, h.Subtask, h.PrefixBytes)
+		}
+		for _, f := range h.allFiles() {
+			if !fs.ValidPath(f.Path) || f.Path == "." || strings.Contains(f.Path, `\`) {
+				return snapshot.Corrupt(name, -1, "operator %s subtask %d: reference %q is not a plain relative path", h.Operator, h.Subtask, f.Path)
+			}
+			if f.Shared != strings.HasPrefix(f.Path, chkdir.SharedDir+"/") {
+				return snapshot.Corrupt(name, -1, "operator %s subtask %d: reference %q: shared flag %v disagrees with its place", h.Operator, h.Subtask, f.Path, f.Shared)
+			}
+			if f.Local != "" && (strings.ContainsAny(f.Local, `/\`) || f.Local == "." || f.Local == "..") {
+				return snapshot.Corrupt(name, -1, "operator %s subtask %d: bad local file name %q", h.Operator, h.Subtask, f.Local)
+			}
+		}
+	}
+	return nil
+}
+
+// sharedRef is the _metadata reference of a shared file.
+func sharedRef(name string) string { return chkdir.SharedDir + "/" + name }
+
+// subtaskDirName is the directory of one subtask's private files.
+func subtaskDirName(opID string, subtask int) string {
+	return fmt.Sprintf("%s-%d", opID, subtask)
+}

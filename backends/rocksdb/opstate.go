@@ -1,0 +1,106 @@
+package rocksdb
+
+import (
+	"context"
+	"github.com/stateutil/stateutil/backends/internal/chkdir"
+	"hash/crc32"
+	"path"
+
+	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/stateutil/stateutil/backends/internal/envelope"
+	"github.com/stateutil/stateutil/snapshot"
+	"github.com/stateutil/stateutil/storage"
+)
+
+// opStateName is the private file holding a subtask's operator state.
+//
+// Operator state is not in RocksDB (Flink keeps it out too). Until the
+// filesystem backend's operator-state encoding can be shared, this backend
+// writes its own small framed msgpack file.
+const opStateName = "operator-state"
+
+var opStateKind = envelope.Kind{Magic: [8]byte{'S', 'T', 'U', 'R', 'K', 'O', 'P', 'S'}, Version: 1, Name: "rocksdb operator state"}
+
+// opState is a subtask's operator list states and raw state.
+type opState struct {
+	States []opList          `msgpack:"states"`
+	Raw    snapshot.RawState `msgpack:"raw"`
+}
+
+type opList struct {
+	Name   string   `msgpack:"name"`
+	Values [][]byte `msgpack:"values"`
+}
+
+func (o *opState) empty() bool {
+	return len(o.States) == 0 && len(o.Raw.Keyed) == 0 && len(o.Raw.Operator) == 0
+}
+
+func (o *opState) list(name string) *opList {
+	for i := range o.States {
+		if o.States[i].Name == name {
+			return &o.States[i]
+		}
+	}
+	o.States = append(o.States, opList{Name: name})
+	return &o.States[len(o.States)-1]
+}
+
+// stats are the operator-state figures of the model's Subtask.
+func (o *opState) stats() (snapshot.Stats, map[string]int64) {
+	s := snapshot.Stats{Known: true}
+	var per map[string]int64
+	for _, l := range o.States {
+		if per == nil {
+			per = map[string]int64{}
+		}
+		per[l.Name] += int64(len(l.Values))
+		s.Entries += int64(len(l.Values))
+		for _, v := range l.Values {
+			s.Bytes += int64(len(v))
+		}
+	}
+	return s, per
+}
+
+// write stores the operator state at rel in d, returning its file entry
+// (nil when there is nothing to store).
+func (o *opState) write(ctx context.Context, d chkdir.Dir, rel string) (*file, error) {
+	if o.empty() {
+		return nil, nil
+	}
+	body, err := msgpack.Marshal(o)
+	if err != nil {
+		return nil, err
+	}
+	data := opStateKind.Encode(body)
+	if err := storage.WriteFile(ctx, d.Storage, path.Join(d.Path, rel), data); err != nil {
+		return nil, err
+	}
+	return &file{Path: rel, Size: int64(len(data)), CRC32C: crc32.Checksum(data, envelope.Castagnoli)}, nil
+}
+
+// readOpState loads a subtask's operator state; a nil f is empty state.
+func readOpState(ctx context.Context, d chkdir.Dir, f *file) (*opState, error) {
+	var o opState
+	if f == nil {
+		return &o, nil
+	}
+	p, err := d.RefPath(f.Path)
+	if err != nil {
+		return nil, err
+	}
+	st := d.Storage
+	body, err := opStateKind.Read(ctx, st, p, f.Size)
+	if err != nil {
+		if isNotFound(err) {
+			return nil, wrapNotFound(st.URI(p), err)
+		}
+		return nil, err
+	}
+	if err := msgpack.Unmarshal(body, &o); err != nil {
+		return nil, snapshot.Corrupt(st.URI(p), -1, "undecodable operator state: %v", err)
+	}
+	return &o, nil
+}

@@ -1,0 +1,156 @@
+package rocksdb
+
+import (
+	"context"
+	"fmt"
+	"github.com/stateutil/stateutil/backends/internal/chkdir"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/stateutil/stateutil/keygroup"
+	"github.com/stateutil/stateutil/snapshot"
+)
+
+// reader reads a rocksdb snapshot. Metadata-level figures come from
+// _metadata alone; a subtask's files are downloaded and opened read-only
+// the first time its entries are asked for.
+type reader struct {
+	d       chkdir.Dir
+	m       *metadata
+	tmpRoot string
+	mu      sync.Mutex
+	tmp     string
+	dbs     map[*handle]*db
+}
+
+func openReader(ctx context.Context, location string, opts snapshot.OpenOptions) (snapshot.Reader, error) {
+	d, err := chkdir.Resolve(ctx, location)
+	if err != nil {
+		return nil, err
+	}
+	m, err := readMetadata(ctx, d)
+	if err != nil {
+		return nil, err
+	}
+	return &reader{d: d, m: m, tmpRoot: opts.TempDir, dbs: map[*handle]*db{}}, nil
+}
+
+func (r *reader) Snapshot() *snapshot.Snapshot { return r.m.Snapshot }
+
+func (r *reader) handle(op *snapshot.Operator, subtask int) (*handle, error) {
+	h, ok := r.m.handle(op.ID, subtask)
+	if !ok {
+		return nil, fmt.Errorf("%w: operator %s has no subtask %d in %q", snapshot.ErrNotFound, op.Label(), subtask, r.d.URI())
+	}
+	return h, nil
+}
+
+// local downloads and opens a subtask's instance once.
+func (r *reader) local(ctx context.Context, h *handle) (*db, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if d, ok := r.dbs[h]; ok {
+		return d, nil
+	}
+	if r.tmp == "" {
+		tmp, err := os.MkdirTemp(r.tmpRoot, "stateutil-rocksdb-read-")
+		if err != nil {
+			return nil, err
+		}
+		r.tmp = tmp
+	}
+	dir := filepath.Join(r.tmp, subtaskDirName(h.Operator, h.Subtask))
+	os.RemoveAll(dir)
+	if err := downloadHandle(ctx, r.d, h, dir); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	d, err := openReadOnly(dir)
+	if err != nil {
+		return nil, fmt.Errorf("%w: operator %s subtask %d: %w", snapshot.ErrCorrupt, h.Operator, h.Subtask, err)
+	}
+	r.dbs[h] = d
+	return d, nil
+}
+
+func (r *reader) Entries(ctx context.Context, op *snapshot.Operator, subtask int, kgs keygroup.Range) snapshot.Entries {
+	h, err := r.handle(op, subtask)
+	if err != nil {
+		return snapshot.FailedEntries(err)
+	}
+	if w := prefixWidth(op.MaxParallelism); w != h.PrefixBytes {
+		return snapshot.FailedEntries(snapshot.Corrupt(r.d.Storage.URI(r.d.Metadata()), -1, "operator %s subtask %d: %d-byte key-group prefix recorded, max parallelism %d implies %d", op.Label(), subtask, h.PrefixBytes, op.MaxParallelism, w))
+	}
+	kgs = kgs.Intersect(h.KeyGroups)
+	if kgs.Len() == 0 || len(h.Files) == 0 {
+		return func(func(snapshot.Entry, error) bool) {}
+	}
+	d, err := r.local(ctx, h)
+	if err != nil {
+		return snapshot.FailedEntries(err)
+	}
+	return scanEntries(ctx, d, op, kgs)
+}
+
+func (r *reader) opState(ctx context.Context, op *snapshot.Operator, subtask int) (*opState, error) {
+	h, err := r.handle(op, subtask)
+	if err != nil {
+		return nil, err
+	}
+	return readOpState(ctx, r.d, h.OperatorState)
+}
+
+func (r *reader) Elements(ctx context.Context, op *snapshot.Operator, subtask int) snapshot.Elements {
+	o, err := r.opState(ctx, op, subtask)
+	if err != nil {
+		return snapshot.FailedElements(err)
+	}
+	return func(yield func(snapshot.Element, error) bool) {
+		done := map[string]bool{}
+		emit := func(l opList) bool {
+			done[l.Name] = true
+			for _, v := range l.Values {
+				if !yield(snapshot.Element{State: l.Name, Subtask: subtask, Value: v}, nil) {
+					return false
+				}
+			}
+			return true
+		}
+		for _, d := range op.OperatorStates {
+			for _, l := range o.States {
+				if l.Name == d.Name && !emit(l) {
+					return
+				}
+			}
+		}
+		for _, l := range o.States {
+			if !done[l.Name] && !emit(l) {
+				return
+			}
+		}
+	}
+}
+
+func (r *reader) Raw(ctx context.Context, op *snapshot.Operator, subtask int) (snapshot.RawState, error) {
+	o, err := r.opState(ctx, op, subtask)
+	if err != nil {
+		return snapshot.RawState{}, err
+	}
+	return o.Raw, nil
+}
+
+func (r *reader) Close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for h, d := range r.dbs {
+		d.Close()
+		delete(r.dbs, h)
+	}
+	var err error
+	if r.tmp != "" {
+		err = os.RemoveAll(r.tmp)
+		r.tmp = ""
+	}
+	return err
+}

@@ -1,0 +1,153 @@
+package rocksdb
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/stateutil/stateutil/keygroup"
+	"github.com/stateutil/stateutil/snapshot"
+)
+
+func TestRoundTrip(t *testing.T) {
+	for _, maxP := range []int{128, 4096} {
+		for _, order := range []string{"sorted", "unsorted"} {
+			t.Run(fmt.Sprintf("maxP=%d/%s", maxP, order), func(t *testing.T) {
+				testRoundTrip(t, maxP, order == "sorted")
+			})
+		}
+	}
+}
+
+func testRoundTrip(t *testing.T, maxP int, sorted bool) {
+	ctx := context.Background()
+	op := testOperator("0a0b", 2, maxP)
+	entries := testEntries(t, op, 600, 1)
+	input := entries
+	if !sorted {
+		// Same key groups in order, keys inside each in reverse: defeats
+		// the SST fast path, list elements stay in list order.
+		input = make([][]snapshot.Entry, len(entries))
+		for i, es := range entries {
+			input[i] = slices.Clone(es)
+			slices.SortStableFunc(input[i], func(a, b snapshot.Entry) int {
+				if a.KeyGroup != b.KeyGroup {
+					return a.KeyGroup - b.KeyGroup
+				}
+				return slices.Compare(b.Key, a.Key)
+			})
+		}
+	}
+	loc := filepath.Join(t.TempDir(), "sp")
+	writeSnapshot(t, loc, op, input)
+
+	f, err := snapshot.Detect(ctx, loc)
+	if err != nil || f.Name != FormatName {
+		t.Fatalf("Detect = %v, %v", f, err)
+	}
+	r, err := snapshot.Open(ctx, loc, snapshot.OpenOptions{TempDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	s := r.Snapshot()
+	if s.Format != FormatName || len(s.Operators) != 1 || len(s.Operators[0].Subtasks) != 2 {
+		t.Fatalf("snapshot %+v", s)
+	}
+	rop := s.Operators[0]
+	for i, sub := range rop.Subtasks {
+		if sub.KeyGroups != keygroup.RangeOf(maxP, 2, i) {
+			t.Errorf("subtask %d key groups %v", i, sub.KeyGroups)
+		}
+		if !sub.Keyed.Known || sub.Keyed.Entries != int64(len(entries[i])) || len(sub.Files) < 4 {
+			t.Errorf("subtask %d figures %+v, %d files", i, sub.Keyed, len(sub.Files))
+		}
+		for _, fr := range sub.Files {
+			if fr.Shared || fr.Size <= 0 {
+				t.Errorf("savepoint file %+v: want private, sized", fr)
+			}
+		}
+		got := collect(t, r.Entries(ctx, rop, i, sub.KeyGroups))
+		sameEntries(t, fmt.Sprintf("subtask %d", i), entries[i], got)
+		for j := 1; j < len(got); j++ {
+			if got[j].KeyGroup < got[j-1].KeyGroup {
+				t.Fatalf("entries not in key-group order at %d", j)
+			}
+		}
+
+		// A sub-range reads exactly its key groups.
+		part := keygroup.Range{Start: sub.KeyGroups.Start + 3, End: sub.KeyGroups.Start + 9}
+		var want []snapshot.Entry
+		for _, e := range entries[i] {
+			if part.Contains(e.KeyGroup) {
+				want = append(want, e)
+			}
+		}
+		sameEntries(t, fmt.Sprintf("subtask %d range %v", i, part), want, collect(t, r.Entries(ctx, rop, i, part)))
+
+		var els []string
+		for el, err := range r.Elements(ctx, rop, i) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			els = append(els, el.State+"="+string(el.Value))
+		}
+		if w := []string{"offsets=p" + fmt.Sprint(i) + "-0", "offsets=p" + fmt.Sprint(i) + "-1", "offsets=p" + fmt.Sprint(i) + "-2"}; !slices.Equal(els, w) {
+			t.Errorf("elements %v, want %v", els, w)
+		}
+		raw, err := r.Raw(ctx, rop, i)
+		if err != nil || !slices.Equal(raw.Keyed, []byte{byte(i)}) {
+			t.Errorf("raw %v, %v", raw, err)
+		}
+	}
+}
+
+func TestWriterRefusesExisting(t *testing.T) {
+	ctx := context.Background()
+	op := testOperator("01", 1, 128)
+	loc := filepath.Join(t.TempDir(), "sp")
+	writeSnapshot(t, loc, op, testEntries(t, op, 10, 1))
+	if _, err := Format.Create(ctx, loc, snapshot.WriteOptions{}); err == nil {
+		t.Fatal("Create over an existing snapshot succeeded")
+	}
+	w, err := Format.Create(ctx, loc, snapshot.WriteOptions{Force: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Abort(ctx)
+}
+
+func TestWriterRejectsBadEntries(t *testing.T) {
+	ctx := context.Background()
+	op := testOperator("01", 2, 128)
+	w, err := Format.Create(ctx, filepath.Join(t.TempDir(), "sp"), snapshot.WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Abort(ctx)
+	sw, err := w.Subtask(ctx, op, 0, keygroup.RangeOf(128, 2, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sw.Close()
+	for name, e := range map[string]snapshot.Entry{
+		"outside range": {KeyGroup: 100, State: "counts", Key: []byte("k")},
+		"unknown state": {KeyGroup: 1, State: "nope", Key: []byte("k")},
+		"bad int64 ns":  {KeyGroup: 1, State: "sum", Key: []byte("k"), Namespace: []byte{1}},
+		"void ns bytes": {KeyGroup: 1, State: "counts", Key: []byte("k"), Namespace: []byte{1}},
+		"ttl, no TTL":   {KeyGroup: 1, State: "counts", Key: []byte("k"), ExpiresAt: 5},
+		"user key":      {KeyGroup: 1, State: "counts", Key: []byte("k"), UserKey: []byte("u")},
+	} {
+		if err := sw.Entry(&e); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	if err := sw.Entry(&snapshot.Entry{KeyGroup: 5, State: "counts", Key: []byte("k")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := sw.Entry(&snapshot.Entry{KeyGroup: 4, State: "counts", Key: []byte("k")}); err == nil {
+		t.Error("key group going backwards accepted")
+	}
+}

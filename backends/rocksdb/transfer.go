@@ -1,0 +1,117 @@
+package rocksdb
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"github.com/stateutil/stateutil/backends/internal/chkdir"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/stateutil/stateutil/backends/internal/envelope"
+	"github.com/stateutil/stateutil/snapshot"
+	"github.com/stateutil/stateutil/storage"
+)
+
+func isNotFound(err error) bool {
+	return errors.Is(err, storage.ErrNotFound) || errors.Is(err, os.ErrNotExist) || errors.Is(err, snapshot.ErrNotFound)
+}
+
+// ctxReader stops a copy when ctx is done.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
+}
+
+// upload copies the local file src to remote path dst atomically and
+// returns its size and CRC32C.
+func upload(ctx context.Context, st storage.Storage, src, dst string) (int64, uint32, error) {
+	in, err := os.Open(src)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer in.Close()
+	out, err := st.Create(ctx, dst)
+	if err != nil {
+		return 0, 0, fmt.Errorf("upload %q: %w", st.URI(dst), err)
+	}
+	h := crc32.New(envelope.Castagnoli)
+	n, err := io.Copy(io.MultiWriter(out, h), ctxReader{ctx, in})
+	if err != nil {
+		out.Abort()
+		return 0, 0, fmt.Errorf("upload %q to %q: %w", src, st.URI(dst), err)
+	}
+	if err := out.Commit(); err != nil {
+		return 0, 0, fmt.Errorf("upload %q: %w", st.URI(dst), err)
+	}
+	return n, h.Sum32(), nil
+}
+
+// download copies remote file f (at src) into local path dst, checking
+// its size and CRC32C. A missing file wraps snapshot.ErrNotFound, a
+// damaged one snapshot.ErrCorrupt; both name the file.
+func download(ctx context.Context, st storage.Storage, src, dst string, f file) error {
+	in, err := st.Open(ctx, src)
+	if err != nil {
+		if isNotFound(err) {
+			return fmt.Errorf("%w: rocksdb file %q (%s) is missing: %w", snapshot.ErrNotFound, st.URI(src), f.Local, err)
+		}
+		return fmt.Errorf("rocksdb file %q: %w", st.URI(src), err)
+	}
+	defer in.Close()
+	if in.Size() != f.Size {
+		return snapshot.Corrupt(st.URI(src), -1, "%s: size %d, metadata records %d", f.Local, in.Size(), f.Size)
+	}
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	h := crc32.New(envelope.Castagnoli)
+	n, err := io.Copy(io.MultiWriter(out, h), ctxReader{ctx, in})
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(dst)
+		return fmt.Errorf("download %q: %w", st.URI(src), err)
+	}
+	if n != f.Size {
+		return snapshot.Corrupt(st.URI(src), n, "%s: truncated: read %d of %d bytes", f.Local, n, f.Size)
+	}
+	if got := h.Sum32(); got != f.CRC32C {
+		return snapshot.Corrupt(st.URI(src), -1, "%s: checksum mismatch: metadata records crc32c %08x, file has %08x", f.Local, f.CRC32C, got)
+	}
+	return nil
+}
+
+// downloadHandle fetches a subtask's RocksDB files from snapshot d into
+// the new local directory dir.
+func downloadHandle(ctx context.Context, d chkdir.Dir, h *handle, dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for _, f := range h.Files {
+		src, err := d.RefPath(f.Path)
+		if err != nil {
+			return err
+		}
+		if err := download(ctx, d.Storage, src, filepath.Join(dir, f.Local), f); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// wrapNotFound marks a missing file with snapshot.ErrNotFound.
+func wrapNotFound(name string, err error) error {
+	return fmt.Errorf("%w: rocksdb file %q is missing: %w", snapshot.ErrNotFound, name, err)
+}
