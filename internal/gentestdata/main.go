@@ -77,10 +77,12 @@ func damaged(good []byte) map[string][]byte {
 		"truncated.dump":    good[:len(good)/2],
 		"short-header.dump": good[:10],
 		"bad-magic.dump":    edit(func(b []byte) []byte { b[0] = 'X'; return b }),
-		"unknown-version.dump": edit(func(b []byte) []byte {
-			binary.BigEndian.PutUint32(b[8:], 99)
-			return b
-		}),
+		"unknown-version.dump": func() []byte {
+			newer := memory.Kind
+			newer.Version = 99
+			return newer.Encode(good[20 : len(good)-4]) // the body, framed as a newer version
+
+		}(),
 		"bad-checksum.dump": edit(func(b []byte) []byte { b[len(b)/2] ^= 0x01; return b }),
 		"huge-length.dump": edit(func(b []byte) []byte {
 			binary.BigEndian.PutUint64(b[12:], 1<<62)

@@ -1,7 +1,9 @@
 // Package envelope frames stateutil's own metadata and dump files: magic
-// bytes, a format version, a length-prefixed body and a CRC32C of the body.
-// A reader checks magic, version, length and checksum before it trusts a
-// single byte of the body.
+// bytes, a format version, a length-prefixed body and a CRC32C of all that
+// precedes it. A reader checks magic, length and checksum before it trusts a
+// single byte, and the version only once the checksum holds, so a damaged
+// version field reads as damage, not as a newer format. Every version of
+// every format keeps this framing.
 package envelope
 
 import (
@@ -40,7 +42,7 @@ func (k Kind) Encode(body []byte) []byte {
 	out = binary.BigEndian.AppendUint32(out, k.Version)
 	out = binary.BigEndian.AppendUint64(out, uint64(len(body)))
 	out = append(out, body...)
-	return binary.BigEndian.AppendUint32(out, crc32.Checksum(body, Castagnoli))
+	return binary.BigEndian.AppendUint32(out, crc32.Checksum(out, Castagnoli))
 }
 
 // Matches reports whether the first bytes of a file carry k's magic.
@@ -91,9 +93,6 @@ func (k Kind) Decode(r io.ReaderAt, size int64, name string, bodyLimit int64) ([
 	if n < HeaderSize {
 		return nil, snapshot.Corrupt(name, int64(n), "truncated header of a %s", k.Name)
 	}
-	if v := binary.BigEndian.Uint32(head[8:]); v != k.Version {
-		return nil, fmt.Errorf("%q: %w: %s version %d (this stateutil reads version %d)", name, snapshot.ErrUnsupportedVersion, k.Name, v, k.Version)
-	}
 	bodyLen := binary.BigEndian.Uint64(head[12:])
 	avail := size - HeaderSize - TrailerSize
 	if avail < 0 || bodyLen > uint64(avail) {
@@ -105,13 +104,16 @@ func (k Kind) Decode(r io.ReaderAt, size int64, name string, bodyLimit int64) ([
 	if int64(bodyLen) > bodyLimit {
 		return nil, fmt.Errorf("%q: %w: %s body of %d bytes exceeds the %d-byte limit", name, snapshot.ErrTooLarge, k.Name, bodyLen, bodyLimit)
 	}
-	buf := make([]byte, bodyLen+TrailerSize)
-	if _, err := r.ReadAt(buf, HeaderSize); err != nil && err != io.EOF {
+	buf := make([]byte, HeaderSize+bodyLen+TrailerSize)
+	if _, err := r.ReadAt(buf, 0); err != nil && err != io.EOF {
 		return nil, fmt.Errorf("%q: %w", name, err)
 	}
-	body, sum := buf[:bodyLen], binary.BigEndian.Uint32(buf[bodyLen:])
-	if got := crc32.Checksum(body, Castagnoli); got != sum {
-		return nil, snapshot.Corrupt(name, int64(HeaderSize)+int64(bodyLen), "checksum mismatch: stored crc32c %08x, computed %08x", sum, got)
+	end := HeaderSize + bodyLen
+	if got, sum := crc32.Checksum(buf[:end], Castagnoli), binary.BigEndian.Uint32(buf[end:]); got != sum {
+		return nil, snapshot.Corrupt(name, int64(end), "checksum mismatch: stored crc32c %08x, computed %08x", sum, got)
 	}
-	return body, nil
+	if v := binary.BigEndian.Uint32(head[8:]); v != k.Version {
+		return nil, fmt.Errorf("%q: %w: %s version %d (this stateutil reads version %d)", name, snapshot.ErrUnsupportedVersion, k.Name, v, k.Version)
+	}
+	return buf[HeaderSize:end], nil
 }
