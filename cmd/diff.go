@@ -98,16 +98,16 @@ func printDiff(w io.Writer, res *diff.Result) error {
 		fmt.Fprintf(w, "%s: %s -> %s\n", ch.Field, ch.A, ch.B)
 	}
 	for _, op := range res.OperatorsRemoved {
-		fmt.Fprintf(w, "operator removed: %s\n", operatorLabel(op.UID, op.Name))
+		fmt.Fprintf(w, "operator removed: %s\n", operatorLabel(op.ID, op.UID, op.Name))
 	}
 	for _, op := range res.OperatorsAdded {
-		fmt.Fprintf(w, "operator added: %s\n", operatorLabel(op.UID, op.Name))
+		fmt.Fprintf(w, "operator added: %s\n", operatorLabel(op.ID, op.UID, op.Name))
 	}
 	for _, op := range res.Operators {
 		if op.Equal {
 			continue
 		}
-		fmt.Fprintf(w, "\nOperator %s:\n", operatorLabel(op.UID, op.Name))
+		fmt.Fprintf(w, "\nOperator %s:\n", operatorLabel(op.ID, op.UID, op.Name))
 		for _, ch := range op.Changes {
 			fmt.Fprintf(w, "  %s: %s -> %s\n", ch.Field, ch.A, ch.B)
 		}

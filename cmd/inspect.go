@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -152,7 +153,7 @@ func (o *inspectOptions) run(c *cobra.Command, location string) error {
 func printHeader(w io.Writer, s *report.Summary) {
 	fmt.Fprintf(w, "Snapshot:   %s\n", s.Location)
 	fmt.Fprintf(w, "Format:     %s\n", s.Format)
-	fmt.Fprintf(w, "Job:        %s\n", s.JobID)
+	fmt.Fprintf(w, "Job:        %s\n", cmp.Or(s.JobID, "(not recorded)"))
 	fmt.Fprintf(w, "Checkpoint: %d (%s)\n", s.CheckpointID, s.Kind)
 	if !s.Created.IsZero() {
 		fmt.Fprintf(w, "Created:    %s\n", s.Created.UTC().Format(time.RFC3339))
@@ -167,7 +168,7 @@ func printSummary(w io.Writer, s *report.Summary) error {
 	var rows [][]string
 	for _, op := range s.Operators {
 		rows = append(rows, []string{
-			operatorLabel(op.UID, op.Name), strconv.Itoa(op.Parallelism), strconv.Itoa(op.MaxParallelism),
+			operatorLabel(op.ID, op.UID, op.Name), strconv.Itoa(op.Parallelism), strconv.Itoa(op.MaxParallelism),
 			keyedStatesCell(op.KeyedStates), operatorStatesCell(op.OperatorStates),
 			strconv.FormatInt(op.KeyedEntries+op.OperatorElements, 10), humanBytes(op.KeyedBytes + op.OperatorBytes),
 		})
@@ -181,7 +182,7 @@ func printSubtasks(w io.Writer, s *report.Summary) error {
 	for _, op := range s.Operators {
 		for _, sub := range op.Subtasks {
 			rows = append(rows, []string{
-				operatorLabel(op.UID, op.Name), strconv.Itoa(sub.Index), sub.KeyGroups.String(),
+				operatorLabel(op.ID, op.UID, op.Name), strconv.Itoa(sub.Index), sub.KeyGroups.String(),
 				strconv.FormatInt(sub.KeyedEntries, 10), humanBytes(sub.KeyedBytes),
 				strconv.FormatInt(sub.OperatorElements, 10), humanBytes(sub.OperatorBytes),
 			})
@@ -200,7 +201,7 @@ func printKeyGroups(w io.Writer, rep *report.KeyGroups) error {
 		if i > 0 {
 			fmt.Fprintln(w)
 		}
-		fmt.Fprintf(w, "Operator %s: parallelism %d, max parallelism %d\n", operatorLabel(op.UID, op.Name), op.Parallelism, op.MaxParallelism)
+		fmt.Fprintf(w, "Operator %s: parallelism %d, max parallelism %d\n", operatorLabel(op.ID, op.UID, op.Name), op.Parallelism, op.MaxParallelism)
 		var rows [][]string
 		for _, g := range op.KeyGroups {
 			rows = append(rows, []string{strconv.Itoa(g.KeyGroup), strconv.Itoa(g.Subtask), strconv.FormatInt(g.Entries, 10), humanBytes(g.Bytes)})
@@ -232,7 +233,7 @@ func printOperatorStates(w io.Writer, rep *report.OperatorStates, values bool) e
 		if i > 0 {
 			fmt.Fprintln(w)
 		}
-		fmt.Fprintf(w, "Operator %s: parallelism %d\n", operatorLabel(op.UID, op.Name), op.Parallelism)
+		fmt.Fprintf(w, "Operator %s: parallelism %d\n", operatorLabel(op.ID, op.UID, op.Name), op.Parallelism)
 		var rows [][]string
 		for _, st := range op.States {
 			per := make([]string, len(st.ElementsPerSubtask))
@@ -264,14 +265,18 @@ func printOperatorStates(w io.Writer, rep *report.OperatorStates, values bool) e
 	return nil
 }
 
-func operatorLabel(uid, name string) string {
+// operatorLabel names an operator for people: uid and name, else whichever
+// exists, else the id (Flink snapshots before 1.15 record neither).
+func operatorLabel(id, uid, name string) string {
 	switch {
 	case uid != "" && name != "" && name != uid:
 		return uid + " (" + name + ")"
 	case uid != "":
 		return uid
+	case name != "":
+		return name
 	}
-	return name
+	return id
 }
 
 func keyedStatesCell(states []snapshot.KeyedState) string {

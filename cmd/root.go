@@ -17,6 +17,7 @@ import (
 
 	// Formats register themselves with the snapshot registry.
 	_ "github.com/stateutil/stateutil/backends/filesystem"
+	_ "github.com/stateutil/stateutil/backends/flink"
 	_ "github.com/stateutil/stateutil/backends/memory"
 	_ "github.com/stateutil/stateutil/backends/rocksdb"
 )
@@ -122,6 +123,7 @@ Locations are plain paths, file:// URIs or hdfs://namenode:port/path URIs.
 		newVerifyCommand(),
 		newDiffCommand(),
 		newOperatorCommand(),
+		newRunCommand(),
 	)
 	root.Args = cobra.NoArgs
 	root.RunE = func(c *cobra.Command, _ []string) error { return c.Help() }

@@ -1,17 +1,20 @@
 package flink
 
 import (
-	"errors"
 	"fmt"
+
+	"github.com/stateutil/stateutil/snapshot"
 )
 
 // ErrCorrupt is matched (errors.Is) by every error caused by bytes that do not
-// follow the format: bad magic, truncation, impossible lengths or counts.
-var ErrCorrupt = errors.New("corrupt Flink state")
+// follow the format: bad magic, truncation, impossible lengths or counts. It
+// is snapshot.ErrCorrupt, so commands map it to the "corrupt" exit code.
+var ErrCorrupt = snapshot.ErrCorrupt
 
 // ErrUnsupportedVersion is matched by errors about a well-formed file whose
-// format version this package does not read.
-var ErrUnsupportedVersion = errors.New("unsupported Flink format version")
+// format version this package does not read. It is
+// snapshot.ErrUnsupportedVersion.
+var ErrUnsupportedVersion = snapshot.ErrUnsupportedVersion
 
 // CorruptError says where a file stopped making sense.
 type CorruptError struct {

@@ -8,12 +8,15 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/stateutil/stateutil/snapshot"
 )
 
 // ErrNotLocal is matched by errors about state that lives where this package
 // cannot read it (another file system scheme, or an absolute path from the
 // machine that wrote a checkpoint, with no path mapping for it).
-var ErrNotLocal = errors.New("state file is not on a readable local path")
+// It wraps snapshot.ErrNotFound.
+var ErrNotLocal = fmt.Errorf("state file is not on a readable local path: %w", snapshot.ErrNotFound)
 
 // PathMapping rewrites absolute paths that start with Old to start with New.
 type PathMapping struct {
@@ -99,6 +102,30 @@ func (res *Resolver) Locate(h *StreamHandle) (Location, error) {
 	return Location{}, fmt.Errorf("%s handle is not a stream of bytes", h.Type)
 }
 
+// checkDeclaredSize compares a whole-file handle's declared size with the
+// file: a shorter file has been truncated.
+func checkDeclaredSize(h *StreamHandle, path string, actual int64) error {
+	if (h.Type == HandleFile || h.Type == HandleRelativeFile) && h.Size > 0 && actual != h.Size {
+		return &CorruptError{File: path, Offset: actual, Msg: fmt.Sprintf("file is %d bytes, _metadata says %d", actual, h.Size)}
+	}
+	return nil
+}
+
+// missingFile explains a state file that cannot be opened; a file that does
+// not exist wraps snapshot.ErrNotFound.
+func missingFile(loc Location, err error) error {
+	if !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	if loc.Absolute && !loc.Remapped {
+		return fmt.Errorf("absolute state path %q from the machine that wrote the checkpoint (map it with --path-map OLD=NEW): %w", loc.Stored, snapshot.ErrNotFound)
+	}
+	if loc.Stored != "" && loc.Stored != loc.Path {
+		return fmt.Errorf("state file %q (stored as %q): %w", loc.Path, loc.Stored, snapshot.ErrNotFound)
+	}
+	return fmt.Errorf("state file %q: %w", loc.Path, snapshot.ErrNotFound)
+}
+
 // localPath turns "file:/x", "file:///x" or "/x" into a local path.
 func localPath(p string) (string, bool) {
 	switch {
@@ -127,10 +154,7 @@ func (res *Resolver) Bytes(h *StreamHandle) (data []byte, file string, base int6
 	}
 	f, err := os.Open(loc.Path)
 	if err != nil {
-		if loc.Absolute && !loc.Remapped && errors.Is(err, os.ErrNotExist) {
-			return nil, loc.Path, 0, fmt.Errorf("absolute state path %q (map it to where the checkpoint is now): %w", loc.Stored, err)
-		}
-		return nil, loc.Path, 0, err
+		return nil, loc.Path, 0, missingFile(loc, err)
 	}
 	defer f.Close()
 	st, err := f.Stat()
@@ -144,6 +168,9 @@ func (res *Resolver) Bytes(h *StreamHandle) (data []byte, file string, base int6
 	size := st.Size() - loc.Offset
 	if h.Type == HandleSegmentFile {
 		size = h.Size
+	}
+	if err := checkDeclaredSize(h, loc.Path, st.Size()); err != nil {
+		return nil, loc.Path, 0, err
 	}
 	if loc.Offset < 0 || size < 0 || loc.Offset+size > st.Size() {
 		return nil, loc.Path, 0, &CorruptError{File: loc.Path, Offset: loc.Offset,

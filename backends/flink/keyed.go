@@ -187,7 +187,10 @@ func ParseKeyGroups(data []byte, file string, base int64, kg *KeyGroupsHandle) (
 			heap = false
 		}
 	}
-	if heap && nonEmpty > 0 {
+	if heap && nonEmpty > 0 && !allCanonical(data, file, base, kg, offs, hdr) {
+		// Canonical data can start with bytes that read as the key-group
+		// index too (state id 0 and a short key in key group 0); only data
+		// that does not parse as canonical is heap data.
 		out.Format = HeapFormat
 	}
 	for i, o := range kg.Offsets {
@@ -217,6 +220,28 @@ func ParseKeyGroups(data []byte, file string, base int64, kg *KeyGroupsHandle) (
 		out.KeyGroups = append(out.KeyGroups, g)
 	}
 	return out, nil
+}
+
+// allCanonical reports whether every non-empty key group parses as
+// canonical key-group data.
+func allCanonical(data []byte, file string, base int64, kg *KeyGroupsHandle, offs []int64, hdr *KeyedHeader) bool {
+	for _, o := range kg.Offsets {
+		e := nextOffset(offs, o, len(data))
+		if o == 0 || e == o {
+			continue
+		}
+		body := data[o:e]
+		if hdr.Compression {
+			var err error
+			if body, err = unsnappy(body, file, base+o); err != nil {
+				return false
+			}
+		}
+		if _, err := canonicalEntries(body, file, base+o, hdr, hdr.Compression); err != nil {
+			return false
+		}
+	}
+	return true
 }
 
 func nextOffset(sorted []int64, o int64, n int) int64 {

@@ -23,6 +23,9 @@ type SerializerSnapshot struct {
 	// Opaque is set when the snapshot body was not understood and was skipped
 	// by finding where the next structure starts.
 	Opaque bool `json:"opaque,omitempty"`
+	// Raw is the stored snapshot, proxy version included (Flink 1.7+
+	// headers; nil for the legacy layouts). A view into the header bytes.
+	Raw []byte `json:"-"`
 }
 
 // Name returns the most specific class name known: the serializer class, else
@@ -106,11 +109,16 @@ type contFunc func(q int) bool
 func (sr *snapReader) snapshotProxy(cont contFunc) *SerializerSnapshot {
 	r := sr.r
 	at := r.pos()
+	start := r.off
 	pv := r.i32("serializer snapshot proxy version")
 	if r.err == nil && pv != 1 && pv != 2 {
 		r.failAt(at, "serializer snapshot proxy version %d, want 1 or 2", pv)
 	}
-	return sr.versioned(cont, 0)
+	s := sr.versioned(cont, 0)
+	if s != nil && r.err == nil {
+		s.Raw = r.buf[start:r.off:r.off]
+	}
+	return s
 }
 
 type snapReader struct {

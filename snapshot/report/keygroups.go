@@ -16,6 +16,7 @@ type KeyGroups struct {
 
 // OperatorKeyGroups is one keyed operator's distribution.
 type OperatorKeyGroups struct {
+	ID             string          `json:"id"`
 	UID            string          `json:"uid"`
 	Name           string          `json:"name"`
 	Parallelism    int             `json:"parallelism"`
@@ -55,7 +56,7 @@ func KeyGroupDistribution(ctx context.Context, location string, r snapshot.Reade
 		if len(op.KeyedStates) == 0 && label == "" {
 			continue
 		}
-		row := OperatorKeyGroups{UID: op.UID, Name: op.Name, Parallelism: op.Parallelism, MaxParallelism: op.MaxParallelism,
+		row := OperatorKeyGroups{ID: op.ID, UID: op.UID, Name: op.Name, Parallelism: op.Parallelism, MaxParallelism: op.MaxParallelism,
 			KeyGroups: []KeyGroupRow{}, Subtasks: []SubtaskWeight{}}
 		var groupBytes, subBytes []int64
 		for _, sub := range op.Subtasks {

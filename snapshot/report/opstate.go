@@ -16,6 +16,7 @@ type OperatorStates struct {
 
 // OperatorStateUsage lists one operator's operator states.
 type OperatorStateUsage struct {
+	ID          string       `json:"id"`
 	UID         string       `json:"uid"`
 	Name        string       `json:"name"`
 	Parallelism int          `json:"parallelism"`
@@ -50,7 +51,7 @@ func OperatorStateUsages(ctx context.Context, location string, r snapshot.Reader
 		if len(op.OperatorStates) == 0 && label == "" {
 			continue
 		}
-		u := OperatorStateUsage{UID: op.UID, Name: op.Name, Parallelism: op.Parallelism, States: []StateUsage{}}
+		u := OperatorStateUsage{ID: op.ID, UID: op.UID, Name: op.Name, Parallelism: op.Parallelism, States: []StateUsage{}}
 		index := map[string]int{}
 		for i, st := range op.OperatorStates {
 			index[st.Name] = i

@@ -1,0 +1,288 @@
+package flink
+
+import (
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/stateutil/stateutil/keygroup"
+	"github.com/stateutil/stateutil/snapshot"
+)
+
+// Types of Flink state are named "flink:" + a type expression built from the
+// serializer snapshot: "flink:java.lang.Long", "flink:tuple(java.lang.Long)",
+// "flink:list(java.lang.Integer)", "flink:bytes" for serializers this
+// package cannot walk. Each name is registered as a snapshot codec when a
+// snapshot using it is opened, so Type.Decode shows values and Type.HashCode
+// gives Java's hashCode of keys.
+
+// TypeBytes names values of serializers this package cannot decode.
+const TypeBytes = "flink:bytes"
+
+// typeExpr is the type expression of a serializer.
+func typeExpr(s *SerializerSnapshot) string {
+	if s == nil {
+		return "bytes"
+	}
+	nested := func() string {
+		parts := make([]string, len(s.Nested))
+		for i, c := range s.Nested {
+			parts[i] = typeExpr(c)
+		}
+		return strings.Join(parts, ",")
+	}
+	switch k := serKind(s); k {
+	case "Long", "Integer", "String", "Boolean", "Double", "Float", "Short", "Byte":
+		return "java.lang." + k
+	case "Char":
+		return "java.lang.Character"
+	case "byte[]":
+		return "byte[]"
+	case "VoidNamespace", "Void":
+		return "void"
+	case "GlobalWindow", "TimeWindow":
+		return k
+	case "IntEnum":
+		return "enum"
+	case "Kryo":
+		return "kryo"
+	case "Tuple":
+		if len(s.Nested) > 0 {
+			if strings.Contains(s.Name(), "CaseClass") {
+				return "caseclass(" + nested() + ")"
+			}
+			return "tuple(" + nested() + ")"
+		}
+	case "List", "Map", "Option", "Either", "Timer", "Broadcast":
+		if len(s.Nested) > 0 {
+			return strings.ToLower(k) + "(" + nested() + ")"
+		}
+	case "TTL":
+		if len(s.Nested) == 2 {
+			return "ttl(" + nested() + ")"
+		}
+	}
+	return "bytes"
+}
+
+// typeOf maps a serializer onto a snapshot type and registers its codec.
+func typeOf(s *SerializerSnapshot) snapshot.Type {
+	t := snapshot.Type{Name: "flink:" + typeExpr(s)}
+	if s != nil {
+		t.Class = s.Name()
+		t.SerializerSnapshot = s.Raw
+	}
+	if t.Name != TypeBytes {
+		snapshot.RegisterCodec(t.Name, codec{s: s})
+	}
+	return t
+}
+
+func init() { snapshot.RegisterCodec(TypeBytes, codec{}) }
+
+// codec decodes and hashes values of one serializer.
+type codec struct{ s *SerializerSnapshot }
+
+// Decode renders the bytes of exactly one value.
+func (c codec) Decode(b []byte) (any, error) {
+	if c.s == nil {
+		return "0x" + hex.EncodeToString(b), nil
+	}
+	r := newReader(b, "value", 0)
+	v := decodeAny(r, c.s, 0)
+	if r.err != nil {
+		return nil, r.err
+	}
+	if r.remaining() != 0 {
+		return nil, fmt.Errorf("%d bytes after the value", r.remaining())
+	}
+	return v, nil
+}
+
+var errNoHash = fmt.Errorf("%w: stateutil does not know the Java hashCode of this Flink type", keygroup.ErrUnknownKeyType)
+
+// HashCode is the Java hashCode of the key b encodes.
+func (c codec) HashCode(b []byte) (int32, error) {
+	if c.s == nil {
+		return 0, errNoHash
+	}
+	r := newReader(b, "key", 0)
+	h, err := hashAny(r, c.s, 0)
+	if err != nil {
+		return 0, err
+	}
+	if r.err != nil {
+		return 0, r.err
+	}
+	if r.remaining() != 0 {
+		return 0, fmt.Errorf("%d bytes after the key", r.remaining())
+	}
+	return h, nil
+}
+
+func hashAny(r *reader, s *SerializerSnapshot, depth int) (int32, error) {
+	if depth > 16 {
+		return 0, errors.New("key nested deeper than 16")
+	}
+	switch serKind(s) {
+	case "Long":
+		return keygroup.HashInt64(r.i64("long")), nil
+	case "Integer":
+		return r.i32("int"), nil
+	case "Short":
+		return int32(r.i16("short")), nil
+	case "Byte":
+		return int32(int8(r.u8("byte"))), nil
+	case "Char":
+		return int32(r.u16("char")), nil
+	case "Boolean":
+		if r.bool("boolean") {
+			return 1231, nil
+		}
+		return 1237, nil
+	case "Double":
+		v := r.f64("double")
+		if v != v {
+			v = math.NaN() // Java canonicalizes NaN in Double.hashCode
+		}
+		bits := math.Float64bits(v)
+		return int32(bits ^ bits>>32), nil
+	case "String":
+		v := readStringValue(r)
+		s, _ := v.(string)
+		return keygroup.HashString(s), nil
+	case "Kryo":
+		if r.remaining() > 0 && r.buf[r.off] == kryoLong {
+			r.off++
+			return keygroup.HashInt64(readKryoVarLong(r)), nil
+		}
+		if r.remaining() > 0 && r.buf[r.off] == kryoInt {
+			r.off++
+			return int32(readKryoVarLong(r)), nil
+		}
+	case "Tuple":
+		if strings.Contains(s.Name(), "CaseClass") || len(s.Nested) == 0 {
+			break
+		}
+		// Flink's TupleN.hashCode: 31*h + field hash, over the fields.
+		var h int32
+		for i, f := range s.Nested {
+			fh, err := hashAny(r, f, depth+1)
+			if err != nil {
+				return 0, err
+			}
+			if i == 0 {
+				h = fh
+			} else {
+				h = 31*h + fh
+			}
+		}
+		return h, nil
+	}
+	return 0, fmt.Errorf("%w (%s)", errNoHash, s.Name())
+}
+
+// decodeAny decodes one value into JSON-compatible Go values.
+func decodeAny(r *reader, s *SerializerSnapshot, depth int) any {
+	if depth > 16 {
+		r.fail("values nested deeper than 16")
+		return nil
+	}
+	nested := func(from int) []any {
+		out := []any{}
+		for _, c := range s.Nested[from:] {
+			out = append(out, decodeAny(r, c, depth+1))
+		}
+		return out
+	}
+	switch k := serKind(s); k {
+	case "Long", "Integer", "Short", "Byte", "Boolean", "Double", "Float", "String", "VoidNamespace":
+		return decodeValue(r, s, depth)
+	case "Char":
+		return string(rune(r.u16("char")))
+	case "byte[]":
+		return "0x" + hex.EncodeToString(r.bytes32("byte array"))
+	case "GlobalWindow":
+		r.u8("global window")
+		return "GlobalWindow"
+	case "TimeWindow":
+		return map[string]any{"start": r.i64("window start"), "end": r.i64("window end")}
+	case "IntEnum":
+		return r.i32("enum ordinal")
+	case "Kryo":
+		if r.remaining() > 0 && (r.buf[r.off] == kryoLong || r.buf[r.off] == kryoInt) {
+			r.off++
+			return readKryoVarLong(r)
+		}
+	case "Tuple":
+		if len(s.Nested) > 0 {
+			return nested(0)
+		}
+	case "Timer":
+		if len(s.Nested) == 2 {
+			ts := r.i64("timer timestamp") ^ math.MinInt64
+			f := nested(0)
+			return map[string]any{"timestamp": ts, "key": f[0], "namespace": f[1]}
+		}
+	case "TTL":
+		if a, b, tsFirst, ok := ttlParts(s); ok {
+			if tsFirst {
+				ts := decodeAny(r, a, depth+1)
+				return map[string]any{"last_access": ts, "value": decodeAny(r, b, depth+1)}
+			}
+			v := decodeAny(r, a, depth+1)
+			return map[string]any{"last_access": decodeAny(r, b, depth+1), "value": v}
+		}
+	case "Option":
+		if len(s.Nested) == 1 {
+			if r.u8("option flag") == 0 {
+				return nil
+			}
+			return decodeAny(r, s.Nested[0], depth+1)
+		}
+	case "Either":
+		if len(s.Nested) == 2 {
+			if r.bool("either flag") {
+				return map[string]any{"left": decodeAny(r, s.Nested[0], depth+1)}
+			}
+			return map[string]any{"right": decodeAny(r, s.Nested[1], depth+1)}
+		}
+	case "List":
+		if len(s.Nested) == 1 {
+			n := r.count32(0, "list size")
+			out := make([]any, 0, n)
+			for i := 0; i < n && r.err == nil; i++ {
+				out = append(out, decodeAny(r, s.Nested[0], depth+1))
+			}
+			return out
+		}
+	case "Broadcast":
+		if len(s.Nested) == 2 {
+			n := r.count32(2, "broadcast map size")
+			out := make([]any, 0, n)
+			for i := 0; i < n && r.err == nil; i++ {
+				k := decodeAny(r, s.Nested[0], depth+1)
+				out = append(out, []any{k, decodeAny(r, s.Nested[1], depth+1)})
+			}
+			return out
+		}
+	case "Map":
+		if len(s.Nested) == 2 {
+			n := r.count32(2, "map size")
+			out := make([]any, 0, n)
+			for i := 0; i < n && r.err == nil; i++ {
+				k := decodeAny(r, s.Nested[0], depth+1)
+				var v any
+				if !r.bool("map value null flag") {
+					v = decodeAny(r, s.Nested[1], depth+1)
+				}
+				out = append(out, []any{k, v})
+			}
+			return out
+		}
+	}
+	r.fail("values of %s cannot be decoded", s.Name())
+	return nil
+}

@@ -1,0 +1,269 @@
+package flink
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+
+	"github.com/stateutil/stateutil/snapshot"
+)
+
+// kgStream reads a key-groups stream (handle types 3, 7, 12) a key group at
+// a time: the header once, then only the key groups asked for, by the
+// offsets `_metadata` lists.
+type kgStream struct {
+	h      *KeyGroupsHandle
+	typ    HandleType
+	ra     io.ReaderAt
+	closer io.Closer
+	file   string
+	base   int64 // offset of the stream in file (for errors)
+	at     int64 // offset of the stream in ra
+	size   int64
+	offs   []int64 // sorted non-zero offsets
+	header *KeyedHeader
+	// layouts by state id, and by name.
+	layouts []*layout
+	byName  map[string]*layout
+	// format is decided by the first key group read ("" until then).
+	format KeyGroupFormat
+	// prefix is the key-group prefix width of canonical keys.
+	prefix int
+}
+
+// openKGStream opens the stream of a key-groups handle and reads its header.
+func openKGStream(res *Resolver, kh *KeyedHandle, maxParallelism int) (*kgStream, error) {
+	if kh == nil || kh.KeyGroups == nil || kh.KeyGroups.Delegate == nil {
+		return nil, fmt.Errorf("not a key-groups handle with a stream")
+	}
+	h := kh.KeyGroups
+	s := &kgStream{h: h, typ: kh.Type, prefix: 1}
+	if maxParallelism > 128 {
+		s.prefix = 2
+	}
+	d := h.Delegate
+	loc, err := res.Locate(d)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case loc.Inline:
+		s.ra, s.file, s.base, s.size = bytes.NewReader(d.Data), res.MetadataFile, d.DataOffset, int64(len(d.Data))
+	case d.Type == HandleEmptySegmentFile:
+		s.ra, s.file = bytes.NewReader(nil), "(empty segment)"
+	default:
+		f, err := os.Open(loc.Path)
+		if err != nil {
+			return nil, missingFile(loc, err)
+		}
+		st, err := f.Stat()
+		if err != nil {
+			f.Close()
+			return nil, err
+		}
+		s.ra, s.closer, s.file, s.base, s.at = f, f, loc.Path, loc.Offset, loc.Offset
+		s.size = st.Size() - loc.Offset
+		if d.Type == HandleSegmentFile {
+			s.size = d.Size
+		}
+		if err := checkDeclaredSize(d, loc.Path, st.Size()); err != nil {
+			f.Close()
+			return nil, err
+		}
+		if loc.Offset < 0 || s.size < 0 || loc.Offset+s.size > st.Size() {
+			f.Close()
+			return nil, &CorruptError{File: loc.Path, Offset: loc.Offset, Msg: fmt.Sprintf("segment of %d bytes does not fit in a file of %d", s.size, st.Size())}
+		}
+	}
+	for _, o := range h.Offsets {
+		if o < 0 || o > s.size {
+			s.Close()
+			return nil, &CorruptError{File: s.file, Offset: s.base, Msg: fmt.Sprintf("key-group offset %d outside a stream of %d bytes", o, s.size)}
+		}
+		if o > 0 {
+			s.offs = append(s.offs, o)
+		}
+	}
+	sort.Slice(s.offs, func(i, j int) bool { return s.offs[i] < s.offs[j] })
+	end := s.size
+	if len(s.offs) > 0 {
+		end = s.offs[0]
+	}
+	data, err := s.read(0, end)
+	if err == nil {
+		s.header, err = ParseKeyedHeader(data, s.file, s.base, int(end))
+	}
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	s.layouts, s.byName = layoutsOf(s.header)
+	return s, nil
+}
+
+func layoutsOf(h *KeyedHeader) ([]*layout, map[string]*layout) {
+	var ls []*layout
+	by := map[string]*layout{}
+	for _, m := range h.States {
+		l := newLayout(m, h.KeySerializer)
+		ls = append(ls, l)
+		by[l.name] = l
+	}
+	return ls, by
+}
+
+// Close closes the stream's file.
+func (s *kgStream) Close() error {
+	if s.closer != nil {
+		err := s.closer.Close()
+		s.closer = nil
+		return err
+	}
+	return nil
+}
+
+func (s *kgStream) read(off, n int64) ([]byte, error) {
+	if off < 0 || n < 0 || off+n > s.size {
+		return nil, &CorruptError{File: s.file, Offset: s.base + off, Msg: fmt.Sprintf("%d bytes do not fit in a stream of %d", n, s.size)}
+	}
+	b := make([]byte, n)
+	if _, err := s.ra.ReadAt(b, s.at+off); err != nil && !(errors.Is(err, io.EOF) && n == 0) {
+		if errors.Is(err, io.EOF) {
+			return nil, &CorruptError{File: s.file, Offset: s.base + off, Msg: fmt.Sprintf("file ends inside a key group of %d bytes", n)}
+		}
+		return nil, err
+	}
+	return b, nil
+}
+
+// groupBytes returns the stored bytes of key group kg (nil when empty).
+func (s *kgStream) groupBytes(kg int) ([]byte, int64, error) {
+	i := kg - int(s.h.Range.Start)
+	if i < 0 || i >= len(s.h.Offsets) {
+		return nil, 0, nil
+	}
+	o := s.h.Offsets[i]
+	if o == 0 {
+		return nil, 0, nil
+	}
+	e := nextOffset(s.offs, o, int(s.size))
+	if e == o {
+		return nil, 0, nil
+	}
+	b, err := s.read(o, e-o)
+	return b, o, err
+}
+
+// storedBytes is the size of the key groups of the stream (header excluded).
+func (s *kgStream) storedBytes() int64 {
+	if len(s.offs) == 0 {
+		return 0
+	}
+	return s.size - s.offs[0]
+}
+
+// entries emits the entries of key group kg. unsplit is called with the
+// name of a state whose entries could not be taken fully apart.
+func (s *kgStream) entries(kg int, emit func(snapshot.Entry) bool, unsplit func(string)) (bool, error) {
+	b, off, err := s.groupBytes(kg)
+	if err != nil || b == nil {
+		return err == nil, err
+	}
+	at := s.base + off
+	s.decide(kg, b, at)
+	if s.format == HeapFormat {
+		if len(b) < 4 || int(int32(binary.BigEndian.Uint32(b))) != kg {
+			return false, &CorruptError{File: s.file, Offset: at, Msg: fmt.Sprintf("heap key group %d does not start with its index", kg)}
+		}
+		body := b[4:]
+		if s.header.Compression {
+			if body, err = unsnappy(body, s.file, at+4); err != nil {
+				return false, err
+			}
+		}
+		cont := true
+		err := heapEntries(kg, body, s.file, at+4, s.layouts, func(e snapshot.Entry) bool {
+			cont = emit(e)
+			return cont
+		})
+		return cont && err == nil, err
+	}
+	kvs, err := s.canonical(b, at)
+	if err != nil {
+		return false, err
+	}
+	for _, kv := range kvs {
+		l := s.byName[kv.State]
+		if len(kv.Key) < s.prefix {
+			return false, &CorruptError{File: s.file, Offset: at, Msg: fmt.Sprintf("state %q: key of %d bytes has no key-group prefix", kv.State, len(kv.Key))}
+		}
+		if got := prefixGroup(kv.Key, s.prefix); got != kg {
+			return false, &CorruptError{File: s.file, Offset: at, Msg: fmt.Sprintf("state %q: key in key group %d says key group %d", kv.State, kg, got)}
+		}
+		cont, split, err := l.canonicalEntries(kg, kv.Key[s.prefix:], kv.Value, emit)
+		if err != nil {
+			return false, fmt.Errorf("%q key group %d at offset %d: %w", s.file, kg, at, err)
+		}
+		if split {
+			unsplit(l.name)
+		}
+		if !cont {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// decide sets the stream's format from its first non-empty key group:
+// savepoint handles are canonical; otherwise data that starts with its
+// key-group index and does not parse as canonical is heap data.
+func (s *kgStream) decide(kg int, b []byte, at int64) {
+	if s.format != "" {
+		return
+	}
+	s.format = CanonicalFormat
+	if s.typ != HandleSavepointKeyGroups && len(b) >= 4 && int(int32(binary.BigEndian.Uint32(b))) == kg {
+		if _, err := s.canonical(b, at); err != nil {
+			s.format = HeapFormat
+		}
+	}
+}
+
+// detect decides the format from the first non-empty key group ("" when
+// every key group is empty).
+func (s *kgStream) detect() (KeyGroupFormat, error) {
+	for i := range s.h.Offsets {
+		kg := int(s.h.Range.Start) + i
+		b, off, err := s.groupBytes(kg)
+		if err != nil {
+			return "", err
+		}
+		if b != nil {
+			s.decide(kg, b, s.base+off)
+			return s.format, nil
+		}
+	}
+	return "", nil
+}
+
+func (s *kgStream) canonical(b []byte, at int64) ([]KeyedEntry, error) {
+	body := b
+	var err error
+	if s.header.Compression {
+		if body, err = unsnappy(b, s.file, at); err != nil {
+			return nil, err
+		}
+	}
+	return canonicalEntries(body, s.file, at, s.header, s.header.Compression)
+}
+
+func prefixGroup(key []byte, n int) int {
+	if n == 1 {
+		return int(key[0])
+	}
+	return int(key[0])<<8 | int(key[1])
+}

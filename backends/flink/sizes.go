@@ -1,0 +1,265 @@
+package flink
+
+import "strings"
+
+// Flink's serializers write no lengths of their own, so splitting a heap
+// state table, a canonical key or a RocksDB list into its parts means
+// walking each value the way its serializer wrote it. skipValue knows the
+// wire form of the serializers below; anything else is "unsized" and can be
+// split only where a length is stored around it.
+
+// serKind classifies a serializer snapshot more widely than typeKey: window
+// namespaces, Scala wrappers and Kryo.
+func serKind(s *SerializerSnapshot) string {
+	if s == nil {
+		return ""
+	}
+	if s.Class == broadcastClass {
+		return "Broadcast"
+	}
+	for _, n := range []string{s.SerializerClass, s.Class} {
+		switch {
+		case n == "":
+		case strings.Contains(n, "GlobalWindow"):
+			return "GlobalWindow"
+		case strings.Contains(n, "TimeWindow"):
+			return "TimeWindow"
+		case strings.Contains(n, "CaseClassSerializer"):
+			return "Tuple"
+		case strings.Contains(n, "ScalaOptionSerializer") || strings.HasSuffix(n, ".OptionSerializer"):
+			return "Option"
+		case strings.Contains(n, "EitherSerializer"):
+			return "Either"
+		case strings.Contains(n, "ScalaEnumSerializer") || strings.Contains(n, "EnumValueSerializer"):
+			return "IntEnum"
+		case strings.Contains(n, "KryoSerializer"):
+			return "Kryo"
+		case strings.Contains(n, "ArrayListSerializer"):
+			return "List"
+		case strings.Contains(n, "typeutils.base.EnumSerializer"):
+			return "IntEnum"
+		}
+	}
+	return s.typeKey()
+}
+
+// broadcastClass marks the synthetic serializer of a broadcast state's
+// element: the whole map, an int count then key/value pairs.
+const broadcastClass = "stateutil.flink.BroadcastState"
+
+// fixedLength is what Flink's serializer getLength() says: the byte width of
+// every value, or -1 for variable-length types. It decides whether canonical
+// keys carry length suffixes.
+func fixedLength(s *SerializerSnapshot) int {
+	switch serKind(s) {
+	case "Long", "Double":
+		return 8
+	case "Integer", "Float", "IntEnum":
+		return 4
+	case "Short", "Char":
+		return 2
+	case "Byte", "Boolean":
+		return 1
+	case "VoidNamespace", "GlobalWindow", "Void":
+		return 0 // getLength() is 0 although one byte is written
+	case "TimeWindow":
+		return 16
+	case "Tuple":
+		if len(s.Nested) == 0 {
+			return -1
+		}
+		n := 0
+		for _, c := range s.Nested {
+			w := fixedLength(c)
+			if w < 0 {
+				return -1
+			}
+			n += w
+		}
+		return n
+	}
+	return -1
+}
+
+// ttlTimestampFirst says whether a TTL wrapper stores the last-access time
+// before the user value. Flink 1.6's TtlSerializer (legacy config snapshot)
+// wrote the user value first; from the TtlSerializerSnapshot on, the
+// timestamp comes first.
+func ttlTimestampFirst(s *SerializerSnapshot) bool {
+	return strings.HasSuffix(s.Class, "TtlSerializerSnapshot")
+}
+
+// ttlParts returns the timestamp and value serializers of a TTL wrapper in
+// stored order.
+func ttlParts(s *SerializerSnapshot) (first, second *SerializerSnapshot, tsFirst bool, ok bool) {
+	if len(s.Nested) != 2 {
+		return nil, nil, false, false
+	}
+	return s.Nested[0], s.Nested[1], ttlTimestampFirst(s), true
+}
+
+// sized reports whether skipValue can walk values of s.
+func sized(s *SerializerSnapshot) bool {
+	return sizedDepth(s, 0)
+}
+
+func sizedDepth(s *SerializerSnapshot, depth int) bool {
+	if s == nil || depth > 16 {
+		return false
+	}
+	switch serKind(s) {
+	case "Long", "Integer", "Short", "Byte", "Char", "Boolean", "Double", "Float", "String", "byte[]",
+		"VoidNamespace", "GlobalWindow", "TimeWindow", "IntEnum", "Kryo":
+		return true
+	case "Tuple", "TTL", "Timer", "Option", "Either":
+		if len(s.Nested) == 0 {
+			return false
+		}
+		for _, c := range s.Nested {
+			if !sizedDepth(c, depth+1) {
+				return false
+			}
+		}
+		return true
+	case "List":
+		return len(s.Nested) == 1 && sizedDepth(s.Nested[0], depth+1)
+	case "Map":
+		return len(s.Nested) == 2 && sizedDepth(s.Nested[0], depth+1) && sizedDepth(s.Nested[1], depth+1)
+	}
+	return false
+}
+
+// skipValue advances r past one value written by s. It returns false (with
+// r unchanged apart from a possible r.err) when s is not sized; Kryo values
+// are sized only for the boxed Long and Integer classes Kryo registers by
+// default.
+func skipValue(r *reader, s *SerializerSnapshot, depth int) bool {
+	if depth > 16 {
+		r.fail("values nested deeper than 16")
+		return false
+	}
+	switch serKind(s) {
+	case "Long", "Double":
+		r.take(8, "8-byte value")
+	case "Integer", "Float", "IntEnum":
+		r.take(4, "4-byte value")
+	case "Short", "Char":
+		r.take(2, "2-byte value")
+	case "Byte", "Boolean", "VoidNamespace", "GlobalWindow":
+		r.take(1, "1-byte value")
+	case "TimeWindow":
+		r.take(16, "time window")
+	case "String":
+		readStringValue(r)
+	case "byte[]":
+		r.bytes32("byte array")
+	case "Kryo":
+		return skipKryo(r)
+	case "Tuple", "TTL", "Timer":
+		if len(s.Nested) == 0 {
+			return false
+		}
+		if serKind(s) == "Timer" {
+			r.take(8, "timer timestamp")
+		}
+		for _, c := range s.Nested {
+			if !skipValue(r, c, depth+1) {
+				return false
+			}
+		}
+	case "Option":
+		if len(s.Nested) != 1 {
+			return false
+		}
+		if r.u8("option flag") != 0 {
+			return skipValue(r, s.Nested[0], depth+1)
+		}
+	case "Either":
+		if len(s.Nested) != 2 {
+			return false
+		}
+		if r.bool("either flag") {
+			return skipValue(r, s.Nested[0], depth+1)
+		}
+		return skipValue(r, s.Nested[1], depth+1)
+	case "List":
+		if len(s.Nested) != 1 {
+			return false
+		}
+		n := r.count32(0, "list size")
+		for i := 0; i < n && r.err == nil; i++ {
+			if !skipValue(r, s.Nested[0], depth+1) {
+				return false
+			}
+		}
+	case "Map":
+		if len(s.Nested) != 2 {
+			return false
+		}
+		n := r.count32(2, "map size")
+		for i := 0; i < n && r.err == nil; i++ {
+			if !skipValue(r, s.Nested[0], depth+1) {
+				return false
+			}
+			if !r.bool("map value null flag") {
+				if !skipValue(r, s.Nested[1], depth+1) {
+					return false
+				}
+			}
+		}
+	default:
+		return false
+	}
+	return true
+}
+
+// Kryo writes a registered class as its id + 2 (a variable-length int);
+// java.lang.Integer and java.lang.Long are registered by default as 0 and 7,
+// and their values follow as zig-zag variable-length ints.
+const (
+	kryoInt  = 2
+	kryoLong = 9
+)
+
+func skipKryo(r *reader) bool {
+	if r.remaining() < 1 {
+		r.fail("truncated Kryo value")
+		return true
+	}
+	switch r.buf[r.off] {
+	case kryoInt, kryoLong:
+		r.off++
+		readKryoVarLong(r)
+		return r.err == nil
+	}
+	return false
+}
+
+// readKryoVarLong reads Kryo's zig-zag variable-length long (7 bits a byte,
+// low bits first).
+func readKryoVarLong(r *reader) int64 {
+	var v uint64
+	for shift := uint(0); shift < 70; shift += 7 {
+		b := r.u8("Kryo variable-length int")
+		if r.err != nil {
+			return 0
+		}
+		v |= uint64(b&0x7F) << shift
+		if b < 0x80 {
+			return int64(v>>1) ^ -int64(v&1)
+		}
+	}
+	r.fail("Kryo variable-length int too long")
+	return 0
+}
+
+// span returns the bytes one value of s takes at the start of b, or ok
+// false when s is not sized.
+func span(s *SerializerSnapshot, b []byte) (n int, ok bool, err error) {
+	r := newReader(b, "value", 0)
+	ok = skipValue(r, s, 0)
+	if r.err != nil {
+		return 0, false, r.err
+	}
+	return r.off, ok, nil
+}
