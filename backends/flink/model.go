@@ -38,6 +38,7 @@ func (r *SnapshotReader) build(ctx context.Context) error {
 			}
 			o.Subtasks = append(o.Subtasks, sub)
 		}
+		o.Subtasks = withEmptySubtasks(o)
 		s.Operators = append(s.Operators, o)
 	}
 	r.kindAndFormat(hints)
@@ -331,7 +332,7 @@ func (r *SnapshotReader) keyedFigures(ctx context.Context, o *snapshot.Operator,
 	stats := snapshot.Stats{Known: true}
 	for e, err := range r.keyGroupEntries(ctx, op, st, keygroup.Range{Start: 0, End: keygroup.UpperBoundMaxParallelism}) {
 		if errors.Is(err, ErrUnsupportedVersion) {
-			r.degrade(st, fmt.Errorf("operator %s subtask %d: %w", o.Label(), st.Index, err))
+			r.degrade(st, err)
 			return snapshot.Stats{Known: true, Bytes: stored}, nil
 		}
 		if err != nil {
@@ -408,4 +409,30 @@ func (r *SnapshotReader) files(st *SubtaskState) []snapshot.FileRef {
 	keyed(st.ManagedKeyedState)
 	keyed(st.RawKeyedState)
 	return out
+}
+
+// withEmptySubtasks lists every subtask 0..parallelism-1: Flink records
+// only subtasks that hold state (and none of a finished operator), while
+// the model, and every writer, expects one per index.
+func withEmptySubtasks(o *snapshot.Operator) []*snapshot.Subtask {
+	if o.Parallelism <= 0 || o.MaxParallelism < o.Parallelism {
+		return o.Subtasks
+	}
+	byIndex := make(map[int]*snapshot.Subtask, len(o.Subtasks))
+	for _, sub := range o.Subtasks {
+		byIndex[sub.Index] = sub
+	}
+	all := make([]*snapshot.Subtask, 0, o.Parallelism)
+	for i := range o.Parallelism {
+		if sub, ok := byIndex[i]; ok {
+			all = append(all, sub)
+			continue
+		}
+		all = append(all, &snapshot.Subtask{Index: i, KeyGroups: keygroup.RangeOf(o.MaxParallelism, o.Parallelism, i),
+			Keyed: snapshot.Stats{Known: true}, Operator: snapshot.Stats{Known: true}})
+	}
+	if len(byIndex) != len(o.Subtasks) || len(all) != len(o.Subtasks)+o.Parallelism-len(byIndex) {
+		return o.Subtasks // indices out of range or repeated: leave as recorded for verify to report
+	}
+	return all
 }
