@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# make bench: stateutil side by side with plain copies of the same bytes, in
+# one run on one disk, reported as ratios. BENCH_BYTES sizes the large
+# snapshot (default 1 GiB); BENCH_RSS_BYTES the one peak memory is also
+# measured on (default 4 GiB; 0 skips it). Results go to stdout and to
+# bench-results.txt.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bin=$(realpath "${1:-bin/stateutil}")
+big=${BENCH_BYTES:-$((1 << 30))}
+huge=${BENCH_RSS_BYTES:-$((4 << 30))}
+work=$(mktemp -d "${BENCH_DIR:-/var/tmp}/stateutil-bench.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+results=bench-results.txt
+: > "$results"
+
+say() { printf '%s\n' "$*" | tee -a "$results"; }
+# seconds CMD...: wall-clock seconds of one run, including the sync of
+# what it wrote, with earlier writes synced first.
+seconds() {
+  sync
+  local t0 t1
+  t0=$(date +%s.%N)
+  "$@" >/dev/null
+  sync
+  t1=$(date +%s.%N)
+  awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.2f\n", b - a}'
+}
+# rss_seconds CMD...: "seconds peak-RSS-MiB" of one run.
+rss_seconds() {
+  sync
+  /usr/bin/time -f '%e %M' -o "$work/time" "$@" >/dev/null
+  sync
+  awk '{printf "%s %.0f\n", $1, $2/1024}' "$work/time"
+}
+# median_ms N CMD...: median wall-clock milliseconds over N runs.
+median_ms() {
+  local n=$1
+  shift
+  for _ in $(seq "$n"); do
+    local t0 t1
+    t0=$(date +%s%N)
+    "$@" >/dev/null
+    t1=$(date +%s%N)
+    echo $(((t1 - t0) / 1000000))
+  done | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'
+}
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f\n", a / b}'; }
+bytes_of() { du -sb "$1" | cut -f1; }
+mib() { echo $(($1 >> 20)); }
+
+# keys_for BYTES: keys of the example topology that make about BYTES of
+# state with 1000-byte values (about 6 padded values per key).
+keys_for() { echo $(($1 / 6100 + 1)); }
+generate() { # FORMAT BYTES OUT
+  "$bin" generate --format "$1" --keys "$(keys_for "$2")" --value-bytes 1000 --parallelism 2 --output "$3" >/dev/null
+}
+
+say "stateutil benchmarks, $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, work dir $work"
+say ""
+
+say "== filesystem format vs cp ($(mib "$big") MiB)"
+generate filesystem "$big" "$work/fs"
+size=$(bytes_of "$work/fs")
+t_cp=$(seconds cp -r "$work/fs" "$work/fs-cp")
+t_read=$(seconds "$bin" verify "$work/fs")
+t_write=$(seconds "$bin" convert "$work/fs" --to filesystem --output "$work/fs2" --quiet)
+say "snapshot bytes:                 $size"
+say "cp -r (read + write):           ${t_cp}s"
+say "read all entries (verify):      ${t_read}s   cp/read  = $(ratio "$t_cp" "$t_read")"
+say "read + write (convert fs->fs):  ${t_write}s   cp/write = $(ratio "$t_cp" "$t_write")"
+say ""
+
+say "== convert filesystem <-> rocksdb vs cp -r ($(mib "$big") MiB)"
+read -r t_f2r rss_f2r < <(rss_seconds "$bin" convert "$work/fs" --to rocksdb --output "$work/rdb" --quiet)
+t_cp_rdb=$(seconds cp -r "$work/rdb" "$work/rdb-cp")
+read -r t_r2f rss_r2f < <(rss_seconds "$bin" convert "$work/rdb" --to filesystem --output "$work/fs3" --quiet)
+say "filesystem -> rocksdb:          ${t_f2r}s   cp/convert = $(ratio "$t_cp" "$t_f2r")   peak RSS ${rss_f2r} MiB"
+say "rocksdb -> filesystem:          ${t_r2f}s   cp/convert = $(ratio "$t_cp_rdb" "$t_r2f")   peak RSS ${rss_r2f} MiB"
+rm -rf "$work/fs2" "$work/fs3" "$work/fs-cp" "$work/rdb-cp"
+say ""
+
+say "== metadata only: inspect and rescale --dry-run, 1 MiB vs $(mib "$big") MiB (median of 10 runs)"
+generate filesystem $((1 << 20)) "$work/fs-small"
+generate rocksdb $((1 << 20)) "$work/rdb-small"
+for pair in "fs-small fs" "rdb-small rdb"; do
+  set -- $pair
+  s1=$(median_ms 10 "$bin" inspect "$work/$1")
+  s2=$(median_ms 10 "$bin" inspect "$work/$2")
+  d1=$(median_ms 10 "$bin" rescale "$work/$1" --parallelism 3 --dry-run --output "$work/none")
+  d2=$(median_ms 10 "$bin" rescale "$work/$2" --parallelism 3 --dry-run --output "$work/none")
+  say "$(printf '%-10s inspect %4s ms vs %4s ms   rescale --dry-run %4s ms vs %4s ms' "$2" "$s1" "$s2" "$d1" "$d2")"
+done
+say ""
+
+say "== rescale rocksdb 2 -> 3 ($(mib "$big") MiB): SST fast path vs entry by entry"
+t_fast=$(seconds "$bin" rescale "$work/rdb" --parallelism 3 --output "$work/rdb-fast" --quiet)
+if "$bin" rescale --help | grep -q -- '--entry-by-entry'; then
+  t_slow=$(seconds "$bin" rescale "$work/rdb" --parallelism 3 --output "$work/rdb-slow" --quiet --entry-by-entry)
+  say "fast ${t_fast}s, entry by entry ${t_slow}s: fast path $(ratio "$t_slow" "$t_fast")x faster"
+else
+  say "fast ${t_fast}s (this build has no --entry-by-entry switch to compare with)"
+fi
+rm -rf "$work/rdb-fast" "$work/rdb-slow"
+say ""
+
+if [ "$huge" -gt 0 ]; then
+  say "== peak memory of convert at $(mib "$huge") MiB"
+  generate filesystem "$huge" "$work/fs-huge"
+  read -r t rss < <(rss_seconds "$bin" convert "$work/fs-huge" --to rocksdb --output "$work/rdb-huge" --quiet)
+  say "filesystem -> rocksdb:          ${t}s   peak RSS ${rss} MiB"
+  read -r t rss < <(rss_seconds "$bin" convert "$work/rdb-huge" --to filesystem --output "$work/fs-huge2" --quiet)
+  say "rocksdb -> filesystem:          ${t}s   peak RSS ${rss} MiB"
+  rm -rf "$work/fs-huge" "$work/rdb-huge" "$work/fs-huge2"
+  say ""
+fi
+
+fixtures=../shared/fixtures/flink
+if [ -d "$fixtures" ]; then
+  say "== real Flink savepoints (process start to exit, median of 20 runs)"
+  for f in new-stateful-udf-migration-itcase-flink1.17-rocksdb-savepoint new-stateful-udf-migration-itcase-flink1.17-rocksdb-checkpoint; do
+    say "$(printf '%-60s inspect %s ms   inspect --key-groups %s ms' "$f" "$(median_ms 20 "$bin" inspect "$fixtures/$f")" "$(median_ms 20 "$bin" inspect "$fixtures/$f" --key-groups)")"
+  done
+  say ""
+fi
+
+say "== Go benchmarks"
+go test -run '^$' -bench . -benchtime 3x ./backends/rocksdb/ ./runtime/ ./backends/flink/ 2>&1 | grep -E '^(Benchmark|ok|FAIL)' | tee -a "$results"
