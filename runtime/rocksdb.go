@@ -1,0 +1,302 @@
+package runtime
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/stateutil/stateutil/backends/rocksdb"
+	"github.com/stateutil/stateutil/keygroup"
+	"github.com/stateutil/stateutil/snapshot"
+)
+
+// RocksDBStateBackend keeps keyed state in one embedded RocksDB instance
+// per keyed subtask (backends/rocksdb) and takes incremental checkpoints:
+// each checkpoint uploads only the SST files no retained checkpoint has,
+// in the rocksdb format's job-directory layout. Subtasks pause from their
+// barrier until the checkpoint is uploaded. Savepoints are full snapshots
+// in the run's format.
+type RocksDBStateBackend struct {
+	// LocalDir holds the working instances; required.
+	LocalDir string
+}
+
+// Name implements StateBackend.
+func (RocksDBStateBackend) Name() string { return "rocksdb" }
+
+// NewKeyedBackend implements StateBackend; a run replaces the config by a
+// session that owns the instances (see session).
+func (b RocksDBStateBackend) NewKeyedBackend(SubtaskInfo) (KeyedBackend, error) {
+	return nil, fmt.Errorf("%w: RocksDBStateBackend is used through a run", ErrJob)
+}
+
+// session opens the per-run checkpointer.
+func (b RocksDBStateBackend) session(retain int) (*rocksSession, error) {
+	if b.LocalDir == "" {
+		return nil, fmt.Errorf("%w: the rocksdb state backend needs a local directory", ErrJob)
+	}
+	inc, err := rocksdb.NewIncremental(rocksdb.IncrementalOptions{LocalDir: b.LocalDir, Retain: retain})
+	if err != nil {
+		return nil, err
+	}
+	return &rocksSession{inc: inc}, nil
+}
+
+// incremental is a backend that checkpoints the whole job at once.
+type incremental interface {
+	// subtaskWriter receives a subtask's operator state for the next
+	// checkpoint (its keyed state is already in place).
+	subtaskWriter(op *snapshot.Operator, index int, kgs keygroup.Range) (snapshot.SubtaskWriter, error)
+	// checkpoint uploads checkpoint id under dir/jobID/chk-id and applies
+	// retention; every subtask is paused.
+	checkpoint(ctx context.Context, dir, jobID string, id int64) error
+	close() error
+}
+
+// rocksSession is the RocksDB backend of one run.
+type rocksSession struct {
+	inc *rocksdb.Incremental
+}
+
+func (s *rocksSession) Name() string { return "rocksdb" }
+
+func (s *rocksSession) NewKeyedBackend(info SubtaskInfo) (KeyedBackend, error) {
+	return &RocksDBBackend{s: s, info: info, byName: map[string]StateID{}}, nil
+}
+
+func (s *rocksSession) subtaskWriter(op *snapshot.Operator, index int, kgs keygroup.Range) (snapshot.SubtaskWriter, error) {
+	in, err := s.inc.Open(op, index, kgs)
+	if err != nil {
+		return nil, err
+	}
+	return &opStateWriter{in: in, op: op, lists: map[string][][]byte{}}, nil
+}
+
+func (s *rocksSession) checkpoint(ctx context.Context, dir, jobID string, id int64) error {
+	_, err := s.inc.Checkpoint(ctx, dir, jobID, id)
+	return err
+}
+
+func (s *rocksSession) close() error { return s.inc.Close() }
+
+// opStateWriter replaces an instance's operator state on Close.
+type opStateWriter struct {
+	in    *rocksdb.Instance
+	op    *snapshot.Operator
+	lists map[string][][]byte
+}
+
+func (w *opStateWriter) incrementalCheckpoint() {}
+
+func (w *opStateWriter) Entry(*snapshot.Entry) error { return nil }
+func (w *opStateWriter) Element(state string, v []byte) error {
+	w.lists[state] = append(w.lists[state], slices.Clone(v))
+	return nil
+}
+func (w *opStateWriter) Raw(snapshot.RawState) error { return nil }
+func (w *opStateWriter) Close() error {
+	for _, st := range w.op.OperatorStates {
+		w.in.SetOperatorState(st.Name, w.lists[st.Name])
+	}
+	return nil
+}
+
+// RocksDBBackend is one keyed subtask's state in a RocksDB instance.
+//
+// Reads scan the key group of the key (backends/rocksdb has no point
+// lookup yet), so access costs grow with the keys per key group.
+type RocksDBBackend struct {
+	s      *rocksSession
+	info   SubtaskInfo
+	descs  []StateDescriptor
+	byName map[string]StateID
+	in     *rocksdb.Instance
+}
+
+// Register implements KeyedBackend.
+func (b *RocksDBBackend) Register(d StateDescriptor) (StateID, error) {
+	d, err := d.validate()
+	if err != nil {
+		return 0, err
+	}
+	if id, ok := b.byName[d.Name]; ok {
+		if b.descs[id].Kind != d.Kind {
+			return 0, fmt.Errorf("%w: state %q is a %s state, not %s", ErrStateDescriptor, d.Name, b.descs[id].Kind, d.Kind)
+		}
+		b.descs[id] = d
+		return id, nil
+	}
+	if b.in != nil {
+		return 0, fmt.Errorf("%w: state %q declared after the backend started", ErrStateDescriptor, d.Name)
+	}
+	id := StateID(len(b.descs))
+	b.descs = append(b.descs, d)
+	b.byName[d.Name] = id
+	return id, nil
+}
+
+// Descriptors implements KeyedBackend.
+func (b *RocksDBBackend) Descriptors() []StateDescriptor { return slices.Clone(b.descs) }
+
+// Start implements KeyedBackend: it opens the instance with a column
+// family per declared state.
+func (b *RocksDBBackend) Start() error {
+	op := *b.info.Operator
+	op.KeyedStates = nil
+	for _, d := range b.descs {
+		op.KeyedStates = append(op.KeyedStates, d.KeyedState())
+	}
+	in, err := b.s.inc.Open(&op, b.info.Subtask, b.info.KeyGroups)
+	b.in = in
+	return err
+}
+
+func (b *RocksDBBackend) entry(s StateID, kg int, key, userKey string, c Cell) *snapshot.Entry {
+	e := &snapshot.Entry{KeyGroup: kg, State: b.descs[s].Name, Key: []byte(key), Namespace: []byte{}, Value: c.Value, ExpiresAt: c.ExpiresAt}
+	if userKey != "" || b.descs[s].Kind == snapshot.Map {
+		e.UserKey = []byte(userKey)
+	}
+	return e
+}
+
+// scan calls fn for each entry of state s and key in key group kg, in
+// RocksDB order (list elements in list order, map entries by user key).
+func (b *RocksDBBackend) scan(s StateID, kg int, key string, fn func(e *snapshot.Entry)) error {
+	if int(s) < 0 || int(s) >= len(b.descs) || b.in == nil {
+		return fmt.Errorf("%w: unknown state id %d or backend not started", ErrStateDescriptor, s)
+	}
+	name := b.descs[s].Name
+	for e, err := range b.in.Entries(context.Background(), keygroup.Range{Start: kg, End: kg}) {
+		if err != nil {
+			return err
+		}
+		if e.State == name && bytes.Equal(e.Key, []byte(key)) {
+			fn(&e)
+		}
+	}
+	return nil
+}
+
+func cellOf(e *snapshot.Entry) Cell {
+	return Cell{Value: slices.Clone(e.Value), ExpiresAt: e.ExpiresAt}
+}
+
+// Get implements KeyedBackend.
+func (b *RocksDBBackend) Get(s StateID, kg int, key string) (c Cell, ok bool, err error) {
+	err = b.scan(s, kg, key, func(e *snapshot.Entry) { c, ok = cellOf(e), true })
+	return c, ok, err
+}
+
+// Put implements KeyedBackend.
+func (b *RocksDBBackend) Put(s StateID, kg int, key string, c Cell) error {
+	return b.in.Put(b.entry(s, kg, key, "", c))
+}
+
+// Clear implements KeyedBackend.
+func (b *RocksDBBackend) Clear(s StateID, kg int, key string) error {
+	if b.descs[s].Kind != snapshot.Map {
+		return b.in.Delete(b.entry(s, kg, key, "", Cell{}))
+	}
+	cells, err := b.MapEntries(s, kg, key)
+	if err != nil {
+		return err
+	}
+	for _, c := range cells {
+		if err := b.MapRemove(s, kg, key, c.UserKey); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// GetList implements KeyedBackend.
+func (b *RocksDBBackend) GetList(s StateID, kg int, key string) (cells []Cell, err error) {
+	err = b.scan(s, kg, key, func(e *snapshot.Entry) { cells = append(cells, cellOf(e)) })
+	return cells, err
+}
+
+// PutList implements KeyedBackend.
+func (b *RocksDBBackend) PutList(s StateID, kg int, key string, cells []Cell) error {
+	if err := b.in.Delete(b.entry(s, kg, key, "", Cell{})); err != nil {
+		return err
+	}
+	for _, c := range cells {
+		if err := b.in.Put(b.entry(s, kg, key, "", c)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// AppendList implements KeyedBackend.
+func (b *RocksDBBackend) AppendList(s StateID, kg int, key string, c Cell) error {
+	return b.in.Put(b.entry(s, kg, key, "", c))
+}
+
+// MapGet implements KeyedBackend.
+func (b *RocksDBBackend) MapGet(s StateID, kg int, key, userKey string) (c Cell, ok bool, err error) {
+	err = b.scan(s, kg, key, func(e *snapshot.Entry) {
+		if string(e.UserKey) == userKey {
+			c, ok = cellOf(e), true
+		}
+	})
+	return c, ok, err
+}
+
+// MapPut implements KeyedBackend.
+func (b *RocksDBBackend) MapPut(s StateID, kg int, key, userKey string, c Cell) error {
+	return b.in.Put(b.entry(s, kg, key, userKey, c))
+}
+
+// MapRemove implements KeyedBackend.
+func (b *RocksDBBackend) MapRemove(s StateID, kg int, key, userKey string) error {
+	return b.in.Delete(b.entry(s, kg, key, userKey, Cell{}))
+}
+
+// MapEntries implements KeyedBackend.
+func (b *RocksDBBackend) MapEntries(s StateID, kg int, key string) (out []MapCell, err error) {
+	err = b.scan(s, kg, key, func(e *snapshot.Entry) { out = append(out, MapCell{UserKey: string(e.UserKey), Cell: cellOf(e)}) })
+	slices.SortFunc(out, func(a, b MapCell) int { return bytes.Compare([]byte(a.UserKey), []byte(b.UserKey)) })
+	return out, err
+}
+
+// RestoreDescriptor implements KeyedBackend.
+func (b *RocksDBBackend) RestoreDescriptor(ks snapshot.KeyedState) error {
+	_, err := b.Register(descriptorOf(ks))
+	return err
+}
+
+// Restore implements KeyedBackend.
+func (b *RocksDBBackend) Restore(e *snapshot.Entry) error {
+	if _, ok := b.byName[e.State]; !ok {
+		return fmt.Errorf("%w: restored entry of undeclared state %q", ErrStateDescriptor, e.State)
+	}
+	c := *e
+	c.Namespace = []byte{}
+	return b.in.Put(&c)
+}
+
+// Snapshot implements KeyedBackend. In an incremental checkpoint the
+// instance itself is the snapshot and nothing is written here; otherwise
+// (savepoints, the final digest) every live entry is copied to w.
+func (b *RocksDBBackend) Snapshot(ctx context.Context, w snapshot.SubtaskWriter, now int64) error {
+	if _, ok := w.(interface{ incrementalCheckpoint() }); ok {
+		return nil
+	}
+	for e, err := range b.in.Entries(ctx, b.info.KeyGroups) {
+		if err != nil {
+			return err
+		}
+		if e.ExpiresAt != 0 && e.ExpiresAt <= now {
+			continue
+		}
+		if err := w.Entry(&e); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Close implements KeyedBackend; the run's session closes the instance.
+func (b *RocksDBBackend) Close() error { return nil }
