@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -157,6 +159,18 @@ func printHeader(w io.Writer, s *report.Summary) {
 	fmt.Fprintf(w, "Checkpoint: %d (%s)\n", s.CheckpointID, s.Kind)
 	if !s.Created.IsZero() {
 		fmt.Fprintf(w, "Created:    %s\n", s.Created.UTC().Format(time.RFC3339))
+	}
+	if ids := s.Properties["job_checkpoints"]; ids != "" {
+		fmt.Fprintf(w, "Job has:    %s (complete checkpoints; showing the latest)\n", ids)
+	}
+	var details []string
+	for _, k := range slices.Sorted(maps.Keys(s.Properties)) {
+		if k != "job_checkpoints" {
+			details = append(details, k+"="+s.Properties[k])
+		}
+	}
+	if len(details) > 0 {
+		fmt.Fprintf(w, "Details:    %s\n", strings.Join(details, ", "))
 	}
 	t := s.Totals
 	fmt.Fprintf(w, "Totals:     %d operators, %d subtasks, %d keyed entries (%s), %d operator-state elements (%s)\n\n",

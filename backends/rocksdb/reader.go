@@ -33,6 +33,7 @@ func openReader(ctx context.Context, location string, opts snapshot.OpenOptions)
 	if err != nil {
 		return nil, err
 	}
+	d.Describe(m.Snapshot)
 	return &reader{d: d, m: m, tmpRoot: opts.TempDir, dbs: map[*handle]*db{}}, nil
 }
 

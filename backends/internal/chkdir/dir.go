@@ -21,6 +21,9 @@ type Dir struct {
 	// JobDir is the job directory when Path is one of its chk-<N>; "" for
 	// a savepoint, whose shared/ and taskowned/ references stay inside Path.
 	JobDir string
+	// Complete lists the job's complete checkpoints, oldest first, when
+	// the directory was resolved from a job directory.
+	Complete []Checkpoint
 }
 
 // At names the snapshot directory p without looking at it (for writers).
@@ -72,7 +75,25 @@ func ResolveIn(ctx context.Context, st storage.Storage, p string) (Dir, error) {
 	if len(cps) == 0 {
 		return Dir{}, fmt.Errorf("%w: %q holds no %s and no complete chk-<N>: not a checkpoint, savepoint or job directory", snapshot.ErrNotFound, st.URI(p), MetadataFile)
 	}
-	return At(st, cps[len(cps)-1].Path), nil
+	d = At(st, cps[len(cps)-1].Path)
+	d.Complete = cps
+	return d, nil
+}
+
+// Describe records in a snapshot's properties which complete checkpoints
+// the job directory it was resolved from holds, so tools can list them.
+func (d Dir) Describe(s *snapshot.Snapshot) {
+	if len(d.Complete) == 0 {
+		return
+	}
+	ids := make([]string, len(d.Complete))
+	for i, c := range d.Complete {
+		ids[i] = CheckpointDirName(c.ID)
+	}
+	if s.Properties == nil {
+		s.Properties = map[string]string{}
+	}
+	s.Properties["job_checkpoints"] = strings.Join(ids, " ")
 }
 
 // Metadata is the path of the directory's _metadata.
