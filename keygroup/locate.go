@@ -1,8 +1,12 @@
 package keygroup
 
+// LocationSchemaVersion is the version of the Location JSON document.
+const LocationSchemaVersion = 1
+
 // Location is where Flink routes one key: its hash, key group and, when a
 // parallelism is given, the subtask and that subtask's key-group range.
 type Location struct {
+	SchemaVersion  int     `json:"schema_version"`
 	Key            string  `json:"key"`
 	KeyType        KeyType `json:"key_type"`
 	HashCode       int32   `json:"hash_code"`
@@ -28,7 +32,7 @@ func Locate(t KeyType, text string, maxParallelism, parallelism int) (*Location,
 	if err != nil {
 		return nil, err
 	}
-	loc := &Location{Key: text, KeyType: t, HashCode: h, Murmur: Murmur(h), MaxParallelism: maxParallelism, KeyGroup: OfHash(h, maxParallelism)}
+	loc := &Location{SchemaVersion: LocationSchemaVersion, Key: text, KeyType: t, HashCode: h, Murmur: Murmur(h), MaxParallelism: maxParallelism, KeyGroup: OfHash(h, maxParallelism)}
 	if parallelism > 0 {
 		sub := SubtaskOf(loc.KeyGroup, maxParallelism, parallelism)
 		r := RangeOf(maxParallelism, parallelism, sub)

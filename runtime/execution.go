@@ -172,7 +172,8 @@ func (ex *execution) reportProgress() {
 func (ex *execution) result() *Result {
 	c := ex.coord
 	r := &Result{
-		Job: ex.job.Name, JobID: ex.jobID, Parallelism: ex.opts.Parallelism, MaxParallelism: ex.maxP, Format: ex.format.Name,
+		SchemaVersion: ResultSchemaVersion,
+		Job:           ex.job.Name, JobID: ex.jobID, Parallelism: ex.opts.Parallelism, MaxParallelism: ex.maxP, Format: ex.format.Name,
 		RestoredFrom: ex.restored, Records: c.records.Load(), Checkpoints: c.completed, FailedCheckpoints: c.failed,
 		LastCheckpoint: c.last, CheckpointDuration: slices.Clone(c.durations), Elapsed: time.Since(ex.started),
 	}

@@ -69,8 +69,12 @@ type Progress struct {
 	Elapsed     time.Duration
 }
 
+// ResultSchemaVersion is the version of the Result JSON document.
+const ResultSchemaVersion = 1
+
 // Result is what a run produced.
 type Result struct {
+	SchemaVersion      int             `json:"schema_version"`
 	Job                string          `json:"job"`
 	JobID              string          `json:"job_id"`
 	Parallelism        int             `json:"parallelism"`
