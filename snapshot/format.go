@@ -167,6 +167,9 @@ func Detect(ctx context.Context, location string) (*Format, error) {
 	case probeErr != nil:
 		return nil, probeErr
 	case info.IsDir:
+		if meta, err := st.Stat(ctx, path+"/_metadata"); err == nil && !meta.IsDir {
+			return nil, Corrupt(location+"/_metadata", 0, "unrecognized _metadata: its first bytes match no snapshot format (%s)", strings.Join(formatNames(), ", "))
+		}
 		return nil, fmt.Errorf("%w: %q is a directory without a snapshot (no _metadata, no complete chk-N)", ErrNotFound, location)
 	case info.Size == 0:
 		return nil, Corrupt(location, 0, "empty file, not a snapshot")

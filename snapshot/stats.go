@@ -10,7 +10,13 @@ import (
 // scanning the subtask's entries.
 func KeyGroupStats(ctx context.Context, r Reader, op *Operator, sub *Subtask) ([]KeyGroupStat, error) {
 	if sub.KeyGroupStats != nil || (sub.Keyed.Known && sub.Keyed.Entries == 0) {
-		return sub.KeyGroupStats, nil
+		var held []KeyGroupStat // formats may record empty key groups too
+		for _, g := range sub.KeyGroupStats {
+			if g.Entries > 0 {
+				held = append(held, g)
+			}
+		}
+		return held, nil
 	}
 	var out []KeyGroupStat
 	for e, err := range r.Entries(ctx, op, sub.Index, sub.KeyGroups) {

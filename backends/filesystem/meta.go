@@ -79,13 +79,9 @@ func encodeMetadata(m *metadata) ([]byte, error) {
 
 // readMetadata reads and decodes d's _metadata; it does not validate it.
 func readMetadata(ctx context.Context, d chkdir.Dir) (*metadata, error) {
-	body, err := metaKind.Read(ctx, d.Storage, d.Metadata(), maxMetadataBody)
-	if err != nil {
-		return nil, chkdir.NotFound(err)
-	}
 	var m metadata
-	if err := msgpack.Unmarshal(body, &m); err != nil {
-		return nil, snapshot.Corrupt(d.Storage.URI(d.Metadata()), -1, "undecodable %s body: %v", metaKind.Name, err)
+	if err := metaKind.ReadMsgpack(ctx, d.Storage, d.Metadata(), maxMetadataBody, &m); err != nil {
+		return nil, chkdir.NotFound(err)
 	}
 	if m.Snapshot == nil {
 		return nil, snapshot.Corrupt(d.Storage.URI(d.Metadata()), -1, "%s holds no snapshot", metaKind.Name)

@@ -8,8 +8,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/vmihailenco/msgpack/v5"
-
 	"github.com/stateutil/stateutil/backends/internal/envelope"
 	"github.com/stateutil/stateutil/snapshot"
 	"github.com/stateutil/stateutil/storage"
@@ -91,16 +89,12 @@ func Open(ctx context.Context, location string, _ snapshot.OpenOptions) (snapsho
 	if err != nil {
 		return nil, err
 	}
-	raw, err := Kind.Read(ctx, st, path, maxBody)
-	if err != nil {
+	var b body
+	if err := Kind.ReadMsgpack(ctx, st, path, maxBody, &b); err != nil {
 		if errors.Is(err, storage.ErrNotFound) {
 			return nil, fmt.Errorf("%w: %w", snapshot.ErrNotFound, err)
 		}
 		return nil, err
-	}
-	var b body
-	if err := msgpack.Unmarshal(raw, &b); err != nil {
-		return nil, snapshot.Corrupt(location, envelope.HeaderSize, "undecodable body: %v", err)
 	}
 	if err := b.validate(); err != nil {
 		return nil, snapshot.Corrupt(location, envelope.HeaderSize, "%v", err)

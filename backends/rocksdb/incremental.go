@@ -40,6 +40,9 @@ type Incremental struct {
 	st       storage.Storage
 	jobDir   string
 	registry *Registry
+	// orphans are the shared files bind collected, reported as deleted
+	// by the next checkpoint.
+	orphans []string
 }
 
 // CheckpointResult reports one completed checkpoint.
@@ -133,11 +136,63 @@ func (b *Incremental) bind(ctx context.Context, root, jobID string) error {
 		return err
 	}
 	b.st, b.jobDir, b.registry = st, jobDir, reg
-	return nil
+	b.orphans, err = collectOrphans(ctx, st, jobDir, reg)
+	return err
+}
+
+// collectOrphans removes what a checkpointer killed before its commit (or
+// during retention) left in jobDir: chk-<N> directories without a
+// _metadata, and files in shared/ that no complete checkpoint references
+// (uploaded SSTs, and half-written temporaries). Nothing else deletes
+// them: the registry only counts what a _metadata references. It returns
+// the shared files removed. Like retention, it assumes this checkpointer
+// is the job directory's only writer.
+func collectOrphans(ctx context.Context, st storage.Storage, jobDir string, reg *Registry) ([]string, error) {
+	infos, err := st.List(ctx, jobDir)
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var removed []string
+	for _, in := range infos {
+		id, ok := chkdir.ParseCheckpointDirName(in.Name)
+		if in.IsDir && ok && !slices.Contains(reg.Checkpoints(), id) {
+			if err := st.RemoveAll(ctx, path.Join(jobDir, in.Name)); err != nil {
+				return nil, err
+			}
+		}
+	}
+	shared, err := st.List(ctx, path.Join(jobDir, chkdir.SharedDir))
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	// By base name too: shared names are unique, and a path spelled
+	// differently from the registry's must never cost a referenced file.
+	keep := map[string]bool{}
+	for _, f := range reg.Files() {
+		keep[path.Base(f)] = true
+	}
+	for _, in := range shared {
+		if in.IsDir || reg.Referenced(in.Path) || keep[in.Name] {
+			continue
+		}
+		if err := st.Remove(ctx, in.Path); err != nil && !errors.Is(err, storage.ErrNotFound) {
+			return removed, err
+		}
+		removed = append(removed, in.Path)
+	}
+	return removed, nil
 }
 
 // Checkpoint uploads every instance as checkpoint chkID of job jobID under
-// root, commits chk-N/_metadata last, then applies retention.
+// root, commits chk-N/_metadata last, then applies retention. The first
+// checkpoint into a job directory also removes what an interrupted
+// checkpointer left there (collectOrphans).
 func (b *Incremental) Checkpoint(ctx context.Context, root, jobID string, chkID int64) (*CheckpointResult, error) {
 	if jobID == "" || path.Base(jobID) != jobID {
 		return nil, fmt.Errorf("rocksdb: job id %q cannot name a directory", jobID)
@@ -172,6 +227,8 @@ func (b *Incremental) Checkpoint(ctx context.Context, root, jobID string, chkID 
 	}
 	res.Location = chk.URI()
 	res.Discarded, res.Deleted, err = b.retain(ctx)
+	res.Deleted = append(b.orphans, res.Deleted...)
+	b.orphans = nil
 	return res, err
 }
 

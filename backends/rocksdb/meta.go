@@ -110,13 +110,9 @@ func writeMetadata(ctx context.Context, d chkdir.Dir, m *metadata) error {
 // readMetadata reads and validates d's _metadata.
 func readMetadata(ctx context.Context, d chkdir.Dir) (*metadata, error) {
 	file := d.Storage.URI(d.Metadata())
-	body, err := metaKind.Read(ctx, d.Storage, d.Metadata(), metaBodyLimit)
-	if err != nil {
-		return nil, chkdir.NotFound(err)
-	}
 	var m metadata
-	if err := msgpack.Unmarshal(body, &m); err != nil {
-		return nil, snapshot.Corrupt(file, -1, "undecodable metadata: %v", err)
+	if err := metaKind.ReadMsgpack(ctx, d.Storage, d.Metadata(), metaBodyLimit, &m); err != nil {
+		return nil, chkdir.NotFound(err)
 	}
 	if err := m.validate(file); err != nil {
 		return nil, err

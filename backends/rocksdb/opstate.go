@@ -99,8 +99,8 @@ func readOpState(ctx context.Context, d chkdir.Dir, f *file) (*opState, error) {
 		}
 		return nil, err
 	}
-	if err := msgpack.Unmarshal(body, &o); err != nil {
-		return nil, snapshot.Corrupt(st.URI(p), -1, "undecodable operator state: %v", err)
+	if err := opStateKind.DecodeMsgpack(body, st.URI(p), &o); err != nil {
+		return nil, err
 	}
 	return &o, nil
 }
