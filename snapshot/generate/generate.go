@@ -6,6 +6,7 @@ package generate
 import (
 	"cmp"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -23,7 +24,8 @@ type Config struct {
 	Keys           int // distinct keys per keyed operator
 	Parallelism    int // of the keyed operators
 	MaxParallelism int
-	// ValueBytes pads values to grow the snapshot (benchmarks); 0 = none.
+	// ValueBytes pads values with random bytes to grow the snapshot
+	// (benchmarks); random, so that compression cannot shrink it. 0 = none.
 	ValueBytes int
 	// Created is the snapshot's creation time (fixed for reproducibility).
 	Created time.Time
@@ -186,7 +188,6 @@ func keyedEntries(op *snapshot.Operator, kgs keygroup.Range, c Config, rng *rand
 		return nil
 	}
 	base := c.Created.UnixMilli()
-	pad := make([]byte, c.ValueBytes)
 	var out []snapshot.Entry
 	for k := range c.Keys {
 		var key []byte
@@ -209,7 +210,16 @@ func keyedEntries(op *snapshot.Operator, kgs keygroup.Range, c Config, rng *rand
 				}
 				return base + st.TTL.TTLMillis - rng.Int64N(60_000)
 			}
-			value := func(v int64) []byte { return append(snapshot.EncodeInt64(v), pad...) }
+			value := func(v int64) []byte {
+				b := make([]byte, 8+c.ValueBytes)
+				copy(b, snapshot.EncodeInt64(v))
+				for i := 8; i < len(b); i += 8 {
+					var w [8]byte
+					binary.LittleEndian.PutUint64(w[:], rng.Uint64())
+					copy(b[i:], w[:])
+				}
+				return b
+			}
 			switch st.Kind {
 			case snapshot.List:
 				for range 1 + rng.IntN(3) {
