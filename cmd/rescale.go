@@ -23,6 +23,7 @@ type rescaleOptions struct {
 	force          bool
 	dryRun         bool
 	quiet          bool
+	entryByEntry   bool
 	tempDir        string
 }
 
@@ -76,6 +77,7 @@ SRC is never modified; DST appears only when complete.
 	f.BoolVar(&o.force, "force", false, "replace an existing snapshot at --output")
 	f.BoolVar(&o.dryRun, "dry-run", false, "print the plan, write nothing")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no progress bar")
+	f.BoolVar(&o.entryByEntry, "entry-by-entry", false, "move keyed state entry by entry even where a faster path exists (RocksDB to RocksDB copies SST data), to compare the two")
 	f.StringVar(&o.tempDir, "temp-dir", "", "where a max-parallelism change spills sorted runs (default: the system's)")
 	_ = c.RegisterFlagCompletionFunc("operator", completeOperators)
 	_ = c.RegisterFlagCompletionFunc("format", completeFormats)
@@ -172,7 +174,7 @@ func (o *rescaleOptions) execute(c *cobra.Command, r snapshot.Reader, plan *redi
 	}
 	bar.start(total)
 	defer bar.finish()
-	return redistribute.Execute(ctx, r, w, plan, redistribute.Options{TempDir: o.tempDir, Progress: bar.add})
+	return redistribute.Execute(ctx, r, w, plan, redistribute.Options{TempDir: o.tempDir, Progress: bar.add, EntryByEntry: o.entryByEntry})
 }
 
 // rescaleError makes a refusal to redistribute a usage error.

@@ -51,8 +51,9 @@ func executeOperator(ctx context.Context, r snapshot.Reader, w snapshot.Writer, 
 	}
 	defer a.Close()
 	for j := range a.Parallelism() {
-		if err := WriteSubtask(ctx, a, w, newOp, j, opts.Progress); err != nil {
-			return fmt.Errorf("operator %q new subtask %d: %w", op.Label(), j, err)
+		// Readers' errors name the old subtask, writers' the new one.
+		if err := writeSubtask(ctx, r, a, w, op, newOp, p, j, opts); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -70,7 +71,7 @@ func CopyOperator(ctx context.Context, r snapshot.Reader, w snapshot.Writer, op,
 	defer a.Close()
 	for i := range a.Parallelism() {
 		if err := WriteSubtask(ctx, a, w, newOp, i, nil); err != nil {
-			return fmt.Errorf("operator %q subtask %d: %w", op.Label(), i, err)
+			return err
 		}
 	}
 	return nil
@@ -94,6 +95,12 @@ func WriteSubtask(ctx context.Context, a *Assignment, w snapshot.Writer, newOp *
 			progress(e.Size())
 		}
 	}
+	return finishSubtask(ctx, a, sw, i, progress)
+}
+
+// finishSubtask adds new subtask i's operator and raw state to sw, whose
+// keyed state is complete, and closes it.
+func finishSubtask(ctx context.Context, a *Assignment, sw snapshot.SubtaskWriter, i int, progress func(int64)) error {
 	for el, err := range a.Elements(ctx, i) {
 		if err != nil {
 			return err

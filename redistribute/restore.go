@@ -21,6 +21,10 @@ type Options struct {
 	// Progress, if set, is called by Execute after each keyed entry or
 	// operator-state element written, with its size in bytes.
 	Progress func(bytes int64)
+	// EntryByEntry makes Execute move keyed state entry by entry even
+	// where the writer has a fast path (KeyedCopier): the reference the
+	// fast path is tested and measured against.
+	EntryByEntry bool
 }
 
 // Assignment is what each new subtask of one operator restores. The stream

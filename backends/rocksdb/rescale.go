@@ -1,0 +1,348 @@
+package rocksdb
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+
+	"github.com/linxGnu/grocksdb"
+
+	"github.com/stateutil/stateutil/keygroup"
+	"github.com/stateutil/stateutil/snapshot"
+)
+
+// Rescaling without re-encoding
+//
+// At unchanged max parallelism a new subtask's keyed state is whole key
+// groups of the old subtasks, and a key group is one contiguous key range
+// (its prefix) in each column family, stored in bytes that do not depend
+// on the parallelism. SubtaskFrom therefore builds the new instance from
+// the old files and decodes no entry:
+//
+//   - the primary source, the largest old subtask that contributes all its
+//     key groups (scaling in, or an unchanged range), is taken whole: its
+//     SST files are hard-linked (copied across file systems) next to
+//     copies of its MANIFEST, CURRENT and OPTIONS, and the database is
+//     opened as the new instance. Should it hold keys outside its key
+//     groups, DeleteRange drops them and a compaction rewrites the column
+//     family without them;
+//   - every other source's share streams raw, bounded to its key-group
+//     prefixes, into an external SST file per source and state, one per
+//     CPU at a time and in a C loop (rescale_cgo.go), while the new
+//     instance is made; the files are then ingested. The shares are
+//     disjoint, so each file receives its keys in order and none overlaps
+//     another.
+//
+// Scaling in links the largest source and copies the others; scaling out
+// copies, RocksDB reading and writing the bytes without a decode or encode.
+// Either way the rest of a new subtask (operator state, upload, figures)
+// takes the subtaskWriter's code.
+
+// SubtaskFrom starts new subtask index of newOp with its keyed state
+// copied from the rocksdb snapshot r (see redistribute.KeyedCopier). It
+// declines (ok false) when r is not a rocksdb reader or when newOp stores
+// keyed state differently from op (max parallelism or descriptors).
+func (w *writer) SubtaskFrom(ctx context.Context, r snapshot.Reader, op, newOp *snapshot.Operator, index int, kgs keygroup.Range) (snapshot.SubtaskWriter, bool, error) {
+	rr, ok := r.(*reader)
+	if !ok || op.MaxParallelism != newOp.MaxParallelism || !reflect.DeepEqual(op.KeyedStates, newOp.KeyedStates) {
+		return nil, false, nil
+	}
+	srcs, err := sources(rr, op, kgs)
+	if err != nil {
+		return nil, true, err
+	}
+	primary := pickPrimary(op, srcs)
+	var base *db
+	if primary != nil {
+		if base, err = rr.local(ctx, primary.h); err != nil {
+			return nil, true, err
+		}
+	}
+	tmp, err := os.MkdirTemp(w.tmpRoot, "stateutil-rocksdb-")
+	if err != nil {
+		return nil, true, err
+	}
+	shares, err := planShares(ctx, rr, op, srcs, primary, tmp)
+	if err != nil {
+		os.RemoveAll(tmp)
+		return nil, true, err
+	}
+	// Copy while the new instance is made; only the ingestion needs both.
+	copied := make(chan error, 1)
+	go func() { copied <- runShares(ctx, shares) }()
+	sw, err := w.subtaskIn(ctx, newOp, index, kgs, tmp, func(dir string) error {
+		if base == nil {
+			return nil
+		}
+		return linkDB(base.path, primary.h.Files, dir)
+	})
+	if err != nil {
+		<-copied
+		os.RemoveAll(tmp)
+		return nil, true, err
+	}
+	cs := &copiedSubtask{subtaskWriter: sw}
+	if primary != nil {
+		if err = cs.clip(op, primary.part); err != nil {
+			err = fmt.Errorf("operator %s subtask %d: %w", op.Label(), primary.sub.Index, err)
+		}
+	}
+	if cerr := <-copied; err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = cs.ingestShares(op, shares)
+	}
+	if err != nil {
+		sw.discard()
+		w.finished(sw, nil, nil)
+		return nil, true, err
+	}
+	cs.carryStats(op, srcs)
+	return cs, true, nil
+}
+
+// subtaskIn is writer.Subtask working in the temporary directory tmp,
+// with the instance's directory prepared by prepare before the database
+// opens. It does not remove tmp on failure.
+func (w *writer) subtaskIn(ctx context.Context, op *snapshot.Operator, index int, kgs keygroup.Range, tmp string, prepare func(dir string) error) (*subtaskWriter, error) {
+	dir := filepath.Join(tmp, "db")
+	if err := prepare(dir); err != nil {
+		return nil, err
+	}
+	in, err := openInstance(dir, op, index, kgs)
+	if err != nil {
+		return nil, err
+	}
+	sw := &subtaskWriter{ctx: ctx, w: w, in: in, tmp: tmp, states: map[string]*sstState{}, lastKG: -1,
+		stats: snapshot.Stats{Known: true}}
+	w.mu.Lock()
+	w.open[sw] = true
+	w.mu.Unlock()
+	return sw, nil
+}
+
+// linkDB makes dir a database of its own with the files of the one in
+// src: SST files, which RocksDB never changes, hard-linked; the rest
+// (MANIFEST, CURRENT, OPTIONS, logs), which it does, copied.
+func linkDB(src string, files []file, dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for _, f := range files {
+		from, to := filepath.Join(src, f.Local), filepath.Join(dir, f.Local)
+		if strings.HasSuffix(f.Local, ".sst") && os.Link(from, to) == nil {
+			continue
+		}
+		if err := copyLocalFile(from, to); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func copyLocalFile(from, to string) error {
+	in, err := os.Open(from)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(to, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(out, in)
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// copiedSubtask is a subtask writer whose keyed state was copied whole.
+type copiedSubtask struct {
+	*subtaskWriter
+	// statsKnown is whether the old subtasks recorded per-key-group
+	// figures to carry over; without them the new subtask's keyed figures
+	// are unknown (a scan tells), as in an incremental checkpoint.
+	statsKnown bool
+}
+
+var errCopied = errors.New("rocksdb: the keyed state of a rescaled subtask is copied whole; it takes no entries")
+
+// Entry refuses entries: the keyed state is complete.
+func (cs *copiedSubtask) Entry(*snapshot.Entry) error { return errCopied }
+
+// Close uploads the instance as subtaskWriter.Close does, dropping the
+// keyed figures when they are unknown.
+func (cs *copiedSubtask) Close() error {
+	sw := cs.subtaskWriter
+	if sw.closed {
+		return nil
+	}
+	h, sub, err := sw.finish()
+	sw.discard()
+	if err != nil {
+		sw.w.finished(sw, nil, nil)
+		return err
+	}
+	if !cs.statsKnown {
+		sub.Keyed, sub.KeyGroupStats = snapshot.Stats{}, nil
+	}
+	sw.w.finished(sw, h, sub)
+	return nil
+}
+
+// source is an old subtask's share of the new range.
+type source struct {
+	sub  *snapshot.Subtask
+	h    *handle
+	part keygroup.Range
+}
+
+// sources lists the old subtasks of op holding key groups of kgs, in key
+// order.
+func sources(rr *reader, op *snapshot.Operator, kgs keygroup.Range) ([]source, error) {
+	var out []source
+	for _, sub := range op.Subtasks {
+		part := sub.KeyGroups.Intersect(kgs)
+		if part.Len() == 0 {
+			continue
+		}
+		h, err := rr.handle(op, sub.Index)
+		if err != nil {
+			return nil, err
+		}
+		if w := prefixWidth(op.MaxParallelism); w != h.PrefixBytes {
+			return nil, snapshot.Corrupt(rr.d.Storage.URI(rr.d.Metadata()), -1, "operator %s subtask %d: %d-byte key-group prefix recorded, max parallelism %d implies %d", op.Label(), sub.Index, h.PrefixBytes, op.MaxParallelism, w)
+		}
+		if part = part.Intersect(h.KeyGroups); part.Len() > 0 {
+			out = append(out, source{sub: sub, h: h, part: part})
+		}
+	}
+	slices.SortFunc(out, func(a, b source) int { return a.part.Start - b.part.Start })
+	for i := 1; i < len(out); i++ {
+		if out[i].part.Start <= out[i-1].part.End {
+			return nil, snapshot.Corrupt(op.Label(), -1, "subtasks %d and %d both hold key group %d", out[i-1].sub.Index, out[i].sub.Index, out[i].part.Start)
+		}
+	}
+	return out, nil
+}
+
+// clip leaves only the key groups part in the instance: it drops column
+// families of undeclared states, deletes each state's keys outside the
+// part's prefixes, and compacts the column families it deleted from so
+// that their files no longer hold those keys.
+func (cs *copiedSubtask) clip(op *snapshot.Operator, part keygroup.Range) error {
+	d := cs.in.db
+	for _, name := range d.columnFamilies() {
+		if _, ok := op.KeyedStateByName(name); !ok {
+			if err := d.dropCF(name); err != nil {
+				return err
+			}
+		}
+	}
+	var dirty []*grocksdb.ColumnFamilyHandle
+	for i := range op.KeyedStates {
+		c := cs.in.codecs[op.KeyedStates[i].Name]
+		h := d.cfs[c.state]
+		deleted, err := d.deleteOutside(h, c.kgPrefix(part.Start), c.upperBound(part.End))
+		if err != nil {
+			return fmt.Errorf("state %q: %w", c.state, err)
+		}
+		if deleted {
+			dirty = append(dirty, h)
+		}
+	}
+	if len(dirty) == 0 {
+		return nil
+	}
+	o := grocksdb.NewCompactRangeOptions()
+	defer o.Destroy()
+	// Rewrite the bottommost files too, but not the ones this compaction
+	// has just written.
+	o.SetBottommostLevelCompaction(grocksdb.KForceOptimized)
+	for _, h := range dirty {
+		d.rdb.CompactRangeCFOpt(h, grocksdb.Range{}, o)
+	}
+	return nil
+}
+
+// dropCF drops a column family and frees its handle.
+func (d *db) dropCF(name string) error {
+	h, ok := d.cfs[name]
+	if !ok {
+		return nil
+	}
+	if err := d.rdb.DropColumnFamily(h); err != nil {
+		return fmt.Errorf("rocksdb %q: drop column family %q: %w", d.path, name, err)
+	}
+	d.handles = slices.DeleteFunc(d.handles, func(x *grocksdb.ColumnFamilyHandle) bool { return x == h })
+	delete(d.cfs, name)
+	h.Destroy()
+	return nil
+}
+
+// deleteOutside deletes cf's keys before lower and, unless upper is nil,
+// from upper on; it reports whether there were any.
+func (d *db) deleteOutside(cf *grocksdb.ColumnFamilyHandle, lower, upper []byte) (bool, error) {
+	it := d.newIter(cf, nil, nil)
+	defer it.Close()
+	if !it.valid() {
+		return false, it.err()
+	}
+	first := slices.Clone(it.key())
+	it.it.SeekToLast()
+	if !it.valid() {
+		return false, it.err()
+	}
+	// Past the last key: DeleteRange's end is exclusive.
+	end := append(slices.Clone(it.key()), 0)
+	deleted := false
+	if bytes.Compare(first, lower) < 0 {
+		if err := d.rdb.DeleteRangeCF(d.wo, cf, first, lower); err != nil {
+			return false, err
+		}
+		deleted = true
+	}
+	if upper != nil && bytes.Compare(end, upper) > 0 {
+		if err := d.rdb.DeleteRangeCF(d.wo, cf, upper, end); err != nil {
+			return false, err
+		}
+		deleted = true
+	}
+	return deleted, nil
+}
+
+// carryStats sums the old subtasks' per-key-group figures over the new
+// range, when every source recorded them.
+func (cs *copiedSubtask) carryStats(op *snapshot.Operator, srcs []source) {
+	cs.stats, cs.kgStats = snapshot.Stats{Known: true}, nil
+	if len(op.KeyedStates) == 0 {
+		cs.statsKnown = true
+		return
+	}
+	for _, s := range srcs {
+		if s.sub.KeyGroupStats == nil {
+			if s.sub.Keyed.Known && s.sub.Keyed.Entries == 0 {
+				continue
+			}
+			return
+		}
+		for _, g := range s.sub.KeyGroupStats {
+			if s.part.Contains(g.KeyGroup) && g.Entries > 0 {
+				cs.kgStats = append(cs.kgStats, g)
+				cs.stats.Entries += g.Entries
+				cs.stats.Bytes += g.Bytes
+			}
+		}
+	}
+	slices.SortFunc(cs.kgStats, func(a, b snapshot.KeyGroupStat) int { return a.KeyGroup - b.KeyGroup })
+	cs.statsKnown = true
+}
