@@ -213,7 +213,8 @@ func TestKilledWriteLeavesNoSnapshot(t *testing.T) {
 			ready := filepath.Join(dir, "ready")
 			os.Remove(ready)
 			cmd := exec.Command(os.Args[0], "-test.run=^$")
-			cmd.Env = append(os.Environ(), crashEnv+"="+strings.Join(args, "\x1f"), crashEnv+"_READY="+ready)
+			// The child is killed: its temporary files must die with the test.
+			cmd.Env = append(os.Environ(), crashEnv+"="+strings.Join(args, "\x1f"), crashEnv+"_READY="+ready, "TMPDIR="+t.TempDir())
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}

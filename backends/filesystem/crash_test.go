@@ -105,7 +105,7 @@ func (s *killAfterSubtask) Entry(e *snapshot.Entry) error {
 func trial(t *testing.T, loc string, delay time.Duration, entries int) (committed bool, took time.Duration) {
 	t.Helper()
 	c := exec.Command(os.Args[0], "-test.run=^$")
-	c.Env = append(os.Environ(), crashLocEnv+"="+loc, crashAfterEnv+"="+strconv.Itoa(entries))
+	c.Env = append(os.Environ(), crashLocEnv+"="+loc, crashAfterEnv+"="+strconv.Itoa(entries), "TMPDIR="+t.TempDir())
 	var stderr bytes.Buffer
 	c.Stderr = &stderr
 	out, err := c.StdoutPipe()
