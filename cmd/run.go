@@ -217,9 +217,48 @@ func printRunSummary(w io.Writer, r *runtime.Result) {
 		fmt.Fprintf(w, "; latest %s", r.LastCheckpoint)
 	}
 	fmt.Fprintln(w)
+	printIncremental(w, r.Incremental)
 	if r.Savepoint != "" {
 		fmt.Fprintf(w, "Savepoint:    %s\n", r.Savepoint)
 	}
 	fmt.Fprintf(w, "State:        %d entries, digest %s\n", r.StateEntries, r.StateDigest)
 	fmt.Fprintf(w, "Output:       %d lines committed, digest %s\n", r.OutputLines, r.OutputDigest)
+}
+
+// maxIncrementalLines bounds the per-checkpoint lines of the summary; the
+// JSON output lists every checkpoint.
+const maxIncrementalLines = 10
+
+// printIncremental tells what the incremental checkpoints uploaded and
+// what they reused from the checkpoints before them: the last one and the
+// total, then one line per checkpoint (the newest maxIncrementalLines).
+func printIncremental(w io.Writer, cs []runtime.IncrementalCheckpoint) {
+	if len(cs) == 0 {
+		return
+	}
+	last := cs[len(cs)-1]
+	var total int64
+	for _, c := range cs {
+		total += c.UploadedBytes
+	}
+	fmt.Fprintf(w, "Incremental:  last checkpoint uploaded %s of %s (%s reused); %s uploaded by %s\n",
+		humanBytes(last.UploadedBytes), humanBytes(last.Bytes), plural(last.ReusedFiles, "file"), humanBytes(total), plural(len(cs), "checkpoint"))
+	if len(cs) > maxIncrementalLines {
+		fmt.Fprintf(w, "              (%s not shown)\n", plural(len(cs)-maxIncrementalLines, "earlier checkpoint"))
+		cs = cs[len(cs)-maxIncrementalLines:]
+	}
+	width := len(fmt.Sprint(cs[len(cs)-1].ID))
+	for _, c := range cs {
+		fmt.Fprintf(w, "              chk-%-*d uploaded %s of %s; SST files: %d uploaded (%s), %d reused (%s)\n",
+			width, c.ID, humanBytes(c.UploadedBytes), humanBytes(c.Bytes),
+			c.SharedFiles-c.ReusedFiles, humanBytes(c.SharedBytes-c.ReusedBytes), c.ReusedFiles, humanBytes(c.ReusedBytes))
+	}
+}
+
+// plural is "1 file", "2 files".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

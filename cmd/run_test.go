@@ -48,6 +48,43 @@ func TestRunCommandSummary(t *testing.T) {
 	}
 }
 
+// TestRunCommandIncremental runs what make demo runs with the rocksdb
+// backend: the summary and the JSON show that the second checkpoint
+// reused the first one's SST files instead of uploading them again.
+func TestRunCommandIncremental(t *testing.T) {
+	args := []string{"run", "wordcount", "--backend", "rocksdb", "-p", "2", "--records", "40000", "--checkpoint-every", "10000", "--retain", "2", "-q"}
+	code, out, errOut := stateutilRun(t, append(args, "--checkpoint-dir", t.TempDir())...)
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"Incremental:  last checkpoint uploaded ", " checkpoints\n", "chk-1 uploaded ", "; SST files: 2 uploaded (", "chk-2 uploaded "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("summary lacks %q:\n%s", want, out)
+		}
+	}
+	r := runResult(t, append(args, "--checkpoint-dir", t.TempDir())...)
+	if len(r.Incremental) != r.Checkpoints || len(r.Incremental) < 2 {
+		t.Fatalf("%d incremental checkpoints listed, %d written; want them all, at least 2", len(r.Incremental), r.Checkpoints)
+	}
+	first, second := r.Incremental[0], r.Incremental[1]
+	if first.ReusedFiles != 0 || first.UploadedBytes != first.Bytes || first.SharedFiles == 0 {
+		t.Errorf("first checkpoint %+v: want every file uploaded, SSTs among them", first)
+	}
+	if second.ReusedFiles == 0 || second.ReusedBytes == 0 || second.UploadedBytes+second.ReusedBytes != second.Bytes {
+		t.Errorf("second checkpoint %+v: want the first one's SSTs reused, uploaded + reused = all", second)
+	}
+	if second.ID != first.ID+1 || !strings.HasSuffix(second.Location, "chk-2") {
+		t.Errorf("second checkpoint is %d at %s", second.ID, second.Location)
+	}
+	if files, bytes := r.UploadedTotal(); files == 0 || bytes <= first.UploadedBytes {
+		t.Errorf("uploaded in total: %d files, %d bytes", files, bytes)
+	}
+	// Other backends write full snapshots: no incremental figures.
+	if r := runResult(t, "run", "wordcount", "--records", "2000", "--checkpoint-dir", t.TempDir()); r.Incremental != nil {
+		t.Errorf("memory backend lists incremental checkpoints: %+v", r.Incremental)
+	}
+}
+
 // TestRunCommandSavepointRestore stops wordcount with a savepoint at
 // parallelism 2, restores it at 3 and at 1 for more input, and expects the
 // state of one uninterrupted run over the same input.

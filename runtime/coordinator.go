@@ -66,6 +66,7 @@ type coordinator struct {
 	failed      int
 	last        string
 	durations   []time.Duration
+	incremental []IncrementalCheckpoint
 	savepointAt string
 }
 
@@ -245,8 +246,9 @@ func (c *coordinator) complete(ctx context.Context, p *pending) error {
 		defer close(p.resume)
 	}
 	err := cmp.Or(p.openErr, p.err)
+	var inc *IncrementalCheckpoint
 	if err == nil && p.sync {
-		err = c.ex.incr.checkpoint(context.WithoutCancel(ctx), c.ex.opts.CheckpointDir, c.ex.jobID, p.id)
+		inc, err = c.ex.incr.checkpoint(context.WithoutCancel(ctx), c.ex.opts.CheckpointDir, c.ex.jobID, p.id)
 	}
 	if err == nil && p.writer != nil {
 		s := &snapshot.Snapshot{
@@ -274,6 +276,9 @@ func (c *coordinator) complete(ctx context.Context, p *pending) error {
 		c.completed++
 		c.last = p.location
 		c.durations = append(c.durations, time.Since(p.started))
+		if inc != nil {
+			c.incremental = append(c.incremental, *inc)
+		}
 		if p.kind == snapshot.Checkpoint && !p.sync {
 			if err := c.store.completed(ctx, p.location); err != nil {
 				c.ex.logf("discarding old checkpoints: %v", err)

@@ -12,7 +12,11 @@
 // Keyed functions keep state through typed handles (ValueState, ListState,
 // MapState, ReducingState, AggregatingState) that are scoped to the key of
 // the record being processed and may carry a TTL. State lives in a
-// KeyedBackend: the heap backend (maps per key group) is built in.
+// KeyedBackend: the heap backend (maps per key group) is built in, and
+// RocksDBStateBackend keeps each keyed subtask's state in an embedded
+// RocksDB instance, read with point lookups and prefix seeks, and takes
+// incremental checkpoints (Result.Incremental reports, per checkpoint,
+// what it uploaded and what it reused from earlier ones).
 //
 // Checkpoints use aligned barriers. The coordinator injects a barrier at
 // every source subtask every N records or T milliseconds; an operator with

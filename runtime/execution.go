@@ -176,6 +176,7 @@ func (ex *execution) result() *Result {
 		Job:           ex.job.Name, JobID: ex.jobID, Parallelism: ex.opts.Parallelism, MaxParallelism: ex.maxP, Format: ex.format.Name,
 		RestoredFrom: ex.restored, Records: c.records.Load(), Checkpoints: c.completed, FailedCheckpoints: c.failed,
 		LastCheckpoint: c.last, CheckpointDuration: slices.Clone(c.durations), Elapsed: time.Since(ex.started),
+		Incremental: slices.Clone(c.incremental),
 	}
 	if ex.opts.Savepoint != "" && c.last == ex.opts.Savepoint {
 		r.Savepoint = ex.opts.Savepoint

@@ -93,6 +93,41 @@ type Result struct {
 	OutputDigest       string          `json:"output_digest,omitempty"`
 	Backend            string          `json:"backend"`
 	Elapsed            time.Duration   `json:"elapsed_ns"`
+	// Incremental lists the run's incremental checkpoints (the rocksdb
+	// backend's), oldest first, those retention discarded since included.
+	Incremental []IncrementalCheckpoint `json:"incremental_checkpoints,omitempty"`
+}
+
+// IncrementalCheckpoint is what one incremental checkpoint referenced,
+// what it uploaded and what it reused from the checkpoints before it.
+type IncrementalCheckpoint struct {
+	ID       int64  `json:"id"`
+	Location string `json:"location"`
+	// Files and Bytes are everything the checkpoint references.
+	Files int   `json:"files"`
+	Bytes int64 `json:"bytes"`
+	// UploadedFiles and UploadedBytes are what this checkpoint copied;
+	// ReusedFiles and ReusedBytes the shared files it referenced again
+	// instead. Uploaded plus reused is the whole checkpoint.
+	UploadedFiles int   `json:"uploaded_files"`
+	UploadedBytes int64 `json:"uploaded_bytes"`
+	ReusedFiles   int   `json:"reused_files"`
+	ReusedBytes   int64 `json:"reused_bytes"`
+	// SharedFiles and SharedBytes are the SST files the checkpoint
+	// references in the job's shared/ directory, uploaded now or reused;
+	// the rest are private files (MANIFEST, OPTIONS, operator state) that
+	// every checkpoint uploads.
+	SharedFiles int   `json:"shared_files"`
+	SharedBytes int64 `json:"shared_bytes"`
+}
+
+// UploadedTotal sums what the run's incremental checkpoints uploaded.
+func (r *Result) UploadedTotal() (files int, bytes int64) {
+	for _, c := range r.Incremental {
+		files += c.UploadedFiles
+		bytes += c.UploadedBytes
+	}
+	return files, bytes
 }
 
 func (o *Options) normalize() error {

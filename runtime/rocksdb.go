@@ -1,7 +1,6 @@
 package runtime
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"slices"
@@ -49,8 +48,8 @@ type incremental interface {
 	// checkpoint (its keyed state is already in place).
 	subtaskWriter(op *snapshot.Operator, index int, kgs keygroup.Range) (snapshot.SubtaskWriter, error)
 	// checkpoint uploads checkpoint id under dir/jobID/chk-id and applies
-	// retention; every subtask is paused.
-	checkpoint(ctx context.Context, dir, jobID string, id int64) error
+	// retention; every subtask is paused. It reports what was uploaded.
+	checkpoint(ctx context.Context, dir, jobID string, id int64) (*IncrementalCheckpoint, error)
 	close() error
 }
 
@@ -73,9 +72,16 @@ func (s *rocksSession) subtaskWriter(op *snapshot.Operator, index int, kgs keygr
 	return &opStateWriter{in: in, op: op, lists: map[string][][]byte{}}, nil
 }
 
-func (s *rocksSession) checkpoint(ctx context.Context, dir, jobID string, id int64) error {
-	_, err := s.inc.Checkpoint(ctx, dir, jobID, id)
-	return err
+func (s *rocksSession) checkpoint(ctx context.Context, dir, jobID string, id int64) (*IncrementalCheckpoint, error) {
+	r, err := s.inc.Checkpoint(ctx, dir, jobID, id)
+	if err != nil {
+		return nil, err
+	}
+	return &IncrementalCheckpoint{
+		ID: id, Location: r.Location, Files: r.Files, Bytes: r.Bytes,
+		UploadedFiles: r.UploadedFiles, UploadedBytes: r.UploadedBytes,
+		ReusedFiles: r.ReusedFiles, ReusedBytes: r.ReusedBytes, SharedFiles: r.SharedFiles, SharedBytes: r.SharedBytes,
+	}, nil
 }
 
 func (s *rocksSession) close() error { return s.inc.Close() }
@@ -104,8 +110,9 @@ func (w *opStateWriter) Close() error {
 
 // RocksDBBackend is one keyed subtask's state in a RocksDB instance.
 //
-// Reads scan the key group of the key (backends/rocksdb has no point
-// lookup yet), so access costs grow with the keys per key group.
+// Reads are RocksDB point lookups (value, reducing, aggregating state, a
+// map user key, a merged list) or a seek over one key's prefix (a key's
+// map entries), so their cost does not grow with the keys per key group.
 type RocksDBBackend struct {
 	s      *rocksSession
 	info   SubtaskInfo
@@ -160,32 +167,30 @@ func (b *RocksDBBackend) entry(s StateID, kg int, key, userKey string, c Cell) *
 	return e
 }
 
-// scan calls fn for each entry of state s and key in key group kg, in
-// RocksDB order (list elements in list order, map entries by user key).
-func (b *RocksDBBackend) scan(s StateID, kg int, key string, fn func(e *snapshot.Entry)) error {
+// query is the lookup of state s's entry for key in key group kg: the one
+// place reads build their key (the rocksdb layout takes it from here).
+func (b *RocksDBBackend) query(s StateID, kg int, key, userKey string) (*snapshot.Entry, error) {
 	if int(s) < 0 || int(s) >= len(b.descs) || b.in == nil {
-		return fmt.Errorf("%w: unknown state id %d or backend not started", ErrStateDescriptor, s)
+		return nil, fmt.Errorf("%w: unknown state id %d or backend not started", ErrStateDescriptor, s)
 	}
-	name := b.descs[s].Name
-	for e, err := range b.in.Entries(context.Background(), keygroup.Range{Start: kg, End: kg}) {
-		if err != nil {
-			return err
-		}
-		if e.State == name && bytes.Equal(e.Key, []byte(key)) {
-			fn(&e)
-		}
-	}
-	return nil
+	return b.entry(s, kg, key, userKey, Cell{}), nil
 }
 
 func cellOf(e *snapshot.Entry) Cell {
-	return Cell{Value: slices.Clone(e.Value), ExpiresAt: e.ExpiresAt}
+	return Cell{Value: e.Value, ExpiresAt: e.ExpiresAt}
 }
 
-// Get implements KeyedBackend.
-func (b *RocksDBBackend) Get(s StateID, kg int, key string) (c Cell, ok bool, err error) {
-	err = b.scan(s, kg, key, func(e *snapshot.Entry) { c, ok = cellOf(e), true })
-	return c, ok, err
+// Get implements KeyedBackend with one RocksDB point read.
+func (b *RocksDBBackend) Get(s StateID, kg int, key string) (Cell, bool, error) {
+	q, err := b.query(s, kg, key, "")
+	if err != nil {
+		return Cell{}, false, err
+	}
+	e, ok, err := b.in.Get(q)
+	if err != nil || !ok {
+		return Cell{}, false, err
+	}
+	return cellOf(&e), true, nil
 }
 
 // Put implements KeyedBackend.
@@ -210,10 +215,22 @@ func (b *RocksDBBackend) Clear(s StateID, kg int, key string) error {
 	return nil
 }
 
-// GetList implements KeyedBackend.
-func (b *RocksDBBackend) GetList(s StateID, kg int, key string) (cells []Cell, err error) {
-	err = b.scan(s, kg, key, func(e *snapshot.Entry) { cells = append(cells, cellOf(e)) })
-	return cells, err
+// GetList implements KeyedBackend with one RocksDB point read of the
+// merged list.
+func (b *RocksDBBackend) GetList(s StateID, kg int, key string) ([]Cell, error) {
+	q, err := b.query(s, kg, key, "")
+	if err != nil {
+		return nil, err
+	}
+	es, err := b.in.GetList(q)
+	if err != nil || len(es) == 0 {
+		return nil, err
+	}
+	cells := make([]Cell, len(es))
+	for i := range es {
+		cells[i] = cellOf(&es[i])
+	}
+	return cells, nil
 }
 
 // PutList implements KeyedBackend.
@@ -234,14 +251,17 @@ func (b *RocksDBBackend) AppendList(s StateID, kg int, key string, c Cell) error
 	return b.in.Put(b.entry(s, kg, key, "", c))
 }
 
-// MapGet implements KeyedBackend.
-func (b *RocksDBBackend) MapGet(s StateID, kg int, key, userKey string) (c Cell, ok bool, err error) {
-	err = b.scan(s, kg, key, func(e *snapshot.Entry) {
-		if string(e.UserKey) == userKey {
-			c, ok = cellOf(e), true
-		}
-	})
-	return c, ok, err
+// MapGet implements KeyedBackend with one RocksDB point read.
+func (b *RocksDBBackend) MapGet(s StateID, kg int, key, userKey string) (Cell, bool, error) {
+	q, err := b.query(s, kg, key, userKey)
+	if err != nil {
+		return Cell{}, false, err
+	}
+	e, ok, err := b.in.Get(q)
+	if err != nil || !ok {
+		return Cell{}, false, err
+	}
+	return cellOf(&e), true, nil
 }
 
 // MapPut implements KeyedBackend.
@@ -254,11 +274,21 @@ func (b *RocksDBBackend) MapRemove(s StateID, kg int, key, userKey string) error
 	return b.in.Delete(b.entry(s, kg, key, userKey, Cell{}))
 }
 
-// MapEntries implements KeyedBackend.
-func (b *RocksDBBackend) MapEntries(s StateID, kg int, key string) (out []MapCell, err error) {
-	err = b.scan(s, kg, key, func(e *snapshot.Entry) { out = append(out, MapCell{UserKey: string(e.UserKey), Cell: cellOf(e)}) })
-	slices.SortFunc(out, func(a, b MapCell) int { return bytes.Compare([]byte(a.UserKey), []byte(b.UserKey)) })
-	return out, err
+// MapEntries implements KeyedBackend with a RocksDB seek over the key's
+// prefix; RocksDB's byte order is the user-key order.
+func (b *RocksDBBackend) MapEntries(s StateID, kg int, key string) ([]MapCell, error) {
+	q, err := b.query(s, kg, key, "")
+	if err != nil {
+		return nil, err
+	}
+	var out []MapCell
+	for e, err := range b.in.MapEntries(q) {
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, MapCell{UserKey: string(e.UserKey), Cell: Cell{Value: slices.Clone(e.Value), ExpiresAt: e.ExpiresAt}})
+	}
+	return out, nil
 }
 
 // RestoreDescriptor implements KeyedBackend.

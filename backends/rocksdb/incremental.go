@@ -55,8 +55,15 @@ type CheckpointResult struct {
 	// UploadedFiles and UploadedBytes are what this checkpoint copied.
 	UploadedFiles int   `json:"uploaded_files"`
 	UploadedBytes int64 `json:"uploaded_bytes"`
-	// ReusedFiles are shared SSTs referenced from earlier checkpoints.
-	ReusedFiles int `json:"reused_files"`
+	// ReusedFiles and ReusedBytes are shared SSTs referenced from earlier
+	// checkpoints instead of uploaded.
+	ReusedFiles int   `json:"reused_files"`
+	ReusedBytes int64 `json:"reused_bytes"`
+	// SharedFiles and SharedBytes are the SSTs the checkpoint references in
+	// shared/, uploaded now or reused; everything else (MANIFEST, OPTIONS,
+	// operator state: the private files) is uploaded by every checkpoint.
+	SharedFiles int   `json:"shared_files"`
+	SharedBytes int64 `json:"shared_bytes"`
 	// Discarded are the checkpoints dropped by retention, Deleted the
 	// shared files no retained checkpoint needed any more.
 	Discarded []int64  `json:"discarded"`
@@ -226,6 +233,15 @@ func (b *Incremental) Checkpoint(ctx context.Context, root, jobID string, chkID 
 		return nil, err
 	}
 	res.Location = chk.URI()
+	for _, h := range m.Handles {
+		for _, f := range h.Files {
+			if f.Shared {
+				res.SharedFiles++
+				res.SharedBytes += f.Size
+			}
+		}
+	}
+	res.ReusedBytes = res.Bytes - res.UploadedBytes // what was not uploaded was referenced again
 	res.Discarded, res.Deleted, err = b.retain(ctx)
 	res.Deleted = append(b.orphans, res.Deleted...)
 	b.orphans = nil

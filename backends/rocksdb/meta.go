@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/vmihailenco/msgpack/v5"
@@ -125,7 +126,15 @@ func (m *metadata) validate(name string) error {
 	if m.Snapshot == nil {
 		return snapshot.Corrupt(name, -1, "no snapshot in metadata")
 	}
+	for _, op := range m.Snapshot.Operators {
+		if op == nil || slices.Contains(op.Subtasks, nil) {
+			return snapshot.Corrupt(name, -1, "an operator or subtask is nil")
+		}
+	}
 	for _, h := range m.Handles {
+		if h == nil {
+			return snapshot.Corrupt(name, -1, "a subtask's file list is nil")
+		}
 		if h.PrefixBytes != 1 && h.PrefixBytes != 2 {
 			return snapshot.Corrupt(name, -1, "operator %s subtask %d: key-group prefix of %d bytes", h.Operator, h.Subtask, h.PrefixBytes)
 		}

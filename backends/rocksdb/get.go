@@ -1,0 +1,198 @@
+package rocksdb
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/linxGnu/grocksdb"
+
+	"github.com/stateutil/stateutil/snapshot"
+)
+
+// Point lookups. A keyed-state read touches one RocksDB key (value,
+// reducing, aggregating state, one map user key, a merged list) or one
+// key prefix (a key's map entries): the key is encoded exactly as Put
+// writes it (layout.go), so no read scans a key group.
+
+// lookupKey checks q and encodes the RocksDB key of its state, key group,
+// key and namespace, plus its user key when withUserKey (map state only).
+func (in *Instance) lookupKey(q *snapshot.Entry, withUserKey bool) (*codec, *grocksdb.ColumnFamilyHandle, error) {
+	c, err := in.codec(q)
+	if err != nil {
+		return nil, nil, err
+	}
+	k := snapshot.Entry{KeyGroup: q.KeyGroup, Key: q.Key, Namespace: q.Namespace}
+	if withUserKey {
+		k.UserKey = q.UserKey
+	}
+	if in.key, err = c.encodeKey(in.key[:0], &k); err != nil {
+		return nil, nil, err
+	}
+	// A state never written to may have no column family in an instance
+	// restored from older files; a read-only lookup must not create one.
+	return c, in.db.cfs[c.state], nil
+}
+
+// checkKind refuses a read op that does not apply to c's kind.
+func checkKind(c *codec, op string, kinds ...snapshot.StateKind) error {
+	if slices.Contains(kinds, c.kind) {
+		return nil
+	}
+	hint := ""
+	if c.kind == snapshot.List {
+		hint = " (read lists with GetList)"
+	}
+	return fmt.Errorf("rocksdb: %s cannot read state %q: it is %s state%s", op, c.state, c.kind, hint)
+}
+
+// Get looks up one entry with a RocksDB point read: the value of q's
+// state, key group, key and namespace for value, reducing and aggregating
+// state, and the value of q.UserKey for map state (a nil user key is the
+// empty one). It returns the entry with Value and ExpiresAt set and its
+// other fields taken from q (its Value is its own), and false when there
+// is none. Expired entries are returned like live ones: TTL visibility is
+// the caller's to apply, as Entries leaves it too. List state is read
+// with GetList.
+func (in *Instance) Get(q *snapshot.Entry) (snapshot.Entry, bool, error) {
+	c, h, err := in.lookupKey(q, true)
+	if err != nil {
+		return snapshot.Entry{}, false, err
+	}
+	if err := checkKind(c, "Get", snapshot.Value, snapshot.Reducing, snapshot.Aggregating, snapshot.Map); err != nil {
+		return snapshot.Entry{}, false, err
+	}
+	if h == nil {
+		return snapshot.Entry{}, false, nil
+	}
+	v, ok, err := in.db.get(h, in.key)
+	if err != nil {
+		return snapshot.Entry{}, false, fmt.Errorf("rocksdb: state %q: %w", c.state, err)
+	}
+	if !ok {
+		return snapshot.Entry{}, false, nil
+	}
+	e := snapshot.Entry{KeyGroup: q.KeyGroup, State: c.state, Key: q.Key, Namespace: q.Namespace}
+	if c.kind == snapshot.Map {
+		e.UserKey = q.UserKey
+	}
+	if _, err := c.decodeValues(in.key, v, &e, func(*snapshot.Entry) bool { return true }); err != nil {
+		return snapshot.Entry{}, false, err
+	}
+	return e, true, nil
+}
+
+// GetList reads the merged list of q's list state, key group, key and
+// namespace with one point read and returns its elements in list order
+// (nil when the key has none), each with Value and ExpiresAt set and its
+// other fields taken from q. The values are the caller's. Expired
+// elements are returned like live ones.
+func (in *Instance) GetList(q *snapshot.Entry) ([]snapshot.Entry, error) {
+	c, h, err := in.lookupKey(q, false)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkKind(c, "GetList", snapshot.List); err != nil {
+		return nil, err
+	}
+	if h == nil {
+		return nil, nil
+	}
+	v, ok, err := in.db.get(h, in.key)
+	if err != nil {
+		return nil, fmt.Errorf("rocksdb: state %q: %w", c.state, err)
+	}
+	if !ok {
+		return nil, nil
+	}
+	var out []snapshot.Entry
+	e := snapshot.Entry{KeyGroup: q.KeyGroup, State: c.state, Key: q.Key, Namespace: q.Namespace}
+	if _, err := c.decodeValues(in.key, v, &e, func(x *snapshot.Entry) bool {
+		out = append(out, *x)
+		return true
+	}); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// MapEntries streams the entries of q's map state, key group, key and
+// namespace (q.UserKey is ignored) in ascending user-key order, with a
+// RocksDB iterator bounded to the key's prefix. Each yielded entry's
+// UserKey and Value are valid until the loop body returns; Clone what is
+// kept. Expired entries are yielded like live ones. The loop body may
+// write to the instance (remove the entry, say): the iterator reads the
+// state as it was when the loop started.
+func (in *Instance) MapEntries(q *snapshot.Entry) snapshot.Entries {
+	return func(yield func(snapshot.Entry, error) bool) {
+		c, h, err := in.lookupKey(q, false)
+		if err == nil {
+			err = checkKind(c, "MapEntries", snapshot.Map)
+		}
+		if err != nil {
+			yield(snapshot.Entry{}, err)
+			return
+		}
+		if h == nil {
+			return
+		}
+		prefix := append([]byte(nil), in.key...)
+		it := newPrefixIter(in.db, h, prefix)
+		defer it.close()
+		e := snapshot.Entry{KeyGroup: q.KeyGroup, State: c.state, Key: q.Key, Namespace: q.Namespace}
+		for ; it.it.Valid(); it.it.Next() {
+			k := it.it.Key().Data()
+			e.UserKey = k[len(prefix):]
+			val, err := c.takeTTL(k, it.it.Value().Data(), &e)
+			if err != nil {
+				yield(snapshot.Entry{}, err)
+				return
+			}
+			e.Value = val
+			if !yield(e, nil) {
+				return
+			}
+		}
+		if err := it.it.Err(); err != nil {
+			yield(snapshot.Entry{}, fmt.Errorf("%w: rocksdb %q state %q: %w", snapshot.ErrCorrupt, in.db.path, c.state, err))
+		}
+	}
+}
+
+// prefixIter iterates one column family over the keys that start with a
+// prefix. Unlike the scans' iterators it fills the block cache: the same
+// keys are read again soon.
+type prefixIter struct {
+	ro *grocksdb.ReadOptions
+	it *grocksdb.Iterator
+}
+
+func newPrefixIter(d *db, cf *grocksdb.ColumnFamilyHandle, prefix []byte) *prefixIter {
+	ro := grocksdb.NewDefaultReadOptions()
+	ro.SetVerifyChecksums(true)
+	ro.SetIterateLowerBound(prefix)
+	if ub := prefixEnd(prefix); ub != nil {
+		ro.SetIterateUpperBound(ub)
+	}
+	it := d.rdb.NewIteratorCF(ro, cf)
+	it.Seek(prefix)
+	return &prefixIter{ro: ro, it: it}
+}
+
+// close frees the iterator, then its read options.
+func (p *prefixIter) close() {
+	p.it.Close()
+	p.ro.Destroy()
+}
+
+// prefixEnd is the first key after every key starting with prefix, or nil
+// when there is none (the prefix is all 0xff).
+func prefixEnd(prefix []byte) []byte {
+	end := append([]byte(nil), prefix...)
+	for i := len(end) - 1; i >= 0; i-- {
+		if end[i] != 0xff {
+			end[i]++
+			return end[:i+1]
+		}
+	}
+	return nil
+}
