@@ -132,17 +132,12 @@ func (t *sourceTask) run(ctx context.Context) error {
 
 // barrier snapshots the partitions' offsets and forwards the barrier.
 func (t *sourceTask) barrier(ctx context.Context, id int64) error {
+	offsets := make([]any, len(t.parts))
+	for i, p := range t.parts {
+		offsets[i] = &p.offset
+	}
 	resume, err := t.ex.coord.snapshotSubtask(ctx, id, t.v, t.index, func(sw snapshot.SubtaskWriter) error {
-		for _, p := range t.parts {
-			b, err := msgpack.Marshal(&p.offset)
-			if err != nil {
-				return err
-			}
-			if err := sw.Element(OffsetsState, b); err != nil {
-				return err
-			}
-		}
-		return nil
+		return writeElements(sw, OffsetsState, offsets)
 	})
 	if err != nil {
 		return err
@@ -231,17 +226,12 @@ func (t *sinkTask) run(ctx context.Context) error {
 			id := ev.barrier
 			staged := t.txns.stage(txn{ID: fmt.Sprintf("%s/%s/%d/chk-%d", t.ex.jobID, t.v.uid, t.index, id), Checkpoint: id, Lines: t.lines})
 			t.lines = nil
+			pending := make([]any, len(staged))
+			for i := range staged {
+				pending[i] = &staged[i]
+			}
 			resume, err := t.ex.coord.snapshotSubtask(ctx, id, t.v, t.index, func(sw snapshot.SubtaskWriter) error {
-				for i := range staged {
-					b, err := msgpack.Marshal(&staged[i])
-					if err != nil {
-						return err
-					}
-					if err := sw.Element(PendingCommitsState, b); err != nil {
-						return err
-					}
-				}
-				return nil
+				return writeElements(sw, PendingCommitsState, pending)
 			})
 			if err != nil {
 				return err
@@ -258,4 +248,19 @@ func (t *sinkTask) run(ctx context.Context) error {
 			}
 		}
 	}
+}
+
+// writeElements stores values, msgpack-encoded, as the elements of an
+// operator list state.
+func writeElements(sw snapshot.SubtaskWriter, state string, values []any) error {
+	for _, v := range values {
+		b, err := msgpack.Marshal(v)
+		if err != nil {
+			return err
+		}
+		if err := sw.Element(state, b); err != nil {
+			return err
+		}
+	}
+	return nil
 }
