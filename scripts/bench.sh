@@ -26,12 +26,16 @@ seconds() {
   t1=$(date +%s.%N)
   awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.2f\n", b - a}'
 }
-# rss_seconds CMD...: "seconds peak-RSS-MiB" of one run.
+# rss_seconds CMD...: "seconds peak-RSS-MiB" of one run; the seconds
+# include the sync of what it wrote, as seconds' do (cp's).
 rss_seconds() {
   sync
   /usr/bin/time -f '%e %M' -o "$work/time" "$@" >/dev/null
+  local t0 t1
+  t0=$(date +%s.%N)
   sync
-  awk '{printf "%s %.0f\n", $1, $2/1024}' "$work/time"
+  t1=$(date +%s.%N)
+  awk -v a="$t0" -v b="$t1" '{printf "%.2f %.0f\n", $1 + b - a, $2/1024}' "$work/time"
 }
 # median_ms N CMD...: median wall-clock milliseconds over N runs.
 median_ms() {

@@ -241,7 +241,9 @@ func crashChild(root string) int {
 func runCrashChild(t *testing.T, root string, ops int) string {
 	t.Helper()
 	c := exec.Command(os.Args[0], "-test.run=^$")
-	c.Env = append(os.Environ(), crashRootEnv+"="+root, crashOpsEnv+"="+strconv.Itoa(ops))
+	// The killed child cannot remove its staging directory: keep it in
+	// the test's temporary directory, not the system's.
+	c.Env = append(os.Environ(), crashRootEnv+"="+root, crashOpsEnv+"="+strconv.Itoa(ops), "TMPDIR="+t.TempDir())
 	var stderr bytes.Buffer
 	c.Stderr = &stderr
 	out, err := c.StdoutPipe()

@@ -10,11 +10,14 @@ import (
 
 	"github.com/stateutil/stateutil/keygroup"
 	"github.com/stateutil/stateutil/snapshot"
+	"github.com/stateutil/stateutil/storage"
 )
 
 // reader reads a rocksdb snapshot. Metadata-level figures come from
-// _metadata alone; a subtask's files are downloaded and opened read-only
-// the first time its entries are asked for.
+// _metadata alone; a subtask's files are checked (size, CRC32C) and opened
+// read-only the first time its entries are asked for: on local disk in
+// place, through symbolic links in a temporary directory; elsewhere
+// downloaded into it.
 type reader struct {
 	d       chkdir.Dir
 	m       *metadata
@@ -63,7 +66,11 @@ func (r *reader) local(ctx context.Context, h *handle) (*db, error) {
 	}
 	dir := filepath.Join(r.tmp, subtaskDirName(h.Operator, h.Subtask))
 	os.RemoveAll(dir)
-	if err := downloadHandle(ctx, r.d, h, dir); err != nil {
+	fetch := downloadHandle
+	if r.d.Storage == storage.Local() {
+		fetch = linkHandle
+	}
+	if err := fetch(ctx, r.d, h, dir); err != nil {
 		os.RemoveAll(dir)
 		return nil, err
 	}

@@ -3,20 +3,30 @@ package rocksdb
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 
 	"github.com/stateutil/stateutil/keygroup"
 	"github.com/stateutil/stateutil/snapshot"
 )
 
-// subtaskWriter builds one subtask's RocksDB instance. While a state's
-// keys arrive in increasing RocksDB key order it writes them straight into
-// an external SST file (ingested on Close: the fastest way in); the first
-// key out of order ingests what it has and switches that state to
-// ordinary writes.
+// sortBudget bounds the bytes of keys and values a subtask writer holds
+// to sort one key group. A key group larger than that (summed over the
+// states) sends its largest states to ordinary writes.
+var sortBudget = 64 << 20
+
+// subtaskWriter builds one subtask's RocksDB instance. Entries arrive in
+// key-group order, and the key group is the first byte(s) of every RocksDB
+// key, so sorting one key group at a time puts a state's keys in RocksDB
+// order: each key group is buffered per state, sorted when the next one
+// starts, and written straight into the state's external SST file
+// (ingested on Close: the fastest way in, no memtable, no compaction). A
+// state whose key group outgrows sortBudget is ingested as far as it got
+// and switches to ordinary writes (compacted on Close).
 type subtaskWriter struct {
 	ctx     context.Context
 	w       *writer
@@ -27,18 +37,31 @@ type subtaskWriter struct {
 	stats   snapshot.Stats
 	kgStats []snapshot.KeyGroupStat
 	key     []byte
+	// buffered is the bytes held in the states' sort buffers.
+	buffered int
 	// unordered is set once a state fell back to ordinary writes.
 	unordered bool
 	closed    bool
 }
 
-// sstState is one state's external SST file and its pending key.
+// sstState is one state's external SST file and the current key group's
+// records, not yet sorted.
 type sstState struct {
+	c        *codec
 	sst      *sstWriter
-	pendKey  []byte
-	pendVal  []byte
-	pending  bool
+	buf      []byte // records' keys and values, each key followed by its value
+	recs     []sortRec
+	sorted   bool // recs arrived in strictly increasing key order
 	fallback bool
+}
+
+// sortRec is a record in sstState.buf: key buf[off:off+klen], value the
+// vlen bytes after it.
+type sortRec struct{ off, klen, vlen int }
+
+func (s *sstState) keyOf(r sortRec) []byte { return s.buf[r.off : r.off+r.klen] }
+func (s *sstState) valOf(r sortRec) []byte {
+	return s.buf[r.off+r.klen : r.off+r.klen+r.vlen]
 }
 
 func (sw *subtaskWriter) Entry(e *snapshot.Entry) error {
@@ -52,6 +75,14 @@ func (sw *subtaskWriter) Entry(e *snapshot.Entry) error {
 	if e.KeyGroup < sw.lastKG {
 		return fmt.Errorf("rocksdb: state %q: key group %d after %d; entries must come in key-group order", e.State, e.KeyGroup, sw.lastKG)
 	}
+	if e.KeyGroup != sw.lastKG {
+		if err := sw.flushAll(); err != nil {
+			return err
+		}
+	}
+	if sw.key, err = c.encodeKey(sw.key[:0], e); err != nil {
+		return err
+	}
 	sw.count(e)
 	s, err := sw.state(c)
 	if err != nil {
@@ -60,35 +91,191 @@ func (sw *subtaskWriter) Entry(e *snapshot.Entry) error {
 	if s.fallback {
 		return sw.in.Put(e)
 	}
-	if sw.key, err = c.encodeKey(sw.key[:0], e); err != nil {
+	before := len(s.buf)
+	if err := s.add(sw.key, e); err != nil {
 		return err
 	}
-	if s.pending {
-		switch cmp := bytes.Compare(sw.key, s.pendKey); {
-		case cmp == 0 && c.kind == snapshot.List:
-			s.pendVal, err = c.appendElement(s.pendVal, e)
-			return err
+	sw.buffered += len(s.buf) - before
+	if sw.buffered > sortBudget {
+		return sw.overBudget()
+	}
+	return nil
+}
+
+// add buffers e (with RocksDB key key). A key equal to the last one
+// buffered is merged into it at once: a list gains an element, any other
+// value is replaced.
+func (s *sstState) add(key []byte, e *snapshot.Entry) error {
+	c := s.c
+	if n := len(s.recs); n > 0 {
+		last := &s.recs[n-1]
+		switch cmp := bytes.Compare(key, s.keyOf(*last)); {
 		case cmp == 0:
-			s.pendVal, err = c.encodeValue(s.pendVal[:0], e)
-			return err
-		case cmp < 0:
-			if err := sw.fallBack(c, s); err != nil {
+			// The last record's value ends the buffer: change it in place.
+			vstart := last.off + last.klen
+			var err error
+			if c.kind == snapshot.List {
+				s.buf, err = appendListElement(c, s.buf, last.vlen, e)
+			} else {
+				s.buf, err = c.encodeValue(s.buf[:vstart], e)
+			}
+			if err != nil {
 				return err
 			}
-			return sw.in.Put(e)
+			last.vlen = len(s.buf) - vstart
+			return nil
+		case cmp < 0:
+			s.sorted = false
 		}
-		if err := s.sst.add(s.pendKey, s.pendVal); err != nil {
+	} else {
+		s.sorted = true
+	}
+	off := len(s.buf)
+	s.buf = append(s.buf, key...)
+	var err error
+	if c.kind == snapshot.List {
+		s.buf, err = appendListElement(c, s.buf, 0, e)
+	} else {
+		s.buf, err = c.encodeValue(s.buf, e)
+	}
+	if err != nil {
+		s.buf = s.buf[:off]
+		return err
+	}
+	s.recs = append(s.recs, sortRec{off: off, klen: len(key), vlen: len(s.buf) - off - len(key)})
+	return nil
+}
+
+// appendListElement appends e to dst as an element of a list value whose
+// listLen bytes end dst (codec.appendElement for a list inside a buffer).
+func appendListElement(c *codec, dst []byte, listLen int, e *snapshot.Entry) ([]byte, error) {
+	if err := c.checkSize(e, int64(listLen)+c.elementSize(e, listLen)); err != nil {
+		return dst, err
+	}
+	if listLen > 0 {
+		dst = append(dst, listDelimiter)
+	}
+	dst = c.appendTTL(dst, e)
+	dst = binary.AppendUvarint(dst, uint64(len(e.Value)))
+	return append(dst, e.Value...), nil
+}
+
+// flush sorts the buffered key group and writes it to the SST file,
+// merging equal keys as add does. It keeps the buffers for the next key
+// group.
+func (s *sstState) flush() error {
+	if len(s.recs) == 0 {
+		return nil
+	}
+	if !s.sorted {
+		slices.SortStableFunc(s.recs, func(a, b sortRec) int { return bytes.Compare(s.keyOf(a), s.keyOf(b)) })
+	}
+	var merged []byte
+	for i := 0; i < len(s.recs); {
+		r := s.recs[i]
+		key, val := s.keyOf(r), s.valOf(r)
+		j := i + 1
+		for ; j < len(s.recs) && bytes.Equal(s.keyOf(s.recs[j]), key); j++ {
+			if s.c.kind != snapshot.List {
+				val = s.valOf(s.recs[j]) // the last write wins
+				continue
+			}
+			if j == i+1 {
+				merged = append(merged[:0], val...)
+			}
+			merged = append(append(merged, listDelimiter), s.valOf(s.recs[j])...)
+			if err := s.checkMerged(key, len(merged)); err != nil {
+				return err
+			}
+			val = merged
+		}
+		if err := s.sst.add(key, val); err != nil {
+			return err
+		}
+		i = j
+	}
+	s.buf, s.recs = s.buf[:0], s.recs[:0]
+	return nil
+}
+
+// checkMerged refuses a list, merged from elements apart in the input,
+// larger than MaxValueSize.
+func (s *sstState) checkMerged(key []byte, n int) error {
+	var e snapshot.Entry
+	if err := s.c.decodeKey(key, &e); err != nil {
+		return err
+	}
+	return s.c.checkSize(&e, int64(n))
+}
+
+// flushAll writes every state's buffered key group.
+func (sw *subtaskWriter) flushAll() error {
+	if sw.buffered == 0 {
+		return nil
+	}
+	for _, s := range sw.states {
+		if err := s.flush(); err != nil {
 			return err
 		}
 	}
-	s.pendKey = append(s.pendKey[:0], sw.key...)
-	if c.kind == snapshot.List {
-		s.pendVal, err = c.appendElement(s.pendVal[:0], e)
-	} else {
-		s.pendVal, err = c.encodeValue(s.pendVal[:0], e)
+	sw.buffered = 0
+	return nil
+}
+
+// overBudget sends the states with the largest buffers to ordinary writes
+// until the buffers fit sortBudget again.
+func (sw *subtaskWriter) overBudget() error {
+	for sw.buffered > sortBudget {
+		var big *sstState
+		for _, s := range sw.states {
+			if !s.fallback && (big == nil || len(s.buf) > len(big.buf)) {
+				big = s
+			}
+		}
+		if big == nil || len(big.buf) == 0 {
+			return nil
+		}
+		sw.buffered -= len(big.buf)
+		if err := sw.fallBack(big); err != nil {
+			return err
+		}
 	}
-	s.pending = err == nil
-	return err
+	return nil
+}
+
+// fallBack ingests what s's SST file holds (the key groups before the
+// buffered one), writes the buffered records the ordinary way and sends
+// s's later entries there too.
+func (sw *subtaskWriter) fallBack(s *sstState) error {
+	s.fallback = true
+	sw.unordered = true
+	if err := sw.ingest(s); err != nil {
+		return err
+	}
+	h, err := sw.in.db.cf(s.c.state)
+	if err != nil {
+		return err
+	}
+	for _, r := range s.recs { // arrival order: later writes win, lists append
+		key, val := s.keyOf(r), s.valOf(r)
+		if s.c.kind == snapshot.List {
+			old, ok, err := sw.in.db.get(h, key)
+			if err != nil {
+				return fmt.Errorf("rocksdb: state %q: %w", s.c.state, err)
+			}
+			if ok && len(old) > 0 {
+				if err := s.checkMerged(key, len(old)+1+len(val)); err != nil {
+					return err
+				}
+				val = append(append(old, listDelimiter), val...)
+			}
+		}
+		if err := sw.in.db.put(h, key, val); err != nil {
+			return err
+		}
+	}
+	s.buf, s.recs = nil, nil
+	return nil
 }
 
 func (sw *subtaskWriter) count(e *snapshot.Entry) {
@@ -112,39 +299,27 @@ func (sw *subtaskWriter) state(c *codec) (*sstState, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &sstState{sst: w}
+	s := &sstState{c: c, sst: w}
 	sw.states[c.state] = s
 	return s, nil
 }
 
 // ingest finishes a state's SST file and ingests it.
-func (sw *subtaskWriter) ingest(name string, s *sstState) error {
+func (sw *subtaskWriter) ingest(s *sstState) error {
 	if s.sst == nil {
 		return nil
 	}
 	defer func() { s.sst.Close(); s.sst = nil }()
-	if s.pending {
-		s.pending = false
-		if err := s.sst.add(s.pendKey, s.pendVal); err != nil {
-			return err
-		}
-	}
 	ok, err := s.sst.finish()
 	if err != nil || !ok {
 		os.Remove(s.sst.path)
 		return err
 	}
-	h, err := sw.in.db.cf(name)
+	h, err := sw.in.db.cf(s.c.state)
 	if err != nil {
 		return err
 	}
 	return sw.in.db.ingest(h, []string{s.sst.path})
-}
-
-func (sw *subtaskWriter) fallBack(c *codec, s *sstState) error {
-	s.fallback = true
-	sw.unordered = true
-	return sw.ingest(c.state, s)
 }
 
 func (sw *subtaskWriter) Element(state string, value []byte) error {
@@ -180,16 +355,18 @@ func (sw *subtaskWriter) Close() error {
 }
 
 func (sw *subtaskWriter) finish() (*handle, *snapshot.Subtask, error) {
-	for name, s := range sw.states {
-		if err := sw.ingest(name, s); err != nil {
+	if err := sw.flushAll(); err != nil {
+		return nil, nil, err
+	}
+	for _, s := range sw.states {
+		if err := sw.ingest(s); err != nil {
 			return nil, nil, err
 		}
 	}
 	if sw.unordered {
 		sw.in.db.compact()
 	}
-	t := uploadTarget{dir: sw.w.d}
-	h, _, err := sw.in.upload(sw.ctx, t, sw.tmp)
+	h, _, err := sw.in.upload(sw.ctx, sw.w.target(sw.in), sw.tmp)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -207,6 +384,7 @@ func (sw *subtaskWriter) discard() {
 			s.sst.Close()
 			s.sst = nil
 		}
+		s.buf, s.recs = nil, nil
 	}
 	sw.in.destroy()
 	os.RemoveAll(sw.tmp)

@@ -56,6 +56,45 @@ func upload(ctx context.Context, st storage.Storage, src, dst string) (int64, ui
 	return n, h.Sum32(), nil
 }
 
+// linkLocal hard-links the local file src to dst (a local path; a file
+// there is replaced) and returns its size and CRC32C, read back from the
+// link (from the page cache, just written). Where a link is impossible
+// (another file system, a symbolic link to a snapshot's file) it copies.
+func linkLocal(ctx context.Context, src, dst string) (int64, uint32, error) {
+	if fi, err := os.Lstat(src); err != nil {
+		return 0, 0, err
+	} else if !fi.Mode().IsRegular() {
+		return upload(ctx, storage.Local(), src, dst)
+	}
+	if err := os.Remove(dst); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return 0, 0, err
+	}
+	if err := os.Link(src, dst); err != nil {
+		return upload(ctx, storage.Local(), src, dst)
+	}
+	f, err := os.Open(dst)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer f.Close()
+	h := crc32.New(envelope.Castagnoli)
+	n, err := io.CopyBuffer(h, ctxReader{ctx, f}, make([]byte, 1<<20))
+	if err != nil {
+		return 0, 0, fmt.Errorf("checksum %q: %w", dst, err)
+	}
+	return n, h.Sum32(), nil
+}
+
+// syncDir makes the entries of a local directory durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
 // download copies remote file f (at src) into local path dst, checking
 // its size and CRC32C. A missing file wraps snapshot.ErrNotFound, a
 // damaged one snapshot.ErrCorrupt; both name the file.
@@ -107,6 +146,62 @@ func downloadHandle(ctx context.Context, d chkdir.Dir, h *handle, dir string) er
 		if err := download(ctx, d.Storage, src, filepath.Join(dir, f.Local), f); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// linkHandle is downloadHandle for a snapshot on local disk: it checks
+// each file's size and CRC32C as download does, then symlinks it into dir
+// instead of copying it. The instance in dir must be opened read-only:
+// its files are the snapshot's.
+func linkHandle(ctx context.Context, d chkdir.Dir, h *handle, dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	buf := make([]byte, 1<<20)
+	for _, f := range h.Files {
+		src, err := d.RefPath(f.Path)
+		if err != nil {
+			return err
+		}
+		if err := check(ctx, d.Storage, src, f, buf); err != nil {
+			return err
+		}
+		abs, err := filepath.Abs(src)
+		if err != nil {
+			return err
+		}
+		if err := os.Symlink(abs, filepath.Join(dir, f.Local)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// check reads file f (at src) through, checking its size and CRC32C, with
+// download's errors.
+func check(ctx context.Context, st storage.Storage, src string, f file, buf []byte) error {
+	in, err := st.Open(ctx, src)
+	if err != nil {
+		if isNotFound(err) {
+			return fmt.Errorf("%w: rocksdb file %q (%s) is missing: %w", snapshot.ErrNotFound, st.URI(src), f.Local, err)
+		}
+		return fmt.Errorf("rocksdb file %q: %w", st.URI(src), err)
+	}
+	defer in.Close()
+	if in.Size() != f.Size {
+		return snapshot.Corrupt(st.URI(src), -1, "%s: size %d, metadata records %d", f.Local, in.Size(), f.Size)
+	}
+	h := crc32.New(envelope.Castagnoli)
+	n, err := io.CopyBuffer(h, ctxReader{ctx, in}, buf)
+	if err != nil {
+		return fmt.Errorf("read %q: %w", st.URI(src), err)
+	}
+	if n != f.Size {
+		return snapshot.Corrupt(st.URI(src), n, "%s: truncated: read %d of %d bytes", f.Local, n, f.Size)
+	}
+	if got := h.Sum32(); got != f.CRC32C {
+		return snapshot.Corrupt(st.URI(src), -1, "%s: checksum mismatch: metadata records crc32c %08x, file has %08x", f.Local, f.CRC32C, got)
 	}
 	return nil
 }

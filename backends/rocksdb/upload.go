@@ -24,6 +24,12 @@ type uploadTarget struct {
 	// newShared collects the storage paths of shared files uploaded, so a
 	// failed checkpoint can remove them.
 	newShared *[]string
+	// priv names the subtask's private directory; "" means
+	// subtaskDirName.
+	priv string
+	// link hard-links private files into dir (local disk) instead of
+	// copying them, falling back to a copy where links fail.
+	link bool
 }
 
 // uploadStats are the transfer figures of one snapshot.
@@ -65,7 +71,10 @@ func (in *Instance) upload(ctx context.Context, t uploadTarget, tmp string) (*ha
 	if err != nil {
 		return nil, us, err
 	}
-	priv := subtaskDirName(in.op.ID, in.index)
+	priv := t.priv
+	if priv == "" {
+		priv = subtaskDirName(in.op.ID, in.index)
+	}
 	h := &handle{Operator: in.op.ID, Subtask: in.index, KeyGroups: in.kgs, PrefixBytes: prefixWidth(in.op.MaxParallelism)}
 	st := t.dir.Storage
 	sharedDir := path.Join(t.dir.JobDir, chkdir.SharedDir)
@@ -107,13 +116,26 @@ func (in *Instance) upload(ctx context.Context, t uploadTarget, tmp string) (*ha
 			us.UploadedBytes += n
 			continue
 		}
-		n, crc, err := upload(ctx, st, filepath.Join(cp, name), path.Join(t.dir.Path, priv, name))
+		var n int64
+		var crc uint32
+		if t.link {
+			n, crc, err = linkLocal(ctx, filepath.Join(cp, name), path.Join(t.dir.Path, priv, name))
+		} else {
+			n, crc, err = upload(ctx, st, filepath.Join(cp, name), path.Join(t.dir.Path, priv, name))
+		}
 		if err != nil {
 			return nil, us, err
 		}
 		h.Files = append(h.Files, file{Local: name, Path: priv + "/" + name, Size: n, CRC32C: crc})
 		us.UploadedFiles++
 		us.UploadedBytes += n
+	}
+	if t.link {
+		// The files' data was synced where RocksDB wrote it; the links
+		// need their directory synced.
+		if err := syncDir(path.Join(t.dir.Path, priv)); err != nil {
+			return nil, us, err
+		}
 	}
 	f, err := in.ops.write(ctx, t.dir, priv+"/"+opStateName)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/stateutil/stateutil/keygroup"
@@ -18,9 +19,26 @@ import (
 
 // writer builds a self-contained rocksdb snapshot (a savepoint-like
 // directory: _metadata plus one directory per subtask) from streamed state.
+//
+// On local disk the subtasks' working instances live in a hidden staging
+// directory inside the destination, so their files reach the snapshot as
+// hard links, not copies (and a killed process leaves its leftovers
+// there, not in the system's temporary directory). Elsewhere (HDFS) they
+// live in the temporary directory and are streamed up.
+//
+// A forced write over an existing snapshot leaves the old one readable
+// until the new _metadata commits: subtask directories the old snapshot
+// uses get another name, and only after the commit are the old files the
+// new snapshot does not reference removed.
 type writer struct {
-	d        chkdir.Dir
-	tmpRoot  string
+	d       chkdir.Dir
+	tmpRoot string
+	// link: files reach the destination as hard links (local disk).
+	link bool
+	// token names subtask directories the replaced snapshot uses.
+	token string
+	// replaced is the snapshot a forced write replaces, if readable.
+	replaced *metadata
 	mu       sync.Mutex
 	handles  []*handle
 	subtasks map[string][]*snapshot.Subtask
@@ -34,42 +52,96 @@ func create(ctx context.Context, location string, opts snapshot.WriteOptions) (s
 		return nil, err
 	}
 	d := metaDir(st, p)
+	w := &writer{d: d, token: randomName()[:8], subtasks: map[string][]*snapshot.Subtask{}, open: map[*subtaskWriter]bool{}}
 	if ok, err := d.HasMetadata(ctx); err != nil {
 		return nil, err
 	} else if ok {
 		if !opts.Force {
 			return nil, fmt.Errorf("%w: a snapshot exists at %q (use force to replace it)", storage.ErrExist, d.URI())
 		}
-		if err := removeSnapshot(ctx, d); err != nil {
-			return nil, err
+		// The old snapshot stays until the new one commits; an unreadable
+		// one keeps its files.
+		if m, err := readMetadata(ctx, d); err == nil {
+			w.replaced = m
 		}
 	}
 	if err := st.MkdirAll(ctx, d.Path); err != nil {
 		return nil, err
 	}
-	return &writer{d: d, subtasks: map[string][]*snapshot.Subtask{}, open: map[*subtaskWriter]bool{}}, nil
+	if st == storage.Local() {
+		w.tmpRoot, w.link = d.Path, true
+	}
+	return w, nil
 }
 
-// removeSnapshot deletes an existing rocksdb snapshot's metadata (first)
-// and its subtask directories.
-func removeSnapshot(ctx context.Context, d chkdir.Dir) error {
-	m, err := readMetadata(ctx, d)
-	if err != nil {
-		return fmt.Errorf("cannot replace %q: %w", d.URI(), err)
-	}
-	if err := d.Storage.Remove(ctx, d.Metadata()); err != nil {
-		return err
-	}
-	for _, h := range m.Handles {
-		if err := d.Storage.RemoveAll(ctx, path.Join(d.Path, subtaskDirName(h.Operator, h.Subtask))); err != nil {
-			return err
+// stagingPrefix names the staging directories of subtask writers.
+const stagingPrefix = ".stateutil-rocksdb-"
+
+// privDir is the directory of a subtask's private files: <op>-<subtask>,
+// or <op>-<subtask>-<token> when the replaced snapshot uses that name.
+func (w *writer) privDir(op string, subtask int) string {
+	name := subtaskDirName(op, subtask)
+	if w.replaced != nil {
+		for _, h := range w.replaced.Handles {
+			for _, f := range h.allFiles() {
+				if !f.Shared && strings.HasPrefix(f.Path, name+"/") {
+					return name + "-" + w.token
+				}
+			}
 		}
 	}
-	return nil
+	return name
+}
+
+// target is where a subtask's instance is uploaded.
+func (w *writer) target(in *Instance) uploadTarget {
+	return uploadTarget{dir: w.d, priv: w.privDir(in.op.ID, in.index), link: w.link}
+}
+
+// removeReplaced deletes, after the commit, the private files of the
+// replaced snapshot the new one does not reference, then their
+// directories if no new file lies there. Shared files belong to the job's
+// checkpoints and stay. It is best effort: the new snapshot is committed.
+func (w *writer) removeReplaced(ctx context.Context) {
+	if w.replaced == nil {
+		return
+	}
+	keep, keepDirs := map[string]bool{}, map[string]bool{}
+	for _, h := range w.handles {
+		for _, f := range h.allFiles() {
+			keep[f.Path] = true
+			keepDirs[path.Dir(f.Path)] = true
+		}
+	}
+	dirs := map[string]bool{}
+	for _, h := range w.replaced.Handles {
+		for _, f := range h.allFiles() {
+			if f.Shared || keep[f.Path] {
+				continue
+			}
+			p, err := w.d.RefPath(f.Path)
+			if err != nil {
+				continue
+			}
+			_ = w.d.Storage.Remove(ctx, p)
+			if dir := path.Dir(f.Path); dir != "." && !keepDirs[dir] {
+				dirs[dir] = true
+			}
+		}
+	}
+	for dir := range dirs {
+		if p, err := w.d.RefPath(dir); err == nil {
+			_ = w.d.Storage.RemoveAll(ctx, p)
+		}
+	}
 }
 
 func (w *writer) Subtask(ctx context.Context, op *snapshot.Operator, index int, kgs keygroup.Range) (snapshot.SubtaskWriter, error) {
-	tmp, err := os.MkdirTemp(w.tmpRoot, "stateutil-rocksdb-")
+	prefix := "stateutil-rocksdb-"
+	if w.link {
+		prefix = stagingPrefix
+	}
+	tmp, err := os.MkdirTemp(w.tmpRoot, prefix)
 	if err != nil {
 		return nil, err
 	}
@@ -127,6 +199,7 @@ func (w *writer) Commit(ctx context.Context, s *snapshot.Snapshot) error {
 		return err
 	}
 	w.done = true
+	w.removeReplaced(ctx)
 	return nil
 }
 
@@ -152,7 +225,17 @@ func (w *writer) Abort(ctx context.Context) error {
 	}
 	var errs []error
 	for _, h := range w.handles {
-		errs = append(errs, w.d.Storage.RemoveAll(ctx, path.Join(w.d.Path, subtaskDirName(h.Operator, h.Subtask))))
+		dirs := map[string]bool{}
+		for _, f := range h.allFiles() {
+			if !f.Shared {
+				dirs[path.Dir(f.Path)] = true
+			}
+		}
+		for dir := range dirs {
+			if dir != "." {
+				errs = append(errs, w.d.Storage.RemoveAll(ctx, path.Join(w.d.Path, dir)))
+			}
+		}
 	}
 	return errors.Join(errs...)
 }
