@@ -12,4 +12,8 @@ export STATEUTIL_REQUIRE_HDFS=1
 # -v so that the log shows each HDFS test running against the cluster.
 go test -count=1 -v ./storage/... 2>&1 | grep -E '^(=== RUN|--- |ok|FAIL|PASS|panic)|_test\.go:[0-9]+:'
 
-go test -count=1 $(go list ./... | grep -v '/storage')
+# -v again so that the log names every HDFS test and every skip; other
+# passing tests show only in their package's ok line.
+go test -count=1 -v $(go list ./... | grep -v '/storage') 2>&1 |
+  grep -E '^(ok|FAIL|panic)|^\s*--- (FAIL|SKIP)|^\s*--- PASS: \S*(HDFS|Hdfs)|_test\.go:[0-9]+:'
+
