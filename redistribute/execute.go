@@ -1,17 +1,24 @@
 package redistribute
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
 
 	"github.com/stateutil/stateutil/snapshot"
 )
 
 // Execute writes r's snapshot, redistributed as plan says, to w and
 // commits it; on any error it aborts w, so nothing is left that a Reader
-// accepts. State streams from r to w one subtask at a time; only a
-// max-parallelism change buffers entries (on disk beyond
-// opts.MemoryLimit). plan must come from NewPlan on the same snapshot.
+// accepts. State streams from r to w operator by operator, up to
+// maxSubtaskWriters subtasks of an operator at a time (see
+// forEachSubtask); only a max-parallelism change buffers entries (on disk
+// beyond opts.MemoryLimit). opts.Progress is never called concurrently.
+// plan must come from NewPlan on the same snapshot.
 func Execute(ctx context.Context, r snapshot.Reader, w snapshot.Writer, plan *Plan, opts Options) (err error) {
 	defer func() {
 		if err != nil {
@@ -50,13 +57,12 @@ func executeOperator(ctx context.Context, r snapshot.Reader, w snapshot.Writer, 
 		return err
 	}
 	defer a.Close()
-	for j := range a.Parallelism() {
+	n := a.Parallelism()
+	opts.Progress = serialized(opts.Progress, n)
+	return forEachSubtask(ctx, n, func(ctx context.Context, j int) error {
 		// Readers' errors name the old subtask, writers' the new one.
-		if err := writeSubtask(ctx, r, a, w, op, newOp, p, j, opts); err != nil {
-			return err
-		}
-	}
-	return nil
+		return writeSubtask(ctx, r, a, w, op, newOp, p, j, opts)
+	})
 }
 
 // CopyOperator writes op's subtasks unchanged to w as newOp's (the same
@@ -69,12 +75,90 @@ func CopyOperator(ctx context.Context, r snapshot.Reader, w snapshot.Writer, op,
 		return err
 	}
 	defer a.Close()
-	for i := range a.Parallelism() {
-		if err := WriteSubtask(ctx, a, w, newOp, i, nil); err != nil {
+	return forEachSubtask(ctx, a.Parallelism(), func(ctx context.Context, i int) error {
+		return WriteSubtask(ctx, a, w, newOp, i, nil)
+	})
+}
+
+// maxSubtaskWriters caps the subtasks written at once. Each subtask
+// writer holds bounded but sizeable buffers (a rocksdb writer sorts up to
+// 64 MiB per subtask), so the cap keeps memory bounded whatever
+// GOMAXPROCS is.
+const maxSubtaskWriters = 2
+
+// subtaskWriters is how many subtasks forEachSubtask writes at once.
+func subtaskWriters(n int) int {
+	return max(1, min(runtime.GOMAXPROCS(0), maxSubtaskWriters, n))
+}
+
+// forEachSubtask calls fn for subtasks 0..n-1, up to subtaskWriters(n) at
+// a time, taking them in index order. The first failure cancels the ctx
+// the others run with and no further subtask starts; every call has
+// returned before forEachSubtask does. Its error is the lowest-indexed
+// subtask's, leaving out cancellations the failure itself caused, so it
+// does not depend on which goroutine failed first. Writers commit
+// subtasks by index, so the order of completion does not show in the
+// snapshot written.
+func forEachSubtask(ctx context.Context, n int, fn func(ctx context.Context, i int) error) error {
+	workers := subtaskWriters(n)
+	if workers == 1 {
+		for i := range n {
+			if err := fn(ctx, i); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	gctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errs := make([]error, n)
+	var next, done atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for gctx.Err() == nil {
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					return
+				}
+				if errs[i] = fn(gctx, i); errs[i] != nil {
+					cancel()
+					return
+				}
+				done.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	var canceled error
+	for _, err := range errs {
+		switch {
+		case err == nil:
+		case ctx.Err() == nil && errors.Is(err, context.Canceled):
+			// Canceled by another subtask's failure: report that one.
+			canceled = cmp.Or(canceled, err)
+		default:
 			return err
 		}
 	}
-	return nil
+	if canceled == nil && done.Load() < int64(n) {
+		canceled = ctx.Err() // canceled before every subtask started
+	}
+	return canceled
+}
+
+// serialized makes progress safe to call from the goroutines writing n
+// subtasks: calls are made one at a time.
+func serialized(progress func(int64), n int) func(int64) {
+	if progress == nil || subtaskWriters(n) == 1 {
+		return progress
+	}
+	var mu sync.Mutex
+	return func(b int64) {
+		mu.Lock()
+		defer mu.Unlock()
+		progress(b)
+	}
 }
 
 // WriteSubtask writes new subtask i of an assignment to w as a subtask of

@@ -32,6 +32,12 @@ type Reader interface {
 
 // Writer builds a snapshot. Nothing is visible at its location until
 // Commit succeeds; Abort (or a crash) leaves nothing a Reader accepts.
+//
+// Subtask may be called from several goroutines at once, so that
+// subtasks are written concurrently; each SubtaskWriter it returns is
+// used by one goroutine at a time. Commit and Abort come after every
+// SubtaskWriter's last call has returned. The snapshot committed does not
+// depend on the order subtasks were started or closed in.
 type Writer interface {
 	// Subtask starts writing one subtask of op (op as it will appear in
 	// the committed snapshot; its Subtasks need not be filled in).

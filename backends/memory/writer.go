@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"sync"
 
 	"github.com/vmihailenco/msgpack/v5"
 
@@ -29,11 +30,15 @@ func Create(ctx context.Context, location string, opts snapshot.WriteOptions) (s
 	return &writer{st: st, path: path, location: location, cap: capBytes, subtasks: map[string]map[int]*subtaskWriter{}}, nil
 }
 
+// writer is safe for concurrent use; each subtaskWriter is used by one
+// goroutine at a time.
 type writer struct {
 	st       storage.Storage
 	path     string
 	location string
 	cap      int64
+
+	mu       sync.Mutex
 	subtasks map[string]map[int]*subtaskWriter // by operator key, then index
 }
 
@@ -41,6 +46,11 @@ func operatorKey(op *snapshot.Operator) string { return op.ID + "\x00" + op.Labe
 
 func (w *writer) Subtask(_ context.Context, op *snapshot.Operator, index int, kgs keygroup.Range) (snapshot.SubtaskWriter, error) {
 	k := operatorKey(op)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.subtasks == nil {
+		return nil, fmt.Errorf("memory writer: already aborted")
+	}
 	if w.subtasks[k] == nil {
 		w.subtasks[k] = map[int]*subtaskWriter{}
 	}
@@ -51,13 +61,15 @@ func (w *writer) Subtask(_ context.Context, op *snapshot.Operator, index int, kg
 	for i, s := range op.KeyedStates {
 		states[s.Name] = i
 	}
-	sw := &subtaskWriter{op: op, index: index, cap: w.cap, states: states, meta: snapshot.Subtask{Index: index, KeyGroups: kgs}}
+	sw := &subtaskWriter{w: w, op: op, index: index, cap: w.cap, states: states, meta: snapshot.Subtask{Index: index, KeyGroups: kgs}}
 	sw.meta.Keyed.Known, sw.meta.Operator.Known = true, true
 	w.subtasks[k][index] = sw
 	return sw, nil
 }
 
 func (w *writer) Commit(ctx context.Context, s *snapshot.Snapshot) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	b := body{Snapshot: s, State: make([]opState, len(s.Operators))}
 	for i, op := range s.Operators {
 		written := w.subtasks[operatorKey(op)]
@@ -92,11 +104,14 @@ func (w *writer) Commit(ctx context.Context, s *snapshot.Snapshot) error {
 }
 
 func (w *writer) Abort(context.Context) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	w.subtasks = nil
 	return nil
 }
 
 type subtaskWriter struct {
+	w      *writer
 	op     *snapshot.Operator
 	index  int
 	cap    int64
@@ -179,6 +194,10 @@ func (w *subtaskWriter) Raw(raw snapshot.RawState) error {
 }
 
 func (w *subtaskWriter) Close() error {
+	// Under the writer's lock: Commit, perhaps on another goroutine,
+	// reads it.
+	w.w.mu.Lock()
+	defer w.w.mu.Unlock()
 	w.closed = true
 	return nil
 }
