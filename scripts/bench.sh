@@ -130,3 +130,5 @@ fi
 
 say "== Go benchmarks"
 go test -run '^$' -bench . -benchtime 3x ./backends/rocksdb/ ./runtime/ ./backends/flink/ 2>&1 | grep -E '^(Benchmark|ok|FAIL)' | tee -a "$results"
+say "== rocksdb checkpoint upload vs cp, entry scan vs ldb scan ($(mib "$big") MiB, one iteration)"
+STATEUTIL_BENCH_BYTES=$big go test -run '^$' -bench 'FirstCheckpointVsCopy|ScanVsLdb' -benchtime 1x -timeout 60m ./backends/rocksdb/ 2>&1 | grep -E '^(Benchmark|ok|FAIL)' | tee -a "$results"

@@ -1,0 +1,380 @@
+package rocksdb
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stateutil/stateutil/keygroup"
+	"github.com/stateutil/stateutil/snapshot"
+)
+
+// The benchmarks in this file measure stateutil side by side with a plain
+// tool doing the same work on the same bytes, in one run, and report the
+// ratios as metrics (they assert no timing). Their size is
+// STATEUTIL_BENCH_BYTES (default 64 MiB; make bench uses 1 GiB) of keyed
+// state: compareValueBytes random, incompressible values under int64 keys
+// (kvOperator's single value state).
+
+const compareValueBytes = 1000
+
+// compareKeys is how many compareValueBytes values make size bytes.
+func compareKeys(size int64) int { return int(size/compareValueBytes) + 1 }
+
+// syncAll flushes every dirty page, so a timed section does not pay for
+// earlier writes (as scripts/bench.sh syncs before each timed command).
+func syncAll() { syscall.Sync() }
+
+// BenchmarkFirstCheckpointVsCopy checks the claim "checkpoint upload of a
+// RocksDB subtask to local disk at 50% or more of a plain copy of the same
+// files; a second checkpoint after a 1% change uploads at most 10% of the
+// first one's bytes".
+//
+// One subtask instance holds the state, flushed and fully compacted (so no
+// background compaction runs while timing). Each iteration:
+//
+//   - upload: Incremental.Checkpoint (flush, RocksDB checkpoint, copy with
+//     CRC32C and fsync of every file, _metadata) into a fresh local root;
+//   - cp: `cp -r` of a RocksDB checkpoint of the same instance (the same
+//     files), then an fsync of every copied file and the directory, as the
+//     upload does;
+//   - gocopy: the same files copied by io.Copy with an fsync per file and
+//     of the directory (copyFile), the upload's own I/O pattern without
+//     its checksums and metadata (cp writes every file before the syncs,
+//     the upload syncs file by file; the two patterns can differ in speed,
+//     so both baselines are reported);
+//
+// The three rotate which runs first, iteration by iteration (with
+// -benchtime 1x the upload runs first); then:
+//
+//   - 1% of the keys get new values and a second Checkpoint goes to the
+//     same root (not timed: its bytes are the figure);
+//   - untimed: the roots are removed and the instance compacted again.
+//
+// Every timed section starts after a sync and read files the page cache
+// holds. Metrics: upload-MB/s, cp-MB/s and gocopy-MB/s (bytes written
+// over time), upload/cp and upload/gocopy (speed ratios; the claim is
+// >= 0.5 of a plain copy), second/first (uploaded bytes of the second
+// checkpoint over the first's; the claim is <= 0.1) and first-MiB.
+func BenchmarkFirstCheckpointVsCopy(b *testing.B) {
+	ctx := context.Background()
+	size := benchRescaleBytes(b)
+	keys := compareKeys(size)
+	op := kvOperator(1, 128)
+	inc := newIncremental(b, 1)
+	in, err := inc.Open(op, 0, keygroup.RangeOf(op.MaxParallelism, 1, 0))
+	if err != nil {
+		b.Fatal(err)
+	}
+	rng := rand.NewChaCha8([32]byte{1, 2, 3})
+	val := make([]byte, compareValueBytes)
+	put := func(i int) {
+		key := snapshot.EncodeInt64(int64(i))
+		kg, _ := tInt64.KeyGroupOf(key, op.MaxParallelism)
+		rng.Read(val)
+		if err := in.Put(&snapshot.Entry{KeyGroup: kg, State: "kv", Key: key, Value: val}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for i := range keys {
+		put(i)
+	}
+	settle := func() {
+		if err := in.db.flush(); err != nil {
+			b.Fatal(err)
+		}
+		in.db.compact()
+		syncAll()
+	}
+	settle()
+	work := b.TempDir()
+	pick := rand.New(rand.NewPCG(5, 6))
+	var upT, cpT, goT time.Duration
+	var upBytes, cpBytes, first, second int64
+	b.ResetTimer()
+	for i := range b.N {
+		b.StopTimer()
+		root := filepath.Join(work, fmt.Sprintf("root-%d", i)) // fresh: a new registry
+		src := filepath.Join(work, "rocksdb-checkpoint")
+		if err := in.db.checkpoint(src); err != nil {
+			b.Fatal(err)
+		}
+		dst := filepath.Join(work, "cp")
+		var res1 *CheckpointResult
+		upload := func() {
+			syncAll()
+			b.StartTimer()
+			start := time.Now()
+			var err error
+			if res1, err = inc.Checkpoint(ctx, root, "job", 1); err != nil {
+				b.Fatal(err)
+			}
+			upT += time.Since(start)
+			b.StopTimer()
+			upBytes += res1.UploadedBytes
+			first += res1.UploadedBytes
+		}
+		plainCopy := func() {
+			os.RemoveAll(dst)
+			syncAll()
+			b.StartTimer()
+			start := time.Now()
+			cpBytes += copyTree(b, src, dst)
+			cpT += time.Since(start)
+			b.StopTimer()
+		}
+		goCopy := func() {
+			ents, err := os.ReadDir(src)
+			if err != nil {
+				b.Fatal(err)
+			}
+			os.RemoveAll(dst)
+			syncAll()
+			b.StartTimer()
+			start := time.Now()
+			if err := os.Mkdir(dst, 0o755); err != nil {
+				b.Fatal(err)
+			}
+			for _, e := range ents {
+				copyFile(b, filepath.Join(src, e.Name()), filepath.Join(dst, e.Name()))
+			}
+			if err := syncDir(dst); err != nil {
+				b.Fatal(err)
+			}
+			goT += time.Since(start)
+			b.StopTimer()
+		}
+		// Rotate the order, so no side always runs first.
+		runs := []func(){upload, plainCopy, goCopy}
+		for j := range runs {
+			runs[(i+j)%len(runs)]()
+		}
+
+		for range keys / 100 {
+			put(pick.IntN(keys))
+		}
+		res2, err := inc.Checkpoint(ctx, root, "job", 2)
+		if err != nil {
+			b.Fatal(err)
+		}
+		second += res2.UploadedBytes
+		for _, d := range []string{root, src, dst} {
+			if err := os.RemoveAll(d); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if i < b.N-1 {
+			settle()
+		}
+		b.StartTimer()
+	}
+	b.StopTimer()
+	upMBps := float64(upBytes) / 1e6 / upT.Seconds()
+	cpMBps := float64(cpBytes) / 1e6 / cpT.Seconds()
+	b.ReportMetric(float64(first)/float64(b.N)/(1<<20), "first-MiB")
+	b.ReportMetric(upMBps, "upload-MB/s")
+	b.ReportMetric(cpMBps, "cp-MB/s")
+	goMBps := float64(cpBytes) / 1e6 / goT.Seconds()
+	b.ReportMetric(goMBps, "gocopy-MB/s")
+	b.ReportMetric(upMBps/cpMBps, "upload/cp")
+	b.ReportMetric(upMBps/goMBps, "upload/gocopy")
+	b.ReportMetric(float64(second)/float64(first), "second/first")
+}
+
+// copyTree runs `cp -r src dst`, then fsyncs every file it wrote and the
+// directory, and returns the bytes copied.
+func copyTree(b *testing.B, src, dst string) int64 {
+	if out, err := exec.Command("cp", "-r", src, dst).CombinedOutput(); err != nil {
+		b.Fatalf("cp -r: %v: %s", err, out)
+	}
+	ents, err := os.ReadDir(dst)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var n int64
+	for _, e := range ents {
+		f, err := os.Open(filepath.Join(dst, e.Name()))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if fi, err := f.Stat(); err == nil {
+			n += fi.Size()
+		}
+		if err := f.Sync(); err != nil {
+			b.Fatal(err)
+		}
+		f.Close()
+	}
+	if err := syncDir(dst); err != nil {
+		b.Fatal(err)
+	}
+	return n
+}
+
+// writeCompareSavepoint writes a one-subtask savepoint of op (kvOperator)
+// holding keys random values, in key-group order, without holding them in
+// memory.
+func writeCompareSavepoint(b *testing.B, loc string, op *snapshot.Operator, keys int) {
+	ctx := context.Background()
+	byKG := make([][]int64, op.MaxParallelism)
+	for i := range keys {
+		key := snapshot.EncodeInt64(int64(i))
+		kg, _ := tInt64.KeyGroupOf(key, op.MaxParallelism)
+		byKG[kg] = append(byKG[kg], int64(i))
+	}
+	w, err := Format.Create(ctx, loc, snapshot.WriteOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	sw, err := w.Subtask(ctx, op, 0, keygroup.RangeOf(op.MaxParallelism, 1, 0))
+	if err != nil {
+		b.Fatal(err)
+	}
+	rng := rand.NewChaCha8([32]byte{4, 5, 6})
+	val := make([]byte, compareValueBytes)
+	for kg, ids := range byKG {
+		for _, id := range ids {
+			rng.Read(val)
+			e := snapshot.Entry{KeyGroup: kg, State: "kv", Key: snapshot.EncodeInt64(id), Value: val}
+			if err := sw.Entry(&e); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	if err := sw.Close(); err != nil {
+		b.Fatal(err)
+	}
+	if err := w.Commit(ctx, &snapshot.Snapshot{JobID: "job", Kind: snapshot.Savepoint, Operators: []*snapshot.Operator{op}}); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// BenchmarkScanVsLdb checks the claim "entry scan for inspect --key-groups
+// at 50% or more of ldb scan's speed on the same DB".
+//
+// A savepoint (max parallelism 4096, one subtask) is opened with the
+// Reader, which checks the subtask's files and links them into its
+// temporary directory; that first open is not timed (inspect pays it
+// once, ldb has nothing like it). Each iteration then times:
+//
+//   - stateutil: every entry of the subtask through Reader.Entries, what
+//     inspect --key-groups does when the figures are not recorded (keys
+//     decoded, values sliced, block checksums verified);
+//   - ldb: `ldb --db=DIR --secondary_path=TMP --column_family=CF scan` for
+//     each keyed state's column family, on the very directory the reader
+//     opened, output to /dev/null. Raw output (no --hex): ldb prints every
+//     key and value once, the least work that still reads them all, so the
+//     comparison does not flatter stateutil with hex encoding. The
+//     secondary instance opens the directory without writing into it (a
+//     plain ldb open would write a new MANIFEST, OPTIONS and LOG there).
+//     Its time includes ldb's process start and database open.
+//
+// ldb's entry count is checked once, untimed, with --no_value --key_hex.
+// Metrics: stateutil-entries/s, ldb-entries/s and stateutil/ldb (the
+// claim is >= 0.5).
+func BenchmarkScanVsLdb(b *testing.B) {
+	ldb, err := exec.LookPath("ldb")
+	if err != nil {
+		b.Skip("ldb (rocksdb-tools) is not installed")
+	}
+	ctx := context.Background()
+	size := benchRescaleBytes(b)
+	keys := compareKeys(size)
+	op := kvOperator(1, 4096)
+	op.ID = "0b"
+	loc := filepath.Join(b.TempDir(), "sp")
+	writeCompareSavepoint(b, loc, op, keys)
+	r, err := Format.Open(ctx, loc, snapshot.OpenOptions{TempDir: b.TempDir()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { r.Close() })
+	rop := r.Snapshot().Operators[0]
+	all := keygroup.Range{Start: 0, End: rop.MaxParallelism - 1}
+	for _, err := range r.Entries(ctx, rop, 0, keygroup.Range{Start: 0, End: 0}) {
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	rd, ok := r.(*reader)
+	if !ok || rd.tmp == "" {
+		b.Fatal("the reader opened no local directory")
+	}
+	dir := filepath.Join(rd.tmp, subtaskDirName(rop.ID, 0))
+	if _, err := os.Stat(filepath.Join(dir, "CURRENT")); err != nil {
+		b.Fatal(err)
+	}
+	secondary := b.TempDir()
+	ldbScan := func(cf string, extra ...string) *exec.Cmd {
+		args := append([]string{"--db=" + dir, "--secondary_path=" + secondary, "--column_family=" + cf, "scan"}, extra...)
+		return exec.Command(ldb, args...)
+	}
+	count := func() int64 {
+		var n int64
+		for _, err := range r.Entries(ctx, rop, 0, all) {
+			if err != nil {
+				b.Fatal(err)
+			}
+			n++
+		}
+		return n
+	}
+	entries := count()
+	if entries != int64(keys) {
+		b.Fatalf("reader scanned %d entries, want %d", entries, keys)
+	}
+	var ldbEntries int64
+	for _, ks := range rop.KeyedStates {
+		out, err := ldbScan(ks.Name, "--no_value", "--key_hex").Output()
+		if err != nil {
+			b.Fatalf("ldb scan: %v", err)
+		}
+		for _, c := range out {
+			if c == '\n' {
+				ldbEntries++
+			}
+		}
+	}
+	if ldbEntries != entries {
+		b.Fatalf("ldb scanned %d keys, the reader %d entries", ldbEntries, entries)
+	}
+	devNull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer devNull.Close()
+	var ourT, ldbT time.Duration
+	b.ResetTimer()
+	for range b.N {
+		start := time.Now()
+		if n := count(); n != entries {
+			b.Fatalf("scanned %d entries, then %d", entries, n)
+		}
+		ourT += time.Since(start)
+
+		start = time.Now()
+		for _, ks := range rop.KeyedStates {
+			cmd := ldbScan(ks.Name)
+			cmd.Stdout = devNull
+			cmd.Stderr = io.Discard
+			if err := cmd.Run(); err != nil {
+				b.Fatalf("ldb scan: %v", err)
+			}
+		}
+		ldbT += time.Since(start)
+	}
+	b.StopTimer()
+	ours := float64(entries) * float64(b.N) / ourT.Seconds()
+	theirs := float64(entries) * float64(b.N) / ldbT.Seconds()
+	b.ReportMetric(float64(entries), "entries")
+	b.ReportMetric(ours, "stateutil-entries/s")
+	b.ReportMetric(theirs, "ldb-entries/s")
+	b.ReportMetric(ours/theirs, "stateutil/ldb")
+}
