@@ -130,5 +130,7 @@ fi
 
 say "== Go benchmarks"
 go test -run '^$' -bench . -benchtime 3x ./backends/rocksdb/ ./runtime/ ./backends/flink/ 2>&1 | grep -E '^(Benchmark|ok|FAIL)' | tee -a "$results"
+say "== filesystem format: write and read through the Go API vs a sequential copy of the same bytes, with and without fsync ($(mib "$big") MiB)"
+STATEUTIL_BENCH_BYTES=$big go test -run '^$' -bench WriteRead -benchtime 2x ./backends/filesystem/ 2>&1 | grep -E '^(Benchmark|ok|FAIL)' | tee -a "$results"
 say "== rocksdb checkpoint upload vs cp, entry scan vs ldb scan ($(mib "$big") MiB, one iteration)"
 STATEUTIL_BENCH_BYTES=$big go test -run '^$' -bench 'FirstCheckpointVsCopy|ScanVsLdb' -benchtime 1x -timeout 60m ./backends/rocksdb/ 2>&1 | grep -E '^(Benchmark|ok|FAIL)' | tee -a "$results"
