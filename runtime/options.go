@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"time"
+
+	"github.com/stateutil/stateutil/backends/rocksdb"
 )
 
 // Options configure one run of a job.
@@ -101,24 +103,8 @@ type Result struct {
 // IncrementalCheckpoint is what one incremental checkpoint referenced,
 // what it uploaded and what it reused from the checkpoints before it.
 type IncrementalCheckpoint struct {
-	ID       int64  `json:"id"`
-	Location string `json:"location"`
-	// Files and Bytes are everything the checkpoint references.
-	Files int   `json:"files"`
-	Bytes int64 `json:"bytes"`
-	// UploadedFiles and UploadedBytes are what this checkpoint copied;
-	// ReusedFiles and ReusedBytes the shared files it referenced again
-	// instead. Uploaded plus reused is the whole checkpoint.
-	UploadedFiles int   `json:"uploaded_files"`
-	UploadedBytes int64 `json:"uploaded_bytes"`
-	ReusedFiles   int   `json:"reused_files"`
-	ReusedBytes   int64 `json:"reused_bytes"`
-	// SharedFiles and SharedBytes are the SST files the checkpoint
-	// references in the job's shared/ directory, uploaded now or reused;
-	// the rest are private files (MANIFEST, OPTIONS, operator state) that
-	// every checkpoint uploads.
-	SharedFiles int   `json:"shared_files"`
-	SharedBytes int64 `json:"shared_bytes"`
+	ID int64 `json:"id"`
+	rocksdb.UploadStats
 }
 
 // UploadedTotal sums what the run's incremental checkpoints uploaded.

@@ -77,11 +77,7 @@ func (s *rocksSession) checkpoint(ctx context.Context, dir, jobID string, id int
 	if err != nil {
 		return nil, err
 	}
-	return &IncrementalCheckpoint{
-		ID: id, Location: r.Location, Files: r.Files, Bytes: r.Bytes,
-		UploadedFiles: r.UploadedFiles, UploadedBytes: r.UploadedBytes,
-		ReusedFiles: r.ReusedFiles, ReusedBytes: r.ReusedBytes, SharedFiles: r.SharedFiles, SharedBytes: r.SharedBytes,
-	}, nil
+	return &IncrementalCheckpoint{ID: id, UploadStats: r.UploadStats}, nil
 }
 
 func (s *rocksSession) close() error { return s.inc.Close() }

@@ -47,23 +47,7 @@ type Incremental struct {
 
 // CheckpointResult reports one completed checkpoint.
 type CheckpointResult struct {
-	// Location is the chk-N directory (its _metadata is the commit point).
-	Location string `json:"location"`
-	// Files and Bytes are everything the checkpoint references.
-	Files int   `json:"files"`
-	Bytes int64 `json:"bytes"`
-	// UploadedFiles and UploadedBytes are what this checkpoint copied.
-	UploadedFiles int   `json:"uploaded_files"`
-	UploadedBytes int64 `json:"uploaded_bytes"`
-	// ReusedFiles and ReusedBytes are shared SSTs referenced from earlier
-	// checkpoints instead of uploaded.
-	ReusedFiles int   `json:"reused_files"`
-	ReusedBytes int64 `json:"reused_bytes"`
-	// SharedFiles and SharedBytes are the SSTs the checkpoint references in
-	// shared/, uploaded now or reused; everything else (MANIFEST, OPTIONS,
-	// operator state: the private files) is uploaded by every checkpoint.
-	SharedFiles int   `json:"shared_files"`
-	SharedBytes int64 `json:"shared_bytes"`
+	UploadStats
 	// Discarded are the checkpoints dropped by retention, Deleted the
 	// shared files no retained checkpoint needed any more.
 	Discarded []int64  `json:"discarded"`
@@ -276,8 +260,30 @@ func (b *Incremental) uploadAll(ctx context.Context, t uploadTarget, kind snapsh
 		slices.SortFunc(c.Subtasks, func(x, y *snapshot.Subtask) int { return x.Index - y.Index })
 		s.Operators = append(s.Operators, &c)
 	}
-	res := &CheckpointResult{Files: total.Files, Bytes: total.Bytes, UploadedFiles: total.UploadedFiles, UploadedBytes: total.UploadedBytes, ReusedFiles: total.ReusedFiles}
+	res := &CheckpointResult{UploadStats: UploadStats{Files: total.Files, Bytes: total.Bytes, UploadedFiles: total.UploadedFiles, UploadedBytes: total.UploadedBytes, ReusedFiles: total.ReusedFiles}}
 	return res, m, nil
+}
+
+// UploadStats is what a checkpoint references, what it uploaded and what
+// it reused from the checkpoints before it.
+type UploadStats struct {
+	// Location is the chk-N directory (its _metadata is the commit point).
+	Location string `json:"location"`
+	// Files and Bytes are everything the checkpoint references.
+	Files int   `json:"files"`
+	Bytes int64 `json:"bytes"`
+	// UploadedFiles and UploadedBytes are what this checkpoint copied.
+	UploadedFiles int   `json:"uploaded_files"`
+	UploadedBytes int64 `json:"uploaded_bytes"`
+	// ReusedFiles and ReusedBytes are shared SSTs referenced from earlier
+	// checkpoints instead of uploaded.
+	ReusedFiles int   `json:"reused_files"`
+	ReusedBytes int64 `json:"reused_bytes"`
+	// SharedFiles and SharedBytes are the SSTs the checkpoint references in
+	// shared/, uploaded now or reused; everything else (MANIFEST, OPTIONS,
+	// operator state: the private files) is uploaded by every checkpoint.
+	SharedFiles int   `json:"shared_files"`
+	SharedBytes int64 `json:"shared_bytes"`
 }
 
 // subtaskModel is the model's view of the instance; keyed figures are
