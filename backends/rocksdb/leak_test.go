@@ -36,6 +36,24 @@ func vmRSS(t *testing.T) int64 {
 	return 0
 }
 
+// rssAcross runs cycle warmup times (allocator arenas and caches settle),
+// then loops times more, and returns VmRSS in KiB before and after those.
+func rssAcross(t *testing.T, warmup, loops int, cycle func(i int)) (before, after int64) {
+	measure := func() int64 {
+		runtime.GC()
+		debug.FreeOSMemory()
+		return vmRSS(t)
+	}
+	for i := range warmup {
+		cycle(i)
+	}
+	before = measure()
+	for i := range loops {
+		cycle(i)
+	}
+	return before, measure()
+}
+
 // TestNoNativeLeak opens, writes, iterates, checkpoints and closes an
 // instance many times; a leaked native object would grow the RSS.
 func TestNoNativeLeak(t *testing.T) {
@@ -74,20 +92,8 @@ func TestNoNativeLeak(t *testing.T) {
 		in.destroy()
 		os.RemoveAll(filepath.Join(base, "cp"))
 	}
-	measure := func() int64 {
-		runtime.GC()
-		debug.FreeOSMemory()
-		return vmRSS(t)
-	}
-	for i := range 30 { // warm up allocator arenas and caches
-		cycle(i)
-	}
-	before := measure()
 	const loops = 200
-	for i := range loops {
-		cycle(i)
-	}
-	after := measure()
+	before, after := rssAcross(t, 30, loops, cycle)
 	t.Logf("VmRSS after warm-up %d KiB, after %d more open/write/iterate/checkpoint/close cycles %d KiB (%+d KiB)", before, loops, after, after-before)
 	if after-before > 4<<10 {
 		t.Errorf("RSS grew by %d KiB over %d cycles; a native object leaks", after-before, loops)

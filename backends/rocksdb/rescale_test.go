@@ -9,8 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
-	"runtime/debug"
 	"slices"
 	"strings"
 	"testing"
@@ -396,20 +394,8 @@ func TestRescaleFastPathNoNativeLeak(t *testing.T) {
 		dst, _ := rescaleTo(t, src, 1+2*(i%2), false) // 2 -> 1, 2 -> 3
 		os.RemoveAll(dst)
 	}
-	measure := func() int64 {
-		runtime.GC()
-		debug.FreeOSMemory()
-		return vmRSS(t)
-	}
-	for i := range 20 { // warm up allocator arenas and caches
-		cycle(i)
-	}
-	before := measure()
 	const loops = 60
-	for i := range loops {
-		cycle(i)
-	}
-	after := measure()
+	before, after := rssAcross(t, 20, loops, cycle)
 	t.Logf("VmRSS %d KiB after warm-up, %d KiB after %d more rescales (%+d KiB)", before, after, loops, after-before)
 	// The entry-by-entry path settles at about +4 MiB here as well.
 	if after-before > 8<<10 {
