@@ -128,16 +128,12 @@ func (o *runOptions) validate(name string) (*runtime.Job, runtime.Options, error
 		return nil, opts, usageErrorf("--parallelism and --retain must be at least 1; --max-parallelism, --records, --partitions and checkpoint frequencies cannot be negative")
 	}
 	f, err := snapshot.LookupFormat(o.backend)
-	if err != nil {
-		return nil, opts, fmt.Errorf("%w: --backend: %w", errUsage, err)
-	}
 	var backend runtime.StateBackend = runtime.HeapStateBackend{}
-	switch f.Name {
-	case "memory", "filesystem":
-	case "rocksdb":
+	switch {
+	case err != nil || f.Create == nil:
+		return nil, opts, usageErrorf("--backend must be memory, filesystem or rocksdb (or Flink's jobmanager, hashmap), not %q", o.backend)
+	case f.Name == "rocksdb":
 		backend = runtime.RocksDBStateBackend{LocalDir: o.localDir}
-	default:
-		return nil, opts, usageErrorf("--backend must be memory, filesystem or rocksdb, not %q", o.backend)
 	}
 	job, err := b.Build(o.config)
 	if err != nil {

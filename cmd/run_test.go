@@ -121,7 +121,8 @@ func TestRunCommandErrors(t *testing.T) {
 		msg  string
 	}{
 		{[]string{"run", "nosuchjob"}, ExitUsage, "unknown job"},
-		{[]string{"run", "wordcount", "--backend", "nosuch"}, ExitUsage, "unknown snapshot format"},
+		{[]string{"run", "wordcount", "--backend", "nosuch"}, ExitUsage, "--backend must be memory, filesystem or rocksdb"},
+		{[]string{"run", "wordcount", "--backend", "flink"}, ExitUsage, "--backend must be memory, filesystem or rocksdb"},
 		{[]string{"run", "wordcount", "-p", "0"}, ExitUsage, "at least 1"},
 		{[]string{"run", "wordcount", "--restore", "/nonexistent/sp.dump"}, ExitNotFound, "does not exist"},
 		{[]string{"run", "sessions", "--input", "x.txt"}, ExitUsage, "generated input only"},
