@@ -2,11 +2,10 @@ package redistribute
 
 import (
 	"context"
-	"path/filepath"
 	"reflect"
+	"sync/atomic"
 	"testing"
 
-	"github.com/stateutil/stateutil/backends/memory"
 	"github.com/stateutil/stateutil/keygroup"
 	"github.com/stateutil/stateutil/snapshot"
 )
@@ -16,11 +15,11 @@ import (
 type fakeCopier struct {
 	snapshot.Writer
 	decline bool
-	calls   int
+	calls   atomic.Int64 // Execute writes subtasks concurrently
 }
 
 func (f *fakeCopier) SubtaskFrom(ctx context.Context, r snapshot.Reader, op, newOp *snapshot.Operator, index int, kgs keygroup.Range) (snapshot.SubtaskWriter, bool, error) {
-	f.calls++
+	f.calls.Add(1)
 	if f.decline {
 		return nil, false, nil
 	}
@@ -46,21 +45,8 @@ func (f *fakeCopier) SubtaskFrom(ctx context.Context, r snapshot.Reader, op, new
 // rescaleVia is rescale with a fakeCopier as the writer.
 func rescaleVia(t *testing.T, src string, req Request, opts Options, decline bool) (string, int) {
 	t.Helper()
-	ctx := context.Background()
-	r := openSnap(t, src)
-	plan, err := NewPlan(ctx, r, req)
+	plan, err := NewPlan(context.Background(), openSnap(t, src), req)
 	if err != nil {
-		t.Fatal(err)
-	}
-	dst := filepath.Join(t.TempDir(), "dst.dump")
-	w, err := memory.Create(ctx, dst, snapshot.WriteOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := &fakeCopier{Writer: w, decline: decline}
-	var progress int64
-	opts.Progress = func(n int64) { progress += n }
-	if err := Execute(ctx, r, f, plan, opts); err != nil {
 		t.Fatal(err)
 	}
 	var want int64
@@ -69,10 +55,17 @@ func rescaleVia(t *testing.T, src string, req Request, opts Options, decline boo
 			want += sub.KeyedBytes + sub.OperatorBytes
 		}
 	}
+	var f *fakeCopier
+	var progress int64
+	opts.Progress = func(n int64) { progress += n }
+	dst := rescaleInto(t, src, req, opts, func(w snapshot.Writer) snapshot.Writer {
+		f = &fakeCopier{Writer: w, decline: decline}
+		return f
+	})
 	if progress == 0 && want > 0 {
 		t.Errorf("no progress reported, the plan moves %d bytes", want)
 	}
-	return dst, f.calls
+	return dst, int(f.calls.Load())
 }
 
 // TestExecuteTakesKeyedCopier checks when Execute asks the writer to copy

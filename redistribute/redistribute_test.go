@@ -41,6 +41,13 @@ func openSnap(t *testing.T, loc string) snapshot.Reader {
 
 func rescale(t *testing.T, src string, req Request, opts Options) string {
 	t.Helper()
+	return rescaleInto(t, src, req, opts, func(w snapshot.Writer) snapshot.Writer { return w })
+}
+
+// rescaleInto rescales src into a new memory dump through the writer wrap
+// makes of it, and returns the dump's path.
+func rescaleInto(t *testing.T, src string, req Request, opts Options, wrap func(snapshot.Writer) snapshot.Writer) string {
+	t.Helper()
 	ctx := context.Background()
 	r := openSnap(t, src)
 	plan, err := NewPlan(ctx, r, req)
@@ -52,7 +59,7 @@ func rescale(t *testing.T, src string, req Request, opts Options) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := Execute(ctx, r, w, plan, opts); err != nil {
+	if err := Execute(ctx, r, wrap(w), plan, opts); err != nil {
 		t.Fatal(err)
 	}
 	return dst
