@@ -134,8 +134,26 @@ func writeSnapshot(t testing.TB, loc string, op *snapshot.Operator, entries [][]
 	if err != nil {
 		t.Fatal(err)
 	}
+	writeSubtasks(t, w, op, entries, func(sw snapshot.SubtaskWriter, i int) error {
+		for j := range 3 {
+			if err := sw.Element("offsets", []byte(fmt.Sprintf("p%d-%d", i, j))); err != nil {
+				return err
+			}
+		}
+		return sw.Raw(snapshot.RawState{Keyed: []byte{byte(i)}})
+	})
+	s := &snapshot.Snapshot{JobID: "job", CheckpointID: 7, Kind: snapshot.Savepoint, Operators: []*snapshot.Operator{op}}
+	if err := w.Commit(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// writeSubtasks writes subtask i's entries, then whatever more adds to it,
+// and closes it, for every subtask in entries.
+func writeSubtasks(t testing.TB, w snapshot.Writer, op *snapshot.Operator, entries [][]snapshot.Entry, more func(sw snapshot.SubtaskWriter, i int) error) {
+	t.Helper()
 	for i, es := range entries {
-		sw, err := w.Subtask(ctx, op, i, keygroup.RangeOf(op.MaxParallelism, op.Parallelism, i))
+		sw, err := w.Subtask(context.Background(), op, i, keygroup.RangeOf(op.MaxParallelism, op.Parallelism, i))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -144,20 +162,11 @@ func writeSnapshot(t testing.TB, loc string, op *snapshot.Operator, entries [][]
 				t.Fatal(err)
 			}
 		}
-		for j := range 3 {
-			if err := sw.Element("offsets", []byte(fmt.Sprintf("p%d-%d", i, j))); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := sw.Raw(snapshot.RawState{Keyed: []byte{byte(i)}}); err != nil {
+		if err := more(sw, i); err != nil {
 			t.Fatal(err)
 		}
 		if err := sw.Close(); err != nil {
 			t.Fatal(err)
 		}
-	}
-	s := &snapshot.Snapshot{JobID: "job", CheckpointID: 7, Kind: snapshot.Savepoint, Operators: []*snapshot.Operator{op}}
-	if err := w.Commit(ctx, s); err != nil {
-		t.Fatal(err)
 	}
 }

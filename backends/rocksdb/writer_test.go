@@ -10,7 +10,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stateutil/stateutil/keygroup"
 	"github.com/stateutil/stateutil/snapshot"
 	"github.com/stateutil/stateutil/storage"
 )
@@ -25,23 +24,9 @@ func writeForced(t *testing.T, loc string, op *snapshot.Operator, entries [][]sn
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i, es := range entries {
-		sw, err := w.Subtask(ctx, op, i, keygroup.RangeOf(op.MaxParallelism, op.Parallelism, i))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for j := range es {
-			if err := sw.Entry(&es[j]); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := sw.Element("offsets", []byte("forced")); err != nil {
-			t.Fatal(err)
-		}
-		if err := sw.Close(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writeSubtasks(t, w, op, entries, func(sw snapshot.SubtaskWriter, _ int) error {
+		return sw.Element("offsets", []byte("forced"))
+	})
 	check()
 	if abort {
 		if err := w.Abort(ctx); err != nil {
