@@ -67,6 +67,20 @@ func uids(job *runtime.Job) []string {
 	return append(out, job.Sink.UID)
 }
 
+// attemptOptions configures one attempt of a trial: checkpoints every
+// every records, and a random retention, batch size and channel capacity.
+func attemptOptions(t *testing.T, bc backendCase, p int, dir, jobID, restore string, out runtime.Committer, every int64, rng *rand.Rand) runtime.Options {
+	backend := bc.backend
+	if backend == nil {
+		backend = runtime.RocksDBStateBackend{LocalDir: t.TempDir()}
+	}
+	return runtime.Options{
+		Parallelism: p, Backend: backend, Format: bc.format, CheckpointDir: dir, JobID: jobID,
+		CheckpointEvery: every, Retain: 1 + rng.IntN(2), Restore: restore,
+		Clock: runtime.NewManualClock(epoch), Committer: out, BatchSize: 1 + rng.IntN(16), ChannelCapacity: 1 + rng.IntN(4),
+	}
+}
+
 // trial runs one randomized failure-and-recovery scenario and reports any
 // difference from the failure-free run.
 func trial(t *testing.T, bc backendCase, seed uint64, st *trialStats) error {
@@ -87,15 +101,7 @@ func trial(t *testing.T, bc backendCase, seed uint64, st *trialStats) error {
 		if err != nil {
 			return err
 		}
-		backend := bc.backend
-		if backend == nil {
-			backend = runtime.RocksDBStateBackend{LocalDir: t.TempDir()}
-		}
-		opts := runtime.Options{
-			Parallelism: p, Backend: backend, Format: bc.format, CheckpointDir: dir, JobID: jobID,
-			CheckpointEvery: int64(20 + bc.minEvery + rng.IntN(150)), Retain: 1 + rng.IntN(2), Restore: restore,
-			Clock: runtime.NewManualClock(epoch), Committer: out, BatchSize: 1 + rng.IntN(16), ChannelCapacity: 1 + rng.IntN(4),
-		}
+		opts := attemptOptions(t, bc, p, dir, jobID, restore, out, int64(20+bc.minEvery+rng.IntN(150)), rng)
 		if attempt < failures {
 			ops := uids(job)
 			opts.Failure = &runtime.Failure{Operator: ops[rng.IntN(len(ops))], Subtask: rng.IntN(p), AtRecord: 1 + rng.Int64N(cfg.Records/int64(p)+1)}

@@ -140,15 +140,7 @@ func migrateTrial(t *testing.T, bc backendCase, seed uint64, st *migrateStats) e
 		if err != nil {
 			return err
 		}
-		backend := bc.backend
-		if backend == nil {
-			backend = runtime.RocksDBStateBackend{LocalDir: t.TempDir()}
-		}
-		opts := runtime.Options{
-			Parallelism: p, Backend: backend, Format: bc.format, CheckpointDir: dir, JobID: jobID,
-			CheckpointEvery: int64(10 + bc.minEvery + rng.IntN(80)), Retain: 1 + rng.IntN(2), Restore: restore,
-			Clock: runtime.NewManualClock(epoch), Committer: out, BatchSize: 1 + rng.IntN(16), ChannelCapacity: 1 + rng.IntN(4),
-		}
+		opts := attemptOptions(t, bc, p, dir, jobID, restore, out, int64(10+bc.minEvery+rng.IntN(80)), rng)
 		if attempt < failures {
 			// Late enough that a checkpoint has mostly completed, early
 			// enough that the subtask mostly gets there: half of the
