@@ -1,13 +1,11 @@
 package filesystem_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -104,18 +102,7 @@ func (s *killAfterSubtask) Entry(e *snapshot.Entry) error {
 // how long it wrote.
 func trial(t *testing.T, loc string, delay time.Duration, entries int) (committed bool, took time.Duration) {
 	t.Helper()
-	c := exec.Command(os.Args[0], "-test.run=^$")
-	c.Env = append(os.Environ(), crashLocEnv+"="+loc, crashAfterEnv+"="+strconv.Itoa(entries), "TMPDIR="+t.TempDir())
-	var stderr bytes.Buffer
-	c.Stderr = &stderr
-	out, err := c.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	lines := bufio.NewScanner(out)
+	c, lines, stderr := formattest.StartChild(t, crashLocEnv+"="+loc, crashAfterEnv+"="+strconv.Itoa(entries))
 	if !lines.Scan() || lines.Text() != "ready" {
 		c.Process.Kill()
 		c.Wait()
@@ -131,12 +118,8 @@ func trial(t *testing.T, loc string, delay time.Duration, entries int) (committe
 			committed = true
 		}
 	}
-	werr := c.Wait()
-	took = time.Since(start)
-	if werr != nil && !strings.Contains(werr.Error(), "killed") {
-		t.Fatalf("child failed: %v: %s", werr, stderr.String())
-	}
-	return committed, took
+	formattest.WaitChild(t, c, stderr)
+	return committed, time.Since(start)
 }
 
 // accepted reports whether snapshot.Open and `stateutil inspect` accept

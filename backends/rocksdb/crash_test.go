@@ -1,14 +1,12 @@
 package rocksdb_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
 	"math/rand/v2"
 	"net/url"
 	"os"
-	"os/exec"
 	"path"
 	"path/filepath"
 	"slices"
@@ -240,26 +238,12 @@ func crashChild(root string) int {
 // returns its last stdout line.
 func runCrashChild(t *testing.T, root string, ops int) string {
 	t.Helper()
-	c := exec.Command(os.Args[0], "-test.run=^$")
-	// The killed child cannot remove its staging directory: keep it in
-	// the test's temporary directory, not the system's.
-	c.Env = append(os.Environ(), crashRootEnv+"="+root, crashOpsEnv+"="+strconv.Itoa(ops), "TMPDIR="+t.TempDir())
-	var stderr bytes.Buffer
-	c.Stderr = &stderr
-	out, err := c.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
+	c, lines, stderr := formattest.StartChild(t, crashRootEnv+"="+root, crashOpsEnv+"="+strconv.Itoa(ops))
 	var last string
-	for sc := bufio.NewScanner(out); sc.Scan(); {
-		last = sc.Text()
+	for lines.Scan() {
+		last = lines.Text()
 	}
-	if err := c.Wait(); err != nil && !strings.Contains(err.Error(), "killed") {
-		t.Fatalf("child: %v: %s", err, stderr.String())
-	}
+	formattest.WaitChild(t, c, stderr)
 	return last
 }
 
