@@ -312,15 +312,24 @@ func control(t *testing.T, addr, cmd string) {
 	}
 }
 
-func TestHDFSDataNodeStoppedDuringWrite(t *testing.T) {
-	addr := needEnv(t, "STATEUTIL_TEST_HDFS")
-	ctl := needEnv(t, "STATEUTIL_TEST_HDFS_CONTROL")
+// dataNodeFaultSetup is the common start of the tests that stop the
+// DataNode: a storage as the superuser, a fresh root, the harness control
+// and namenode addresses, and an I/O timeout long enough to see the failure as an error.
+func dataNodeFaultSetup(t *testing.T) (st storage.Storage, root, ctl, addr string) {
+	t.Helper()
+	addr = needEnv(t, "STATEUTIL_TEST_HDFS")
+	ctl = needEnv(t, "STATEUTIL_TEST_HDFS_CONTROL")
 	plainEnv(t, superuser(t))
 	old := storage.HDFSIOTimeout
 	storage.HDFSIOTimeout = 15 * time.Second
-	defer func() { storage.HDFSIOTimeout = old }()
+	t.Cleanup(func() { storage.HDFSIOTimeout = old })
+	st, root = hdfsRoot(t, addr)
+	return st, root, ctl, addr
+}
+
+func TestHDFSDataNodeStoppedDuringWrite(t *testing.T) {
 	ctx := context.Background()
-	st, root := hdfsRoot(t, addr)
+	st, root, ctl, addr := dataNodeFaultSetup(t)
 	target := root + "/chk-1/_metadata"
 	if err := st.MkdirAll(ctx, root+"/chk-1"); err != nil {
 		t.Fatal(err)
@@ -392,14 +401,8 @@ func TestHDFSDataNodeStoppedDuringWrite(t *testing.T) {
 }
 
 func TestHDFSDataNodeStoppedDuringRead(t *testing.T) {
-	addr := needEnv(t, "STATEUTIL_TEST_HDFS")
-	ctl := needEnv(t, "STATEUTIL_TEST_HDFS_CONTROL")
-	plainEnv(t, superuser(t))
-	old := storage.HDFSIOTimeout
-	storage.HDFSIOTimeout = 15 * time.Second
-	defer func() { storage.HDFSIOTimeout = old }()
 	ctx := context.Background()
-	st, root := hdfsRoot(t, addr)
+	st, root, ctl, addr := dataNodeFaultSetup(t)
 	p := root + "/state"
 	data := make([]byte, 3<<20)
 	rand.Read(data)
