@@ -23,7 +23,8 @@ type ConvertOptions struct {
 	// larger, before writing anything.
 	StateSizeCap int64
 	// Start, if set, is called once with the bytes of state to write,
-	// before writing; Progress after every entry or element written.
+	// before writing; Progress as entries and elements are written, with
+	// their bytes since the last call (about a megabyte at a time).
 	Start    func(total int64)
 	Progress func(bytes int64)
 	// Verify re-reads the destination and compares it with the source

@@ -161,13 +161,38 @@ func serialized(progress func(int64), n int) func(int64) {
 	}
 }
 
+// progressBatch hands sizes to report a megabyte at a time, so that an
+// entry costs the writers no lock (report is serialized).
+type progressBatch struct {
+	report func(int64)
+	n      int64
+}
+
+func (p *progressBatch) add(n int64) {
+	if p.report == nil {
+		return
+	}
+	if p.n += n; p.n >= 1<<20 {
+		p.flush()
+	}
+}
+
+func (p *progressBatch) flush() {
+	if p.n > 0 {
+		p.report(p.n)
+		p.n = 0
+	}
+}
+
 // WriteSubtask writes new subtask i of an assignment to w as a subtask of
-// newOp, reporting each entry's or element's size to progress (may be nil).
+// newOp, reporting the bytes of entries and elements written to progress
+// (may be nil) in batches.
 func WriteSubtask(ctx context.Context, a *Assignment, w snapshot.Writer, newOp *snapshot.Operator, i int, progress func(int64)) error {
 	sw, err := w.Subtask(ctx, newOp, i, a.KeyGroups(i))
 	if err != nil {
 		return err
 	}
+	batch := progressBatch{report: progress}
 	for e, err := range a.Entries(ctx, i) {
 		if err != nil {
 			return err
@@ -175,16 +200,16 @@ func WriteSubtask(ctx context.Context, a *Assignment, w snapshot.Writer, newOp *
 		if err := sw.Entry(&e); err != nil {
 			return err
 		}
-		if progress != nil {
-			progress(e.Size())
-		}
+		batch.add(e.Size())
 	}
+	batch.flush()
 	return finishSubtask(ctx, a, sw, i, progress)
 }
 
 // finishSubtask adds new subtask i's operator and raw state to sw, whose
 // keyed state is complete, and closes it.
 func finishSubtask(ctx context.Context, a *Assignment, sw snapshot.SubtaskWriter, i int, progress func(int64)) error {
+	batch := progressBatch{report: progress}
 	for el, err := range a.Elements(ctx, i) {
 		if err != nil {
 			return err
@@ -192,10 +217,9 @@ func finishSubtask(ctx context.Context, a *Assignment, sw snapshot.SubtaskWriter
 		if err := sw.Element(el.State, el.Value); err != nil {
 			return err
 		}
-		if progress != nil {
-			progress(int64(len(el.Value)))
-		}
+		batch.add(int64(len(el.Value)))
 	}
+	batch.flush()
 	raw, err := a.Raw(ctx, i)
 	if err != nil {
 		return err

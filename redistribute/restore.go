@@ -18,8 +18,9 @@ type Options struct {
 	// MemoryLimit bounds the entries held in memory while re-hashing;
 	// 0 is DefaultMemoryLimit.
 	MemoryLimit int64
-	// Progress, if set, is called by Execute after each keyed entry or
-	// operator-state element written, with its size in bytes.
+	// Progress, if set, is called by Execute as keyed entries and
+	// operator-state elements are written, with their bytes since the
+	// last call (about a megabyte at a time).
 	Progress func(bytes int64)
 	// EntryByEntry makes Execute move keyed state entry by entry even
 	// where the writer has a fast path (KeyedCopier): the reference the

@@ -25,8 +25,10 @@ type Instance struct {
 	// known maps local SST names to the shared files they were uploaded
 	// as (or restored from), so later checkpoints reference them.
 	known map[string]file
-	key   []byte
-	val   []byte
+	// sums knows the CRC32C of files stateutil put into the database.
+	sums fileSums
+	key  []byte
+	val  []byte
 }
 
 func checkOperator(op *snapshot.Operator) error {
@@ -58,7 +60,7 @@ func openInstance(dir string, op *snapshot.Operator, index int, kgs keygroup.Ran
 	if err != nil {
 		return nil, err
 	}
-	return &Instance{op: op, index: index, kgs: kgs, dir: dir, db: d, codecs: codecs(op), known: map[string]file{}}, nil
+	return &Instance{op: op, index: index, kgs: kgs, dir: dir, db: d, codecs: codecs(op), known: map[string]file{}, sums: fileSums{}}, nil
 }
 
 // Operator is the operator this instance belongs to.

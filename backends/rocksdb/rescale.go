@@ -35,7 +35,7 @@ import (
 //     family without them;
 //   - every other source's share streams raw, bounded to its key-group
 //     prefixes, into an external SST file per source and state, one per
-//     CPU at a time and in a C loop (rescale_cgo.go), while the new
+//     CPU at a time and in a C loop (sstfile.go), while the new
 //     instance is made; the files are then ingested. The shares are
 //     disjoint, so each file receives its keys in order and none overlaps
 //     another.
@@ -90,7 +90,11 @@ func (w *writer) SubtaskFrom(ctx context.Context, r snapshot.Reader, op, newOp *
 	}
 	cs := &copiedSubtask{subtaskWriter: sw}
 	if primary != nil {
-		if err = cs.clip(op, primary.part); err != nil {
+		err = cs.recordSums(primary.h.Files)
+		if err == nil {
+			err = cs.clip(op, primary.part)
+		}
+		if err != nil {
 			err = fmt.Errorf("operator %s subtask %d: %w", op.Label(), primary.sub.Index, err)
 		}
 	}
@@ -163,6 +167,20 @@ func copyLocalFile(from, to string) error {
 		err = cerr
 	}
 	return err
+}
+
+// recordSums notes the checksums the old snapshot records for the SST
+// files linked from it: the new snapshot records them unread, so damage
+// in an old file stays visible as a checksum mismatch.
+func (cs *copiedSubtask) recordSums(files []file) error {
+	for _, f := range files {
+		if strings.HasSuffix(f.Local, ".sst") {
+			if err := cs.in.sums.record(filepath.Join(cs.in.dir, f.Local), f.CRC32C); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // copiedSubtask is a subtask writer whose keyed state was copied whole.

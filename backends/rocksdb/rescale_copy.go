@@ -2,6 +2,7 @@ package rocksdb
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -42,7 +43,8 @@ type share struct {
 	part  keygroup.Range
 	path  string
 	label string
-	ok    bool // the file exists (the share has keys)
+	ok    bool   // the file exists (the share has keys)
+	crc   uint32 // its CRC32C
 }
 
 // planShares lists the shares to copy: every source but the primary,
@@ -79,6 +81,9 @@ func (cs *copiedSubtask) ingestShares(op *snapshot.Operator, shares []*share) er
 		var files []string
 		for _, sh := range shares {
 			if sh.ok && sh.c.state == name {
+				if err := cs.in.sums.record(sh.path, sh.crc); err != nil {
+					return err
+				}
 				files = append(files, sh.path)
 			}
 		}
@@ -118,26 +123,54 @@ func runShares(ctx context.Context, shares []*share) error {
 	return errors.Join(errs...)
 }
 
-// copy writes the share's key range of its state, raw, into its file.
+// copy writes the share's key range of its state, raw, into its file,
+// compressed or not as the range's first pairs tell.
 func (sh *share) copy(ctx context.Context) error {
-	w, err := newSSTWriter(sh.path)
+	it := sh.src.newIter(sh.src.cfs[sh.c.state], sh.c.kgPrefix(sh.part.Start), sh.c.upperBound(sh.part.End))
+	defer it.Close()
+	var head []byte // the first pairs, key then value, each with its length
+	for ; it.valid() && len(head) < compressionSample; it.next() {
+		head = appendPair(head, it.key(), it.value())
+	}
+	w, err := newSSTWriter(sh.path, compressible(head))
 	if err != nil {
 		return err
 	}
 	defer w.Close()
-	it := sh.src.newIter(sh.src.cfs[sh.c.state], sh.c.kgPrefix(sh.part.Start), sh.c.upperBound(sh.part.End))
+	for rest := head; len(rest) > 0; {
+		var k, v []byte
+		k, v, rest = nextPair(rest)
+		if err := w.add(k, v); err != nil {
+			return fmt.Errorf("%s: %w", sh.label, err)
+		}
+	}
 	if err := copyIter(ctx, it, w); err != nil {
 		return fmt.Errorf("%s: %w", sh.label, err)
 	}
 	sh.ok, err = w.finish()
+	sh.crc = w.crc
 	return err
 }
 
-// copyIter writes every pair it yields to dst and closes it.
+func appendPair(dst, k, v []byte) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(k)))
+	dst = append(dst, k...)
+	dst = binary.AppendUvarint(dst, uint64(len(v)))
+	return append(dst, v...)
+}
+
+// nextPair splits the first pair appendPair wrote off b.
+func nextPair(b []byte) (k, v, rest []byte) {
+	n, w := binary.Uvarint(b)
+	k, b = b[w:w+int(n)], b[w+int(n):]
+	n, w = binary.Uvarint(b)
+	return k, b[w : w+int(n)], b[w+int(n):]
+}
+
+// copyIter writes every pair it yields to dst.
 func copyIter(ctx context.Context, it *iter, dst *sstWriter) error {
-	defer it.Close()
-	if nativePointers {
-		if err := copyNative(ctx, it, dst); err != nil {
+	if nativeIterator {
+		if err := dst.copyPairs(ctx, it); err != nil {
 			return err
 		}
 	}

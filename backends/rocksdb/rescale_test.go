@@ -376,8 +376,8 @@ func TestRescaleFastPathCanceled(t *testing.T) {
 // TestRescaleFastPathPortableLoop runs the copy through the Go loop that
 // replaces the C one should grocksdb's wrappers change.
 func TestRescaleFastPathPortableLoop(t *testing.T) {
-	defer func(v bool) { nativePointers = v }(nativePointers)
-	nativePointers = false
+	defer func(v bool) { nativeIterator = v }(nativeIterator)
+	nativeIterator = false
 	testRescale(t, 5, 4096, 2, 3)
 }
 

@@ -48,8 +48,9 @@ type subtaskWriter struct {
 // records, not yet sorted.
 type sstState struct {
 	c        *codec
-	sst      *sstWriter
-	buf      []byte // records' keys and values, each key followed by its value
+	path     string
+	sst      *sstWriter // opened by the first flush
+	buf      []byte     // records' keys and values, each key followed by its value
 	recs     []sortRec
 	sorted   bool // recs arrived in strictly increasing key order
 	fallback bool
@@ -169,6 +170,14 @@ func (s *sstState) flush() error {
 	}
 	if !s.sorted {
 		slices.SortStableFunc(s.recs, func(a, b sortRec) int { return bytes.Compare(s.keyOf(a), s.keyOf(b)) })
+	}
+	if s.sst == nil {
+		// The first key group is the sample the compression is chosen by.
+		w, err := newSSTWriter(s.path, compressible(s.buf))
+		if err != nil {
+			return err
+		}
+		s.sst = w
 	}
 	var merged []byte
 	for i := 0; i < len(s.recs); {
@@ -294,12 +303,7 @@ func (sw *subtaskWriter) state(c *codec) (*sstState, error) {
 	if s, ok := sw.states[c.state]; ok {
 		return s, nil
 	}
-	p := filepath.Join(sw.tmp, "ingest-"+strconv.Itoa(len(sw.states))+".sst")
-	w, err := newSSTWriter(p)
-	if err != nil {
-		return nil, err
-	}
-	s := &sstState{c: c, sst: w}
+	s := &sstState{c: c, path: filepath.Join(sw.tmp, "ingest-"+strconv.Itoa(len(sw.states))+".sst")}
 	sw.states[c.state] = s
 	return s, nil
 }
@@ -313,6 +317,9 @@ func (sw *subtaskWriter) ingest(s *sstState) error {
 	ok, err := s.sst.finish()
 	if err != nil || !ok {
 		os.Remove(s.sst.path)
+		return err
+	}
+	if err := sw.in.sums.record(s.sst.path, s.sst.crc); err != nil {
 		return err
 	}
 	h, err := sw.in.db.cf(s.c.state)

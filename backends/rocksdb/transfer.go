@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"syscall"
 
 	"github.com/stateutil/stateutil/backends/internal/envelope"
 	"github.com/stateutil/stateutil/snapshot"
@@ -57,11 +58,12 @@ func upload(ctx context.Context, st storage.Storage, src, dst string) (int64, ui
 }
 
 // linkLocal hard-links the local file src to dst (a local path; a file
-// there is replaced) and returns its size and CRC32C, read back from the
-// link (from the page cache, just written). Where a link is impossible
+// there is replaced) and returns its size and CRC32C: the one sums knows
+// for it, else read back from the link. Where a link is impossible
 // (another file system, a symbolic link to a snapshot's file) it copies.
-func linkLocal(ctx context.Context, src, dst string) (int64, uint32, error) {
-	if fi, err := os.Lstat(src); err != nil {
+func linkLocal(ctx context.Context, src, dst string, sums fileSums) (int64, uint32, error) {
+	fi, err := os.Lstat(src)
+	if err != nil {
 		return 0, 0, err
 	} else if !fi.Mode().IsRegular() {
 		return upload(ctx, storage.Local(), src, dst)
@@ -71,6 +73,9 @@ func linkLocal(ctx context.Context, src, dst string) (int64, uint32, error) {
 	}
 	if err := os.Link(src, dst); err != nil {
 		return upload(ctx, storage.Local(), src, dst)
+	}
+	if crc, ok := sums.lookup(fi); ok {
+		return fi.Size(), crc, nil
 	}
 	f, err := os.Open(dst)
 	if err != nil {
@@ -83,6 +88,49 @@ func linkLocal(ctx context.Context, src, dst string) (int64, uint32, error) {
 		return 0, 0, fmt.Errorf("checksum %q: %w", dst, err)
 	}
 	return n, h.Sum32(), nil
+}
+
+// fileSums holds the CRC32C of files whose bytes stateutil already knows
+// (SST files it wrote, files linked from a snapshot that records them), by
+// file identity: RocksDB takes files in by hard link (ingestion moves
+// them, checkpoints link them), so the name changes and the file does
+// not. The size and modification time are part of the identity, so a
+// file changed in place is read again.
+type fileSums map[fileID]uint32
+
+type fileID struct {
+	dev, ino uint64
+	size     int64
+	mtime    int64
+}
+
+func idOf(fi os.FileInfo) (fileID, bool) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return fileID{}, false
+	}
+	return fileID{dev: uint64(st.Dev), ino: st.Ino, size: fi.Size(), mtime: fi.ModTime().UnixNano()}, true
+}
+
+// record notes the CRC32C of the file at path.
+func (s fileSums) record(path string, crc uint32) error {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	if id, ok := idOf(fi); ok {
+		s[id] = crc
+	}
+	return nil
+}
+
+func (s fileSums) lookup(fi os.FileInfo) (uint32, bool) {
+	id, ok := idOf(fi)
+	if !ok {
+		return 0, false
+	}
+	crc, ok := s[id]
+	return crc, ok
 }
 
 // syncDir makes the entries of a local directory durable.

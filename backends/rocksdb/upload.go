@@ -119,7 +119,7 @@ func (in *Instance) upload(ctx context.Context, t uploadTarget, tmp string) (*ha
 		var n int64
 		var crc uint32
 		if t.link {
-			n, crc, err = linkLocal(ctx, filepath.Join(cp, name), path.Join(t.dir.Path, priv, name))
+			n, crc, err = linkLocal(ctx, filepath.Join(cp, name), path.Join(t.dir.Path, priv, name), in.sums)
 		} else {
 			n, crc, err = upload(ctx, st, filepath.Join(cp, name), path.Join(t.dir.Path, priv, name))
 		}

@@ -1,0 +1,42 @@
+// The SST file writer stateutil uses for the files it builds itself
+// (conversion, rescaling). It is RocksDB's SstFileWriter with two settings
+// the C API cannot make: the written pages stay in the page cache, and
+// the file's CRC32C is computed while it is written, so nothing is read
+// back to checksum it.
+#ifndef STATEUTIL_SSTFILE_H
+#define STATEUTIL_SSTFILE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <rocksdb/c.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct su_sst su_sst;
+
+// su_sst_open starts an SST file at path, LZ4-compressed when lz4 is set,
+// with the block size and block checksum type (rocksdb::ChecksumType)
+// given.
+su_sst* su_sst_open(const char* path, int lz4, size_t block_size,
+                    int checksum, char** err);
+int su_sst_put(su_sst* w, const char* key, size_t klen, const char* val,
+               size_t vlen, char** err);
+// su_sst_copy moves up to max pairs from it to w, advancing it; it returns
+// how many, or -1 with *err set.
+int su_sst_copy(su_sst* w, rocksdb_iterator_t* it, int max, char** err);
+// su_sst_finish completes the file and reports its size and CRC32C.
+int su_sst_finish(su_sst* w, uint64_t* size, uint32_t* crc, char** err);
+void su_sst_destroy(su_sst* w);
+
+// su_crc32c extends crc over p[0:n) as the file checksum does; portable
+// takes the table-driven code even on a CPU with the instruction.
+uint32_t su_crc32c(uint32_t crc, const char* p, size_t n, int portable);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
