@@ -48,6 +48,7 @@ terminal, unless --quiet.
 			if err := o.validate(args[0]); err != nil {
 				return err
 			}
+			defer limitHeap()()
 			return o.run(c, args[0])
 		},
 		ValidArgsFunction: completeFiles,

@@ -48,6 +48,7 @@ func newOperatorEditCommand(verb string) *cobra.Command {
 			if err := o.validate(verb, args[0]); err != nil {
 				return err
 			}
+			defer limitHeap()()
 			return o.run(c, verb, args[0])
 		},
 		ValidArgsFunction: completeFiles,

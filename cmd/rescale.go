@@ -62,6 +62,7 @@ SRC is never modified; DST appears only when complete.
 			if err != nil {
 				return err
 			}
+			defer limitHeap()()
 			return o.run(c, args[0], req)
 		},
 		ValidArgsFunction: completeFiles,

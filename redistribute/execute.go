@@ -193,11 +193,13 @@ func WriteSubtask(ctx context.Context, a *Assignment, w snapshot.Writer, newOp *
 		return err
 	}
 	batch := progressBatch{report: progress}
+	var cur snapshot.Entry // one for all: a writer's Entry makes its argument escape
 	for e, err := range a.Entries(ctx, i) {
 		if err != nil {
 			return err
 		}
-		if err := sw.Entry(&e); err != nil {
+		cur = e
+		if err := sw.Entry(&cur); err != nil {
 			return err
 		}
 		batch.add(e.Size())
