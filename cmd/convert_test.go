@@ -2,11 +2,8 @@ package cmd
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"io/fs"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -37,23 +34,14 @@ func TestGoldenConvert(t *testing.T) {
 	}
 }
 
-// hashTree hashes a file, or every file below a directory, by path.
+// hashTree digests a file, or every file and directory below one.
 func hashTree(t *testing.T, root string) string {
 	t.Helper()
-	h := sha256.New()
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(path)
-		fmt.Fprintf(h, "%s %d\n", path, len(b))
-		h.Write(b)
-		return err
-	})
+	m, err := snaptest.HashTree(root)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return hex.EncodeToString(h.Sum(nil))
+	return fmt.Sprint(m)
 }
 
 func exists(path string) bool {

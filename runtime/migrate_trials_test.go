@@ -3,8 +3,6 @@ package runtime_test
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -22,6 +20,7 @@ import (
 	"github.com/stateutil/stateutil/runtime"
 	"github.com/stateutil/stateutil/runtime/jobs"
 	"github.com/stateutil/stateutil/snapshot"
+	"github.com/stateutil/stateutil/snapshot/snaptest"
 )
 
 // The migration trials extend TestRunExactlyOnce: after an injected
@@ -421,17 +420,17 @@ func (m *migration) command(ctx context.Context, src string, args []string) (str
 	}
 	args = append(slices.Clone(args), "--output", dst)
 	srcDir := filepath.Dir(src)
-	before, err := hashTree(srcDir)
+	before, err := snaptest.HashTree(srcDir)
 	if err != nil {
 		return "", err
 	}
 	var stdout, stderr bytes.Buffer
 	code := cmd.Run(ctx, args, &stdout, &stderr)
-	after, err := hashTree(srcDir)
+	after, err := snaptest.HashTree(srcDir)
 	if err != nil {
 		return "", err
 	}
-	if d := treeDiff(before, after); d != "" {
+	if d := snaptest.TreeDiff(before, after); d != "" {
 		return "", fmt.Errorf("stateutil %s changed its source directory %s: %s", strings.Join(args, " "), srcDir, d)
 	}
 	if code != cmd.ExitOK {
@@ -444,55 +443,4 @@ func (m *migration) command(ctx context.Context, src string, args []string) (str
 		return "", fmt.Errorf("stateutil %s: exit %d: %s", strings.Join(args, " "), code, strings.TrimSpace(stderr.String()))
 	}
 	return dst, nil
-}
-
-// hashTree maps every file and directory under root (relative path) to its
-// content's SHA-256 ("dir" for directories; symlinks by target).
-func hashTree(root string) (map[string]string, error) {
-	out := map[string]string{}
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, path)
-		switch {
-		case d.IsDir():
-			out[rel] = "dir"
-		case d.Type()&fs.ModeSymlink != 0:
-			target, err := os.Readlink(path)
-			if err != nil {
-				return err
-			}
-			out[rel] = "symlink " + target
-		default:
-			b, err := os.ReadFile(path)
-			if err != nil {
-				return err
-			}
-			h := sha256.Sum256(b)
-			out[rel] = hex.EncodeToString(h[:])
-		}
-		return nil
-	})
-	return out, err
-}
-
-// treeDiff describes how two hashTree results differ ("" when equal).
-func treeDiff(a, b map[string]string) string {
-	var diffs []string
-	for k, v := range a {
-		switch w, ok := b[k]; {
-		case !ok:
-			diffs = append(diffs, k+" removed")
-		case w != v:
-			diffs = append(diffs, k+" changed")
-		}
-	}
-	for k := range b {
-		if _, ok := a[k]; !ok {
-			diffs = append(diffs, k+" added")
-		}
-	}
-	slices.Sort(diffs)
-	return strings.Join(diffs, ", ")
 }

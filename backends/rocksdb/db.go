@@ -1,6 +1,7 @@
 package rocksdb
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -222,13 +223,52 @@ func (d *db) checkpoint(dir string) error {
 
 // ingest moves finished SST files into a column family.
 func (d *db) ingest(cf *grocksdb.ColumnFamilyHandle, files []string) error {
+	return d.ingestFiles(cf, files, true)
+}
+
+// ingestUnchanged moves SST files other snapshots share (hard links) into
+// a column family, failing rather than writing a sequence number into
+// them.
+func (d *db) ingestUnchanged(cf *grocksdb.ColumnFamilyHandle, files []string) error {
+	return d.ingestFiles(cf, files, false)
+}
+
+func (d *db) ingestFiles(cf *grocksdb.ColumnFamilyHandle, files []string, mayWrite bool) error {
 	io := grocksdb.NewDefaultIngestExternalFileOptions()
 	defer io.Destroy()
 	io.SetMoveFiles(true)
+	io.SetAllowGlobalSeqNo(mayWrite)
 	if err := d.rdb.IngestExternalFileCF(cf, files, io); err != nil {
 		return fmt.Errorf("rocksdb %q: ingest %v: %w", d.path, files, err)
 	}
 	return nil
+}
+
+// liveFile is an SST file of a column family and the keys it spans.
+type liveFile struct {
+	name              string // its base name
+	smallest, largest []byte
+}
+
+// files lists the SST files of column family name by smallest key; ok is
+// false when the memtables hold entries too, so the files are not all.
+func (d *db) files(name string) (files []liveFile, ok bool) {
+	h := d.cfs[name]
+	if h == nil {
+		return nil, true
+	}
+	for _, p := range []string{"rocksdb.num-entries-active-mem-table", "rocksdb.num-entries-imm-mem-tables"} {
+		if d.rdb.GetPropertyCF(p, h) != "0" {
+			return nil, false
+		}
+	}
+	for _, f := range d.rdb.GetLiveFilesMetaData() {
+		if f.ColumnFamilyName == name {
+			files = append(files, liveFile{name: filepath.Base(f.Name), smallest: f.SmallestKey, largest: f.LargestKey})
+		}
+	}
+	slices.SortFunc(files, func(a, b liveFile) int { return bytes.Compare(a.smallest, b.smallest) })
+	return files, true
 }
 
 // compact fully compacts every column family.

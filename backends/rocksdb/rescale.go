@@ -33,17 +33,21 @@ import (
 //     opened as the new instance. Should it hold keys outside its key
 //     groups, DeleteRange drops them and a compaction rewrites the column
 //     family without them;
-//   - every other source's share streams raw, bounded to its key-group
-//     prefixes, into an external SST file per source and state, one per
-//     CPU at a time and in a C loop (sstfile.go), while the new
-//     instance is made; the files are then ingested. The shares are
-//     disjoint, so each file receives its keys in order and none overlaps
-//     another.
+//   - from every other source, state by state, each SST file that lies
+//     inside the source's share and shares its keys with no other file is
+//     taken as it is: hard-linked and ingested, never rewritten (stateutil
+//     finishes its SST files at key-group boundaries, sstTarget, so most
+//     files qualify). The key ranges between those files stream raw into
+//     an external SST file each, one per CPU at a time and in a C loop
+//     (sstfile.go), while the new instance is made; the files are then
+//     ingested. All are disjoint, so each file receives its keys in order
+//     and none overlaps another.
 //
-// Scaling in links the largest source and copies the others; scaling out
-// copies, RocksDB reading and writing the bytes without a decode or encode.
-// Either way the rest of a new subtask (operator state, upload, figures)
-// takes the subtaskWriter's code.
+// Only the files that straddle an end of a new subtask's range are
+// rewritten, RocksDB reading and writing the bytes without a decode or
+// encode. Linked files keep the checksums the old snapshot records. The
+// rest of a new subtask (operator state, upload, figures) takes the
+// subtaskWriter's code.
 
 // SubtaskFrom starts new subtask index of newOp with its keyed state
 // copied from the rocksdb snapshot r (see redistribute.KeyedCopier). It
@@ -69,7 +73,7 @@ func (w *writer) SubtaskFrom(ctx context.Context, r snapshot.Reader, op, newOp *
 	if err != nil {
 		return nil, true, err
 	}
-	shares, err := planShares(ctx, rr, op, srcs, primary, tmp)
+	shares, links, err := planShares(ctx, rr, op, srcs, primary, tmp)
 	if err != nil {
 		os.RemoveAll(tmp)
 		return nil, true, err
@@ -102,7 +106,7 @@ func (w *writer) SubtaskFrom(ctx context.Context, r snapshot.Reader, op, newOp *
 		err = cerr
 	}
 	if err == nil {
-		err = cs.ingestShares(op, shares)
+		err = cs.ingestShares(op, shares, links)
 	}
 	if err != nil {
 		sw.discard()
@@ -134,16 +138,19 @@ func (w *writer) subtaskIn(ctx context.Context, op *snapshot.Operator, index int
 }
 
 // linkDB makes dir a database of its own with the files of the one in
-// src: SST files, which RocksDB never changes, hard-linked; the rest
-// (MANIFEST, CURRENT, OPTIONS, logs), which it does, copied.
+// src: SST files, which RocksDB never changes, hard-linked (to the file a
+// symbolic link in src names); the rest (MANIFEST, CURRENT, OPTIONS,
+// logs), which it does, copied.
 func linkDB(src string, files []file, dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
 	for _, f := range files {
 		from, to := filepath.Join(src, f.Local), filepath.Join(dir, f.Local)
-		if strings.HasSuffix(f.Local, ".sst") && os.Link(from, to) == nil {
-			continue
+		if strings.HasSuffix(f.Local, ".sst") {
+			if real, err := filepath.EvalSymlinks(from); err == nil && os.Link(real, to) == nil {
+				continue
+			}
 		}
 		if err := copyLocalFile(from, to); err != nil {
 			return err

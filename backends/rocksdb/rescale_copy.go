@@ -1,17 +1,19 @@
 package rocksdb
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
 
-	"github.com/stateutil/stateutil/keygroup"
 	"github.com/stateutil/stateutil/snapshot"
 )
 
@@ -35,22 +37,33 @@ func pickPrimary(op *snapshot.Operator, srcs []source) *source {
 	return primary
 }
 
-// share is one keyed state's part of one source, copied into its own
-// external SST file.
+// share is one keyed state's key range [lower, upper) in one source
+// (upper nil: to the end), copied into its own external SST file.
 type share struct {
-	src   *db
-	c     *codec
-	part  keygroup.Range
-	path  string
-	label string
-	ok    bool   // the file exists (the share has keys)
-	crc   uint32 // its CRC32C
+	src          *db
+	c            *codec
+	lower, upper []byte
+	path         string
+	label        string
+	ok           bool   // the file exists (the share has keys)
+	crc          uint32 // its CRC32C
 }
 
-// planShares lists the shares to copy: every source but the primary,
-// state by state, each into its own file in tmp. It downloads the sources.
-func planShares(ctx context.Context, rr *reader, op *snapshot.Operator, srcs []source, primary *source, tmp string) ([]*share, error) {
+// link is an SST file of a source taken into the new instance as it is:
+// it holds whole key groups of the new subtask and nothing else does.
+type link struct {
+	state string
+	from  string // the source's file
+	path  string // its name in the temporary directory, ingested
+	crc   uint32 // as the old snapshot records it
+}
+
+// planShares lists, for every source but the primary and state by state,
+// the SST files to link and the key ranges between them to copy, each
+// into its own file in tmp. It downloads the sources.
+func planShares(ctx context.Context, rr *reader, op *snapshot.Operator, srcs []source, primary *source, tmp string) ([]*share, []*link, error) {
 	var shares []*share
+	var links []*link
 	cs := codecs(op)
 	for i := range srcs {
 		s := &srcs[i]
@@ -59,43 +72,132 @@ func planShares(ctx context.Context, rr *reader, op *snapshot.Operator, srcs []s
 		}
 		d, err := rr.local(ctx, s.h)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
+		}
+		crcs := map[string]uint32{}
+		for _, f := range s.h.Files {
+			crcs[f.Local] = f.CRC32C
 		}
 		for j := range op.KeyedStates {
 			c := cs[op.KeyedStates[j].Name]
-			if _, ok := d.cfs[c.state]; ok {
-				shares = append(shares, &share{src: d, c: c, part: s.part,
-					path:  filepath.Join(tmp, "copy-"+strconv.Itoa(len(shares))+".sst"),
-					label: fmt.Sprintf("operator %s subtask %d state %q", op.Label(), s.sub.Index, c.state)})
+			if _, ok := d.cfs[c.state]; !ok {
+				continue
 			}
+			lower, upper := c.kgPrefix(s.part.Start), c.upperBound(s.part.End)
+			whole, err := linkableFiles(d, c.state, lower, upper, crcs)
+			if err != nil {
+				return nil, nil, err
+			}
+			label := fmt.Sprintf("operator %s subtask %d state %q", op.Label(), s.sub.Index, c.state)
+			addShare := func(lo, hi []byte) {
+				if hi != nil && bytes.Compare(lo, hi) >= 0 {
+					return
+				}
+				shares = append(shares, &share{src: d, c: c, lower: lo, upper: hi, label: label,
+					path: filepath.Join(tmp, "copy-"+strconv.Itoa(len(shares))+".sst")})
+			}
+			for _, f := range whole {
+				addShare(lower, f.smallest)
+				lower = append(slices.Clip(f.largest), 0) // the key right after it
+				links = append(links, &link{state: c.state, from: f.from, crc: f.crc,
+					path: filepath.Join(tmp, "link-"+strconv.Itoa(len(links))+".sst")})
+			}
+			addShare(lower, upper)
 		}
 	}
-	return shares, nil
+	return shares, links, nil
 }
 
-// ingestShares ingests the copied files, each state's together: they are
-// disjoint key ranges, outside whatever the primary left.
-func (cs *copiedSubtask) ingestShares(op *snapshot.Operator, shares []*share) error {
+// wholeFile is a source's SST file that can be linked (linkableFiles).
+type wholeFile struct {
+	liveFile
+	from string
+	crc  uint32
+}
+
+// linkableFiles lists, in key order, the SST files of d's column family
+// state that lie inside [lower, upper) and can be taken as they are: no
+// other file or memtable entry shares their keys, the file needs no
+// rewriting to be ingested (linkable), and the snapshot records its
+// checksum (crcs, by local name) to carry over.
+func linkableFiles(d *db, state string, lower, upper []byte, crcs map[string]uint32) ([]wholeFile, error) {
+	files, ok := d.files(state)
+	if !ok {
+		return nil, nil
+	}
+	var out []wholeFile
+	var prevLargest []byte
+	for i, f := range files {
+		alone := (i == 0 || bytes.Compare(prevLargest, f.smallest) < 0) &&
+			(i == len(files)-1 || bytes.Compare(f.largest, files[i+1].smallest) < 0)
+		if i == 0 || bytes.Compare(f.largest, prevLargest) > 0 {
+			prevLargest = f.largest
+		}
+		inside := bytes.Compare(f.smallest, lower) >= 0 && (upper == nil || bytes.Compare(f.largest, upper) < 0)
+		crc, recorded := crcs[f.name]
+		if !alone || !inside || !recorded {
+			continue
+		}
+		from, err := filepath.EvalSymlinks(filepath.Join(d.path, f.name))
+		if err != nil {
+			return nil, err
+		}
+		if ok, err := linkable(from); err != nil {
+			return nil, err
+		} else if !ok {
+			continue
+		}
+		out = append(out, wholeFile{liveFile: f, from: from, crc: crc})
+	}
+	return out, nil
+}
+
+// ingestShares takes in the linked and the copied files, each state's
+// together: they are disjoint key ranges, outside whatever the primary
+// left. A linked file is another snapshot's too: it is ingested only as
+// it is.
+func (cs *copiedSubtask) ingestShares(op *snapshot.Operator, shares []*share, links []*link) error {
 	for j := range op.KeyedStates {
 		name := op.KeyedStates[j].Name
-		var files []string
+		var copied, linked []string
+		for _, l := range links {
+			if l.state != name {
+				continue
+			}
+			if err := os.Link(l.from, l.path); err != nil {
+				if err := copyLocalFile(l.from, l.path); err != nil {
+					return err
+				}
+			}
+			if err := cs.in.sums.record(l.path, l.crc); err != nil {
+				return err
+			}
+			linked = append(linked, l.path)
+		}
 		for _, sh := range shares {
 			if sh.ok && sh.c.state == name {
 				if err := cs.in.sums.record(sh.path, sh.crc); err != nil {
 					return err
 				}
-				files = append(files, sh.path)
+				copied = append(copied, sh.path)
 			}
 		}
-		if len(files) == 0 {
+		if len(copied)+len(linked) == 0 {
 			continue
 		}
 		h, err := cs.in.db.cf(name)
 		if err != nil {
 			return err
 		}
-		if err := cs.in.db.ingest(h, files); err != nil {
-			return err
+		if len(linked) > 0 {
+			if err := cs.in.db.ingestUnchanged(h, linked); err != nil {
+				return err
+			}
+		}
+		if len(copied) > 0 {
+			if err := cs.in.db.ingest(h, copied); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -126,7 +228,7 @@ func runShares(ctx context.Context, shares []*share) error {
 // copy writes the share's key range of its state, raw, into its file,
 // compressed or not as the range's first pairs tell.
 func (sh *share) copy(ctx context.Context) error {
-	it := sh.src.newIter(sh.src.cfs[sh.c.state], sh.c.kgPrefix(sh.part.Start), sh.c.upperBound(sh.part.End))
+	it := sh.src.newIter(sh.src.cfs[sh.c.state], sh.lower, sh.upper)
 	defer it.Close()
 	var head []byte // the first pairs, key then value, each with its length
 	for ; it.valid() && len(head) < compressionSample; it.next() {

@@ -92,6 +92,13 @@ func TestRescaleFastPathMatchesEntryByEntry(t *testing.T) {
 }
 
 func testRescale(t *testing.T, seed uint64, maxP, from, to int) {
+	src, s := writeRandom(t, seed, maxP, from, to)
+	checkRescale(t, src, s, seed, maxP, to)
+}
+
+// writeRandom writes a random rocksdb snapshot of parallelism from and
+// returns where, with what it holds.
+func writeRandom(t *testing.T, seed uint64, maxP, from, to int) (string, *snapshot.Snapshot) {
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(seed, uint64(maxP*100+from*10+to)))
 	s := snaptest.Random(rng)
@@ -109,7 +116,13 @@ func testRescale(t *testing.T, seed uint64, maxP, from, to int) {
 	if err := snaptest.Write(ctx, w, s, 400, rng); err != nil {
 		t.Fatal(err)
 	}
+	return src, s
+}
 
+// checkRescale rescales src (holding s) to parallelism to both ways and
+// wants the same state, in the subtasks Flink's formula names, and the same
+// figures. It returns the fast path's result.
+func checkRescale(t *testing.T, src string, s *snapshot.Snapshot, seed uint64, maxP, to int) string {
 	fast, n := rescaleTo(t, src, to, false)
 	if want := to * len(s.Operators); n != want {
 		t.Fatalf("seed %d: fast path built %d subtasks, want %d", seed, n, want)
@@ -163,6 +176,7 @@ func testRescale(t *testing.T, seed uint64, maxP, from, to int) {
 		}
 	}
 	checkFiles(t, fast)
+	return fast
 }
 
 // checkFiles has RocksDB's own ldb and sst_dump check every subtask of the
@@ -371,6 +385,69 @@ func TestRescaleFastPathCanceled(t *testing.T) {
 	if _, err := snapshot.Open(context.Background(), dst, snapshot.OpenOptions{}); err == nil {
 		t.Fatal("a canceled rescale left a readable snapshot")
 	}
+}
+
+// TestRescaleLinksWholeFiles cuts the SST files at every key group, and
+// then every few, so a rescale can take files as they are: it must link
+// them (the new snapshot shares their inodes with the old one) — all of
+// them when none straddles a new subtask's range — copy the rest, leave
+// the old snapshot's bytes alone, and still match the entry-by-entry
+// result.
+func TestRescaleLinksWholeFiles(t *testing.T) {
+	defer func(v int) { sstTarget = v }(sstTarget)
+	for target, cases := range map[int][][2]int{1: {{2, 3}, {4, 1}}, 4 << 10: {{3, 2}, {1, 4}}} {
+		sstTarget = target
+		for _, c := range cases {
+			src, s := writeRandom(t, 9, 128, c[0], c[1])
+			before, err := snaptest.HashTree(src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fast := checkRescale(t, src, s, 9, 128, c[1])
+			after, err := snaptest.HashTree(src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := snaptest.TreeDiff(before, after); d != "" {
+				t.Fatalf("%d -> %d: the old snapshot changed: %s", c[0], c[1], d)
+			}
+			shared, all := sharedFiles(t, src, fast)
+			t.Logf("files of %d bytes, %d -> %d: %d of %d SST files linked from the old snapshot", target, c[0], c[1], shared, all)
+			if target == 1 && shared != all || shared == 0 {
+				t.Errorf("files of %d bytes, %d -> %d: %d of %d SST files linked from the old snapshot", target, c[0], c[1], shared, all)
+			}
+		}
+	}
+}
+
+// sharedFiles counts the SST files under dst that are files under src.
+func sharedFiles(t *testing.T, src, dst string) (shared, all int) {
+	t.Helper()
+	var old []os.FileInfo
+	filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
+		if err == nil && strings.HasSuffix(p, ".sst") {
+			fi, err := os.Stat(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			old = append(old, fi)
+		}
+		return err
+	})
+	filepath.WalkDir(dst, func(p string, d os.DirEntry, err error) error {
+		if err == nil && strings.HasSuffix(p, ".sst") {
+			fi, err := os.Stat(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			all++
+			if slices.ContainsFunc(old, func(o os.FileInfo) bool { return os.SameFile(o, fi) }) {
+				shared++
+			}
+		}
+		return err
+	})
+	return shared, all
 }
 
 // TestRescaleFastPathPortableLoop runs the copy through the Go loop that

@@ -9,6 +9,7 @@
 #include <rocksdb/env.h>
 #include <rocksdb/file_checksum.h>
 #include <rocksdb/options.h>
+#include <rocksdb/sst_file_reader.h>
 #include <rocksdb/sst_file_writer.h>
 #include <rocksdb/table.h>
 
@@ -177,4 +178,35 @@ extern "C" int su_sst_finish(su_sst* w, uint64_t* size, uint32_t* crc,
 extern "C" void su_sst_destroy(su_sst* w) {
   delete w->w;
   delete w;
+}
+
+extern "C" int su_sst_linkable(const char* path, char** err) {
+  rocksdb::Options opts;
+  rocksdb::SstFileReader r(opts);
+  rocksdb::Status s = r.Open(path);
+  if (!s.ok()) {
+    return fail(s, err);
+  }
+  auto props = r.GetTableProperties();
+  if (props->num_deletions != 0 || props->num_merge_operands != 0 ||
+      props->num_range_deletions != 0) {
+    return 0;
+  }
+  const auto& user = props->user_collected_properties;
+  if (user.find("rocksdb.external_sst_file.version") == user.end()) {
+    return 0;
+  }
+  auto seqno = user.find("rocksdb.external_sst_file.global_seqno");
+  if (seqno == user.end()) {
+    return 1;
+  }
+  // A fixed64, little-endian: ingestion rewrites it unless it is 0.
+  const std::string& v = seqno->second;
+  if (v.size() != 8) {
+    return 0;
+  }
+  for (char c : v) {
+    if (c != 0) return 0;
+  }
+  return 1;
 }

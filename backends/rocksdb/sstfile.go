@@ -22,6 +22,8 @@ type sstWriter struct {
 	w    *C.su_sst
 	path string
 	n    int
+	// bytes counts the keys and values added.
+	bytes int64
 	// size and crc describe the finished file.
 	size int64
 	crc  uint32
@@ -47,6 +49,7 @@ func (s *sstWriter) add(key, value []byte) error {
 		return fmt.Errorf("rocksdb: SST %q: %w", s.path, takeError(cerr))
 	}
 	s.n++
+	s.bytes += int64(len(key) + len(value))
 	return nil
 }
 
@@ -94,6 +97,21 @@ func (s *sstWriter) copyPairs(ctx context.Context, it *iter) error {
 			return nil
 		}
 	}
+}
+
+// linkable reports whether the SST file at path can be ingested into
+// another database unchanged (see sstfile.h).
+func linkable(path string) (bool, error) {
+	cpath := C.CString(path)
+	defer C.free(unsafe.Pointer(cpath))
+	var cerr *C.char
+	switch C.su_sst_linkable(cpath, &cerr) {
+	case 1:
+		return true, nil
+	case 0:
+		return false, nil
+	}
+	return false, fmt.Errorf("rocksdb: SST %q: %w", path, takeError(cerr))
 }
 
 // fileCRC32C extends crc over p as the SST writer's file checksum does,

@@ -31,6 +31,12 @@ int su_sst_copy(su_sst* w, rocksdb_iterator_t* it, int max, char** err);
 int su_sst_finish(su_sst* w, uint64_t* size, uint32_t* crc, char** err);
 void su_sst_destroy(su_sst* w);
 
+// su_sst_linkable reports (1 or 0; -1 with *err set when the file cannot
+// be read) whether the SST file at path can be ingested into another
+// database as it is: written by an SST file writer, holding only puts,
+// with a global sequence number of 0 that ingestion never rewrites.
+int su_sst_linkable(const char* path, char** err);
+
 // su_crc32c extends crc over p[0:n) as the file checksum does; portable
 // takes the table-driven code even on a CPU with the instruction.
 uint32_t su_crc32c(uint32_t crc, const char* p, size_t n, int portable);

@@ -14,6 +14,12 @@ import (
 	"github.com/stateutil/stateutil/snapshot"
 )
 
+// sstTarget is the size at which a state's SST file is finished (at the
+// next key-group boundary) and a new one begun. Files that hold whole key
+// groups let a rescale link every file inside a new subtask's range and
+// copy only the few that straddle one of its ends.
+var sstTarget = 16 << 20
+
 // sortBudget bounds the bytes of keys and values a subtask writer holds
 // to sort one key group. A key group larger than that (summed over the
 // states) sends its largest states to ordinary writes.
@@ -24,7 +30,8 @@ var sortBudget = 64 << 20
 // key, so sorting one key group at a time puts a state's keys in RocksDB
 // order: each key group is buffered per state, sorted when the next one
 // starts, and written straight into the state's external SST file
-// (ingested on Close: the fastest way in, no memtable, no compaction). A
+// (ingested once it reaches sstTarget, and on Close: the fastest way in,
+// no memtable, no compaction). A
 // state whose key group outgrows sortBudget is ingested as far as it got
 // and switches to ordinary writes (compacted on Close).
 type subtaskWriter struct {
@@ -48,9 +55,11 @@ type subtaskWriter struct {
 // records, not yet sorted.
 type sstState struct {
 	c        *codec
-	path     string
-	sst      *sstWriter // opened by the first flush
-	buf      []byte     // records' keys and values, each key followed by its value
+	path     string     // its SST files' paths begin so
+	sst      *sstWriter // the SST file being written, opened by a flush
+	files    int        // SST files begun
+	lz4      bool
+	buf      []byte // records' keys and values, each key followed by its value
 	recs     []sortRec
 	sorted   bool // recs arrived in strictly increasing key order
 	fallback bool
@@ -173,7 +182,11 @@ func (s *sstState) flush() error {
 	}
 	if s.sst == nil {
 		// The first key group is the sample the compression is chosen by.
-		w, err := newSSTWriter(s.path, compressible(s.buf))
+		if s.files == 0 {
+			s.lz4 = compressible(s.buf)
+		}
+		s.files++
+		w, err := newSSTWriter(s.path+"-"+strconv.Itoa(s.files)+".sst", s.lz4)
 		if err != nil {
 			return err
 		}
@@ -225,6 +238,11 @@ func (sw *subtaskWriter) flushAll() error {
 	for _, s := range sw.states {
 		if err := s.flush(); err != nil {
 			return err
+		}
+		if s.sst != nil && s.sst.bytes >= int64(sstTarget) {
+			if err := sw.ingest(s); err != nil {
+				return err
+			}
 		}
 	}
 	sw.buffered = 0
@@ -303,7 +321,7 @@ func (sw *subtaskWriter) state(c *codec) (*sstState, error) {
 	if s, ok := sw.states[c.state]; ok {
 		return s, nil
 	}
-	s := &sstState{c: c, path: filepath.Join(sw.tmp, "ingest-"+strconv.Itoa(len(sw.states))+".sst")}
+	s := &sstState{c: c, path: filepath.Join(sw.tmp, "ingest-"+strconv.Itoa(len(sw.states)))}
 	sw.states[c.state] = s
 	return s, nil
 }
