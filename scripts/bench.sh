@@ -15,19 +15,8 @@ results=bench-results.txt
 : > "$results"
 
 say() { printf '%s\n' "$*" | tee -a "$results"; }
-# seconds CMD...: wall-clock seconds of one run, including the sync of
-# what it wrote, with earlier writes synced first.
-seconds() {
-  sync
-  local t0 t1
-  t0=$(date +%s.%N)
-  "$@" >/dev/null
-  sync
-  t1=$(date +%s.%N)
-  awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.2f\n", b - a}'
-}
-# rss_seconds CMD...: "seconds peak-RSS-MiB" of one run; the seconds
-# include the sync of what it wrote, as seconds' do (cp's).
+# rss_seconds CMD...: "seconds peak-RSS-MiB" of one run, the seconds
+# including the sync of what it wrote (earlier writes are synced first).
 rss_seconds() {
   sync
   /usr/bin/time -f '%e %M' -o "$work/time" "$@" >/dev/null
@@ -63,24 +52,48 @@ generate() { # FORMAT BYTES OUT
 say "stateutil benchmarks, $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, work dir $work"
 say ""
 
-say "== filesystem format vs cp ($(mib "$big") MiB)"
+# The disk under a VM varies from minute to minute: each comparison runs
+# BENCH_ROUNDS times (default 3), stateutil and its baseline interleaved,
+# and reports medians.
+rounds=${BENCH_ROUNDS:-3}
+median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+# round NAME OUT CMD...: one timed run of CMD (which writes OUT, removed
+# first; "-" when it writes nothing), its "seconds peak-RSS-MiB" appended
+# to $work/NAME.
+round() {
+  local name=$1 out=$2
+  shift 2
+  if [ "$out" != - ]; then rm -rf "$out"; fi
+  rss_seconds "$@" >>"$work/$name"
+}
+med_s() { cut -d' ' -f1 "$work/$1" | median; }
+max_rss() { cut -d' ' -f2 "$work/$1" | sort -n | tail -1; }
+
+say "== filesystem format vs cp ($(mib "$big") MiB, median of $rounds rounds)"
 generate filesystem "$big" "$work/fs"
 size=$(bytes_of "$work/fs")
-t_cp=$(seconds cp -r "$work/fs" "$work/fs-cp")
-t_read=$(seconds "$bin" verify "$work/fs")
-t_write=$(seconds "$bin" convert "$work/fs" --to filesystem --output "$work/fs2" --quiet)
+for _ in $(seq "$rounds"); do
+  round cp "$work/fs-cp" cp -r "$work/fs" "$work/fs-cp"
+  round read - "$bin" verify "$work/fs"
+  round write "$work/fs2" "$bin" convert "$work/fs" --to filesystem --output "$work/fs2" --quiet
+done
+t_cp=$(med_s cp)
 say "snapshot bytes:                 $size"
-say "cp -r (read + write):           ${t_cp}s"
-say "read all entries (verify):      ${t_read}s   cp/read  = $(ratio "$t_cp" "$t_read")"
-say "read + write (convert fs->fs):  ${t_write}s   cp/write = $(ratio "$t_cp" "$t_write")"
+say "cp -r (read + write):           ${t_cp}s   (runs: $(cut -d' ' -f1 "$work/cp" | tr '\n' ' '))"
+say "read all entries (verify):      $(med_s read)s   cp/read  = $(ratio "$t_cp" "$(med_s read)")"
+say "read + write (convert fs->fs):  $(med_s write)s   cp/write = $(ratio "$t_cp" "$(med_s write)")"
 say ""
 
-say "== convert filesystem <-> rocksdb vs cp -r ($(mib "$big") MiB)"
-read -r t_f2r rss_f2r < <(rss_seconds "$bin" convert "$work/fs" --to rocksdb --output "$work/rdb" --quiet)
-t_cp_rdb=$(seconds cp -r "$work/rdb" "$work/rdb-cp")
-read -r t_r2f rss_r2f < <(rss_seconds "$bin" convert "$work/rdb" --to filesystem --output "$work/fs3" --quiet)
-say "filesystem -> rocksdb:          ${t_f2r}s   cp/convert = $(ratio "$t_cp" "$t_f2r")   peak RSS ${rss_f2r} MiB"
-say "rocksdb -> filesystem:          ${t_r2f}s   cp/convert = $(ratio "$t_cp_rdb" "$t_r2f")   peak RSS ${rss_r2f} MiB"
+say "== convert filesystem <-> rocksdb vs cp -r ($(mib "$big") MiB, median of $rounds rounds)"
+for _ in $(seq "$rounds"); do
+  round cp2 "$work/fs-cp" cp -r "$work/fs" "$work/fs-cp"
+  round f2r "$work/rdb" "$bin" convert "$work/fs" --to rocksdb --output "$work/rdb" --quiet
+  round cprdb "$work/rdb-cp" cp -r "$work/rdb" "$work/rdb-cp"
+  round r2f "$work/fs3" "$bin" convert "$work/rdb" --to filesystem --output "$work/fs3" --quiet
+done
+say "cp -r of each snapshot:         $(med_s cp2)s / $(med_s cprdb)s"
+say "filesystem -> rocksdb:          $(med_s f2r)s   cp/convert = $(ratio "$(med_s cp2)" "$(med_s f2r)")   peak RSS $(max_rss f2r) MiB   (runs: $(cut -d' ' -f1 "$work/f2r" | tr '\n' ' '))"
+say "rocksdb -> filesystem:          $(med_s r2f)s   cp/convert = $(ratio "$(med_s cprdb)" "$(med_s r2f)")   peak RSS $(max_rss r2f) MiB   (runs: $(cut -d' ' -f1 "$work/r2f" | tr '\n' ' '))"
 rm -rf "$work/fs2" "$work/fs3" "$work/fs-cp" "$work/rdb-cp"
 say ""
 
@@ -97,14 +110,12 @@ for pair in "fs-small fs" "rdb-small rdb"; do
 done
 say ""
 
-say "== rescale rocksdb 2 -> 3 ($(mib "$big") MiB): SST fast path vs entry by entry"
-t_fast=$(seconds "$bin" rescale "$work/rdb" --parallelism 3 --output "$work/rdb-fast" --quiet)
-if "$bin" rescale --help | grep -q -- '--entry-by-entry'; then
-  t_slow=$(seconds "$bin" rescale "$work/rdb" --parallelism 3 --output "$work/rdb-slow" --quiet --entry-by-entry)
-  say "fast ${t_fast}s, entry by entry ${t_slow}s: fast path $(ratio "$t_slow" "$t_fast")x faster"
-else
-  say "fast ${t_fast}s (this build has no --entry-by-entry switch to compare with)"
-fi
+say "== rescale rocksdb 2 -> 3 ($(mib "$big") MiB, median of $rounds rounds): SST fast path vs entry by entry"
+for _ in $(seq "$rounds"); do
+  round fast "$work/rdb-fast" "$bin" rescale "$work/rdb" --parallelism 3 --output "$work/rdb-fast" --quiet
+  round slow "$work/rdb-slow" "$bin" rescale "$work/rdb" --parallelism 3 --output "$work/rdb-slow" --quiet --entry-by-entry
+done
+say "fast $(med_s fast)s, entry by entry $(med_s slow)s: fast path $(ratio "$(med_s slow)" "$(med_s fast)")x faster   (runs: $(cut -d' ' -f1 "$work/fast" | tr '\n' ' ')/ $(cut -d' ' -f1 "$work/slow" | tr '\n' ' '))"
 rm -rf "$work/rdb-fast" "$work/rdb-slow"
 say ""
 

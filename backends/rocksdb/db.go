@@ -29,7 +29,7 @@ type db struct {
 }
 
 // The SST block layout of every file stateutil writes, through the
-// database or its own SST writer (sstfile.go). Blocks of 16 KiB rather
+// database or its own SST writer (native.go). Blocks of 16 KiB rather
 // than RocksDB's 4 KiB: building and checksumming a quarter as many blocks
 // makes writing markedly cheaper, and a point lookup still reads little.
 // xxHash64 block checksums rather than CRC32C: Debian's portable RocksDB

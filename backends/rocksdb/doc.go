@@ -64,12 +64,16 @@
 // OPTIONS and operator-state files in chk-N/<operator-id>-<subtask>/, and
 // its SST files in <root>/<job-id>/shared/, referenced as "shared/<name>"
 // (chkdir's job-relative form; every reference is resolved through
-// chkdir, which refuses ones that leave the snapshot). An SST an earlier retained checkpoint uploaded is
-// referenced again, not copied; a Registry counts references across the
+// chkdir, which refuses ones that leave the snapshot). An SST an earlier
+// retained checkpoint uploaded is referenced again, not copied; a Registry
+// counts references across the
 // retained checkpoints and deletes a shared file when none needs it.
 // Every file is listed with size and CRC32C and checked on download.
 //
 // The snapshot.Writer builds savepoint-like, self-contained snapshots: the
-// same _metadata, every file in the subtask directory. Operator and raw
-// state live in a small framed file per subtask, outside RocksDB.
+// same _metadata, every file in the subtask directory
+// <operator-id>-<subtask>, or <operator-id>-<subtask>-<token> when it
+// replaces (--force) a snapshot that uses that name, so the old one stays
+// readable until the new _metadata commits. Operator and raw state live in
+// a small framed file per subtask, outside RocksDB.
 package rocksdb

@@ -39,7 +39,7 @@ import (
 //     finishes its SST files at key-group boundaries, sstTarget, so most
 //     files qualify). The key ranges between those files stream raw into
 //     an external SST file each, one per CPU at a time and in a C loop
-//     (sstfile.go), while the new instance is made; the files are then
+//     (native.go), while the new instance is made; the files are then
 //     ingested. All are disjoint, so each file receives its keys in order
 //     and none overlaps another.
 //

@@ -21,7 +21,7 @@ func scanEntries(ctx context.Context, d *db, op *snapshot.Operator, kgs keygroup
 		cs := codecs(op)
 		type cursor struct {
 			c  *codec
-			it *iter
+			it pairIter
 		}
 		var cur []cursor
 		defer func() {
@@ -39,7 +39,7 @@ func scanEntries(ctx context.Context, d *db, op *snapshot.Operator, kgs keygroup
 			if !ok {
 				continue // a state with no entries has no column family in older instances
 			}
-			cur = append(cur, cursor{c, d.newIter(h, c.kgPrefix(kgs.Start), c.upperBound(kgs.End))})
+			cur = append(cur, cursor{c, pairs(d.newIter(h, c.kgPrefix(kgs.Start), c.upperBound(kgs.End)))})
 		}
 		var e snapshot.Entry
 		emit := func(x *snapshot.Entry) bool { return yield(*x, nil) }

@@ -58,6 +58,7 @@ type sstState struct {
 	path     string     // its SST files' paths begin so
 	sst      *sstWriter // the SST file being written, opened by a flush
 	files    int        // SST files begun
+	finished []string   // SST files complete, not ingested yet
 	lz4      bool
 	buf      []byte // records' keys and values, each key followed by its value
 	recs     []sortRec
@@ -197,7 +198,9 @@ func (s *sstState) flush() error {
 		r := s.recs[i]
 		key, val := s.keyOf(r), s.valOf(r)
 		j := i + 1
-		for ; j < len(s.recs) && bytes.Equal(s.keyOf(s.recs[j]), key); j++ {
+		// Sorted records arrived in strictly increasing key order (add
+		// merged equal neighbours): none repeats a key.
+		for ; !s.sorted && j < len(s.recs) && bytes.Equal(s.keyOf(s.recs[j]), key); j++ {
 			if s.c.kind != snapshot.List {
 				val = s.valOf(s.recs[j]) // the last write wins
 				continue
@@ -240,7 +243,7 @@ func (sw *subtaskWriter) flushAll() error {
 			return err
 		}
 		if s.sst != nil && s.sst.bytes >= int64(sstTarget) {
-			if err := sw.ingest(s); err != nil {
+			if err := sw.finishFile(s); err != nil {
 				return err
 			}
 		}
@@ -326,8 +329,9 @@ func (sw *subtaskWriter) state(c *codec) (*sstState, error) {
 	return s, nil
 }
 
-// ingest finishes a state's SST file and ingests it.
-func (sw *subtaskWriter) ingest(s *sstState) error {
+// finishFile completes the state's SST file being written, to be
+// ingested with the others.
+func (sw *subtaskWriter) finishFile(s *sstState) error {
 	if s.sst == nil {
 		return nil
 	}
@@ -340,11 +344,23 @@ func (sw *subtaskWriter) ingest(s *sstState) error {
 	if err := sw.in.sums.record(s.sst.path, s.sst.crc); err != nil {
 		return err
 	}
+	s.finished = append(s.finished, s.sst.path)
+	return nil
+}
+
+// ingest finishes a state's SST file and ingests the state's files, in
+// one go: they hold disjoint key ranges.
+func (sw *subtaskWriter) ingest(s *sstState) error {
+	if err := sw.finishFile(s); err != nil || len(s.finished) == 0 {
+		return err
+	}
 	h, err := sw.in.db.cf(s.c.state)
 	if err != nil {
 		return err
 	}
-	return sw.in.db.ingest(h, []string{s.sst.path})
+	files := s.finished
+	s.finished = nil
+	return sw.in.db.ingest(h, files)
 }
 
 func (sw *subtaskWriter) Element(state string, value []byte) error {

@@ -1,4 +1,4 @@
-#include "sstfile.h"
+#include "native.h"
 
 #include <cstdint>
 #include <cstdlib>
@@ -154,6 +154,29 @@ extern "C" int su_sst_copy(su_sst* w, rocksdb_iterator_t* it, int max,
     rocksdb_iter_next(it);
   }
   return n;
+}
+
+extern "C" size_t su_iter_fill(rocksdb_iterator_t* it, char* buf, size_t cap,
+                               size_t* need) {
+  size_t used = 0;
+  *need = 0;
+  while (rocksdb_iter_valid(it)) {
+    size_t kl, vl;
+    const char* k = rocksdb_iter_key(it, &kl);
+    const char* v = rocksdb_iter_value(it, &vl);
+    size_t n = 8 + kl + vl;
+    if (cap - used < n) {
+      if (used == 0) *need = n;
+      break;
+    }
+    uint32_t lens[2] = {uint32_t(kl), uint32_t(vl)};
+    std::memcpy(buf + used, lens, 8);
+    std::memcpy(buf + used + 8, k, kl);
+    std::memcpy(buf + used + 8 + kl, v, vl);
+    used += n;
+    rocksdb_iter_next(it);
+  }
+  return used;
 }
 
 extern "C" int su_sst_finish(su_sst* w, uint64_t* size, uint32_t* crc,

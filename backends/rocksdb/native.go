@@ -3,12 +3,13 @@ package rocksdb
 // #cgo CXXFLAGS: -std=c++17 -O2
 // #cgo LDFLAGS: -lrocksdb -lstdc++
 // #include <stdlib.h>
-// #include "sstfile.h"
+// #include "native.h"
 import "C"
 
 import (
 	"compress/flate"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"reflect"
@@ -17,7 +18,7 @@ import (
 	"github.com/linxGnu/grocksdb"
 )
 
-// sstWriter writes one external SST file (sstfile.h) and owns it.
+// sstWriter writes one external SST file (native.h) and owns it.
 type sstWriter struct {
 	w    *C.su_sst
 	path string
@@ -100,7 +101,7 @@ func (s *sstWriter) copyPairs(ctx context.Context, it *iter) error {
 }
 
 // linkable reports whether the SST file at path can be ingested into
-// another database unchanged (see sstfile.h).
+// another database unchanged (see native.h).
 func linkable(path string) (bool, error) {
 	cpath := C.CString(path)
 	defer C.free(unsafe.Pointer(cpath))
@@ -112,6 +113,77 @@ func linkable(path string) (bool, error) {
 		return false, nil
 	}
 	return false, fmt.Errorf("rocksdb: SST %q: %w", path, takeError(cerr))
+}
+
+// batchIter reads an iterator's pairs a batch at a time, one cgo call per
+// batch rather than four per pair. key and value are valid until next.
+type batchIter struct {
+	*iter
+	buf      []byte // pairs as su_iter_fill lays them out
+	pos, end int
+	k, v     []byte
+	ok       bool
+}
+
+// batchBytes is the usual batch; a pair larger than that gets a batch of
+// its own.
+const batchBytes = 256 << 10
+
+// pairs iterates the pairs of it, in batches where grocksdb's iterator is
+// what the batching assumes (nativeIterator).
+func pairs(it *iter) pairIter {
+	if !nativeIterator {
+		return it
+	}
+	b := &batchIter{iter: it, buf: make([]byte, batchBytes)}
+	b.next()
+	return b
+}
+
+// pairIter is an iterator's pairs, one at a time.
+type pairIter interface {
+	valid() bool
+	key() []byte
+	value() []byte
+	next()
+	err() error
+	Close()
+}
+
+func (b *batchIter) valid() bool   { return b.ok }
+func (b *batchIter) key() []byte   { return b.k }
+func (b *batchIter) value() []byte { return b.v }
+
+func (b *batchIter) next() {
+	if b.pos == b.end && !b.fill() {
+		b.ok, b.k, b.v = false, nil, nil
+		return
+	}
+	kl := int(binary.NativeEndian.Uint32(b.buf[b.pos:]))
+	vl := int(binary.NativeEndian.Uint32(b.buf[b.pos+4:]))
+	p := b.pos + 8
+	b.k, b.v = b.buf[p:p+kl:p+kl], b.buf[p+kl:p+kl+vl:p+kl+vl]
+	b.pos, b.ok = p+kl+vl, true
+}
+
+// fill reads the next batch; false when the iterator is exhausted (or
+// failed: err tells).
+func (b *batchIter) fill() bool {
+	cit := (*C.rocksdb_iterator_t)(cPointer(b.it))
+	if len(b.buf) > batchBytes { // grown for a large pair, now used
+		b.buf = make([]byte, batchBytes)
+	}
+	for {
+		var need C.size_t
+		n := C.su_iter_fill(cit, bytesPtr(b.buf), C.size_t(len(b.buf)), &need)
+		if need > 0 {
+			b.buf = make([]byte, int(need))
+			continue
+		}
+
+		b.pos, b.end = 0, int(n)
+		return n > 0
+	}
 }
 
 // fileCRC32C extends crc over p as the SST writer's file checksum does,

@@ -1,10 +1,11 @@
-// The SST file writer stateutil uses for the files it builds itself
-// (conversion, rescaling). It is RocksDB's SstFileWriter with two settings
-// the C API cannot make: the written pages stay in the page cache, and
-// the file's CRC32C is computed while it is written, so nothing is read
-// back to checksum it.
-#ifndef STATEUTIL_SSTFILE_H
-#define STATEUTIL_SSTFILE_H
+// What stateutil asks of RocksDB beyond its C API (native.cc).
+//
+// The SST file writer for the files stateutil builds itself (conversion,
+// rescaling) is RocksDB's SstFileWriter with two settings the C API cannot
+// make: the written pages stay in the page cache, and the file's CRC32C is
+// computed while it is written, so nothing is read back to checksum it.
+#ifndef STATEUTIL_NATIVE_H
+#define STATEUTIL_NATIVE_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -36,6 +37,14 @@ void su_sst_destroy(su_sst* w);
 // database as it is: written by an SST file writer, holding only puts,
 // with a global sequence number of 0 that ingestion never rewrites.
 int su_sst_linkable(const char* path, char** err);
+
+// su_iter_fill copies pairs from it into buf, each as a 4-byte key length,
+// a 4-byte value length (native byte order), the key and the value,
+// advancing it, until it is exhausted or the next pair does not fit in cap
+// bytes. It returns the bytes used; when not even the first pair fits, 0
+// with *need set to its size.
+size_t su_iter_fill(rocksdb_iterator_t* it, char* buf, size_t cap,
+                    size_t* need);
 
 // su_crc32c extends crc over p[0:n) as the file checksum does; portable
 // takes the table-driven code even on a CPU with the instruction.
