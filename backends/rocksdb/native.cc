@@ -2,8 +2,8 @@
 
 #include <cstdint>
 #include <cstdlib>
-#include <memory>
 #include <cstring>
+#include <memory>
 #include <string>
 
 #include <rocksdb/env.h>

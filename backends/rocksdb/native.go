@@ -54,8 +54,8 @@ func (s *sstWriter) add(key, value []byte) error {
 	return nil
 }
 
-// finish completes the file; it reports false when nothing was added (no
-// file is left behind then).
+// finish completes the file; it reports false when nothing was added,
+// leaving an unfinished file at path for the caller to remove.
 func (s *sstWriter) finish() (bool, error) {
 	if s.n == 0 {
 		return false, nil
@@ -180,7 +180,6 @@ func (b *batchIter) fill() bool {
 			b.buf = make([]byte, int(need))
 			continue
 		}
-
 		b.pos, b.end = 0, int(n)
 		return n > 0
 	}
@@ -193,8 +192,9 @@ func fileCRC32C(crc uint32, p []byte, portable bool) uint32 {
 }
 
 // nativeIterator reports whether grocksdb's Iterator is what copyPairs
-// assumes: a struct holding only the C pointer. If a grocksdb upgrade
-// changes that, copies take the portable loop.
+// and batchIter assume: a struct holding only the C pointer. If a grocksdb
+// upgrade changes that, copies and scans take grocksdb's pair-by-pair
+// calls.
 var nativeIterator = onlyPointer(reflect.TypeFor[grocksdb.Iterator]())
 
 func onlyPointer(t reflect.Type) bool {

@@ -15,10 +15,14 @@ import (
 )
 
 // sstTarget is the size at which a state's SST file is finished (at the
-// next key-group boundary) and a new one begun. Files that hold whole key
-// groups let a rescale link every file inside a new subtask's range and
-// copy only the few that straddle one of its ends.
+// next key-group boundary) and a new one begun; past sstMin, a file is
+// also finished once it spans an eighth of the subtask's key groups, so
+// that a smaller state still comes in several files. Files that hold
+// whole key groups let a rescale link every file inside a new subtask's
+// range and copy only the few that straddle one of its ends.
 var sstTarget = 16 << 20
+
+const sstMin = 1 << 20
 
 // sortBudget bounds the bytes of keys and values a subtask writer holds
 // to sort one key group. A key group larger than that (summed over the
@@ -59,6 +63,7 @@ type sstState struct {
 	sst      *sstWriter // the SST file being written, opened by a flush
 	files    int        // SST files begun
 	finished []string   // SST files complete, not ingested yet
+	fileKGs  int        // key groups in the SST file being written
 	lz4      bool
 	buf      []byte // records' keys and values, each key followed by its value
 	recs     []sortRec
@@ -191,8 +196,9 @@ func (s *sstState) flush() error {
 		if err != nil {
 			return err
 		}
-		s.sst = w
+		s.sst, s.fileKGs = w, 0
 	}
+	s.fileKGs++
 	var merged []byte
 	for i := 0; i < len(s.recs); {
 		r := s.recs[i]
@@ -242,7 +248,7 @@ func (sw *subtaskWriter) flushAll() error {
 		if err := s.flush(); err != nil {
 			return err
 		}
-		if s.sst != nil && s.sst.bytes >= int64(sstTarget) {
+		if s.sst != nil && sw.fileFull(s) {
 			if err := sw.finishFile(s); err != nil {
 				return err
 			}
@@ -250,6 +256,13 @@ func (sw *subtaskWriter) flushAll() error {
 	}
 	sw.buffered = 0
 	return nil
+}
+
+// fileFull reports whether s's SST file ends at this key-group boundary
+// (see sstTarget).
+func (sw *subtaskWriter) fileFull(s *sstState) bool {
+	b := s.sst.bytes
+	return b >= int64(sstTarget) || b >= sstMin && s.fileKGs*8 >= sw.in.kgs.Len()
 }
 
 // overBudget sends the states with the largest buffers to ordinary writes
