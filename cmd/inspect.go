@@ -160,12 +160,12 @@ func printHeader(w io.Writer, s *report.Summary) {
 	if !s.Created.IsZero() {
 		fmt.Fprintf(w, "Created:    %s\n", s.Created.UTC().Format(time.RFC3339))
 	}
-	if ids := s.Properties["job_checkpoints"]; ids != "" {
+	if ids := s.Properties[snapshot.PropJobCheckpoints]; ids != "" {
 		fmt.Fprintf(w, "Job has:    %s (complete checkpoints; showing the latest)\n", ids)
 	}
 	var details []string
 	for _, k := range slices.Sorted(maps.Keys(s.Properties)) {
-		if k != "job_checkpoints" {
+		if k != snapshot.PropJobCheckpoints {
 			details = append(details, k+"="+s.Properties[k])
 		}
 	}

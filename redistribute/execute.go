@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -236,10 +237,13 @@ func finishSubtask(ctx context.Context, a *Assignment, sw snapshot.SubtaskWriter
 
 // Rewritten is a copy of s's metadata to write a new snapshot from: the
 // same job, operators and descriptors, without subtasks (a Writer fills
-// them in) and without the source's format.
+// them in), without the source's format and without what the reader
+// recorded about where s was found.
 func Rewritten(s *snapshot.Snapshot) *snapshot.Snapshot {
 	out := *s
 	out.Format = ""
+	out.Properties = maps.Clone(s.Properties)
+	delete(out.Properties, snapshot.PropJobCheckpoints)
 	out.Operators = make([]*snapshot.Operator, len(s.Operators))
 	for i, op := range s.Operators {
 		c := *op

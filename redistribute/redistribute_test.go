@@ -299,3 +299,17 @@ func TestPlanFiguresMatchResult(t *testing.T) {
 		}
 	}
 }
+
+// A snapshot read from a job directory names the directory's checkpoints;
+// a snapshot written from it is not in that directory and must not.
+func TestRewrittenDropsWhereTheSourceWasFound(t *testing.T) {
+	s := &snapshot.Snapshot{Format: "filesystem", Properties: map[string]string{
+		snapshot.PropJobCheckpoints: "chk-3 chk-4", "job": "wordcount"}}
+	out := Rewritten(s)
+	if _, ok := out.Properties[snapshot.PropJobCheckpoints]; ok || out.Properties["job"] != "wordcount" || out.Format != "" {
+		t.Fatalf("rewritten: format %q, properties %v", out.Format, out.Properties)
+	}
+	if s.Properties[snapshot.PropJobCheckpoints] != "chk-3 chk-4" {
+		t.Fatalf("the source's properties changed: %v", s.Properties)
+	}
+}

@@ -36,8 +36,14 @@ step verify rescaled
 
 note "move the checkpoint to another backend, and prove nothing changed"
 step convert chk-fs/demo-fs --to rocksdb --output converted-rocksdb --verify --quiet
+step inspect converted-rocksdb
 step diff chk-fs/demo-fs converted-rocksdb
 step diff chk-fs/demo-fs rescaled || true
+
+note "rescale the RocksDB copy from its SST files (no entry decoded), and check it"
+step rescale converted-rocksdb --parallelism 3 --output rescaled-rocksdb --quiet
+step verify rescaled-rocksdb
+step diff rescaled rescaled-rocksdb --entries
 
 note "where Flink routes a key"
 step keygroup user-1 --key-type string --max-parallelism 128 --parallelism 3

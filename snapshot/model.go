@@ -77,6 +77,12 @@ type Snapshot struct {
 	Properties   map[string]string `json:"properties,omitempty" msgpack:"properties,omitempty"`
 }
 
+// PropJobCheckpoints is the property a reader sets when it resolved a job
+// directory to its latest complete checkpoint: the complete checkpoints it
+// found there. It describes where the snapshot was read from, not the
+// snapshot, so it is not carried into snapshots written from it.
+const PropJobCheckpoints = "job_checkpoints"
+
 // Operator is one operator's state across its subtasks.
 type Operator struct {
 	// ID is the operator id in hex (Flink's 16-byte OperatorID).

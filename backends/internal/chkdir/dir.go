@@ -93,7 +93,7 @@ func (d Dir) Describe(s *snapshot.Snapshot) {
 	if s.Properties == nil {
 		s.Properties = map[string]string{}
 	}
-	s.Properties["job_checkpoints"] = strings.Join(ids, " ")
+	s.Properties[snapshot.PropJobCheckpoints] = strings.Join(ids, " ")
 }
 
 // Metadata is the path of the directory's _metadata.
