@@ -70,6 +70,24 @@ type localPending struct {
 	*os.File
 	path string
 	done bool
+	// written and queued are the bytes written, and those handed to the
+	// kernel to write back (writeBehind).
+	written, queued int64
+}
+
+// writeBehindBytes is how much a pending file lets accumulate before it
+// asks the kernel to start writing it to disk, so that Commit's fsync
+// finds little left to do and the disk works while the caller computes.
+const writeBehindBytes = 8 << 20
+
+func (p *localPending) Write(b []byte) (int, error) {
+	n, err := p.File.Write(b)
+	p.written += int64(n)
+	if p.written-p.queued >= writeBehindBytes {
+		writeBehind(p.File, p.queued, p.written-p.queued)
+		p.queued = p.written
+	}
+	return n, err
 }
 
 func (local) Create(_ context.Context, path string) (Pending, error) {
