@@ -144,9 +144,26 @@ func syncDir(dir string) error {
 }
 
 // download copies remote file f (at src) into local path dst, checking
-// its size and CRC32C. A missing file wraps snapshot.ErrNotFound, a
-// damaged one snapshot.ErrCorrupt; both name the file.
+// it as readChecked does.
 func download(ctx context.Context, st storage.Storage, src, dst string, f file) error {
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	err = readChecked(ctx, st, src, f, out, make([]byte, 1<<20))
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(dst)
+	}
+	return err
+}
+
+// readChecked reads file f (at src) through to w, checking its size and
+// CRC32C against the metadata. A missing file wraps snapshot.ErrNotFound,
+// a damaged one snapshot.ErrCorrupt; both name the file.
+func readChecked(ctx context.Context, st storage.Storage, src string, f file, w io.Writer, buf []byte) error {
 	in, err := st.Open(ctx, src)
 	if err != nil {
 		if isNotFound(err) {
@@ -158,18 +175,10 @@ func download(ctx context.Context, st storage.Storage, src, dst string, f file) 
 	if in.Size() != f.Size {
 		return snapshot.Corrupt(st.URI(src), -1, "%s: size %d, metadata records %d", f.Local, in.Size(), f.Size)
 	}
-	out, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
-	if err != nil {
-		return err
-	}
 	h := crc32.New(envelope.Castagnoli)
-	n, err := io.Copy(io.MultiWriter(out, h), ctxReader{ctx, in})
-	if cerr := out.Close(); err == nil {
-		err = cerr
-	}
+	n, err := io.CopyBuffer(io.MultiWriter(w, h), ctxReader{ctx, in}, buf)
 	if err != nil {
-		os.Remove(dst)
-		return fmt.Errorf("download %q: %w", st.URI(src), err)
+		return fmt.Errorf("read %q: %w", st.URI(src), err)
 	}
 	if n != f.Size {
 		return snapshot.Corrupt(st.URI(src), n, "%s: truncated: read %d of %d bytes", f.Local, n, f.Size)
@@ -212,7 +221,7 @@ func linkHandle(ctx context.Context, d chkdir.Dir, h *handle, dir string) error 
 		if err != nil {
 			return err
 		}
-		if err := check(ctx, d.Storage, src, f, buf); err != nil {
+		if err := readChecked(ctx, d.Storage, src, f, io.Discard, buf); err != nil {
 			return err
 		}
 		abs, err := filepath.Abs(src)
@@ -222,34 +231,6 @@ func linkHandle(ctx context.Context, d chkdir.Dir, h *handle, dir string) error 
 		if err := os.Symlink(abs, filepath.Join(dir, f.Local)); err != nil {
 			return err
 		}
-	}
-	return nil
-}
-
-// check reads file f (at src) through, checking its size and CRC32C, with
-// download's errors.
-func check(ctx context.Context, st storage.Storage, src string, f file, buf []byte) error {
-	in, err := st.Open(ctx, src)
-	if err != nil {
-		if isNotFound(err) {
-			return fmt.Errorf("%w: rocksdb file %q (%s) is missing: %w", snapshot.ErrNotFound, st.URI(src), f.Local, err)
-		}
-		return fmt.Errorf("rocksdb file %q: %w", st.URI(src), err)
-	}
-	defer in.Close()
-	if in.Size() != f.Size {
-		return snapshot.Corrupt(st.URI(src), -1, "%s: size %d, metadata records %d", f.Local, in.Size(), f.Size)
-	}
-	h := crc32.New(envelope.Castagnoli)
-	n, err := io.CopyBuffer(h, ctxReader{ctx, in}, buf)
-	if err != nil {
-		return fmt.Errorf("read %q: %w", st.URI(src), err)
-	}
-	if n != f.Size {
-		return snapshot.Corrupt(st.URI(src), n, "%s: truncated: read %d of %d bytes", f.Local, n, f.Size)
-	}
-	if got := h.Sum32(); got != f.CRC32C {
-		return snapshot.Corrupt(st.URI(src), -1, "%s: checksum mismatch: metadata records crc32c %08x, file has %08x", f.Local, f.CRC32C, got)
 	}
 	return nil
 }
