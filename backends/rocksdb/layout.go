@@ -86,6 +86,15 @@ func (c *codec) kgPrefix(kg int) []byte {
 	return []byte{byte(kg >> 8), byte(kg)}
 }
 
+// keyGroupOf is the key group whose prefix key k begins with (k holds
+// at least the prefix).
+func (c *codec) keyGroupOf(k []byte) int {
+	if c.prefix == 1 {
+		return int(k[0])
+	}
+	return int(binary.BigEndian.Uint16(k))
+}
+
 // upperBound is the first key after key group kg, or nil past the last.
 func (c *codec) upperBound(kg int) []byte {
 	if kg+1 >= 1<<(8*c.prefix) {
@@ -169,11 +178,7 @@ func (c *codec) decodeKey(k []byte, e *snapshot.Entry) error {
 		return c.corrupt(k, "shorter than the key-group prefix")
 	}
 	e.State = c.state
-	if c.prefix == 1 {
-		e.KeyGroup = int(k[0])
-	} else {
-		e.KeyGroup = int(binary.BigEndian.Uint16(k))
-	}
+	e.KeyGroup = c.keyGroupOf(k)
 	rest := k[c.prefix:]
 	var ok bool
 	if e.Key, rest, ok = takePart(rest, c.keyW); !ok {

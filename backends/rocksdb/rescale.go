@@ -73,7 +73,7 @@ func (w *writer) SubtaskFrom(ctx context.Context, r snapshot.Reader, op, newOp *
 	if err != nil {
 		return nil, true, err
 	}
-	shares, links, err := planShares(ctx, rr, op, srcs, primary, tmp)
+	shares, links, err := planShares(ctx, rr, op, srcs, primary, kgs, tmp)
 	if err != nil {
 		os.RemoveAll(tmp)
 		return nil, true, err

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/stateutil/stateutil/keygroup"
 	"github.com/stateutil/stateutil/snapshot"
 )
 
@@ -61,7 +62,7 @@ type link struct {
 // planShares lists, for every source but the primary and state by state,
 // the SST files to link and the key ranges between them to copy, each
 // into its own file in tmp. It downloads the sources.
-func planShares(ctx context.Context, rr *reader, op *snapshot.Operator, srcs []source, primary *source, tmp string) ([]*share, []*link, error) {
+func planShares(ctx context.Context, rr *reader, op *snapshot.Operator, srcs []source, primary *source, newKGs keygroup.Range, tmp string) ([]*share, []*link, error) {
 	var shares []*share
 	var links []*link
 	cs := codecs(op)
@@ -90,11 +91,10 @@ func planShares(ctx context.Context, rr *reader, op *snapshot.Operator, srcs []s
 			}
 			label := fmt.Sprintf("operator %s subtask %d state %q", op.Label(), s.sub.Index, c.state)
 			addShare := func(lo, hi []byte) {
-				if hi != nil && bytes.Compare(lo, hi) >= 0 {
-					return
+				for _, p := range pieces(c, lo, hi, s.part.End, s.sub.KeyGroupStats, newKGs.Len()) {
+					shares = append(shares, &share{src: d, c: c, lower: p[0], upper: p[1], label: label,
+						path: filepath.Join(tmp, "copy-"+strconv.Itoa(len(shares))+".sst")})
 				}
-				shares = append(shares, &share{src: d, c: c, lower: lo, upper: hi, label: label,
-					path: filepath.Join(tmp, "copy-"+strconv.Itoa(len(shares))+".sst")})
 			}
 			for _, f := range whole {
 				addShare(lower, f.smallest)
@@ -106,6 +106,38 @@ func planShares(ctx context.Context, rr *reader, op *snapshot.Operator, srcs []s
 		}
 	}
 	return shares, links, nil
+}
+
+// pieces splits the key range [lo, hi) of a source's share (hi nil: to
+// the end of key group last) at key-group boundaries where the subtask
+// writer would end a file (fileFull), so that the copies are files a later
+// rescale can link in turn. The sizes are the source's figures per key
+// group, all states together (pieces err on the small side), or, where
+// it has none, the cut falls at every eighth of the new subtask's range.
+func pieces(c *codec, lo, hi []byte, last int, stats []snapshot.KeyGroupStat, newLen int) [][2][]byte {
+	if hi != nil && bytes.Compare(lo, hi) >= 0 {
+		return nil
+	}
+	bytesOf := map[int]int64{}
+	for _, st := range stats {
+		bytesOf[st.KeyGroup] = st.Bytes
+	}
+	var out [][2][]byte
+	start, size, kgs := lo, int64(0), 0
+	for kg := c.keyGroupOf(lo); kg < last; kg++ {
+		size += bytesOf[kg]
+		kgs++
+		cut := c.kgPrefix(kg + 1)
+		if hi != nil && bytes.Compare(cut, hi) >= 0 {
+			break
+		}
+		full := kgs*8 >= newLen && (len(stats) == 0 || size >= sstMin)
+		if size >= int64(sstTarget) || full {
+			out = append(out, [2][]byte{start, cut})
+			start, size, kgs = cut, 0, 0
+		}
+	}
+	return append(out, [2][]byte{start, hi})
 }
 
 // wholeFile is a source's SST file that can be linked (linkableFiles).

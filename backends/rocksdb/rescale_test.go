@@ -416,8 +416,64 @@ func TestRescaleLinksWholeFiles(t *testing.T) {
 			if target == 1 && shared != all || shared == 0 {
 				t.Errorf("files of %d bytes, %d -> %d: %d of %d SST files linked from the old snapshot", target, c[0], c[1], shared, all)
 			}
+			// The copies are cut like written files: rescaling the result
+			// again, to new boundaries, links every file of it that lies
+			// within one new subtask.
+			next := c[1] + 1
+			within := filesWithin(t, fast, next)
+			again, _ := rescaleTo(t, fast, next, false)
+			linked := 0
+			for _, f := range within {
+				if n, _ := sharedFiles(t, f, again); n == 1 {
+					linked++
+				}
+			}
+			t.Logf("files of %d bytes, %d -> %d: %d of the %d SST files within one new subtask linked", target, c[1], next, linked, len(within))
+			if linked != len(within) || len(within) == 0 {
+				t.Errorf("files of %d bytes, %d -> %d: %d of the %d SST files within one new subtask linked", target, c[1], next, linked, len(within))
+			}
 		}
 	}
+}
+
+// filesWithin lists the SST files of the rocksdb snapshot at loc whose
+// keys all lie in one subtask at parallelism p.
+func filesWithin(t *testing.T, loc string, p int) []string {
+	t.Helper()
+	ctx := context.Background()
+	d := chkdir.At(storage.Local(), loc)
+	m, err := readMetadata(ctx, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, h := range m.Handles {
+		op, _ := m.Snapshot.Operator(h.Operator)
+		dir := filepath.Join(t.TempDir(), "db")
+		if err := linkHandle(ctx, d, h, dir); err != nil {
+			t.Fatal(err)
+		}
+		db, err := openReadOnly(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := &codec{prefix: h.PrefixBytes}
+		for _, cf := range db.columnFamilies() {
+			files, _ := db.files(cf)
+			for _, f := range files {
+				first, last := c.keyGroupOf(f.smallest), c.keyGroupOf(f.largest)
+				if keygroup.SubtaskOf(first, op.MaxParallelism, p) == keygroup.SubtaskOf(last, op.MaxParallelism, p) {
+					real, err := filepath.EvalSymlinks(filepath.Join(dir, f.name))
+					if err != nil {
+						t.Fatal(err)
+					}
+					out = append(out, real)
+				}
+			}
+		}
+		db.Close()
+	}
+	return out
 }
 
 // sharedFiles counts the SST files under dst that are files under src.
@@ -477,5 +533,62 @@ func TestRescaleFastPathNoNativeLeak(t *testing.T) {
 	// The entry-by-entry path settles at about +4 MiB here as well.
 	if after-before > 8<<10 {
 		t.Errorf("RSS grew by %d KiB over %d rescales; a native object leaks", after-before, loops)
+	}
+}
+
+// TestPiecesEndWhereWriterFilesEnd checks where a rescale cuts the key
+// ranges it copies: at key-group boundaries, by the writer's rule.
+func TestPiecesEndWhereWriterFilesEnd(t *testing.T) {
+	c := &codec{prefix: 1}
+	stats := func(each int64) []snapshot.KeyGroupStat {
+		var out []snapshot.KeyGroupStat
+		for kg := range 128 {
+			out = append(out, snapshot.KeyGroupStat{KeyGroup: kg, Bytes: each})
+		}
+		return out
+	}
+	cuts := func(ps [][2][]byte) []int {
+		var out []int
+		for _, p := range ps[1:] {
+			out = append(out, c.keyGroupOf(p[0]))
+		}
+		return out
+	}
+	every := func(from, to, step int) []int {
+		var out []int
+		for kg := from; kg <= to; kg += step {
+			out = append(out, kg)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name     string
+		lo, hi   []byte
+		last     int
+		stats    []snapshot.KeyGroupStat
+		newLen   int
+		wantCuts []int
+	}{
+		{"no figures: every eighth of the new range", c.kgPrefix(0), nil, 63, nil, 64, every(8, 56, 8)},
+		{"large key groups: at 16 MiB", c.kgPrefix(0), nil, 63, stats(10 << 20), 64, every(2, 62, 2)},
+		{"small key groups: an eighth, once past 1 MiB", c.kgPrefix(0), nil, 63, stats(100 << 10), 64, every(11, 55, 11)},
+		{"bounded above", c.kgPrefix(10), c.kgPrefix(20), 127, nil, 40, []int{15}},
+		{"from inside a key group", append(c.kgPrefix(9), 7), nil, 20, nil, 88, []int{20}},
+	} {
+		ps := pieces(c, tc.lo, tc.hi, tc.last, tc.stats, tc.newLen)
+		if !bytes.Equal(ps[0][0], tc.lo) || !bytes.Equal(ps[len(ps)-1][1], tc.hi) {
+			t.Errorf("%s: pieces run from %x to %x, want %x to %x", tc.name, ps[0][0], ps[len(ps)-1][1], tc.lo, tc.hi)
+		}
+		for i := 1; i < len(ps); i++ {
+			if !bytes.Equal(ps[i-1][1], ps[i][0]) {
+				t.Errorf("%s: piece %d ends at %x, the next starts at %x", tc.name, i-1, ps[i-1][1], ps[i][0])
+			}
+		}
+		if got := cuts(ps); !slices.Equal(got, tc.wantCuts) {
+			t.Errorf("%s: cut at key groups %v, want %v", tc.name, got, tc.wantCuts)
+		}
+	}
+	if ps := pieces(c, c.kgPrefix(5), c.kgPrefix(5), 127, nil, 8); ps != nil {
+		t.Errorf("an empty range gave pieces %v", ps)
 	}
 }
