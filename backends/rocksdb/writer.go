@@ -1,6 +1,7 @@
 package rocksdb
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -191,7 +192,7 @@ func (w *writer) Commit(ctx context.Context, s *snapshot.Snapshot) error {
 	}
 	slices.SortFunc(w.handles, func(x, y *handle) int {
 		if x.Operator != y.Operator {
-			return compareStrings(x.Operator, y.Operator)
+			return cmp.Compare(x.Operator, y.Operator)
 		}
 		return x.Subtask - y.Subtask
 	})
@@ -201,16 +202,6 @@ func (w *writer) Commit(ctx context.Context, s *snapshot.Snapshot) error {
 	w.done = true
 	w.removeReplaced(ctx)
 	return nil
-}
-
-func compareStrings(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 func (w *writer) Abort(ctx context.Context) error {

@@ -12,6 +12,7 @@
 package chkdir
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -77,7 +78,7 @@ func List(ctx context.Context, st storage.Storage, jobDir string) ([]Checkpoint,
 			out = append(out, Checkpoint{ID: id, Path: dir})
 		}
 	}
-	slices.SortFunc(out, func(a, b Checkpoint) int { return compareInt64(a.ID, b.ID) })
+	slices.SortFunc(out, func(a, b Checkpoint) int { return cmp.Compare(a.ID, b.ID) })
 	return out, nil
 }
 
@@ -92,16 +93,6 @@ func Latest(ctx context.Context, st storage.Storage, jobDir string) (Checkpoint,
 		return Checkpoint{}, fmt.Errorf("%w: no complete checkpoint (chk-<N> with %s) in %q", snapshot.ErrNotFound, MetadataFile, st.URI(jobDir))
 	}
 	return cps[len(cps)-1], nil
-}
-
-func compareInt64(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // isFile reports whether p exists and is a regular file.
