@@ -184,6 +184,19 @@ extern "C" int su_sst_put(su_sst* w, const char* key, size_t klen,
   return s.ok() ? 0 : fail(s, err);
 }
 
+extern "C" int su_sst_put_records(su_sst* w, const char* buf,
+                                  const intptr_t* recs, size_t n, char** err) {
+  for (size_t i = 0; i < n; i++, recs += 3) {
+    const char* key = buf + recs[0];
+    rocksdb::Status s = w->w->Put(rocksdb::Slice(key, size_t(recs[1])),
+                                  rocksdb::Slice(key + recs[1], size_t(recs[2])));
+    if (!s.ok()) {
+      return fail(s, err);
+    }
+  }
+  return 0;
+}
+
 extern "C" int su_sst_copy(su_sst* w, rocksdb_iterator_t* it, int max,
                            char** err) {
   int n = 0;

@@ -54,6 +54,23 @@ func (s *sstWriter) add(key, value []byte) error {
 	return nil
 }
 
+// addRecords adds the records of buf, in increasing key order, in one call
+// into C: a call per pair would cost as much as RocksDB's own work.
+func (s *sstWriter) addRecords(buf []byte, recs []sortRec) error {
+	if len(recs) == 0 {
+		return nil
+	}
+	var cerr *C.char
+	if C.su_sst_put_records(s.w, bytesPtr(buf), (*C.intptr_t)(unsafe.Pointer(&recs[0])), C.size_t(len(recs)), &cerr) != 0 {
+		return fmt.Errorf("rocksdb: SST %q: %w", s.path, takeError(cerr))
+	}
+	s.n += len(recs)
+	for _, r := range recs {
+		s.bytes += int64(r.klen + r.vlen)
+	}
+	return nil
+}
+
 // finish completes the file; it reports false when nothing was added,
 // leaving an unfinished file at path for the caller to remove.
 func (s *sstWriter) finish() (bool, error) {

@@ -25,6 +25,11 @@ su_sst* su_sst_open(const char* path, int lz4, size_t block_size,
                     int checksum, char** err);
 int su_sst_put(su_sst* w, const char* key, size_t klen, const char* val,
                size_t vlen, char** err);
+// su_sst_put_records puts n records of buf, in increasing key order, each
+// given by three numbers in recs: the key's offset in buf, its length, and
+// the length of the value that follows it.
+int su_sst_put_records(su_sst* w, const char* buf, const intptr_t* recs,
+                       size_t n, char** err);
 // su_sst_copy moves up to max pairs from it to w, advancing it; it returns
 // how many, or -1 with *err set.
 int su_sst_copy(su_sst* w, rocksdb_iterator_t* it, int max, char** err);

@@ -44,6 +44,7 @@ type subtaskWriter struct {
 	in      *Instance
 	tmp     string
 	states  map[string]*sstState
+	last    *sstState // the state of the entry before
 	lastKG  int
 	stats   snapshot.Stats
 	kgStats []snapshot.KeyGroupStat
@@ -72,7 +73,7 @@ type sstState struct {
 }
 
 // sortRec is a record in sstState.buf: key buf[off:off+klen], value the
-// vlen bytes after it.
+// vlen bytes after it. sstWriter.addRecords hands these to C as they are.
 type sortRec struct{ off, klen, vlen int }
 
 func (s *sstState) keyOf(r sortRec) []byte { return s.buf[r.off : r.off+r.klen] }
@@ -84,10 +85,11 @@ func (sw *subtaskWriter) Entry(e *snapshot.Entry) error {
 	if sw.closed {
 		return errClosed
 	}
-	c, err := sw.in.codec(e)
+	s, err := sw.stateOf(e)
 	if err != nil {
 		return err
 	}
+	c := s.c
 	if e.KeyGroup < sw.lastKG {
 		return fmt.Errorf("rocksdb: state %q: key group %d after %d; entries must come in key-group order", e.State, e.KeyGroup, sw.lastKG)
 	}
@@ -100,10 +102,6 @@ func (sw *subtaskWriter) Entry(e *snapshot.Entry) error {
 		return err
 	}
 	sw.count(e)
-	s, err := sw.state(c)
-	if err != nil {
-		return err
-	}
 	if s.fallback {
 		return sw.in.Put(e)
 	}
@@ -183,8 +181,13 @@ func (s *sstState) flush() error {
 	if len(s.recs) == 0 {
 		return nil
 	}
+	// Sorted records arrived in strictly increasing key order (add merged
+	// equal neighbours): none repeats a key.
 	if !s.sorted {
 		slices.SortStableFunc(s.recs, func(a, b sortRec) int { return bytes.Compare(s.keyOf(a), s.keyOf(b)) })
+		if err := s.mergeEqualKeys(); err != nil {
+			return err
+		}
 	}
 	if s.sst == nil {
 		// The first key group is the sample the compression is chosen by.
@@ -199,34 +202,51 @@ func (s *sstState) flush() error {
 		s.sst, s.fileKGs = w, 0
 	}
 	s.fileKGs++
-	var merged []byte
-	for i := 0; i < len(s.recs); {
-		r := s.recs[i]
-		key, val := s.keyOf(r), s.valOf(r)
-		j := i + 1
-		// Sorted records arrived in strictly increasing key order (add
-		// merged equal neighbours): none repeats a key.
-		for ; !s.sorted && j < len(s.recs) && bytes.Equal(s.keyOf(s.recs[j]), key); j++ {
-			if s.c.kind != snapshot.List {
-				val = s.valOf(s.recs[j]) // the last write wins
-				continue
-			}
-			if j == i+1 {
-				merged = append(merged[:0], val...)
-			}
-			merged = append(append(merged, listDelimiter), s.valOf(s.recs[j])...)
-			if err := s.checkMerged(key, len(merged)); err != nil {
-				return err
-			}
-			val = merged
-		}
-		if err := s.sst.add(key, val); err != nil {
-			return err
-		}
-		i = j
+	if err := s.sst.addRecords(s.buf, s.recs); err != nil {
+		return err
 	}
 	s.buf, s.recs = s.buf[:0], s.recs[:0]
 	return nil
+}
+
+// mergeEqualKeys makes one record of each run of sorted records with the
+// same key: the last one, or for a list state a new record at the end of
+// buf whose value joins the run's elements in arrival order.
+func (s *sstState) mergeEqualKeys() error {
+	out := s.recs[:0] // written behind the records still to be read
+	for i := 0; i < len(s.recs); {
+		j := i + 1
+		for j < len(s.recs) && bytes.Equal(s.keyOf(s.recs[j]), s.keyOf(s.recs[i])) {
+			j++
+		}
+		r := s.recs[j-1] // the last write wins
+		if j > i+1 && s.c.kind == snapshot.List {
+			var err error
+			if r, err = s.joinList(s.recs[i:j]); err != nil {
+				return err
+			}
+		}
+		out = append(out, r)
+		i = j
+	}
+	s.recs = out
+	return nil
+}
+
+// joinList appends to buf a record with run's key and its values joined
+// as list elements.
+func (s *sstState) joinList(run []sortRec) (sortRec, error) {
+	off := len(s.buf)
+	s.buf = append(s.buf, s.keyOf(run[0])...)
+	for i, r := range run {
+		if i > 0 {
+			s.buf = append(s.buf, listDelimiter)
+		}
+		s.buf = append(s.buf, s.valOf(r)...)
+	}
+	klen := run[0].klen
+	merged := sortRec{off: off, klen: klen, vlen: len(s.buf) - off - klen}
+	return merged, s.checkMerged(s.keyOf(merged), merged.vlen)
 }
 
 // checkMerged refuses a list, merged from elements apart in the input,
@@ -333,12 +353,22 @@ func (sw *subtaskWriter) count(e *snapshot.Entry) {
 	last.Bytes += e.Size()
 }
 
-func (sw *subtaskWriter) state(c *codec) (*sstState, error) {
-	if s, ok := sw.states[c.state]; ok {
+// stateOf is e's state, e checked by the instance's codec unless the
+// entry before was of the same state and key group.
+func (sw *subtaskWriter) stateOf(e *snapshot.Entry) (*sstState, error) {
+	if s := sw.last; s != nil && e.KeyGroup == sw.lastKG && s.c.state == e.State {
 		return s, nil
 	}
-	s := &sstState{c: c, path: filepath.Join(sw.tmp, "ingest-"+strconv.Itoa(len(sw.states)))}
-	sw.states[c.state] = s
+	c, err := sw.in.codec(e)
+	if err != nil {
+		return nil, err
+	}
+	s, ok := sw.states[c.state]
+	if !ok {
+		s = &sstState{c: c, path: filepath.Join(sw.tmp, "ingest-"+strconv.Itoa(len(sw.states)))}
+		sw.states[c.state] = s
+	}
+	sw.last = s
 	return s, nil
 }
 
