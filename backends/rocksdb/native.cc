@@ -8,6 +8,7 @@
 
 #include <rocksdb/env.h>
 #include <rocksdb/file_checksum.h>
+#include <rocksdb/file_system.h>
 #include <rocksdb/options.h>
 #include <rocksdb/sst_file_reader.h>
 #include <rocksdb/sst_file_writer.h>
@@ -134,6 +135,41 @@ class FileCrc32cFactory : public rocksdb::FileChecksumGenFactory {
   const char* Name() const override { return "stateutil.FileCrc32c"; }
 };
 
+// UnsyncedFile leaves the file's durability to its ingestion, which
+// syncs every file it links into a database: SstFileWriter's own sync on
+// Finish made each file wait for the disk in the middle of the work.
+// Write-back still starts as the file grows (RangeSync, bytes_per_sync).
+class UnsyncedFile : public rocksdb::FSWritableFileOwnerWrapper {
+ public:
+  using FSWritableFileOwnerWrapper::FSWritableFileOwnerWrapper;
+  rocksdb::IOStatus Sync(const rocksdb::IOOptions&, rocksdb::IODebugContext*) override {
+    return rocksdb::IOStatus::OK();
+  }
+  rocksdb::IOStatus Fsync(const rocksdb::IOOptions&, rocksdb::IODebugContext*) override {
+    return rocksdb::IOStatus::OK();
+  }
+};
+
+class IngestedFileSystem : public rocksdb::FileSystemWrapper {
+ public:
+  IngestedFileSystem() : FileSystemWrapper(rocksdb::FileSystem::Default()) {}
+  const char* Name() const override { return "stateutil.IngestedFileSystem"; }
+  rocksdb::IOStatus NewWritableFile(const std::string& path, const rocksdb::FileOptions& opts,
+                                    std::unique_ptr<rocksdb::FSWritableFile>* out,
+                                    rocksdb::IODebugContext* dbg) override {
+    std::unique_ptr<rocksdb::FSWritableFile> f;
+    rocksdb::IOStatus s = target()->NewWritableFile(path, opts, &f, dbg);
+    if (s.ok()) out->reset(new UnsyncedFile(std::move(f)));
+    return s;
+  }
+};
+
+rocksdb::Env* ingested_env() {
+  static std::unique_ptr<rocksdb::Env> env =
+      rocksdb::NewCompositeEnv(std::make_shared<IngestedFileSystem>());
+  return env.get();
+}
+
 }  // namespace
 
 extern "C" uint32_t su_crc32c(uint32_t crc, const char* p, size_t n,
@@ -158,6 +194,7 @@ extern "C" su_sst* su_sst_open(const char* path, int lz4, size_t block_size,
   rocksdb::Options opts;
   opts.compression = lz4 ? rocksdb::kLZ4Compression : rocksdb::kNoCompression;
   opts.file_checksum_gen_factory = std::make_shared<FileCrc32cFactory>();
+  opts.env = ingested_env();
   rocksdb::BlockBasedTableOptions table;
   table.block_size = block_size;
   table.checksum = rocksdb::ChecksumType(checksum);
