@@ -24,7 +24,16 @@ type reader struct {
 	tmpRoot string
 	mu      sync.Mutex
 	tmp     string
-	dbs     map[*handle]*db
+	dbs     map[*handle]*localDB
+}
+
+// localDB is a subtask's instance, opened by the first caller of local
+// while later callers wait: subtasks are checked and opened in parallel,
+// each once.
+type localDB struct {
+	ready chan struct{} // closed when d or err is set
+	d     *db
+	err   error
 }
 
 func openReader(ctx context.Context, location string, opts snapshot.OpenOptions) (snapshot.Reader, error) {
@@ -37,7 +46,7 @@ func openReader(ctx context.Context, location string, opts snapshot.OpenOptions)
 		return nil, err
 	}
 	d.Describe(m.Snapshot)
-	return &reader{d: d, m: m, tmpRoot: opts.TempDir, dbs: map[*handle]*db{}}, nil
+	return &reader{d: d, m: m, tmpRoot: opts.TempDir, dbs: map[*handle]*localDB{}}, nil
 }
 
 func (r *reader) Snapshot() *snapshot.Snapshot { return r.m.Snapshot }
@@ -50,21 +59,59 @@ func (r *reader) handle(op *snapshot.Operator, subtask int) (*handle, error) {
 	return h, nil
 }
 
-// local downloads and opens a subtask's instance once.
+// local downloads and opens a subtask's instance once (a failed attempt
+// is forgotten, so that a later call tries again).
 func (r *reader) local(ctx context.Context, h *handle) (*db, error) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	if d, ok := r.dbs[h]; ok {
-		return d, nil
+	l, opening := r.dbs[h]
+	if !opening {
+		l = &localDB{ready: make(chan struct{})}
+		r.dbs[h] = l
 	}
-	if r.tmp == "" {
-		tmp, err := os.MkdirTemp(r.tmpRoot, "stateutil-rocksdb-read-")
-		if err != nil {
-			return nil, err
+	r.mu.Unlock()
+	if opening {
+		select {
+		case <-l.ready:
+			return l.d, l.err
+		case <-ctx.Done():
+			return nil, ctx.Err()
 		}
-		r.tmp = tmp
 	}
-	dir := filepath.Join(r.tmp, subtaskDirName(h.Operator, h.Subtask))
+	l.d, l.err = r.open(ctx, h)
+	close(l.ready)
+	if l.err != nil {
+		r.mu.Lock()
+		if r.dbs[h] == l {
+			delete(r.dbs, h)
+		}
+		r.mu.Unlock()
+	}
+	return l.d, l.err
+}
+
+// openAll opens the instances of hs at the same time (see local); the
+// error is the first subtask's that failed.
+func (r *reader) openAll(ctx context.Context, hs []*handle) error {
+	errs := make([]error, len(hs))
+	var wg sync.WaitGroup
+	for i, h := range hs {
+		wg.Go(func() { _, errs[i] = r.local(ctx, h) })
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *reader) open(ctx context.Context, h *handle) (*db, error) {
+	tmp, err := r.tempDir()
+	if err != nil {
+		return nil, err
+	}
+	dir := filepath.Join(tmp, subtaskDirName(h.Operator, h.Subtask))
 	os.RemoveAll(dir)
 	fetch := downloadHandle
 	if r.d.Storage == storage.Local() {
@@ -78,8 +125,20 @@ func (r *reader) local(ctx context.Context, h *handle) (*db, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: operator %s subtask %d: %w", snapshot.ErrCorrupt, h.Operator, h.Subtask, err)
 	}
-	r.dbs[h] = d
 	return d, nil
+}
+
+func (r *reader) tempDir() (string, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.tmp == "" {
+		tmp, err := os.MkdirTemp(r.tmpRoot, "stateutil-rocksdb-read-")
+		if err != nil {
+			return "", err
+		}
+		r.tmp = tmp
+	}
+	return r.tmp, nil
 }
 
 func (r *reader) Entries(ctx context.Context, op *snapshot.Operator, subtask int, kgs keygroup.Range) snapshot.Entries {
@@ -151,8 +210,11 @@ func (r *reader) Raw(ctx context.Context, op *snapshot.Operator, subtask int) (s
 func (r *reader) Close() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for h, d := range r.dbs {
-		d.Close()
+	for h, l := range r.dbs {
+		<-l.ready
+		if l.d != nil {
+			l.d.Close()
+		}
 		delete(r.dbs, h)
 	}
 	var err error

@@ -63,6 +63,16 @@ func (w *writer) SubtaskFrom(ctx context.Context, r snapshot.Reader, op, newOp *
 		return nil, true, err
 	}
 	primary := pickPrimary(op, srcs)
+	// Every source is checked and opened before use; opening them all at
+	// once spreads the checks over the CPUs even when every new subtask
+	// reads the same old subtask first.
+	hs := make([]*handle, len(srcs))
+	for i := range srcs {
+		hs[i] = srcs[i].h
+	}
+	if err := rr.openAll(ctx, hs); err != nil {
+		return nil, true, err
+	}
 	var base *db
 	if primary != nil {
 		if base, err = rr.local(ctx, primary.h); err != nil {

@@ -2,9 +2,12 @@ package rocksdb
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/stateutil/stateutil/keygroup"
@@ -149,5 +152,63 @@ func TestWriterRejectsBadEntries(t *testing.T) {
 	}
 	if err := sw.Entry(&snapshot.Entry{KeyGroup: 4, State: "counts", Key: []byte("k")}); err == nil {
 		t.Error("key group going backwards accepted")
+	}
+}
+
+// TestReaderOpensEachSubtaskOnce asks for the instances of two subtasks
+// from many goroutines at once: each is opened once and shared, and a
+// failed open (a missing SST file) is reported to its callers and tried
+// again on the next call.
+func TestReaderOpensEachSubtaskOnce(t *testing.T) {
+	ctx := context.Background()
+	op := testOperator("0d0e", 2, 128)
+	loc := filepath.Join(t.TempDir(), "sp")
+	writeSnapshot(t, loc, op, testEntries(t, op, 300, 4))
+	r, err := snapshot.Open(ctx, loc, snapshot.OpenOptions{TempDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	rr := r.(*reader)
+	hs := []*handle{}
+	for i := range 2 {
+		h, err := rr.handle(op, i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hs = append(hs, h)
+	}
+
+	// Subtask 1 loses an SST file for a while.
+	sst := filepath.Join(loc, hs[1].Files[slices.IndexFunc(hs[1].Files, func(f file) bool { return filepath.Ext(f.Local) == ".sst" })].Path)
+	if err := os.Rename(sst, sst+".away"); err != nil {
+		t.Fatal(err)
+	}
+	got := make([][]*db, 2)
+	errs := make([][]error, 2)
+	var wg sync.WaitGroup
+	for i, h := range hs {
+		got[i], errs[i] = make([]*db, 8), make([]error, 8)
+		for j := range 8 {
+			wg.Go(func() { got[i][j], errs[i][j] = rr.local(ctx, h) })
+		}
+	}
+	wg.Wait()
+	for j := range 8 {
+		if errs[0][j] != nil || got[0][j] != got[0][0] {
+			t.Fatalf("subtask 0, caller %d: %p, %v; caller 0 got %p", j, got[0][j], errs[0][j], got[0][0])
+		}
+		if !errors.Is(errs[1][j], snapshot.ErrNotFound) {
+			t.Fatalf("subtask 1 without its SST file, caller %d: %v, want a missing-file error", j, errs[1][j])
+		}
+	}
+	if err := os.Rename(sst+".away", sst); err != nil {
+		t.Fatal(err)
+	}
+	if err := rr.openAll(ctx, hs); err != nil {
+		t.Fatalf("with the file back: %v", err)
+	}
+	if d, err := rr.local(ctx, hs[0]); err != nil || d != got[0][0] {
+		t.Fatalf("subtask 0 opened again: %p, %v (first %p)", d, err, got[0][0])
 	}
 }
