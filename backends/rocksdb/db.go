@@ -244,6 +244,25 @@ func (d *db) ingestFiles(cf *grocksdb.ColumnFamilyHandle, files []string, mayWri
 	return nil
 }
 
+// keyGroupSizes estimates the bytes column family c.state holds in each
+// key group from first to last, from its files' indexes (RocksDB's
+// approximate sizes).
+func (d *db) keyGroupSizes(c *codec, first, last int) ([]uint64, error) {
+	h, err := d.cf(c.state)
+	if err != nil || h == nil {
+		return make([]uint64, last-first+1), err
+	}
+	ranges := make([]grocksdb.Range, last-first+1)
+	for kg := first; kg <= last; kg++ {
+		ranges[kg-first] = grocksdb.Range{Start: c.kgPrefix(kg), Limit: c.kgPrefix(kg + 1)}
+	}
+	sizes, err := d.rdb.GetApproximateSizesCF(h, ranges)
+	if err != nil {
+		return nil, fmt.Errorf("rocksdb %q: sizes of state %q: %w", d.path, c.state, err)
+	}
+	return sizes, nil
+}
+
 // liveFile is an SST file of a column family and the keys it spans.
 type liveFile struct {
 	name              string // its base name

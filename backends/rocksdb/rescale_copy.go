@@ -89,9 +89,13 @@ func planShares(ctx context.Context, rr *reader, op *snapshot.Operator, srcs []s
 			if err != nil {
 				return nil, nil, err
 			}
+			sizes, err := d.keyGroupSizes(c, s.part.Start, s.part.End)
+			if err != nil {
+				return nil, nil, err
+			}
 			label := fmt.Sprintf("operator %s subtask %d state %q", op.Label(), s.sub.Index, c.state)
 			addShare := func(lo, hi []byte) {
-				for _, p := range pieces(c, lo, hi, s.part.End, s.sub.KeyGroupStats, newKGs.Len()) {
+				for _, p := range pieces(c, lo, hi, s.part.Start, sizes) {
 					shares = append(shares, &share{src: d, c: c, lower: p[0], upper: p[1], label: label,
 						path: filepath.Join(tmp, "copy-"+strconv.Itoa(len(shares))+".sst")})
 				}
@@ -109,32 +113,25 @@ func planShares(ctx context.Context, rr *reader, op *snapshot.Operator, srcs []s
 }
 
 // pieces splits the key range [lo, hi) of a source's share (hi nil: to
-// the end of key group last) at key-group boundaries where the subtask
-// writer would end a file (fileFull), so that the copies are files a later
-// rescale can link in turn. The sizes are the source's figures per key
-// group, all states together (pieces err on the small side), or, where
-// it has none, the cut falls at every eighth of the new subtask's range.
-func pieces(c *codec, lo, hi []byte, last int, stats []snapshot.KeyGroupStat, newLen int) [][2][]byte {
+// the end of its last key group) at key-group boundaries where the
+// subtask writer would end a file (sstTarget), so that the copies are
+// files a later rescale can link in turn. sizes holds the state's bytes in
+// each key group of the source from first on (keyGroupSizes).
+func pieces(c *codec, lo, hi []byte, first int, sizes []uint64) [][2][]byte {
 	if hi != nil && bytes.Compare(lo, hi) >= 0 {
 		return nil
 	}
-	bytesOf := map[int]int64{}
-	for _, st := range stats {
-		bytesOf[st.KeyGroup] = st.Bytes
-	}
 	var out [][2][]byte
-	start, size, kgs := lo, int64(0), 0
-	for kg := c.keyGroupOf(lo); kg < last; kg++ {
-		size += bytesOf[kg]
-		kgs++
+	start, size := lo, uint64(0)
+	for kg := c.keyGroupOf(lo); kg < first+len(sizes)-1; kg++ {
+		size += sizes[kg-first]
 		cut := c.kgPrefix(kg + 1)
 		if hi != nil && bytes.Compare(cut, hi) >= 0 {
 			break
 		}
-		full := kgs*8 >= newLen && (len(stats) == 0 || size >= sstMin)
-		if size >= int64(sstTarget) || full {
+		if size >= uint64(sstTarget) {
 			out = append(out, [2][]byte{start, cut})
-			start, size, kgs = cut, 0, 0
+			start, size = cut, 0
 		}
 	}
 	return append(out, [2][]byte{start, hi})

@@ -540,10 +540,10 @@ func TestRescaleFastPathNoNativeLeak(t *testing.T) {
 // ranges it copies: at key-group boundaries, by the writer's rule.
 func TestPiecesEndWhereWriterFilesEnd(t *testing.T) {
 	c := &codec{prefix: 1}
-	stats := func(each int64) []snapshot.KeyGroupStat {
-		var out []snapshot.KeyGroupStat
-		for kg := range 128 {
-			out = append(out, snapshot.KeyGroupStat{KeyGroup: kg, Bytes: each})
+	sizes := func(n int, each uint64) []uint64 {
+		out := make([]uint64, n)
+		for i := range out {
+			out[i] = each
 		}
 		return out
 	}
@@ -564,18 +564,18 @@ func TestPiecesEndWhereWriterFilesEnd(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		lo, hi   []byte
-		last     int
-		stats    []snapshot.KeyGroupStat
-		newLen   int
+		first    int
+		sizes    []uint64
 		wantCuts []int
 	}{
-		{"no figures: every eighth of the new range", c.kgPrefix(0), nil, 63, nil, 64, every(8, 56, 8)},
-		{"large key groups: at 16 MiB", c.kgPrefix(0), nil, 63, stats(10 << 20), 64, every(2, 62, 2)},
-		{"small key groups: an eighth, once past 1 MiB", c.kgPrefix(0), nil, 63, stats(100 << 10), 64, every(11, 55, 11)},
-		{"bounded above", c.kgPrefix(10), c.kgPrefix(20), 127, nil, 40, []int{15}},
-		{"from inside a key group", append(c.kgPrefix(9), 7), nil, 20, nil, 88, []int{20}},
+		{"key groups past 4 MiB: each alone", c.kgPrefix(0), nil, 0, sizes(64, 10<<20), every(1, 63, 1)},
+		{"key groups of 1 MiB: every fourth", c.kgPrefix(0), nil, 0, sizes(64, 1<<20), every(4, 60, 4)},
+		{"key groups of 3 MiB: every second", c.kgPrefix(0), nil, 0, sizes(64, 3<<20), every(2, 62, 2)},
+		{"a small state: one piece", c.kgPrefix(0), nil, 0, sizes(64, 10<<10), nil},
+		{"bounded above", c.kgPrefix(10), c.kgPrefix(20), 10, sizes(118, 1<<20), []int{14, 18}},
+		{"from inside a key group", append(c.kgPrefix(9), 7), nil, 9, sizes(12, 2<<20), every(11, 19, 2)},
 	} {
-		ps := pieces(c, tc.lo, tc.hi, tc.last, tc.stats, tc.newLen)
+		ps := pieces(c, tc.lo, tc.hi, tc.first, tc.sizes)
 		if !bytes.Equal(ps[0][0], tc.lo) || !bytes.Equal(ps[len(ps)-1][1], tc.hi) {
 			t.Errorf("%s: pieces run from %x to %x, want %x to %x", tc.name, ps[0][0], ps[len(ps)-1][1], tc.lo, tc.hi)
 		}
@@ -588,7 +588,7 @@ func TestPiecesEndWhereWriterFilesEnd(t *testing.T) {
 			t.Errorf("%s: cut at key groups %v, want %v", tc.name, got, tc.wantCuts)
 		}
 	}
-	if ps := pieces(c, c.kgPrefix(5), c.kgPrefix(5), 127, nil, 8); ps != nil {
+	if ps := pieces(c, c.kgPrefix(5), c.kgPrefix(5), 0, sizes(128, 0)); ps != nil {
 		t.Errorf("an empty range gave pieces %v", ps)
 	}
 }

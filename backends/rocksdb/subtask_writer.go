@@ -14,15 +14,13 @@ import (
 	"github.com/stateutil/stateutil/snapshot"
 )
 
-// sstTarget is the size at which a state's SST file is finished (at the
-// next key-group boundary) and a new one begun; past sstMin, a file is
-// also finished once it spans an eighth of the subtask's key groups, so
-// that a smaller state still comes in several files. Files that hold
-// whole key groups let a rescale link every file inside a new subtask's
-// range and copy only the few that straddle one of its ends.
-var sstTarget = 16 << 20
-
-const sstMin = 1 << 20
+// sstTarget is the size past which a state's SST file is finished, at the
+// next key-group boundary, and a new one begun. Files that hold whole key
+// groups let a rescale link every file inside a new subtask's range and
+// copy only those that straddle one of its ends: a key group of 4 MiB or
+// more has files of its own and is never copied, and smaller ones cost at
+// most about 4 MiB per state to copy at each end of a new range.
+var sstTarget = 4 << 20
 
 // sortBudget bounds the bytes of keys and values a subtask writer holds
 // to sort one key group. A key group larger than that (summed over the
@@ -33,11 +31,11 @@ var sortBudget = 64 << 20
 // key-group order, and the key group is the first byte(s) of every RocksDB
 // key, so sorting one key group at a time puts a state's keys in RocksDB
 // order: each key group is buffered per state, sorted when the next one
-// starts, and written straight into the state's external SST file
-// (ingested once it reaches sstTarget, and on Close: the fastest way in,
-// no memtable, no compaction). A
-// state whose key group outgrows sortBudget is ingested as far as it got
-// and switches to ordinary writes (compacted on Close).
+// starts, and written straight into the state's external SST files (a
+// new one past sstTarget), all ingested together on Close: the fastest
+// way in, no memtable, no compaction. A state whose key group outgrows
+// sortBudget is ingested as far as it got and switches to ordinary writes
+// (compacted on Close).
 type subtaskWriter struct {
 	ctx     context.Context
 	w       *writer
@@ -64,7 +62,6 @@ type sstState struct {
 	sst      *sstWriter // the SST file being written, opened by a flush
 	files    int        // SST files begun
 	finished []string   // SST files complete, not ingested yet
-	fileKGs  int        // key groups in the SST file being written
 	lz4      bool
 	buf      []byte // records' keys and values, each key followed by its value
 	recs     []sortRec
@@ -199,9 +196,8 @@ func (s *sstState) flush() error {
 		if err != nil {
 			return err
 		}
-		s.sst, s.fileKGs = w, 0
+		s.sst = w
 	}
-	s.fileKGs++
 	if err := s.sst.addRecords(s.buf, s.recs); err != nil {
 		return err
 	}
@@ -268,7 +264,7 @@ func (sw *subtaskWriter) flushAll() error {
 		if err := s.flush(); err != nil {
 			return err
 		}
-		if s.sst != nil && sw.fileFull(s) {
+		if s.sst != nil && s.sst.bytes >= int64(sstTarget) {
 			if err := sw.finishFile(s); err != nil {
 				return err
 			}
@@ -276,13 +272,6 @@ func (sw *subtaskWriter) flushAll() error {
 	}
 	sw.buffered = 0
 	return nil
-}
-
-// fileFull reports whether s's SST file ends at this key-group boundary
-// (see sstTarget).
-func (sw *subtaskWriter) fileFull(s *sstState) bool {
-	b := s.sst.bytes
-	return b >= int64(sstTarget) || b >= sstMin && s.fileKGs*8 >= sw.in.kgs.Len()
 }
 
 // overBudget sends the states with the largest buffers to ordinary writes
