@@ -263,6 +263,9 @@ func (sh *share) copy(ctx context.Context) error {
 	for ; it.valid() && len(head) < compressionSample; it.next() {
 		head = appendPair(head, it.key(), it.value())
 	}
+	if len(head) == 0 { // most gaps between linked files hold no keys
+		return it.err()
+	}
 	w, err := newSSTWriter(sh.path, compressible(head))
 	if err != nil {
 		return err
