@@ -158,7 +158,7 @@ func TestWriterRejectsBadEntries(t *testing.T) {
 // TestReaderOpensEachSubtaskOnce asks for the instances of two subtasks
 // from many goroutines at once: each is opened once and shared, and a
 // failed open (a missing SST file) is reported to its callers and tried
-// again on the next call.
+// again on the next call. The instance's files are hard links.
 func TestReaderOpensEachSubtaskOnce(t *testing.T) {
 	ctx := context.Background()
 	op := testOperator("0d0e", 2, 128)
@@ -210,5 +210,20 @@ func TestReaderOpensEachSubtaskOnce(t *testing.T) {
 	}
 	if d, err := rr.local(ctx, hs[0]); err != nil || d != got[0][0] {
 		t.Fatalf("subtask 0 opened again: %p, %v (first %p)", d, err, got[0][0])
+	}
+	// The temporary directory is on the snapshot's file system: the
+	// instance's files are the snapshot's, hard-linked.
+	for _, f := range hs[0].Files {
+		local, err := os.Lstat(filepath.Join(got[0][0].path, f.Local))
+		if err != nil {
+			t.Fatal(err)
+		}
+		orig, err := os.Stat(filepath.Join(loc, f.Path))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !os.SameFile(local, orig) {
+			t.Errorf("%s in the reader's instance is not the snapshot's file (mode %v)", f.Local, local.Mode())
+		}
 	}
 }

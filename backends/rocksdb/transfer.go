@@ -208,9 +208,10 @@ func downloadHandle(ctx context.Context, d chkdir.Dir, h *handle, dir string) er
 }
 
 // linkHandle is downloadHandle for a snapshot on local disk: it checks
-// each file's size and CRC32C as download does, then symlinks it into dir
-// instead of copying it. The instance in dir must be opened read-only:
-// its files are the snapshot's.
+// each file's size and CRC32C as download does, then links it into dir
+// instead of copying it: a hard link where dir is on the same file system
+// (no new inode to allocate), else a symbolic link. The instance in dir
+// must be opened read-only: its files are the snapshot's.
 func linkHandle(ctx context.Context, d chkdir.Dir, h *handle, dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -228,7 +229,11 @@ func linkHandle(ctx context.Context, d chkdir.Dir, h *handle, dir string) error 
 		if err != nil {
 			return err
 		}
-		if err := os.Symlink(abs, filepath.Join(dir, f.Local)); err != nil {
+		to := filepath.Join(dir, f.Local)
+		if real, err := filepath.EvalSymlinks(abs); err == nil && os.Link(real, to) == nil {
+			continue
+		}
+		if err := os.Symlink(abs, to); err != nil {
 			return err
 		}
 	}
