@@ -121,7 +121,7 @@ func (r *reader) open(ctx context.Context, h *handle) (*db, error) {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	d, err := openReadOnly(dir)
+	d, err := openReadOnly(dir, true) // fetch checked every file
 	if err != nil {
 		return nil, fmt.Errorf("%w: operator %s subtask %d: %w", snapshot.ErrCorrupt, h.Operator, h.Subtask, err)
 	}

@@ -453,7 +453,7 @@ func filesWithin(t *testing.T, loc string, p int) []string {
 		if err := linkHandle(ctx, d, h, dir); err != nil {
 			t.Fatal(err)
 		}
-		db, err := openReadOnly(dir)
+		db, err := openReadOnly(dir, false)
 		if err != nil {
 			t.Fatal(err)
 		}

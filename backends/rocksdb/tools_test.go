@@ -55,7 +55,7 @@ func TestRealToolsAgree(t *testing.T) {
 	}
 
 	// Our view of every column family, raw.
-	d, err := openReadOnly(dir)
+	d, err := openReadOnly(dir, false)
 	if err != nil {
 		t.Fatal(err)
 	}
