@@ -53,9 +53,9 @@ say "stateutil benchmarks, $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, work dir
 say ""
 
 # The disk under a VM varies from minute to minute: each comparison runs
-# BENCH_ROUNDS times (default 3), stateutil and its baseline interleaved,
+# BENCH_ROUNDS times (default 5), stateutil and its baseline interleaved,
 # and reports medians.
-rounds=${BENCH_ROUNDS:-3}
+rounds=${BENCH_ROUNDS:-5}
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 # round NAME OUT CMD...: one timed run of CMD (which writes OUT, removed
 # first; "-" when it writes nothing), its "seconds peak-RSS-MiB" appended
