@@ -1,9 +1,11 @@
 // What stateutil asks of RocksDB beyond its C API (native.cc).
 //
 // The SST file writer for the files stateutil builds itself (conversion,
-// rescaling) is RocksDB's SstFileWriter with two settings the C API cannot
-// make: the written pages stay in the page cache, and the file's CRC32C is
-// computed while it is written, so nothing is read back to checksum it.
+// rescaling) is RocksDB's SstFileWriter with settings the C API cannot
+// make: the written pages stay in the page cache, the file's CRC32C is
+// computed while it is written, so nothing is read back to checksum it,
+// and the file is not synced on its own, because ingesting it into a
+// database syncs it.
 #ifndef STATEUTIL_NATIVE_H
 #define STATEUTIL_NATIVE_H
 
