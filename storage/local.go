@@ -66,21 +66,53 @@ func (local) Open(_ context.Context, path string) (File, error) {
 	return localFile{File: f, size: fi.Size()}, nil
 }
 
+// localPending holds a file's first bytes (head); past directChunk it
+// writes with direct I/O (see directWriter), or, where the file system
+// does not allow that, through the page cache (buffered).
 type localPending struct {
 	*os.File
-	path string
-	done bool
-	// written and queued are the bytes written, and those handed to the
-	// kernel to write back (writeBehind).
+	path     string
+	done     bool
+	head     []byte
+	direct   *directWriter
+	buffered bool
+	// written and queued are the bytes written through the page cache,
+	// and those handed to the kernel to write back (writeBehind).
 	written, queued int64
 }
 
-// writeBehindBytes is how much a pending file lets accumulate before it
+// writeBehindBytes is how much a buffered file lets accumulate before it
 // asks the kernel to start writing it to disk, so that Commit's fsync
 // finds little left to do and the disk works while the caller computes.
 const writeBehindBytes = 8 << 20
 
 func (p *localPending) Write(b []byte) (int, error) {
+	switch {
+	case p.direct != nil:
+		return p.direct.Write(b)
+	case p.buffered:
+		return p.writeBuffered(b)
+	case len(p.head)+len(b) < directChunk:
+		p.head = append(p.head, b...)
+		return len(b), nil
+	}
+	head := p.head
+	p.head = nil
+	if d, ok := newDirectWriter(p.File); ok {
+		p.direct = d
+		if _, err := d.Write(head); err != nil {
+			return 0, err
+		}
+		return d.Write(b)
+	}
+	p.buffered = true
+	if _, err := p.writeBuffered(head); err != nil {
+		return 0, err
+	}
+	return p.writeBuffered(b)
+}
+
+func (p *localPending) writeBuffered(b []byte) (int, error) {
 	n, err := p.File.Write(b)
 	p.written += int64(n)
 	if p.written-p.queued >= writeBehindBytes {
@@ -88,6 +120,15 @@ func (p *localPending) Write(b []byte) (int, error) {
 		p.queued = p.written
 	}
 	return n, err
+}
+
+// flush writes whatever the file still holds in memory.
+func (p *localPending) flush() error {
+	if p.direct != nil {
+		return p.direct.finish()
+	}
+	_, err := p.File.Write(p.head)
+	return err
 }
 
 func (local) Create(_ context.Context, path string) (Pending, error) {
@@ -108,6 +149,11 @@ func (p *localPending) Commit() error {
 	}
 	p.done = true
 	tmp := p.File.Name()
+	if err := p.flush(); err != nil {
+		p.File.Close()
+		os.Remove(tmp)
+		return err
+	}
 	// CreateTemp makes 0600 files; a committed file is as readable as any other.
 	if err := p.File.Chmod(0o644); err != nil {
 		p.File.Close()
@@ -135,6 +181,9 @@ func (p *localPending) Abort() error {
 		return nil
 	}
 	p.done = true
+	if p.direct != nil {
+		p.direct.stop()
+	}
 	p.File.Close()
 	return os.Remove(p.File.Name())
 }

@@ -1,0 +1,145 @@
+package storage
+
+import (
+	"errors"
+	"os"
+	"sync"
+	"unsafe"
+)
+
+// A large local file is written with direct I/O: from the process's own
+// buffers to the disk, not through the page cache. Snapshots are written
+// once and read later, if ever, by another process: caching them costs a
+// kernel copy of every byte, fresh page-cache memory for all of them, and
+// the eviction of pages a running job uses. A goroutine writes one chunk
+// while the caller fills the next, so the disk works while the caller
+// computes. Files smaller than a chunk are written the ordinary way.
+
+// directChunk is the size of a direct write, and how much a file holds
+// before it turns to direct I/O.
+const directChunk = 4 << 20
+
+// directAlign is the alignment direct I/O asks of buffers, offsets and
+// lengths (the logical block size of any common disk).
+const directAlign = 4096
+
+// directWriter writes f from offset 0 with direct I/O, chunk by chunk.
+type directWriter struct {
+	f    *os.File
+	cur  []byte      // being filled, up to directChunk
+	free chan []byte // chunks the writer goroutine is done with
+	full chan []byte // chunks to write, in order
+	done chan struct{}
+	size int64 // bytes accepted
+
+	mu  sync.Mutex
+	err error // the first write error
+}
+
+// newDirectWriter turns f to direct I/O, or reports false when its file
+// system does not support it.
+func newDirectWriter(f *os.File) (*directWriter, bool) {
+	if !setDirect(f, true) {
+		return nil, false
+	}
+	d := &directWriter{f: f, free: make(chan []byte, 2), full: make(chan []byte, 2), done: make(chan struct{})}
+	for range 2 {
+		d.free <- alignedBuffer(directChunk)
+	}
+	d.cur = (<-d.free)[:0]
+	go d.run()
+	return d, true
+}
+
+// alignedBuffer is n bytes starting at a multiple of directAlign. (Go's
+// heap does not move objects.)
+func alignedBuffer(n int) []byte {
+	b := make([]byte, n+directAlign)
+	skip := (directAlign - int(uintptr(unsafe.Pointer(unsafe.SliceData(b)))%directAlign)) % directAlign
+	return b[skip : skip+n : skip+n]
+}
+
+func (d *directWriter) Write(b []byte) (int, error) {
+	n := len(b)
+	for len(b) > 0 {
+		if err := d.failed(); err != nil {
+			return n - len(b), err
+		}
+		k := copy(d.cur[len(d.cur):cap(d.cur)], b)
+		d.cur, b = d.cur[:len(d.cur)+k], b[k:]
+		d.size += int64(k)
+		if len(d.cur) == cap(d.cur) {
+			d.full <- d.cur
+			d.cur = (<-d.free)[:0]
+		}
+	}
+	return n, nil
+}
+
+// finish writes what is left, zero-padded to the alignment, waits for
+// the writes and cuts the file to the bytes accepted.
+func (d *directWriter) finish() error {
+	if n := len(d.cur); n > 0 {
+		padded := (n + directAlign - 1) / directAlign * directAlign
+		clear(d.cur[n:padded])
+		d.full <- d.cur[:padded]
+	}
+	d.cur = nil
+	close(d.full)
+	<-d.done
+	if err := d.failed(); err != nil {
+		return err
+	}
+	return d.f.Truncate(d.size)
+}
+
+// stop ends the writer goroutine, writing nothing more.
+func (d *directWriter) stop() {
+	d.fail(errAborted)
+	if d.cur != nil {
+		d.cur = nil
+		close(d.full)
+	}
+	<-d.done
+}
+
+var errAborted = errors.New("aborted")
+
+func (d *directWriter) run() {
+	defer close(d.done)
+	var off int64
+	for chunk := range d.full {
+		if d.failed() == nil {
+			d.fail(d.writeAt(chunk, off))
+		}
+		off += int64(len(chunk))
+		d.free <- chunk
+	}
+}
+
+// writeAt writes chunk at off; where the file system refuses the direct
+// write after all, the file goes back to ordinary writes.
+func (d *directWriter) writeAt(chunk []byte, off int64) error {
+	_, err := d.f.WriteAt(chunk, off)
+	if err != nil && errors.Is(err, errDirectRefused) && setDirect(d.f, false) {
+		_, err = d.f.WriteAt(chunk, off)
+	}
+	return err
+}
+
+func (d *directWriter) fail(err error) {
+	if err == nil {
+		return
+	}
+	d.mu.Lock()
+	if d.err == nil {
+		d.err = err
+	}
+	d.mu.Unlock()
+}
+
+func (d *directWriter) failed() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.err
+}
