@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stateutil/stateutil/backends/internal/chkdir"
@@ -21,16 +22,17 @@ import (
 	"github.com/stateutil/stateutil/storage"
 )
 
-// countingWriter counts the subtasks the fast path built.
+// countingWriter counts the subtasks the fast path built (subtasks are
+// written concurrently).
 type countingWriter struct {
 	snapshot.Writer
-	fast int
+	fast atomic.Int64
 }
 
 func (c *countingWriter) SubtaskFrom(ctx context.Context, r snapshot.Reader, op, newOp *snapshot.Operator, index int, kgs keygroup.Range) (snapshot.SubtaskWriter, bool, error) {
 	sw, ok, err := c.Writer.(redistribute.KeyedCopier).SubtaskFrom(ctx, r, op, newOp, index, kgs)
 	if ok && err == nil {
-		c.fast++
+		c.fast.Add(1)
 	}
 	return sw, ok, err
 }
@@ -59,7 +61,7 @@ func rescaleTo(t testing.TB, src string, p int, entryByEntry bool) (string, int)
 	if err := redistribute.Execute(ctx, r, cw, plan, redistribute.Options{EntryByEntry: entryByEntry}); err != nil {
 		t.Fatal(err)
 	}
-	return dst, cw.fast
+	return dst, int(cw.fast.Load())
 }
 
 func collectSnapshot(t testing.TB, loc string) (*snapshot.Snapshot, map[string][]snaptest.Subtask) {
