@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 
 	"github.com/linxGnu/grocksdb"
 )
@@ -243,6 +244,9 @@ func (d *db) ingestUnchanged(cf *grocksdb.ColumnFamilyHandle, files []string) er
 }
 
 func (d *db) ingestFiles(cf *grocksdb.ColumnFamilyHandle, files []string, mayWrite bool) error {
+	if err := syncFiles(files); err != nil {
+		return fmt.Errorf("rocksdb %q: ingest: %w", d.path, err)
+	}
 	io := grocksdb.NewDefaultIngestExternalFileOptions()
 	defer io.Destroy()
 	io.SetMoveFiles(true)
@@ -270,6 +274,39 @@ func (d *db) keyGroupSizes(c *codec, first, last int) ([]uint64, error) {
 		return nil, fmt.Errorf("rocksdb %q: sizes of state %q: %w", d.path, c.state, err)
 	}
 	return sizes, nil
+}
+
+// syncFiles makes files durable, all at once. Ingestion syncs each file it
+// links, one after another, and each sync of a new file waits for its own
+// commit of the file system's journal; synced together first, they share
+// commits, and ingestion's syncs find nothing left to do.
+func syncFiles(files []string) error {
+	errs := make([]error, len(files))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 16)
+	for i, path := range files {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			errs[i] = syncFile(path)
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func syncFile(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return f.Sync()
 }
 
 // liveFile is an SST file of a column family and the keys it spans.

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"sync"
 
 	"github.com/stateutil/stateutil/keygroup"
 	"github.com/stateutil/stateutil/snapshot"
@@ -49,6 +50,8 @@ type subtaskWriter struct {
 	key     []byte
 	// buffered is the bytes held in the states' sort buffers.
 	buffered int
+	// syncs makes finished SST files durable while the next are written.
+	syncs backgroundSyncs
 	// unordered is set once a state fell back to ordinary writes.
 	unordered bool
 	closed    bool
@@ -377,6 +380,7 @@ func (sw *subtaskWriter) finishFile(s *sstState) error {
 		return err
 	}
 	s.finished = append(s.finished, s.sst.path)
+	sw.syncs.start(s.sst.path)
 	return nil
 }
 
@@ -384,6 +388,9 @@ func (sw *subtaskWriter) finishFile(s *sstState) error {
 // one go: they hold disjoint key ranges.
 func (sw *subtaskWriter) ingest(s *sstState) error {
 	if err := sw.finishFile(s); err != nil || len(s.finished) == 0 {
+		return err
+	}
+	if err := sw.syncs.wait(); err != nil {
 		return err
 	}
 	h, err := sw.in.db.cf(s.c.state)
@@ -473,4 +480,43 @@ func fullRange(r keygroup.Range, rows []snapshot.KeyGroupStat) []snapshot.KeyGro
 		out[row.KeyGroup-r.Start] = row
 	}
 	return out
+}
+
+// backgroundSyncs syncs files on goroutines of their own, a few at a
+// time: a sync waits for the disk and for a commit of the file system's
+// journal, and the writer has the next file to build meanwhile.
+type backgroundSyncs struct {
+	wg   sync.WaitGroup
+	sem  chan struct{}
+	mu   sync.Mutex
+	errs []error
+}
+
+func (b *backgroundSyncs) start(path string) {
+	b.mu.Lock()
+	if b.sem == nil {
+		b.sem = make(chan struct{}, 4)
+	}
+	b.mu.Unlock()
+	b.wg.Go(func() {
+		b.sem <- struct{}{}
+		err := syncFile(path)
+		<-b.sem
+		if err != nil {
+			b.mu.Lock()
+			b.errs = append(b.errs, fmt.Errorf("sync %q: %w", path, err))
+			b.mu.Unlock()
+		}
+	})
+}
+
+// wait waits for the syncs started and reports the first failure.
+func (b *backgroundSyncs) wait() error {
+	b.wg.Wait()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.errs) > 0 {
+		return b.errs[0]
+	}
+	return nil
 }
