@@ -7,13 +7,15 @@ import (
 	"unsafe"
 )
 
-// A large local file is written with direct I/O: from the process's own
-// buffers to the disk, not through the page cache. Snapshots are written
-// once and read later, if ever, by another process: caching them costs a
-// kernel copy of every byte, fresh page-cache memory for all of them, and
-// the eviction of pages a running job uses. A goroutine writes one chunk
-// while the caller fills the next, so the disk works while the caller
-// computes. Files smaller than a chunk are written the ordinary way.
+// A large local file made by CreateOnce is written with direct I/O: from
+// the process's own buffers to the disk, not through the page cache. A
+// snapshot's state is written once and read later, if ever, by another
+// process: caching it costs a kernel copy of every byte, fresh page-cache
+// memory for all of them, and the eviction of pages a running job uses. A
+// goroutine writes one chunk while the caller fills the next, so the disk
+// works while the caller computes. Files smaller than a chunk are written
+// the ordinary way. (A plain copy is no such caller: one stream of direct
+// writes is slower than the kernel's write-back, so Create stays cached.)
 
 // directChunk is the size of a direct write, and how much a file holds
 // before it turns to direct I/O.
@@ -44,12 +46,16 @@ func newDirectWriter(f *os.File) (*directWriter, bool) {
 	}
 	d := &directWriter{f: f, free: make(chan []byte, 2), full: make(chan []byte, 2), done: make(chan struct{})}
 	for range 2 {
-		d.free <- alignedBuffer(directChunk)
+		d.free <- chunkPool.Get().([]byte)
 	}
 	d.cur = (<-d.free)[:0]
 	go d.run()
 	return d, true
 }
+
+// chunkPool keeps chunks for the next file: fresh memory costs a page
+// fault and a zeroed page per 4 KiB, as much as the copy it serves.
+var chunkPool = sync.Pool{New: func() any { return alignedBuffer(directChunk) }}
 
 // alignedBuffer is n bytes starting at a multiple of directAlign. (Go's
 // heap does not move objects.)
@@ -57,6 +63,13 @@ func alignedBuffer(n int) []byte {
 	b := make([]byte, n+directAlign)
 	skip := (directAlign - int(uintptr(unsafe.Pointer(unsafe.SliceData(b)))%directAlign)) % directAlign
 	return b[skip : skip+n : skip+n]
+}
+
+// release returns the chunks once the writer goroutine has ended.
+func (d *directWriter) release() {
+	for range 2 {
+		chunkPool.Put((<-d.free)[:directChunk])
+	}
 }
 
 func (d *directWriter) Write(b []byte) (int, error) {
@@ -83,10 +96,13 @@ func (d *directWriter) finish() error {
 		padded := (n + directAlign - 1) / directAlign * directAlign
 		clear(d.cur[n:padded])
 		d.full <- d.cur[:padded]
+	} else {
+		d.free <- d.cur
 	}
 	d.cur = nil
 	close(d.full)
 	<-d.done
+	d.release()
 	if err := d.failed(); err != nil {
 		return err
 	}
@@ -97,10 +113,12 @@ func (d *directWriter) finish() error {
 func (d *directWriter) stop() {
 	d.fail(errAborted)
 	if d.cur != nil {
+		d.free <- d.cur
 		d.cur = nil
 		close(d.full)
+		<-d.done
+		d.release()
 	}
-	<-d.done
 }
 
 var errAborted = errors.New("aborted")

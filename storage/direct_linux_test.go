@@ -26,7 +26,7 @@ func TestLocalLargeFileBypassesPageCache(t *testing.T) {
 		t.Skipf("the file system of %s refuses direct I/O: large files go through the page cache there", dir)
 	}
 	path := filepath.Join(dir, "big")
-	w, err := Local().Create(context.Background(), path)
+	w, err := CreateOnce(context.Background(), Local(), path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,7 +22,7 @@ func TestLocalLargeFiles(t *testing.T) {
 			want[i] = byte(rng.Uint32())
 		}
 		path := filepath.Join(dir, "f")
-		w, err := Local().Create(ctx, path)
+		w, err := CreateOnce(ctx, Local(), path)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -45,7 +45,7 @@ func TestLocalLargeFiles(t *testing.T) {
 		}
 	}
 
-	w, err := Local().Create(ctx, filepath.Join(dir, "aborted"))
+	w, err := CreateOnce(ctx, Local(), filepath.Join(dir, "aborted"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -66,9 +66,9 @@ func (local) Open(_ context.Context, path string) (File, error) {
 	return localFile{File: f, size: fi.Size()}, nil
 }
 
-// localPending holds a file's first bytes (head); past directChunk it
-// writes with direct I/O (see directWriter), or, where the file system
-// does not allow that, through the page cache (buffered).
+// localPending writes through the page cache (buffered), or, made by
+// CreateOnce, holds the file's first bytes (head) and past directChunk
+// writes with direct I/O (see directWriter) where the file system allows.
 type localPending struct {
 	*os.File
 	path     string
@@ -132,6 +132,21 @@ func (p *localPending) flush() error {
 }
 
 func (local) Create(_ context.Context, path string) (Pending, error) {
+	return createLocal(path, false)
+}
+
+// CreateOnce is st.Create for a large file written once and not read
+// back soon, such as a snapshot's state: on local disk, past its first
+// directChunk bytes, it is written around the page cache (see
+// directWriter).
+func CreateOnce(ctx context.Context, st Storage, path string) (Pending, error) {
+	if _, ok := st.(local); ok {
+		return createLocal(path, true)
+	}
+	return st.Create(ctx, path)
+}
+
+func createLocal(path string, once bool) (Pending, error) {
 	dir, base := filepath.Split(path)
 	if dir == "" {
 		dir = "."
@@ -140,7 +155,7 @@ func (local) Create(_ context.Context, path string) (Pending, error) {
 	if err != nil {
 		return nil, localErr(err)
 	}
-	return &localPending{File: f, path: path}, nil
+	return &localPending{File: f, path: path, buffered: !once}, nil
 }
 
 func (p *localPending) Commit() error {

@@ -51,7 +51,7 @@ func (s *spill) flush() error {
 		s.beforeFlush()
 	}
 	if s.file == nil {
-		p, err := s.w.dir.Storage.Create(s.ctx, path.Join(s.w.dir.Path, s.name))
+		p, err := storage.CreateOnce(s.ctx, s.w.dir.Storage, path.Join(s.w.dir.Path, s.name))
 		if err != nil {
 			return err
 		}
