@@ -145,7 +145,7 @@ func BenchmarkFirstCheckpointVsCopy(b *testing.B) {
 			for _, e := range ents {
 				copyFile(b, filepath.Join(src, e.Name()), filepath.Join(dst, e.Name()))
 			}
-			if err := syncDir(dst); err != nil {
+			if err := syncPath(dst); err != nil {
 				b.Fatal(err)
 			}
 			goT += time.Since(start)
@@ -212,7 +212,7 @@ func copyTree(b *testing.B, src, dst string) int64 {
 		}
 		f.Close()
 	}
-	if err := syncDir(dst); err != nil {
+	if err := syncPath(dst); err != nil {
 		b.Fatal(err)
 	}
 	return n

@@ -288,7 +288,7 @@ func syncFiles(files []string) error {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			errs[i] = syncFile(path)
+			errs[i] = syncPath(path)
 		})
 	}
 	wg.Wait()
@@ -298,15 +298,6 @@ func syncFiles(files []string) error {
 		}
 	}
 	return nil
-}
-
-func syncFile(path string) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	return f.Sync()
 }
 
 // liveFile is an SST file of a column family and the keys it spans.

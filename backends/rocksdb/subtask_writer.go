@@ -500,7 +500,7 @@ func (b *backgroundSyncs) start(path string) {
 	b.mu.Unlock()
 	b.wg.Go(func() {
 		b.sem <- struct{}{}
-		err := syncFile(path)
+		err := syncPath(path)
 		<-b.sem
 		if err != nil {
 			b.mu.Lock()

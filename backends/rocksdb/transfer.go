@@ -133,14 +133,15 @@ func (s fileSums) lookup(fi os.FileInfo) (uint32, bool) {
 	return crc, ok
 }
 
-// syncDir makes the entries of a local directory durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
+// syncPath makes a local file, or the entries of a local directory,
+// durable.
+func syncPath(path string) error {
+	f, err := os.Open(path)
 	if err != nil {
 		return err
 	}
-	defer d.Close()
-	return d.Sync()
+	defer f.Close()
+	return f.Sync()
 }
 
 // download copies remote file f (at src) into local path dst, checking

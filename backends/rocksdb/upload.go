@@ -133,7 +133,7 @@ func (in *Instance) upload(ctx context.Context, t uploadTarget, tmp string) (*ha
 	if t.link {
 		// The files' data was synced where RocksDB wrote it; the links
 		// need their directory synced.
-		if err := syncDir(path.Join(t.dir.Path, priv)); err != nil {
+		if err := syncPath(path.Join(t.dir.Path, priv)); err != nil {
 			return nil, us, err
 		}
 	}
