@@ -127,26 +127,6 @@ func (w *writer) SubtaskFrom(ctx context.Context, r snapshot.Reader, op, newOp *
 	return cs, true, nil
 }
 
-// subtaskIn is writer.Subtask working in the temporary directory tmp,
-// with the instance's directory prepared by prepare before the database
-// opens. It does not remove tmp on failure.
-func (w *writer) subtaskIn(ctx context.Context, op *snapshot.Operator, index int, kgs keygroup.Range, tmp string, prepare func(dir string) error) (*subtaskWriter, error) {
-	dir := filepath.Join(tmp, "db")
-	if err := prepare(dir); err != nil {
-		return nil, err
-	}
-	in, err := openInstance(dir, op, index, kgs)
-	if err != nil {
-		return nil, err
-	}
-	sw := &subtaskWriter{ctx: ctx, w: w, in: in, tmp: tmp, states: map[string]*sstState{}, lastKG: -1,
-		stats: snapshot.Stats{Known: true}}
-	w.mu.Lock()
-	w.open[sw] = true
-	w.mu.Unlock()
-	return sw, nil
-}
-
 // linkDB makes dir a database of its own with the files of the one in
 // src: SST files, which RocksDB never changes, hard-linked (to the file a
 // symbolic link in src names); the rest (MANIFEST, CURRENT, OPTIONS,

@@ -459,6 +459,7 @@ func (sw *subtaskWriter) finish() (*handle, *snapshot.Subtask, error) {
 // discard frees everything local.
 func (sw *subtaskWriter) discard() {
 	sw.closed = true
+	sw.syncs.wait() // no sync outlives the files
 	for _, s := range sw.states {
 		if s.sst != nil {
 			s.sst.Close()
@@ -486,22 +487,17 @@ func fullRange(r keygroup.Range, rows []snapshot.KeyGroupStat) []snapshot.KeyGro
 // time: a sync waits for the disk and for a commit of the file system's
 // journal, and the writer has the next file to build meanwhile.
 type backgroundSyncs struct {
-	wg   sync.WaitGroup
-	sem  chan struct{}
-	mu   sync.Mutex
-	errs []error
+	wg      sync.WaitGroup
+	running chan struct{} // a slot per sync running; made with the writer
+	mu      sync.Mutex
+	errs    []error
 }
 
 func (b *backgroundSyncs) start(path string) {
-	b.mu.Lock()
-	if b.sem == nil {
-		b.sem = make(chan struct{}, 4)
-	}
-	b.mu.Unlock()
 	b.wg.Go(func() {
-		b.sem <- struct{}{}
+		b.running <- struct{}{}
 		err := syncPath(path)
-		<-b.sem
+		<-b.running
 		if err != nil {
 			b.mu.Lock()
 			b.errs = append(b.errs, fmt.Errorf("sync %q: %w", path, err))

@@ -146,13 +146,28 @@ func (w *writer) Subtask(ctx context.Context, op *snapshot.Operator, index int, 
 	if err != nil {
 		return nil, err
 	}
-	in, err := openInstance(filepath.Join(tmp, "db"), op, index, kgs)
+	sw, err := w.subtaskIn(ctx, op, index, kgs, tmp, func(string) error { return nil })
 	if err != nil {
 		os.RemoveAll(tmp)
 		return nil, err
 	}
+	return sw, nil
+}
+
+// subtaskIn is writer.Subtask working in the temporary directory tmp,
+// with the instance's directory prepared by prepare before the database
+// opens. It does not remove tmp on failure.
+func (w *writer) subtaskIn(ctx context.Context, op *snapshot.Operator, index int, kgs keygroup.Range, tmp string, prepare func(dir string) error) (*subtaskWriter, error) {
+	dir := filepath.Join(tmp, "db")
+	if err := prepare(dir); err != nil {
+		return nil, err
+	}
+	in, err := openInstance(dir, op, index, kgs)
+	if err != nil {
+		return nil, err
+	}
 	sw := &subtaskWriter{ctx: ctx, w: w, in: in, tmp: tmp, states: map[string]*sstState{}, lastKG: -1,
-		stats: snapshot.Stats{Known: true}}
+		stats: snapshot.Stats{Known: true}, syncs: backgroundSyncs{running: make(chan struct{}, 4)}}
 	w.mu.Lock()
 	w.open[sw] = true
 	w.mu.Unlock()
