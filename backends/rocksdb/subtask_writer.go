@@ -490,7 +490,7 @@ type backgroundSyncs struct {
 	wg      sync.WaitGroup
 	running chan struct{} // a slot per sync running; made with the writer
 	mu      sync.Mutex
-	errs    []error
+	err     error // the first sync that failed
 }
 
 func (b *backgroundSyncs) start(path string) {
@@ -500,7 +500,9 @@ func (b *backgroundSyncs) start(path string) {
 		<-b.running
 		if err != nil {
 			b.mu.Lock()
-			b.errs = append(b.errs, fmt.Errorf("sync %q: %w", path, err))
+			if b.err == nil {
+				b.err = fmt.Errorf("sync %q: %w", path, err)
+			}
 			b.mu.Unlock()
 		}
 	})
@@ -511,8 +513,5 @@ func (b *backgroundSyncs) wait() error {
 	b.wg.Wait()
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if len(b.errs) > 0 {
-		return b.errs[0]
-	}
-	return nil
+	return b.err
 }
