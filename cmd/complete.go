@@ -16,11 +16,11 @@ func completeFiles(_ *cobra.Command, args []string, _ string) ([]string, cobra.S
 
 // completeOperators completes --operator with the uids of the snapshot
 // named by the first argument.
-func completeOperators(c *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+func (e *env) completeOperators(c *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
 	if len(args) == 0 {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
-	r, err := snapshot.Open(c.Context(), args[0], snapshot.OpenOptions{})
+	r, err := e.reg.Open(c.Context(), args[0], snapshot.OpenOptions{})
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
@@ -33,6 +33,6 @@ func completeOperators(c *cobra.Command, args []string, _ string) ([]string, cob
 }
 
 // completeFormats completes a format flag with the writable format names.
-func completeFormats(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
-	return snapshot.WritableFormatNames(), cobra.ShellCompDirectiveNoFileComp
+func (e *env) completeFormats(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+	return e.reg.WritableNames(), cobra.ShellCompDirectiveNoFileComp
 }

@@ -2,22 +2,16 @@ package cmd
 
 import (
 	"fmt"
-	"io"
-	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
-	"time"
 
-	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 
 	"github.com/stateutil/stateutil/migrate"
-	"github.com/stateutil/stateutil/snapshot"
 )
 
 type convertOptions struct {
+	source sourceFlags
+	report outputFlag
 	to     string
 	output string
 	force  bool
@@ -25,15 +19,17 @@ type convertOptions struct {
 	quiet  bool
 }
 
-func newConvertCommand() *cobra.Command {
+func newConvertCommand(e *env) *cobra.Command {
 	o := &convertOptions{}
 	c := &cobra.Command{
 		Use:   "convert SRC --to FORMAT --output DST",
 		Short: "Convert a snapshot to another format",
 		Long: `Convert a snapshot from any format stateutil reads to any format it writes,
 streaming one subtask at a time. SRC is never modified; DST appears only when the whole
-snapshot is written (its metadata is committed last and atomically), and an existing DST
-is refused unless --force is given.
+snapshot is written (its metadata is committed last and atomically). DST is claimed for
+this one writer: a second convert to the same DST fails with "in use". An existing DST is
+refused unless --force is given, which replaces it whole, whatever its format; a
+directory that holds anything but a snapshot is always refused.
 
 Converting to the memory format fails before writing anything when a subtask holds more
 state than the format's per-subtask cap. With --verify the result is read back and
@@ -42,138 +38,82 @@ terminal, unless --quiet.
 
 ` + exitCodeHelp,
 		Example: `  stateutil convert ./snapshot.dump --to filesystem --output ./snapshot-fs
-  stateutil convert hdfs://nn:9000/checkpoints/job/chk-7 --to jobmanager --output ./chk-7.dump --verify`,
+  stateutil convert hdfs://nn:9000/checkpoints/job/chk-7 --to jobmanager --output ./chk-7.dump --verify
+  stateutil convert ./flink-chk --path-map file:/data/flink=/mnt/copy --to rocksdb --output ./rocks -o json`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			if err := o.validate(args[0]); err != nil {
+			if err := o.validate(e); err != nil {
 				return err
 			}
 			defer limitHeap()()
-			return o.run(c, args[0])
+			return o.run(c, e, args[0])
 		},
 		ValidArgsFunction: completeFiles,
 	}
+	o.report.add(c)
+	o.source.add(c)
 	f := c.Flags()
-	f.StringVar(&o.to, "to", "", "format to write: "+strings.Join(snapshot.WritableFormatNames(), ", "))
+	f.StringVar(&o.to, "to", "", "format to write: "+strings.Join(e.reg.WritableNames(), ", "))
 	f.StringVar(&o.output, "output", "", "where to write the converted snapshot (path, file:// or hdfs:// URI)")
-	f.BoolVar(&o.force, "force", false, "replace an existing snapshot at --output")
+	f.BoolVar(&o.force, "force", false, "replace an existing snapshot at --output, whatever its format")
 	f.BoolVar(&o.verify, "verify", false, "read the result back and compare it with SRC entry by entry")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no progress bar")
-	_ = c.RegisterFlagCompletionFunc("to", completeFormats)
+	_ = c.RegisterFlagCompletionFunc("to", e.completeFormats)
 	return c
 }
 
-func (o *convertOptions) validate(src string) error {
-	if o.to == "" {
-		return usageErrorf("--to is required (one of %s)", strings.Join(snapshot.WritableFormatNames(), ", "))
+func (o *convertOptions) validate(e *env) error {
+	if err := o.report.validate(); err != nil {
+		return err
 	}
-	return checkDestination(src, o.output)
-}
-
-func (o *convertOptions) run(c *cobra.Command, src string) error {
-	ctx := c.Context()
-	to, err := snapshot.LookupFormat(o.to)
-	if err != nil {
+	if o.to == "" {
+		return usageErrorf("--to is required (one of %s)", strings.Join(e.reg.WritableNames(), ", "))
+	}
+	if _, err := e.reg.Writable(o.to); err != nil {
 		return fmt.Errorf("%w: %w", errUsage, err)
 	}
-	if to.Create == nil {
-		return usageErrorf("format %q is read-only; writable formats: %s", to.Name, strings.Join(snapshot.WritableFormatNames(), ", "))
+	if o.output == "" {
+		return usageErrorf("--output is required")
 	}
-	r, err := snapshot.Open(ctx, src, snapshot.OpenOptions{})
+	return nil
+}
+
+func (o *convertOptions) run(c *cobra.Command, e *env, src string) error {
+	pathMap, err := o.source.pathMaps()
 	if err != nil {
 		return err
 	}
-	defer r.Close()
-	opts := migrate.ConvertOptions{Force: o.force, Verify: o.verify, StateSizeCap: to.StateSizeCap}
-	bar := newProgress(c.ErrOrStderr(), o.quiet, "converting")
-	opts.Start, opts.Progress = bar.start, bar.add
-	res, err := migrate.Convert(ctx, src, r, to, o.output, opts)
+	bar := e.newProgress(c.ErrOrStderr(), o.quiet, "converting")
+	res, err := migrate.Run(c.Context(), e.reg, migrate.Request{
+		Source: src, Destination: o.output, Format: o.to, Force: o.force, Verify: o.verify, PathMap: pathMap,
+		Start: bar.start, Progress: bar.add,
+	})
 	bar.finish()
 	if err != nil {
 		return err
 	}
+	if o.report.json() {
+		return writeJSON(c.OutOrStdout(), convertReport(res))
+	}
+	t := res.Totals
 	verified := ""
 	if res.Verified {
 		verified = ", verified"
 	}
 	fmt.Fprintf(c.OutOrStdout(), "converted %s (%s) to %s (%s): %d operators, %d subtasks, %d keyed entries, %d operator-state elements, %s%s\n",
-		res.Source, res.From, res.Destination, res.To, res.Operators, res.Subtasks, res.Entries, res.Elements, humanBytes(res.Bytes), verified)
+		src, res.From, o.output, res.Plan.Format, t.Operators, t.Subtasks, t.Entries, t.Elements, humanBytes(t.Bytes), verified)
 	return nil
 }
 
-// checkDestination refuses a missing DST, and a DST that is SRC or lies
-// inside it (writing there would change SRC).
-func checkDestination(src, dst string) error {
-	if dst == "" {
-		return usageErrorf("--output is required")
-	}
-	s, d := normalizeLocation(src), normalizeLocation(dst)
-	if d == s {
-		return usageErrorf("--output %q is the source itself; write somewhere else", dst)
-	}
-	if strings.HasPrefix(d, strings.TrimSuffix(s, "/")+"/") {
-		return usageErrorf("--output %q lies inside the source %q; write somewhere else", dst, src)
-	}
-	return nil
-}
-
-// normalizeLocation renders a location as scheme://host/clean/absolute/path.
-func normalizeLocation(loc string) string {
-	if strings.Contains(loc, "://") {
-		if u, err := url.Parse(loc); err == nil {
-			if u.Scheme == "file" {
-				loc = u.Path
-			} else {
-				return u.Scheme + "://" + u.Host + filepath.ToSlash(filepath.Clean("/"+u.Path))
-			}
-		}
-	}
-	if abs, err := filepath.Abs(loc); err == nil {
-		loc = abs
-	}
-	if real, err := filepath.EvalSymlinks(loc); err == nil {
-		loc = real
-	}
-	return "file://" + filepath.ToSlash(loc)
-}
-
-// progress is a byte progress bar on a terminal, else nothing.
-type progress struct {
-	w     io.Writer
-	desc  string
-	bar   *progressbar.ProgressBar
-	quiet bool
-}
-
-// progressHook, when set (tests), is called on every progress step.
-var progressHook func()
-
-func newProgress(w io.Writer, quiet bool, desc string) *progress {
-	f, ok := w.(*os.File)
-	return &progress{w: w, desc: desc, quiet: quiet || !ok || !term.IsTerminal(int(f.Fd()))}
-}
-
-func (p *progress) start(total int64) {
-	if p.quiet {
-		return
-	}
-	p.bar = progressbar.NewOptions64(total,
-		progressbar.OptionSetWriter(p.w), progressbar.OptionSetDescription(p.desc),
-		progressbar.OptionShowBytes(true), progressbar.OptionThrottle(100*time.Millisecond),
-		progressbar.OptionClearOnFinish(), progressbar.OptionSetWidth(30))
-}
-
-func (p *progress) add(n int64) {
-	if progressHook != nil {
-		progressHook()
-	}
-	if p.bar != nil {
-		_ = p.bar.Add64(n)
-	}
-}
-
-func (p *progress) finish() {
-	if p.bar != nil {
-		_ = p.bar.Finish()
-	}
+// convertReport is convert's JSON document.
+func convertReport(res *migrate.Result) any {
+	return struct {
+		SchemaVersion int    `json:"schema_version"`
+		Source        string `json:"source"`
+		Destination   string `json:"destination"`
+		From          string `json:"from"`
+		To            string `json:"to"`
+		migrate.Totals
+		Verified bool `json:"verified"`
+	}{1, res.Plan.Source, res.Plan.Destination, res.From, res.Plan.Format, res.Totals, res.Verified}
 }

@@ -51,7 +51,7 @@ func exists(path string) bool {
 
 func writableFormats() []string {
 	var out []string
-	for _, f := range snapshot.Formats() {
+	for _, f := range testReg.Formats() {
 		if f.Create != nil {
 			out = append(out, f.Name)
 		}
@@ -63,7 +63,7 @@ func writableFormats() []string {
 func writeRandom(t testing.TB, seed uint64, loc string) {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(seed, seed+1))
-	w, err := memory.Create(context.Background(), loc, snapshot.WriteOptions{})
+	w, err := testReg.Create(context.Background(), memory.Format, loc, snapshot.WriteOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +100,7 @@ func TestConvertRoundTripEveryFormatPair(t *testing.T) {
 func assertSameContent(t *testing.T, a, b string) {
 	t.Helper()
 	collect := func(loc string) map[string][]snaptest.Subtask {
-		r, err := snapshot.Open(context.Background(), loc, snapshot.OpenOptions{})
+		r, err := testReg.Open(context.Background(), loc, snapshot.OpenOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -135,7 +135,7 @@ func TestConvertToMemoryRefusesOversizedState(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	big := filepath.Join(dir, "big.dump")
-	w, err := memory.Create(ctx, big, snapshot.WriteOptions{StateSizeCap: 1 << 30})
+	w, err := testReg.Create(ctx, memory.Format, big, snapshot.WriteOptions{StateSizeCap: 1 << 30})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +146,7 @@ func TestConvertToMemoryRefusesOversizedState(t *testing.T) {
 	}
 	dst := filepath.Join(dir, "dst.dump")
 	code, _, errOut := run(t, "convert", big, "--to", "memory", "--output", dst)
-	if code != ExitTooLarge || !strings.Contains(errOut, `operator "word-counter" subtask 0 holds`) || !strings.Contains(errOut, "5242880 bytes") {
+	if code != ExitTooLarge || !strings.Contains(errOut, `operator "word-counter" new subtask 0 would hold`) || !strings.Contains(errOut, "5242880 bytes") {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 	if exists(dst) {
@@ -234,7 +234,7 @@ func benchmarkConvert(b *testing.B, to string) {
 	ctx := context.Background()
 	dir := b.TempDir()
 	src := filepath.Join(dir, "src.dump")
-	w, err := memory.Create(ctx, src, snapshot.WriteOptions{StateSizeCap: 1 << 30})
+	w, err := testReg.Create(ctx, memory.Format, src, snapshot.WriteOptions{StateSizeCap: 1 << 30})
 	if err != nil {
 		b.Fatal(err)
 	}

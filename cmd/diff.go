@@ -9,17 +9,17 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/stateutil/stateutil/snapshot"
-	"github.com/stateutil/stateutil/snapshot/diff"
+	"github.com/stateutil/stateutil/diff"
 )
 
 type diffOptions struct {
+	source  sourceFlags
 	output  outputFlag
 	entries bool
 	maxKeys int
 }
 
-func newDiffCommand() *cobra.Command {
+func newDiffCommand(e *env) *cobra.Command {
 	o := &diffOptions{}
 	c := &cobra.Command{
 		Use:   "diff A B",
@@ -46,13 +46,15 @@ Exit code 0 means the snapshots are equal, 1 that they differ; 2 and up are erro
 			if o.maxKeys < 0 {
 				return usageErrorf("--max-keys cannot be negative")
 			}
-			return o.run(c, args[0], args[1])
+			return o.run(c, e, args[0], args[1])
 		},
 		ValidArgsFunction: func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 			return nil, cobra.ShellCompDirectiveDefault
 		},
 	}
 	o.output.add(c)
+	o.output.addLegacyOutput(c)
+	o.source.add(c)
 	c.Flags().BoolVar(&o.entries, "entries", false, "compare keyed entries and operator-state elements, listing the keys that differ")
 	c.Flags().IntVar(&o.maxKeys, "max-keys", 1000, "list at most this many differing keys per operator")
 	return c
@@ -61,19 +63,23 @@ Exit code 0 means the snapshots are equal, 1 that they differ; 2 and up are erro
 // errDiffer is diff's "the snapshots differ" (exit code 1).
 var errDiffer = errors.New("snapshots differ")
 
-func (o *diffOptions) run(c *cobra.Command, la, lb string) error {
+func (o *diffOptions) run(c *cobra.Command, e *env, la, lb string) error {
 	ctx := c.Context()
-	a, err := snapshot.Open(ctx, la, snapshot.OpenOptions{})
+	opts, err := o.source.openOptions()
+	if err != nil {
+		return err
+	}
+	a, err := e.reg.Open(ctx, la, opts)
 	if err != nil {
 		return err
 	}
 	defer a.Close()
-	b, err := snapshot.Open(ctx, lb, snapshot.OpenOptions{})
+	b, err := e.reg.Open(ctx, lb, opts)
 	if err != nil {
 		return err
 	}
 	defer b.Close()
-	res, err := diff.Compare(ctx, la, a, lb, b, diff.Options{Entries: o.entries, MaxKeys: o.maxKeys})
+	res, err := diff.Compare(ctx, la, a, lb, b, diff.Options{Entries: o.entries, MaxKeys: o.maxKeys, Codecs: e.reg.Codecs})
 	if err != nil {
 		return err
 	}

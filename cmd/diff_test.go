@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/stateutil/stateutil/backends/memory"
+	"github.com/stateutil/stateutil/diff"
 	"github.com/stateutil/stateutil/snapshot"
-	"github.com/stateutil/stateutil/snapshot/diff"
 	"github.com/stateutil/stateutil/snapshot/generate"
 )
 
@@ -28,7 +28,7 @@ func TestGoldenDiff(t *testing.T) {
 
 func generateTo(t *testing.T, loc string, edit func(*generate.Config)) {
 	t.Helper()
-	w, err := memory.Create(context.Background(), loc, snapshot.WriteOptions{})
+	w, err := testReg.Create(context.Background(), memory.Format, loc, snapshot.WriteOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,10 +1,13 @@
 package cmd
 
 import (
+	"context"
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
 
+	"github.com/stateutil/stateutil/migrate"
 	"github.com/stateutil/stateutil/snapshot"
 	"github.com/stateutil/stateutil/snapshot/generate"
 )
@@ -16,7 +19,7 @@ type generateOptions struct {
 	config generate.Config
 }
 
-func newGenerateCommand() *cobra.Command {
+func newGenerateCommand(e *env) *cobra.Command {
 	o := &generateOptions{config: generate.Default()}
 	c := &cobra.Command{
 		Use:   "generate --format FORMAT --output PATH",
@@ -37,23 +40,19 @@ give the same snapshot.
 			if o.config.Keys < 0 || o.config.ValueBytes < 0 {
 				return usageErrorf("--keys and --value-bytes cannot be negative")
 			}
-			f, err := snapshot.LookupFormat(o.format)
+			f, err := e.reg.Writable(o.format)
 			if err != nil {
 				return fmt.Errorf("%w: %w", errUsage, err)
 			}
-			if f.Create == nil {
-				return usageErrorf("format %q is read-only", f.Name)
-			}
-			w, err := f.Create(c.Context(), o.output, snapshot.WriteOptions{Force: o.force})
+			w, err := migrate.Create(c.Context(), e.reg, f, o.output, snapshot.WriteOptions{Force: o.force})
 			if err != nil {
 				return err
 			}
 			s, err := generate.Write(c.Context(), w, o.config)
 			if err != nil {
-				_ = w.Abort(c.Context())
-				return err
+				return errors.Join(err, w.Abort(context.WithoutCancel(c.Context())))
 			}
-			fmt.Fprintf(c.OutOrStdout(), "wrote %s snapshot of job %s with %d operators to %s\n", s.Format, s.JobID, len(s.Operators), o.output)
+			fmt.Fprintf(c.OutOrStdout(), "wrote %s snapshot of job %s with %d operators to %s\n", f.Name, s.JobID, len(s.Operators), o.output)
 			return nil
 		},
 	}
@@ -66,6 +65,6 @@ give the same snapshot.
 	f.IntVar(&o.config.Parallelism, "parallelism", o.config.Parallelism, "parallelism of the word counter")
 	f.IntVar(&o.config.MaxParallelism, "max-parallelism", o.config.MaxParallelism, "max parallelism of every operator")
 	f.IntVar(&o.config.ValueBytes, "value-bytes", 0, "extra bytes of padding per value, to grow the snapshot")
-	_ = c.RegisterFlagCompletionFunc("format", completeFormats)
+	_ = c.RegisterFlagCompletionFunc("format", e.completeFormats)
 	return c
 }

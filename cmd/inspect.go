@@ -18,16 +18,16 @@ import (
 )
 
 type inspectOptions struct {
+	source        sourceFlags
 	output        outputFlag
 	subtasks      bool
 	keyGroups     bool
 	operatorState bool
 	values        bool
 	operator      string
-	pathMap       []string
 }
 
-func newInspectCommand() *cobra.Command {
+func newInspectCommand(e *env) *cobra.Command {
 	o := &inspectOptions{}
 	c := &cobra.Command{
 		Use:   "inspect PATH",
@@ -52,19 +52,20 @@ state is scanned, one key group at a time.
 			if err := o.validate(); err != nil {
 				return err
 			}
-			return o.run(c, args[0])
+			return o.run(c, e, args[0])
 		},
 		ValidArgsFunction: completeFiles,
 	}
 	o.output.add(c)
+	o.output.addLegacyOutput(c)
+	o.source.add(c)
 	f := c.Flags()
 	f.BoolVar(&o.subtasks, "subtasks", false, "per subtask: key-group range, entries, bytes")
 	f.BoolVar(&o.keyGroups, "key-groups", false, "per key group: entries and bytes, with skew and a chart of bytes per subtask")
 	f.BoolVar(&o.operatorState, "operator-state", false, "per operator state: mode and elements per subtask")
 	f.BoolVar(&o.values, "values", false, "with --operator-state: print the elements, decoded by type")
 	f.StringVar(&o.operator, "operator", "", "restrict --key-groups or --operator-state to one operator (uid, name or id)")
-	f.StringArrayVar(&o.pathMap, "path-map", nil, "OLD=NEW: read absolute state paths starting with OLD under NEW (Flink checkpoints moved from where they were written; repeatable, longest OLD wins)")
-	_ = c.RegisterFlagCompletionFunc("operator", completeOperators)
+	_ = c.RegisterFlagCompletionFunc("operator", e.completeOperators)
 	return c
 }
 
@@ -87,33 +88,17 @@ func (o *inspectOptions) validate() error {
 	if o.operator != "" && !o.keyGroups && !o.operatorState {
 		return usageErrorf("--operator goes with --key-groups or --operator-state")
 	}
-	_, err := o.openOptions()
+	_, err := o.source.openOptions()
 	return err
 }
 
-// openOptions turns --path-map OLD=NEW flags into snapshot open options.
-func (o *inspectOptions) openOptions() (snapshot.OpenOptions, error) {
-	var opts snapshot.OpenOptions
-	for _, m := range o.pathMap {
-		old, nw, ok := strings.Cut(m, "=")
-		if !ok || old == "" || nw == "" {
-			return opts, usageErrorf("--path-map %q: want OLD=NEW", m)
-		}
-		if opts.PathMap == nil {
-			opts.PathMap = map[string]string{}
-		}
-		opts.PathMap[old] = nw
-	}
-	return opts, nil
-}
-
-func (o *inspectOptions) run(c *cobra.Command, location string) error {
+func (o *inspectOptions) run(c *cobra.Command, e *env, location string) error {
 	ctx := c.Context()
-	opts, err := o.openOptions()
+	opts, err := o.source.openOptions()
 	if err != nil {
 		return err
 	}
-	r, err := snapshot.Open(ctx, location, opts)
+	r, err := e.reg.Open(ctx, location, opts)
 	if err != nil {
 		return err
 	}
@@ -130,7 +115,7 @@ func (o *inspectOptions) run(c *cobra.Command, location string) error {
 		}
 		return printKeyGroups(w, rep)
 	case o.operatorState:
-		rep, err := report.OperatorStateUsages(ctx, location, r, o.operator, o.values)
+		rep, err := report.OperatorStateUsages(ctx, location, r, e.reg.Codecs, o.operator, o.values)
 		if err != nil {
 			return err
 		}

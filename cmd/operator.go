@@ -1,29 +1,31 @@
 package cmd
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
 
 	"github.com/stateutil/stateutil/migrate"
-	"github.com/stateutil/stateutil/snapshot"
 )
 
 type operatorEditOptions struct {
+	source   sourceFlags
 	operator string
 	to       string
 	output   string
+	format   string
 	force    bool
+	verify   bool
 }
 
-func newOperatorCommand() *cobra.Command {
+func newOperatorCommand(e *env) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "operator",
 		Short: "Remove or rename an operator in a copy of a snapshot",
 		Long: `Write a copy of a snapshot with one operator removed (its state dropped, as when a
 job no longer has it) or with its uid changed (so a job whose operator got a new uid can
-restore it). The copy is in the same format; SRC is never modified.
+restore it). The copy is in the same format unless --format says otherwise; SRC is never
+modified, and the copy is written and committed as convert writes.
 
 ` + exitCodeHelp,
 		Args: cobra.NoArgs,
@@ -31,11 +33,11 @@ restore it). The copy is in the same format; SRC is never modified.
 			return usageErrorf("operator needs a subcommand: remove or rename")
 		},
 	}
-	c.AddCommand(newOperatorEditCommand("remove"), newOperatorEditCommand("rename"))
+	c.AddCommand(newOperatorEditCommand(e, "remove"), newOperatorEditCommand(e, "rename"))
 	return c
 }
 
-func newOperatorEditCommand(verb string) *cobra.Command {
+func newOperatorEditCommand(e *env, verb string) *cobra.Command {
 	o := &operatorEditOptions{}
 	c := &cobra.Command{
 		Use:   verb + " SRC --operator UID --output DST",
@@ -45,11 +47,11 @@ func newOperatorEditCommand(verb string) *cobra.Command {
 		Long: "Write a copy of SRC without operator UID (uid, id or name) and its state.\n\n" + exitCodeHelp,
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			if err := o.validate(verb, args[0]); err != nil {
+			if err := o.validate(verb); err != nil {
 				return err
 			}
 			defer limitHeap()()
-			return o.run(c, verb, args[0])
+			return o.run(c, e, verb, args[0])
 		},
 		ValidArgsFunction: completeFiles,
 	}
@@ -62,51 +64,38 @@ func newOperatorEditCommand(verb string) *cobra.Command {
 	f := c.Flags()
 	f.StringVar(&o.operator, "operator", "", "the operator (uid, id or name)")
 	f.StringVar(&o.output, "output", "", "where to write the copy")
-	f.BoolVar(&o.force, "force", false, "replace an existing snapshot at --output")
-	_ = c.RegisterFlagCompletionFunc("operator", completeOperators)
+	f.StringVar(&o.format, "format", "", "format to write (default: the format of SRC)")
+	f.BoolVar(&o.force, "force", false, "replace an existing snapshot at --output, whatever its format")
+	f.BoolVar(&o.verify, "verify", false, "read the result back and compare it with SRC entry by entry")
+	o.source.add(c)
+	_ = c.RegisterFlagCompletionFunc("operator", e.completeOperators)
+	_ = c.RegisterFlagCompletionFunc("format", e.completeFormats)
 	return c
 }
 
-func (o *operatorEditOptions) validate(verb, src string) error {
+func (o *operatorEditOptions) validate(verb string) error {
 	if o.operator == "" {
 		return usageErrorf("--operator is required")
 	}
 	if verb == "rename" && o.to == "" {
 		return usageErrorf("--to is required")
 	}
-	return checkDestination(src, o.output)
+	if o.output == "" {
+		return usageErrorf("--output is required")
+	}
+	return nil
 }
 
-func (o *operatorEditOptions) run(c *cobra.Command, verb, src string) error {
-	ctx := c.Context()
-	f, err := snapshot.Detect(ctx, src)
+func (o *operatorEditOptions) run(c *cobra.Command, e *env, verb, src string) error {
+	pathMap, err := o.source.pathMaps()
 	if err != nil {
 		return err
 	}
-	if f.Create == nil {
-		return usageErrorf("format %q is read-only; convert the snapshot first", f.Name)
-	}
-	r, err := f.Open(ctx, src, snapshot.OpenOptions{})
-	if err != nil {
-		return err
-	}
-	defer r.Close()
-	if _, ok := r.Snapshot().Operator(o.operator); !ok {
-		return fmt.Errorf("%w: no operator %q in %q", snapshot.ErrNotFound, o.operator, src)
-	}
-	w, err := f.Create(ctx, o.output, snapshot.WriteOptions{Force: o.force})
-	if err != nil {
-		return err
-	}
-	if verb == "remove" {
-		err = migrate.RemoveOperator(ctx, r, w, o.operator)
-	} else {
-		err = migrate.RenameOperator(ctx, r, w, o.operator, o.to)
-	}
-	if errors.Is(err, migrate.ErrConflict) {
-		return fmt.Errorf("%w: %w", errUsage, err)
-	}
-	if err != nil {
+	edit := migrate.Edit{Operator: o.operator, Remove: verb == "remove", UID: o.to}
+	if _, err := migrate.Run(c.Context(), e.reg, migrate.Request{
+		Source: src, Destination: o.output, Format: o.format, Edits: []migrate.Edit{edit},
+		Force: o.force, Verify: o.verify, PathMap: pathMap,
+	}); err != nil {
 		return err
 	}
 	if verb == "remove" {

@@ -1,7 +1,6 @@
 package cmd
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -9,11 +8,12 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/stateutil/stateutil/migrate"
 	"github.com/stateutil/stateutil/redistribute"
-	"github.com/stateutil/stateutil/snapshot"
 )
 
 type rescaleOptions struct {
+	source         sourceFlags
 	report         outputFlag
 	parallelism    int
 	operators      []string
@@ -22,12 +22,13 @@ type rescaleOptions struct {
 	format         string
 	force          bool
 	dryRun         bool
+	verify         bool
 	quiet          bool
 	entryByEntry   bool
 	tempDir        string
 }
 
-func newRescaleCommand() *cobra.Command {
+func newRescaleCommand(e *env) *cobra.Command {
 	o := &rescaleOptions{}
 	c := &cobra.Command{
 		Use:   "rescale SRC --parallelism N [--operator UID=N]... [--max-parallelism M] --output DST",
@@ -50,7 +51,8 @@ bounded memory with temporary files.
 
 --dry-run prints the plan (new key-group ranges, the old subtasks feeding each new one,
 entries, bytes and skew, and where operator-state elements go) without writing.
-SRC is never modified; DST appears only when complete.
+SRC is never modified; DST appears only when complete, and is claimed for this one
+writer (see convert). With --verify the result is read back and compared with SRC.
 
 ` + exitCodeHelp,
 		Example: `  stateutil rescale ./snapshot.dump --parallelism 4 --output ./rescaled.dump
@@ -58,37 +60,38 @@ SRC is never modified; DST appears only when complete.
   stateutil rescale ./snapshot.dump --max-parallelism 4096 --output ./wide.dump -o json`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			req, err := o.validate(c, args[0])
+			req, err := o.validate(c)
 			if err != nil {
 				return err
 			}
 			defer limitHeap()()
-			return o.run(c, args[0], req)
+			return o.run(c, e, args[0], req)
 		},
 		ValidArgsFunction: completeFiles,
 	}
+	o.report.add(c)
+	o.source.add(c)
 	f := c.Flags()
-	f.StringVarP(&o.report.format, "output-format", "o", "table", "how to print the plan: table or json")
-	_ = c.RegisterFlagCompletionFunc("output-format", cobra.FixedCompletions([]string{"table", "json"}, cobra.ShellCompDirectiveNoFileComp))
 	f.IntVar(&o.parallelism, "parallelism", 0, "new parallelism of every operator")
 	f.StringArrayVar(&o.operators, "operator", nil, "new parallelism of one operator, as UID=N (repeatable)")
 	f.IntVar(&o.maxParallelism, "max-parallelism", 0, "new max parallelism (number of key groups) of every operator")
 	f.StringVar(&o.output, "output", "", "where to write the rescaled snapshot")
 	f.StringVar(&o.format, "format", "", "format to write (default: the format of SRC)")
-	f.BoolVar(&o.force, "force", false, "replace an existing snapshot at --output")
+	f.BoolVar(&o.force, "force", false, "replace an existing snapshot at --output, whatever its format")
 	f.BoolVar(&o.dryRun, "dry-run", false, "print the plan, write nothing")
+	f.BoolVar(&o.verify, "verify", false, "read the result back and compare it with SRC entry by entry")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no progress bar")
 	f.BoolVar(&o.entryByEntry, "entry-by-entry", false, "move keyed state entry by entry even where a faster path exists (RocksDB to RocksDB copies SST data), to compare the two")
 	f.StringVar(&o.tempDir, "temp-dir", "", "where a max-parallelism change spills sorted runs (default: the system's)")
-	_ = c.RegisterFlagCompletionFunc("operator", completeOperators)
-	_ = c.RegisterFlagCompletionFunc("format", completeFormats)
+	_ = c.RegisterFlagCompletionFunc("operator", e.completeOperators)
+	_ = c.RegisterFlagCompletionFunc("format", e.completeFormats)
 	return c
 }
 
-func (o *rescaleOptions) validate(c *cobra.Command, src string) (redistribute.Request, error) {
+func (o *rescaleOptions) validate(c *cobra.Command) (redistribute.Request, error) {
 	req := redistribute.Request{Parallelism: o.parallelism, MaxParallelism: o.maxParallelism}
-	if o.report.format != "table" && o.report.format != "json" {
-		return req, usageErrorf("-o must be table or json, not %q", o.report.format)
+	if err := o.report.validate(); err != nil {
+		return req, err
 	}
 	if c.Flags().Changed("parallelism") && o.parallelism <= 0 {
 		return req, usageErrorf("--parallelism must be at least 1, not %d", o.parallelism)
@@ -110,80 +113,31 @@ func (o *rescaleOptions) validate(c *cobra.Command, src string) (redistribute.Re
 	if o.parallelism == 0 && o.maxParallelism == 0 && len(req.Operators) == 0 {
 		return req, usageErrorf("nothing to change: give --parallelism, --operator UID=N or --max-parallelism")
 	}
-	if o.dryRun && o.output == "" {
-		return req, nil
+	if o.output == "" && !o.dryRun {
+		return req, usageErrorf("--output is required")
 	}
-	return req, checkDestination(src, o.output)
+	return req, nil
 }
 
-func (o *rescaleOptions) run(c *cobra.Command, src string, req redistribute.Request) error {
-	ctx := c.Context()
-	r, err := snapshot.Open(ctx, src, snapshot.OpenOptions{})
+func (o *rescaleOptions) run(c *cobra.Command, e *env, src string, change redistribute.Request) error {
+	pathMap, err := o.source.pathMaps()
 	if err != nil {
 		return err
 	}
-	defer r.Close()
-	plan, err := redistribute.NewPlan(ctx, r, req)
+	bar := e.newProgress(c.ErrOrStderr(), o.quiet, "rescaling")
+	res, err := migrate.Run(c.Context(), e.reg, migrate.Request{
+		Source: src, Destination: o.output, Format: o.format, Change: change, Force: o.force, DryRun: o.dryRun,
+		Verify: o.verify, EntryByEntry: o.entryByEntry, TempDir: o.tempDir, PathMap: pathMap,
+		Start: bar.start, Progress: bar.add,
+	})
+	bar.finish()
 	if err != nil {
-		return rescaleError(err)
-	}
-	plan.Source, plan.Destination, plan.DryRun = src, o.output, o.dryRun
-	if !o.dryRun {
-		if err := o.execute(c, r, plan); err != nil {
-			return rescaleError(err)
-		}
+		return err
 	}
 	if o.report.json() {
-		return writeJSON(c.OutOrStdout(), plan)
+		return writeJSON(c.OutOrStdout(), res.Plan.Plan)
 	}
-	return printPlan(c.OutOrStdout(), plan)
-}
-
-func (o *rescaleOptions) execute(c *cobra.Command, r snapshot.Reader, plan *redistribute.Plan) error {
-	ctx := c.Context()
-	name := o.format
-	if name == "" {
-		name = r.Snapshot().Format
-	}
-	to, err := snapshot.LookupFormat(name)
-	if err != nil {
-		return fmt.Errorf("%w: %w", errUsage, err)
-	}
-	if to.Create == nil {
-		return usageErrorf("format %q is read-only; choose one to write with --format (%s)", to.Name, strings.Join(snapshot.WritableFormatNames(), ", "))
-	}
-	if capBytes := to.StateSizeCap; capBytes > 0 {
-		for _, op := range plan.Operators {
-			for _, sub := range op.Subtasks {
-				if sub.Bytes() > capBytes {
-					return fmt.Errorf("%w: operator %q new subtask %d would hold %d bytes of state, more than the %d bytes per subtask format %q allows; choose another --format",
-						snapshot.ErrTooLarge, op.Label(), sub.Index, sub.Bytes(), capBytes, to.Name)
-				}
-			}
-		}
-	}
-	w, err := to.Create(ctx, o.output, snapshot.WriteOptions{Force: o.force})
-	if err != nil {
-		return err
-	}
-	bar := newProgress(c.ErrOrStderr(), o.quiet, "rescaling")
-	var total int64
-	for _, op := range plan.Operators {
-		for _, sub := range op.Subtasks {
-			total += sub.Bytes()
-		}
-	}
-	bar.start(total)
-	defer bar.finish()
-	return redistribute.Execute(ctx, r, w, plan, redistribute.Options{TempDir: o.tempDir, Progress: bar.add, EntryByEntry: o.entryByEntry})
-}
-
-// rescaleError makes a refusal to redistribute a usage error.
-func rescaleError(err error) error {
-	if errors.Is(err, redistribute.ErrNotRedistributable) {
-		return fmt.Errorf("%w: %w", errUsage, err)
-	}
-	return err
+	return printPlan(c.OutOrStdout(), res.Plan.Plan)
 }
 
 func printPlan(w io.Writer, p *redistribute.Plan) error {

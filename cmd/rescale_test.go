@@ -76,7 +76,7 @@ func TestRescaleMaxParallelismRoundTrip(t *testing.T) {
 	wide, back := filepath.Join(dir, "wide.dump"), filepath.Join(dir, "back.dump")
 	mustRun(t, "rescale", example, "--max-parallelism", "4096", "--parallelism", "3", "--output", wide, "--temp-dir", dir)
 	mustRun(t, "verify", wide)
-	r, err := snapshot.Open(context.Background(), wide, snapshot.OpenOptions{})
+	r, err := testReg.Open(context.Background(), wide, snapshot.OpenOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,37 +8,49 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
+	"runtime/debug"
+	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
+	"github.com/stateutil/stateutil/backends/filesystem"
+	"github.com/stateutil/stateutil/backends/flink"
+	"github.com/stateutil/stateutil/backends/memory"
+	"github.com/stateutil/stateutil/backends/rocksdb"
+	"github.com/stateutil/stateutil/internal/recovered"
 	"github.com/stateutil/stateutil/keygroup"
+	"github.com/stateutil/stateutil/migrate"
+	"github.com/stateutil/stateutil/redistribute"
 	"github.com/stateutil/stateutil/snapshot"
 	"github.com/stateutil/stateutil/storage"
-
-	// Formats register themselves with the snapshot registry.
-	_ "github.com/stateutil/stateutil/backends/filesystem"
-	_ "github.com/stateutil/stateutil/backends/flink"
-	_ "github.com/stateutil/stateutil/backends/memory"
-	_ "github.com/stateutil/stateutil/backends/rocksdb"
 )
 
 // Exit codes, documented in the root help and the README.
 const (
-	ExitOK          = 0 // success (diff: the snapshots are equal)
-	ExitUsage       = 1 // bad flags or arguments (diff: the snapshots differ)
-	ExitCorrupt     = 2 // corrupt or unreadable snapshot, failed write, verify findings
-	ExitNotFound    = 3 // snapshot, file, operator or state not found
-	ExitUnsupported = 4 // unsupported format or format version
-	ExitTooLarge    = 5 // state exceeds a cap (the memory format's per-subtask limit)
+	ExitOK          = 0   // success (diff: the snapshots are equal)
+	ExitUsage       = 1   // bad flags or arguments, a destination that exists or is in use (diff: the snapshots differ)
+	ExitCorrupt     = 2   // corrupt or unreadable snapshot, failed write, verify findings
+	ExitNotFound    = 3   // snapshot, file, operator, state or key not found
+	ExitUnsupported = 4   // unsupported format or format version, state that cannot be read
+	ExitTooLarge    = 5   // state exceeds a cap (the memory format's per-subtask limit)
+	ExitInternal    = 70  // a bug in stateutil: it panicked (please report it)
+	ExitInterrupted = 130 // interrupted by SIGINT or SIGTERM; nothing was left behind
 )
 
 const exitCodeHelp = `Exit codes:
-  0  success (diff: snapshots are equal)
-  1  usage error: bad flags or arguments (diff: snapshots differ)
-  2  corrupt or unreadable snapshot, failed write; verify found problems
-  3  not found: snapshot, file, operator or state
-  4  unsupported format or format version
-  5  state too large for the target format`
+  0    success (diff: snapshots are equal)
+  1    usage error: bad flags or arguments; the destination exists or another
+       writer is using it (diff: snapshots differ)
+  2    corrupt or unreadable snapshot, failed write; verify found problems
+  3    not found: snapshot, file, operator, state or key
+  4    unsupported format or format version
+  5    state too large for the target format
+  70   internal error (a bug in stateutil)
+  130  interrupted (SIGINT, SIGTERM): writes were aborted and temporary
+       files removed`
 
 // errUsage marks errors in what the user asked for.
 var errUsage = errors.New("usage")
@@ -47,16 +59,23 @@ func usageErrorf(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", errUsage, fmt.Sprintf(format, args...))
 }
 
+// errInterrupted is the cause of the root context's cancellation by a signal.
+var errInterrupted = errors.New("interrupted")
+
 // exitCode maps an error onto the documented exit codes.
 func exitCode(err error) int {
 	switch {
 	case err == nil:
 		return ExitOK
-	case errors.Is(err, errUsage), errors.Is(err, keygroup.ErrInvalidParallelism), errors.Is(err, keygroup.ErrUnknownKeyType), errors.Is(err, storage.ErrExist):
+	case errors.Is(err, errInterrupted):
+		return ExitInterrupted
+	case errors.Is(err, errUsage), errors.Is(err, keygroup.ErrInvalidParallelism), errors.Is(err, keygroup.ErrUnknownKeyType),
+		errors.Is(err, storage.ErrExist), errors.Is(err, storage.ErrInUse), errors.Is(err, migrate.ErrBadDestination),
+		errors.Is(err, migrate.ErrConflict), errors.Is(err, redistribute.ErrNotRedistributable):
 		return ExitUsage
-	case errors.Is(err, snapshot.ErrNotFound), errors.Is(err, storage.ErrNotFound):
+	case errors.Is(err, snapshot.ErrNotFound):
 		return ExitNotFound
-	case errors.Is(err, snapshot.ErrUnsupportedVersion), errors.Is(err, snapshot.ErrUnknownFormat):
+	case errors.Is(err, snapshot.ErrUnsupportedVersion), errors.Is(err, snapshot.ErrUnknownFormat), errors.Is(err, snapshot.ErrReadOnly):
 		return ExitUnsupported
 	case errors.Is(err, snapshot.ErrTooLarge):
 		return ExitTooLarge
@@ -68,19 +87,10 @@ func exitCode(err error) int {
 // sentinel prefix.
 func message(err error) string {
 	msg := err.Error()
-	if errors.Is(err, errUsage) {
-		if rest, ok := cutPrefix(msg, errUsage.Error()+": "); ok {
-			return rest
-		}
+	if rest, ok := strings.CutPrefix(msg, errUsage.Error()+": "); ok {
+		return rest
 	}
 	return msg
-}
-
-func cutPrefix(s, prefix string) (string, bool) {
-	if len(s) >= len(prefix) && s[:len(prefix)] == prefix {
-		return s[len(prefix):], true
-	}
-	return s, false
 }
 
 // codedError carries an exit code chosen by a command (diff's "differ").
@@ -92,8 +102,40 @@ type codedError struct {
 func (e *codedError) Error() string { return e.err.Error() }
 func (e *codedError) Unwrap() error { return e.err }
 
+// env is what every command works with: the registry of formats, codecs
+// and storages, and the one place that decides whether a stream is a
+// terminal.
+type env struct {
+	reg      *snapshot.Registry
+	terminal func(w io.Writer) bool
+}
+
+// isTerminal reports whether w is an interactive terminal (not /dev/null,
+// not a pipe, not a file).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// newRegistry is everything this build of stateutil knows, in the order
+// formats are probed: the formats with magic bytes of their own first.
+func newRegistry() *snapshot.Registry {
+	st := storage.NewRegistry()
+	st.Register("hdfs", storage.HDFS)
+	reg := snapshot.NewRegistry(st)
+	memory.Register(reg)
+	filesystem.Register(reg)
+	rocksdb.Register(reg)
+	flink.Register(reg)
+	return reg
+}
+
 // NewRootCommand builds the whole command tree writing to out and errOut.
 func NewRootCommand(out, errOut io.Writer) *cobra.Command {
+	return newRoot(&env{reg: newRegistry(), terminal: isTerminal}, out, errOut)
+}
+
+func newRoot(e *env, out, errOut io.Writer) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "stateutil",
 		Short: "Inspect, convert, rescale and verify stream-processing state snapshots",
@@ -105,9 +147,11 @@ and real Apache Flink checkpoints and savepoints, on local disk or HDFS.
 Locations are plain paths, file:// URIs or hdfs://namenode:port/path URIs.
 
 ` + exitCodeHelp,
+		Version:       versionLine(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	root.SetVersionTemplate("{{.Version}}\n")
 	root.SetOut(out)
 	root.SetErr(errOut)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
@@ -115,15 +159,16 @@ Locations are plain paths, file:// URIs or hdfs://namenode:port/path URIs.
 		return fmt.Errorf("%w: %w", errUsage, err)
 	})
 	root.AddCommand(
-		newInspectCommand(),
+		newInspectCommand(e),
 		newKeygroupCommand(),
-		newGenerateCommand(),
-		newConvertCommand(),
-		newRescaleCommand(),
-		newVerifyCommand(),
-		newDiffCommand(),
-		newOperatorCommand(),
-		newRunCommand(),
+		newGenerateCommand(e),
+		newConvertCommand(e),
+		newRescaleCommand(e),
+		newVerifyCommand(e),
+		newDiffCommand(e),
+		newOperatorCommand(e),
+		newRunCommand(e),
+		newVersionCommand(e),
 	)
 	root.Args = cobra.NoArgs
 	root.RunE = func(c *cobra.Command, _ []string) error { return c.Help() }
@@ -148,13 +193,23 @@ func markArgErrorsAsUsage(c *cobra.Command) {
 }
 
 // Run executes the command tree with args and returns the exit code,
-// printing any error as one line on errOut.
-func Run(ctx context.Context, args []string, out, errOut io.Writer) int {
+// printing any error as one line on errOut. A panic is an internal error
+// (ExitInternal), never mistaken for a finding.
+func Run(ctx context.Context, args []string, out, errOut io.Writer) (code int) {
+	defer func() {
+		if p := recover(); p != nil {
+			fmt.Fprintf(errOut, "stateutil: internal error: %v\n%s", p, debug.Stack())
+			code = ExitInternal
+		}
+	}()
 	root := NewRootCommand(out, errOut)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
 	if err == nil {
 		return ExitOK
+	}
+	if cause := context.Cause(ctx); cause != nil && errors.Is(err, context.Canceled) {
+		err = fmt.Errorf("%w: %w", cause, err)
 	}
 	var coded *codedError
 	if errors.As(err, &coded) {
@@ -163,11 +218,38 @@ func Run(ctx context.Context, args []string, out, errOut io.Writer) int {
 		}
 		return coded.code
 	}
+	var panicked *recovered.Error
+	if errors.As(err, &panicked) {
+		fmt.Fprintf(errOut, "stateutil: internal error: %v\n%s", panicked.Value, panicked.Stack)
+		return ExitInternal
+	}
 	fmt.Fprintln(errOut, "stateutil:", message(err))
 	return exitCode(err)
 }
 
-// Main runs stateutil with the process's arguments.
+// Main runs stateutil with the process's arguments. SIGINT or SIGTERM
+// cancel the root context: every writer aborts, every temporary file
+// goes, and the exit code is ExitInterrupted. A second signal stops the
+// process at once.
 func Main() int {
-	return Run(context.Background(), os.Args[1:], os.Stdout, os.Stderr)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	signals := make(chan os.Signal, 2)
+	signal.Notify(signals, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(signals)
+	go func() {
+		sig, ok := <-signals
+		if !ok {
+			return
+		}
+		cancel(fmt.Errorf("%w by %v", errInterrupted, sig))
+		if _, ok := <-signals; ok {
+			os.Exit(ExitInterrupted)
+		}
+	}()
+	code := Run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	if context.Cause(ctx) != nil && code != ExitOK {
+		return ExitInterrupted
+	}
+	return code
 }

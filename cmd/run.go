@@ -4,15 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"time"
 
+	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 
 	"github.com/stateutil/stateutil/runtime"
 	"github.com/stateutil/stateutil/runtime/jobs"
-	"github.com/stateutil/stateutil/snapshot"
 )
 
 type runOptions struct {
@@ -33,7 +32,7 @@ type runOptions struct {
 	quiet              bool
 }
 
-func newRunCommand() *cobra.Command {
+func newRunCommand(e *env) *cobra.Command {
 	o := &runOptions{config: jobs.Config{Records: 100_000, Seed: 1}}
 	c := &cobra.Command{
 		Use:   "run JOB",
@@ -68,11 +67,11 @@ The summary goes to stdout; a progress line goes to stderr when it is a terminal
   stateutil run wordcount --input part-0.txt,part-1.txt --checkpoint-dir ./chk --union`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			job, run, err := o.validate(args[0])
+			job, run, err := o.validate(e, args[0])
 			if err != nil {
 				return err
 			}
-			return o.run(c, job, run)
+			return o.run(c, e, job, run)
 		},
 		ValidArgsFunction: func(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
 			if len(args) > 0 {
@@ -115,7 +114,7 @@ func jobList() string {
 }
 
 // validate turns flags into a job and run options.
-func (o *runOptions) validate(name string) (*runtime.Job, runtime.Options, error) {
+func (o *runOptions) validate(e *env, name string) (*runtime.Job, runtime.Options, error) {
 	var opts runtime.Options
 	if err := o.output.validate(); err != nil {
 		return nil, opts, err
@@ -127,20 +126,21 @@ func (o *runOptions) validate(name string) (*runtime.Job, runtime.Options, error
 	if o.parallelism < 1 || o.maxParallelism < 0 || o.retain < 1 || o.checkpointEvery < 0 || o.checkpointInterval < 0 || o.config.Records < 0 || o.config.Partitions < 0 {
 		return nil, opts, usageErrorf("--parallelism and --retain must be at least 1; --max-parallelism, --records, --partitions and checkpoint frequencies cannot be negative")
 	}
-	f, err := snapshot.LookupFormat(o.backend)
+	f, err := e.reg.Writable(o.backend)
 	var backend runtime.StateBackend = runtime.HeapStateBackend{}
 	switch {
-	case err != nil || f.Create == nil:
+	case err != nil:
 		return nil, opts, usageErrorf("--backend must be memory, filesystem or rocksdb (or Flink's jobmanager, hashmap), not %q", o.backend)
 	case f.Name == "rocksdb":
 		backend = runtime.RocksDBStateBackend{LocalDir: o.localDir}
 	}
+	o.config.Storage = e.reg.Storage
 	job, err := b.Build(o.config)
 	if err != nil {
 		return nil, opts, runError(err)
 	}
 	opts = runtime.Options{
-		Parallelism: o.parallelism, MaxParallelism: o.maxParallelism, Backend: backend, Format: f.Name,
+		Registry: e.reg, Parallelism: o.parallelism, MaxParallelism: o.maxParallelism, Backend: backend, Format: f.Name,
 		CheckpointDir: o.checkpointDir, CheckpointEvery: o.checkpointEvery, CheckpointInterval: o.checkpointInterval,
 		Retain: o.retain, Savepoint: o.savepoint, Restore: o.restore, AllowNonRestoredState: o.allowNonRestored, JobID: o.jobID,
 	}
@@ -155,27 +155,19 @@ func runError(err error) error {
 	return err
 }
 
-func (o *runOptions) run(c *cobra.Command, job *runtime.Job, opts runtime.Options) error {
-	if rb, ok := opts.Backend.(runtime.RocksDBStateBackend); ok && rb.LocalDir == "" {
-		dir, err := os.MkdirTemp("", "stateutil-rocksdb-")
-		if err != nil {
-			return err
-		}
-		defer os.RemoveAll(dir)
-		opts.Backend = runtime.RocksDBStateBackend{LocalDir: dir}
-	}
+func (o *runOptions) run(c *cobra.Command, e *env, job *runtime.Job, opts runtime.Options) error {
 	errOut := c.ErrOrStderr()
-	progress := !o.quiet && isTerminal(errOut)
-	if progress {
+	if !o.quiet && e.terminal(errOut) {
+		bar := progressbar.NewOptions64(-1, progressbar.OptionSetWriter(errOut), progressbar.OptionSetDescription(job.Name),
+			progressbar.OptionSpinnerType(14), progressbar.OptionClearOnFinish(), progressbar.OptionThrottle(100*time.Millisecond))
 		opts.Progress = func(p runtime.Progress) {
-			fmt.Fprintf(errOut, "\r%s: %d records, %d checkpoints, %s", job.Name, p.Records, p.Checkpoints, p.Elapsed.Round(100*time.Millisecond))
+			bar.Describe(fmt.Sprintf("%s: %d records, %d checkpoints", job.Name, p.Records, p.Checkpoints))
+			_ = bar.Set64(p.Records)
 		}
+		defer bar.Finish()
 	}
 	opts.Log = errOut
 	res, err := runtime.Run(c.Context(), job, opts)
-	if progress {
-		fmt.Fprint(errOut, "\r\033[K")
-	}
 	if err != nil {
 		return runError(err)
 	}
@@ -184,16 +176,6 @@ func (o *runOptions) run(c *cobra.Command, job *runtime.Job, opts runtime.Option
 	}
 	printRunSummary(c.OutOrStdout(), res)
 	return nil
-}
-
-// isTerminal reports whether w is a character device (a terminal).
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
 func printRunSummary(w io.Writer, r *runtime.Result) {

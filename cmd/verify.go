@@ -11,10 +11,11 @@ import (
 )
 
 type verifyOptions struct {
+	source sourceFlags
 	output outputFlag
 }
 
-func newVerifyCommand() *cobra.Command {
+func newVerifyCommand(e *env) *cobra.Command {
 	o := &verifyOptions{}
 	c := &cobra.Command{
 		Use:   "verify PATH",
@@ -39,22 +40,28 @@ Every finding is printed; then the command fails with exit code 2.
 			if err := o.output.validate(); err != nil {
 				return err
 			}
-			return o.run(c, args[0])
+			return o.run(c, e, args[0])
 		},
 		ValidArgsFunction: completeFiles,
 	}
 	o.output.add(c)
+	o.output.addLegacyOutput(c)
+	o.source.add(c)
 	return c
 }
 
-func (o *verifyOptions) run(c *cobra.Command, location string) error {
+func (o *verifyOptions) run(c *cobra.Command, e *env, location string) error {
 	ctx := c.Context()
-	r, err := snapshot.Open(ctx, location, snapshot.OpenOptions{})
+	opts, err := o.source.openOptions()
+	if err != nil {
+		return err
+	}
+	r, err := e.reg.Open(ctx, location, opts)
 	if err != nil {
 		return err
 	}
 	defer r.Close()
-	res, err := verify.Check(ctx, location, r)
+	res, err := verify.Check(ctx, location, r, e.reg.Codecs)
 	if err != nil {
 		return err
 	}

@@ -28,7 +28,7 @@ func TestGoldenVerify(t *testing.T) {
 func TestVerifyPrintsEveryFinding(t *testing.T) {
 	ctx := context.Background()
 	loc := filepath.Join(t.TempDir(), "bad.dump")
-	w, err := memory.Create(ctx, loc, snapshot.WriteOptions{})
+	w, err := testReg.Create(ctx, memory.Format, loc, snapshot.WriteOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,6 @@
-// Package redistribute plans and executes a change of parallelism (and,
-// beyond what Flink itself allows, of max parallelism) of a snapshot's
-// operators, following Apache Flink's rules:
+// Package redistribute plans a change of parallelism (and, beyond what
+// Flink itself allows, of max parallelism) of a snapshot's operators and
+// assigns old state to new subtasks, following Apache Flink's rules:
 //
 //   - keyed state: new subtask i takes the key groups of
 //     keygroup.RangeOf(maxP, newP, i), read from every old subtask whose
@@ -11,6 +11,7 @@
 //     with unchanged parallelism elements stay where they are, except union,
 //     which is still unioned.
 //
-// The same code serves `stateutil rescale` (Plan, Execute) and the stream
-// runtime restoring a snapshot at a new parallelism (Open).
+// The same code serves `stateutil rescale` (NewPlan and OpenPlanned, which
+// package migrate writes out) and the stream runtime restoring a snapshot
+// at a new parallelism (Open). Nothing here writes.
 package redistribute

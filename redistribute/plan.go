@@ -2,7 +2,6 @@ package redistribute
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -24,6 +23,8 @@ type Request struct {
 	Operators map[string]int
 	// MaxParallelism is the new max parallelism of every operator; 0 keeps it.
 	MaxParallelism int
+	// Codecs hash keys when max parallelism changes.
+	Codecs *snapshot.Codecs
 }
 
 // Target is where one operator goes.
@@ -153,7 +154,7 @@ func NewPlan(ctx context.Context, r snapshot.Reader, req Request) (*Plan, error)
 	}
 	p := &Plan{SchemaVersion: SchemaVersion, Operators: []OperatorPlan{}}
 	for i, op := range s.Operators {
-		opPlan, err := planOperator(ctx, r, op, targets[i])
+		opPlan, err := planOperator(ctx, r, op, targets[i], req.Codecs)
 		if err != nil {
 			return nil, fmt.Errorf("operator %q: %w", op.Label(), err)
 		}
@@ -162,7 +163,7 @@ func NewPlan(ctx context.Context, r snapshot.Reader, req Request) (*Plan, error)
 	return p, nil
 }
 
-func planOperator(ctx context.Context, r snapshot.Reader, op *snapshot.Operator, t Target) (*OperatorPlan, error) {
+func planOperator(ctx context.Context, r snapshot.Reader, op *snapshot.Operator, t Target, codecs *snapshot.Codecs) (*OperatorPlan, error) {
 	old := Target{Parallelism: op.Parallelism, MaxParallelism: op.MaxParallelism}
 	if len(op.Subtasks) != op.Parallelism {
 		return nil, snapshot.Corrupt(op.Label(), -1, "parallelism %d but %d subtasks", op.Parallelism, len(op.Subtasks))
@@ -179,7 +180,7 @@ func planOperator(ctx context.Context, r snapshot.Reader, op *snapshot.Operator,
 	if t.MaxParallelism == old.MaxParallelism {
 		err = planKeyed(ctx, r, op, p)
 	} else {
-		err = planRehash(ctx, r, op, p)
+		err = planRehash(ctx, r, op, p, codecs)
 	}
 	if err != nil {
 		return nil, err
@@ -253,13 +254,13 @@ func planKeyed(ctx context.Context, r snapshot.Reader, op *snapshot.Operator, p 
 }
 
 // planRehash hashes every key to its new key group.
-func planRehash(ctx context.Context, r snapshot.Reader, op *snapshot.Operator, p *OperatorPlan) error {
-	if err := checkHashable(op); err != nil {
+func planRehash(ctx context.Context, r snapshot.Reader, op *snapshot.Operator, p *OperatorPlan, codecs *snapshot.Codecs) error {
+	if err := checkHashable(op, codecs); err != nil {
 		return err
 	}
 	for _, sub := range op.Subtasks {
 		fed := make([]bool, len(p.Subtasks))
-		err := rehashed(ctx, r, op, sub, p.New, func(e *snapshot.Entry) error {
+		err := rehashed(ctx, r, op, sub, p.New, codecs, func(e *snapshot.Entry) error {
 			j := keygroup.SubtaskOf(e.KeyGroup, p.New.MaxParallelism, p.New.Parallelism)
 			fed[j] = true
 			p.Subtasks[j].KeyedEntries++
@@ -279,11 +280,11 @@ func planRehash(ctx context.Context, r snapshot.Reader, op *snapshot.Operator, p
 }
 
 // checkHashable refuses keyed states whose key type has no known hash.
-func checkHashable(op *snapshot.Operator) error {
+func checkHashable(op *snapshot.Operator, codecs *snapshot.Codecs) error {
 	for _, st := range op.KeyedStates {
-		if _, err := st.KeyType.HashCode(nil); errors.Is(err, keygroup.ErrUnknownKeyType) {
+		if err := codecs.Hashable(st.KeyType); err != nil {
 			return fmt.Errorf("%w: keyed state %q has key type %s, whose Java hashCode stateutil does not know, so its keys cannot be moved to new key groups (%w)",
-				ErrNotRedistributable, st.Name, st.KeyType, keygroup.ErrUnknownKeyType)
+				ErrNotRedistributable, st.Name, st.KeyType, err)
 		}
 	}
 	return nil
@@ -291,7 +292,7 @@ func checkHashable(op *snapshot.Operator) error {
 
 // rehashed streams an old subtask's entries with their key group
 // recomputed for target's max parallelism.
-func rehashed(ctx context.Context, r snapshot.Reader, op *snapshot.Operator, sub *snapshot.Subtask, t Target, fn func(*snapshot.Entry) error) error {
+func rehashed(ctx context.Context, r snapshot.Reader, op *snapshot.Operator, sub *snapshot.Subtask, t Target, codecs *snapshot.Codecs, fn func(*snapshot.Entry) error) error {
 	types := make(map[string]snapshot.Type, len(op.KeyedStates))
 	for _, st := range op.KeyedStates {
 		types[st.Name] = st.KeyType
@@ -304,7 +305,7 @@ func rehashed(ctx context.Context, r snapshot.Reader, op *snapshot.Operator, sub
 		if !ok {
 			return snapshot.Corrupt(op.Label(), -1, "subtask %d has an entry of undeclared keyed state %q", sub.Index, e.State)
 		}
-		kg, err := kt.KeyGroupOf(e.Key, t.MaxParallelism)
+		kg, err := codecs.KeyGroupOf(kt, e.Key, t.MaxParallelism)
 		if err != nil {
 			return fmt.Errorf("subtask %d: keyed state %q: cannot hash key 0x%x: %w", sub.Index, e.State, e.Key, err)
 		}

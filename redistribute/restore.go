@@ -10,7 +10,7 @@ import (
 	"github.com/stateutil/stateutil/snapshot"
 )
 
-// Options tune Open and Execute.
+// Options tune Open.
 type Options struct {
 	// TempDir holds the sorted runs a max-parallelism change spills;
 	// "" is the system's temporary directory.
@@ -18,18 +18,13 @@ type Options struct {
 	// MemoryLimit bounds the entries held in memory while re-hashing;
 	// 0 is DefaultMemoryLimit.
 	MemoryLimit int64
-	// Progress, if set, is called by Execute as keyed entries and
-	// operator-state elements are written, with their bytes since the
-	// last call (about a megabyte at a time).
-	Progress func(bytes int64)
-	// EntryByEntry makes Execute move keyed state entry by entry even
-	// where the writer has a fast path (KeyedCopier): the reference the
-	// fast path is tested and measured against.
-	EntryByEntry bool
+	// Codecs hash keys to their new key groups when max parallelism
+	// changes.
+	Codecs *snapshot.Codecs
 }
 
 // Assignment is what each new subtask of one operator restores. The stream
-// runtime restores from it directly; Execute writes it to a snapshot.
+// runtime restores from it directly; a rescale writes it to a snapshot.
 // Entries and Elements may be called for any subtask, in any order, any
 // number of times, until Close.
 type Assignment struct {
@@ -61,19 +56,18 @@ func Open(ctx context.Context, r snapshot.Reader, op *snapshot.Operator, target 
 	if err := keygroup.Check(target.Parallelism, target.MaxParallelism); err != nil {
 		return nil, fmt.Errorf("operator %q: %w", op.Label(), err)
 	}
-	return openWith(ctx, r, op, target, opts, AssignOperatorState)
-}
-
-func openWith(ctx context.Context, r snapshot.Reader, op *snapshot.Operator, target Target, opts Options,
-	assignment func([]snapshot.OperatorState, [][]int64, int, int) [][][]Piece) (*Assignment, error) {
 	counts, _, err := elementCounts(ctx, r, op)
 	if err != nil {
 		return nil, fmt.Errorf("operator %q: %w", op.Label(), err)
 	}
-	return open(ctx, r, op, target, assignment(op.OperatorStates, counts, op.Parallelism, target.Parallelism), opts)
+	return OpenPlanned(ctx, r, op, target, AssignOperatorState(op.OperatorStates, counts, op.Parallelism, target.Parallelism), opts)
 }
 
-func open(ctx context.Context, r snapshot.Reader, op *snapshot.Operator, t Target, pieces [][][]Piece, opts Options) (*Assignment, error) {
+// OpenPlanned is Open with the operator-state pieces of every new subtask
+// given, as an OperatorPlan's assignments list them: a rescale writes
+// what each new subtask stores (union state once), where a restore takes
+// what each restores.
+func OpenPlanned(ctx context.Context, r snapshot.Reader, op *snapshot.Operator, t Target, pieces [][][]Piece, opts Options) (*Assignment, error) {
 	old := Target{Parallelism: op.Parallelism, MaxParallelism: op.MaxParallelism}
 	a := &Assignment{r: r, op: op, target: t, pieces: pieces, keep: old == t}
 	probe := &OperatorPlan{Action: action(old, t), Subtasks: make([]SubtaskPlan, t.Parallelism)}
@@ -184,7 +178,7 @@ func (a *Assignment) Close() error {
 // rehash hashes every entry to its new key group, sorts stably by it in
 // bounded memory, and cuts the result into the new subtasks.
 func (a *Assignment) rehash(ctx context.Context, opts Options) error {
-	if err := checkHashable(a.op); err != nil {
+	if err := checkHashable(a.op, opts.Codecs); err != nil {
 		return err
 	}
 	tmp, err := os.MkdirTemp(opts.TempDir, "stateutil-rehash-")
@@ -194,7 +188,7 @@ func (a *Assignment) rehash(ctx context.Context, opts Options) error {
 	a.tmp = tmp
 	s := &sorter{dir: tmp, limit: cmpOr(opts.MemoryLimit, DefaultMemoryLimit)}
 	for _, sub := range a.op.Subtasks {
-		if err := rehashed(ctx, a.r, a.op, sub, a.target, s.add); err != nil {
+		if err := rehashed(ctx, a.r, a.op, sub, a.target, opts.Codecs, s.add); err != nil {
 			return err
 		}
 	}

@@ -29,7 +29,7 @@ func BenchmarkRunWordCount(b *testing.B) {
 					if bc.name == "rocksdb" {
 						backend = runtime.RocksDBStateBackend{LocalDir: b.TempDir()}
 					}
-					res, err := runtime.Run(context.Background(), job, runtime.Options{Parallelism: p, Backend: backend, Format: bc.format,
+					res, err := runtime.Run(context.Background(), job, runtime.Options{Registry: testReg, Parallelism: p, Backend: backend, Format: bc.format,
 						CheckpointDir: b.TempDir(), CheckpointEvery: 10_000})
 					if err != nil {
 						b.Fatal(err)
@@ -59,7 +59,7 @@ func BenchmarkRunCheckpoint(b *testing.B) {
 					key := fmt.Sprintf("key-%d", k)
 					_ = be.Put(id, keygroup.OfHash(keygroup.HashString(key), 128), key, runtime.Cell{Value: snapshot.EncodeInt64(int64(k))})
 				}
-				f, _ := snapshot.LookupFormat(format)
+				f, _ := testReg.Lookup(format)
 				op := &snapshot.Operator{ID: "00112233445566778899aabbccddeeff", UID: "counter", Parallelism: 1, MaxParallelism: 128, KeyedStates: []snapshot.KeyedState{d.KeyedState()}}
 				dir := b.TempDir()
 				n := 0
@@ -69,7 +69,7 @@ func BenchmarkRunCheckpoint(b *testing.B) {
 					if format == "memory" {
 						loc += ".dump"
 					}
-					w, err := f.Create(context.Background(), loc, snapshot.WriteOptions{StateSizeCap: 1 << 30})
+					w, err := testReg.Create(context.Background(), f, loc, snapshot.WriteOptions{StateSizeCap: 1 << 30})
 					if err != nil {
 						b.Fatal(err)
 					}

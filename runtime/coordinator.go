@@ -170,7 +170,7 @@ func (c *coordinator) trigger(ctx context.Context, kind snapshot.Kind, location 
 	if p.sync = c.ex.incr != nil && kind == snapshot.Checkpoint && location != ""; p.sync {
 		p.resume = make(chan struct{})
 	} else if location != "" {
-		w, err := c.ex.format.Create(ctx, location, snapshot.WriteOptions{Force: kind == snapshot.Checkpoint})
+		w, err := c.ex.opts.Registry.Create(ctx, c.ex.format, location, snapshot.WriteOptions{Force: kind == snapshot.Checkpoint})
 		if err != nil {
 			p.openErr = fmt.Errorf("checkpoint %d: %w", p.id, err)
 		}

@@ -51,7 +51,7 @@ func reference(t *testing.T, name string, cfg jobs.Config, p int) (*runtime.Resu
 		t.Fatal(err)
 	}
 	out := runtime.NewMemoryCommitter()
-	res, err := runtime.Run(context.Background(), job, runtime.Options{Parallelism: p, Clock: runtime.NewManualClock(epoch), Committer: out})
+	res, err := runtime.Run(context.Background(), job, runtime.Options{Registry: testReg, Parallelism: p, Clock: runtime.NewManualClock(epoch), Committer: out})
 	if err != nil {
 		t.Fatalf("reference run of %s: %v", name, err)
 	}
@@ -74,7 +74,7 @@ func attemptOptions(t *testing.T, bc backendCase, p int, dir, jobID, restore str
 	if backend == nil {
 		backend = runtime.RocksDBStateBackend{LocalDir: t.TempDir()}
 	}
-	return runtime.Options{
+	return runtime.Options{Registry: testReg,
 		Parallelism: p, Backend: backend, Format: bc.format, CheckpointDir: dir, JobID: jobID,
 		CheckpointEvery: every, Retain: 1 + rng.IntN(2), Restore: restore,
 		Clock: runtime.NewManualClock(epoch), Committer: out, BatchSize: 1 + rng.IntN(16), ChannelCapacity: 1 + rng.IntN(4),
@@ -121,7 +121,7 @@ func trial(t *testing.T, bc backendCase, seed uint64, st *trialStats) error {
 			return fmt.Errorf("%s: %v", desc, err)
 		}
 		st.failures++
-		restore, err = runtime.LatestCheckpoint(context.Background(), runtime.JobDir(dir, jobID))
+		restore, err = runtime.LatestCheckpoint(context.Background(), testReg.Storage, runtime.JobDir(dir, jobID))
 		switch {
 		case errors.Is(err, snapshot.ErrNotFound):
 			restore = ""

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/stateutil/stateutil/internal/recovered"
 	"github.com/stateutil/stateutil/keygroup"
 	"github.com/stateutil/stateutil/snapshot"
 )
@@ -109,12 +110,18 @@ func (e *Execution) Wait() (*Result, error) {
 	return e.result, e.err
 }
 
+// safe runs f, returning a panic as an error (recovered.Error).
+func safe(ctx context.Context, f func(context.Context) error) (err error) {
+	defer recovered.Capture(&err)
+	return f(ctx)
+}
+
 func (e *Execution) run(ctx context.Context) {
 	ex := e.ex
 	var wg sync.WaitGroup
 	goFn := func(f func(context.Context) error) {
 		wg.Go(func() {
-			if err := f(ctx); err != nil {
+			if err := safe(ctx, f); err != nil {
 				ex.fail(err)
 				e.cancel(err)
 			}

@@ -174,7 +174,7 @@ func migrateTrial(t *testing.T, bc backendCase, seed uint64, st *migrateStats) e
 			return fmt.Errorf("%s: %v", desc, err)
 		}
 		st.failures++
-		restore, err = runtime.LatestCheckpoint(ctx, runtime.JobDir(dir, jobID))
+		restore, err = runtime.LatestCheckpoint(ctx, testReg.Storage, runtime.JobDir(dir, jobID))
 		switch {
 		case errors.Is(err, snapshot.ErrNotFound):
 			st.noCheckpoint++
@@ -296,7 +296,7 @@ func (m *migration) run(ctx context.Context, chk string) (string, error) {
 // info opens a snapshot for its format, parallelism and max parallelism
 // (those of the operators, which agree in the runtime's snapshots).
 func info(ctx context.Context, loc string) (format string, p, maxP int, err error) {
-	r, err := snapshot.Open(ctx, loc, snapshot.OpenOptions{})
+	r, err := testReg.Open(ctx, loc, snapshot.OpenOptions{})
 	if err != nil {
 		return "", 0, 0, err
 	}

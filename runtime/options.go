@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/stateutil/stateutil/backends/rocksdb"
+	"github.com/stateutil/stateutil/snapshot"
 )
 
 // Options configure one run of a job.
@@ -17,8 +18,11 @@ type Options struct {
 	MaxParallelism int
 	// Backend holds keyed state (default HeapStateBackend).
 	Backend StateBackend
+	// Registry knows the formats and storages checkpoints, savepoints and
+	// restores use; required.
+	Registry *snapshot.Registry
 	// Format is the snapshot format name of checkpoints and savepoints
-	// (default "memory"); Flink's names work too (snapshot.LookupFormat).
+	// (default "memory"); Flink's names work too (Registry.Lookup).
 	Format string
 	// CheckpointDir is where checkpoints go, as <dir>/<job-id>/chk-N[.dump];
 	// "" keeps none (output is still committed at the end).
@@ -117,6 +121,9 @@ func (r *Result) UploadedTotal() (files int, bytes int64) {
 }
 
 func (o *Options) normalize() error {
+	if o.Registry == nil {
+		return fmt.Errorf("%w: Options.Registry is required", ErrJob)
+	}
 	if o.Parallelism == 0 {
 		o.Parallelism = 1
 	}

@@ -28,14 +28,14 @@ func failedRunAt2(t *testing.T, name string, cfg jobs.Config, format string) (st
 		job, _ := b.Build(cfg)
 		dir := t.TempDir()
 		out := runtime.NewMemoryCommitter()
-		_, err := runtime.Run(context.Background(), job, runtime.Options{
+		_, err := runtime.Run(context.Background(), job, runtime.Options{Registry: testReg,
 			Parallelism: 2, Format: format, CheckpointDir: dir, JobID: "job", CheckpointEvery: 100, Clock: runtime.NewManualClock(epoch), Committer: out,
 			Failure: &runtime.Failure{Operator: job.Stages[0].UID, Subtask: 1, AtRecord: at}, ChannelCapacity: 1, BatchSize: 4,
 		})
 		if !errors.Is(err, runtime.ErrInjectedFailure) {
 			t.Fatalf("want the injected failure, got %v", err)
 		}
-		chk, err := runtime.LatestCheckpoint(context.Background(), runtime.JobDir(dir, "job"))
+		chk, err := runtime.LatestCheckpoint(context.Background(), testReg.Storage, runtime.JobDir(dir, "job"))
 		if err == nil {
 			return chk, out
 		}
@@ -59,7 +59,7 @@ func TestRunRescaleFromTwo(t *testing.T) {
 					b, _ := jobs.Lookup(name)
 					job, _ := b.Build(cfg)
 					committed := out.Clone()
-					res, err := runtime.Run(context.Background(), job, runtime.Options{Parallelism: p, Restore: chk, Clock: runtime.NewManualClock(epoch), Committer: committed})
+					res, err := runtime.Run(context.Background(), job, runtime.Options{Registry: testReg, Parallelism: p, Restore: chk, Clock: runtime.NewManualClock(epoch), Committer: committed})
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -85,7 +85,7 @@ func TestRunSavepointOnDemand(t *testing.T) {
 	ref, refLines := reference(t, "wordcount", cfg, 2)
 	job, _ := jobs.WordCount(cfg)
 	out := runtime.NewMemoryCommitter()
-	e, err := runtime.Start(context.Background(), job, runtime.Options{Parallelism: 2, CheckpointEvery: 500, CheckpointDir: t.TempDir(), Clock: runtime.NewManualClock(epoch), Committer: out})
+	e, err := runtime.Start(context.Background(), job, runtime.Options{Registry: testReg, Parallelism: 2, CheckpointEvery: 500, CheckpointDir: t.TempDir(), Clock: runtime.NewManualClock(epoch), Committer: out})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +97,7 @@ func TestRunSavepointOnDemand(t *testing.T) {
 	if spErr != nil {
 		t.Skipf("job ended before the savepoint: %v", spErr)
 	}
-	r, err := snapshot.Open(context.Background(), sp, snapshot.OpenOptions{})
+	r, err := testReg.Open(context.Background(), sp, snapshot.OpenOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +107,7 @@ func TestRunSavepointOnDemand(t *testing.T) {
 	r.Close()
 	// Output committed after the savepoint is not in it: restore with
 	// only what was committed up to the savepoint's checkpoint.
-	res, err := runtime.Run(context.Background(), job, runtime.Options{Parallelism: 3, Restore: sp, Clock: runtime.NewManualClock(epoch)})
+	res, err := runtime.Run(context.Background(), job, runtime.Options{Registry: testReg, Parallelism: 3, Restore: sp, Clock: runtime.NewManualClock(epoch)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +151,7 @@ func TestRunFailedCheckpointLeavesNothing(t *testing.T) {
 		t.Run(format, func(t *testing.T) {
 			job, _ := jobs.WordCount(jobs.Config{Records: 40000, Seed: 5})
 			dir := t.TempDir()
-			res, err := runtime.Run(context.Background(), job, runtime.Options{Parallelism: 1, Backend: failingBackend{}, Format: format,
+			res, err := runtime.Run(context.Background(), job, runtime.Options{Registry: testReg, Parallelism: 1, Backend: failingBackend{}, Format: format,
 				CheckpointDir: dir, JobID: "j", CheckpointEvery: 400, Retain: 10, ChannelCapacity: 1, BatchSize: 4})
 			if err != nil {
 				t.Fatal(err)
@@ -169,7 +169,7 @@ func TestRunFailedCheckpointLeavesNothing(t *testing.T) {
 					t.Errorf("failed checkpoint left %q (dir holds %v)", n, got)
 				}
 			}
-			if _, err := snapshot.Open(context.Background(), res.LastCheckpoint, snapshot.OpenOptions{}); err != nil {
+			if _, err := testReg.Open(context.Background(), res.LastCheckpoint, snapshot.OpenOptions{}); err != nil {
 				t.Errorf("last checkpoint %q: %v", res.LastCheckpoint, err)
 			}
 		})
@@ -199,7 +199,7 @@ func TestRunFileSource(t *testing.T) {
 	}
 	chk, out := failedRunAt2(t, "wordcount", jobs.Config{Input: paths, Records: 6000}, "memory")
 	job, _ := jobs.WordCount(cfg)
-	res, err := runtime.Run(context.Background(), job, runtime.Options{Parallelism: 3, Restore: chk, Committer: out, Clock: runtime.NewManualClock(epoch)})
+	res, err := runtime.Run(context.Background(), job, runtime.Options{Registry: testReg, Parallelism: 3, Restore: chk, Committer: out, Clock: runtime.NewManualClock(epoch)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,14 +212,14 @@ func TestRunFileSource(t *testing.T) {
 func TestRunRestoreErrors(t *testing.T) {
 	chk, _ := failedRunAt2(t, "wordcount", jobs.Config{Records: 6000, Seed: 1}, "memory")
 	job, _ := jobs.Sensors(jobs.Config{Records: 10})
-	if _, err := runtime.Run(context.Background(), job, runtime.Options{Restore: chk}); !errors.Is(err, runtime.ErrIncompatibleSnapshot) {
+	if _, err := runtime.Run(context.Background(), job, runtime.Options{Registry: testReg, Restore: chk}); !errors.Is(err, runtime.ErrIncompatibleSnapshot) {
 		t.Errorf("restoring wordcount state into sensors: %v", err)
 	}
 	wc, _ := jobs.WordCount(jobs.Config{Records: 10})
-	if _, err := runtime.Run(context.Background(), wc, runtime.Options{Restore: chk, Parallelism: 200}); err == nil {
+	if _, err := runtime.Run(context.Background(), wc, runtime.Options{Registry: testReg, Restore: chk, Parallelism: 200}); err == nil {
 		t.Error("parallelism 200 above max parallelism 128 was accepted")
 	}
-	if _, err := runtime.Run(context.Background(), wc, runtime.Options{Restore: filepath.Join(t.TempDir(), "none")}); !errors.Is(err, snapshot.ErrNotFound) {
+	if _, err := runtime.Run(context.Background(), wc, runtime.Options{Registry: testReg, Restore: filepath.Join(t.TempDir(), "none")}); !errors.Is(err, snapshot.ErrNotFound) {
 		t.Errorf("missing snapshot: %v", err)
 	}
 }
@@ -228,7 +228,7 @@ func TestRunRestoreErrors(t *testing.T) {
 func TestRunCheckpointInterval(t *testing.T) {
 	job, _ := jobs.WordCount(jobs.Config{Records: 300_000, Seed: 2})
 	progress := 0
-	res, err := runtime.Run(context.Background(), job, runtime.Options{Parallelism: 2, CheckpointDir: t.TempDir(), CheckpointInterval: 5 * time.Millisecond,
+	res, err := runtime.Run(context.Background(), job, runtime.Options{Registry: testReg, Parallelism: 2, CheckpointDir: t.TempDir(), CheckpointInterval: 5 * time.Millisecond,
 		Retain: 2, Progress: func(runtime.Progress) { progress++ }})
 	if err != nil {
 		t.Fatal(err)

@@ -2,12 +2,15 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
 	"slices"
 
 	"github.com/stateutil/stateutil/backends/rocksdb"
 	"github.com/stateutil/stateutil/keygroup"
 	"github.com/stateutil/stateutil/snapshot"
+	"github.com/stateutil/stateutil/storage"
 )
 
 // RocksDBStateBackend keeps keyed state in one embedded RocksDB instance
@@ -17,7 +20,8 @@ import (
 // barrier until the checkpoint is uploaded. Savepoints are full snapshots
 // in the run's format.
 type RocksDBStateBackend struct {
-	// LocalDir holds the working instances; required.
+	// LocalDir holds the working instances; "" is a temporary directory
+	// of the run's own, removed when it ends.
 	LocalDir string
 }
 
@@ -31,15 +35,23 @@ func (b RocksDBStateBackend) NewKeyedBackend(SubtaskInfo) (KeyedBackend, error) 
 }
 
 // session opens the per-run checkpointer.
-func (b RocksDBStateBackend) session(retain int) (*rocksSession, error) {
-	if b.LocalDir == "" {
-		return nil, fmt.Errorf("%w: the rocksdb state backend needs a local directory", ErrJob)
+func (b RocksDBStateBackend) session(retain int, storages *storage.Registry) (*rocksSession, error) {
+	dir, tmp := b.LocalDir, ""
+	if dir == "" {
+		var err error
+		if tmp, err = os.MkdirTemp("", "stateutil-rocksdb-"); err != nil {
+			return nil, err
+		}
+		dir = tmp
 	}
-	inc, err := rocksdb.NewIncremental(rocksdb.IncrementalOptions{LocalDir: b.LocalDir, Retain: retain})
+	inc, err := rocksdb.NewIncremental(rocksdb.IncrementalOptions{LocalDir: dir, Retain: retain, Storage: storages})
 	if err != nil {
+		if tmp != "" {
+			os.RemoveAll(tmp)
+		}
 		return nil, err
 	}
-	return &rocksSession{inc: inc}, nil
+	return &rocksSession{inc: inc, tmp: tmp}, nil
 }
 
 // incremental is a backend that checkpoints the whole job at once.
@@ -56,6 +68,7 @@ type incremental interface {
 // rocksSession is the RocksDB backend of one run.
 type rocksSession struct {
 	inc *rocksdb.Incremental
+	tmp string // the run's own local directory, removed on close
 }
 
 func (s *rocksSession) Name() string { return "rocksdb" }
@@ -80,7 +93,13 @@ func (s *rocksSession) checkpoint(ctx context.Context, dir, jobID string, id int
 	return &IncrementalCheckpoint{ID: id, UploadStats: r.UploadStats}, nil
 }
 
-func (s *rocksSession) close() error { return s.inc.Close() }
+func (s *rocksSession) close() error {
+	err := s.inc.Close()
+	if s.tmp != "" {
+		err = errors.Join(err, os.RemoveAll(s.tmp))
+	}
+	return err
+}
 
 // opStateWriter replaces an instance's operator state on Close.
 type opStateWriter struct {

@@ -11,7 +11,6 @@ import (
 	"github.com/stateutil/stateutil/keygroup"
 	"github.com/stateutil/stateutil/redistribute"
 	"github.com/stateutil/stateutil/snapshot"
-	"github.com/stateutil/stateutil/storage"
 )
 
 // newExecution validates the job and options, restores state and builds
@@ -20,12 +19,9 @@ func newExecution(ctx context.Context, job *Job, opts Options) (_ *execution, er
 	if err := opts.normalize(); err != nil {
 		return nil, err
 	}
-	f, err := snapshot.LookupFormat(opts.Format)
+	f, err := opts.Registry.Writable(opts.Format)
 	if err != nil {
-		return nil, err
-	}
-	if f.Create == nil {
-		return nil, fmt.Errorf("%w: format %q cannot be written", ErrJob, f.Name)
+		return nil, fmt.Errorf("%w: %w", ErrJob, err)
 	}
 	ex := &execution{job: job, opts: opts, format: f, clock: opts.Clock, committer: opts.Committer, jobID: opts.JobID, started: time.Now()}
 	if ex.committer == nil {
@@ -36,7 +32,7 @@ func newExecution(ctx context.Context, job *Job, opts Options) (_ *execution, er
 	}
 	ex.backend = opts.Backend
 	if rb, ok := opts.Backend.(RocksDBStateBackend); ok {
-		sess, err := rb.session(opts.Retain)
+		sess, err := rb.session(opts.Retain, opts.Registry.Storage)
 		if err != nil {
 			return nil, err
 		}
@@ -50,7 +46,7 @@ func newExecution(ctx context.Context, job *Job, opts Options) (_ *execution, er
 	var r snapshot.Reader
 	var snap *snapshot.Snapshot
 	if opts.Restore != "" {
-		if r, err = snapshot.Open(ctx, opts.Restore, snapshot.OpenOptions{}); err != nil {
+		if r, err = opts.Registry.Open(ctx, opts.Restore, snapshot.OpenOptions{}); err != nil {
 			return nil, fmt.Errorf("restore from %q: %w", opts.Restore, err)
 		}
 		defer r.Close()
@@ -116,11 +112,11 @@ func (ex *execution) build(ctx context.Context, r snapshot.Reader, restored []*s
 	ex.coord = &coordinator{
 		ex: ex, stop: make(chan struct{}), tick: make(chan struct{}, 1), savepoints: make(chan savepointReq),
 		finished: make(chan struct{}, src.parallelism), every: ex.opts.CheckpointEvery, savepointAt: ex.opts.Savepoint,
-		store: &checkpointStore{format: ex.format, retain: ex.opts.Retain},
+		store: &checkpointStore{reg: ex.opts.Registry, format: ex.format, retain: ex.opts.Retain},
 	}
 	if ex.opts.CheckpointDir != "" {
 		ex.coord.store.jobDir = JobDir(ex.opts.CheckpointDir, ex.jobID)
-		st, p, err := storage.Resolve(ctx, ex.coord.store.jobDir)
+		st, p, err := ex.opts.Registry.Storage.Resolve(ctx, ex.coord.store.jobDir)
 		if err != nil {
 			return err
 		}
@@ -130,7 +126,7 @@ func (ex *execution) build(ctx context.Context, r snapshot.Reader, restored []*s
 		// Retention counts the job's earlier checkpoints too (a job
 		// continued after a failure keeps its directory).
 		if ex.incr == nil {
-			if ex.coord.store.kept, err = listCheckpoints(ctx, ex.coord.store.jobDir); err != nil {
+			if ex.coord.store.kept, err = listCheckpoints(ctx, ex.opts.Registry.Storage, ex.coord.store.jobDir); err != nil {
 				return err
 			}
 		}

@@ -81,6 +81,8 @@ func (r *genReader) Close() error { return nil }
 // newline. Offsets are byte offsets.
 type FileSource struct {
 	Paths []string
+	// Storage resolves Paths that are URIs; nil reads local paths only.
+	Storage *storage.Registry
 }
 
 // Partitions implements Source.
@@ -91,7 +93,11 @@ func (f *FileSource) Open(ctx context.Context, p int, offset int64) (SourceReade
 	if p < 0 || p >= len(f.Paths) {
 		return nil, fmt.Errorf("file source has no partition %d", p)
 	}
-	st, path, err := storage.Resolve(ctx, f.Paths[p])
+	storages := f.Storage
+	if storages == nil {
+		storages = storage.NewRegistry()
+	}
+	st, path, err := storages.Resolve(ctx, f.Paths[p])
 	if err != nil {
 		return nil, err
 	}

@@ -48,7 +48,7 @@ func forBackends(t *testing.T, fn func(t *testing.T, c *Context, clock *ManualCl
 // operator with max parallelism 128, owning kgs, in a session of its own.
 func newTestRocksDBBackend(t testing.TB, kgs keygroup.Range) *RocksDBBackend {
 	t.Helper()
-	s, err := RocksDBStateBackend{LocalDir: t.TempDir()}.session(1)
+	s, err := RocksDBStateBackend{LocalDir: t.TempDir()}.session(1, testReg.Storage)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,6 +21,7 @@ const dumpSuffix = ".dump"
 
 // checkpointStore places, retains and finds the checkpoints of one job.
 type checkpointStore struct {
+	reg    *snapshot.Registry
 	format *snapshot.Format
 	jobDir string // "" = checkpoints are not persisted
 	retain int
@@ -48,7 +49,7 @@ func (s *checkpointStore) location(id int64) string {
 func (s *checkpointStore) completed(ctx context.Context, location string) error {
 	s.kept = append(s.kept, location)
 	for len(s.kept) > s.retain {
-		if err := discard(ctx, s.kept[0]); err != nil {
+		if err := discard(ctx, s.reg.Storage, s.kept[0]); err != nil {
 			return err
 		}
 		s.kept = s.kept[1:]
@@ -58,8 +59,8 @@ func (s *checkpointStore) completed(ctx context.Context, location string) error 
 
 // discard removes a checkpoint: its _metadata first, so that it stops
 // looking complete before any of its files go.
-func discard(ctx context.Context, location string) error {
-	st, p, err := storage.Resolve(ctx, location)
+func discard(ctx context.Context, storages *storage.Registry, location string) error {
+	st, p, err := storages.Resolve(ctx, location)
 	if err != nil {
 		return err
 	}
@@ -82,8 +83,8 @@ func discard(ctx context.Context, location string) error {
 // LatestCheckpoint finds the complete checkpoint with the highest id in a
 // job directory: a chk-N.dump file, or a chk-N directory with a _metadata.
 // It wraps snapshot.ErrNotFound when there is none.
-func LatestCheckpoint(ctx context.Context, jobDir string) (string, error) {
-	cps, err := listCheckpoints(ctx, jobDir)
+func LatestCheckpoint(ctx context.Context, storages *storage.Registry, jobDir string) (string, error) {
+	cps, err := listCheckpoints(ctx, storages, jobDir)
 	if err != nil {
 		return "", err
 	}
@@ -95,8 +96,8 @@ func LatestCheckpoint(ctx context.Context, jobDir string) (string, error) {
 
 // listCheckpoints returns the complete checkpoints of a job directory by
 // ascending id; a missing directory has none.
-func listCheckpoints(ctx context.Context, jobDir string) ([]string, error) {
-	st, p, err := storage.Resolve(ctx, jobDir)
+func listCheckpoints(ctx context.Context, storages *storage.Registry, jobDir string) ([]string, error) {
+	st, p, err := storages.Resolve(ctx, jobDir)
 	if err != nil {
 		return nil, err
 	}

@@ -3,6 +3,8 @@ package snapshot
 import (
 	"errors"
 	"fmt"
+
+	"github.com/stateutil/stateutil/storage"
 )
 
 // ErrCorrupt reports a snapshot whose bytes are damaged or inconsistent:
@@ -13,14 +15,19 @@ var ErrCorrupt = errors.New("corrupt snapshot")
 // stateutil does not read.
 var ErrUnsupportedVersion = errors.New("unsupported version")
 
-// ErrNotFound reports a snapshot, file, operator or state that does not exist.
-var ErrNotFound = errors.New("not found")
+// ErrNotFound reports a snapshot, file, operator or state that does not
+// exist. It is storage.ErrNotFound, so one errors.Is serves both (and
+// fs.ErrNotExist matches it too).
+var ErrNotFound = storage.ErrNotFound
 
 // ErrTooLarge reports state that exceeds a configured cap.
 var ErrTooLarge = errors.New("state too large")
 
-// ErrUnknownFormat reports a location no registered format recognizes.
+// ErrUnknownFormat reports a format name no registered format has.
 var ErrUnknownFormat = errors.New("unknown snapshot format")
+
+// ErrReadOnly reports a format that stateutil reads but does not write.
+var ErrReadOnly = errors.New("read-only format")
 
 // CorruptError locates damage: the file and, when known, the byte offset.
 type CorruptError struct {

@@ -1,13 +1,7 @@
 package snapshot
 
 import (
-	"cmp"
 	"context"
-	"errors"
-	"fmt"
-	"slices"
-	"strings"
-	"sync"
 
 	"github.com/stateutil/stateutil/keygroup"
 	"github.com/stateutil/stateutil/storage"
@@ -68,6 +62,10 @@ type OpenOptions struct {
 	PathMap map[string]string
 	// TempDir is where formats that must unpack files put them.
 	TempDir string
+	// Storage resolves locations a snapshot refers to beyond its own
+	// directory (absolute paths and URIs a Flink checkpoint records).
+	// Registry.Open sets it.
+	Storage *storage.Registry
 }
 
 // WriteOptions tune how a snapshot is written.
@@ -81,7 +79,8 @@ type WriteOptions struct {
 	InlineThreshold int64
 }
 
-// Format is one registered snapshot format.
+// Format is one snapshot format. Its functions get the storage that holds
+// the location and the path within it.
 type Format struct {
 	// Name is the canonical name; Aliases are also accepted (Flink's
 	// backend config names, for example).
@@ -89,113 +88,30 @@ type Format struct {
 	Aliases []string
 	// Summary is a one-line description for help texts.
 	Summary string
-	// Probe reports whether location holds a snapshot of this format.
-	Probe func(ctx context.Context, location string) (bool, error)
-	// Open reads the snapshot at location.
-	Open func(ctx context.Context, location string, opts OpenOptions) (Reader, error)
-	// Create starts a new snapshot at location; nil for read-only formats.
-	Create func(ctx context.Context, location string, opts WriteOptions) (Writer, error)
+	// Probe reports whether path holds a snapshot of this format. It
+	// looks at magic bytes, never parses a whole file.
+	Probe func(ctx context.Context, st storage.Storage, path string) (bool, error)
+	// Open reads the snapshot at path.
+	Open func(ctx context.Context, st storage.Storage, path string, opts OpenOptions) (Reader, error)
+	// Create starts a new snapshot at path; nil for read-only formats.
+	Create func(ctx context.Context, st storage.Storage, path string, opts WriteOptions) (Writer, error)
 	// StateSizeCap is the default limit of state per subtask the format
 	// accepts when writing; 0 for none.
 	StateSizeCap int64
 }
 
-var (
-	formatsMu sync.RWMutex
-	formats   []*Format
-)
-
-// Register adds a format. Formats are probed in registration order.
-func Register(f *Format) {
-	formatsMu.Lock()
-	defer formatsMu.Unlock()
-	formats = append(formats, f)
-}
-
-// Formats lists the registered formats.
-func Formats() []*Format {
-	formatsMu.RLock()
-	defer formatsMu.RUnlock()
-	return slices.Clone(formats)
-}
-
-// LookupFormat finds a format by name or alias.
-func LookupFormat(name string) (*Format, error) {
-	n := strings.ToLower(name)
-	for _, f := range Formats() {
-		if f.Name == n || slices.Contains(f.Aliases, n) {
-			return f, nil
-		}
-	}
-	return nil, fmt.Errorf("%w %q (known: %s)", ErrUnknownFormat, name, strings.Join(formatNames(), ", "))
-}
-
-// WritableFormatNames lists names and aliases of formats that can be written.
-func WritableFormatNames() []string {
-	var out []string
-	for _, f := range Formats() {
-		if f.Create != nil {
-			out = append(out, f.Name)
-			out = append(out, f.Aliases...)
-		}
-	}
-	return out
-}
-
-// Detect finds the format of the snapshot at location. When no format
-// recognizes it, the error says why: nothing there, an empty or
-// unrecognized file, or a directory without a snapshot.
-func Detect(ctx context.Context, location string) (*Format, error) {
-	var probeErr error
-	for _, f := range Formats() {
-		ok, err := f.Probe(ctx, location)
-		if err != nil {
-			// "Nothing of mine there" is a no, not a failure.
-			if !errors.Is(err, ErrNotFound) && !errors.Is(err, storage.ErrNotFound) {
-				probeErr = cmp.Or(probeErr, err)
-			}
-			continue
-		}
-		if ok {
-			return f, nil
-		}
-	}
-	st, path, err := storage.Resolve(ctx, location)
-	if err != nil {
-		return nil, err
-	}
-	info, err := st.Stat(ctx, path)
-	switch {
-	case errors.Is(err, storage.ErrNotFound):
-		return nil, fmt.Errorf("%w: %q does not exist", ErrNotFound, location)
-	case err != nil:
-		return nil, fmt.Errorf("%q: %w", location, err)
-	case probeErr != nil:
-		return nil, probeErr
-	case info.IsDir:
-		if meta, err := st.Stat(ctx, path+"/_metadata"); err == nil && !meta.IsDir {
-			return nil, Corrupt(location+"/_metadata", 0, "unrecognized _metadata: its first bytes match no snapshot format (%s)", strings.Join(formatNames(), ", "))
-		}
-		return nil, fmt.Errorf("%w: %q is a directory without a snapshot (no _metadata, no complete chk-N)", ErrNotFound, location)
-	case info.Size == 0:
-		return nil, Corrupt(location, 0, "empty file, not a snapshot")
-	}
-	return nil, Corrupt(location, 0, "unrecognized file: its first bytes match no snapshot format (%s)", strings.Join(formatNames(), ", "))
-}
-
-func formatNames() []string {
-	var names []string
-	for _, f := range Formats() {
-		names = append(names, f.Name)
-	}
-	return names
-}
-
-// Open detects the format of location and opens it.
-func Open(ctx context.Context, location string, opts OpenOptions) (Reader, error) {
-	f, err := Detect(ctx, location)
-	if err != nil {
-		return nil, err
-	}
-	return f.Open(ctx, location, opts)
+// KeyedCopier is implemented by a Writer that can build a new subtask's
+// keyed state straight from an old snapshot's files, without decoding and
+// re-encoding entries: the fast path of a rescale at unchanged max
+// parallelism, where a new subtask's keyed state is whole key groups of
+// the old subtasks, byte for byte.
+type KeyedCopier interface {
+	// SubtaskFrom starts subtask index of newOp with its keyed state
+	// complete: every entry of op (an operator of r's snapshot) whose key
+	// group lies in kgs. The caller adds operator and raw state and closes
+	// it; Entry must not be called. ok is false, with nothing started,
+	// when the writer cannot copy from r (another format, or descriptors
+	// that change how entries are stored); the caller then goes entry by
+	// entry.
+	SubtaskFrom(ctx context.Context, r Reader, op, newOp *Operator, index int, kgs keygroup.Range) (sw SubtaskWriter, ok bool, err error)
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"unicode/utf8"
 
@@ -45,30 +46,90 @@ type Codec interface {
 	HashCode(b []byte) (int32, error)
 }
 
-var (
-	codecsMu sync.RWMutex
-	codecs   = map[string]Codec{}
-)
+// CodecFactory builds the codec of a type from what the type records (its
+// name, class and serializer snapshot), so that a codec follows from the
+// snapshot alone, whichever process or format it was read from.
+type CodecFactory func(t Type) (Codec, error)
 
-// RegisterCodec makes a type name decodable.
-func RegisterCodec(name string, c Codec) {
-	codecsMu.Lock()
-	defer codecsMu.Unlock()
-	codecs[name] = c
+// Codecs finds the codec of a type: an exact name, else the longest
+// registered prefix (a format's own namespace of names, such as "flink:").
+// Built codecs are kept, keyed by everything the factory was given.
+type Codecs struct {
+	exact    map[string]CodecFactory
+	prefixes map[string]CodecFactory
+	built    sync.Map // codecKey -> Codec or error
 }
 
-func codecOf(t Type) (Codec, bool) {
-	codecsMu.RLock()
-	defer codecsMu.RUnlock()
-	c, ok := codecs[t.Name]
-	return c, ok
+type codecKey struct{ name, class, snapshot string }
+
+// NewCodecs returns the codecs of stateutil's own types.
+func NewCodecs() *Codecs {
+	c := &Codecs{exact: map[string]CodecFactory{}, prefixes: map[string]CodecFactory{}}
+	for name, codec := range map[string]Codec{
+		TypeString: stringCodec{}, TypeInt32: fixedWidth{4}, TypeInt64: fixedWidth{8},
+		TypeBytes: bytesCodec{}, TypeMsgpack: msgpackCodec{}, TypeJSON: jsonCodec{}, TypeVoid: voidCodec{},
+	} {
+		c.Register(name, func(Type) (Codec, error) { return codec, nil })
+	}
+	return c
 }
 
-// Decode renders b by t's codec; unknown types and undecodable bytes come
+// Register adds the factory of type name; a name ending in ':' covers
+// every name with that prefix. Registering a name twice panics.
+func (c *Codecs) Register(name string, f CodecFactory) {
+	m := c.exact
+	if strings.HasSuffix(name, ":") {
+		m = c.prefixes
+	}
+	if _, dup := m[name]; dup {
+		panic(fmt.Sprintf("snapshot: codec %q registered twice", name))
+	}
+	m[name] = f
+}
+
+// Codec returns the codec of t, or an error wrapping
+// keygroup.ErrUnknownKeyType when no factory knows it.
+func (c *Codecs) Codec(t Type) (Codec, error) {
+	if c == nil {
+		return nil, fmt.Errorf("%w: %q (no codecs given)", keygroup.ErrUnknownKeyType, t.Name)
+	}
+	k := codecKey{t.Name, t.Class, string(t.SerializerSnapshot)}
+	if v, ok := c.built.Load(k); ok {
+		return unpackCodec(v)
+	}
+	f := c.exact[t.Name]
+	if f == nil {
+		best := ""
+		for p, pf := range c.prefixes {
+			if strings.HasPrefix(t.Name, p) && len(p) > len(best) {
+				best, f = p, pf
+			}
+		}
+	}
+	var v any
+	if f == nil {
+		v = fmt.Errorf("%w: %q", keygroup.ErrUnknownKeyType, t.Name)
+	} else if codec, err := f(t); err != nil {
+		v = fmt.Errorf("type %s: %w", t, err)
+	} else {
+		v = codec
+	}
+	v, _ = c.built.LoadOrStore(k, v)
+	return unpackCodec(v)
+}
+
+func unpackCodec(v any) (Codec, error) {
+	if err, ok := v.(error); ok {
+		return nil, err
+	}
+	return v.(Codec), nil
+}
+
+// Decode renders b as type t; unknown types and undecodable bytes come
 // back as hex.
-func (t Type) Decode(b []byte) any {
-	if c, ok := codecOf(t); ok {
-		if v, err := c.Decode(b); err == nil {
+func (c *Codecs) Decode(t Type, b []byte) any {
+	if codec, err := c.Codec(t); err == nil {
+		if v, err := codec.Decode(b); err == nil {
 			return v
 		}
 	}
@@ -76,17 +137,27 @@ func (t Type) Decode(b []byte) any {
 }
 
 // HashCode is the Java hashCode of key bytes b of type t.
-func (t Type) HashCode(b []byte) (int32, error) {
-	c, ok := codecOf(t)
-	if !ok {
-		return 0, fmt.Errorf("%w: %q", keygroup.ErrUnknownKeyType, t.Name)
+func (c *Codecs) HashCode(t Type, b []byte) (int32, error) {
+	codec, err := c.Codec(t)
+	if err != nil {
+		return 0, err
 	}
-	return c.HashCode(b)
+	return codec.HashCode(b)
+}
+
+// Hashable reports whether keys of type t have a known hash, and if not
+// why (an error wrapping keygroup.ErrUnknownKeyType).
+func (c *Codecs) Hashable(t Type) error {
+	_, err := c.HashCode(t, nil)
+	if errors.Is(err, keygroup.ErrUnknownKeyType) {
+		return err
+	}
+	return nil
 }
 
 // KeyGroupOf is the key group of key bytes b of type t.
-func (t Type) KeyGroupOf(b []byte, maxParallelism int) (int, error) {
-	h, err := t.HashCode(b)
+func (c *Codecs) KeyGroupOf(t Type, b []byte, maxParallelism int) (int, error) {
+	h, err := c.HashCode(t, b)
 	if err != nil {
 		return 0, err
 	}
@@ -179,16 +250,6 @@ func (voidCodec) Decode(b []byte) (any, error) {
 	return nil, nil
 }
 func (voidCodec) HashCode([]byte) (int32, error) { return 0, errNoHash }
-
-func init() {
-	RegisterCodec(TypeString, stringCodec{})
-	RegisterCodec(TypeInt32, fixedWidth{4})
-	RegisterCodec(TypeInt64, fixedWidth{8})
-	RegisterCodec(TypeBytes, bytesCodec{})
-	RegisterCodec(TypeMsgpack, msgpackCodec{})
-	RegisterCodec(TypeJSON, jsonCodec{})
-	RegisterCodec(TypeVoid, voidCodec{})
-}
 
 // EncodeInt32 is the stateutil encoding of an int32.
 func EncodeInt32(v int32) []byte { return binary.BigEndian.AppendUint32(nil, uint32(v)) }

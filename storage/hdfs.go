@@ -39,11 +39,9 @@ var (
 
 const hdfsDefaultPort = "8020"
 
-func init() {
-	RegisterScheme("hdfs", func(ctx context.Context, u *url.URL) (Storage, error) {
-		return openHDFS(ctx, u)
-	})
-}
+// HDFS is the Opener of hdfs:// URIs: hdfs://namenode:port/path, or
+// hdfs:///path for the fs.defaultFS of HADOOP_CONF_DIR.
+func HDFS(ctx context.Context, u *url.URL) (Storage, error) { return openHDFS(ctx, u) }
 
 type hdfsStorage struct {
 	client *hdfs.Client
@@ -399,7 +397,7 @@ func (s *hdfsStorage) Create(ctx context.Context, p string) (Pending, error) {
 	rand.Read(rnd[:])
 	// Same directory, so Commit is a rename within one namespace; a dot name
 	// keeps half-written files out of the way of tools that skip hidden ones.
-	tmp := dir + "." + base + ".tmp-" + hex.EncodeToString(rnd[:])
+	tmp := dir + TempPrefix + "tmp-" + base + "-" + hex.EncodeToString(rnd[:])
 	w, err := s.client.Create(tmp)
 	if err != nil {
 		return nil, s.wrap("create", p, err)
@@ -552,4 +550,59 @@ func (s *hdfsStorage) Rename(ctx context.Context, oldpath, newpath string) error
 		return s.wrap("rename", oldpath, err)
 	}
 	return nil
+}
+
+// Claim on HDFS is a file beside p, created exclusively and held open:
+// the namenode's lease on an open file is the claim, renewed by the client
+// while this process lives. A killed holder leaves the file; once its
+// lease has expired (the namenode's soft limit, a minute by default),
+// appending to it takes it over.
+func (s *hdfsStorage) Claim(ctx context.Context, p string) (Claim, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, s.wrap("claim", p, err)
+	}
+	name := claimName(p)
+	key := s.URI(name)
+	if !processClaims.take(key) {
+		return nil, fmt.Errorf("%s: %w (this process is writing it)", s.URI(p), ErrInUse)
+	}
+	if err := s.client.MkdirAll(path.Dir(name), 0o755); err != nil {
+		processClaims.drop(key)
+		return nil, s.wrap("claim", p, err)
+	}
+	w, err := s.client.Create(name)
+	if errors.Is(err, fs.ErrExist) {
+		w, err = s.client.Append(name)
+	}
+	if err != nil {
+		processClaims.drop(key)
+		var remote hdfs.Error
+		if errors.As(err, &remote) && (strings.HasSuffix(remote.Exception(), "AlreadyBeingCreatedException") ||
+			strings.HasSuffix(remote.Exception(), "RecoveryInProgressException")) {
+			return nil, fmt.Errorf("%s: %w (another writer holds %s, or one that stopped less than a minute ago)", s.URI(p), ErrInUse, key)
+		}
+		return nil, s.wrap("claim", p, err)
+	}
+	return &hdfsClaim{s: s, name: name, key: key, w: w}, nil
+}
+
+type hdfsClaim struct {
+	s    *hdfsStorage
+	name string
+	key  string
+	w    *hdfs.FileWriter
+	once sync.Once
+	err  error
+}
+
+func (c *hdfsClaim) Release() error {
+	c.once.Do(func() {
+		defer processClaims.drop(c.key)
+		c.w.SetDeadline(time.Now().Add(HDFSIOTimeout))
+		_ = c.w.Close()
+		if err := c.s.client.Remove(c.name); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			c.err = c.s.wrap("release claim", c.name, err)
+		}
+	})
+	return c.err
 }

@@ -86,7 +86,7 @@ var unsafeChars = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)
 func hdfsRoot(t *testing.T, addr string) (storage.Storage, string) {
 	t.Helper()
 	ctx := context.Background()
-	st, _, err := storage.Resolve(ctx, "hdfs://"+addr+"/")
+	st, _, err := testStorage.Resolve(ctx, "hdfs://"+addr+"/")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +121,7 @@ func TestHDFSNamenodeDown(t *testing.T) {
 	ln.Close()
 
 	start := time.Now()
-	_, _, err = storage.Resolve(context.Background(), "hdfs://"+addr+"/snapshots/1")
+	_, _, err = testStorage.Resolve(context.Background(), "hdfs://"+addr+"/snapshots/1")
 	took := time.Since(start)
 	if !errors.Is(err, storage.ErrUnavailable) {
 		t.Fatalf("Resolve against a closed port = %v, want storage.ErrUnavailable", err)
@@ -157,7 +157,7 @@ func TestHDFSNamenodeHung(t *testing.T) {
 	defer func() { storage.HDFSIOTimeout = old }()
 
 	start := time.Now()
-	_, _, err = storage.Resolve(context.Background(), "hdfs://"+ln.Addr().String()+"/")
+	_, _, err = testStorage.Resolve(context.Background(), "hdfs://"+ln.Addr().String()+"/")
 	took := time.Since(start)
 	if !errors.Is(err, storage.ErrUnavailable) || !strings.Contains(err.Error(), ln.Addr().String()) {
 		t.Fatalf("Resolve against a silent server = %v, want storage.ErrUnavailable naming it", err)
@@ -170,7 +170,7 @@ func TestHDFSNamenodeHung(t *testing.T) {
 func TestHDFSNoNamenodeConfigured(t *testing.T) {
 	plainEnv(t, "nobody")
 	t.Setenv("HADOOP_CONF_DIR", t.TempDir())
-	_, _, err := storage.Resolve(context.Background(), "hdfs:///x")
+	_, _, err := testStorage.Resolve(context.Background(), "hdfs:///x")
 	if err == nil || !strings.Contains(err.Error(), "fs.defaultFS") {
 		t.Fatalf("hdfs:///x without configuration = %v, want an error about fs.defaultFS", err)
 	}
@@ -179,7 +179,7 @@ func TestHDFSNoNamenodeConfigured(t *testing.T) {
 func TestHDFSKerberosConfigMissing(t *testing.T) {
 	plainEnv(t, "nobody")
 	t.Setenv("KRB5_CONFIG", filepath.Join(t.TempDir(), "no-krb5.conf"))
-	_, _, err := storage.Resolve(context.Background(), "hdfs://127.0.0.1:1/x")
+	_, _, err := testStorage.Resolve(context.Background(), "hdfs://127.0.0.1:1/x")
 	if !errors.Is(err, storage.ErrPermission) || !strings.Contains(err.Error(), "no-krb5.conf") {
 		t.Fatalf("Resolve with a missing krb5.conf = %v, want storage.ErrPermission naming the file", err)
 	}
@@ -204,7 +204,7 @@ func TestHDFSDefaultFS(t *testing.T) {
 
 	ctx := context.Background()
 	_, root := hdfsRoot(t, addr)
-	st, p, err := storage.Resolve(ctx, "hdfs://"+root+"/f")
+	st, p, err := testStorage.Resolve(ctx, "hdfs://"+root+"/f")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,7 +265,7 @@ func TestHDFSPermissionDenied(t *testing.T) {
 	}
 
 	t.Setenv("HADOOP_USER_NAME", "bob")
-	bob, _, err := storage.Resolve(ctx, "hdfs://"+addr+"/")
+	bob, _, err := testStorage.Resolve(ctx, "hdfs://"+addr+"/")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -430,3 +430,10 @@ func TestHDFSDataNodeStoppedDuringRead(t *testing.T) {
 	}
 	t.Logf("error: %v", err)
 }
+
+// testStorage knows local disk and HDFS.
+var testStorage = func() *storage.Registry {
+	r := storage.NewRegistry()
+	r.Register("hdfs", storage.HDFS)
+	return r
+}()

@@ -11,13 +11,11 @@ import (
 	"sort"
 )
 
-func init() {
-	RegisterScheme("file", func(_ context.Context, u *url.URL) (Storage, error) {
-		if u.Host != "" && u.Host != "localhost" {
-			return nil, fmt.Errorf("file URI %q names host %q; only local files are supported", u.String(), u.Host)
-		}
-		return Local(), nil
-	})
+func openLocal(_ context.Context, u *url.URL) (Storage, error) {
+	if u.Host != "" && u.Host != "localhost" {
+		return nil, fmt.Errorf("file URI %q names host %q; only local files are supported", u.String(), u.Host)
+	}
+	return Local(), nil
 }
 
 type local struct{}
@@ -50,7 +48,7 @@ type localFile struct {
 func (f localFile) Size() int64 { return f.size }
 
 func (local) Open(_ context.Context, path string) (File, error) {
-	f, err := os.Open(path)
+	f, err := openNonBlocking(path)
 	if err != nil {
 		return nil, localErr(err)
 	}
@@ -59,11 +57,28 @@ func (local) Open(_ context.Context, path string) (File, error) {
 		f.Close()
 		return nil, localErr(err)
 	}
-	if fi.IsDir() {
+	switch {
+	case fi.IsDir():
 		f.Close()
 		return nil, fmt.Errorf("%q is a directory, expected a file", path)
+	case !fi.Mode().IsRegular():
+		f.Close()
+		return nil, fmt.Errorf("%q: %w (%s), refused", path, ErrNotRegular, kindOf(fi.Mode()))
 	}
 	return localFile{File: f, size: fi.Size()}, nil
+}
+
+// kindOf names what a special file is, for messages.
+func kindOf(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeNamedPipe != 0:
+		return "a FIFO"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	}
+	return "mode " + m.String()
 }
 
 // localPending writes through the page cache (buffered), or, made by
@@ -151,7 +166,7 @@ func createLocal(path string, once bool) (Pending, error) {
 	if dir == "" {
 		dir = "."
 	}
-	f, err := os.CreateTemp(dir, "."+base+".tmp-*")
+	f, err := os.CreateTemp(dir, TempPrefix+"tmp-"+base+"-*")
 	if err != nil {
 		return nil, localErr(err)
 	}
@@ -218,7 +233,8 @@ func infoOf(path string, fi fs.FileInfo) Info {
 	if fi.IsDir() {
 		size = 0
 	}
-	return Info{Name: fi.Name(), Path: path, Size: size, IsDir: fi.IsDir(), ModTime: fi.ModTime()}
+	special := !fi.IsDir() && !fi.Mode().IsRegular()
+	return Info{Name: fi.Name(), Path: path, Size: size, IsDir: fi.IsDir(), Special: special, ModTime: fi.ModTime()}
 }
 
 func (local) Stat(_ context.Context, path string) (Info, error) {

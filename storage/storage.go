@@ -1,5 +1,6 @@
 // Package storage is where snapshot bytes live: local disk (plain paths and
 // file:// URIs) and HDFS (hdfs://host:port/path), behind one small interface.
+// The schemes a process knows are the ones registered in its Registry.
 package storage
 
 import (
@@ -7,14 +8,20 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
-	"strings"
-	"sync"
+	"io/fs"
 	"time"
 )
 
-// ErrNotFound reports a path that does not exist.
-var ErrNotFound = errors.New("not found")
+// notFound is ErrNotFound: it matches fs.ErrNotExist too, so that callers
+// that know only the standard library's sentinel see it.
+type notFound struct{}
+
+func (notFound) Error() string        { return "not found" }
+func (notFound) Is(target error) bool { return target == fs.ErrNotExist }
+
+// ErrNotFound reports a path (or a snapshot, file, operator or state) that
+// does not exist. errors.Is(err, fs.ErrNotExist) holds for it as well.
+var ErrNotFound error = notFound{}
 
 // ErrExist reports a path that already exists where a new one was required.
 var ErrExist = errors.New("already exists")
@@ -26,12 +33,22 @@ var ErrPermission = errors.New("permission denied")
 // datanode that is down, a refused connection).
 var ErrUnavailable = errors.New("storage unavailable")
 
+// ErrInUse reports a destination another writer has claimed (see
+// Storage.Claim).
+var ErrInUse = errors.New("in use by another writer")
+
+// ErrNotRegular reports a path that is neither a regular file nor a
+// directory: a FIFO, a device or a socket, which is never read, because
+// reading one can block forever or never end.
+var ErrNotRegular = errors.New("not a regular file")
+
 // Info describes one file or directory.
 type Info struct {
 	Name    string    // base name
 	Path    string    // path within the storage
 	Size    int64     // bytes; 0 for directories
 	IsDir   bool      // true for directories
+	Special bool      // neither a regular file nor a directory (FIFO, device, socket)
 	ModTime time.Time // last modification
 }
 
@@ -56,10 +73,17 @@ type Pending interface {
 	Abort() error
 }
 
+// Claim is a writer's exclusive hold on a destination; see Storage.Claim.
+type Claim interface {
+	// Release gives the destination up. Safe to call more than once.
+	Release() error
+}
+
 // Storage is one file system. Paths are slash-separated and absolute
 // within the storage.
 type Storage interface {
-	// Open opens path for reading.
+	// Open opens path for reading. A path that is not a regular file is
+	// refused without being read (ErrNotRegular).
 	Open(ctx context.Context, path string) (File, error)
 	// Create starts writing path; the file appears only on Commit. An
 	// existing file at path is replaced on Commit.
@@ -76,50 +100,14 @@ type Storage interface {
 	RemoveAll(ctx context.Context, path string) error
 	// Rename moves oldpath to newpath, which must not exist.
 	Rename(ctx context.Context, oldpath, newpath string) error
+	// Claim takes path for one writer: while the claim is held, another
+	// Claim of the same path, by this process or any other, fails with
+	// ErrInUse. A claim dies with its process, so a killed writer does not
+	// keep its destination (on HDFS, once the namenode's lease on it
+	// expires). Claim neither creates nor checks path itself.
+	Claim(ctx context.Context, path string) (Claim, error)
 	// URI renders path as a URI a user can pass back to stateutil.
 	URI(path string) string
-}
-
-// Opener builds a Storage for a parsed URI.
-type Opener func(ctx context.Context, u *url.URL) (Storage, error)
-
-var (
-	openersMu sync.RWMutex
-	openers   = map[string]Opener{}
-)
-
-// RegisterScheme makes URIs with the given scheme resolvable by Resolve.
-func RegisterScheme(scheme string, open Opener) {
-	openersMu.Lock()
-	defer openersMu.Unlock()
-	openers[scheme] = open
-}
-
-// Resolve splits a user-supplied location (a plain path, file://..., or
-// hdfs://host:port/...) into the Storage that holds it and the path within.
-func Resolve(ctx context.Context, location string) (Storage, string, error) {
-	if !strings.Contains(location, "://") {
-		return Local(), location, nil
-	}
-	u, err := url.Parse(location)
-	if err != nil {
-		return nil, "", fmt.Errorf("invalid location %q: %w", location, err)
-	}
-	openersMu.RLock()
-	open, ok := openers[u.Scheme]
-	openersMu.RUnlock()
-	if !ok {
-		return nil, "", fmt.Errorf("unsupported storage scheme %q in %q (known: file, hdfs)", u.Scheme, location)
-	}
-	st, err := open(ctx, u)
-	if err != nil {
-		return nil, "", err
-	}
-	p := u.Path
-	if p == "" {
-		p = "/"
-	}
-	return st, p, nil
 }
 
 // ReadAll reads a whole file, refusing files larger than limit bytes.

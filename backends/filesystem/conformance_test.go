@@ -11,7 +11,7 @@ import (
 
 func fsFormat(t *testing.T) *snapshot.Format {
 	t.Helper()
-	f, err := snapshot.LookupFormat(filesystem.Name)
+	f, err := testReg.Lookup(filesystem.Name)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,11 +23,11 @@ var ctx = context.Background()
 // filesystem format.
 func writeGenerated(t testing.TB, loc string, cfg generate.Config, opts snapshot.WriteOptions) {
 	t.Helper()
-	f, err := snapshot.LookupFormat("filesystem")
+	f, err := testReg.Lookup("filesystem")
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := f.Create(ctx, loc, opts)
+	w, err := testReg.Create(ctx, f, loc, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,12 +46,12 @@ func smallConfig() generate.Config {
 // checkDamage opens dir and verifies it; the damage must be reported as
 // corrupt, by snapshot.Open or as a verify finding, naming the file.
 func checkDamage(dir string) (error, *verify.Result) {
-	r, err := snapshot.Open(ctx, dir, snapshot.OpenOptions{})
+	r, err := testReg.Open(ctx, dir, snapshot.OpenOptions{})
 	if err != nil {
 		return err, nil
 	}
 	defer r.Close()
-	res, err := verify.Check(ctx, dir, r)
+	res, err := verify.Check(ctx, dir, r, testReg.Codecs)
 	if err != nil {
 		return err, nil
 	}

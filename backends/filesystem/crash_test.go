@@ -52,13 +52,13 @@ const crashInline = 4 << 10
 // entries.
 func crashChild(loc string) int {
 	after, _ := strconv.Atoi(os.Getenv(crashAfterEnv))
-	f, err := snapshot.LookupFormat("filesystem")
+	f, err := testReg.Lookup("filesystem")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	fmt.Println("ready")
-	w, err := f.Create(context.Background(), loc, snapshot.WriteOptions{InlineThreshold: crashInline})
+	w, err := testReg.Create(context.Background(), f, loc, snapshot.WriteOptions{InlineThreshold: crashInline})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -126,7 +126,7 @@ func trial(t *testing.T, loc string, delay time.Duration, entries int) (committe
 // loc, failing t when they disagree.
 func accepted(t *testing.T, loc string) (snapshot.Reader, bool) {
 	t.Helper()
-	r, err := snapshot.Open(ctx, loc, snapshot.OpenOptions{})
+	r, err := testReg.Open(ctx, loc, snapshot.OpenOptions{})
 	var stdout, stderr bytes.Buffer
 	code := cmd.Run(ctx, []string{"inspect", loc}, &stdout, &stderr)
 	if (err == nil) != (code == cmd.ExitOK) {
@@ -146,7 +146,7 @@ func accepted(t *testing.T, loc string) (snapshot.Reader, bool) {
 // snapshot.Open or `stateutil inspect` accepts is the complete snapshot.
 func crashTrials(t *testing.T, root string, n int) {
 	memLoc := filepath.Join(t.TempDir(), "want.dump")
-	mw, err := memory.Create(ctx, memLoc, snapshot.WriteOptions{StateSizeCap: 1 << 30})
+	mw, err := testReg.Create(ctx, memory.Format, memLoc, snapshot.WriteOptions{StateSizeCap: 1 << 30})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,7 +230,7 @@ func checkComplete(t *testing.T, loc string, r snapshot.Reader, want map[string]
 		t.Logf("%s: reading: %v", loc, err)
 		return false
 	}
-	res, err := verify.Check(ctx, loc, r)
+	res, err := verify.Check(ctx, loc, r, testReg.Codecs)
 	if err != nil || !res.OK {
 		t.Logf("%s: verify: %v %v", loc, err, findings(res))
 		return false

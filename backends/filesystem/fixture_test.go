@@ -63,7 +63,7 @@ func newFixture(maxP, keys int) *fixture {
 	f.entries[keyed.ID] = make([][]snapshot.Entry, keyed.Parallelism)
 	for k := range keys {
 		key := fmt.Appendf(nil, "user-%d", k)
-		kg, _ := strType.KeyGroupOf(key, maxP)
+		kg, _ := testReg.Codecs.KeyGroupOf(strType, key, maxP)
 		sub := keygroup.SubtaskOf(kg, maxP, keyed.Parallelism)
 		es := []snapshot.Entry{
 			{KeyGroup: kg, State: "count", Key: key, Value: snapshot.EncodeInt64(int64(k))},
@@ -84,7 +84,7 @@ func newFixture(maxP, keys int) *fixture {
 	f.entries[mixed.ID] = make([][]snapshot.Entry, mixed.Parallelism)
 	for k := range keys / 2 {
 		key := snapshot.EncodeInt64(int64(k))
-		kg, _ := i64Type.KeyGroupOf(key, maxP)
+		kg, _ := testReg.Codecs.KeyGroupOf(i64Type, key, maxP)
 		sub := keygroup.SubtaskOf(kg, maxP, mixed.Parallelism)
 		f.entries[mixed.ID][sub] = append(f.entries[mixed.ID][sub], snapshot.Entry{KeyGroup: kg, State: "v", Key: key, Value: []byte("x")})
 	}

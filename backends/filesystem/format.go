@@ -11,35 +11,29 @@ import (
 // Name is the format's canonical name.
 const Name = "filesystem"
 
-func init() {
-	snapshot.Register(&snapshot.Format{
-		Name:    Name,
-		Aliases: []string{"fs", "hashmap"},
-		Summary: "checkpoint directory: _metadata plus one keyed and one operator-state file per subtask",
-		Probe:   probe,
-		Open: func(ctx context.Context, location string, opts snapshot.OpenOptions) (snapshot.Reader, error) {
-			st, p, err := storage.Resolve(ctx, location)
-			if err != nil {
-				return nil, err
-			}
-			return Open(ctx, st, p, opts)
-		},
-		Create: func(ctx context.Context, location string, opts snapshot.WriteOptions) (snapshot.Writer, error) {
-			st, p, err := storage.Resolve(ctx, location)
-			if err != nil {
-				return nil, err
-			}
-			return Create(ctx, st, p, opts)
-		},
-	})
+// Format is the filesystem format.
+var Format = &snapshot.Format{
+	Name:    Name,
+	Aliases: []string{"fs", "hashmap"},
+	Summary: "checkpoint directory: _metadata plus one keyed and one operator-state file per subtask",
+	Probe:   probe,
+	Open: func(ctx context.Context, st storage.Storage, p string, opts snapshot.OpenOptions) (snapshot.Reader, error) {
+		return Open(ctx, st, p, opts)
+	},
+	Create: func(ctx context.Context, st storage.Storage, p string, opts snapshot.WriteOptions) (snapshot.Writer, error) {
+		return Create(ctx, st, p, opts)
+	},
 }
 
-// probe reports whether location resolves to a directory whose _metadata
-// carries this format's magic.
-func probe(ctx context.Context, location string) (bool, error) {
-	d, err := chkdir.Resolve(ctx, location)
+// probe reports whether p is a directory (or job directory) whose
+// _metadata carries this format's magic.
+func probe(ctx context.Context, st storage.Storage, p string) (bool, error) {
+	d, err := chkdir.ResolveIn(ctx, st, p)
 	if err != nil {
 		return false, err // snapshot.Detect passes over ErrNotFound
 	}
 	return metaKind.Probe(ctx, d.Storage, d.Metadata())
 }
+
+// Register adds the filesystem format to reg.
+func Register(reg *snapshot.Registry) { reg.Register(Format) }

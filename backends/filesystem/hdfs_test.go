@@ -23,7 +23,7 @@ import (
 // collect opens loc and reads it whole.
 func collect(t *testing.T, loc string) (snapshot.Reader, map[string][]snaptest.Subtask) {
 	t.Helper()
-	r, err := snapshot.Open(ctx, loc, snapshot.OpenOptions{})
+	r, err := testReg.Open(ctx, loc, snapshot.OpenOptions{})
 	if err != nil {
 		t.Fatalf("open %s: %v", loc, err)
 	}
@@ -78,7 +78,7 @@ func TestHDFSRoundTripMatchesMemory(t *testing.T) {
 	cfg := generate.Default()
 	cfg.Keys, cfg.ValueBytes = 2000, 40
 	memLoc := filepath.Join(t.TempDir(), "snapshot.dump")
-	mw, err := memory.Create(ctx, memLoc, snapshot.WriteOptions{})
+	mw, err := testReg.Create(ctx, memory.Format, memLoc, snapshot.WriteOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func TestHDFSRoundTripMatchesMemory(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			loc := dir + "/" + name + "/job/chk-7"
 			writeGenerated(t, loc, cfg, opts)
-			st, p, err := storage.Resolve(ctx, loc)
+			st, p, err := testReg.Storage.Resolve(ctx, loc)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -156,8 +156,8 @@ func TestHDFSDataNodeStoppedDuringWrite(t *testing.T) {
 	loc := dir + "/job/chk-1"
 	cfg := generate.Default()
 	cfg.Keys, cfg.ValueBytes = 6000, 200 // about 3 MiB per word-counter subtask: several 1 MiB blocks
-	f, _ := snapshot.LookupFormat(filesystem.Name)
-	fw, err := f.Create(ctx, loc, snapshot.WriteOptions{InlineThreshold: -1})
+	f, _ := testReg.Lookup(filesystem.Name)
+	fw, err := testReg.Create(ctx, f, loc, snapshot.WriteOptions{InlineThreshold: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,14 +193,14 @@ func TestHDFSDataNodeStoppedDuringWrite(t *testing.T) {
 	t.Logf("abort took %v", time.Since(abortStart).Round(time.Millisecond))
 	restart()
 
-	st, p, err := storage.Resolve(ctx, loc)
+	st, p, err := testReg.Storage.Resolve(ctx, loc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := st.Stat(ctx, p+"/_metadata"); !errors.Is(err, storage.ErrNotFound) {
 		t.Errorf("_metadata after the failed write: %v, want storage.ErrNotFound", err)
 	}
-	if r, err := snapshot.Open(ctx, loc, snapshot.OpenOptions{}); !errors.Is(err, snapshot.ErrNotFound) {
+	if r, err := testReg.Open(ctx, loc, snapshot.OpenOptions{}); !errors.Is(err, snapshot.ErrNotFound) {
 		if err == nil {
 			r.Close()
 		}
@@ -216,7 +216,7 @@ func TestHDFSDataNodeStoppedDuringWrite(t *testing.T) {
 	// The same location takes a complete snapshot once the DataNode is back.
 	cfg.Keys, cfg.ValueBytes = 50, 0
 	writeGenerated(t, loc, cfg, snapshot.WriteOptions{InlineThreshold: -1})
-	if r, err := snapshot.Open(ctx, loc, snapshot.OpenOptions{}); err != nil {
+	if r, err := testReg.Open(ctx, loc, snapshot.OpenOptions{}); err != nil {
 		t.Fatalf("snapshot after the DataNode restarted: %v", err)
 	} else {
 		r.Close()

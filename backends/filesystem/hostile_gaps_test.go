@@ -129,7 +129,7 @@ func TestHostileLengthsInMetadataBody(t *testing.T) {
 func TestHostileReferenceOnHDFS(t *testing.T) {
 	addr := formattest.HDFSAddr(t)
 	ctx := context.Background()
-	st, _, err := storage.Resolve(ctx, "hdfs://"+addr+"/")
+	st, _, err := testReg.Storage.Resolve(ctx, "hdfs://"+addr+"/")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,14 +16,14 @@ import (
 func TestRegistryAndConcurrentSubtasks(t *testing.T) {
 	ctx := context.Background()
 	for _, name := range []string{"filesystem", "fs", "hashmap", "FS"} {
-		if f, err := snapshot.LookupFormat(name); err != nil || f.Name != Name {
+		if f, err := testReg.Lookup(name); err != nil || f.Name != Name {
 			t.Fatalf("LookupFormat(%q) = %v, %v", name, f, err)
 		}
 	}
-	format, _ := snapshot.LookupFormat("hashmap")
+	format, _ := testReg.Lookup("hashmap")
 	dir := filepath.Join(t.TempDir(), "job", "chk-3")
 	fx := newFixture(4096, 500)
-	w, err := format.Create(ctx, "file://"+dir, snapshot.WriteOptions{InlineThreshold: 512})
+	w, err := testReg.Create(ctx, format, "file://"+dir, snapshot.WriteOptions{InlineThreshold: 512})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +66,7 @@ func TestRegistryAndConcurrentSubtasks(t *testing.T) {
 	if err := w.Commit(ctx, fx.snap); err != nil {
 		t.Fatal(err)
 	}
-	r, err := snapshot.Open(ctx, filepath.Dir(dir), snapshot.OpenOptions{})
+	r, err := testReg.Open(ctx, filepath.Dir(dir), snapshot.OpenOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -37,7 +37,7 @@ func TestRoundTrip(t *testing.T) {
 				case tc.name == "files" && len(files) == 0:
 					t.Errorf("non-inline snapshot has no files")
 				}
-				fmt, err := snapshot.Detect(context.Background(), dir)
+				fmt, _, _, err := testReg.Detect(context.Background(), dir)
 				if err != nil || fmt.Name != Name {
 					t.Errorf("Detect = %v, %v", fmt, err)
 				}

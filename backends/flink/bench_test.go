@@ -17,7 +17,7 @@ func BenchmarkInspectFixture(b *testing.B) {
 	dir := filepath.Join(fixtureRoot(b), "new-stateful-udf-migration-itcase-flink1.16-rocksdb-savepoint")
 	ctx := context.Background()
 	for b.Loop() {
-		r, err := snapshot.Open(ctx, dir, snapshot.OpenOptions{})
+		r, err := testReg.Open(ctx, dir, snapshot.OpenOptions{})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -45,7 +45,7 @@ func BenchmarkReadAllEntries(b *testing.B) {
 		if n <= most {
 			continue
 		}
-		r, err := snapshot.Open(context.Background(), d, snapshot.OpenOptions{})
+		r, err := testReg.Open(context.Background(), d, snapshot.OpenOptions{})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -56,7 +56,7 @@ func BenchmarkReadAllEntries(b *testing.B) {
 	}
 	b.Logf("largest readable fixture: %s (%d bytes)", filepath.Base(best), most)
 	ctx := context.Background()
-	r, err := snapshot.Open(ctx, best, snapshot.OpenOptions{TempDir: b.TempDir()})
+	r, err := testReg.Open(ctx, best, snapshot.OpenOptions{TempDir: b.TempDir()})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -14,9 +14,9 @@ import (
 // Types of Flink state are named "flink:" + a type expression built from the
 // serializer snapshot: "flink:java.lang.Long", "flink:tuple(java.lang.Long)",
 // "flink:list(java.lang.Integer)", "flink:bytes" for serializers this
-// package cannot walk. Each name is registered as a snapshot codec when a
-// snapshot using it is opened, so Type.Decode shows values and Type.HashCode
-// gives Java's hashCode of keys.
+// package cannot walk. The type also keeps the serializer snapshot's bytes.
+// CodecFactory rebuilds a codec from those two alone, so that values decode
+// in any snapshot a Flink type was carried into, whatever its format.
 
 // TypeBytes names values of serializers this package cannot decode.
 const TypeBytes = "flink:bytes"
@@ -67,20 +67,105 @@ func typeExpr(s *SerializerSnapshot) string {
 	return "bytes"
 }
 
-// typeOf maps a serializer onto a snapshot type and registers its codec.
+// typeOf maps a serializer onto a snapshot type.
 func typeOf(s *SerializerSnapshot) snapshot.Type {
-	t := snapshot.Type{Name: "flink:" + typeExpr(s)}
+	t := snapshot.Type{Name: typePrefix + typeExpr(s)}
 	if s != nil {
 		t.Class = s.Name()
 		t.SerializerSnapshot = s.Raw
 	}
-	if t.Name != TypeBytes {
-		snapshot.RegisterCodec(t.Name, codec{s: s})
-	}
 	return t
 }
 
-func init() { snapshot.RegisterCodec(TypeBytes, codec{}) }
+// typePrefix starts the name of every Flink type.
+const typePrefix = "flink:"
+
+// CodecFactory builds the codec of a Flink type (a name starting
+// "flink:"): from its serializer snapshot's bytes when they parse to the
+// same type, else from the type expression in its name.
+func CodecFactory(t snapshot.Type) (snapshot.Codec, error) {
+	expr, ok := strings.CutPrefix(t.Name, typePrefix)
+	if !ok {
+		return nil, fmt.Errorf("not a Flink type")
+	}
+	if len(t.SerializerSnapshot) > 0 {
+		r := newReader(t.SerializerSnapshot, "serializer snapshot", 0)
+		sr := &snapReader{r: r}
+		s := sr.snapshotProxy(func(q int) bool { return q == len(t.SerializerSnapshot) })
+		if r.err == nil && r.remaining() == 0 && typeExpr(s) == expr {
+			return codec{s: s}, nil
+		}
+	}
+	s, err := parseTypeExpr(expr)
+	if err != nil {
+		return nil, err
+	}
+	return codec{s: s}, nil
+}
+
+// exprClasses are serializer snapshot classes that serKind maps back onto
+// each leaf of a type expression.
+var exprClasses = map[string]string{
+	"java.lang.Long": "LongSerializerSnapshot", "java.lang.Integer": "IntSerializerSnapshot",
+	"java.lang.String": "StringSerializerSnapshot", "java.lang.Boolean": "BooleanSerializerSnapshot",
+	"java.lang.Double": "DoubleSerializerSnapshot", "java.lang.Float": "FloatSerializerSnapshot",
+	"java.lang.Short": "ShortSerializerSnapshot", "java.lang.Byte": "ByteSerializerSnapshot",
+	"java.lang.Character": "CharSerializerSnapshot", "byte[]": "BytePrimitiveArraySerializerSnapshot",
+	"void": "VoidNamespaceSerializerSnapshot", "GlobalWindow": "GlobalWindow$Serializer",
+	"TimeWindow": "TimeWindow$Serializer", "enum": "typeutils.base.EnumSerializer",
+	"kryo": "KryoSerializer", "tuple": "TupleSerializerSnapshot", "caseclass": "CaseClassSerializer",
+	"list": "ListSerializerSnapshot", "map": "MapSerializerSnapshot", "option": "ScalaOptionSerializer",
+	"either": "EitherSerializer", "timer": "TimerSerializerSnapshot", "broadcast": broadcastClass,
+	"ttl": "TtlSerializerSnapshot",
+}
+
+// parseTypeExpr turns a type expression back into the serializer snapshot
+// tree the decoders walk; "bytes" is nil (shown as hex).
+func parseTypeExpr(expr string) (*SerializerSnapshot, error) {
+	s, rest, err := parseExpr(expr, 0)
+	if err == nil && rest != "" {
+		err = fmt.Errorf("type expression %q: %q after the type", expr, rest)
+	}
+	return s, err
+}
+
+func parseExpr(e string, depth int) (*SerializerSnapshot, string, error) {
+	if depth > 16 {
+		return nil, "", errors.New("type expression nested deeper than 16")
+	}
+	end := strings.IndexAny(e, "(),")
+	if end < 0 {
+		end = len(e)
+	}
+	name, rest := e[:end], e[end:]
+	if name == "bytes" {
+		return nil, rest, nil
+	}
+	class, ok := exprClasses[name]
+	if !ok {
+		return nil, "", fmt.Errorf("unknown type %q in a Flink type expression", name)
+	}
+	s := &SerializerSnapshot{Class: class}
+	if !strings.HasPrefix(rest, "(") {
+		return s, rest, nil
+	}
+	rest = rest[1:]
+	for {
+		c, r, err := parseExpr(rest, depth+1)
+		if err != nil {
+			return nil, "", err
+		}
+		s.Nested = append(s.Nested, c)
+		switch {
+		case strings.HasPrefix(r, ","):
+			rest = r[1:]
+		case strings.HasPrefix(r, ")"):
+			return s, r[1:], nil
+		default:
+			return nil, "", fmt.Errorf("unbalanced type expression")
+		}
+	}
+}
 
 // codec decodes and hashes values of one serializer.
 type codec struct{ s *SerializerSnapshot }

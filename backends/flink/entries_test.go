@@ -30,7 +30,7 @@ func decodedEntries(t testing.TB, r snapshot.Reader) []string {
 					t.Fatalf("entry of unknown state %q", e.State)
 				}
 				out = append(out, fmt.Sprintf("%s %s kg=%d key=%v ns=%v uk=%v value=%v", op.ID, e.State, e.KeyGroup,
-					ks.KeyType.Decode(e.Key), ks.NamespaceType.Decode(e.Namespace), ks.UserKeyType.Decode(e.UserKey), ks.ValueType.Decode(e.Value)))
+					testReg.Codecs.Decode(ks.KeyType, e.Key), testReg.Codecs.Decode(ks.NamespaceType, e.Namespace), testReg.Codecs.Decode(ks.UserKeyType, e.UserKey), testReg.Codecs.Decode(ks.ValueType, e.Value)))
 			}
 		}
 	}
@@ -110,7 +110,7 @@ func TestKeyGroupsMatchFlinkHash(t *testing.T) {
 						t.Fatalf("%s: %v", rel, err)
 					}
 					ks, _ := op.KeyedStateByName(e.State)
-					kg, err := ks.KeyType.KeyGroupOf(e.Key, op.MaxParallelism)
+					kg, err := testReg.Codecs.KeyGroupOf(ks.KeyType, e.Key, op.MaxParallelism)
 					if errors.Is(err, keygroup.ErrUnknownKeyType) {
 						continue
 					}
@@ -118,7 +118,7 @@ func TestKeyGroupsMatchFlinkHash(t *testing.T) {
 						t.Fatalf("%s %s: key 0x%s: %v", rel, e.State, hex.EncodeToString(e.Key), err)
 					}
 					if kg != e.KeyGroup || !sub.KeyGroups.Contains(kg) {
-						t.Errorf("%s %s: key %v hashes to key group %d, stored in %d (subtask range %v)", rel, e.State, ks.KeyType.Decode(e.Key), kg, e.KeyGroup, sub.KeyGroups)
+						t.Errorf("%s %s: key %v hashes to key group %d, stored in %d (subtask range %v)", rel, e.State, testReg.Codecs.Decode(ks.KeyType, e.Key), kg, e.KeyGroup, sub.KeyGroups)
 					}
 					checked++
 				}

@@ -16,19 +16,9 @@ var ErrCorrupt = snapshot.ErrCorrupt
 // snapshot.ErrUnsupportedVersion.
 var ErrUnsupportedVersion = snapshot.ErrUnsupportedVersion
 
-// CorruptError says where a file stopped making sense.
-type CorruptError struct {
-	File   string // the file being decoded ("" when decoding bytes with no name)
-	Offset int64  // byte offset in File
-	Msg    string
-}
-
-func (e *CorruptError) Error() string {
-	return fmt.Sprintf("%q: offset %d: %s", e.File, e.Offset, e.Msg)
-}
-
-// Unwrap lets errors.Is(err, ErrCorrupt) succeed.
-func (e *CorruptError) Unwrap() error { return ErrCorrupt }
+// CorruptError says where a file stopped making sense: it is
+// snapshot.CorruptError, the one type every format reports damage with.
+type CorruptError = snapshot.CorruptError
 
 // VersionError reports a format version this package cannot read.
 type VersionError struct {

@@ -1,24 +1,25 @@
 package flink
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
+	"path"
 	"sort"
 	"strings"
 
 	"github.com/stateutil/stateutil/snapshot"
+	"github.com/stateutil/stateutil/storage"
 )
 
 // ErrNotLocal is matched by errors about state that lives where this package
-// cannot read it (another file system scheme, or an absolute path from the
-// machine that wrote a checkpoint, with no path mapping for it).
+// cannot read it (a storage scheme no registry knows, or an absolute path
+// from the machine that wrote a checkpoint, with no path mapping for it).
 // It wraps snapshot.ErrNotFound.
-var ErrNotLocal = fmt.Errorf("state file is not on a readable local path: %w", snapshot.ErrNotFound)
+var ErrNotLocal = fmt.Errorf("state file is not at a readable location: %w", snapshot.ErrNotFound)
 
-// PathMapping rewrites absolute paths that start with Old to start with New.
+// PathMapping rewrites recorded paths that start with Old to start with New.
 type PathMapping struct {
 	Old string `json:"old"`
 	New string `json:"new"`
@@ -28,9 +29,10 @@ type PathMapping struct {
 type Location struct {
 	// Inline is set for byte-stream handles: the bytes are in `_metadata`.
 	Inline bool `json:"inline,omitempty"`
-	// Path is the local path to read: next to `_metadata` for relative
-	// handles, the (possibly remapped) path for absolute ones.
-	Path string `json:"path,omitempty"`
+	// Path is the path within Storage to read: next to `_metadata` for
+	// relative handles, the (possibly remapped) path for absolute ones.
+	Path    string          `json:"path,omitempty"`
+	Storage storage.Storage `json:"-"`
 	// Stored is the path as `_metadata` stores it.
 	Stored string `json:"stored,omitempty"`
 	// Absolute is set for handles that store an absolute path; Remapped
@@ -43,25 +45,38 @@ type Location struct {
 	Size   int64 `json:"size"`
 }
 
+// URI names the location for messages and for users.
+func (l Location) URI() string {
+	if l.Storage == nil {
+		return l.Path
+	}
+	return l.Storage.URI(l.Path)
+}
+
 // Resolver finds the bytes of stream handles of one `_metadata` file.
 type Resolver struct {
-	// Dir is the folder holding `_metadata`.
-	Dir string
+	// Storage holds `_metadata`; Dir is its folder there.
+	Storage storage.Storage
+	Dir     string
 	// MetadataFile names `_metadata` in errors about inline state.
 	MetadataFile string
-	// Mappings rewrite absolute paths; the longest matching Old wins.
+	// Mappings rewrite recorded paths; the longest matching Old wins.
 	Mappings []PathMapping
+	// Storages resolves recorded URIs (hdfs://, file:) that are not next
+	// to `_metadata`; nil reads only local absolute paths.
+	Storages *storage.Registry
 	// MaxFileSize caps the bytes read from one state file (default 1 GiB).
 	MaxFileSize int64
 }
 
-// NewResolver returns a resolver for the state of the `_metadata` at path.
-func NewResolver(metadataPath string, mappings ...PathMapping) *Resolver {
-	return &Resolver{Dir: filepath.Dir(metadataPath), MetadataFile: metadataPath, Mappings: mappings}
+// NewResolver returns a resolver for the state of the `_metadata` at
+// metadataPath in st.
+func NewResolver(st storage.Storage, metadataPath string, storages *storage.Registry, mappings ...PathMapping) *Resolver {
+	return &Resolver{Storage: st, Dir: path.Dir(metadataPath), MetadataFile: st.URI(metadataPath), Mappings: mappings, Storages: storages}
 }
 
 // Locate says where a stream handle's bytes are, without reading them.
-func (res *Resolver) Locate(h *StreamHandle) (Location, error) {
+func (res *Resolver) Locate(ctx context.Context, h *StreamHandle) (Location, error) {
 	if h == nil {
 		return Location{}, fmt.Errorf("no stream handle")
 	}
@@ -69,32 +84,23 @@ func (res *Resolver) Locate(h *StreamHandle) (Location, error) {
 	case HandleByteStream:
 		return Location{Inline: true, Path: res.MetadataFile, Offset: h.DataOffset, Size: int64(len(h.Data))}, nil
 	case HandleRelativeFile:
-		rel := filepath.FromSlash(h.Path)
-		if filepath.IsAbs(rel) || strings.HasPrefix(filepath.Clean(rel), "..") {
-			return Location{}, fmt.Errorf("relative state path %q leaves the checkpoint folder: %w", h.Path, ErrCorrupt)
+		rel := h.Path
+		if strings.HasPrefix(rel, "/") || strings.Contains(rel, `\`) || strings.HasPrefix(path.Clean(rel), "..") || path.Clean(rel) == "." {
+			return Location{}, snapshot.Corrupt(res.MetadataFile, -1, "relative state path %q leaves the checkpoint folder", h.Path)
 		}
-		return Location{Path: filepath.Join(res.Dir, rel), Stored: h.Path, Size: h.Size}, nil
+		return Location{Storage: res.Storage, Path: path.Join(res.Dir, rel), Stored: h.Path, Size: h.Size}, nil
 	case HandleFile, HandleSegmentFile:
 		loc := Location{Stored: h.Path, Absolute: true, Size: h.Size}
 		if h.Type == HandleSegmentFile {
 			loc.Offset = h.StartPos
 		}
-		p := h.Path
-		mapped := false
-		ms := append([]PathMapping(nil), res.Mappings...)
-		sort.SliceStable(ms, func(i, j int) bool { return len(ms[i].Old) > len(ms[j].Old) })
-		for _, m := range ms {
-			if m.Old != "" && strings.HasPrefix(p, m.Old) {
-				p, mapped = m.New+strings.TrimPrefix(p, m.Old), true
-				break
-			}
-		}
+		p, mapped := res.mapPath(h.Path)
 		loc.Remapped = mapped
-		local, ok := localPath(p)
-		if !ok {
-			return loc, fmt.Errorf("state file %q: %w", h.Path, ErrNotLocal)
+		st, within, err := res.resolve(ctx, p)
+		if err != nil {
+			return loc, fmt.Errorf("state file %q: %w", h.Path, err)
 		}
-		loc.Path = local
+		loc.Storage, loc.Path = st, within
 		return loc, nil
 	case HandleEmptySegmentFile:
 		return Location{Size: 0}, nil
@@ -102,11 +108,56 @@ func (res *Resolver) Locate(h *StreamHandle) (Location, error) {
 	return Location{}, fmt.Errorf("%s handle is not a stream of bytes", h.Type)
 }
 
+// mapPath applies the longest mapping whose Old starts p. Local paths
+// match with or without their file: scheme, so that OLD=/data/x also maps
+// file:/data/x/... and file:///data/x/....
+func (res *Resolver) mapPath(p string) (string, bool) {
+	ms := append([]PathMapping(nil), res.Mappings...)
+	sort.SliceStable(ms, func(i, j int) bool { return len(ms[i].Old) > len(ms[j].Old) })
+	for _, m := range ms {
+		if m.Old == "" {
+			continue
+		}
+		for _, form := range pathForms(p) {
+			if rest, ok := strings.CutPrefix(form, strings.TrimSuffix(m.Old, "/")); ok && (rest == "" || strings.HasPrefix(rest, "/") || strings.HasSuffix(m.Old, "/")) {
+				return strings.TrimSuffix(m.New, "/") + "/" + strings.TrimPrefix(rest, "/"), true
+			}
+		}
+	}
+	return p, false
+}
+
+// pathForms is p as recorded and, for a local path, its other spellings.
+func pathForms(p string) []string {
+	if local, ok := localPath(p); ok && local != p {
+		return []string{p, local, "file:" + local, "file://" + local}
+	}
+	if strings.HasPrefix(p, "/") {
+		return []string{p, "file:" + p, "file://" + p}
+	}
+	return []string{p}
+}
+
+// resolve finds the storage of a recorded (and mapped) path.
+func (res *Resolver) resolve(ctx context.Context, p string) (storage.Storage, string, error) {
+	if local, ok := localPath(p); ok {
+		return storage.Local(), local, nil
+	}
+	if res.Storages == nil {
+		return nil, "", ErrNotLocal
+	}
+	st, within, err := res.Storages.Resolve(ctx, p)
+	if err != nil {
+		return nil, "", fmt.Errorf("%w (%w)", ErrNotLocal, err)
+	}
+	return st, within, nil
+}
+
 // checkDeclaredSize compares a whole-file handle's declared size with the
 // file: a shorter file has been truncated.
-func checkDeclaredSize(h *StreamHandle, path string, actual int64) error {
+func checkDeclaredSize(h *StreamHandle, file string, actual int64) error {
 	if (h.Type == HandleFile || h.Type == HandleRelativeFile) && h.Size > 0 && actual != h.Size {
-		return &CorruptError{File: path, Offset: actual, Msg: fmt.Sprintf("file is %d bytes, _metadata says %d", actual, h.Size)}
+		return &CorruptError{File: file, Offset: min(actual, h.Size), Reason: fmt.Sprintf("file is %d bytes, _metadata says %d", actual, h.Size)}
 	}
 	return nil
 }
@@ -114,16 +165,16 @@ func checkDeclaredSize(h *StreamHandle, path string, actual int64) error {
 // missingFile explains a state file that cannot be opened; a file that does
 // not exist wraps snapshot.ErrNotFound.
 func missingFile(loc Location, err error) error {
-	if !errors.Is(err, os.ErrNotExist) {
-		return err
+	if !errors.Is(err, snapshot.ErrNotFound) {
+		return fmt.Errorf("state file %s: %w", loc.URI(), err)
 	}
 	if loc.Absolute && !loc.Remapped {
 		return fmt.Errorf("absolute state path %q from the machine that wrote the checkpoint (map it with --path-map OLD=NEW): %w", loc.Stored, snapshot.ErrNotFound)
 	}
 	if loc.Stored != "" && loc.Stored != loc.Path {
-		return fmt.Errorf("state file %q (stored as %q): %w", loc.Path, loc.Stored, snapshot.ErrNotFound)
+		return fmt.Errorf("state file %q (stored as %q): %w", loc.URI(), loc.Stored, snapshot.ErrNotFound)
 	}
-	return fmt.Errorf("state file %q: %w", loc.Path, snapshot.ErrNotFound)
+	return fmt.Errorf("state file %q: %w", loc.URI(), snapshot.ErrNotFound)
 }
 
 // localPath turns "file:/x", "file:///x" or "/x" into a local path.
@@ -131,18 +182,52 @@ func localPath(p string) (string, bool) {
 	switch {
 	case strings.HasPrefix(p, "file://"):
 		p = strings.TrimPrefix(p, "file://")
+		if !strings.HasPrefix(p, "/") { // file://host/x
+			return "", false
+		}
 	case strings.HasPrefix(p, "file:"):
 		p = strings.TrimPrefix(p, "file:")
 	case strings.Contains(p, "://"):
 		return "", false
 	}
-	return filepath.FromSlash(p), true
+	return p, true
+}
+
+// stream is an open handle's bytes: a file (or a segment of one) checked
+// against what `_metadata` declares.
+type stream struct {
+	f    storage.File
+	file string // URI for messages
+	off  int64  // first byte within f
+	size int64
+}
+
+// open opens the file of a located, non-inline handle and checks its size.
+func (res *Resolver) open(ctx context.Context, h *StreamHandle, loc Location) (*stream, error) {
+	f, err := loc.Storage.Open(ctx, loc.Path)
+	if err != nil {
+		return nil, missingFile(loc, err)
+	}
+	s := &stream{f: f, file: loc.URI(), off: loc.Offset, size: f.Size() - loc.Offset}
+	if h.Type == HandleSegmentFile {
+		s.size = h.Size
+	}
+	if err := checkDeclaredSize(h, s.file, f.Size()); err != nil {
+		f.Close()
+		return nil, err
+	}
+	if loc.Offset < 0 || s.size < 0 || loc.Offset+s.size > f.Size() {
+		f.Close()
+		return nil, &CorruptError{File: s.file, Offset: loc.Offset,
+			Reason: fmt.Sprintf("segment of %d bytes does not fit in a file of %d", s.size, f.Size())}
+	}
+	return s, nil
 }
 
 // Bytes returns the content of a stream handle, the file name to cite in
 // errors, and the offset of the first byte within that file.
-func (res *Resolver) Bytes(h *StreamHandle) (data []byte, file string, base int64, err error) {
-	loc, err := res.Locate(h)
+func (res *Resolver) Bytes(ctx context.Context, h *StreamHandle) (data []byte, file string, base int64, err error) {
+	loc, err := res.Locate(ctx, h)
 	if err != nil {
 		return nil, "", 0, err
 	}
@@ -152,36 +237,21 @@ func (res *Resolver) Bytes(h *StreamHandle) (data []byte, file string, base int6
 	if h.Type == HandleEmptySegmentFile {
 		return nil, "", 0, nil
 	}
-	f, err := os.Open(loc.Path)
+	s, err := res.open(ctx, h, loc)
 	if err != nil {
-		return nil, loc.Path, 0, missingFile(loc, err)
+		return nil, loc.URI(), 0, err
 	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, loc.Path, 0, err
-	}
+	defer s.f.Close()
 	limit := res.MaxFileSize
 	if limit <= 0 {
 		limit = 1 << 30
 	}
-	size := st.Size() - loc.Offset
-	if h.Type == HandleSegmentFile {
-		size = h.Size
+	if s.size > limit {
+		return nil, s.file, 0, fmt.Errorf("%q: %d bytes is more than the %d allowed", s.file, s.size, limit)
 	}
-	if err := checkDeclaredSize(h, loc.Path, st.Size()); err != nil {
-		return nil, loc.Path, 0, err
+	data = make([]byte, s.size)
+	if _, err := s.f.ReadAt(data, s.off); err != nil && !(errors.Is(err, io.EOF) && s.size == 0) {
+		return nil, s.file, 0, err
 	}
-	if loc.Offset < 0 || size < 0 || loc.Offset+size > st.Size() {
-		return nil, loc.Path, 0, &CorruptError{File: loc.Path, Offset: loc.Offset,
-			Msg: fmt.Sprintf("segment of %d bytes does not fit in a file of %d", size, st.Size())}
-	}
-	if size > limit {
-		return nil, loc.Path, 0, fmt.Errorf("%q: %d bytes is more than the %d allowed", loc.Path, size, limit)
-	}
-	data = make([]byte, size)
-	if _, err := f.ReadAt(data, loc.Offset); err != nil && !(errors.Is(err, io.EOF) && size == 0) {
-		return nil, loc.Path, 0, err
-	}
-	return data, loc.Path, loc.Offset, nil
+	return data, s.file, s.off, nil
 }

@@ -3,17 +3,19 @@ package flink
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
+	"path"
 	"strings"
 
 	"github.com/stateutil/stateutil/snapshot"
+	"github.com/stateutil/stateutil/storage"
 )
 
 // Format is the read-only snapshot format "flink": a real Apache Flink
-// checkpoint or savepoint, given as its directory or its `_metadata` file.
+// checkpoint or savepoint, given as its directory or its `_metadata` file,
+// on any storage.
 var Format = &snapshot.Format{
 	Name:    "flink",
 	Summary: "Apache Flink checkpoint or savepoint (_metadata v2-7), read-only",
@@ -21,29 +23,26 @@ var Format = &snapshot.Format{
 	Open:    open,
 }
 
-func init() { snapshot.Register(Format) }
-
-// metadataPath turns a location into the path of its `_metadata` file; ok
-// is false for locations that are not local.
-func metadataPath(location string) (string, bool) {
-	p, ok := localPath(location)
-	if !ok {
-		return "", false
+// metadataPath turns a location into the path of its `_metadata` file.
+func metadataPath(ctx context.Context, st storage.Storage, p string) (string, error) {
+	info, err := st.Stat(ctx, p)
+	if err != nil {
+		return "", err
 	}
-	if st, err := os.Stat(p); err == nil && st.IsDir() {
-		return filepath.Join(p, "_metadata"), true
+	if info.IsDir {
+		return path.Join(p, "_metadata"), nil
 	}
-	return p, true
+	return p, nil
 }
 
 // probe accepts a directory holding `_metadata`, or a file, whose first four
 // bytes are Flink's magic number.
-func probe(_ context.Context, location string) (bool, error) {
-	p, ok := metadataPath(location)
-	if !ok {
-		return false, nil
+func probe(ctx context.Context, st storage.Storage, p string) (bool, error) {
+	mp, err := metadataPath(ctx, st, p)
+	if err != nil {
+		return false, err
 	}
-	f, err := os.Open(p)
+	f, err := st.Open(ctx, mp)
 	if err != nil {
 		return false, nil
 	}
@@ -55,15 +54,15 @@ func probe(_ context.Context, location string) (bool, error) {
 	return binary.BigEndian.Uint32(b[:]) == MetadataMagic, nil
 }
 
-func open(ctx context.Context, location string, opts snapshot.OpenOptions) (snapshot.Reader, error) {
-	p, ok := metadataPath(location)
-	if !ok {
-		return nil, fmt.Errorf("%w: %q: the flink format reads local checkpoints only", snapshot.ErrUnsupportedVersion, location)
-	}
-	m, err := ReadMetadata(p)
+func open(ctx context.Context, st storage.Storage, p string, opts snapshot.OpenOptions) (snapshot.Reader, error) {
+	mp, err := metadataPath(ctx, st, p)
 	if err != nil {
-		if os.IsNotExist(err) {
-			return nil, fmt.Errorf("%w: %q", snapshot.ErrNotFound, p)
+		return nil, err
+	}
+	m, err := ReadMetadata(ctx, st, mp)
+	if err != nil {
+		if errors.Is(err, snapshot.ErrNotFound) {
+			return nil, fmt.Errorf("%w: %q", snapshot.ErrNotFound, st.URI(mp))
 		}
 		return nil, err
 	}
@@ -71,7 +70,7 @@ func open(ctx context.Context, location string, opts snapshot.OpenOptions) (snap
 	for old, nw := range opts.PathMap {
 		maps = append(maps, PathMapping{Old: old, New: nw})
 	}
-	r := &SnapshotReader{meta: m, res: NewResolver(p, maps...), tempDir: opts.TempDir, natives: map[nativeKey]*nativeDB{}}
+	r := &SnapshotReader{meta: m, res: NewResolver(st, mp, opts.Storage, maps...), tempDir: opts.TempDir, natives: map[nativeKey]*nativeDB{}}
 	if err := r.build(ctx); err != nil {
 		r.Close()
 		return nil, err
@@ -81,7 +80,7 @@ func open(ctx context.Context, location string, opts snapshot.OpenOptions) (snap
 
 // kindFromDir guesses checkpoint or savepoint from the folder name.
 func kindFromDir(metadataFile string) (snapshot.Kind, bool) {
-	dir := filepath.Base(filepath.Dir(metadataFile))
+	dir := path.Base(path.Dir(metadataFile))
 	switch {
 	case strings.HasPrefix(dir, "savepoint-"):
 		return snapshot.Savepoint, true
@@ -89,4 +88,10 @@ func kindFromDir(metadataFile string) (snapshot.Kind, bool) {
 		return snapshot.Checkpoint, true
 	}
 	return snapshot.Checkpoint, false
+}
+
+// Register adds the flink format and the codecs of Flink types to reg.
+func Register(reg *snapshot.Registry) {
+	reg.Register(Format)
+	reg.Codecs.Register(typePrefix, CodecFactory)
 }

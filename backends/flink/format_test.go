@@ -3,6 +3,7 @@ package flink
 import (
 	"context"
 	"errors"
+	"github.com/stateutil/stateutil/storage"
 	"os"
 	"path/filepath"
 	"strings"
@@ -26,7 +27,7 @@ func fixtureDirs(t testing.TB) (string, []string) {
 
 func openFixture(t testing.TB, dir string) snapshot.Reader {
 	t.Helper()
-	r, err := snapshot.Open(context.Background(), dir, snapshot.OpenOptions{TempDir: t.TempDir()})
+	r, err := testReg.Open(context.Background(), dir, snapshot.OpenOptions{TempDir: t.TempDir()})
 	if err != nil {
 		t.Fatalf("open %s: %v", dir, err)
 	}
@@ -72,7 +73,7 @@ func TestInspectEveryFixture(t *testing.T) {
 			if _, err := report.KeyGroupDistribution(ctx, dir, r, ""); err != nil {
 				t.Fatalf("key groups: %v", err)
 			}
-			if _, err := report.OperatorStateUsages(ctx, dir, r, "", true); err != nil {
+			if _, err := report.OperatorStateUsages(ctx, dir, r, testReg.Codecs, "", true); err != nil {
 				t.Fatalf("operator states: %v", err)
 			}
 			if s.Properties["unreadable_keyed_state"] != "" {
@@ -89,12 +90,16 @@ func TestProbe(t *testing.T) {
 	root := fixtureRoot(t)
 	dir := filepath.Join(root, "new-stateful-udf-migration-itcase-flink1.16-rocksdb-savepoint")
 	for _, loc := range []string{dir, filepath.Join(dir, "_metadata"), "file://" + dir} {
-		if ok, err := Format.Probe(context.Background(), loc); !ok || err != nil {
+		st, p, err := testReg.Storage.Resolve(context.Background(), loc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok, err := Format.Probe(context.Background(), st, p); !ok || err != nil {
 			t.Errorf("probe %s: %v %v", loc, ok, err)
 		}
 	}
-	for _, loc := range []string{root, filepath.Join(root, "MANIFEST.tsv"), filepath.Join(root, "nope"), "hdfs://nn:8020/x"} {
-		if ok, _ := Format.Probe(context.Background(), loc); ok {
+	for _, loc := range []string{root, filepath.Join(root, "MANIFEST.tsv"), filepath.Join(root, "nope")} {
+		if ok, _ := Format.Probe(context.Background(), storage.Local(), loc); ok {
 			t.Errorf("probe %s accepted", loc)
 		}
 	}
@@ -113,7 +118,7 @@ func TestMissingStateFile(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "_metadata"), data, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, err = snapshot.Open(context.Background(), dir, snapshot.OpenOptions{})
+	_, err = testReg.Open(context.Background(), dir, snapshot.OpenOptions{})
 	if !errors.Is(err, snapshot.ErrNotFound) || !strings.Contains(err.Error(), dir) {
 		t.Fatalf("want a not-found error naming a file in %s, got %v", dir, err)
 	}
@@ -127,12 +132,12 @@ func TestUnmappedAbsolutePath(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := &StreamHandle{Type: HandleFile, Path: "file:/gone/chk-1/kg", Size: 3}
-	res := NewResolver(filepath.Join(dir, "_metadata"))
-	if _, _, _, err := res.Bytes(h); !errors.Is(err, snapshot.ErrNotFound) || !strings.Contains(err.Error(), "file:/gone/chk-1/kg") {
+	res := NewResolver(storage.Local(), filepath.Join(dir, "_metadata"), nil)
+	if _, _, _, err := res.Bytes(context.Background(), h); !errors.Is(err, snapshot.ErrNotFound) || !strings.Contains(err.Error(), "file:/gone/chk-1/kg") {
 		t.Errorf("unmapped: %v", err)
 	}
 	res.Mappings = []PathMapping{{Old: "file:/gone/chk-1", New: dir}}
-	if b, _, _, err := res.Bytes(h); err != nil || string(b) != "abc" {
+	if b, _, _, err := res.Bytes(context.Background(), h); err != nil || string(b) != "abc" {
 		t.Errorf("mapped: %q %v", b, err)
 	}
 }

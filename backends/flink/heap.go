@@ -24,7 +24,7 @@ func heapEntries(kg int, body []byte, file string, base int64, layouts []*layout
 			return r.err
 		}
 		if id >= len(layouts) {
-			return &CorruptError{File: file, Offset: at, Msg: fmt.Sprintf("state id %d, but the header has %d states", id, len(layouts))}
+			return &CorruptError{File: file, Offset: at, Reason: fmt.Sprintf("state id %d, but the header has %d states", id, len(layouts))}
 		}
 		seen[id] = true
 		l := layouts[id]

@@ -2,6 +2,7 @@ package flink
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -64,7 +65,7 @@ func ParseKeyedHeader(data []byte, file string, base int64, end int) (*KeyedHead
 		return nil, r.err
 	}
 	if end >= 0 && r.off != end {
-		return nil, &CorruptError{File: file, Offset: r.pos(), Msg: fmt.Sprintf("keyed header ends at %d but the first key group is at %d", r.off, end)}
+		return nil, &CorruptError{File: file, Offset: r.pos(), Reason: fmt.Sprintf("keyed header ends at %d but the first key group is at %d", r.off, end)}
 	}
 	h.Size = int64(r.off)
 	return h, nil
@@ -119,11 +120,11 @@ const maxDecompressed = 1 << 30
 
 // ReadKeyGroups reads the stream of a managed key-groups handle (types 3, 7
 // and 12): a keyed backend header, then the key groups.
-func (res *Resolver) ReadKeyGroups(h *KeyedHandle) (*KeyedStateFile, error) {
+func (res *Resolver) ReadKeyGroups(ctx context.Context, h *KeyedHandle) (*KeyedStateFile, error) {
 	if h == nil || h.KeyGroups == nil || h.KeyGroups.Delegate == nil {
 		return nil, fmt.Errorf("not a key-groups handle with a stream")
 	}
-	data, file, base, err := res.Bytes(h.KeyGroups.Delegate)
+	data, file, base, err := res.Bytes(ctx, h.KeyGroups.Delegate)
 	if err != nil {
 		return nil, err
 	}
@@ -133,11 +134,11 @@ func (res *Resolver) ReadKeyGroups(h *KeyedHandle) (*KeyedStateFile, error) {
 // ReadRawKeyGroups reads the stream of a raw keyed state handle. Raw keyed
 // state is written by operators themselves (timers before Flink 1.10, user
 // code): there is no header, and each key group's bytes are returned as Raw.
-func (res *Resolver) ReadRawKeyGroups(h *KeyedHandle) (*KeyedStateFile, error) {
+func (res *Resolver) ReadRawKeyGroups(ctx context.Context, h *KeyedHandle) (*KeyedStateFile, error) {
 	if h == nil || h.KeyGroups == nil || h.KeyGroups.Delegate == nil {
 		return nil, fmt.Errorf("not a key-groups handle with a stream")
 	}
-	data, file, base, err := res.Bytes(h.KeyGroups.Delegate)
+	data, file, base, err := res.Bytes(ctx, h.KeyGroups.Delegate)
 	if err != nil {
 		return nil, err
 	}
@@ -147,7 +148,7 @@ func (res *Resolver) ReadRawKeyGroups(h *KeyedHandle) (*KeyedStateFile, error) {
 	sort.Slice(offs, func(i, j int) bool { return offs[i] < offs[j] })
 	for i, o := range kg.Offsets {
 		if o < 0 || o > int64(len(data)) {
-			return nil, &CorruptError{File: file, Offset: base, Msg: fmt.Sprintf("key-group offset %d outside a stream of %d bytes", o, len(data))}
+			return nil, &CorruptError{File: file, Offset: base, Reason: fmt.Sprintf("key-group offset %d outside a stream of %d bytes", o, len(data))}
 		}
 		e := nextOffset(offs, o, len(data))
 		out.KeyGroups = append(out.KeyGroups, &KeyGroupData{KeyGroup: kg.Range.Start + int32(i), Offset: o, Length: e - o, Raw: data[o:e]})
@@ -160,7 +161,7 @@ func ParseKeyGroups(data []byte, file string, base int64, kg *KeyGroupsHandle) (
 	var offs []int64
 	for _, o := range kg.Offsets {
 		if o < 0 || o > int64(len(data)) {
-			return nil, &CorruptError{File: file, Offset: base, Msg: fmt.Sprintf("key-group offset %d outside a stream of %d bytes", o, len(data))}
+			return nil, &CorruptError{File: file, Offset: base, Reason: fmt.Sprintf("key-group offset %d outside a stream of %d bytes", o, len(data))}
 		}
 		if o > 0 {
 			offs = append(offs, o)
@@ -259,10 +260,10 @@ func unsnappy(b []byte, file string, base int64) ([]byte, error) {
 	var out bytes.Buffer
 	n, err := io.Copy(&out, io.LimitReader(snappy.NewReader(bytes.NewReader(b)), maxDecompressed+1))
 	if err != nil {
-		return nil, &CorruptError{File: file, Offset: base, Msg: "snappy framed stream: " + err.Error()}
+		return nil, &CorruptError{File: file, Offset: base, Reason: "snappy framed stream: " + err.Error()}
 	}
 	if n > maxDecompressed {
-		return nil, &CorruptError{File: file, Offset: base, Msg: "snappy key group decompresses to more than 1 GiB"}
+		return nil, &CorruptError{File: file, Offset: base, Reason: "snappy key group decompresses to more than 1 GiB"}
 	}
 	return out.Bytes(), nil
 }

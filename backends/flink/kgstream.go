@@ -2,11 +2,11 @@ package flink
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 
 	"github.com/stateutil/stateutil/snapshot"
@@ -36,7 +36,7 @@ type kgStream struct {
 }
 
 // openKGStream opens the stream of a key-groups handle and reads its header.
-func openKGStream(res *Resolver, kh *KeyedHandle, maxParallelism int) (*kgStream, error) {
+func openKGStream(ctx context.Context, res *Resolver, kh *KeyedHandle, maxParallelism int) (*kgStream, error) {
 	if kh == nil || kh.KeyGroups == nil || kh.KeyGroups.Delegate == nil {
 		return nil, fmt.Errorf("not a key-groups handle with a stream")
 	}
@@ -46,7 +46,7 @@ func openKGStream(res *Resolver, kh *KeyedHandle, maxParallelism int) (*kgStream
 		s.prefix = 2
 	}
 	d := h.Delegate
-	loc, err := res.Locate(d)
+	loc, err := res.Locate(ctx, d)
 	if err != nil {
 		return nil, err
 	}
@@ -56,33 +56,16 @@ func openKGStream(res *Resolver, kh *KeyedHandle, maxParallelism int) (*kgStream
 	case d.Type == HandleEmptySegmentFile:
 		s.ra, s.file = bytes.NewReader(nil), "(empty segment)"
 	default:
-		f, err := os.Open(loc.Path)
+		f, err := res.open(ctx, d, loc)
 		if err != nil {
-			return nil, missingFile(loc, err)
-		}
-		st, err := f.Stat()
-		if err != nil {
-			f.Close()
 			return nil, err
 		}
-		s.ra, s.closer, s.file, s.base, s.at = f, f, loc.Path, loc.Offset, loc.Offset
-		s.size = st.Size() - loc.Offset
-		if d.Type == HandleSegmentFile {
-			s.size = d.Size
-		}
-		if err := checkDeclaredSize(d, loc.Path, st.Size()); err != nil {
-			f.Close()
-			return nil, err
-		}
-		if loc.Offset < 0 || s.size < 0 || loc.Offset+s.size > st.Size() {
-			f.Close()
-			return nil, &CorruptError{File: loc.Path, Offset: loc.Offset, Msg: fmt.Sprintf("segment of %d bytes does not fit in a file of %d", s.size, st.Size())}
-		}
+		s.ra, s.closer, s.file, s.base, s.at, s.size = f.f, f.f, f.file, f.off, f.off, f.size
 	}
 	for _, o := range h.Offsets {
 		if o < 0 || o > s.size {
 			s.Close()
-			return nil, &CorruptError{File: s.file, Offset: s.base, Msg: fmt.Sprintf("key-group offset %d outside a stream of %d bytes", o, s.size)}
+			return nil, &CorruptError{File: s.file, Offset: s.base, Reason: fmt.Sprintf("key-group offset %d outside a stream of %d bytes", o, s.size)}
 		}
 		if o > 0 {
 			s.offs = append(s.offs, o)
@@ -128,12 +111,12 @@ func (s *kgStream) Close() error {
 
 func (s *kgStream) read(off, n int64) ([]byte, error) {
 	if off < 0 || n < 0 || off+n > s.size {
-		return nil, &CorruptError{File: s.file, Offset: s.base + off, Msg: fmt.Sprintf("%d bytes do not fit in a stream of %d", n, s.size)}
+		return nil, &CorruptError{File: s.file, Offset: s.base + off, Reason: fmt.Sprintf("%d bytes do not fit in a stream of %d", n, s.size)}
 	}
 	b := make([]byte, n)
 	if _, err := s.ra.ReadAt(b, s.at+off); err != nil && !(errors.Is(err, io.EOF) && n == 0) {
 		if errors.Is(err, io.EOF) {
-			return nil, &CorruptError{File: s.file, Offset: s.base + off, Msg: fmt.Sprintf("file ends inside a key group of %d bytes", n)}
+			return nil, &CorruptError{File: s.file, Offset: s.base + off, Reason: fmt.Sprintf("file ends inside a key group of %d bytes", n)}
 		}
 		return nil, err
 	}
@@ -177,7 +160,7 @@ func (s *kgStream) entries(kg int, emit func(snapshot.Entry) bool, unsplit func(
 	s.decide(kg, b, at)
 	if s.format == HeapFormat {
 		if len(b) < 4 || int(int32(binary.BigEndian.Uint32(b))) != kg {
-			return false, &CorruptError{File: s.file, Offset: at, Msg: fmt.Sprintf("heap key group %d does not start with its index", kg)}
+			return false, &CorruptError{File: s.file, Offset: at, Reason: fmt.Sprintf("heap key group %d does not start with its index", kg)}
 		}
 		body := b[4:]
 		if s.header.Compression {
@@ -199,10 +182,10 @@ func (s *kgStream) entries(kg int, emit func(snapshot.Entry) bool, unsplit func(
 	for _, kv := range kvs {
 		l := s.byName[kv.State]
 		if len(kv.Key) < s.prefix {
-			return false, &CorruptError{File: s.file, Offset: at, Msg: fmt.Sprintf("state %q: key of %d bytes has no key-group prefix", kv.State, len(kv.Key))}
+			return false, &CorruptError{File: s.file, Offset: at, Reason: fmt.Sprintf("state %q: key of %d bytes has no key-group prefix", kv.State, len(kv.Key))}
 		}
 		if got := prefixGroup(kv.Key, s.prefix); got != kg {
-			return false, &CorruptError{File: s.file, Offset: at, Msg: fmt.Sprintf("state %q: key in key group %d says key group %d", kv.State, kg, got)}
+			return false, &CorruptError{File: s.file, Offset: at, Reason: fmt.Sprintf("state %q: key in key group %d says key group %d", kv.State, kg, got)}
 		}
 		cont, split, err := l.canonicalEntries(kg, kv.Key[s.prefix:], kv.Value, emit)
 		if err != nil {

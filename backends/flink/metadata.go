@@ -1,10 +1,12 @@
 package flink
 
 import (
+	"context"
 	"encoding/hex"
 	"fmt"
 	"io"
-	"os"
+
+	"github.com/stateutil/stateutil/storage"
 )
 
 // MetadataMagic is the int that starts every `_metadata` file Flink 1.3+ writes.
@@ -91,25 +93,22 @@ type SubtaskState struct {
 // file has no properties, i.e. before version 4).
 func (m *Metadata) IsSavepoint() bool { return m.Properties != nil && m.Properties.Savepoint }
 
-// ReadMetadata reads and decodes the `_metadata` file at path.
-func ReadMetadata(path string) (*Metadata, error) {
-	f, err := os.Open(path)
+// ReadMetadata reads and decodes the `_metadata` file at path in st.
+func ReadMetadata(ctx context.Context, st storage.Storage, path string) (*Metadata, error) {
+	f, err := st.Open(ctx, path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
+	name := st.URI(path)
+	if f.Size() > maxMetadataFile {
+		return nil, &CorruptError{File: name, Offset: -1, Reason: fmt.Sprintf("file of %d bytes is larger than the %d a _metadata may have", f.Size(), maxMetadataFile)}
 	}
-	if st.Size() > maxMetadataFile {
-		return nil, &CorruptError{File: path, Msg: fmt.Sprintf("file of %d bytes is larger than the %d a _metadata may have", st.Size(), maxMetadataFile)}
-	}
-	data := make([]byte, st.Size())
+	data := make([]byte, f.Size())
 	if _, err := io.ReadFull(f, data); err != nil {
-		return nil, fmt.Errorf("reading %q: %w", path, err)
+		return nil, fmt.Errorf("reading %q: %w", name, err)
 	}
-	return ParseMetadata(data, path)
+	return ParseMetadata(data, name)
 }
 
 // decoder carries the reader and the format version through the handle
@@ -128,7 +127,7 @@ func ParseMetadata(data []byte, file string) (*Metadata, error) {
 		return nil, r.err
 	}
 	if magic != MetadataMagic {
-		return nil, &CorruptError{File: file, Offset: 0, Msg: fmt.Sprintf("bad magic number 0x%08X, want 0x%08X", uint32(magic), MetadataMagic)}
+		return nil, &CorruptError{File: file, Offset: 0, Reason: fmt.Sprintf("bad magic number 0x%08X, want 0x%08X", uint32(magic), MetadataMagic)}
 	}
 	version := int(r.i32("version"))
 	if r.err != nil {

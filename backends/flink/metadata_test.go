@@ -1,8 +1,10 @@
 package flink
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
+	"github.com/stateutil/stateutil/storage"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -21,7 +23,7 @@ func TestParseEveryFixture(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		m, err := ReadMetadata(f)
+		m, err := ReadMetadata(context.Background(), storage.Local(), f)
 		if err != nil {
 			t.Errorf("%s: %v", rel, err)
 			continue
@@ -84,7 +86,7 @@ func TestMetadataFigures(t *testing.T) {
 	// 0x18: operator id 20ba6b65f97481d55700 70de90e4e791; 0x28: parallelism 1,
 	// 0x2c: max parallelism 1; 0x50: managed keyed type 3, range [0,1), offset
 	// 0x937, then an inline byte stream named 0481cbb8-... of 0x985 bytes.
-	m, err := ReadMetadata(filepath.Join(root, "type-serializer-snapshot-migration-itcase-flink1.3-savepoint", "_metadata"))
+	m, err := ReadMetadata(context.Background(), storage.Local(), filepath.Join(root, "type-serializer-snapshot-migration-itcase-flink1.3-savepoint", "_metadata"))
 	if err != nil {
 		t.Fatal(err)
 	}

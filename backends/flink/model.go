@@ -25,10 +25,10 @@ func (r *SnapshotReader) build(ctx context.Context) error {
 		o := &snapshot.Operator{ID: op.ID.String(), UID: op.UID, Name: op.Name, Parallelism: op.Parallelism,
 			MaxParallelism: op.MaxParallelism, KeyedStates: []snapshot.KeyedState{}, OperatorStates: []snapshot.OperatorState{}}
 		r.ops[o] = op
-		if err := r.keyedStates(o, op, hints); err != nil {
+		if err := r.keyedStates(ctx, o, op, hints); err != nil {
 			return fmt.Errorf("operator %s: %w", o.ID, err)
 		}
-		if err := r.operatorStates(o, op); err != nil {
+		if err := r.operatorStates(ctx, o, op); err != nil {
 			return fmt.Errorf("operator %s: %w", o.ID, err)
 		}
 		for _, st := range op.Subtasks {
@@ -99,11 +99,11 @@ func (r *SnapshotReader) kindAndFormat(hints map[string]bool) {
 
 // headers returns the keyed headers of every subtask that has one. A
 // subtask registers only the states it used, so each may list fewer.
-func (r *SnapshotReader) headers(op *OperatorState, hints map[string]bool) ([]*KeyedHeader, error) {
+func (r *SnapshotReader) headers(ctx context.Context, op *OperatorState, hints map[string]bool) ([]*KeyedHeader, error) {
 	var out []*KeyedHeader
 	for _, st := range op.Subtasks {
 		for _, h := range managedKeyGroups(st.ManagedKeyedState) {
-			s, err := openKGStream(r.res, h, op.MaxParallelism)
+			s, err := openKGStream(ctx, r.res, h, op.MaxParallelism)
 			if err != nil {
 				return nil, err
 			}
@@ -121,7 +121,7 @@ func (r *SnapshotReader) headers(op *OperatorState, hints map[string]bool) ([]*K
 			out = append(out, s.header)
 		}
 		if h := st.ManagedKeyedState; h != nil && h.Incremental != nil {
-			hdr, err := r.res.ReadNativeMeta(h.Incremental)
+			hdr, err := r.res.ReadNativeMeta(ctx, h.Incremental)
 			if err != nil {
 				return nil, err
 			}
@@ -150,7 +150,7 @@ func managedKeyGroups(h *KeyedHandle) []*KeyedHandle {
 	return nil
 }
 
-func (r *SnapshotReader) keyedStates(o *snapshot.Operator, op *OperatorState, hints map[string]bool) error {
+func (r *SnapshotReader) keyedStates(ctx context.Context, o *snapshot.Operator, op *OperatorState, hints map[string]bool) error {
 	for _, st := range op.Subtasks {
 		switch h := st.ManagedKeyedState; {
 		case h == nil:
@@ -162,7 +162,7 @@ func (r *SnapshotReader) keyedStates(o *snapshot.Operator, op *OperatorState, hi
 			hints["backend:changelog"] = true
 		}
 	}
-	hdrs, err := r.headers(op, hints)
+	hdrs, err := r.headers(ctx, op, hints)
 	if err != nil {
 		return err
 	}
@@ -193,7 +193,7 @@ func (r *SnapshotReader) keyedStates(o *snapshot.Operator, op *OperatorState, hi
 	return nil
 }
 
-func (r *SnapshotReader) operatorStates(o *snapshot.Operator, op *OperatorState) error {
+func (r *SnapshotReader) operatorStates(ctx context.Context, o *snapshot.Operator, op *OperatorState) error {
 	typed := map[string]bool{}
 	for _, st := range op.Subtasks {
 		h := st.ManagedOperatorState
@@ -210,7 +210,7 @@ func (r *SnapshotReader) operatorStates(o *snapshot.Operator, op *OperatorState)
 		if !need {
 			continue
 		}
-		f, err := r.res.ReadOperatorState(h)
+		f, err := r.res.ReadOperatorState(ctx, h)
 		if err != nil {
 			return err
 		}
@@ -316,7 +316,7 @@ func (r *SnapshotReader) keyedFigures(ctx context.Context, o *snapshot.Operator,
 	need := false
 	var stored int64
 	for _, kh := range managedKeyGroups(h) {
-		s, err := openKGStream(r.res, kh, op.MaxParallelism)
+		s, err := openKGStream(ctx, r.res, kh, op.MaxParallelism)
 		if err != nil {
 			return snapshot.Stats{}, err
 		}

@@ -1,6 +1,9 @@
 package flink
 
-import "fmt"
+import (
+	"context"
+	"fmt"
+)
 
 // NativeFile is one file of a native (incremental) RocksDB snapshot.
 type NativeFile struct {
@@ -16,7 +19,7 @@ type NativeFile struct {
 // NativeFiles lists the shared and private files of a native RocksDB handle
 // with where they are (relative handles resolved next to `_metadata`,
 // absolute ones through the path mappings).
-func (res *Resolver) NativeFiles(h *IncrementalKeyedHandle) ([]NativeFile, error) {
+func (res *Resolver) NativeFiles(ctx context.Context, h *IncrementalKeyedHandle) ([]NativeFile, error) {
 	if h == nil {
 		return nil, fmt.Errorf("no incremental keyed handle")
 	}
@@ -24,7 +27,7 @@ func (res *Resolver) NativeFiles(h *IncrementalKeyedHandle) ([]NativeFile, error
 	for i, list := range [][]NamedStreamHandle{h.Shared, h.Private} {
 		for _, f := range list {
 			nf := NativeFile{LocalName: f.LocalName, Shared: i == 0, Handle: f.Handle}
-			loc, err := res.Locate(f.Handle)
+			loc, err := res.Locate(ctx, f.Handle)
 			if err != nil {
 				return out, fmt.Errorf("native file %q: %w", f.LocalName, err)
 			}
@@ -37,11 +40,11 @@ func (res *Resolver) NativeFiles(h *IncrementalKeyedHandle) ([]NativeFile, error
 
 // ReadNativeMeta decodes the keyed header stored as the meta-data stream of a
 // native RocksDB handle (state names, types and serializers).
-func (res *Resolver) ReadNativeMeta(h *IncrementalKeyedHandle) (*KeyedHeader, error) {
+func (res *Resolver) ReadNativeMeta(ctx context.Context, h *IncrementalKeyedHandle) (*KeyedHeader, error) {
 	if h == nil || h.Meta == nil {
 		return nil, fmt.Errorf("incremental handle without meta-data stream")
 	}
-	data, file, base, err := res.Bytes(h.Meta)
+	data, file, base, err := res.Bytes(ctx, h.Meta)
 	if err != nil {
 		return nil, err
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/stateutil/stateutil/keygroup"
 	"github.com/stateutil/stateutil/snapshot"
+	"github.com/stateutil/stateutil/storage"
 )
 
 // Native RocksDB snapshots (incremental checkpoints, NATIVE savepoints) are
@@ -58,18 +59,18 @@ func (listAppend) FullMerge(_, existing []byte, operands [][]byte) ([]byte, bool
 }
 
 // openNative rebuilds and opens the RocksDB instance of one subtask.
-func (r *SnapshotReader) openNative(op *OperatorState, st *SubtaskState, h *IncrementalKeyedHandle) (*nativeDB, error) {
+func (r *SnapshotReader) openNative(ctx context.Context, op *OperatorState, st *SubtaskState, h *IncrementalKeyedHandle) (*nativeDB, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	k := nativeKey{op, st.Index}
 	if db := r.natives[k]; db != nil {
 		return db, nil
 	}
-	hdr, err := r.res.ReadNativeMeta(h)
+	hdr, err := r.res.ReadNativeMeta(ctx, h)
 	if err != nil {
 		return nil, err
 	}
-	files, err := r.res.NativeFiles(h)
+	files, err := r.res.NativeFiles(ctx, h)
 	if err != nil {
 		return nil, err
 	}
@@ -83,7 +84,7 @@ func (r *SnapshotReader) openNative(op *OperatorState, st *SubtaskState, h *Incr
 	}
 	n.layouts, _ = layoutsOf(hdr)
 	for _, f := range files {
-		if err = r.placeNative(dir, f); err != nil {
+		if err = r.placeNative(ctx, dir, f); err != nil {
 			break
 		}
 	}
@@ -100,34 +101,36 @@ func (r *SnapshotReader) openNative(op *OperatorState, st *SubtaskState, h *Incr
 
 // placeNative puts one file of the instance into dir: a hard link when
 // possible, else a copy (inline files are written out).
-func (r *SnapshotReader) placeNative(dir string, f NativeFile) error {
+func (r *SnapshotReader) placeNative(ctx context.Context, dir string, f NativeFile) error {
 	name := filepath.Base(filepath.FromSlash(f.LocalName))
 	if name == "." || name == ".." || name != f.LocalName {
-		return &CorruptError{File: r.res.MetadataFile, Offset: -1, Msg: fmt.Sprintf("native file name %q is not a plain file name", f.LocalName)}
+		return &CorruptError{File: r.res.MetadataFile, Offset: -1, Reason: fmt.Sprintf("native file name %q is not a plain file name", f.LocalName)}
 	}
 	dst := filepath.Join(dir, name)
 	if f.Location.Inline || f.Location.Offset != 0 {
-		data, _, _, err := r.res.Bytes(f.Handle)
+		data, _, _, err := r.res.Bytes(ctx, f.Handle)
 		if err != nil {
 			return err
 		}
 		return os.WriteFile(dst, data, 0o600)
 	}
-	if err := os.Link(f.Location.Path, dst); err == nil {
-		return nil
-	}
-	src, err := os.Open(f.Location.Path)
+	src, err := r.res.open(ctx, f.Handle, f.Location)
 	if err != nil {
-		return missingFile(f.Location, err)
+		return err
 	}
-	defer src.Close()
+	defer src.f.Close()
+	if f.Location.Storage == storage.Local() {
+		if err := os.Link(f.Location.Path, dst); err == nil {
+			return nil
+		}
+	}
 	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return err
 	}
-	if _, err := io.Copy(out, src); err != nil {
+	if _, err := io.Copy(out, io.NewSectionReader(src.f, src.off, src.size)); err != nil {
 		out.Close()
-		return err
+		return fmt.Errorf("copying %s: %w", src.file, err)
 	}
 	return out.Close()
 }
@@ -149,7 +152,7 @@ func (n *nativeDB) open() error {
 	n.opts = sharedOptions()
 	names, err := grocksdb.ListColumnFamilies(n.opts, n.dir)
 	if err != nil {
-		return &CorruptError{File: n.dir, Offset: -1, Msg: "RocksDB column families: " + err.Error()}
+		return &CorruptError{File: n.dir, Offset: -1, Reason: "RocksDB column families: " + err.Error()}
 	}
 	cfOpts := make([]*grocksdb.Options, len(names))
 	for i := range cfOpts {
@@ -157,7 +160,7 @@ func (n *nativeDB) open() error {
 	}
 	n.db, n.handles, err = grocksdb.OpenDbForReadOnlyColumnFamilies(n.opts, n.dir, names, cfOpts, false)
 	if err != nil {
-		return &CorruptError{File: n.dir, Offset: -1, Msg: "open RocksDB: " + err.Error()}
+		return &CorruptError{File: n.dir, Offset: -1, Reason: "open RocksDB: " + err.Error()}
 	}
 	for i, h := range n.handles {
 		n.cfs[names[i]] = h
@@ -194,7 +197,7 @@ func (n *nativeDB) Close() error {
 // by key group, each state's column family seeked to the group's prefix.
 func (r *SnapshotReader) nativeEntries(ctx context.Context, op *OperatorState, st *SubtaskState, h *IncrementalKeyedHandle, kgs keygroup.Range) snapshot.Entries {
 	return func(yield func(snapshot.Entry, error) bool) {
-		n, err := r.openNative(op, st, h)
+		n, err := r.openNative(ctx, op, st, h)
 		if err != nil {
 			yield(snapshot.Entry{}, err)
 			return
@@ -253,7 +256,7 @@ func (r *SnapshotReader) nativeEntries(ctx context.Context, op *OperatorState, s
 					}
 				}
 				if err := c.it.Err(); err != nil {
-					yield(snapshot.Entry{}, errors.Join(&CorruptError{File: n.dir, Offset: -1, Msg: "RocksDB iterator"}, err))
+					yield(snapshot.Entry{}, errors.Join(&CorruptError{File: n.dir, Offset: -1, Reason: "RocksDB iterator"}, err))
 					return
 				}
 			}

@@ -1,6 +1,7 @@
 package flink
 
 import (
+	"context"
 	"fmt"
 	"sort"
 )
@@ -34,11 +35,11 @@ type OperatorPartition struct {
 }
 
 // ReadOperatorState reads the stream of an operator state handle.
-func (res *Resolver) ReadOperatorState(h *OperatorStateHandle) (*OperatorStateFile, error) {
+func (res *Resolver) ReadOperatorState(ctx context.Context, h *OperatorStateHandle) (*OperatorStateFile, error) {
 	if h == nil || h.Delegate == nil {
 		return nil, fmt.Errorf("operator state handle without a stream")
 	}
-	data, file, base, err := res.Bytes(h.Delegate)
+	data, file, base, err := res.Bytes(ctx, h.Delegate)
 	if err != nil {
 		return nil, err
 	}
@@ -58,7 +59,7 @@ func ParseOperatorState(data []byte, file string, base int64, h *OperatorStateHa
 	end := len(data)
 	if len(all) > 0 {
 		if all[0] < 0 || all[0] > int64(len(data)) {
-			return nil, &CorruptError{File: file, Offset: base, Msg: fmt.Sprintf("element offset %d outside a stream of %d bytes", all[0], len(data))}
+			return nil, &CorruptError{File: file, Offset: base, Reason: fmt.Sprintf("element offset %d outside a stream of %d bytes", all[0], len(data))}
 		}
 		end = int(all[0])
 	}
@@ -112,7 +113,7 @@ func ParseOperatorState(data []byte, file string, base int64, h *OperatorStateHa
 		return nil, r.err
 	}
 	if r.off != end {
-		return nil, &CorruptError{File: file, Offset: r.pos(), Msg: fmt.Sprintf("operator state header ends at %d but the first element is at %d", r.off, end)}
+		return nil, &CorruptError{File: file, Offset: r.pos(), Reason: fmt.Sprintf("operator state header ends at %d but the first element is at %d", r.off, end)}
 	}
 	of.HeaderSize = int64(r.off)
 	metas := map[string]*StateMeta{}
@@ -131,7 +132,7 @@ func ParseOperatorState(data []byte, file string, base int64, h *OperatorStateHa
 		for _, off := range s.Offsets {
 			e := next(off)
 			if off < int64(end) || e > int64(len(data)) {
-				return nil, &CorruptError{File: file, Offset: base + off, Msg: fmt.Sprintf("state %q: element offset %d outside the data", s.Name, off)}
+				return nil, &CorruptError{File: file, Offset: base + off, Reason: fmt.Sprintf("state %q: element offset %d outside the data", s.Name, off)}
 			}
 			p.Elements = append(p.Elements, data[off:e])
 		}

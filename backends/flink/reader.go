@@ -31,7 +31,7 @@ func (r *reader) pos() int64 { return r.base + int64(r.off) }
 // failAt records a corruption error at file offset at (first error wins).
 func (r *reader) failAt(at int64, format string, args ...any) {
 	if r.err == nil {
-		r.err = &CorruptError{File: r.file, Offset: at, Msg: fmt.Sprintf(format, args...)}
+		r.err = &CorruptError{File: r.file, Offset: at, Reason: fmt.Sprintf(format, args...)}
 	}
 	r.off = len(r.buf)
 }

@@ -96,7 +96,7 @@ func (r *SnapshotReader) keyGroupEntries(ctx context.Context, op *OperatorState,
 		}()
 		lo, hi := kgs.Start, kgs.End
 		for _, h := range handles {
-			s, err := openKGStream(r.res, h, op.MaxParallelism)
+			s, err := openKGStream(ctx, r.res, h, op.MaxParallelism)
 			if err != nil {
 				yield(snapshot.Entry{}, err)
 				return
@@ -156,7 +156,7 @@ func (r *SnapshotReader) Elements(ctx context.Context, op *snapshot.Operator, su
 		if st == nil || st.ManagedOperatorState == nil {
 			return
 		}
-		f, err := r.res.ReadOperatorState(st.ManagedOperatorState)
+		f, err := r.res.ReadOperatorState(ctx, st.ManagedOperatorState)
 		if err != nil {
 			yield(snapshot.Element{}, err)
 			return
@@ -193,7 +193,7 @@ func (r *SnapshotReader) Raw(ctx context.Context, op *snapshot.Operator, subtask
 		if h.KeyGroups == nil {
 			return out, fmt.Errorf("raw keyed state in a %s handle: %w", h.Type, ErrUnsupportedVersion)
 		}
-		f, err := r.res.ReadRawKeyGroups(h)
+		f, err := r.res.ReadRawKeyGroups(ctx, h)
 		if err != nil {
 			return out, err
 		}
@@ -203,7 +203,7 @@ func (r *SnapshotReader) Raw(ctx context.Context, op *snapshot.Operator, subtask
 		}
 	}
 	if h := st.RawOperatorState; h != nil && h.Delegate != nil {
-		data, _, _, err := r.res.Bytes(h.Delegate)
+		data, _, _, err := r.res.Bytes(ctx, h.Delegate)
 		if err != nil {
 			return out, err
 		}

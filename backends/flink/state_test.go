@@ -3,8 +3,10 @@ package flink
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
+	"github.com/stateutil/stateutil/storage"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -77,11 +79,11 @@ func TestRelativeHandleSizes(t *testing.T) {
 	sizes := manifestSizes(t, root)
 	dirs, handles := 0, 0
 	for _, mf := range files {
-		m, err := ReadMetadata(mf)
+		m, err := ReadMetadata(context.Background(), storage.Local(), mf)
 		if err != nil {
 			t.Fatal(err)
 		}
-		res := NewResolver(mf)
+		res := NewResolver(storage.Local(), mf, nil)
 		seen := 0
 		for _, op := range m.Operators {
 			for _, st := range op.Subtasks {
@@ -89,7 +91,7 @@ func TestRelativeHandleSizes(t *testing.T) {
 					if h == nil || h.Type != HandleRelativeFile {
 						return
 					}
-					loc, err := res.Locate(h)
+					loc, err := res.Locate(context.Background(), h)
 					if err != nil {
 						t.Errorf("%s: %v", mf, err)
 						return
@@ -139,11 +141,11 @@ func TestOperatorStateFigures(t *testing.T) {
 		{"type-serializer-snapshot-migration-itcase-flink1.3-savepoint", "", 2, []int64{419, 436, 458, 484}},
 	} {
 		mf := filepath.Join(root, c.dir, "_metadata")
-		m, err := ReadMetadata(mf)
+		m, err := ReadMetadata(context.Background(), storage.Local(), mf)
 		if err != nil {
 			t.Fatal(err)
 		}
-		res := NewResolver(mf)
+		res := NewResolver(storage.Local(), mf, nil)
 		found := false
 		for _, op := range m.Operators {
 			for _, st := range op.Subtasks {
@@ -155,7 +157,7 @@ func TestOperatorStateFigures(t *testing.T) {
 					continue
 				}
 				found = true
-				of, err := res.ReadOperatorState(h)
+				of, err := res.ReadOperatorState(context.Background(), h)
 				if err != nil {
 					t.Fatalf("%s: %v", c.dir, err)
 				}
@@ -185,8 +187,8 @@ func TestBroadcastAndKeyedHeaders(t *testing.T) {
 	// "broadcast-state-2" and "broadcast-state-1", BROADCAST mode, VALUE =
 	// LongSerializerSnapshot, KEY = StringSerializerSnapshot.
 	dir := filepath.Join(root, "new-stateful-broadcast-udf-migration-itcase-flink1.17-hashmap-checkpoint")
-	res := NewResolver(filepath.Join(dir, "_metadata"))
-	of, err := res.ReadOperatorState(&OperatorStateHandle{Type: HandleOperatorState,
+	res := NewResolver(storage.Local(), filepath.Join(dir, "_metadata"), nil)
+	of, err := res.ReadOperatorState(context.Background(), &OperatorStateHandle{Type: HandleOperatorState,
 		Delegate: &StreamHandle{Type: HandleRelativeFile, Path: "0e3582f2-8a8d-4471-9088-63e26bbfcd2d", Size: 704}})
 	if err != nil {
 		t.Fatal(err)
@@ -206,18 +208,18 @@ func TestBroadcastAndKeyedHeaders(t *testing.T) {
 	// test's TestSerializerSnapshot and namespace serializer
 	// VoidNamespaceSerializer.
 	mf := filepath.Join(root, "type-serializer-snapshot-migration-itcase-flink1.7-savepoint", "_metadata")
-	m, err := ReadMetadata(mf)
+	m, err := ReadMetadata(context.Background(), storage.Local(), mf)
 	if err != nil {
 		t.Fatal(err)
 	}
-	res = NewResolver(mf)
+	res = NewResolver(storage.Local(), mf, nil)
 	n := 0
 	for _, op := range m.Operators {
 		for _, st := range op.Subtasks {
 			if st.ManagedKeyedState == nil {
 				continue
 			}
-			kf, err := res.ReadKeyGroups(st.ManagedKeyedState)
+			kf, err := res.ReadKeyGroups(context.Background(), st.ManagedKeyedState)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -242,24 +244,24 @@ func TestReadAllState(t *testing.T) {
 	counts := map[string]int{}
 	for _, mf := range files {
 		rel, _ := filepath.Rel(root, mf)
-		m, err := ReadMetadata(mf)
+		m, err := ReadMetadata(context.Background(), storage.Local(), mf)
 		if err != nil {
 			t.Fatal(err)
 		}
-		res := NewResolver(mf)
+		res := NewResolver(storage.Local(), mf, nil)
 		for _, op := range m.Operators {
 			for _, st := range op.Subtasks {
 				for _, h := range []*OperatorStateHandle{st.ManagedOperatorState, st.RawOperatorState} {
 					if h == nil {
 						continue
 					}
-					if _, err := res.ReadOperatorState(h); err != nil {
+					if _, err := res.ReadOperatorState(context.Background(), h); err != nil {
 						t.Errorf("%s: %v", rel, err)
 					}
 					counts["operator"]++
 				}
 				if h := st.RawKeyedState; h != nil && h.KeyGroups != nil {
-					if _, err := res.ReadRawKeyGroups(h); err != nil {
+					if _, err := res.ReadRawKeyGroups(context.Background(), h); err != nil {
 						t.Errorf("%s: raw: %v", rel, err)
 					}
 					counts["raw keyed"]++
@@ -268,7 +270,7 @@ func TestReadAllState(t *testing.T) {
 				switch {
 				case h == nil:
 				case h.KeyGroups != nil:
-					kf, err := res.ReadKeyGroups(h)
+					kf, err := res.ReadKeyGroups(context.Background(), h)
 					if err != nil {
 						t.Errorf("%s: %v", rel, err)
 						continue
@@ -278,10 +280,10 @@ func TestReadAllState(t *testing.T) {
 						counts["entries"] += len(g.Entries)
 					}
 				case h.Incremental != nil:
-					if _, err := res.ReadNativeMeta(h.Incremental); err != nil {
+					if _, err := res.ReadNativeMeta(context.Background(), h.Incremental); err != nil {
 						t.Errorf("%s: %v", rel, err)
 					}
-					nf, err := res.NativeFiles(h.Incremental)
+					nf, err := res.NativeFiles(context.Background(), h.Incremental)
 					if err != nil {
 						t.Errorf("%s: %v", rel, err)
 					}
@@ -307,22 +309,22 @@ func TestPathMapping(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := &StreamHandle{Type: HandleFile, Path: "file:/old/cluster/chk-1/kg", Size: 3}
-	res := NewResolver(filepath.Join(dir, "_metadata"))
-	if _, _, _, err := res.Bytes(h); err == nil || !strings.Contains(err.Error(), "absolute state path") {
+	res := NewResolver(storage.Local(), filepath.Join(dir, "_metadata"), nil)
+	if _, _, _, err := res.Bytes(context.Background(), h); err == nil || !strings.Contains(err.Error(), "absolute state path") {
 		t.Errorf("unmapped absolute path: %v", err)
 	}
 	res.Mappings = []PathMapping{{Old: "file:/old", New: "/elsewhere"}, {Old: "file:/old/cluster/chk-1", New: dir}}
-	loc, err := res.Locate(h)
+	loc, err := res.Locate(context.Background(), h)
 	if err != nil || !loc.Absolute || !loc.Remapped || loc.Path != filepath.Join(dir, "kg") {
 		t.Fatalf("locate: %+v %v", loc, err)
 	}
-	if b, _, _, err := res.Bytes(h); err != nil || string(b) != "abc" {
+	if b, _, _, err := res.Bytes(context.Background(), h); err != nil || string(b) != "abc" {
 		t.Errorf("bytes: %q %v", b, err)
 	}
-	if _, err := res.Locate(&StreamHandle{Type: HandleFile, Path: "hdfs://nn/x"}); !errors.Is(err, ErrNotLocal) {
+	if _, err := res.Locate(context.Background(), &StreamHandle{Type: HandleFile, Path: "hdfs://nn/x"}); !errors.Is(err, ErrNotLocal) {
 		t.Errorf("hdfs path: %v", err)
 	}
-	if _, err := res.Locate(&StreamHandle{Type: HandleRelativeFile, Path: "../x"}); !errors.Is(err, ErrCorrupt) {
+	if _, err := res.Locate(context.Background(), &StreamHandle{Type: HandleRelativeFile, Path: "../x"}); !errors.Is(err, ErrCorrupt) {
 		t.Errorf("escaping relative path: %v", err)
 	}
 }

@@ -16,7 +16,7 @@ import (
 // operator-state elements.
 func readEverything(dir string) error {
 	ctx := context.Background()
-	r, err := snapshot.Open(ctx, dir, snapshot.OpenOptions{})
+	r, err := testReg.Open(ctx, dir, snapshot.OpenOptions{})
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package memory
 import (
 	"bytes"
 	"context"
+	"github.com/stateutil/stateutil/storage"
 	"os"
 	"path/filepath"
 	"testing"
@@ -30,7 +31,7 @@ func FuzzOpen(f *testing.F) {
 			t.Fatal(err)
 		}
 		ctx := context.Background()
-		r, err := Open(ctx, path, snapshot.OpenOptions{})
+		r, err := Open(ctx, storage.Local(), path, snapshot.OpenOptions{})
 		if err != nil {
 			return
 		}

@@ -62,33 +62,21 @@ type elementList struct {
 	Values [][]byte `msgpack:"values"`
 }
 
-func init() {
-	snapshot.Register(&snapshot.Format{
-		Name:    Name,
-		Aliases: []string{"jobmanager", "mem"},
-		Summary: "one self-contained file with all state inline (Flink's jobmanager backend)",
-		Probe:   probe,
-		Open:    Open,
-		Create:  Create,
+// Format is the memory format.
+var Format = &snapshot.Format{
+	Name:    Name,
+	Aliases: []string{"jobmanager", "mem"},
+	Summary: "one self-contained file with all state inline (Flink's jobmanager backend)",
+	Probe:   Kind.Probe,
+	Open:    Open,
+	Create:  Create,
 
-		StateSizeCap: DefaultStateSizeCap,
-	})
-}
-
-func probe(ctx context.Context, location string) (bool, error) {
-	st, path, err := storage.Resolve(ctx, location)
-	if err != nil {
-		return false, err
-	}
-	return Kind.Probe(ctx, st, path)
+	StateSizeCap: DefaultStateSizeCap,
 }
 
 // Open reads a memory dump, verifying its framing before decoding.
-func Open(ctx context.Context, location string, _ snapshot.OpenOptions) (snapshot.Reader, error) {
-	st, path, err := storage.Resolve(ctx, location)
-	if err != nil {
-		return nil, err
-	}
+func Open(ctx context.Context, st storage.Storage, path string, _ snapshot.OpenOptions) (snapshot.Reader, error) {
+	location := st.URI(path)
 	var b body
 	if err := Kind.ReadMsgpack(ctx, st, path, maxBody, &b); err != nil {
 		if errors.Is(err, storage.ErrNotFound) {
@@ -138,3 +126,6 @@ func (b *body) validate() error {
 	}
 	return nil
 }
+
+// Register adds the memory format to reg.
+func Register(reg *snapshot.Registry) { reg.Register(Format) }

@@ -3,6 +3,7 @@ package memory
 import (
 	"context"
 	"errors"
+	"github.com/stateutil/stateutil/storage"
 	"os"
 	"path/filepath"
 	"strings"
@@ -54,14 +55,14 @@ func TestRoundTripIsEntryIdentical(t *testing.T) {
 			t.Fatal(err)
 		}
 		path := filepath.Join(t.TempDir(), "s.dump")
-		w, err := Create(ctx, path, snapshot.WriteOptions{})
+		w, err := testReg.Create(ctx, Format, path, snapshot.WriteOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if _, err := generate.Write(ctx, w, cfg); err != nil {
 			t.Fatal(err)
 		}
-		r, err := snapshot.Open(ctx, path, snapshot.OpenOptions{})
+		r, err := testReg.Open(ctx, path, snapshot.OpenOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -115,7 +116,7 @@ func TestRoundTripIsEntryIdentical(t *testing.T) {
 
 func TestEntriesReadsOnlyTheAskedKeyGroups(t *testing.T) {
 	ctx := context.Background()
-	r, err := Open(ctx, "../../testdata/memory/example.dump", snapshot.OpenOptions{})
+	r, err := Open(ctx, storage.Local(), "../../testdata/memory/example.dump", snapshot.OpenOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +140,7 @@ func TestEntriesReadsOnlyTheAskedKeyGroups(t *testing.T) {
 
 func TestStateSizeCapNamesOperatorSubtaskAndSize(t *testing.T) {
 	ctx := context.Background()
-	w, err := Create(ctx, filepath.Join(t.TempDir(), "s.dump"), snapshot.WriteOptions{StateSizeCap: 1000})
+	w, err := testReg.Create(ctx, Format, filepath.Join(t.TempDir(), "s.dump"), snapshot.WriteOptions{StateSizeCap: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +159,7 @@ func TestStateSizeCapNamesOperatorSubtaskAndSize(t *testing.T) {
 
 func TestDefaultCapIsFiveMiB(t *testing.T) {
 	ctx := context.Background()
-	w, _ := Create(ctx, filepath.Join(t.TempDir(), "s.dump"), snapshot.WriteOptions{})
+	w, _ := testReg.Create(ctx, Format, filepath.Join(t.TempDir(), "s.dump"), snapshot.WriteOptions{})
 	op := &snapshot.Operator{UID: "big", Parallelism: 1, MaxParallelism: 128,
 		KeyedStates: []snapshot.KeyedState{{Name: "v", Kind: snapshot.Value}}}
 	sw, _ := w.Subtask(ctx, op, 0, keygroup.Range{Start: 0, End: 127})
@@ -177,17 +178,17 @@ func TestCreateRefusesExistingUnlessForced(t *testing.T) {
 	if err := os.WriteFile(path, []byte("keep me"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Create(context.Background(), path, snapshot.WriteOptions{}); err == nil {
+	if _, err := testReg.Create(context.Background(), Format, path, snapshot.WriteOptions{}); err == nil {
 		t.Fatal("an existing file must not be replaced without Force")
 	}
-	if _, err := Create(context.Background(), path, snapshot.WriteOptions{Force: true}); err != nil {
+	if _, err := testReg.Create(context.Background(), Format, path, snapshot.WriteOptions{Force: true}); err != nil {
 		t.Fatal(err)
 	}
 }
 
 func TestEntriesOutOfKeyGroupOrderAreRefused(t *testing.T) {
 	ctx := context.Background()
-	w, _ := Create(ctx, filepath.Join(t.TempDir(), "s.dump"), snapshot.WriteOptions{})
+	w, _ := testReg.Create(ctx, Format, filepath.Join(t.TempDir(), "s.dump"), snapshot.WriteOptions{})
 	op := &snapshot.Operator{UID: "o", Parallelism: 1, MaxParallelism: 128, KeyedStates: []snapshot.KeyedState{{Name: "v"}}}
 	sw, _ := w.Subtask(ctx, op, 0, keygroup.Range{Start: 0, End: 127})
 	if err := sw.Entry(&snapshot.Entry{KeyGroup: 5, State: "v"}); err != nil {

@@ -15,11 +15,8 @@ import (
 
 // Create starts a memory dump at location. The dump is held in memory
 // (that is the format) and written in one atomic step on Commit.
-func Create(ctx context.Context, location string, opts snapshot.WriteOptions) (snapshot.Writer, error) {
-	st, path, err := storage.Resolve(ctx, location)
-	if err != nil {
-		return nil, err
-	}
+func Create(ctx context.Context, st storage.Storage, path string, opts snapshot.WriteOptions) (snapshot.Writer, error) {
+	location := st.URI(path)
 	if _, err := st.Stat(ctx, path); err == nil && !opts.Force {
 		return nil, fmt.Errorf("%w: %q already exists (use --force to replace it)", storage.ErrExist, location)
 	}

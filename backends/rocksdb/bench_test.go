@@ -100,7 +100,7 @@ func benchReader(b *testing.B) (snapshot.Reader, *snapshot.Operator) {
 	op := testOperator("0b", 1, 4096)
 	loc := filepath.Join(b.TempDir(), "sp")
 	writeSnapshot(b, loc, op, testEntries(b, op, benchKeys, 3))
-	r, err := Format.Open(ctx, loc, snapshot.OpenOptions{TempDir: b.TempDir()})
+	r, err := testReg.Open(ctx, loc, snapshot.OpenOptions{TempDir: b.TempDir()})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -26,7 +26,7 @@ func TestDamagedSSTThroughCommands(t *testing.T) {
 
 func damagedSST(t *testing.T, root string) {
 	op := crashOperator()
-	b, err := rocksdb.NewIncremental(rocksdb.IncrementalOptions{LocalDir: t.TempDir()})
+	b, err := rocksdb.NewIncremental(rocksdb.IncrementalOptions{LocalDir: t.TempDir(), Storage: testReg.Storage})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +39,7 @@ func damagedSST(t *testing.T, root string) {
 		t.Fatal(err)
 	}
 	loc := res.Location
-	st, p, err := storage.Resolve(ctx, root)
+	st, p, err := testReg.Storage.Resolve(ctx, root)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -77,7 +77,7 @@ func BenchmarkFirstCheckpointVsCopy(b *testing.B) {
 	val := make([]byte, compareValueBytes)
 	put := func(i int) {
 		key := snapshot.EncodeInt64(int64(i))
-		kg, _ := tInt64.KeyGroupOf(key, op.MaxParallelism)
+		kg, _ := testReg.Codecs.KeyGroupOf(tInt64, key, op.MaxParallelism)
 		rng.Read(val)
 		if err := in.Put(&snapshot.Entry{KeyGroup: kg, State: "kv", Key: key, Value: val}); err != nil {
 			b.Fatal(err)
@@ -226,10 +226,10 @@ func writeCompareSavepoint(b *testing.B, loc string, op *snapshot.Operator, keys
 	byKG := make([][]int64, op.MaxParallelism)
 	for i := range keys {
 		key := snapshot.EncodeInt64(int64(i))
-		kg, _ := tInt64.KeyGroupOf(key, op.MaxParallelism)
+		kg, _ := testReg.Codecs.KeyGroupOf(tInt64, key, op.MaxParallelism)
 		byKG[kg] = append(byKG[kg], int64(i))
 	}
-	w, err := Format.Create(ctx, loc, snapshot.WriteOptions{})
+	w, err := testReg.Create(ctx, Format, loc, snapshot.WriteOptions{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -291,7 +291,7 @@ func BenchmarkScanVsLdb(b *testing.B) {
 	op.ID = "0b"
 	loc := filepath.Join(b.TempDir(), "sp")
 	writeCompareSavepoint(b, loc, op, keys)
-	r, err := Format.Open(ctx, loc, snapshot.OpenOptions{TempDir: b.TempDir()})
+	r, err := testReg.Open(ctx, loc, snapshot.OpenOptions{TempDir: b.TempDir()})
 	if err != nil {
 		b.Fatal(err)
 	}

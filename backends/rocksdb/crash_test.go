@@ -67,7 +67,7 @@ func changed(k, gen int) bool { return gen == 1 || (k*7919+gen*104729)%10 == 0 }
 
 func crashEntry(op *snapshot.Operator, k, gen int) snapshot.Entry {
 	key := snapshot.EncodeInt64(int64(k))
-	kg, _ := tInt64.KeyGroupOf(key, op.MaxParallelism)
+	kg, _ := testReg.Codecs.KeyGroupOf(tInt64, key, op.MaxParallelism)
 	v := fmt.Appendf(nil, "value-%d-%d-", k, gen)
 	return snapshot.Entry{KeyGroup: kg, State: "kv", Key: key, Namespace: []byte{}, Value: append(v, bytes.Repeat([]byte{byte(k)}, 100)...)}
 }
@@ -194,11 +194,12 @@ func crashChild(root string) int {
 	ks := &killStorage{left: n}
 	var once sync.Once
 	var initErr error
-	storage.RegisterScheme(crashScheme, func(ctx context.Context, u *url.URL) (storage.Storage, error) {
+	storages := formattest.Registry().Storage
+	storages.Register(crashScheme, func(ctx context.Context, u *url.URL) (storage.Storage, error) {
 		once.Do(func() {
 			inner := storage.Local()
 			if u.Host != "" {
-				inner, _, initErr = storage.Resolve(ctx, "hdfs://"+u.Host+"/")
+				inner, _, initErr = storages.Resolve(ctx, "hdfs://"+u.Host+"/")
 			}
 			ks.Storage = inner
 		})
@@ -210,7 +211,7 @@ func crashChild(root string) int {
 		return fail(err)
 	}
 	defer os.RemoveAll(tmp)
-	b, err := rocksdb.NewIncremental(rocksdb.IncrementalOptions{LocalDir: tmp, Retain: crashRetain})
+	b, err := rocksdb.NewIncremental(rocksdb.IncrementalOptions{LocalDir: tmp, Retain: crashRetain, Storage: storages})
 	if err != nil {
 		return fail(err)
 	}
@@ -250,12 +251,12 @@ func runCrashChild(t *testing.T, root string, ops int) string {
 // readSubtasks reads every subtask of the snapshot at loc.
 func readSubtasks(t *testing.T, loc string) (*snapshot.Snapshot, [][]snapshot.Entry, bool) {
 	t.Helper()
-	r, err := snapshot.Open(ctx, loc, snapshot.OpenOptions{TempDir: t.TempDir()})
+	r, err := testReg.Open(ctx, loc, snapshot.OpenOptions{TempDir: t.TempDir()})
 	if err != nil {
 		return nil, nil, false
 	}
 	defer r.Close()
-	res, err := verify.Check(ctx, loc, r)
+	res, err := verify.Check(ctx, loc, r, testReg.Codecs)
 	if err != nil || !res.OK {
 		t.Errorf("%s: opens but does not verify: %v %+v", loc, err, res)
 	}
@@ -323,7 +324,7 @@ func rocksCrashTrials(t *testing.T, root string, n int) {
 	for gen := 1; gen <= crashLastGen; gen++ {
 		want[int64(gen)] = stateAt(op, gen)
 	}
-	st, rootPath, err := storage.Resolve(ctx, root)
+	st, rootPath, err := testReg.Storage.Resolve(ctx, root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -361,7 +362,7 @@ func rocksCrashTrials(t *testing.T, root string, n int) {
 		}
 		for _, id := range incomplete {
 			loc := st.URI(path.Join(jobDir, chkdir.CheckpointDirName(id)))
-			if r, err := snapshot.Open(ctx, loc, snapshot.OpenOptions{}); err == nil {
+			if r, err := testReg.Open(ctx, loc, snapshot.OpenOptions{}); err == nil {
 				r.Close()
 				t.Errorf("trial %d (kill at op %d): %s without _metadata is accepted", i, at, loc)
 			}
@@ -385,7 +386,7 @@ func rocksCrashTrials(t *testing.T, root string, n int) {
 		}
 
 		// Recovery: restore, take the next checkpoint.
-		b, err := rocksdb.NewIncremental(rocksdb.IncrementalOptions{LocalDir: t.TempDir(), Retain: crashRetain})
+		b, err := rocksdb.NewIncremental(rocksdb.IncrementalOptions{LocalDir: t.TempDir(), Retain: crashRetain, Storage: testReg.Storage})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -5,6 +5,7 @@ import (
 	"github.com/stateutil/stateutil/backends/internal/chkdir"
 
 	"github.com/stateutil/stateutil/snapshot"
+	"github.com/stateutil/stateutil/storage"
 )
 
 // FormatName is the registered name of this format, and Flink's config
@@ -20,12 +21,13 @@ var Format = &snapshot.Format{
 	Create:  create,
 }
 
-func init() { snapshot.Register(Format) }
-
-func probe(ctx context.Context, location string) (bool, error) {
-	d, err := chkdir.Resolve(ctx, location)
+func probe(ctx context.Context, st storage.Storage, p string) (bool, error) {
+	d, err := chkdir.ResolveIn(ctx, st, p)
 	if err != nil {
 		return false, err // snapshot.Detect passes over ErrNotFound
 	}
 	return metaKind.Probe(ctx, d.Storage, d.Metadata())
 }
+
+// Register adds the rocksdb format to reg.
+func Register(reg *snapshot.Registry) { reg.Register(Format) }

@@ -219,7 +219,7 @@ func FuzzLayoutDecode(f *testing.F) {
 // input (a fresh t.TempDir per input would cost more than the decoding).
 func fuzzDir(f *testing.F) (chkdir.Dir, string) {
 	dir := f.TempDir()
-	st, p, err := storage.Resolve(context.Background(), dir)
+	st, p, err := testReg.Storage.Resolve(context.Background(), dir)
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -251,7 +251,7 @@ func seedFiles(f *testing.F) (metas, opStates [][]byte) {
 	op := testOperator("f0", 2, 128)
 	writeSnapshot(f, sp, op, testEntries(f, op, 30, 4))
 	root := f.TempDir()
-	b, err := NewIncremental(IncrementalOptions{LocalDir: f.TempDir(), Retain: 2})
+	b, err := NewIncremental(IncrementalOptions{LocalDir: f.TempDir(), Retain: 2, Storage: testReg.Storage})
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -340,7 +340,7 @@ func FuzzMetadata(f *testing.F) {
 				}
 			}
 		}
-		r, err := openReader(ctx, dir, snapshot.OpenOptions{TempDir: t.TempDir()})
+		r, err := openReader(ctx, storage.Local(), dir, snapshot.OpenOptions{TempDir: t.TempDir()})
 		if err != nil {
 			t.Fatalf("readMetadata accepted what openReader refuses: %v", err)
 		}

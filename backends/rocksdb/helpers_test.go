@@ -43,7 +43,7 @@ func testEntries(t testing.TB, op *snapshot.Operator, n int, seed uint64) [][]sn
 	out := make([][]snapshot.Entry, op.Parallelism)
 	for i := range n {
 		key := []byte(fmt.Sprintf("user-%d", i))
-		kg, err := tString.KeyGroupOf(key, op.MaxParallelism)
+		kg, err := testReg.Codecs.KeyGroupOf(tString, key, op.MaxParallelism)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -130,7 +130,7 @@ func sameEntries(t testing.TB, what string, want, got []snapshot.Entry) {
 func writeSnapshot(t testing.TB, loc string, op *snapshot.Operator, entries [][]snapshot.Entry) {
 	t.Helper()
 	ctx := context.Background()
-	w, err := Format.Create(ctx, loc, snapshot.WriteOptions{})
+	w, err := testReg.Create(ctx, Format, loc, snapshot.WriteOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,6 +26,8 @@ type IncrementalOptions struct {
 	Retain int
 	// Now stamps snapshots; nil means time.Now.
 	Now func() time.Time
+	// Storage resolves checkpoint directories; required.
+	Storage *storage.Registry
 }
 
 // Incremental drives RocksDB incremental checkpoints for the stream
@@ -56,8 +58,8 @@ type CheckpointResult struct {
 
 // NewIncremental returns a checkpointer with no instances.
 func NewIncremental(opts IncrementalOptions) (*Incremental, error) {
-	if opts.LocalDir == "" {
-		return nil, errors.New("rocksdb: IncrementalOptions.LocalDir is required")
+	if opts.LocalDir == "" || opts.Storage == nil {
+		return nil, errors.New("rocksdb: IncrementalOptions.LocalDir and Storage are required")
 	}
 	if opts.Retain <= 0 {
 		opts.Retain = 1
@@ -114,7 +116,7 @@ func (b *Incremental) Instances() []*Instance { return slices.Clone(b.instances)
 
 // bind selects the job directory, loading its registry on first use.
 func (b *Incremental) bind(ctx context.Context, root, jobID string) error {
-	st, rootPath, err := storage.Resolve(ctx, root)
+	st, rootPath, err := b.opts.Storage.Resolve(ctx, root)
 	if err != nil {
 		return err
 	}
@@ -327,7 +329,11 @@ func (b *Incremental) retain(ctx context.Context) (discarded []int64, deleted []
 // directory, meaning its latest complete checkpoint), downloading
 // each subtask's files into a fresh local directory.
 func (b *Incremental) Restore(ctx context.Context, location string) (*snapshot.Snapshot, error) {
-	d, err := chkdir.Resolve(ctx, location)
+	st, p, err := b.opts.Storage.Resolve(ctx, location)
+	if err != nil {
+		return nil, err
+	}
+	d, err := chkdir.ResolveIn(ctx, st, p)
 	if err != nil {
 		return nil, err
 	}

@@ -11,14 +11,13 @@ import (
 	"github.com/stateutil/stateutil/snapshot"
 	"github.com/stateutil/stateutil/snapshot/formattest"
 	"github.com/stateutil/stateutil/snapshot/snaptest"
-	"github.com/stateutil/stateutil/storage"
 )
 
 func putRandom(t *testing.T, b *rocksdb.Incremental, op *snapshot.Operator, from, to int, r *rand.Rand) {
 	t.Helper()
 	for k := from; k < to; k++ {
 		key := snapshot.EncodeInt64(int64(k))
-		kg, _ := tInt64.KeyGroupOf(key, op.MaxParallelism)
+		kg, _ := testReg.Codecs.KeyGroupOf(tInt64, key, op.MaxParallelism)
 		sub := keygroup.SubtaskOf(kg, op.MaxParallelism, op.Parallelism)
 		in, err := b.Open(op, sub, keygroup.RangeOf(op.MaxParallelism, op.Parallelism, sub))
 		if err != nil {
@@ -59,7 +58,7 @@ func TestIncrementalOnHDFS(t *testing.T) {
 	op := crashOperator()
 	const n = 40_000
 	r := rand.New(rand.NewPCG(7, 8))
-	b, err := rocksdb.NewIncremental(rocksdb.IncrementalOptions{LocalDir: t.TempDir(), Retain: 2})
+	b, err := rocksdb.NewIncremental(rocksdb.IncrementalOptions{LocalDir: t.TempDir(), Retain: 2, Storage: testReg.Storage})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +84,7 @@ func TestIncrementalOnHDFS(t *testing.T) {
 	}
 
 	want := instanceEntries(t, b)
-	b2, err := rocksdb.NewIncremental(rocksdb.IncrementalOptions{LocalDir: t.TempDir(), Retain: 2})
+	b2, err := rocksdb.NewIncremental(rocksdb.IncrementalOptions{LocalDir: t.TempDir(), Retain: 2, Storage: testReg.Storage})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +105,7 @@ func TestIncrementalOnHDFS(t *testing.T) {
 	if float64(c3.UploadedBytes) > 0.05*float64(c3.Bytes) || !slices.Equal(c3.Discarded, []int64{1}) {
 		t.Errorf("checkpoint 3 uploaded %d of %d bytes, discarded %v", c3.UploadedBytes, c3.Bytes, c3.Discarded)
 	}
-	st, p, err := storage.Resolve(ctx, root)
+	st, p, err := testReg.Storage.Resolve(ctx, root)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,7 +27,7 @@ func fillKV(t testing.TB, b *Incremental, op *snapshot.Operator, from, to, size 
 	t.Helper()
 	for i := from; i < to; i++ {
 		key := snapshot.EncodeInt64(int64(i))
-		kg, _ := tInt64.KeyGroupOf(key, op.MaxParallelism)
+		kg, _ := testReg.Codecs.KeyGroupOf(tInt64, key, op.MaxParallelism)
 		sub := keygroup.SubtaskOf(kg, op.MaxParallelism, op.Parallelism)
 		in, err := b.Open(op, sub, keygroup.RangeOf(op.MaxParallelism, op.Parallelism, sub))
 		if err != nil {
@@ -40,7 +40,7 @@ func fillKV(t testing.TB, b *Incremental, op *snapshot.Operator, from, to, size 
 }
 
 func newIncremental(t testing.TB, retain int) *Incremental {
-	b, err := NewIncremental(IncrementalOptions{LocalDir: t.TempDir(), Retain: retain})
+	b, err := NewIncremental(IncrementalOptions{LocalDir: t.TempDir(), Retain: retain, Storage: testReg.Storage})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,7 +241,7 @@ func TestDamagedFiles(t *testing.T) {
 		return err
 	}
 	readErr := func() error {
-		r, err := Format.Open(ctx, loc, snapshot.OpenOptions{TempDir: t.TempDir()})
+		r, err := testReg.Open(ctx, loc, snapshot.OpenOptions{TempDir: t.TempDir()})
 		if err != nil {
 			return err
 		}

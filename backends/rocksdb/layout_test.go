@@ -117,7 +117,7 @@ func TestValueSizeGuard(t *testing.T) {
 	check("list", in.Put(&el))
 
 	// The writer's SST path guards too.
-	w, err := Format.Create(ctx, filepath.Join(t.TempDir(), "sp"), snapshot.WriteOptions{})
+	w, err := testReg.Create(ctx, Format, filepath.Join(t.TempDir(), "sp"), snapshot.WriteOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,5 +1,7 @@
 #include "native.h"
 
+#include <rocksdb/version.h>
+
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -325,4 +327,10 @@ extern "C" int su_sst_linkable(const char* path, char** err) {
     if (c != 0) return 0;
   }
   return 1;
+}
+
+extern "C" void su_rocksdb_version(int* major, int* minor, int* patch) {
+  *major = ROCKSDB_MAJOR;
+  *minor = ROCKSDB_MINOR;
+  *patch = ROCKSDB_PATCH;
 }

@@ -18,6 +18,14 @@ import (
 	"github.com/linxGnu/grocksdb"
 )
 
+// LibraryVersion is the version of the RocksDB library stateutil was
+// built against, as major.minor.patch.
+func LibraryVersion() string {
+	var major, minor, patch C.int
+	C.su_rocksdb_version(&major, &minor, &patch)
+	return fmt.Sprintf("%d.%d.%d", major, minor, patch)
+}
+
 // sstWriter writes one external SST file (native.h) and owns it.
 type sstWriter struct {
 	w    *C.su_sst

@@ -18,6 +18,10 @@
 extern "C" {
 #endif
 
+// su_rocksdb_version reports the version of the RocksDB headers built
+// against.
+void su_rocksdb_version(int* major, int* minor, int* patch);
+
 typedef struct su_sst su_sst;
 
 // su_sst_open starts an SST file at path, LZ4-compressed when lz4 is set,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"github.com/stateutil/stateutil/backends/internal/chkdir"
+	"github.com/stateutil/stateutil/internal/recovered"
 	"os"
 	"path/filepath"
 	"sync"
@@ -36,8 +37,8 @@ type localDB struct {
 	err   error
 }
 
-func openReader(ctx context.Context, location string, opts snapshot.OpenOptions) (snapshot.Reader, error) {
-	d, err := chkdir.Resolve(ctx, location)
+func openReader(ctx context.Context, st storage.Storage, p string, opts snapshot.OpenOptions) (snapshot.Reader, error) {
+	d, err := chkdir.ResolveIn(ctx, st, p)
 	if err != nil {
 		return nil, err
 	}
@@ -95,7 +96,10 @@ func (r *reader) openAll(ctx context.Context, hs []*handle) error {
 	errs := make([]error, len(hs))
 	var wg sync.WaitGroup
 	for i, h := range hs {
-		wg.Go(func() { _, errs[i] = r.local(ctx, h) })
+		wg.Go(func() {
+			defer recovered.Capture(&errs[i])
+			_, errs[i] = r.local(ctx, h)
+		})
 	}
 	wg.Wait()
 	for _, err := range errs {

@@ -63,7 +63,7 @@ func benchRescaleSource(b *testing.B, size int64) string {
 	var total int64
 	for i := 0; total < size; i++ {
 		key := fmt.Appendf(nil, "user-%08d", i)
-		kg, err := tString.KeyGroupOf(key, op.MaxParallelism)
+		kg, err := testReg.Codecs.KeyGroupOf(tString, key, op.MaxParallelism)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/stateutil/stateutil/backends/internal/chkdir"
 	"github.com/stateutil/stateutil/keygroup"
+	"github.com/stateutil/stateutil/migrate"
 	"github.com/stateutil/stateutil/redistribute"
 	"github.com/stateutil/stateutil/snapshot"
 	"github.com/stateutil/stateutil/snapshot/snaptest"
@@ -30,7 +31,7 @@ type countingWriter struct {
 }
 
 func (c *countingWriter) SubtaskFrom(ctx context.Context, r snapshot.Reader, op, newOp *snapshot.Operator, index int, kgs keygroup.Range) (snapshot.SubtaskWriter, bool, error) {
-	sw, ok, err := c.Writer.(redistribute.KeyedCopier).SubtaskFrom(ctx, r, op, newOp, index, kgs)
+	sw, ok, err := c.Writer.(snapshot.KeyedCopier).SubtaskFrom(ctx, r, op, newOp, index, kgs)
 	if ok && err == nil {
 		c.fast.Add(1)
 	}
@@ -43,22 +44,25 @@ func (c *countingWriter) SubtaskFrom(ctx context.Context, r snapshot.Reader, op,
 func rescaleTo(t testing.TB, src string, p int, entryByEntry bool) (string, int) {
 	t.Helper()
 	ctx := context.Background()
-	r, err := snapshot.Open(ctx, src, snapshot.OpenOptions{TempDir: t.TempDir()})
+	r, err := testReg.Open(ctx, src, snapshot.OpenOptions{TempDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	plan, err := redistribute.NewPlan(ctx, r, redistribute.Request{Parallelism: p})
+	plan, err := migrate.NewPlan(ctx, r, Format, redistribute.Request{Parallelism: p}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	dst := filepath.Join(t.TempDir(), "dst")
-	w, err := Format.Create(ctx, dst, snapshot.WriteOptions{})
+	w, err := testReg.Create(ctx, Format, dst, snapshot.WriteOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	cw := &countingWriter{Writer: w}
-	if err := redistribute.Execute(ctx, r, cw, plan, redistribute.Options{EntryByEntry: entryByEntry}); err != nil {
+	if err := migrate.Execute(ctx, r, cw, plan, migrate.ExecuteOptions{EntryByEntry: entryByEntry}); err != nil {
+		t.Fatal(err)
+	}
+	if err := migrate.Commit(ctx, cw, plan); err != nil {
 		t.Fatal(err)
 	}
 	return dst, int(cw.fast.Load())
@@ -66,7 +70,7 @@ func rescaleTo(t testing.TB, src string, p int, entryByEntry bool) (string, int)
 
 func collectSnapshot(t testing.TB, loc string) (*snapshot.Snapshot, map[string][]snaptest.Subtask) {
 	t.Helper()
-	r, err := snapshot.Open(context.Background(), loc, snapshot.OpenOptions{TempDir: t.TempDir()})
+	r, err := testReg.Open(context.Background(), loc, snapshot.OpenOptions{TempDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +115,7 @@ func writeRandom(t *testing.T, seed uint64, maxP, from, to int) (string, *snapsh
 		s.Operators[0].KeyedStates = []snapshot.KeyedState{{Name: "forced", Kind: snapshot.List, KeyType: tString, NamespaceType: tVoid, ValueType: tBytes}}
 	}
 	src := filepath.Join(t.TempDir(), "src")
-	w, err := Format.Create(ctx, src, snapshot.WriteOptions{})
+	w, err := testReg.Create(ctx, Format, src, snapshot.WriteOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -274,7 +278,7 @@ func TestRescaleFastPathFromIncremental(t *testing.T) {
 func writePlain(tb testing.TB, loc string, op *snapshot.Operator, per [][]snapshot.Entry) {
 	tb.Helper()
 	ctx := context.Background()
-	w, err := Format.Create(ctx, loc, snapshot.WriteOptions{})
+	w, err := testReg.Create(ctx, Format, loc, snapshot.WriteOptions{})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -366,25 +370,26 @@ func TestRescaleFastPathCanceled(t *testing.T) {
 	src := filepath.Join(t.TempDir(), "src")
 	writePlain(t, src, op, testEntries(t, op, 300, 6))
 	ctx, cancel := context.WithCancel(context.Background())
-	r, err := snapshot.Open(ctx, src, snapshot.OpenOptions{TempDir: t.TempDir()})
+	r, err := testReg.Open(ctx, src, snapshot.OpenOptions{TempDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	plan, err := redistribute.NewPlan(ctx, r, redistribute.Request{Parallelism: 3})
+	plan, err := migrate.NewPlan(ctx, r, Format, redistribute.Request{Parallelism: 3}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	dst := filepath.Join(t.TempDir(), "dst")
-	w, err := Format.Create(ctx, dst, snapshot.WriteOptions{})
+	w, err := testReg.Create(ctx, Format, dst, snapshot.WriteOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	cancel()
-	if err := redistribute.Execute(ctx, r, w, plan, redistribute.Options{}); err == nil {
+	if err := migrate.Execute(ctx, r, w, plan, migrate.ExecuteOptions{}); err == nil {
 		t.Fatal("Execute succeeded with a canceled context")
 	}
-	if _, err := snapshot.Open(context.Background(), dst, snapshot.OpenOptions{}); err == nil {
+	w.Abort(context.Background())
+	if _, err := testReg.Open(context.Background(), dst, snapshot.OpenOptions{}); err == nil {
 		t.Fatal("a canceled rescale left a readable snapshot")
 	}
 }

@@ -46,11 +46,11 @@ func testRoundTrip(t *testing.T, maxP int, sorted bool) {
 	loc := filepath.Join(t.TempDir(), "sp")
 	writeSnapshot(t, loc, op, input)
 
-	f, err := snapshot.Detect(ctx, loc)
+	f, _, _, err := testReg.Detect(ctx, loc)
 	if err != nil || f.Name != FormatName {
 		t.Fatalf("Detect = %v, %v", f, err)
 	}
-	r, err := snapshot.Open(ctx, loc, snapshot.OpenOptions{TempDir: t.TempDir()})
+	r, err := testReg.Open(ctx, loc, snapshot.OpenOptions{TempDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,10 +112,10 @@ func TestWriterRefusesExisting(t *testing.T) {
 	op := testOperator("01", 1, 128)
 	loc := filepath.Join(t.TempDir(), "sp")
 	writeSnapshot(t, loc, op, testEntries(t, op, 10, 1))
-	if _, err := Format.Create(ctx, loc, snapshot.WriteOptions{}); err == nil {
+	if _, err := testReg.Create(ctx, Format, loc, snapshot.WriteOptions{}); err == nil {
 		t.Fatal("Create over an existing snapshot succeeded")
 	}
-	w, err := Format.Create(ctx, loc, snapshot.WriteOptions{Force: true})
+	w, err := testReg.Create(ctx, Format, loc, snapshot.WriteOptions{Force: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +125,7 @@ func TestWriterRefusesExisting(t *testing.T) {
 func TestWriterRejectsBadEntries(t *testing.T) {
 	ctx := context.Background()
 	op := testOperator("01", 2, 128)
-	w, err := Format.Create(ctx, filepath.Join(t.TempDir(), "sp"), snapshot.WriteOptions{})
+	w, err := testReg.Create(ctx, Format, filepath.Join(t.TempDir(), "sp"), snapshot.WriteOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +164,7 @@ func TestReaderOpensEachSubtaskOnce(t *testing.T) {
 	op := testOperator("0d0e", 2, 128)
 	loc := filepath.Join(t.TempDir(), "sp")
 	writeSnapshot(t, loc, op, testEntries(t, op, 300, 4))
-	r, err := snapshot.Open(ctx, loc, snapshot.OpenOptions{TempDir: t.TempDir()})
+	r, err := testReg.Open(ctx, loc, snapshot.OpenOptions{TempDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

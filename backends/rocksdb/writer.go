@@ -47,11 +47,7 @@ type writer struct {
 	done     bool
 }
 
-func create(ctx context.Context, location string, opts snapshot.WriteOptions) (snapshot.Writer, error) {
-	st, p, err := storage.Resolve(ctx, location)
-	if err != nil {
-		return nil, err
-	}
+func create(ctx context.Context, st storage.Storage, p string, opts snapshot.WriteOptions) (snapshot.Writer, error) {
 	d := metaDir(st, p)
 	w := &writer{d: d, token: randomName()[:8], subtasks: map[string][]*snapshot.Subtask{}, open: map[*subtaskWriter]bool{}}
 	if ok, err := d.HasMetadata(ctx); err != nil {

@@ -20,7 +20,7 @@ import (
 func writeForced(t *testing.T, loc string, op *snapshot.Operator, entries [][]snapshot.Entry, abort bool, check func()) {
 	t.Helper()
 	ctx := context.Background()
-	w, err := Format.Create(ctx, loc, snapshot.WriteOptions{Force: true})
+	w, err := testReg.Create(ctx, Format, loc, snapshot.WriteOptions{Force: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +44,7 @@ func writeForced(t *testing.T, loc string, op *snapshot.Operator, entries [][]sn
 func readAll(t *testing.T, loc string) [][]snapshot.Entry {
 	t.Helper()
 	ctx := context.Background()
-	r, err := snapshot.Open(ctx, loc, snapshot.OpenOptions{TempDir: t.TempDir()})
+	r, err := testReg.Open(ctx, loc, snapshot.OpenOptions{TempDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/stateutil/stateutil/backends/memory"
 	"github.com/stateutil/stateutil/snapshot"
 	"github.com/stateutil/stateutil/snapshot/generate"
+	"github.com/stateutil/stateutil/storage"
 )
 
 func main() {
@@ -59,7 +60,7 @@ func write(ctx context.Context, dir string) error {
 }
 
 func generateTo(ctx context.Context, path string, c generate.Config) error {
-	w, err := memory.Create(ctx, path, snapshot.WriteOptions{Force: true})
+	w, err := memory.Create(ctx, storage.Local(), path, snapshot.WriteOptions{Force: true})
 	if err != nil {
 		return err
 	}

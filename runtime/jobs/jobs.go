@@ -9,6 +9,7 @@ import (
 
 	"github.com/stateutil/stateutil/runtime"
 	"github.com/stateutil/stateutil/snapshot"
+	"github.com/stateutil/stateutil/storage"
 )
 
 // Config sizes a built-in job's input.
@@ -24,6 +25,8 @@ type Config struct {
 	Input []string
 	// Union keeps the source offsets in union mode instead of split.
 	Union bool
+	// Storage resolves Input files given as URIs; nil reads local paths.
+	Storage *storage.Registry
 }
 
 func (c Config) partitions() int {

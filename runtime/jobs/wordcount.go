@@ -19,7 +19,7 @@ func WordCount(c Config) (*runtime.Job, error) {
 	var src runtime.Source
 	var flat func(runtime.Record, func(runtime.Record))
 	if len(c.Input) > 0 {
-		src = &runtime.FileSource{Paths: c.Input}
+		src = &runtime.FileSource{Paths: c.Input, Storage: c.Storage}
 		flat = func(r runtime.Record, emit func(runtime.Record)) {
 			for _, w := range strings.Fields(r.Value.(string)) {
 				emit(runtime.Record{Value: strings.ToLower(w)})

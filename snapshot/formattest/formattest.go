@@ -53,6 +53,18 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
+// Registry is a registry with local disk and HDFS storage and what the
+// given functions register (each backend's Register), for tests.
+func Registry(register ...func(*snapshot.Registry)) *snapshot.Registry {
+	st := storage.NewRegistry()
+	st.Register("hdfs", storage.HDFS)
+	reg := snapshot.NewRegistry(st)
+	for _, r := range register {
+		r(reg)
+	}
+	return reg
+}
+
 // Run runs the suite with the default Config. newLocation returns a
 // location (plain path or URI) that does not exist yet and whose parent
 // does; it is called once per snapshot and should register its own
@@ -68,7 +80,7 @@ func RunWith(t *testing.T, newLocation func(t *testing.T) string, format *snapsh
 		t.Fatalf("format %s is read-only", format.Name)
 	}
 	c = c.withDefaults()
-	s := &suite{newLocation: newLocation, format: format, cfg: c}
+	s := &suite{newLocation: newLocation, reg: Registry(func(r *snapshot.Registry) { r.Register(format) }), format: format, cfg: c}
 	for _, seed := range c.Seeds {
 		for _, maxP := range c.MaxParallelisms {
 			t.Run(fmt.Sprintf("seed=%d/maxP=%d", seed, maxP), func(t *testing.T) { s.roundTrip(t, seed, maxP) })
@@ -81,11 +93,20 @@ func RunWith(t *testing.T, newLocation func(t *testing.T) string, format *snapsh
 
 type suite struct {
 	newLocation func(t *testing.T) string
+	reg         *snapshot.Registry
 	format      *snapshot.Format
 	cfg         Config
 }
 
 var ctx = context.Background()
+
+func probe(reg *snapshot.Registry, f *snapshot.Format, loc string) (bool, error) {
+	st, p, err := reg.Storage.Resolve(ctx, loc)
+	if err != nil {
+		return false, err
+	}
+	return f.Probe(ctx, st, p)
+}
 
 // Expected is what a test wrote: the topology as given to Commit (before
 // the writer filled in anything) and every subtask's state, by operator
@@ -123,14 +144,14 @@ func clone(s *snapshot.Snapshot) *snapshot.Snapshot {
 // Write writes the random snapshot of seed and maxP to loc through
 // format.Create and returns what it wrote. Odd subtasks also get raw
 // state.
-func Write(t testing.TB, format *snapshot.Format, loc string, seed uint64, maxP, keys int, opts snapshot.WriteOptions) *Expected {
+func Write(t testing.TB, reg *snapshot.Registry, format *snapshot.Format, loc string, seed uint64, maxP, keys int, opts snapshot.WriteOptions) *Expected {
 	t.Helper()
 	s, rng := randomSnapshot(seed, maxP)
 	exp := &Expected{Snapshot: clone(s), State: map[string][]snaptest.Subtask{}}
 	for _, op := range s.Operators {
 		exp.State[op.Label()] = make([]snaptest.Subtask, op.Parallelism)
 	}
-	w, err := format.Create(ctx, loc, opts)
+	w, err := reg.Create(ctx, format, loc, opts)
 	if err != nil {
 		t.Fatalf("%s Create(%s): %v", format.Name, loc, err)
 	}
@@ -213,8 +234,8 @@ func (t *teeSubtask) Close() error {
 
 func (s *suite) roundTrip(t *testing.T, seed uint64, maxP int) {
 	loc := s.newLocation(t)
-	exp := Write(t, s.format, loc, seed, maxP, s.cfg.Keys, snapshot.WriteOptions{})
-	r := open(t, loc)
+	exp := Write(t, s.reg, s.format, loc, seed, maxP, s.cfg.Keys, snapshot.WriteOptions{})
+	r := open(t, s.reg, loc)
 	defer r.Close()
 	if got := r.Snapshot().Format; got != s.format.Name {
 		t.Errorf("snapshot.Open detected format %q, want %q", got, s.format.Name)
@@ -224,9 +245,9 @@ func (s *suite) roundTrip(t *testing.T, seed uint64, maxP int) {
 	t.Run("SingleKeyGroup", func(t *testing.T) { checkSingleKeyGroups(t, r, exp) })
 }
 
-func open(t testing.TB, loc string) snapshot.Reader {
+func open(t testing.TB, reg *snapshot.Registry, loc string) snapshot.Reader {
 	t.Helper()
-	r, err := snapshot.Open(ctx, loc, snapshot.OpenOptions{TempDir: t.TempDir()})
+	r, err := reg.Open(ctx, loc, snapshot.OpenOptions{TempDir: t.TempDir()})
 	if err != nil {
 		t.Fatalf("snapshot.Open(%s): %v", loc, err)
 	}
@@ -474,7 +495,7 @@ func checkSingleKeyGroups(t *testing.T, r snapshot.Reader, exp *Expected) {
 
 func (s *suite) openMissing(t *testing.T) {
 	loc := s.newLocation(t)
-	if r, err := snapshot.Open(ctx, loc, snapshot.OpenOptions{TempDir: t.TempDir()}); !errors.Is(err, snapshot.ErrNotFound) {
+	if r, err := s.reg.Open(ctx, loc, snapshot.OpenOptions{TempDir: t.TempDir()}); !errors.Is(err, snapshot.ErrNotFound) {
 		if err == nil {
 			r.Close()
 		}
@@ -490,7 +511,7 @@ func (s *suite) abort(t *testing.T) {
 		t.Run(fmt.Sprintf("partial=%v", partial), func(t *testing.T) {
 			loc := s.newLocation(t)
 			snap, rng := randomSnapshot(15, 128) // five subtasks
-			w, err := s.format.Create(ctx, loc, snapshot.WriteOptions{})
+			w, err := s.reg.Create(ctx, s.format, loc, snapshot.WriteOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -530,16 +551,19 @@ func (s *suite) abort(t *testing.T) {
 			if err := w.Abort(ctx); err != nil {
 				t.Fatalf("Abort: %v", err)
 			}
-			if r, err := snapshot.Open(ctx, loc, snapshot.OpenOptions{TempDir: t.TempDir()}); err == nil {
+			if r, err := s.reg.Open(ctx, loc, snapshot.OpenOptions{TempDir: t.TempDir()}); err == nil {
 				r.Close()
 				t.Fatalf("snapshot.Open accepts %s after Abort", loc)
 			}
-			if ok, _ := s.format.Probe(ctx, loc); ok {
+			if f, _, _, err := s.reg.Detect(ctx, loc); err == nil {
+				t.Fatalf("%s recognized at %s after Abort", f.Name, loc)
+			}
+			if ok, _ := probe(s.reg, s.format, loc); ok {
 				t.Fatalf("%s probe recognizes %s after Abort", s.format.Name, loc)
 			}
 			// Nothing visible: a new snapshot needs no Force.
-			exp := Write(t, s.format, loc, 13, 128, 20, snapshot.WriteOptions{})
-			r := open(t, loc)
+			exp := Write(t, s.reg, s.format, loc, 13, 128, 20, snapshot.WriteOptions{})
+			r := open(t, s.reg, loc)
 			defer r.Close()
 			CheckContent(t, r, exp)
 		})
@@ -550,8 +574,8 @@ func (s *suite) abort(t *testing.T) {
 // without Force (the first stays intact), and replaces it with Force.
 func (s *suite) existing(t *testing.T) {
 	loc := s.newLocation(t)
-	first := Write(t, s.format, loc, 10, 128, 40, snapshot.WriteOptions{})
-	w, err := s.format.Create(ctx, loc, snapshot.WriteOptions{})
+	first := Write(t, s.reg, s.format, loc, 10, 128, 40, snapshot.WriteOptions{})
+	w, err := s.reg.Create(ctx, s.format, loc, snapshot.WriteOptions{})
 	if err == nil {
 		w.Abort(ctx)
 		t.Fatalf("%s Create over an existing snapshot without Force succeeded", s.format.Name)
@@ -560,12 +584,12 @@ func (s *suite) existing(t *testing.T) {
 		t.Errorf("Create over an existing snapshot: %v, want storage.ErrExist", err)
 	}
 	t.Logf("refused: %v", err)
-	r := open(t, loc)
+	r := open(t, s.reg, loc)
 	CheckContent(t, r, first)
 	r.Close()
 
-	second := Write(t, s.format, loc, 18, 4096, 40, snapshot.WriteOptions{Force: true})
-	r = open(t, loc)
+	second := Write(t, s.reg, s.format, loc, 18, 4096, 40, snapshot.WriteOptions{Force: true})
+	r = open(t, s.reg, loc)
 	defer r.Close()
 	CheckContent(t, r, second)
 }

@@ -20,8 +20,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/stateutil/stateutil/storage"
 )
 
 // HDFSRequired reports whether HDFS tests must run rather than skip.
@@ -80,7 +78,7 @@ func HDFSDir(t testing.TB) string {
 		name = name[len(name)-80:]
 	}
 	uri := "hdfs://" + addr + "/stateutil-test/" + name + "-" + hex.EncodeToString(b[:])
-	st, p, err := storage.Resolve(ctx, uri)
+	st, p, err := Registry().Storage.Resolve(ctx, uri)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 // here, with the suite, for local disk and HDFS.
 
 func memoryFormat(t *testing.T) *snapshot.Format {
-	f, err := snapshot.LookupFormat(memory.Name)
+	f, err := testReg.Lookup(memory.Name)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -41,7 +41,7 @@ type ElementRow struct {
 
 // OperatorStateUsages computes the view; withValues reads and decodes the
 // elements themselves.
-func OperatorStateUsages(ctx context.Context, location string, r snapshot.Reader, label string, withValues bool) (*OperatorStates, error) {
+func OperatorStateUsages(ctx context.Context, location string, r snapshot.Reader, codecs *snapshot.Codecs, label string, withValues bool) (*OperatorStates, error) {
 	ops, err := selectOperators(r.Snapshot(), label)
 	if err != nil {
 		return nil, err
@@ -76,7 +76,7 @@ func OperatorStateUsages(ctx context.Context, location string, r snapshot.Reader
 				}
 				u.States[i].ElementsPerSubtask[si]++
 				if withValues {
-					u.States[i].Values = append(u.States[i].Values, ElementRow{Subtask: sub.Index, Value: op.OperatorStates[i].ElementType.Decode(el.Value)})
+					u.States[i].Values = append(u.States[i].Values, ElementRow{Subtask: sub.Index, Value: codecs.Decode(op.OperatorStates[i].ElementType, el.Value)})
 				}
 			}
 		}

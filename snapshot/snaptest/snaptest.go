@@ -63,7 +63,7 @@ func Key(t string, k int, maxP int) ([]byte, int) {
 	default:
 		b = []byte(fmt.Sprintf("key-%d-é", k))
 	}
-	kg, err := snapshot.Type{Name: t}.KeyGroupOf(b, maxP)
+	kg, err := snapshot.NewCodecs().KeyGroupOf(snapshot.Type{Name: t}, b, maxP)
 	if err != nil {
 		panic(err)
 	}

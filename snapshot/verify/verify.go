@@ -76,7 +76,7 @@ type Checked struct {
 
 // Check reads the whole snapshot and reports every finding. The error is
 // only for a cancelled context; damage is reported as findings.
-func Check(ctx context.Context, location string, r snapshot.Reader) (*Result, error) {
+func Check(ctx context.Context, location string, r snapshot.Reader, codecs *snapshot.Codecs) (*Result, error) {
 	s := r.Snapshot()
 	res := &Result{SchemaVersion: SchemaVersion, Location: location, Format: s.Format, Findings: []Finding{}}
 	seen := map[string]bool{}
@@ -87,7 +87,7 @@ func Check(ctx context.Context, location string, r snapshot.Reader) (*Result, er
 		}
 		seen[key] = true
 		res.Checked.Operators++
-		c := &opChecker{res: res, r: r, op: op}
+		c := &opChecker{res: res, r: r, op: op, codecs: codecs}
 		c.layout()
 		for _, sub := range op.Subtasks {
 			if sub == nil {
@@ -109,9 +109,10 @@ func Check(ctx context.Context, location string, r snapshot.Reader) (*Result, er
 func (r *Result) add(f Finding) { r.Findings = append(r.Findings, f) }
 
 type opChecker struct {
-	res *Result
-	r   snapshot.Reader
-	op  *snapshot.Operator
+	res    *Result
+	r      snapshot.Reader
+	op     *snapshot.Operator
+	codecs *snapshot.Codecs
 }
 
 func (c *opChecker) add(check string, sub *snapshot.Subtask, kg *int, format string, args ...any) {
@@ -167,7 +168,7 @@ func (c *opChecker) entries(ctx context.Context, sub *snapshot.Subtask) {
 	for i := range op.KeyedStates {
 		st := &op.KeyedStates[i]
 		states[st.Name] = st
-		_, err := st.KeyType.HashCode(nil)
+		_, err := c.codecs.HashCode(st.KeyType, nil)
 		hashable[st.Name] = !errors.Is(err, keygroup.ErrUnknownKeyType)
 	}
 	var stats []snapshot.KeyGroupStat
@@ -193,16 +194,16 @@ func (c *opChecker) entries(ctx context.Context, sub *snapshot.Subtask) {
 		case !ok:
 			c.add(CheckState, sub, &kg, "entry of undeclared keyed state %q", e.State)
 		case hashable[e.State]:
-			if want, err := st.KeyType.KeyGroupOf(e.Key, op.MaxParallelism); err != nil {
+			if want, err := c.codecs.KeyGroupOf(st.KeyType, e.Key, op.MaxParallelism); err != nil {
 				c.add(CheckHash, sub, &kg, "state %q key 0x%x cannot be hashed as %s: %v", e.State, e.Key, st.KeyType, err)
 			} else if want != kg {
-				c.add(CheckHash, sub, &kg, "state %q key %v hashes to key group %d", e.State, st.KeyType.Decode(e.Key), want)
+				c.add(CheckHash, sub, &kg, "state %q key %v hashes to key group %d", e.State, c.keyText(st, e.Key), want)
 			}
 		}
 		if e.ExpiresAt < 0 {
-			c.add(CheckTTL, sub, &kg, "state %q key %v has a negative expiry %d", e.State, keyText(st, e.Key), e.ExpiresAt)
+			c.add(CheckTTL, sub, &kg, "state %q key %v has a negative expiry %d", e.State, c.keyText(st, e.Key), e.ExpiresAt)
 		} else if ok && st.TTL == nil && e.ExpiresAt != 0 {
-			c.add(CheckTTL, sub, &kg, "state %q has no TTL but key %v carries expiry %d", e.State, keyText(st, e.Key), e.ExpiresAt)
+			c.add(CheckTTL, sub, &kg, "state %q has no TTL but key %v carries expiry %d", e.State, c.keyText(st, e.Key), e.ExpiresAt)
 		}
 		if n := len(stats); n == 0 || stats[n-1].KeyGroup != kg {
 			stats = append(stats, snapshot.KeyGroupStat{KeyGroup: kg})
@@ -215,11 +216,11 @@ func (c *opChecker) entries(ctx context.Context, sub *snapshot.Subtask) {
 	c.keyedFigures(sub, stats, total)
 }
 
-func keyText(st *snapshot.KeyedState, key []byte) any {
+func (c *opChecker) keyText(st *snapshot.KeyedState, key []byte) any {
 	if st == nil {
 		return fmt.Sprintf("0x%x", key)
 	}
-	return st.KeyType.Decode(key)
+	return c.codecs.Decode(st.KeyType, key)
 }
 
 func (c *opChecker) keyedFigures(sub *snapshot.Subtask, stats []snapshot.KeyGroupStat, total snapshot.Stats) {

@@ -106,7 +106,11 @@ func TestResolve(t *testing.T) {
 		{filepath.Join(root, "sp"), filepath.Join(root, "sp"), ""},
 		{filepath.Join(root, "sp") + "/", filepath.Join(root, "sp"), ""},
 	} {
-		d, err := Resolve(ctx, tc.loc)
+		st, p, err := storage.NewRegistry().Resolve(ctx, tc.loc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := ResolveIn(ctx, st, p)
 		if err != nil {
 			t.Errorf("%s: %v", tc.loc, err)
 			continue
@@ -116,7 +120,7 @@ func TestResolve(t *testing.T) {
 		}
 	}
 	for _, loc := range []string{filepath.Join(job, "chk-5"), filepath.Join(root, "empty"), filepath.Join(root, "file"), filepath.Join(root, "missing")} {
-		if d, err := Resolve(ctx, loc); !errors.Is(err, snapshot.ErrNotFound) {
+		if d, err := ResolveIn(ctx, storage.Local(), loc); !errors.Is(err, snapshot.ErrNotFound) {
 			t.Errorf("%s -> %+v, %v; want ErrNotFound", loc, d, err)
 		}
 	}

@@ -37,16 +37,6 @@ func At(st storage.Storage, p string) Dir {
 	return d
 }
 
-// Resolve turns a user location (plain path, file:// or hdfs:// URI) into
-// one snapshot directory; see ResolveIn.
-func Resolve(ctx context.Context, location string) (Dir, error) {
-	st, p, err := storage.Resolve(ctx, location)
-	if err != nil {
-		return Dir{}, err
-	}
-	return ResolveIn(ctx, st, p)
-}
-
 // ResolveIn finds the snapshot directory p designates: a directory with a
 // _metadata is itself (a chk-<N> or a savepoint); a job directory is its
 // latest complete checkpoint; a _metadata file is its directory. Anything

@@ -1,4 +1,4 @@
-package redistribute
+package migrate
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/stateutil/stateutil/keygroup"
+	"github.com/stateutil/stateutil/redistribute"
 	"github.com/stateutil/stateutil/snapshot"
 )
 
@@ -43,9 +44,9 @@ func (f *fakeCopier) SubtaskFrom(ctx context.Context, r snapshot.Reader, op, new
 }
 
 // rescaleVia is rescale with a fakeCopier as the writer.
-func rescaleVia(t *testing.T, src string, req Request, opts Options, decline bool) (string, int) {
+func rescaleVia(t *testing.T, src string, req redistribute.Request, opts ExecuteOptions, decline bool) (string, int) {
 	t.Helper()
-	plan, err := NewPlan(context.Background(), openSnap(t, src), req)
+	plan, err := newPlan(context.Background(), openSnap(t, src), req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,15 +77,15 @@ func TestExecuteTakesKeyedCopier(t *testing.T) {
 	newSubtasks := 3 * len(s.Operators)
 	cases := []struct {
 		name    string
-		req     Request
-		opts    Options
+		req     redistribute.Request
+		opts    ExecuteOptions
 		decline bool
 		calls   int
 	}{
-		{"copied", Request{Parallelism: 3}, Options{}, false, newSubtasks},
-		{"declined", Request{Parallelism: 3}, Options{}, true, newSubtasks},
-		{"entry by entry", Request{Parallelism: 3}, Options{EntryByEntry: true}, false, 0},
-		{"max parallelism changes", Request{Parallelism: 3, MaxParallelism: 256}, Options{}, false, 0},
+		{"copied", redistribute.Request{Parallelism: 3}, ExecuteOptions{}, false, newSubtasks},
+		{"declined", redistribute.Request{Parallelism: 3}, ExecuteOptions{}, true, newSubtasks},
+		{"entry by entry", redistribute.Request{Parallelism: 3}, ExecuteOptions{EntryByEntry: true}, false, 0},
+		{"max parallelism changes", redistribute.Request{Parallelism: 3, MaxParallelism: 256}, ExecuteOptions{}, false, 0},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -92,7 +93,7 @@ func TestExecuteTakesKeyedCopier(t *testing.T) {
 			if calls != c.calls {
 				t.Errorf("SubtaskFrom called %d times, want %d", calls, c.calls)
 			}
-			want := rescale(t, src, c.req, Options{})
+			want := rescale(t, src, c.req, ExecuteOptions{})
 			if g, w := collect(t, got), collect(t, want); !reflect.DeepEqual(g, w) {
 				t.Errorf("result differs from the entry-by-entry one")
 			}

@@ -5,6 +5,7 @@
 package diff
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strconv"
@@ -24,6 +25,12 @@ type Options struct {
 	MaxKeys int
 	// TempDir is for re-hashing when max parallelism differs.
 	TempDir string
+	// Codecs decode the keys listed and re-hash them when max
+	// parallelism differs.
+	Codecs *snapshot.Codecs
+	// Renamed pairs operators whose uid changed: a uid in A (or the id of
+	// an operator without one) to its uid in B.
+	Renamed map[string]string
 }
 
 // Result is the comparison of snapshot A with snapshot B.
@@ -126,7 +133,7 @@ func Compare(ctx context.Context, la string, a snapshot.Reader, lb string, b sna
 	changed(&res.Changes, "checkpoint_id", strconv.FormatInt(sa.CheckpointID, 10), strconv.FormatInt(sb.CheckpointID, 10))
 	changed(&res.Changes, "kind", string(sa.Kind), string(sb.Kind))
 	for _, opA := range sa.Operators {
-		opB := match(sb, opA)
+		opB := match(sb, opA, opts.Renamed)
 		if opB == nil {
 			res.OperatorsRemoved = append(res.OperatorsRemoved, ref(opA))
 			continue
@@ -137,8 +144,12 @@ func Compare(ctx context.Context, la string, a snapshot.Reader, lb string, b sna
 		}
 		res.Operators = append(res.Operators, *d)
 	}
+	back := map[string]string{}
+	for a, b := range opts.Renamed {
+		back[b] = a
+	}
 	for _, opB := range sb.Operators {
-		if match(sa, opB) == nil {
+		if match(sa, opB, back) == nil {
 			res.OperatorsAdded = append(res.OperatorsAdded, ref(opB))
 		}
 	}
@@ -149,8 +160,17 @@ func Compare(ctx context.Context, la string, a snapshot.Reader, lb string, b sna
 	return res, nil
 }
 
-// match finds op's counterpart in s: by uid when op has one, else by id.
-func match(s *snapshot.Snapshot, op *snapshot.Operator) *snapshot.Operator {
+// match finds op's counterpart in s: by uid (renamed as renamed says)
+// when op has one, else by id.
+func match(s *snapshot.Snapshot, op *snapshot.Operator, renamed map[string]string) *snapshot.Operator {
+	if to, ok := renamed[cmp.Or(op.UID, op.ID)]; ok {
+		for _, o := range s.Operators {
+			if o.UID == to || (o.UID == "" && o.ID == to) {
+				return o
+			}
+		}
+		return nil
+	}
 	for _, o := range s.Operators {
 		if (op.UID != "" && o.UID == op.UID) || (op.UID == "" && o.UID == "" && o.ID == op.ID) {
 			return o

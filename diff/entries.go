@@ -23,7 +23,7 @@ func compareEntries(ctx context.Context, d *OperatorDiff, a snapshot.Reader, opA
 		return nil
 	}
 	target := redistribute.Target{Parallelism: opA.Parallelism, MaxParallelism: opA.MaxParallelism}
-	asg, err := redistribute.Open(ctx, b, opB, target, redistribute.Options{TempDir: opts.TempDir})
+	asg, err := redistribute.Open(ctx, b, opB, target, redistribute.Options{TempDir: opts.TempDir, Codecs: opts.Codecs})
 	if errors.Is(err, redistribute.ErrNotRedistributable) {
 		d.EntriesNotCompared = err.Error()
 		return nil
@@ -45,9 +45,9 @@ func compareEntries(ctx context.Context, d *OperatorDiff, a snapshot.Reader, opA
 			return
 		}
 		st := types[e.State]
-		kd := KeyDiff{State: e.State, KeyGroup: kg, Key: st.KeyType.Decode(e.Key), Change: change}
+		kd := KeyDiff{State: e.State, KeyGroup: kg, Key: opts.Codecs.Decode(st.KeyType, e.Key), Change: change}
 		if len(e.Namespace) > 0 {
-			kd.Namespace = st.NamespaceType.Decode(e.Namespace)
+			kd.Namespace = opts.Codecs.Decode(st.NamespaceType, e.Namespace)
 		}
 		d.Keys = append(d.Keys, kd)
 	}

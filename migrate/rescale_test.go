@@ -1,4 +1,4 @@
-package redistribute
+package migrate
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/stateutil/stateutil/backends/memory"
 	"github.com/stateutil/stateutil/keygroup"
+	"github.com/stateutil/stateutil/redistribute"
 	"github.com/stateutil/stateutil/snapshot"
 	"github.com/stateutil/stateutil/snapshot/generate"
 	"github.com/stateutil/stateutil/snapshot/snaptest"
@@ -19,7 +20,7 @@ func writeRandom(t *testing.T, seed uint64) string {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(seed, seed))
 	loc := filepath.Join(t.TempDir(), "src.dump")
-	w, err := memory.Create(context.Background(), loc, snapshot.WriteOptions{})
+	w, err := testReg.Create(context.Background(), memory.Format, loc, snapshot.WriteOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,9 +30,15 @@ func writeRandom(t *testing.T, seed uint64) string {
 	return loc
 }
 
+// newPlan plans a rescale into the memory format, as the tests write.
+func newPlan(ctx context.Context, r snapshot.Reader, req redistribute.Request) (*Plan, error) {
+	req.Codecs = testReg.Codecs
+	return NewPlan(ctx, r, memory.Format, req, nil)
+}
+
 func openSnap(t *testing.T, loc string) snapshot.Reader {
 	t.Helper()
-	r, err := snapshot.Open(context.Background(), loc, snapshot.OpenOptions{})
+	r, err := testReg.Open(context.Background(), loc, snapshot.OpenOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,27 +46,32 @@ func openSnap(t *testing.T, loc string) snapshot.Reader {
 	return r
 }
 
-func rescale(t *testing.T, src string, req Request, opts Options) string {
+func rescale(t *testing.T, src string, req redistribute.Request, opts ExecuteOptions) string {
 	t.Helper()
 	return rescaleInto(t, src, req, opts, func(w snapshot.Writer) snapshot.Writer { return w })
 }
 
 // rescaleInto rescales src into a new memory dump through the writer wrap
 // makes of it, and returns the dump's path.
-func rescaleInto(t *testing.T, src string, req Request, opts Options, wrap func(snapshot.Writer) snapshot.Writer) string {
+func rescaleInto(t *testing.T, src string, req redistribute.Request, opts ExecuteOptions, wrap func(snapshot.Writer) snapshot.Writer) string {
 	t.Helper()
 	ctx := context.Background()
 	r := openSnap(t, src)
-	plan, err := NewPlan(ctx, r, req)
+	plan, err := newPlan(ctx, r, req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	dst := filepath.Join(t.TempDir(), "dst.dump")
-	w, err := memory.Create(ctx, dst, snapshot.WriteOptions{})
+	w, err := testReg.Create(ctx, memory.Format, dst, snapshot.WriteOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := Execute(ctx, r, wrap(w), plan, opts); err != nil {
+	w = wrap(w)
+	opts.Codecs = testReg.Codecs
+	if err := Execute(ctx, r, w, plan, opts); err != nil {
+		t.Fatal(err)
+	}
+	if err := Commit(ctx, w, plan); err != nil {
 		t.Fatal(err)
 	}
 	return dst
@@ -83,7 +95,7 @@ func checkPlacement(t *testing.T, loc string) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				kg, err := types[e.State].KeyGroupOf(e.Key, op.MaxParallelism)
+				kg, err := testReg.Codecs.KeyGroupOf(types[e.State], e.Key, op.MaxParallelism)
 				if err != nil || kg != e.KeyGroup {
 					t.Fatalf("%s: entry key group %d, key hashes to %d (%v)", op.Label(), e.KeyGroup, kg, err)
 				}
@@ -120,13 +132,13 @@ func TestRescaleRoundTripIsEntryIdentical(t *testing.T) {
 		r := openSnap(t, src)
 		rng := rand.New(rand.NewPCG(seed, 99))
 		m := 1 + rng.IntN(7)
-		mid := rescale(t, src, Request{Parallelism: m}, Options{})
+		mid := rescale(t, src, redistribute.Request{Parallelism: m}, ExecuteOptions{})
 		checkPlacement(t, mid)
 		back := map[string]int{}
 		for _, op := range r.Snapshot().Operators {
 			back[op.UID] = op.Parallelism
 		}
-		end := rescale(t, mid, Request{Operators: back}, Options{})
+		end := rescale(t, mid, redistribute.Request{Operators: back}, ExecuteOptions{})
 		checkPlacement(t, end)
 		a, b := collect(t, src), collect(t, end)
 		for _, op := range r.Snapshot().Operators {
@@ -186,16 +198,16 @@ func checkOperatorState(t *testing.T, op *snapshot.Operator, before, after []sna
 func TestMaxParallelismRoundTrip(t *testing.T) {
 	for seed := range uint64(6) {
 		src := writeRandom(t, 100+seed)
-		for _, opts := range []Options{{}, {MemoryLimit: 2048}} { // in memory, and spilled
+		for _, opts := range []ExecuteOptions{{}, {MemoryLimit: 2048}} { // in memory, and spilled
 			r := openSnap(t, src)
 			from := r.Snapshot().Operators[0].MaxParallelism
 			to := 4096
 			if from == 4096 {
 				to = 128
 			}
-			mid := rescale(t, src, Request{MaxParallelism: to}, opts)
+			mid := rescale(t, src, redistribute.Request{MaxParallelism: to}, opts)
 			checkPlacement(t, mid)
-			end := rescale(t, mid, Request{MaxParallelism: from}, opts)
+			end := rescale(t, mid, redistribute.Request{MaxParallelism: from}, opts)
 			checkPlacement(t, end)
 			a, b := collect(t, src), collect(t, end)
 			for uid := range a {
@@ -210,14 +222,14 @@ func TestMaxParallelismRoundTrip(t *testing.T) {
 func TestSourceOneToTwoSplitsPartitions(t *testing.T) {
 	ctx := context.Background()
 	src := filepath.Join(t.TempDir(), "g.dump")
-	w, _ := memory.Create(ctx, src, snapshot.WriteOptions{})
+	w, _ := testReg.Create(ctx, memory.Format, src, snapshot.WriteOptions{})
 	if _, err := generate.Write(ctx, w, generate.Default()); err != nil {
 		t.Fatal(err)
 	}
-	one := rescale(t, src, Request{Operators: map[string]int{"kafka-source": 1}}, Options{})
+	one := rescale(t, src, redistribute.Request{Operators: map[string]int{"kafka-source": 1}}, ExecuteOptions{})
 	r := openSnap(t, one)
 	op, _ := r.Snapshot().Operator("kafka-source")
-	a, err := Open(ctx, r, op, Target{Parallelism: 2, MaxParallelism: op.MaxParallelism}, Options{})
+	a, err := redistribute.Open(ctx, r, op, redistribute.Target{Parallelism: 2, MaxParallelism: op.MaxParallelism}, redistribute.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,15 +258,15 @@ func TestBadRequests(t *testing.T) {
 	ctx := context.Background()
 	maxP := r.Snapshot().Operators[0].MaxParallelism
 	for _, c := range []struct {
-		req  Request
+		req  redistribute.Request
 		want error
 	}{
-		{Request{Parallelism: -1}, keygroup.ErrInvalidParallelism},
-		{Request{Parallelism: maxP + 1}, keygroup.ErrInvalidParallelism},
-		{Request{Parallelism: 2, MaxParallelism: 1}, keygroup.ErrInvalidParallelism},
-		{Request{Operators: map[string]int{"nope": 2}}, snapshot.ErrNotFound},
+		{redistribute.Request{Parallelism: -1}, keygroup.ErrInvalidParallelism},
+		{redistribute.Request{Parallelism: maxP + 1}, keygroup.ErrInvalidParallelism},
+		{redistribute.Request{Parallelism: 2, MaxParallelism: 1}, keygroup.ErrInvalidParallelism},
+		{redistribute.Request{Operators: map[string]int{"nope": 2}}, snapshot.ErrNotFound},
 	} {
-		if _, err := NewPlan(ctx, r, c.req); !errors.Is(err, c.want) {
+		if _, err := newPlan(ctx, r, c.req); !errors.Is(err, c.want) {
 			t.Errorf("%+v: %v, want %v", c.req, err, c.want)
 		}
 	}
@@ -263,18 +275,18 @@ func TestBadRequests(t *testing.T) {
 func TestRefusesUnhashableKeysOnMaxParallelismChange(t *testing.T) {
 	ctx := context.Background()
 	loc := filepath.Join(t.TempDir(), "x.dump")
-	w, _ := memory.Create(ctx, loc, snapshot.WriteOptions{})
+	w, _ := testReg.Create(ctx, memory.Format, loc, snapshot.WriteOptions{})
 	s := &snapshot.Snapshot{Operators: []*snapshot.Operator{{ID: "01", UID: "pojo", Parallelism: 1, MaxParallelism: 128,
 		KeyedStates: []snapshot.KeyedState{{Name: "s", Kind: snapshot.Value, KeyType: snapshot.Type{Name: snapshot.TypeMsgpack}}}}}}
 	if err := w.Commit(ctx, s); err != nil {
 		t.Fatal(err)
 	}
 	r := openSnap(t, loc)
-	_, err := NewPlan(ctx, r, Request{MaxParallelism: 256})
-	if !errors.Is(err, ErrNotRedistributable) || !errors.Is(err, keygroup.ErrUnknownKeyType) {
+	_, err := newPlan(ctx, r, redistribute.Request{MaxParallelism: 256})
+	if !errors.Is(err, redistribute.ErrNotRedistributable) || !errors.Is(err, keygroup.ErrUnknownKeyType) {
 		t.Fatalf("got %v", err)
 	}
-	if _, err := NewPlan(ctx, r, Request{Parallelism: 4}); err != nil {
+	if _, err := newPlan(ctx, r, redistribute.Request{Parallelism: 4}); err != nil {
 		t.Fatalf("a parallelism change needs no hash: %v", err)
 	}
 }
@@ -282,12 +294,12 @@ func TestRefusesUnhashableKeysOnMaxParallelismChange(t *testing.T) {
 func TestPlanFiguresMatchResult(t *testing.T) {
 	ctx := context.Background()
 	src := writeRandom(t, 7)
-	for _, req := range []Request{{Parallelism: 5}, {MaxParallelism: 256, Parallelism: 3}} {
-		plan, err := NewPlan(ctx, openSnap(t, src), req)
+	for _, req := range []redistribute.Request{{Parallelism: 5}, {MaxParallelism: 256, Parallelism: 3}} {
+		plan, err := newPlan(ctx, openSnap(t, src), req)
 		if err != nil {
 			t.Fatal(err)
 		}
-		dst := rescale(t, src, req, Options{})
+		dst := rescale(t, src, req, ExecuteOptions{})
 		r := openSnap(t, dst)
 		for i, op := range r.Snapshot().Operators {
 			for j, sub := range op.Subtasks {

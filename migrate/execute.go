@@ -1,59 +1,78 @@
-package redistribute
+package migrate
 
 import (
 	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"runtime"
 	"sync"
 	"sync/atomic"
 
+	"github.com/stateutil/stateutil/internal/recovered"
+	"github.com/stateutil/stateutil/redistribute"
 	"github.com/stateutil/stateutil/snapshot"
 )
 
-// Execute writes r's snapshot, redistributed as plan says, to w and
-// commits it; on any error it aborts w, so nothing is left that a Reader
-// accepts. State streams from r to w operator by operator, up to
-// maxSubtaskWriters subtasks of an operator at a time (see
-// forEachSubtask); only a max-parallelism change buffers entries (on disk
-// beyond opts.MemoryLimit). opts.Progress is never called concurrently.
-// plan must come from NewPlan on the same snapshot.
-func Execute(ctx context.Context, r snapshot.Reader, w snapshot.Writer, plan *Plan, opts Options) (err error) {
-	defer func() {
-		if err != nil {
-			_ = w.Abort(context.WithoutCancel(ctx))
-		}
-	}()
+// ExecuteOptions tune Execute.
+type ExecuteOptions struct {
+	// TempDir holds what a max-parallelism change spills, beyond
+	// MemoryLimit bytes of entries (0: redistribute.DefaultMemoryLimit).
+	TempDir     string
+	MemoryLimit int64
+	// Progress, if set, is called as keyed entries and operator-state
+	// elements are written, with their bytes since the last call (about a
+	// megabyte at a time); never concurrently.
+	Progress func(bytes int64)
+	// EntryByEntry moves keyed state entry by entry even where the writer
+	// has a fast path (snapshot.KeyedCopier): the reference the fast path
+	// is tested and measured against.
+	EntryByEntry bool
+	// Codecs hash keys when max parallelism changes.
+	Codecs *snapshot.Codecs
+}
+
+// Execute writes every new subtask of plan to w: state streams from r to
+// w operator by operator, up to maxSubtaskWriters subtasks of an operator
+// at a time (see forEachSubtask); only a max-parallelism change buffers
+// entries (on disk beyond a memory limit). It neither commits nor aborts w
+// (Commit, and the caller on failure, do). plan must come from NewPlan on
+// the same snapshot.
+func Execute(ctx context.Context, r snapshot.Reader, w snapshot.Writer, plan *Plan, opts ExecuteOptions) error {
 	s := r.Snapshot()
 	if len(plan.Operators) != len(s.Operators) {
 		return fmt.Errorf("the plan has %d operators, the snapshot %d: plan another snapshot", len(plan.Operators), len(s.Operators))
 	}
-	out := Rewritten(s)
 	for i, op := range s.Operators {
 		p := &plan.Operators[i]
 		if p.ID != op.ID || p.UID != op.UID {
 			return fmt.Errorf("plan operator %d is %q, the snapshot's is %q", i, p.UID, op.Label())
 		}
-		newOp := out.Operators[i]
-		newOp.Parallelism, newOp.MaxParallelism = p.New.Parallelism, p.New.MaxParallelism
+		newOp := plan.output(i)
+		if newOp == nil {
+			continue // removed
+		}
 		if err := executeOperator(ctx, r, w, op, newOp, p, opts); err != nil {
 			return err
 		}
 	}
-	return w.Commit(ctx, out)
+	return nil
 }
 
-func executeOperator(ctx context.Context, r snapshot.Reader, w snapshot.Writer, op, newOp *snapshot.Operator, p *OperatorPlan, opts Options) error {
-	pieces := make([][][]Piece, p.New.Parallelism)
+// Commit writes plan's metadata to w, after Execute wrote its subtasks.
+func Commit(ctx context.Context, w snapshot.Writer, plan *Plan) error {
+	return w.Commit(ctx, plan.committed())
+}
+
+func executeOperator(ctx context.Context, r snapshot.Reader, w snapshot.Writer, op, newOp *snapshot.Operator, p *redistribute.OperatorPlan, opts ExecuteOptions) error {
+	pieces := make([][][]redistribute.Piece, p.New.Parallelism)
 	for j := range pieces {
-		pieces[j] = make([][]Piece, len(p.OperatorStates))
+		pieces[j] = make([][]redistribute.Piece, len(p.OperatorStates))
 		for s, sp := range p.OperatorStates {
 			pieces[j][s] = sp.Assignment[j]
 		}
 	}
-	a, err := open(ctx, r, op, p.New, pieces, opts)
+	a, err := redistribute.OpenPlanned(ctx, r, op, p.New, pieces, redistribute.Options{TempDir: opts.TempDir, MemoryLimit: opts.MemoryLimit, Codecs: opts.Codecs})
 	if err != nil {
 		return err
 	}
@@ -63,21 +82,6 @@ func executeOperator(ctx context.Context, r snapshot.Reader, w snapshot.Writer, 
 	return forEachSubtask(ctx, n, func(ctx context.Context, j int) error {
 		// Readers' errors name the old subtask, writers' the new one.
 		return writeSubtask(ctx, r, a, w, op, newOp, p, j, opts)
-	})
-}
-
-// CopyOperator writes op's subtasks unchanged to w as newOp's (the same
-// operator, renamed or re-described): the copy path of conversion and
-// operator edits.
-func CopyOperator(ctx context.Context, r snapshot.Reader, w snapshot.Writer, op, newOp *snapshot.Operator) error {
-	same := Target{Parallelism: op.Parallelism, MaxParallelism: op.MaxParallelism}
-	a, err := openWith(ctx, r, op, same, Options{}, StoredOperatorState)
-	if err != nil {
-		return err
-	}
-	defer a.Close()
-	return forEachSubtask(ctx, a.Parallelism(), func(ctx context.Context, i int) error {
-		return WriteSubtask(ctx, a, w, newOp, i, nil)
 	})
 }
 
@@ -122,7 +126,7 @@ func forEachSubtask(ctx context.Context, n int, fn func(ctx context.Context, i i
 				if i >= n {
 					return
 				}
-				if errs[i] = fn(gctx, i); errs[i] != nil {
+				if errs[i] = safe(gctx, i, fn); errs[i] != nil {
 					cancel()
 					return
 				}
@@ -146,6 +150,12 @@ func forEachSubtask(ctx context.Context, n int, fn func(ctx context.Context, i i
 		canceled = ctx.Err() // canceled before every subtask started
 	}
 	return canceled
+}
+
+// safe calls fn, returning a panic as an error (recovered.Error).
+func safe(ctx context.Context, i int, fn func(ctx context.Context, i int) error) (err error) {
+	defer recovered.Capture(&err)
+	return fn(ctx, i)
 }
 
 // serialized makes progress safe to call from the goroutines writing n
@@ -188,7 +198,7 @@ func (p *progressBatch) flush() {
 // WriteSubtask writes new subtask i of an assignment to w as a subtask of
 // newOp, reporting the bytes of entries and elements written to progress
 // (may be nil) in batches.
-func WriteSubtask(ctx context.Context, a *Assignment, w snapshot.Writer, newOp *snapshot.Operator, i int, progress func(int64)) error {
+func WriteSubtask(ctx context.Context, a *redistribute.Assignment, w snapshot.Writer, newOp *snapshot.Operator, i int, progress func(int64)) error {
 	sw, err := w.Subtask(ctx, newOp, i, a.KeyGroups(i))
 	if err != nil {
 		return err
@@ -211,7 +221,7 @@ func WriteSubtask(ctx context.Context, a *Assignment, w snapshot.Writer, newOp *
 
 // finishSubtask adds new subtask i's operator and raw state to sw, whose
 // keyed state is complete, and closes it.
-func finishSubtask(ctx context.Context, a *Assignment, sw snapshot.SubtaskWriter, i int, progress func(int64)) error {
+func finishSubtask(ctx context.Context, a *redistribute.Assignment, sw snapshot.SubtaskWriter, i int, progress func(int64)) error {
 	batch := progressBatch{report: progress}
 	for el, err := range a.Elements(ctx, i) {
 		if err != nil {
@@ -233,22 +243,4 @@ func finishSubtask(ctx context.Context, a *Assignment, sw snapshot.SubtaskWriter
 		}
 	}
 	return sw.Close()
-}
-
-// Rewritten is a copy of s's metadata to write a new snapshot from: the
-// same job, operators and descriptors, without subtasks (a Writer fills
-// them in), without the source's format and without what the reader
-// recorded about where s was found.
-func Rewritten(s *snapshot.Snapshot) *snapshot.Snapshot {
-	out := *s
-	out.Format = ""
-	out.Properties = maps.Clone(s.Properties)
-	delete(out.Properties, snapshot.PropJobCheckpoints)
-	out.Operators = make([]*snapshot.Operator, len(s.Operators))
-	for i, op := range s.Operators {
-		c := *op
-		c.Subtasks = nil
-		out.Operators[i] = &c
-	}
-	return &out
 }

@@ -1,4 +1,4 @@
-package redistribute
+package migrate
 
 import (
 	"context"

@@ -1,0 +1,11 @@
+package filesystem
+
+import (
+	"github.com/stateutil/stateutil/backends/flink"
+	"github.com/stateutil/stateutil/backends/memory"
+	"github.com/stateutil/stateutil/backends/rocksdb"
+	"github.com/stateutil/stateutil/snapshot/formattest"
+)
+
+// testReg knows every format, and local disk and HDFS.
+var testReg = formattest.Registry(memory.Register, Register, rocksdb.Register, flink.Register)

@@ -1,0 +1,41 @@
+package cmd
+
+import (
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/stateutil/stateutil/snapshot"
+)
+
+// sourceFlags are how every command that reads a snapshot is told where
+// its files are: --path-map for absolute paths a Flink checkpoint records.
+type sourceFlags struct {
+	pathMap []string
+}
+
+func (s *sourceFlags) add(c *cobra.Command) {
+	c.Flags().StringArrayVar(&s.pathMap, "path-map", nil, "OLD=NEW: read recorded absolute state paths starting with OLD under NEW (a Flink checkpoint moved from where it was written; file:, hdfs:// or plain paths; repeatable, longest OLD wins)")
+}
+
+// pathMaps turns --path-map OLD=NEW flags into a map.
+func (s *sourceFlags) pathMaps() (map[string]string, error) {
+	var out map[string]string
+	for _, m := range s.pathMap {
+		old, nw, ok := strings.Cut(m, "=")
+		if !ok || old == "" || nw == "" {
+			return nil, usageErrorf("--path-map %q: want OLD=NEW", m)
+		}
+		if out == nil {
+			out = map[string]string{}
+		}
+		out[old] = nw
+	}
+	return out, nil
+}
+
+// openOptions are the snapshot open options the flags ask for.
+func (s *sourceFlags) openOptions() (snapshot.OpenOptions, error) {
+	m, err := s.pathMaps()
+	return snapshot.OpenOptions{PathMap: m}, err
+}

@@ -1,0 +1,182 @@
+package migrate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/stateutil/stateutil/diff"
+	"github.com/stateutil/stateutil/redistribute"
+	"github.com/stateutil/stateutil/snapshot"
+)
+
+// Request is one copy of a snapshot.
+type Request struct {
+	Source, Destination string
+	// Format is the format to write; "" writes the source's.
+	Format string
+	// Change is the new parallelism and max parallelism; zero keeps them.
+	Change redistribute.Request
+	// Edits remove or rename operators.
+	Edits []Edit
+	// Force replaces an existing snapshot at Destination.
+	Force bool
+	// DryRun plans and writes nothing.
+	DryRun bool
+	// Verify re-reads the destination and compares it with the source,
+	// entry by entry, as the plan says it should differ.
+	Verify bool
+	// EntryByEntry and TempDir: see ExecuteOptions.
+	EntryByEntry bool
+	TempDir      string
+	// PathMap rewrites absolute paths a source records (Flink checkpoints).
+	PathMap map[string]string
+	// Start, if set, is called once with the bytes of state to write,
+	// before writing; Progress as they are written.
+	Start    func(total int64)
+	Progress func(bytes int64)
+}
+
+// Result is what a copy did.
+type Result struct {
+	Plan     *Plan  `json:"plan"`
+	From     string `json:"from"`
+	Totals   Totals `json:"totals"`
+	Verified bool   `json:"verified"`
+}
+
+// ErrVerifyFailed reports a destination that does not read back as the
+// plan says it should. It wraps snapshot.ErrCorrupt.
+var ErrVerifyFailed = fmt.Errorf("%w: the written snapshot differs from its source", snapshot.ErrCorrupt)
+
+// Run copies req.Source to req.Destination as planned: open, plan, check
+// capacity, claim and create, stream, commit (or abort: nothing is left
+// that a reader accepts), verify. The source is never written to.
+func Run(ctx context.Context, reg *snapshot.Registry, req Request) (*Result, error) {
+	if !req.DryRun || req.Destination != "" {
+		if err := CheckLocations(req.Source, req.Destination); err != nil {
+			return nil, err
+		}
+	}
+	r, err := reg.Open(ctx, req.Source, snapshot.OpenOptions{PathMap: req.PathMap, TempDir: req.TempDir})
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	from := r.Snapshot().Format
+	f, err := reg.Writable(cmpOr(req.Format, from))
+	if err != nil {
+		return nil, err
+	}
+	req.Change.Codecs = reg.Codecs
+	plan, err := NewPlan(ctx, r, f, req.Change, req.Edits)
+	if err != nil {
+		return nil, err
+	}
+	plan.Source, plan.Destination, plan.DryRun = req.Source, req.Destination, req.DryRun
+	res := &Result{Plan: plan, From: from, Totals: plan.Totals()}
+	if req.DryRun {
+		return res, nil
+	}
+	w, err := Create(ctx, reg, f, req.Destination, snapshot.WriteOptions{Force: req.Force})
+	if err != nil {
+		return nil, err
+	}
+	if req.Start != nil {
+		req.Start(res.Totals.Bytes)
+	}
+	opts := ExecuteOptions{TempDir: req.TempDir, Progress: req.Progress, EntryByEntry: req.EntryByEntry, Codecs: reg.Codecs}
+	if err := Execute(ctx, r, w, plan, opts); err != nil {
+		return nil, errors.Join(err, w.Abort(context.WithoutCancel(ctx)))
+	}
+	if err := Commit(ctx, w, plan); err != nil {
+		return nil, err
+	}
+	if req.Verify {
+		if err := Verify(ctx, reg, r, plan); err != nil {
+			return nil, err
+		}
+		res.Verified = true
+	}
+	return res, nil
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// Verify re-reads plan's destination and compares it with r entry by
+// entry and element by element: it must hold what r holds, but for what
+// the plan changes (parallelism, removed and renamed operators). A
+// difference is ErrVerifyFailed naming the first ones.
+func Verify(ctx context.Context, reg *snapshot.Registry, r snapshot.Reader, plan *Plan) error {
+	d, err := reg.Open(ctx, plan.Destination, snapshot.OpenOptions{})
+	if err != nil {
+		return fmt.Errorf("re-reading %q: %w", plan.Destination, err)
+	}
+	defer d.Close()
+	res, err := diff.Compare(ctx, plan.Source, r, plan.Destination, d,
+		diff.Options{Entries: true, MaxKeys: 10, Codecs: reg.Codecs, Renamed: plan.Renamed})
+	if err != nil {
+		return fmt.Errorf("re-reading %q: %w", plan.Destination, err)
+	}
+	if errs := unexpected(res, plan); len(errs) > 0 {
+		return fmt.Errorf("%w: %w", ErrVerifyFailed, errors.Join(errs...))
+	}
+	return nil
+}
+
+// unexpected lists the differences the plan does not account for.
+func unexpected(res *diff.Result, plan *Plan) []error {
+	var errs []error
+	for _, c := range res.Changes {
+		errs = append(errs, fmt.Errorf("%s %q vs %q", c.Field, c.A, c.B))
+	}
+	removed := map[string]bool{}
+	for _, l := range plan.Removed {
+		removed[l] = true
+	}
+	for _, o := range res.OperatorsRemoved {
+		if !removed[o.Label()] {
+			errs = append(errs, fmt.Errorf("operator %q missing", o.Label()))
+		}
+	}
+	for _, o := range res.OperatorsAdded {
+		errs = append(errs, fmt.Errorf("operator %q added", o.Label()))
+	}
+	targets := map[string]redistribute.Target{}
+	for _, op := range plan.Operators {
+		targets[op.ID+"\x00"+op.UID] = op.New
+	}
+	for _, o := range res.Operators {
+		t := targets[o.ID+"\x00"+o.UID]
+		var changes []diff.Change
+		for _, c := range o.Changes {
+			expected := (c.Field == "parallelism" && c.B == strconv.Itoa(t.Parallelism)) ||
+				(c.Field == "max_parallelism" && c.B == strconv.Itoa(t.MaxParallelism))
+			if !expected {
+				changes = append(changes, c)
+			}
+		}
+		if !o.Equal && (len(changes) > 0 || len(o.Keys) > 0 || o.KeysOmitted > 0 || len(o.ElementsDiffer) > 0 ||
+			len(o.StatesAdded)+len(o.StatesRemoved)+len(o.StatesChanged) > 0 || countsDiffer(o)) {
+			n := len(o.Keys) + int(o.KeysOmitted)
+			errs = append(errs, fmt.Errorf("operator %q: %d keys differ, operator states %v differ, %d descriptor changes",
+				o.Label(), n, o.ElementsDiffer, len(changes)+len(o.StatesChanged)+len(o.StatesAdded)+len(o.StatesRemoved)))
+		}
+	}
+	return errs
+}
+
+func countsDiffer(o diff.OperatorDiff) bool {
+	for _, c := range o.Counts {
+		if c.A != c.B {
+			return true
+		}
+	}
+	return false
+}
