@@ -21,7 +21,7 @@ type subtaskWriter struct {
 	seq   int
 	index int
 	kgs   keygroup.Range
-	res   *subtaskResult
+	done  bool
 	err   error // first failure; later calls return it
 
 	// keyed state
@@ -48,8 +48,8 @@ type subtaskWriter struct {
 	raw snapshot.RawState
 }
 
-func newSubtaskWriter(ctx context.Context, w *Writer, op *snapshot.Operator, seq, index int, kgs keygroup.Range, res *subtaskResult) *subtaskWriter {
-	return &subtaskWriter{ctx: ctx, w: w, op: op, seq: seq, index: index, kgs: kgs, res: res, lastIdx: -1,
+func newSubtaskWriter(ctx context.Context, w *Writer, op *snapshot.Operator, seq, index int, kgs keygroup.Range) *subtaskWriter {
+	return &subtaskWriter{ctx: ctx, w: w, op: op, seq: seq, index: index, kgs: kgs, lastIdx: -1,
 		keyedStats: snapshot.Stats{Known: true}, operStats: snapshot.Stats{Known: true}}
 }
 
@@ -171,7 +171,7 @@ func (sw *subtaskWriter) Raw(raw snapshot.RawState) error {
 
 // Close writes what is still buffered and records the subtask's figures.
 func (sw *subtaskWriter) Close() error {
-	if sw.res.closed {
+	if sw.done {
 		return errors.New("subtask writer closed twice")
 	}
 	if sw.err != nil {
@@ -227,9 +227,8 @@ func (sw *subtaskWriter) Close() error {
 			sub.Files = append(sub.Files, snapshot.FileRef{Path: b.File, Size: b.Size, CRC32C: b.CRC32C})
 		}
 	}
-	sw.w.mu.Lock()
-	sw.res.sub, sw.res.layout, sw.res.closed = sub, l, true
-	sw.w.mu.Unlock()
+	sw.done = true
+	sw.w.ledger.Finish(sw.op, sw.index, sub, l)
 	return nil
 }
 

@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/stateutil/stateutil/backends/internal/chkdir"
+	"github.com/stateutil/stateutil/backends/internal/ledger"
 	"github.com/stateutil/stateutil/keygroup"
 	"github.com/stateutil/stateutil/snapshot"
 	"github.com/stateutil/stateutil/storage"
@@ -26,8 +27,9 @@ type Writer struct {
 	inline int64
 	token  string
 
+	ledger ledger.Ledger[subtaskLayout]
+
 	mu         sync.Mutex
-	ops        map[string]*opWrite
 	open       map[*spill]struct{}
 	written    []string // committed files, removed again by Abort
 	replaced   []string // files of the snapshot a forced write replaces
@@ -35,24 +37,12 @@ type Writer struct {
 	done       bool
 }
 
-// opWrite is what was written for one operator.
-type opWrite struct {
-	seq      int
-	subtasks map[int]*subtaskResult
-}
-
-type subtaskResult struct {
-	sub    *snapshot.Subtask
-	layout subtaskLayout
-	closed bool
-}
-
 // Create starts a snapshot in directory p of st. A directory that already
 // holds a snapshot is refused unless opts.Force; a job directory is always
 // refused (write to one of its chk-<N> instead).
 func Create(ctx context.Context, st storage.Storage, p string, opts snapshot.WriteOptions) (*Writer, error) {
 	d := chkdir.At(st, p)
-	w := &Writer{dir: d, ops: map[string]*opWrite{}, open: map[*spill]struct{}{}}
+	w := &Writer{dir: d, open: map[*spill]struct{}{}}
 	switch {
 	case opts.InlineThreshold == 0:
 		w.inline = DefaultInlineThreshold
@@ -87,39 +77,13 @@ func Create(ctx context.Context, st storage.Storage, p string, opts snapshot.Wri
 	return w, nil
 }
 
-// opKey identifies an operator across Subtask and Commit calls.
-func opKey(op *snapshot.Operator) string {
-	if op.ID != "" {
-		return "id:" + op.ID
-	}
-	return "label:" + op.Label()
-}
-
 // Subtask starts writing subtask index of op; see snapshot.Writer.
 func (w *Writer) Subtask(ctx context.Context, op *snapshot.Operator, index int, kgs keygroup.Range) (snapshot.SubtaskWriter, error) {
-	if index < 0 || (op.Parallelism > 0 && index >= op.Parallelism) {
-		return nil, fmt.Errorf("operator %q: subtask %d outside parallelism %d", op.Label(), index, op.Parallelism)
+	seq, err := w.ledger.Start(op, index, kgs)
+	if err != nil {
+		return nil, err
 	}
-	if kgs.Len() > 0 && (kgs.Start < 0 || kgs.End >= keygroup.UpperBoundMaxParallelism ||
-		(op.MaxParallelism > 0 && kgs.End >= op.MaxParallelism)) {
-		return nil, fmt.Errorf("operator %q: key groups %v outside max parallelism %d", op.Label(), kgs, op.MaxParallelism)
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.done {
-		return nil, errors.New("filesystem writer: already committed or aborted")
-	}
-	ow := w.ops[opKey(op)]
-	if ow == nil {
-		ow = &opWrite{seq: len(w.ops), subtasks: map[int]*subtaskResult{}}
-		w.ops[opKey(op)] = ow
-	}
-	if ow.subtasks[index] != nil {
-		return nil, fmt.Errorf("operator %q: subtask %d written twice", op.Label(), index)
-	}
-	res := &subtaskResult{}
-	ow.subtasks[index] = res
-	return newSubtaskWriter(ctx, w, op, ow.seq, index, kgs, res), nil
+	return newSubtaskWriter(ctx, w, op, seq, index, kgs), nil
 }
 
 // fileName names a blob of one subtask.
@@ -177,53 +141,12 @@ func (w *Writer) assemble(s *snapshot.Snapshot) (*metadata, error) {
 	if len(w.open) > 0 {
 		return nil, fmt.Errorf("filesystem writer: %d subtask blobs still open (Close every subtask before Commit)", len(w.open))
 	}
-	seen := map[string]bool{}
-	m := &metadata{Snapshot: s, Layouts: make([][]subtaskLayout, len(s.Operators))}
-	for i, op := range s.Operators {
-		key := opKey(op)
-		if seen[key] {
-			return nil, fmt.Errorf("operator %q appears twice in the snapshot", op.Label())
-		}
-		seen[key] = true
-		var results map[int]*subtaskResult
-		if ow := w.ops[key]; ow != nil {
-			results = ow.subtasks
-		}
-		n := op.Parallelism
-		for idx, r := range results {
-			if !r.closed {
-				return nil, fmt.Errorf("operator %q: subtask %d not closed", op.Label(), idx)
-			}
-			n = max(n, idx+1)
-		}
-		op.Subtasks = make([]*snapshot.Subtask, n)
-		m.Layouts[i] = make([]subtaskLayout, n)
-		for idx := range n {
-			if r := results[idx]; r != nil {
-				op.Subtasks[idx], m.Layouts[i][idx] = r.sub, r.layout
-				continue
-			}
-			op.Subtasks[idx] = emptySubtask(op, idx)
-		}
-	}
-	for key, ow := range w.ops {
-		if !seen[key] && len(ow.subtasks) > 0 {
-			return nil, fmt.Errorf("state written for operator %s, which the committed snapshot does not have", key)
-		}
+	layouts, err := w.ledger.Commit(s)
+	if err != nil {
+		return nil, fmt.Errorf("filesystem writer: %w", err)
 	}
 	s.Format = Name
-	return m, nil
-}
-
-// emptySubtask stands for a subtask nothing was written for.
-func emptySubtask(op *snapshot.Operator, idx int) *snapshot.Subtask {
-	sub := &snapshot.Subtask{Index: idx, Keyed: snapshot.Stats{Known: true}, Operator: snapshot.Stats{Known: true}}
-	if op.MaxParallelism > 0 && op.Parallelism > 0 && idx < op.Parallelism {
-		sub.KeyGroups = keygroup.RangeOf(op.MaxParallelism, op.Parallelism, idx)
-	} else {
-		sub.KeyGroups = keygroup.Range{Start: 0, End: -1}
-	}
-	return sub
+	return &metadata{Snapshot: s, Layouts: layouts}, nil
 }
 
 // Abort removes everything written; see snapshot.Writer.
@@ -234,6 +157,7 @@ func (w *Writer) Abort(ctx context.Context) error {
 		return nil
 	}
 	w.done = true
+	w.ledger.Abort()
 	for s := range w.open {
 		s.abort()
 	}

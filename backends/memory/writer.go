@@ -4,10 +4,10 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"sync"
 
 	"github.com/vmihailenco/msgpack/v5"
 
+	"github.com/stateutil/stateutil/backends/internal/ledger"
 	"github.com/stateutil/stateutil/keygroup"
 	"github.com/stateutil/stateutil/snapshot"
 	"github.com/stateutil/stateutil/storage"
@@ -24,7 +24,7 @@ func Create(ctx context.Context, st storage.Storage, path string, opts snapshot.
 	if capBytes <= 0 {
 		capBytes = DefaultStateSizeCap
 	}
-	return &writer{st: st, path: path, location: location, cap: capBytes, subtasks: map[string]map[int]*subtaskWriter{}}, nil
+	return &writer{st: st, path: path, location: location, cap: capBytes}, nil
 }
 
 // writer is safe for concurrent use; each subtaskWriter is used by one
@@ -34,25 +34,12 @@ type writer struct {
 	path     string
 	location string
 	cap      int64
-
-	mu       sync.Mutex
-	subtasks map[string]map[int]*subtaskWriter // by operator key, then index
+	ledger   ledger.Ledger[subtaskState]
 }
 
-func operatorKey(op *snapshot.Operator) string { return op.ID + "\x00" + op.Label() }
-
 func (w *writer) Subtask(_ context.Context, op *snapshot.Operator, index int, kgs keygroup.Range) (snapshot.SubtaskWriter, error) {
-	k := operatorKey(op)
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.subtasks == nil {
-		return nil, fmt.Errorf("memory writer: already aborted")
-	}
-	if w.subtasks[k] == nil {
-		w.subtasks[k] = map[int]*subtaskWriter{}
-	}
-	if _, dup := w.subtasks[k][index]; dup {
-		return nil, fmt.Errorf("operator %q subtask %d written twice", op.Label(), index)
+	if _, err := w.ledger.Start(op, index, kgs); err != nil {
+		return nil, fmt.Errorf("memory writer: %w", err)
 	}
 	states := make(map[string]int, len(op.KeyedStates))
 	for i, s := range op.KeyedStates {
@@ -60,35 +47,17 @@ func (w *writer) Subtask(_ context.Context, op *snapshot.Operator, index int, kg
 	}
 	sw := &subtaskWriter{w: w, op: op, index: index, cap: w.cap, states: states, meta: snapshot.Subtask{Index: index, KeyGroups: kgs}}
 	sw.meta.Keyed.Known, sw.meta.Operator.Known = true, true
-	w.subtasks[k][index] = sw
 	return sw, nil
 }
 
 func (w *writer) Commit(ctx context.Context, s *snapshot.Snapshot) error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
+	states, err := w.ledger.Commit(s)
+	if err != nil {
+		return fmt.Errorf("memory writer: %w", err)
+	}
 	b := body{Snapshot: s, State: make([]opState, len(s.Operators))}
-	for i, op := range s.Operators {
-		written := w.subtasks[operatorKey(op)]
-		op.Subtasks = make([]*snapshot.Subtask, op.Parallelism)
-		b.State[i].Subtasks = make([]subtaskState, op.Parallelism)
-		for idx := range op.Parallelism {
-			sw, ok := written[idx]
-			if !ok {
-				op.Subtasks[idx] = &snapshot.Subtask{Index: idx, KeyGroups: keygroup.RangeOf(op.MaxParallelism, op.Parallelism, idx),
-					Keyed: snapshot.Stats{Known: true}, Operator: snapshot.Stats{Known: true}}
-				continue
-			}
-			if !sw.closed {
-				return fmt.Errorf("operator %q subtask %d was not closed", op.Label(), idx)
-			}
-			meta := sw.meta
-			op.Subtasks[idx] = &meta
-			b.State[i].Subtasks[idx] = sw.state
-		}
-		if len(written) > op.Parallelism {
-			return fmt.Errorf("operator %q: %d subtasks written for parallelism %d", op.Label(), len(written), op.Parallelism)
-		}
+	for i := range s.Operators {
+		b.State[i].Subtasks = states[i]
 	}
 	s.Format = Name
 	var buf bytes.Buffer
@@ -101,9 +70,7 @@ func (w *writer) Commit(ctx context.Context, s *snapshot.Snapshot) error {
 }
 
 func (w *writer) Abort(context.Context) error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.subtasks = nil
+	w.ledger.Abort()
 	return nil
 }
 
@@ -191,10 +158,11 @@ func (w *subtaskWriter) Raw(raw snapshot.RawState) error {
 }
 
 func (w *subtaskWriter) Close() error {
-	// Under the writer's lock: Commit, perhaps on another goroutine,
-	// reads it.
-	w.w.mu.Lock()
-	defer w.w.mu.Unlock()
+	if w.closed {
+		return fmt.Errorf("operator %q subtask %d closed twice", w.op.Label(), w.index)
+	}
 	w.closed = true
+	meta := w.meta
+	w.w.ledger.Finish(w.op, w.index, &meta, w.state)
 	return nil
 }

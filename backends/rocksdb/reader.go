@@ -54,10 +54,23 @@ func (r *reader) Snapshot() *snapshot.Snapshot { return r.m.Snapshot }
 
 func (r *reader) handle(op *snapshot.Operator, subtask int) (*handle, error) {
 	h, ok := r.m.handle(op.ID, subtask)
-	if !ok {
-		return nil, fmt.Errorf("%w: operator %s has no subtask %d in %q", snapshot.ErrNotFound, op.Label(), subtask, r.d.URI())
+	if ok {
+		return h, nil
 	}
-	return h, nil
+	// A subtask nothing was written for has no instance: it is empty, if
+	// the metadata says so.
+	if subtask >= 0 && subtask < len(op.Subtasks) {
+		if sub := op.Subtasks[subtask]; sub != nil && isEmpty(sub) {
+			return &handle{Operator: op.ID, Subtask: subtask, KeyGroups: sub.KeyGroups, PrefixBytes: prefixWidth(op.MaxParallelism)}, nil
+		}
+	}
+	return nil, fmt.Errorf("%w: operator %s has no subtask %d in %q", snapshot.ErrNotFound, op.Label(), subtask, r.d.URI())
+}
+
+// isEmpty reports a subtask whose metadata says it holds no state at all.
+func isEmpty(sub *snapshot.Subtask) bool {
+	return sub.Keyed.Known && sub.Keyed.Entries == 0 && sub.Operator.Known && sub.Operator.Entries == 0 &&
+		sub.RawKeyedBytes == 0 && sub.RawOperatorBytes == 0 && len(sub.Files) == 0
 }
 
 // local downloads and opens a subtask's instance once (a failed attempt

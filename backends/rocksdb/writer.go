@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/stateutil/stateutil/backends/internal/chkdir"
+	"github.com/stateutil/stateutil/backends/internal/ledger"
 	"os"
 	"path"
 	"path/filepath"
@@ -40,16 +41,16 @@ type writer struct {
 	token string
 	// replaced is the snapshot a forced write replaces, if readable.
 	replaced *metadata
+	ledger   ledger.Ledger[*handle]
 	mu       sync.Mutex
-	handles  []*handle
-	subtasks map[string][]*snapshot.Subtask
+	handles  []*handle // of the subtasks finished, removed again by Abort
 	open     map[*subtaskWriter]bool
 	done     bool
 }
 
 func create(ctx context.Context, st storage.Storage, p string, opts snapshot.WriteOptions) (snapshot.Writer, error) {
 	d := metaDir(st, p)
-	w := &writer{d: d, token: randomName()[:8], subtasks: map[string][]*snapshot.Subtask{}, open: map[*subtaskWriter]bool{}}
+	w := &writer{d: d, token: randomName()[:8], open: map[*subtaskWriter]bool{}}
 	if ok, err := d.HasMetadata(ctx); err != nil {
 		return nil, err
 	} else if ok {
@@ -154,6 +155,9 @@ func (w *writer) Subtask(ctx context.Context, op *snapshot.Operator, index int, 
 // with the instance's directory prepared by prepare before the database
 // opens. It does not remove tmp on failure.
 func (w *writer) subtaskIn(ctx context.Context, op *snapshot.Operator, index int, kgs keygroup.Range, tmp string, prepare func(dir string) error) (*subtaskWriter, error) {
+	if _, err := w.ledger.Start(op, index, kgs); err != nil {
+		return nil, fmt.Errorf("rocksdb writer: %w", err)
+	}
 	dir := filepath.Join(tmp, "db")
 	if err := prepare(dir); err != nil {
 		return nil, err
@@ -170,14 +174,15 @@ func (w *writer) subtaskIn(ctx context.Context, op *snapshot.Operator, index int
 	return sw, nil
 }
 
-// finished records a closed subtask.
+// finished records a closed subtask; h is nil when it failed, and then
+// the subtask stays unfinished, so Commit refuses.
 func (w *writer) finished(sw *subtaskWriter, h *handle, sub *snapshot.Subtask) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	delete(w.open, sw)
 	if h != nil {
 		w.handles = append(w.handles, h)
-		w.subtasks[h.Operator] = append(w.subtasks[h.Operator], sub)
+		w.ledger.Finish(sw.in.op, sw.in.index, sub, h)
 	}
 }
 
@@ -190,24 +195,26 @@ func (w *writer) Commit(ctx context.Context, s *snapshot.Snapshot) error {
 	if len(w.open) > 0 {
 		return fmt.Errorf("rocksdb: %d subtask writers are not closed", len(w.open))
 	}
-	c := *s
-	c.Format = FormatName
-	c.Operators = nil
-	for _, op := range s.Operators {
-		o := *op
-		if subs, ok := w.subtasks[op.ID]; ok {
-			o.Subtasks = slices.Clone(subs)
-			slices.SortFunc(o.Subtasks, func(x, y *snapshot.Subtask) int { return x.Index - y.Index })
-		}
-		c.Operators = append(c.Operators, &o)
+	s.Format = FormatName
+	handles, err := w.ledger.Commit(s)
+	if err != nil {
+		return fmt.Errorf("rocksdb writer: %w", err)
 	}
-	slices.SortFunc(w.handles, func(x, y *handle) int {
+	var hs []*handle
+	for _, op := range handles {
+		for _, h := range op {
+			if h != nil {
+				hs = append(hs, h)
+			}
+		}
+	}
+	slices.SortFunc(hs, func(x, y *handle) int {
 		if x.Operator != y.Operator {
 			return cmp.Compare(x.Operator, y.Operator)
 		}
 		return x.Subtask - y.Subtask
 	})
-	if err := writeMetadata(ctx, w.d, &metadata{Snapshot: &c, Handles: w.handles}); err != nil {
+	if err := writeMetadata(ctx, w.d, &metadata{Snapshot: s, Handles: hs}); err != nil {
 		return err
 	}
 	w.done = true
@@ -222,6 +229,7 @@ func (w *writer) Abort(ctx context.Context) error {
 		return nil
 	}
 	w.done = true
+	w.ledger.Abort()
 	for sw := range w.open {
 		sw.discard()
 	}

@@ -89,6 +89,7 @@ func RunWith(t *testing.T, newLocation func(t *testing.T) string, format *snapsh
 	t.Run("OpenMissing", s.openMissing)
 	t.Run("AbortLeavesNothing", s.abort)
 	t.Run("ExistingRefusedWithoutForce", s.existing)
+	t.Run("UnwrittenSubtasksAreEmpty", s.unwritten)
 }
 
 type suite struct {
@@ -592,4 +593,58 @@ func (s *suite) existing(t *testing.T) {
 	r = open(t, s.reg, loc)
 	defer r.Close()
 	CheckContent(t, r, second)
+}
+
+// unwritten commits a snapshot in which no subtask of one operator, and
+// one subtask of another, was written: they read back as empty subtasks
+// of their key-group ranges, and the rest as written.
+func (s *suite) unwritten(t *testing.T) {
+	loc := s.newLocation(t)
+	snap, _ := randomSnapshot(2, 128)
+	quiet := &snapshot.Operator{ID: "0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f", UID: "quiet", Parallelism: 3, MaxParallelism: 128,
+		KeyedStates:    []snapshot.KeyedState{{Name: "v", Kind: snapshot.Value, KeyType: snapshot.Type{Name: snapshot.TypeString}, ValueType: snapshot.Type{Name: snapshot.TypeBytes}}},
+		OperatorStates: []snapshot.OperatorState{{Name: "offsets", Mode: snapshot.Split, ElementType: snapshot.Type{Name: snapshot.TypeBytes}}}}
+	w, err := s.reg.Create(ctx, s.format, loc, snapshot.WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	busy := snap.Operators[0]
+	sw, err := w.Subtask(ctx, busy, 0, keygroup.RangeOf(busy.MaxParallelism, busy.Parallelism, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	snap.Operators = []*snapshot.Operator{busy, quiet}
+	if err := w.Commit(ctx, clone(snap)); err != nil {
+		t.Fatal(err)
+	}
+	r := open(t, s.reg, loc)
+	defer r.Close()
+	for _, op := range r.Snapshot().Operators {
+		if len(op.Subtasks) != op.Parallelism {
+			t.Fatalf("%s: %d subtasks for parallelism %d", op.Label(), len(op.Subtasks), op.Parallelism)
+		}
+		for i, sub := range op.Subtasks {
+			if want := keygroup.RangeOf(op.MaxParallelism, op.Parallelism, i); sub.KeyGroups != want {
+				t.Errorf("%s subtask %d: key groups %v, want %v", op.Label(), i, sub.KeyGroups, want)
+			}
+			for e, err := range r.Entries(ctx, op, i, sub.KeyGroups) {
+				if err != nil {
+					t.Fatalf("%s subtask %d: %v", op.Label(), i, err)
+				}
+				t.Fatalf("%s subtask %d: unexpected entry %+v", op.Label(), i, e)
+			}
+			for el, err := range r.Elements(ctx, op, i) {
+				if err != nil {
+					t.Fatalf("%s subtask %d: %v", op.Label(), i, err)
+				}
+				t.Fatalf("%s subtask %d: unexpected element %+v", op.Label(), i, el)
+			}
+			if raw, err := r.Raw(ctx, op, i); err != nil || len(raw.Keyed)+len(raw.Operator) > 0 {
+				t.Fatalf("%s subtask %d: raw %v, %v", op.Label(), i, raw, err)
+			}
+		}
+	}
 }
