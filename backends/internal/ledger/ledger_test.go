@@ -12,7 +12,9 @@ func op(id string, p int) *snapshot.Operator {
 	return &snapshot.Operator{ID: id, UID: "uid-" + id, Parallelism: p, MaxParallelism: 128}
 }
 
-func kgs(o *snapshot.Operator, i int) keygroup.Range { return keygroup.RangeOf(o.MaxParallelism, o.Parallelism, i) }
+func kgs(o *snapshot.Operator, i int) keygroup.Range {
+	return keygroup.RangeOf(o.MaxParallelism, o.Parallelism, i)
+}
 
 func TestCommitFillsEmptySubtasksInOrder(t *testing.T) {
 	var l Ledger[string]
