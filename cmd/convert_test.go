@@ -21,13 +21,16 @@ import (
 
 func TestGoldenConvert(t *testing.T) {
 	cases := map[string][]string{
-		"convert-unknown-format": {"convert", example, "--to", "yaml", "--output", "x"},
-		"convert-no-to":          {"convert", example, "--output", "x"},
-		"convert-no-output":      {"convert", example, "--to", "memory"},
-		"convert-dst-is-src":     {"convert", example, "--to", "memory", "--output", example, "--force"},
-		"convert-dst-exists":     {"convert", example, "--to", "jobmanager", "--output", "../testdata/memory/maxp4096.dump"},
-		"convert-src-missing":    {"convert", "../testdata/memory/missing.dump", "--to", "memory", "--output", "x"},
-		"convert-src-corrupt":    {"convert", "../testdata/memory/bad-checksum.dump", "--to", "memory", "--output", "x"},
+		"convert-unknown-format":   {"convert", example, "--to", "yaml", "--output", "x"},
+		"convert-no-to":            {"convert", example, "--output", "x"},
+		"convert-no-output":        {"convert", example, "--to", "memory"},
+		"convert-dst-is-src":       {"convert", example, "--to", "memory", "--output", example, "--force"},
+		"convert-dst-exists":       {"convert", example, "--to", "jobmanager", "--output", "../testdata/memory/maxp4096.dump"},
+		"convert-src-missing":      {"convert", "../testdata/memory/missing.dump", "--to", "memory", "--output", "x"},
+		"convert-src-corrupt":      {"convert", "../testdata/memory/bad-checksum.dump", "--to", "memory", "--output", "x"},
+		"convert-dst-not-snapshot": {"convert", example, "--to", "filesystem", "--output", "../testdata/memory/directory.dump", "--force"},
+		"convert-dst-above-src":    {"convert", example, "--to", "filesystem", "--output", "../testdata/memory", "--force"},
+		"convert-dst-inside-src":   {"convert", "../testdata/memory", "--to", "filesystem", "--output", "../testdata/memory/x"},
 	}
 	for name, args := range cases {
 		t.Run(name, func(t *testing.T) { runGolden(t, name, args...) })
@@ -168,6 +171,9 @@ func TestConvertForceReplaces(t *testing.T) {
 const crashEnv = "STATEUTIL_CRASH_ARGS"
 
 func TestMain(m *testing.M) {
+	if args := os.Getenv(mainEnv); args != "" {
+		os.Exit(interruptedMain(strings.Split(args, "\x1f")))
+	}
 	if args := os.Getenv(crashEnv); args != "" {
 		ready := os.Getenv(crashEnv + "_READY")
 		// Progress is first reported when a subtask's entries are
@@ -182,7 +188,8 @@ func TestMain(m *testing.M) {
 }
 
 // A convert or rescale killed mid-write leaves no DST that verify accepts,
-// and SRC byte-identical.
+// and SRC byte-identical; the same command run again succeeds, and leaves
+// nothing of the killed one.
 func TestKilledWriteLeavesNoSnapshot(t *testing.T) {
 	dir := t.TempDir()
 	src := filepath.Join(dir, "src.dump")
@@ -226,6 +233,14 @@ func TestKilledWriteLeavesNoSnapshot(t *testing.T) {
 			if hashTree(t, src) != sum {
 				t.Fatalf("%v: SRC changed", args)
 			}
+			mustRun(t, append(args, "--quiet")...)
+			if left := leftovers(t, dir); len(left) > 0 {
+				t.Fatalf("%v run again: left %v", args, left)
+			}
+			if code, out, errOut := run(t, "verify", dst); code != ExitOK {
+				t.Fatalf("%v run again: %s%s", args, out, errOut)
+			}
+			sameState(t, src, dst)
 		}
 	}
 }
@@ -259,5 +274,57 @@ func benchmarkConvert(b *testing.B, to string) {
 func BenchmarkConvert(b *testing.B) {
 	for _, f := range writableFormats() {
 		b.Run(f, func(b *testing.B) { benchmarkConvert(b, f) })
+	}
+}
+
+// A forced convert replaces whatever snapshot DST holds, of any format,
+// whole: afterwards DST holds the new snapshot's files and nothing else.
+func TestConvertForceReplacesWhole(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "src.dump")
+	mustRun(t, "generate", "--output", src, "--keys", "500")
+	for _, from := range writableFormats() {
+		for _, to := range writableFormats() {
+			dst := filepath.Join(dir, from+"-then-"+to)
+			mustRun(t, "convert", src, "--to", from, "--output", dst, "--quiet")
+			mustRun(t, "convert", src, "--to", to, "--output", dst, "--force", "--quiet")
+			r, err := testReg.Open(context.Background(), dst, snapshot.OpenOptions{})
+			if err != nil {
+				t.Fatalf("%s over %s: %v", to, from, err)
+			}
+			want := map[string]bool{}
+			for _, op := range r.Snapshot().Operators {
+				for _, sub := range op.Subtasks {
+					for _, f := range sub.Files {
+						want[filepath.Clean(f.Path)] = true
+					}
+				}
+			}
+			if got := r.Snapshot().Format; got != to {
+				t.Errorf("%s over %s: DST reads as %s", to, from, got)
+			}
+			r.Close()
+			info, err := os.Stat(dst)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !info.IsDir() {
+				continue // a memory dump is one file: nothing else can be there
+			}
+			filepath.WalkDir(dst, func(p string, d os.DirEntry, err error) error {
+				if err != nil || d.IsDir() {
+					return err
+				}
+				rel, _ := filepath.Rel(dst, p)
+				if rel != "_metadata" && !want[rel] {
+					t.Errorf("%s over %s: %s is not part of the new snapshot", to, from, rel)
+				}
+				return nil
+			})
+			sameState(t, src, dst)
+		}
+	}
+	if left := leftovers(t, dir); len(left) > 0 {
+		t.Errorf("left %v", left)
 	}
 }

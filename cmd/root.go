@@ -231,7 +231,9 @@ func Run(ctx context.Context, args []string, out, errOut io.Writer) (code int) {
 // cancel the root context: every writer aborts, every temporary file
 // goes, and the exit code is ExitInterrupted. A second signal stops the
 // process at once.
-func Main() int {
+func Main() int { return runMain(os.Args[1:]) }
+
+func runMain(args []string) int {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
 	signals := make(chan os.Signal, 2)
@@ -247,7 +249,7 @@ func Main() int {
 			os.Exit(ExitInterrupted)
 		}
 	}()
-	code := Run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	code := Run(ctx, args, os.Stdout, os.Stderr)
 	if context.Cause(ctx) != nil && code != ExitOK {
 		return ExitInterrupted
 	}

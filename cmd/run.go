@@ -166,6 +166,15 @@ func (o *runOptions) run(c *cobra.Command, e *env, job *runtime.Job, opts runtim
 		}
 		defer bar.Finish()
 	}
+	if progressHook != nil {
+		shown := opts.Progress
+		opts.Progress = func(p runtime.Progress) {
+			progressHook()
+			if shown != nil {
+				shown(p)
+			}
+		}
+	}
 	opts.Log = errOut
 	res, err := runtime.Run(c.Context(), job, opts)
 	if err != nil {

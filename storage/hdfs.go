@@ -397,7 +397,7 @@ func (s *hdfsStorage) Create(ctx context.Context, p string) (Pending, error) {
 	rand.Read(rnd[:])
 	// Same directory, so Commit is a rename within one namespace; a dot name
 	// keeps half-written files out of the way of tools that skip hidden ones.
-	tmp := dir + TempPrefix + "tmp-" + base + "-" + hex.EncodeToString(rnd[:])
+	tmp := dir + TempPrefix + "tmp-" + hex.EncodeToString(rnd[:]) + "-" + base
 	w, err := s.client.Create(tmp)
 	if err != nil {
 		return nil, s.wrap("create", p, err)

@@ -166,7 +166,7 @@ func createLocal(path string, once bool) (Pending, error) {
 	if dir == "" {
 		dir = "."
 	}
-	f, err := os.CreateTemp(dir, TempPrefix+"tmp-"+base+"-*")
+	f, err := os.CreateTemp(dir, TempPrefix+"tmp-*-"+base)
 	if err != nil {
 		return nil, localErr(err)
 	}
