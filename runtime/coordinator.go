@@ -58,6 +58,12 @@ type coordinator struct {
 	finished   chan struct{}
 	savepoints chan savepointReq
 
+	// settled is the newest checkpoint completed or failed; settledCh is
+	// closed (and replaced) whenever it moves.
+	settled   atomic.Int64
+	settledMu sync.Mutex
+	settledCh chan struct{}
+
 	records     atomic.Int64
 	every       int64
 	store       *checkpointStore
@@ -68,6 +74,40 @@ type coordinator struct {
 	durations   []time.Duration
 	incremental []IncrementalCheckpoint
 	savepointAt string
+}
+
+// settle records that checkpoint id completed or failed.
+func (c *coordinator) settle(id int64) {
+	c.settledMu.Lock()
+	defer c.settledMu.Unlock()
+	if id > c.settled.Load() {
+		c.settled.Store(id)
+	}
+	if c.settledCh != nil {
+		close(c.settledCh)
+		c.settledCh = nil
+	}
+}
+
+// awaitSettled waits until checkpoint id completed or failed.
+func (c *coordinator) awaitSettled(ctx context.Context, id int64) error {
+	for {
+		c.settledMu.Lock()
+		if c.settled.Load() >= id {
+			c.settledMu.Unlock()
+			return nil
+		}
+		if c.settledCh == nil {
+			c.settledCh = make(chan struct{})
+		}
+		ch := c.settledCh
+		c.settledMu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	}
 }
 
 // countRecord is called by sources per record; every N records it asks
@@ -239,6 +279,7 @@ func await(ctx context.Context, resume <-chan struct{}) error {
 // newest ones, and commits the sinks' output staged up to it. A failed
 // checkpoint is aborted and leaves nothing that looks complete.
 func (c *coordinator) complete(ctx context.Context, p *pending) error {
+	defer c.settle(p.id)
 	c.mu.Lock()
 	c.inflight = nil
 	c.mu.Unlock()

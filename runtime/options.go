@@ -61,11 +61,15 @@ type Options struct {
 
 // Failure makes subtask Subtask of operator Operator (a uid) fail with
 // ErrInjectedFailure when it is about to handle its AtRecord-th record
-// (counted from 1).
+// (counted from 1), or, with AfterCheckpoint N, at its first record or
+// the end of its input after it passed checkpoint N's barrier and that
+// checkpoint completed (or failed): a failure with a checkpoint behind it
+// whatever the timing.
 type Failure struct {
-	Operator string
-	Subtask  int
-	AtRecord int64
+	Operator        string
+	Subtask         int
+	AtRecord        int64
+	AfterCheckpoint int64
 }
 
 // Progress is a running job's figures so far.

@@ -187,7 +187,7 @@ func (ex *execution) build(ctx context.Context, r snapshot.Reader, restored []*s
 	for j := range sink.parallelism {
 		txns := &sinkTxns{}
 		ex.coord.sinks = append(ex.coord.sinks, txns)
-		ex.sinks = append(ex.sinks, &sinkTask{ex: ex, v: sink, index: j, gate: gateOf(len(vs)-1, j), txns: txns, fail: newFailer(ex.opts.Failure, sink, j)})
+		ex.sinks = append(ex.sinks, &sinkTask{ex: ex, v: sink, index: j, gate: gateOf(len(vs)-1, j), txns: txns, fail: newFailer(ex.opts.Failure, sink, j, ex.coord)})
 	}
 	return ex.buildMetadata()
 }
@@ -215,7 +215,7 @@ func (ex *execution) buildSources(ctx context.Context, r snapshot.Reader, op *sn
 		return err
 	}
 	for i, offs := range assigned {
-		t := &sourceTask{ex: ex, v: v, index: i, out: outputOf(0, i), trigger: make(chan int64, 1), fail: newFailer(ex.opts.Failure, v, i)}
+		t := &sourceTask{ex: ex, v: v, index: i, out: outputOf(0, i), trigger: make(chan int64, 1), fail: newFailer(ex.opts.Failure, v, i, ex.coord)}
 		for _, o := range offs {
 			t.parts = append(t.parts, &partition{offset: o})
 		}
@@ -249,7 +249,7 @@ func (ex *execution) buildStage(ctx context.Context, r snapshot.Reader, op *snap
 		if err != nil {
 			return fmt.Errorf("operator %q subtask %d: state backend: %w", v.uid, i, err)
 		}
-		t := &stageTask{ex: ex, v: v, index: i, backend: be, fail: newFailer(ex.opts.Failure, v, i)}
+		t := &stageTask{ex: ex, v: v, index: i, backend: be, fail: newFailer(ex.opts.Failure, v, i, ex.coord)}
 		ex.stages = append(ex.stages, t)
 		if op != nil {
 			for _, ks := range op.KeyedStates {

@@ -9,19 +9,29 @@ import (
 	"github.com/stateutil/stateutil/snapshot"
 )
 
-// failer counts a subtask's records and fails at the injected one.
+// failer counts a subtask's records and fails at the injected one (see
+// Failure).
 type failer struct {
 	at, seen int64 // at = 0: never
+	// after is Failure.AfterCheckpoint; passed is set once the subtask
+	// forwarded that checkpoint's barrier.
+	after  int64
+	passed bool
+	coord  *coordinator
 }
 
-func newFailer(f *Failure, v *vertex, index int) failer {
+func newFailer(f *Failure, v *vertex, index int, coord *coordinator) failer {
 	if f == nil || f.Operator != v.uid || f.Subtask != index {
 		return failer{}
 	}
-	return failer{at: f.AtRecord}
+	return failer{at: f.AtRecord, after: f.AfterCheckpoint, coord: coord}
 }
 
-func (f *failer) next(v *vertex, index int) error {
+// next is called before each record.
+func (f *failer) next(ctx context.Context, v *vertex, index int) error {
+	if f.passed {
+		return f.failAfter(ctx, v, index)
+	}
 	if f.at == 0 {
 		return nil
 	}
@@ -30,6 +40,28 @@ func (f *failer) next(v *vertex, index int) error {
 		return fmt.Errorf("%w: operator %q subtask %d at record %d", ErrInjectedFailure, v.uid, index, f.at)
 	}
 	return nil
+}
+
+// barrier is called once the subtask forwarded checkpoint id's barrier.
+func (f *failer) barrier(id int64) {
+	if f.after > 0 && id >= f.after {
+		f.passed = true
+	}
+}
+
+// end is called at the end of the subtask's input.
+func (f *failer) end(ctx context.Context, v *vertex, index int) error {
+	if f.passed {
+		return f.failAfter(ctx, v, index)
+	}
+	return nil
+}
+
+func (f *failer) failAfter(ctx context.Context, v *vertex, index int) error {
+	if err := f.coord.awaitSettled(ctx, f.after); err != nil {
+		return err
+	}
+	return fmt.Errorf("%w: operator %q subtask %d after checkpoint %d", ErrInjectedFailure, v.uid, index, f.after)
 }
 
 // partition is one source partition a subtask reads.
@@ -114,7 +146,7 @@ func (t *sourceTask) run(ctx context.Context) error {
 			live--
 			continue
 		}
-		if err := t.fail.next(t.v, t.index); err != nil {
+		if err := t.fail.next(ctx, t.v, t.index); err != nil {
 			return err
 		}
 		p.Offset = off
@@ -145,7 +177,11 @@ func (t *sourceTask) barrier(ctx context.Context, id int64) error {
 	if err := t.out.broadcast(message{barrier: id}); err != nil {
 		return err
 	}
-	return await(ctx, resume)
+	if err := await(ctx, resume); err != nil {
+		return err
+	}
+	t.fail.barrier(id)
+	return nil
 }
 
 type stageTask struct {
@@ -168,6 +204,9 @@ func (t *stageTask) run(ctx context.Context) error {
 		}
 		switch {
 		case ev.end:
+			if err := t.fail.end(ctx, t.v, t.index); err != nil {
+				return err
+			}
 			if err := t.ex.collectDigest(ctx, t.v, t.backend); err != nil {
 				return err
 			}
@@ -186,9 +225,10 @@ func (t *stageTask) run(ctx context.Context) error {
 			if err := await(ctx, resume); err != nil {
 				return err
 			}
+			t.fail.barrier(ev.barrier)
 		default:
 			for _, r := range ev.records {
-				if err := t.fail.next(t.v, t.index); err != nil {
+				if err := t.fail.next(ctx, t.v, t.index); err != nil {
 					return err
 				}
 				t.ctx.setKey(r.Key, r.kg)
@@ -221,7 +261,7 @@ func (t *sinkTask) run(ctx context.Context) error {
 		}
 		switch {
 		case ev.end:
-			return nil
+			return t.fail.end(ctx, t.v, t.index)
 		case ev.barrier != 0:
 			id := ev.barrier
 			staged := t.txns.stage(txn{ID: fmt.Sprintf("%s/%s/%d/chk-%d", t.ex.jobID, t.v.uid, t.index, id), Checkpoint: id, Lines: t.lines})
@@ -239,9 +279,10 @@ func (t *sinkTask) run(ctx context.Context) error {
 			if err := await(ctx, resume); err != nil {
 				return err
 			}
+			t.fail.barrier(id)
 		default:
 			for _, r := range ev.records {
-				if err := t.fail.next(t.v, t.index); err != nil {
+				if err := t.fail.next(ctx, t.v, t.index); err != nil {
 					return err
 				}
 				t.lines = append(t.lines, format(r))
