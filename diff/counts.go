@@ -12,11 +12,11 @@ import (
 func countStates(ctx context.Context, d *OperatorDiff, a snapshot.Reader, opA *snapshot.Operator, b snapshot.Reader, opB *snapshot.Operator) error {
 	ka, ea, err := count(ctx, a, opA)
 	if err != nil {
-		return fmt.Errorf("A: %w", err)
+		return fmt.Errorf("snapshot A: %w", err)
 	}
 	kb, eb, err := count(ctx, b, opB)
 	if err != nil {
-		return fmt.Errorf("B: %w", err)
+		return fmt.Errorf("snapshot B: %w", err)
 	}
 	seen := map[StateRef]bool{}
 	add := func(ref StateRef, x, y map[string]int64) {

@@ -100,15 +100,6 @@ func RangeOf(maxParallelism, parallelism, index int) Range {
 	}
 }
 
-// Ranges is RangeOf for every subtask.
-func Ranges(maxParallelism, parallelism int) []Range {
-	out := make([]Range, parallelism)
-	for i := range out {
-		out[i] = RangeOf(maxParallelism, parallelism, i)
-	}
-	return out
-}
-
 // SubtaskOf is the subtask index that owns key group kg.
 func SubtaskOf(kg, maxParallelism, parallelism int) int {
 	return int(int64(kg) * int64(parallelism) / int64(maxParallelism))

@@ -89,7 +89,7 @@ func TestDefaultMaxParallelism(t *testing.T) {
 
 func TestRangeVectors(t *testing.T) {
 	check := func(maxP, p int, want []Range) {
-		got := Ranges(maxP, p)
+		got := ranges(maxP, p)
 		for i := range want {
 			if got[i] != want[i] {
 				t.Errorf("maxP=%d p=%d subtask %d: %v, want %v", maxP, p, i, got[i], want[i])
@@ -105,7 +105,7 @@ func TestRangesPartitionAndAgreeWithSubtaskOf(t *testing.T) {
 	for maxP := 1; maxP <= 1024; maxP++ {
 		for p := 1; p <= maxP; p++ {
 			next := 0
-			for i, r := range Ranges(maxP, p) {
+			for i, r := range ranges(maxP, p) {
 				if r.Start != next {
 					t.Fatalf("maxP=%d p=%d subtask %d starts at %d, want %d", maxP, p, i, r.Start, next)
 				}
@@ -148,4 +148,13 @@ func TestCheck(t *testing.T) {
 			t.Errorf("Check(%d, %d) = %v", c.p, c.maxP, err)
 		}
 	}
+}
+
+// ranges is RangeOf for every subtask.
+func ranges(maxParallelism, parallelism int) []Range {
+	out := make([]Range, parallelism)
+	for i := range out {
+		out[i] = RangeOf(maxParallelism, parallelism, i)
+	}
+	return out
 }

@@ -28,17 +28,11 @@ type pending struct {
 	openErr error // creating the writer failed; fixed before the barrier goes out
 	err     error // first failed acknowledgement; the coordinator's alone
 	started time.Time
-	reply   chan error // savepoint requests wait on it
 }
 
 type ack struct {
 	id  int64
 	err error
-}
-
-type savepointReq struct {
-	location string
-	reply    chan error
 }
 
 // coordinator triggers checkpoints, collects acknowledgements, commits
@@ -51,12 +45,11 @@ type coordinator struct {
 	nextID   int64
 	needAcks int
 
-	triggers   []chan int64  // one per source subtask
-	stop       chan struct{} // closed when the final checkpoint completed
-	acks       chan ack
-	tick       chan struct{}
-	finished   chan struct{}
-	savepoints chan savepointReq
+	triggers []chan int64  // one per source subtask
+	stop     chan struct{} // closed when the final checkpoint completed
+	acks     chan ack
+	tick     chan struct{}
+	finished chan struct{}
 
 	// settled is the newest checkpoint completed or failed; settledCh is
 	// closed (and replaced) whenever it moves.
@@ -138,47 +131,30 @@ func (c *coordinator) run(ctx context.Context) error {
 		progress = t.C
 	}
 	finished, finalTriggered := 0, false
-	var queued []savepointReq
 	for {
-		if c.inflight == nil {
-			switch {
-			case len(queued) > 0:
-				r := queued[0]
-				queued = queued[1:]
-				c.trigger(ctx, snapshot.Savepoint, r.location, false, r.reply)
-			case finished == len(c.triggers) && !finalTriggered:
-				finalTriggered = true
-				kind, loc := snapshot.Checkpoint, c.store.location(c.nextID)
-				if c.savepointAt != "" {
-					kind, loc = snapshot.Savepoint, c.savepointAt
-				}
-				c.trigger(ctx, kind, loc, true, nil)
+		if c.inflight == nil && finished == len(c.triggers) && !finalTriggered {
+			finalTriggered = true
+			kind, loc := snapshot.Checkpoint, c.store.location(c.nextID)
+			if c.savepointAt != "" {
+				kind, loc = snapshot.Savepoint, c.savepointAt
 			}
+			c.trigger(ctx, kind, loc, true)
 		}
 		select {
 		case <-ctx.Done():
 			// The checkpoint in flight is aborted by the execution once no
 			// subtask can still be writing to it.
-			for _, r := range queued {
-				r.reply <- context.Cause(ctx)
-			}
 			return context.Cause(ctx)
 		case <-c.tick:
 			if c.inflight == nil && !finalTriggered {
-				c.trigger(ctx, snapshot.Checkpoint, c.store.location(c.nextID), false, nil)
+				c.trigger(ctx, snapshot.Checkpoint, c.store.location(c.nextID), false)
 			}
 		case <-timer:
 			if c.inflight == nil && !finalTriggered {
-				c.trigger(ctx, snapshot.Checkpoint, c.store.location(c.nextID), false, nil)
+				c.trigger(ctx, snapshot.Checkpoint, c.store.location(c.nextID), false)
 			}
 		case <-progress:
 			c.ex.reportProgress()
-		case r := <-c.savepoints:
-			if finalTriggered {
-				r.reply <- fmt.Errorf("%w: the job is finishing", ErrJob)
-				continue
-			}
-			queued = append(queued, r)
 		case <-c.finished:
 			finished++
 		case a := <-c.acks:
@@ -204,8 +180,8 @@ func (c *coordinator) run(ctx context.Context) error {
 
 // trigger starts checkpoint nextID: creates its writer and injects its
 // barrier at every source subtask.
-func (c *coordinator) trigger(ctx context.Context, kind snapshot.Kind, location string, final bool, reply chan error) {
-	p := &pending{id: c.nextID, kind: kind, location: location, final: final, started: time.Now(), reply: reply, ops: c.ex.operators()}
+func (c *coordinator) trigger(ctx context.Context, kind snapshot.Kind, location string, final bool) {
+	p := &pending{id: c.nextID, kind: kind, location: location, final: final, started: time.Now(), ops: c.ex.operators()}
 	c.nextID++
 	if p.sync = c.ex.incr != nil && kind == snapshot.Checkpoint && location != ""; p.sync {
 		p.resume = make(chan struct{})
@@ -304,9 +280,6 @@ func (c *coordinator) complete(ctx context.Context, p *pending) error {
 			_ = p.writer.Abort(context.WithoutCancel(ctx))
 		}
 		c.failed++
-		if p.reply != nil {
-			p.reply <- err
-		}
 		if p.final {
 			return fmt.Errorf("final checkpoint: %w", err)
 		}
@@ -325,9 +298,6 @@ func (c *coordinator) complete(ctx context.Context, p *pending) error {
 				c.ex.logf("discarding old checkpoints: %v", err)
 			}
 		}
-	}
-	if p.reply != nil {
-		p.reply <- nil
 	}
 	if p.kind == snapshot.Savepoint && !p.final {
 		return nil // savepoints commit no side effects; the next checkpoint does
@@ -355,8 +325,5 @@ func (c *coordinator) abort(ctx context.Context) {
 	}
 	if p.resume != nil {
 		close(p.resume)
-	}
-	if p.reply != nil {
-		p.reply <- fmt.Errorf("checkpoint %d aborted: %w", p.id, context.Cause(ctx))
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/stateutil/stateutil/runtime/runtimetest"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -50,8 +51,8 @@ func reference(t *testing.T, name string, cfg jobs.Config, p int) (*runtime.Resu
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := runtime.NewMemoryCommitter()
-	res, err := runtime.Run(context.Background(), job, runtime.Options{Registry: testReg, Parallelism: p, Clock: runtime.NewManualClock(epoch), Committer: out})
+	out := runtimetest.NewMemoryCommitter()
+	res, err := runtime.Run(context.Background(), job, runtime.Options{Registry: testReg, Parallelism: p, Clock: runtimetest.NewManualClock(epoch), Committer: out})
 	if err != nil {
 		t.Fatalf("reference run of %s: %v", name, err)
 	}
@@ -77,7 +78,7 @@ func attemptOptions(t *testing.T, bc backendCase, p int, dir, jobID, restore str
 	return runtime.Options{Registry: testReg,
 		Parallelism: p, Backend: backend, Format: bc.format, CheckpointDir: dir, JobID: jobID,
 		CheckpointEvery: every, Retain: 1 + rng.IntN(2), Restore: restore,
-		Clock: runtime.NewManualClock(epoch), Committer: out, BatchSize: 1 + rng.IntN(16), ChannelCapacity: 1 + rng.IntN(4),
+		Clock: runtimetest.NewManualClock(epoch), Committer: out, BatchSize: 1 + rng.IntN(16), ChannelCapacity: 1 + rng.IntN(4),
 	}
 }
 
@@ -93,7 +94,7 @@ func trial(t *testing.T, bc backendCase, seed uint64, st *trialStats) error {
 
 	b, _ := jobs.Lookup(name)
 	dir, jobID := t.TempDir(), fmt.Sprintf("%032x", seed)
-	out := runtime.NewMemoryCommitter()
+	out := runtimetest.NewMemoryCommitter()
 	restore, failures := "", 1+rng.IntN(2)
 	desc := fmt.Sprintf("job %s records %d partitions %d union %v p %d", name, cfg.Records, cfg.Partitions, cfg.Union, p)
 	for attempt := 0; ; attempt++ {

@@ -42,9 +42,8 @@ type execution struct {
 	err   error
 }
 
-// Execution is a started job. Wait for its result; take savepoints while
-// it runs.
-type Execution struct {
+// running is a started job.
+type running struct {
 	ex     *execution
 	cancel context.CancelCauseFunc
 	done   chan struct{}
@@ -54,58 +53,20 @@ type Execution struct {
 
 // Run runs job to the end of its sources and returns what it produced.
 func Run(ctx context.Context, job *Job, opts Options) (*Result, error) {
-	e, err := Start(ctx, job, opts)
-	if err != nil {
-		return nil, err
-	}
-	return e.Wait()
-}
-
-// Start sets the job up (restoring state if asked) and starts it.
-func Start(ctx context.Context, job *Job, opts Options) (*Execution, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	ex, err := newExecution(ctx, job, opts)
 	if err != nil {
 		cancel(err)
 		return nil, err
 	}
-	e := &Execution{ex: ex, cancel: cancel, done: make(chan struct{})}
+	e := &running{ex: ex, cancel: cancel, done: make(chan struct{})}
 	go e.run(ctx)
-	return e, nil
+	return e.Wait()
 }
-
-// Savepoint writes a savepoint of the running job to location and returns
-// once it is committed. Savepoints commit no sink output.
-func (e *Execution) Savepoint(ctx context.Context, location string) error {
-	r := savepointReq{location: location, reply: make(chan error, 1)}
-	select {
-	case e.ex.coord.savepoints <- r:
-	case <-e.done:
-		return fmt.Errorf("%w: the job has ended", ErrJob)
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	select {
-	case err := <-r.reply:
-		return err
-	case <-e.done:
-		select {
-		case err := <-r.reply:
-			return err
-		default:
-		}
-		return fmt.Errorf("%w: the job ended before the savepoint completed", ErrJob)
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-// Cancel stops the job; Wait then returns cause.
-func (e *Execution) Cancel(cause error) { e.cancel(cause) }
 
 // Wait blocks until the job ended and returns its result. On failure the
 // result still tells the records read and checkpoints completed.
-func (e *Execution) Wait() (*Result, error) {
+func (e *running) Wait() (*Result, error) {
 	<-e.done
 	return e.result, e.err
 }
@@ -116,7 +77,7 @@ func safe(ctx context.Context, f func(context.Context) error) (err error) {
 	return f(ctx)
 }
 
-func (e *Execution) run(ctx context.Context) {
+func (e *running) run(ctx context.Context) {
 	ex := e.ex
 	var wg sync.WaitGroup
 	goFn := func(f func(context.Context) error) {

@@ -41,3 +41,28 @@ func TestFailureAfterCheckpointFollowsIt(t *testing.T) {
 		}
 	}
 }
+
+// A job directory of memory-format checkpoints (chk-N.dump files) restores
+// from its latest checkpoint, as one of directories does.
+func TestRestoreFromJobDirectory(t *testing.T) {
+	for _, format := range []string{"memory", "filesystem"} {
+		job, _ := jobs.WordCount(jobs.Config{Records: 2000, Seed: 4})
+		dir := t.TempDir()
+		if _, err := runtime.Run(context.Background(), job, runtime.Options{Registry: testReg, Parallelism: 2, Format: format,
+			CheckpointDir: dir, JobID: "job", CheckpointEvery: 300, Retain: 3}); err != nil {
+			t.Fatal(err)
+		}
+		latest, err := runtime.LatestCheckpoint(context.Background(), testReg.Storage, runtime.JobDir(dir, "job"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, _ := jobs.WordCount(jobs.Config{Records: 2000, Seed: 4})
+		res, err := runtime.Run(context.Background(), again, runtime.Options{Registry: testReg, Parallelism: 3, Restore: runtime.JobDir(dir, "job")})
+		if err != nil {
+			t.Fatalf("%s: %v", format, err)
+		}
+		if res.RestoredFrom != latest {
+			t.Errorf("%s: restored from %q, want the latest checkpoint %q", format, res.RestoredFrom, latest)
+		}
+	}
+}

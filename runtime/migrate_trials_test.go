@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/stateutil/stateutil/runtime/runtimetest"
 	"io/fs"
 	"math/rand/v2"
 	"os"
@@ -130,7 +131,7 @@ func migrateTrial(t *testing.T, bc backendCase, seed uint64, st *migrateStats) e
 	b, _ := jobs.Lookup(name)
 	firstRestore := st.restores + 1
 	dir, work, jobID := t.TempDir(), t.TempDir(), fmt.Sprintf("%032x", seed)
-	out := runtime.NewMemoryCommitter()
+	out := runtimetest.NewMemoryCommitter()
 	restore, failures, wantMaxP := "", 1+rng.IntN(2), 0
 	later := int64(100) // percent of the failures' first AtRecord
 	desc := fmt.Sprintf("job %s records %d partitions %d union %v p %d", name, cfg.Records, cfg.Partitions, cfg.Union, p)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/stateutil/stateutil/runtime/runtimetest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -18,16 +19,16 @@ import (
 
 // failedRunAt2 runs a job at parallelism 2 until an injected failure and
 // returns its latest completed checkpoint and what it committed.
-func failedRunAt2(t *testing.T, name string, cfg jobs.Config, format string) (string, *runtime.MemoryCommitter) {
+func failedRunAt2(t *testing.T, name string, cfg jobs.Config, format string) (string, *runtimetest.MemoryCommitter) {
 	t.Helper()
 	b, _ := jobs.Lookup(name)
 	job, _ := b.Build(cfg)
 	dir := t.TempDir()
-	out := runtime.NewMemoryCommitter()
+	out := runtimetest.NewMemoryCommitter()
 	// The failure comes after the first checkpoint completed, however
 	// slow the machine: a restore always has one to start from.
 	_, err := runtime.Run(context.Background(), job, runtime.Options{Registry: testReg,
-		Parallelism: 2, Format: format, CheckpointDir: dir, JobID: "job", CheckpointEvery: 100, Clock: runtime.NewManualClock(epoch), Committer: out,
+		Parallelism: 2, Format: format, CheckpointDir: dir, JobID: "job", CheckpointEvery: 100, Clock: runtimetest.NewManualClock(epoch), Committer: out,
 		Failure: &runtime.Failure{Operator: job.Stages[0].UID, Subtask: 1, AfterCheckpoint: 1}, ChannelCapacity: 1, BatchSize: 4,
 	})
 	if !errors.Is(err, runtime.ErrInjectedFailure) {
@@ -54,7 +55,7 @@ func TestRunRescaleFromTwo(t *testing.T) {
 					b, _ := jobs.Lookup(name)
 					job, _ := b.Build(cfg)
 					committed := out.Clone()
-					res, err := runtime.Run(context.Background(), job, runtime.Options{Registry: testReg, Parallelism: p, Restore: chk, Clock: runtime.NewManualClock(epoch), Committer: committed})
+					res, err := runtime.Run(context.Background(), job, runtime.Options{Registry: testReg, Parallelism: p, Restore: chk, Clock: runtimetest.NewManualClock(epoch), Committer: committed})
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -70,47 +71,6 @@ func TestRunRescaleFromTwo(t *testing.T) {
 				})
 			}
 		}
-	}
-}
-
-// TestRunSavepointOnDemand takes a savepoint of a running job, then
-// restores it at another parallelism.
-func TestRunSavepointOnDemand(t *testing.T) {
-	cfg := jobs.Config{Records: 20000, Seed: 3}
-	ref, refLines := reference(t, "wordcount", cfg, 2)
-	job, _ := jobs.WordCount(cfg)
-	out := runtime.NewMemoryCommitter()
-	e, err := runtime.Start(context.Background(), job, runtime.Options{Registry: testReg, Parallelism: 2, CheckpointEvery: 500, CheckpointDir: t.TempDir(), Clock: runtime.NewManualClock(epoch), Committer: out})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sp := filepath.Join(t.TempDir(), "sp.dump")
-	spErr := e.Savepoint(context.Background(), sp)
-	if _, err := e.Wait(); err != nil {
-		t.Fatal(err)
-	}
-	if spErr != nil {
-		t.Skipf("job ended before the savepoint: %v", spErr)
-	}
-	r, err := testReg.Open(context.Background(), sp, snapshot.OpenOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if k := r.Snapshot().Kind; k != snapshot.Savepoint {
-		t.Errorf("kind %s", k)
-	}
-	r.Close()
-	// Output committed after the savepoint is not in it: restore with
-	// only what was committed up to the savepoint's checkpoint.
-	res, err := runtime.Run(context.Background(), job, runtime.Options{Registry: testReg, Parallelism: 3, Restore: sp, Clock: runtime.NewManualClock(epoch)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.StateDigest != ref.StateDigest {
-		t.Errorf("state digest after savepoint restore %s, want %s", res.StateDigest, ref.StateDigest)
-	}
-	if got := out.Lines(); !slices.Equal(got, refLines) {
-		t.Errorf("uninterrupted run output differs: %s", firstDiff(got, refLines))
 	}
 }
 
@@ -194,7 +154,7 @@ func TestRunFileSource(t *testing.T) {
 	}
 	chk, out := failedRunAt2(t, "wordcount", jobs.Config{Input: paths, Records: 6000}, "memory")
 	job, _ := jobs.WordCount(cfg)
-	res, err := runtime.Run(context.Background(), job, runtime.Options{Registry: testReg, Parallelism: 3, Restore: chk, Committer: out, Clock: runtime.NewManualClock(epoch)})
+	res, err := runtime.Run(context.Background(), job, runtime.Options{Registry: testReg, Parallelism: 3, Restore: chk, Committer: out, Clock: runtimetest.NewManualClock(epoch)})
 	if err != nil {
 		t.Fatal(err)
 	}

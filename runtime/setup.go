@@ -13,6 +13,19 @@ import (
 	"github.com/stateutil/stateutil/snapshot"
 )
 
+// openRestore opens the snapshot to restore: location itself, or, when it
+// is a job directory of the runtime's checkpoints, its latest one (of
+// chk-N.dump files too, which no format reads as a directory); it returns
+// where it read.
+func openRestore(ctx context.Context, reg *snapshot.Registry, location string) (snapshot.Reader, string, error) {
+	latest, lerr := LatestCheckpoint(ctx, reg.Storage, location)
+	if lerr == nil {
+		location = latest
+	}
+	r, err := reg.Open(ctx, location, snapshot.OpenOptions{})
+	return r, location, err
+}
+
 // newExecution validates the job and options, restores state and builds
 // every subtask; nothing runs yet.
 func newExecution(ctx context.Context, job *Job, opts Options) (_ *execution, err error) {
@@ -46,11 +59,11 @@ func newExecution(ctx context.Context, job *Job, opts Options) (_ *execution, er
 	var r snapshot.Reader
 	var snap *snapshot.Snapshot
 	if opts.Restore != "" {
-		if r, err = opts.Registry.Open(ctx, opts.Restore, snapshot.OpenOptions{}); err != nil {
+		if r, ex.restored, err = openRestore(ctx, opts.Registry, opts.Restore); err != nil {
 			return nil, fmt.Errorf("restore from %q: %w", opts.Restore, err)
 		}
 		defer r.Close()
-		snap, ex.restored = r.Snapshot(), opts.Restore
+		snap = r.Snapshot()
 	}
 	ex.maxP = pickMaxParallelism(&opts, job, snap)
 	if ex.vertices, err = job.plan(opts.Parallelism, ex.maxP); err != nil {
@@ -110,7 +123,7 @@ func (ex *execution) build(ctx context.Context, r snapshot.Reader, restored []*s
 	vs := ex.vertices
 	src, sink := vs[0], vs[len(vs)-1]
 	ex.coord = &coordinator{
-		ex: ex, stop: make(chan struct{}), tick: make(chan struct{}, 1), savepoints: make(chan savepointReq),
+		ex: ex, stop: make(chan struct{}), tick: make(chan struct{}, 1),
 		finished: make(chan struct{}, src.parallelism), every: ex.opts.CheckpointEvery, savepointAt: ex.opts.Savepoint,
 		store: &checkpointStore{reg: ex.opts.Registry, format: ex.format, retain: ex.opts.Retain},
 	}

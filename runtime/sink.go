@@ -16,69 +16,6 @@ type Committer interface {
 	Commit(txn string, lines []string) error
 }
 
-// MemoryCommitter keeps committed output in memory. It is safe for
-// concurrent use and survives job restarts when the caller keeps it.
-type MemoryCommitter struct {
-	mu    sync.Mutex
-	txns  map[string]bool
-	lines []string
-}
-
-// NewMemoryCommitter returns an empty committer.
-func NewMemoryCommitter() *MemoryCommitter { return &MemoryCommitter{txns: map[string]bool{}} }
-
-// Commit implements Committer.
-func (m *MemoryCommitter) Commit(txn string, lines []string) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.txns[txn] {
-		return nil
-	}
-	m.txns[txn] = true
-	m.lines = append(m.lines, lines...)
-	return nil
-}
-
-// Clone copies the committer: what it committed and which txns.
-func (m *MemoryCommitter) Clone() *MemoryCommitter {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	c := &MemoryCommitter{txns: make(map[string]bool, len(m.txns)), lines: slices.Clone(m.lines)}
-	for k := range m.txns {
-		c.txns[k] = true
-	}
-	return c
-}
-
-// Lines returns the committed lines, sorted (their order across subtasks
-// is not deterministic).
-func (m *MemoryCommitter) Lines() []string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	out := slices.Clone(m.lines)
-	slices.Sort(out)
-	return out
-}
-
-// Count is the number of committed lines.
-func (m *MemoryCommitter) Count() int64 {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return int64(len(m.lines))
-}
-
-// Digest is an order-independent digest of the committed lines (see
-// MultisetDigest).
-func (m *MemoryCommitter) Digest() string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	var d MultisetDigest
-	for _, l := range m.lines {
-		d.Add(l)
-	}
-	return d.String()
-}
-
 // MultisetDigest digests a multiset of lines, independent of their order:
 // the wrapping sum of the first 8 bytes of each line's SHA-256, and the
 // count.

@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"errors"
+	"github.com/stateutil/stateutil/runtime/runtimetest"
 	"slices"
 	"testing"
 	"time"
@@ -15,9 +16,9 @@ var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // keyedContext is a subtask context over a fresh heap backend owning every
 // key group, scoped to key "k".
-func keyedContext(t *testing.T) (*Context, *ManualClock) {
+func keyedContext(t *testing.T) (*Context, *runtimetest.ManualClock) {
 	t.Helper()
-	clock := NewManualClock(t0)
+	clock := runtimetest.NewManualClock(t0)
 	c := &Context{Operator: "op", MaxParallelism: 128, clock: clock, backend: NewHeapBackend(keygroup.Range{Start: 0, End: 127})}
 	c.setKey("k", keygroup.OfHash(keygroup.HashString("k"), 128))
 	return c, clock
@@ -27,7 +28,7 @@ func keyedContext(t *testing.T) (*Context, *ManualClock) {
 // fresh heap backend and a fresh RocksDB backend, each owning every key
 // group. start must be called once every state is registered (the
 // RocksDB backend opens its instance then, as a running job's does).
-func forBackends(t *testing.T, fn func(t *testing.T, c *Context, clock *ManualClock, start func())) {
+func forBackends(t *testing.T, fn func(t *testing.T, c *Context, clock *runtimetest.ManualClock, start func())) {
 	t.Run("heap", func(t *testing.T) {
 		c, clock := keyedContext(t)
 		fn(t, c, clock, func() {})
@@ -94,7 +95,7 @@ func TestRunStateKeyedOnly(t *testing.T) {
 
 func TestRunStateScopedToKey(t *testing.T) { forBackends(t, testStateScopedToKey) }
 
-func testStateScopedToKey(t *testing.T, c *Context, _ *ManualClock, start func()) {
+func testStateScopedToKey(t *testing.T, c *Context, _ *runtimetest.ManualClock, start func()) {
 	v := must[*ValueState[string]](t)(GetValueState(c, ValueStateDescriptor[string]{Name: "v", Serializer: StringSerializer{}}))
 	start()
 	if err := v.Update("for k"); err != nil {
@@ -112,7 +113,7 @@ func testStateScopedToKey(t *testing.T, c *Context, _ *ManualClock, start func()
 
 func TestRunStateKinds(t *testing.T) { forBackends(t, testStateKinds) }
 
-func testStateKinds(t *testing.T, c *Context, _ *ManualClock, start func()) {
+func testStateKinds(t *testing.T, c *Context, _ *runtimetest.ManualClock, start func()) {
 	l := must[*ListState[int64]](t)(GetListState(c, ListStateDescriptor[int64]{Name: "l", Serializer: Int64Serializer{}}))
 	m := must[*MapState[string, int64]](t)(GetMapState(c, MapStateDescriptor[string, int64]{Name: "m", KeySerializer: StringSerializer{}, ValueSerializer: Int64Serializer{}}))
 	r := must[*ReducingState[int64]](t)(GetReducingState(c, ReducingStateDescriptor[int64]{Name: "r", Serializer: Int64Serializer{}, Reduce: func(a, b int64) int64 { return max(a, b) }}))
@@ -177,13 +178,13 @@ func TestRunTTLUpdateTypes(t *testing.T) {
 		update snapshot.UpdateType
 		alive  bool // after write, read at 40s, read at 80s
 	}{{snapshot.OnCreateAndWrite, false}, {snapshot.OnReadAndWrite, true}} {
-		forBackends(t, func(t *testing.T, c *Context, clock *ManualClock, start func()) {
+		forBackends(t, func(t *testing.T, c *Context, clock *runtimetest.ManualClock, start func()) {
 			testTTLUpdateType(t, c, clock, start, tc.update, tc.alive)
 		})
 	}
 }
 
-func testTTLUpdateType(t *testing.T, c *Context, clock *ManualClock, start func(), update snapshot.UpdateType, alive bool) {
+func testTTLUpdateType(t *testing.T, c *Context, clock *runtimetest.ManualClock, start func(), update snapshot.UpdateType, alive bool) {
 	v := must[*ValueState[int64]](t)(GetValueState(c, ValueStateDescriptor[int64]{Name: "v", Serializer: Int64Serializer{},
 		TTL: &TTLConfig{TTL: time.Minute, Update: update}}))
 	start()
@@ -200,13 +201,13 @@ func testTTLUpdateType(t *testing.T, c *Context, clock *ManualClock, start func(
 
 func TestRunTTLVisibility(t *testing.T) {
 	for _, vis := range []snapshot.Visibility{snapshot.NeverReturnExpired, snapshot.ReturnExpiredIfNotCleanedUp} {
-		forBackends(t, func(t *testing.T, c *Context, clock *ManualClock, start func()) {
+		forBackends(t, func(t *testing.T, c *Context, clock *runtimetest.ManualClock, start func()) {
 			testTTLVisibility(t, c, clock, start, vis)
 		})
 	}
 }
 
-func testTTLVisibility(t *testing.T, c *Context, clock *ManualClock, start func(), vis snapshot.Visibility) {
+func testTTLVisibility(t *testing.T, c *Context, clock *runtimetest.ManualClock, start func(), vis snapshot.Visibility) {
 	ttl := &TTLConfig{TTL: time.Minute, Visibility: vis}
 	v := must[*ValueState[int64]](t)(GetValueState(c, ValueStateDescriptor[int64]{Name: "v", Serializer: Int64Serializer{}, TTL: ttl}))
 	l := must[*ListState[int64]](t)(GetListState(c, ListStateDescriptor[int64]{Name: "l", Serializer: Int64Serializer{}, TTL: ttl}))
@@ -245,7 +246,7 @@ func testTTLVisibility(t *testing.T, c *Context, clock *ManualClock, start func(
 
 func TestRunTTLDroppedOnSnapshot(t *testing.T) { forBackends(t, testTTLDroppedOnSnapshot) }
 
-func testTTLDroppedOnSnapshot(t *testing.T, c *Context, clock *ManualClock, start func()) {
+func testTTLDroppedOnSnapshot(t *testing.T, c *Context, clock *runtimetest.ManualClock, start func()) {
 	v := must[*ValueState[int64]](t)(GetValueState(c, ValueStateDescriptor[int64]{Name: "v", Serializer: Int64Serializer{}, TTL: &TTLConfig{TTL: time.Minute}}))
 	keep := must[*ValueState[int64]](t)(GetValueState(c, ValueStateDescriptor[int64]{Name: "keep", Serializer: Int64Serializer{}}))
 	start()

@@ -46,7 +46,7 @@ func newDirectWriter(f *os.File) (*directWriter, bool) {
 	}
 	d := &directWriter{f: f, free: make(chan []byte, 2), full: make(chan []byte, 2), done: make(chan struct{})}
 	for range 2 {
-		d.free <- chunkPool.Get().([]byte)
+		d.free <- *chunkPool.Get().(*[]byte)
 	}
 	d.cur = (<-d.free)[:0]
 	go d.run()
@@ -55,7 +55,7 @@ func newDirectWriter(f *os.File) (*directWriter, bool) {
 
 // chunkPool keeps chunks for the next file: fresh memory costs a page
 // fault and a zeroed page per 4 KiB, as much as the copy it serves.
-var chunkPool = sync.Pool{New: func() any { return alignedBuffer(directChunk) }}
+var chunkPool = sync.Pool{New: func() any { b := alignedBuffer(directChunk); return &b }}
 
 // alignedBuffer is n bytes starting at a multiple of directAlign. (Go's
 // heap does not move objects.)
@@ -68,7 +68,8 @@ func alignedBuffer(n int) []byte {
 // release returns the chunks once the writer goroutine has ended.
 func (d *directWriter) release() {
 	for range 2 {
-		chunkPool.Put((<-d.free)[:directChunk])
+		b := (<-d.free)[:directChunk]
+		chunkPool.Put(&b)
 	}
 }
 

@@ -45,17 +45,13 @@ func smallConfig() generate.Config {
 
 // checkDamage opens dir and verifies it; the damage must be reported as
 // corrupt, by snapshot.Open or as a verify finding, naming the file.
-func checkDamage(dir string) (error, *verify.Result) {
+func checkDamage(dir string) (*verify.Result, error) {
 	r, err := testReg.Open(ctx, dir, snapshot.OpenOptions{})
 	if err != nil {
-		return err, nil
+		return nil, err
 	}
 	defer r.Close()
-	res, err := verify.Check(ctx, dir, r, testReg.Codecs)
-	if err != nil {
-		return err, nil
-	}
-	return nil, res
+	return verify.Check(ctx, dir, r, testReg.Codecs)
 }
 
 // Every single-byte flip in every file of a small snapshot is reported as
@@ -72,7 +68,7 @@ func TestEveryByteFlipFailsVerify(t *testing.T) {
 	if len(ents) < 5 {
 		t.Fatalf("want _metadata and several state files, have %v", ents)
 	}
-	if err, res := checkDamage(dir); err != nil || !res.OK {
+	if res, err := checkDamage(dir); err != nil || !res.OK {
 		t.Fatalf("undamaged snapshot: %v %+v", err, res)
 	}
 	start := time.Now()
@@ -91,7 +87,7 @@ func TestEveryByteFlipFailsVerify(t *testing.T) {
 		for off := range orig {
 			for _, mask := range []byte{0xff} {
 				fh.WriteAt([]byte{orig[off] ^ mask}, int64(off))
-				err, res := checkDamage(dir)
+				res, err := checkDamage(dir)
 				var code int
 				var stdout, stderr bytes.Buffer
 				sampled := off%31 == 0
@@ -129,7 +125,7 @@ func TestEveryByteFlipFailsVerify(t *testing.T) {
 		}
 		fh.Close()
 	}
-	if err, res := checkDamage(dir); err != nil || !res.OK {
+	if res, err := checkDamage(dir); err != nil || !res.OK {
 		t.Fatalf("restored snapshot: %v %+v", err, res)
 	}
 	t.Logf("%d flips in %d files: %d refused by snapshot.Open, %d found by verify.Check; %d also through `stateutil verify` (exit 2); %v",

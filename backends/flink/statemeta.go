@@ -119,8 +119,6 @@ func plausibleMetaAt(buf []byte, q int, types ...BackendStateType) bool {
 
 var optionKeyNames = map[string]bool{"KEYED_STATE_TYPE": true, "OPERATOR_STATE_DISTRIBUTION_MODE": true}
 
-func (mr *metaReader) atEnd(q int) bool { return mr.end < 0 || q == mr.end }
-
 // metas reads a short count and that many state meta infos; after reads
 // whether what follows the list plausibly starts at a buffer index.
 func (mr *metaReader) metas(what string, after contFunc, types ...BackendStateType) []*StateMeta {

@@ -47,7 +47,7 @@ type subtaskState struct {
 
 // entry is a keyed entry; State indexes the operator's KeyedStates.
 type entry struct {
-	_msgpack  struct{} `msgpack:",as_array"`
+	_msgpack  struct{} `msgpack:",as_array"` //lint:ignore U1000 msgpack reads the tag
 	KeyGroup  int
 	State     int
 	Key       []byte

@@ -15,7 +15,6 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"path"
 	"slices"
 	"strconv"
@@ -80,19 +79,6 @@ func List(ctx context.Context, st storage.Storage, jobDir string) ([]Checkpoint,
 	}
 	slices.SortFunc(out, func(a, b Checkpoint) int { return cmp.Compare(a.ID, b.ID) })
 	return out, nil
-}
-
-// Latest is the complete checkpoint of jobDir with the highest id; it
-// wraps snapshot.ErrNotFound when there is none.
-func Latest(ctx context.Context, st storage.Storage, jobDir string) (Checkpoint, error) {
-	cps, err := List(ctx, st, jobDir)
-	if err != nil {
-		return Checkpoint{}, err
-	}
-	if len(cps) == 0 {
-		return Checkpoint{}, fmt.Errorf("%w: no complete checkpoint (chk-<N> with %s) in %q", snapshot.ErrNotFound, MetadataFile, st.URI(jobDir))
-	}
-	return cps[len(cps)-1], nil
 }
 
 // isFile reports whether p exists and is a regular file.
