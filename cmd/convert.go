@@ -52,6 +52,7 @@ terminal, unless --quiet.
 	}
 	o.report.add(c)
 	o.source.add(c)
+	o.source.addSkip(c)
 	f := c.Flags()
 	f.StringVar(&o.to, "to", "", "format to write: "+strings.Join(e.reg.WritableNames(), ", "))
 	f.StringVar(&o.output, "output", "", "where to write the converted snapshot (path, file:// or hdfs:// URI)")
@@ -86,12 +87,13 @@ func (o *convertOptions) run(c *cobra.Command, e *env, src string) error {
 	bar := e.newProgress(c.ErrOrStderr(), o.quiet, "converting")
 	res, err := migrate.Run(c.Context(), e.reg, migrate.Request{
 		Source: src, Destination: o.output, Format: o.to, Force: o.force, Verify: o.verify, PathMap: pathMap,
-		Start: bar.start, Progress: bar.add,
+		SkipUnreadable: o.source.skipUnreadable, Start: bar.start, Progress: bar.add,
 	})
 	bar.finish()
 	if err != nil {
 		return err
 	}
+	warnDropped(c.ErrOrStderr(), res.Dropped)
 	if o.report.json() {
 		return writeJSON(c.OutOrStdout(), convertReport(res))
 	}

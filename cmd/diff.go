@@ -55,6 +55,7 @@ Exit code 0 means the snapshots are equal, 1 that they differ; 2 and up are erro
 	o.output.add(c)
 	o.output.addLegacyOutput(c)
 	o.source.add(c)
+	o.source.addSkip(c)
 	c.Flags().BoolVar(&o.entries, "entries", false, "compare keyed entries and operator-state elements, listing the keys that differ")
 	c.Flags().IntVar(&o.maxKeys, "max-keys", 1000, "list at most this many differing keys per operator")
 	return c
@@ -79,10 +80,11 @@ func (o *diffOptions) run(c *cobra.Command, e *env, la, lb string) error {
 		return err
 	}
 	defer b.Close()
-	res, err := diff.Compare(ctx, la, a, lb, b, diff.Options{Entries: o.entries, MaxKeys: o.maxKeys, Codecs: e.reg.Codecs})
+	res, err := diff.Compare(ctx, la, a, lb, b, diff.Options{Entries: o.entries, MaxKeys: o.maxKeys, Codecs: e.reg.Codecs, SkipUnreadable: o.source.skipUnreadable})
 	if err != nil {
 		return err
 	}
+	warnDropped(c.ErrOrStderr(), append(res.DroppedA, res.DroppedB...))
 	w := c.OutOrStdout()
 	if o.output.json() {
 		err = writeJSON(w, res)

@@ -104,6 +104,9 @@ func (o *inspectOptions) run(c *cobra.Command, e *env, location string) error {
 	}
 	defer r.Close()
 	w := c.OutOrStdout()
+	for _, u := range snapshot.UnreadableParts(r.Snapshot()) {
+		fmt.Fprintf(c.ErrOrStderr(), "stateutil: warning: %s; the figures leave it out\n", u)
+	}
 	switch {
 	case o.keyGroups:
 		rep, err := report.KeyGroupDistribution(ctx, location, r, o.operator)
@@ -166,10 +169,14 @@ func printSummary(w io.Writer, s *report.Summary) error {
 	printHeader(w, s)
 	var rows [][]string
 	for _, op := range s.Operators {
+		entries, bytes := strconv.FormatInt(op.KeyedEntries+op.OperatorElements, 10), humanBytes(op.KeyedBytes+op.OperatorBytes)
+		if op.Unreadable {
+			entries += " + unreadable"
+			bytes += " + " + humanBytes(op.UnreadableBytes) + " unreadable"
+		}
 		rows = append(rows, []string{
 			operatorLabel(op.ID, op.UID, op.Name), strconv.Itoa(op.Parallelism), strconv.Itoa(op.MaxParallelism),
-			keyedStatesCell(op.KeyedStates), operatorStatesCell(op.OperatorStates),
-			strconv.FormatInt(op.KeyedEntries+op.OperatorElements, 10), humanBytes(op.KeyedBytes + op.OperatorBytes),
+			keyedStatesCell(op.KeyedStates), operatorStatesCell(op.OperatorStates), entries, bytes,
 		})
 	}
 	return table(w, []string{"OPERATOR", "PARALLELISM", "MAX PARALLELISM", "KEYED STATES", "OPERATOR STATES", "ENTRIES", "BYTES"}, rows)

@@ -68,6 +68,7 @@ func newOperatorEditCommand(e *env, verb string) *cobra.Command {
 	f.BoolVar(&o.force, "force", false, "replace an existing snapshot at --output, whatever its format")
 	f.BoolVar(&o.verify, "verify", false, "read the result back and compare it with SRC entry by entry")
 	o.source.add(c)
+	o.source.addSkip(c)
 	_ = c.RegisterFlagCompletionFunc("operator", e.completeOperators)
 	_ = c.RegisterFlagCompletionFunc("format", e.completeFormats)
 	return c
@@ -92,12 +93,14 @@ func (o *operatorEditOptions) run(c *cobra.Command, e *env, verb, src string) er
 		return err
 	}
 	edit := migrate.Edit{Operator: o.operator, Remove: verb == "remove", UID: o.to}
-	if _, err := migrate.Run(c.Context(), e.reg, migrate.Request{
+	res, err := migrate.Run(c.Context(), e.reg, migrate.Request{
 		Source: src, Destination: o.output, Format: o.format, Edits: []migrate.Edit{edit},
-		Force: o.force, Verify: o.verify, PathMap: pathMap,
-	}); err != nil {
+		Force: o.force, Verify: o.verify, PathMap: pathMap, SkipUnreadable: o.source.skipUnreadable,
+	})
+	if err != nil {
 		return err
 	}
+	warnDropped(c.ErrOrStderr(), res.Dropped)
 	if verb == "remove" {
 		fmt.Fprintf(c.OutOrStdout(), "wrote %s without operator %s\n", o.output, o.operator)
 	} else {

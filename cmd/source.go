@@ -1,6 +1,8 @@
 package cmd
 
 import (
+	"fmt"
+	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -11,11 +13,24 @@ import (
 // sourceFlags are how every command that reads a snapshot is told where
 // its files are: --path-map for absolute paths a Flink checkpoint records.
 type sourceFlags struct {
-	pathMap []string
+	pathMap        []string
+	skipUnreadable bool
 }
 
 func (s *sourceFlags) add(c *cobra.Command) {
 	c.Flags().StringArrayVar(&s.pathMap, "path-map", nil, "OLD=NEW: read recorded absolute state paths starting with OLD under NEW (a Flink checkpoint moved from where it was written; file:, hdfs:// or plain paths; repeatable, longest OLD wins)")
+}
+
+// addSkip adds --skip-unreadable, for commands that copy or compare state.
+func (s *sourceFlags) addSkip(c *cobra.Command) {
+	c.Flags().BoolVar(&s.skipUnreadable, "skip-unreadable", false, "drop state the source has but stateutil cannot read (listed on stderr) instead of refusing it (exit 4)")
+}
+
+// warnDropped lists on w the unreadable state a command left out.
+func warnDropped(w io.Writer, dropped []snapshot.UnreadablePart) {
+	for _, d := range dropped {
+		fmt.Fprintf(w, "stateutil: warning: dropped unreadable %s\n", d)
+	}
 }
 
 // pathMaps turns --path-map OLD=NEW flags into a map.

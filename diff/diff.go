@@ -31,6 +31,10 @@ type Options struct {
 	// Renamed pairs operators whose uid changed: a uid in A (or the id of
 	// an operator without one) to its uid in B.
 	Renamed map[string]string
+	// SkipUnreadable compares without the state either snapshot has but
+	// stateutil cannot read (listed in Result.Dropped); without it such a
+	// snapshot is refused.
+	SkipUnreadable bool
 }
 
 // Result is the comparison of snapshot A with snapshot B.
@@ -45,6 +49,10 @@ type Result struct {
 	OperatorsAdded   []OperatorRef  `json:"operators_added"`
 	OperatorsRemoved []OperatorRef  `json:"operators_removed"`
 	Operators        []OperatorDiff `json:"operators"`
+	// DroppedA and DroppedB are the unreadable state left out of the
+	// comparison (Options.SkipUnreadable).
+	DroppedA []snapshot.UnreadablePart `json:"dropped_a"`
+	DroppedB []snapshot.UnreadablePart `json:"dropped_b"`
 }
 
 // Change is one field whose value differs.
@@ -126,6 +134,34 @@ type KeyDiff struct {
 
 // Compare compares snapshot a (at location la) with b.
 func Compare(ctx context.Context, la string, a snapshot.Reader, lb string, b snapshot.Reader, opts Options) (*Result, error) {
+	var droppedA, droppedB []snapshot.UnreadablePart
+	if opts.SkipUnreadable {
+		a, droppedA = snapshot.WithoutUnreadable(a)
+		b, droppedB = snapshot.WithoutUnreadable(b)
+	} else {
+		if err := snapshot.CheckReadable(a.Snapshot()); err != nil {
+			return nil, fmt.Errorf("%s: %w", la, err)
+		}
+		if err := snapshot.CheckReadable(b.Snapshot()); err != nil {
+			return nil, fmt.Errorf("%s: %w", lb, err)
+		}
+	}
+	res, err := compare(ctx, la, a, lb, b, opts)
+	if err != nil {
+		return nil, err
+	}
+	res.DroppedA, res.DroppedB = nonNil(droppedA), nonNil(droppedB)
+	return res, nil
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+func compare(ctx context.Context, la string, a snapshot.Reader, lb string, b snapshot.Reader, opts Options) (*Result, error) {
 	sa, sb := a.Snapshot(), b.Snapshot()
 	res := &Result{SchemaVersion: SchemaVersion, A: la, B: lb, FormatA: sa.Format, FormatB: sb.Format,
 		Changes: []Change{}, OperatorsAdded: []OperatorRef{}, OperatorsRemoved: []OperatorRef{}, Operators: []OperatorDiff{}}

@@ -32,6 +32,9 @@ type Request struct {
 	TempDir      string
 	// PathMap rewrites absolute paths a source records (Flink checkpoints).
 	PathMap map[string]string
+	// SkipUnreadable drops state the source has but stateutil cannot read
+	// (listed in Result.Dropped); without it such a source is refused.
+	SkipUnreadable bool
 	// Start, if set, is called once with the bytes of state to write,
 	// before writing; Progress as they are written.
 	Start    func(total int64)
@@ -44,6 +47,8 @@ type Result struct {
 	From     string `json:"from"`
 	Totals   Totals `json:"totals"`
 	Verified bool   `json:"verified"`
+	// Dropped is the unreadable state left out (Request.SkipUnreadable).
+	Dropped []snapshot.UnreadablePart `json:"dropped"`
 }
 
 // ErrVerifyFailed reports a destination that does not read back as the
@@ -65,6 +70,12 @@ func Run(ctx context.Context, reg *snapshot.Registry, req Request) (*Result, err
 	}
 	defer r.Close()
 	from := r.Snapshot().Format
+	var dropped []snapshot.UnreadablePart
+	if req.SkipUnreadable {
+		r, dropped = snapshot.WithoutUnreadable(r)
+	} else if err := snapshot.CheckReadable(r.Snapshot()); err != nil {
+		return nil, fmt.Errorf("%s: %w", req.Source, err)
+	}
 	f, err := reg.Writable(cmpOr(req.Format, from))
 	if err != nil {
 		return nil, err
@@ -75,7 +86,10 @@ func Run(ctx context.Context, reg *snapshot.Registry, req Request) (*Result, err
 		return nil, err
 	}
 	plan.Source, plan.Destination, plan.DryRun = req.Source, req.Destination, req.DryRun
-	res := &Result{Plan: plan, From: from, Totals: plan.Totals()}
+	res := &Result{Plan: plan, From: from, Totals: plan.Totals(), Dropped: dropped}
+	if res.Dropped == nil {
+		res.Dropped = []snapshot.UnreadablePart{}
+	}
 	if req.DryRun {
 		return res, nil
 	}

@@ -169,6 +169,9 @@ type Subtask struct {
 	RawOperatorBytes int64 `json:"raw_operator_bytes" msgpack:"raw_operator_bytes"`
 	// Files are the files that hold this subtask's state.
 	Files []FileRef `json:"files,omitempty" msgpack:"files,omitempty"`
+	// Unreadable is state of this subtask the reader cannot read; its
+	// figures do not count it.
+	Unreadable []Unreadable `json:"unreadable,omitempty" msgpack:"unreadable,omitempty"`
 }
 
 // Stats counts entries (or elements) and their bytes.

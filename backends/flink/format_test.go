@@ -76,7 +76,7 @@ func TestInspectEveryFixture(t *testing.T) {
 			if _, err := report.OperatorStateUsages(ctx, dir, r, testReg.Codecs, "", true); err != nil {
 				t.Fatalf("operator states: %v", err)
 			}
-			if s.Properties["unreadable_keyed_state"] != "" {
+			if len(snapshot.UnreadableParts(s)) > 0 {
 				degraded++
 			} else {
 				readable++

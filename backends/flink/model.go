@@ -87,14 +87,6 @@ func (r *SnapshotReader) kindAndFormat(hints map[string]bool) {
 	if len(backends) > 0 {
 		p["state_backend"] = strings.Join(backends, ",")
 	}
-	if len(r.degraded) > 0 {
-		var why []string
-		for _, d := range r.degraded {
-			why = append(why, d.Error())
-		}
-		sort.Strings(why)
-		p["unreadable_keyed_state"] = strings.Join(why, "; ")
-	}
 }
 
 // headers returns the keyed headers of every subtask that has one. A
@@ -270,6 +262,11 @@ func (r *SnapshotReader) subtask(ctx context.Context, o *snapshot.Operator, op *
 		return nil, err
 	}
 	sub.Keyed = keyed
+	if err := r.degraded[st]; err != nil {
+		// Known bytes, unknown entries: never an empty subtask.
+		sub.Unreadable = append(sub.Unreadable, snapshot.Unreadable{Scope: snapshot.ScopeKeyed, Reason: err.Error(), Bytes: keyed.Bytes})
+		sub.Keyed = snapshot.Stats{Bytes: keyed.Bytes}
+	}
 	return sub, nil
 }
 
@@ -290,8 +287,7 @@ func elementBytes(h *OperatorStateHandle) int64 {
 // keyedFigures decides whether a subtask's keyed state can be scanned. It
 // cannot when it is only a changelog of changes, or when it is a heap
 // snapshot written by serializers stateutil cannot walk; then the stored
-// bytes are given with no entries, and the reason goes into the snapshot's
-// "unreadable_keyed_state" property.
+// bytes are given, and the subtask is marked degraded (see subtask).
 func (r *SnapshotReader) keyedFigures(ctx context.Context, o *snapshot.Operator, op *OperatorState, st *SubtaskState) (snapshot.Stats, error) {
 	h := st.ManagedKeyedState
 	switch {
@@ -302,7 +298,7 @@ func (r *SnapshotReader) keyedFigures(ctx context.Context, o *snapshot.Operator,
 	case h.Changelog != nil && len(h.Changelog.NonMaterialized) == 0:
 	case h.KeyGroups != nil:
 	default:
-		err := fmt.Errorf("operator %s subtask %d: %s handle: changelog state changes are not read: %w", o.Label(), st.Index, h.Type, ErrUnsupportedVersion)
+		err := fmt.Errorf("%s handle: state changes not yet materialised, which stateutil does not apply (%w)", h.Type, ErrUnsupportedVersion)
 		r.degrade(st, err)
 		size := int64(0)
 		if h.Changelog != nil {

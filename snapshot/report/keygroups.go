@@ -47,6 +47,7 @@ type SubtaskWeight struct {
 // KeyGroupDistribution computes the view for the operators selected by
 // label ("" = every keyed operator).
 func KeyGroupDistribution(ctx context.Context, location string, r snapshot.Reader, label string) (*KeyGroups, error) {
+	r, _ = snapshot.WithoutUnreadable(r) // Summarize and inspect's warnings name it
 	ops, err := selectOperators(r.Snapshot(), label)
 	if err != nil {
 		return nil, err

@@ -42,6 +42,7 @@ type ElementRow struct {
 // OperatorStateUsages computes the view; withValues reads and decodes the
 // elements themselves.
 func OperatorStateUsages(ctx context.Context, location string, r snapshot.Reader, codecs *snapshot.Codecs, label string, withValues bool) (*OperatorStates, error) {
+	r, _ = snapshot.WithoutUnreadable(r) // Summarize and inspect's warnings name it
 	ops, err := selectOperators(r.Snapshot(), label)
 	if err != nil {
 		return nil, err

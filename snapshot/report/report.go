@@ -27,6 +27,9 @@ type Summary struct {
 	Properties    map[string]string `json:"properties,omitempty"`
 	Totals        Totals            `json:"totals"`
 	Operators     []OperatorSummary `json:"operators"`
+	// Unreadable is state the snapshot holds that cannot be read; the
+	// figures leave it out.
+	Unreadable []snapshot.UnreadablePart `json:"unreadable"`
 }
 
 // Totals sums state over the whole snapshot.
@@ -52,7 +55,10 @@ type OperatorSummary struct {
 	KeyedBytes       int64                    `json:"keyed_bytes"`
 	OperatorElements int64                    `json:"operator_elements"`
 	OperatorBytes    int64                    `json:"operator_bytes"`
-	Subtasks         []SubtaskSummary         `json:"subtasks,omitempty"`
+	// UnreadableBytes is what its unreadable state takes, where known.
+	UnreadableBytes int64            `json:"unreadable_bytes"`
+	Unreadable      bool             `json:"unreadable"`
+	Subtasks        []SubtaskSummary `json:"subtasks,omitempty"`
 }
 
 // SubtaskSummary is one subtask's row of `inspect --subtasks`.
@@ -69,11 +75,12 @@ type SubtaskSummary struct {
 // Summarize builds the summary, scanning state only where the metadata
 // lacks figures. withSubtasks adds per-subtask rows.
 func Summarize(ctx context.Context, location string, r snapshot.Reader, withSubtasks bool) (*Summary, error) {
+	r, unreadable := snapshot.WithoutUnreadable(r)
 	s := r.Snapshot()
 	out := &Summary{
 		SchemaVersion: SchemaVersion, Location: location, Format: s.Format, JobID: s.JobID,
 		CheckpointID: s.CheckpointID, Kind: s.Kind, Created: s.Created, Properties: s.Properties,
-		Operators: []OperatorSummary{},
+		Operators: []OperatorSummary{}, Unreadable: nonNil(unreadable),
 	}
 	for _, op := range s.Operators {
 		row := OperatorSummary{
@@ -98,6 +105,12 @@ func Summarize(ctx context.Context, location string, r snapshot.Reader, withSubt
 		}
 		if withSubtasks && row.Subtasks == nil {
 			row.Subtasks = []SubtaskSummary{}
+		}
+		for _, u := range unreadable {
+			if u.Operator == op.Label() {
+				row.Unreadable = true
+				row.UnreadableBytes += u.Bytes
+			}
 		}
 		out.Totals.Operators++
 		out.Totals.Subtasks += len(op.Subtasks)

@@ -28,6 +28,8 @@ const (
 	CheckState   = "undeclared-state"
 	CheckFigures = "metadata-figures"
 	CheckRead    = "read"
+	// CheckUnreadable is state the format reader found but cannot read.
+	CheckUnreadable = "unreadable"
 )
 
 // Finding is one problem.
@@ -77,8 +79,13 @@ type Checked struct {
 // Check reads the whole snapshot and reports every finding. The error is
 // only for a cancelled context; damage is reported as findings.
 func Check(ctx context.Context, location string, r snapshot.Reader, codecs *snapshot.Codecs) (*Result, error) {
+	res := &Result{SchemaVersion: SchemaVersion, Location: location, Format: r.Snapshot().Format, Findings: []Finding{}}
+	r, unreadable := snapshot.WithoutUnreadable(r)
+	for _, u := range unreadable {
+		i := u.Subtask
+		res.add(Finding{Check: CheckUnreadable, Operator: u.Operator, Subtask: &i, Message: u.Unreadable.String()})
+	}
 	s := r.Snapshot()
-	res := &Result{SchemaVersion: SchemaVersion, Location: location, Format: s.Format, Findings: []Finding{}}
 	seen := map[string]bool{}
 	for _, op := range s.Operators {
 		key := op.ID + "\x00" + op.UID

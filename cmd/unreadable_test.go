@@ -1,0 +1,61 @@
+package cmd
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// changelogCheckpoint is a real Flink 1.17 checkpoint with the changelog
+// state backend: its keyed state is changelog increments not yet
+// materialised, which stateutil does not read. The test skips when
+// ../shared is absent.
+func changelogCheckpoint(t *testing.T) string {
+	t.Helper()
+	p := filepath.Join("..", "..", "shared", "fixtures", "flink", "new-stateful-udf-migration-itcase-flink1.17-hashmap-checkpoint")
+	if _, err := os.Stat(p); err != nil {
+		t.Skipf("Flink fixtures not found at %s (they live in ../shared next to the repository); skipping", p)
+	}
+	return p
+}
+
+// State stateutil cannot read is never counted as empty: copies and
+// comparisons refuse it (exit 4) unless told to drop it, and then say
+// what they dropped; inspect shows the rest and warns; verify reports it.
+func TestUnreadableStateIsNeverDroppedSilently(t *testing.T) {
+	src := changelogCheckpoint(t)
+	dir := t.TempDir()
+	dst := filepath.Join(dir, "dst")
+	refusals := [][]string{
+		{"convert", src, "--to", "filesystem", "--output", dst, "--verify"},
+		{"rescale", src, "--parallelism", "2", "--format", "filesystem", "--output", dst},
+		{"operator", "remove", src, "--operator", "d5c8b168c6cbfe8c507a10f88b325243", "--format", "memory", "--output", dst},
+		{"diff", src, src, "--entries"},
+	}
+	for _, args := range refusals {
+		code, _, errOut := run(t, args...)
+		if code != ExitUnsupported || !strings.Contains(errOut, `operator "41e91aae0bee218c44306cf7d21940ad" subtask 1, all keyed state (1299 bytes) cannot be read`) ||
+			!strings.Contains(errOut, "--skip-unreadable") {
+			t.Errorf("%v: exit %d: %s", args, code, errOut)
+		}
+		if exists(dst) {
+			t.Fatalf("%v left %s", args, dst)
+		}
+	}
+	code, out, errOut := run(t, "convert", src, "--to", "filesystem", "--output", dst, "--verify", "--skip-unreadable", "--quiet")
+	if code != ExitOK || !strings.Contains(out, "verified") || strings.Count(errOut, "warning: dropped unreadable") != 12 {
+		t.Fatalf("convert --skip-unreadable: exit %d: %s%s", code, out, errOut)
+	}
+	if code, _, errOut := run(t, "diff", src, dst, "--entries", "--skip-unreadable"); code != ExitOK {
+		t.Errorf("diff --skip-unreadable of the source and its copy: exit %d: %s", code, errOut)
+	}
+	code, out, errOut = run(t, "inspect", src)
+	if code != ExitOK || strings.Count(errOut, "warning:") != 12 || !strings.Contains(out, "+ unreadable") {
+		t.Errorf("inspect: exit %d: %s%s", code, out, errOut)
+	}
+	code, out, _ = run(t, "verify", src)
+	if code != ExitCorrupt || strings.Count(out, "unreadable: operator") != 12 {
+		t.Errorf("verify: exit %d: %s", code, out)
+	}
+}
