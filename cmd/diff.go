@@ -16,6 +16,7 @@ type diffOptions struct {
 	source  sourceFlags
 	output  outputFlag
 	entries bool
+	values  bool
 	maxKeys int
 }
 
@@ -30,7 +31,7 @@ added, removed and changed (kind, types, TTL, mode), and entries per keyed state
 elements per operator state.
 
 With --entries, keyed entries are compared key by key and the keys that differ are
-listed (added, removed, changed). B is brought to A's layout first, so snapshots at
+listed (with --values, their old and new values, decoded as stateutil get shows them)listed (added, removed, changed). B is brought to A's layout first, so snapshots at
 different parallelism compare by content; both are read one key group at a time.
 
 Exit code 0 means the snapshots are equal, 1 that they differ; 2 and up are errors.
@@ -42,6 +43,9 @@ Exit code 0 means the snapshots are equal, 1 that they differ; 2 and up are erro
 		RunE: func(c *cobra.Command, args []string) error {
 			if err := o.output.validate(); err != nil {
 				return err
+			}
+			if o.values && !o.entries {
+				return usageErrorf("--values goes with --entries")
 			}
 			if o.maxKeys < 0 {
 				return usageErrorf("--max-keys cannot be negative")
@@ -57,6 +61,7 @@ Exit code 0 means the snapshots are equal, 1 that they differ; 2 and up are erro
 	o.source.add(c)
 	o.source.addSkip(c)
 	c.Flags().BoolVar(&o.entries, "entries", false, "compare keyed entries and operator-state elements, listing the keys that differ")
+	c.Flags().BoolVar(&o.values, "values", false, "with --entries: show the old and new values of the keys that differ")
 	c.Flags().IntVar(&o.maxKeys, "max-keys", 1000, "list at most this many differing keys per operator")
 	return c
 }
@@ -80,7 +85,7 @@ func (o *diffOptions) run(c *cobra.Command, e *env, la, lb string) error {
 		return err
 	}
 	defer b.Close()
-	res, err := diff.Compare(ctx, la, a, lb, b, diff.Options{Entries: o.entries, MaxKeys: o.maxKeys, Codecs: e.reg.Codecs, SkipUnreadable: o.source.skipUnreadable})
+	res, err := diff.Compare(ctx, la, a, lb, b, diff.Options{Entries: o.entries, Values: o.values, MaxKeys: o.maxKeys, Codecs: e.reg.Codecs, SkipUnreadable: o.source.skipUnreadable})
 	if err != nil {
 		return err
 	}
@@ -89,7 +94,7 @@ func (o *diffOptions) run(c *cobra.Command, e *env, la, lb string) error {
 	if o.output.json() {
 		err = writeJSON(w, res)
 	} else {
-		err = printDiff(w, res)
+		err = printDiff(w, res, o.values)
 	}
 	if err != nil {
 		return err
@@ -100,7 +105,7 @@ func (o *diffOptions) run(c *cobra.Command, e *env, la, lb string) error {
 	return nil
 }
 
-func printDiff(w io.Writer, res *diff.Result) error {
+func printDiff(w io.Writer, res *diff.Result, values bool) error {
 	fmt.Fprintf(w, "A: %s (%s)\nB: %s (%s)\n", res.A, res.FormatA, res.B, res.FormatB)
 	for _, ch := range res.Changes {
 		fmt.Fprintf(w, "%s: %s -> %s\n", ch.Field, ch.A, ch.B)
@@ -144,11 +149,19 @@ func printDiff(w io.Writer, res *diff.Result) error {
 			fmt.Fprintf(w, "  operator-state elements differ: %s\n", strings.Join(op.ElementsDiffer, ", "))
 		}
 		rows = nil
+		header := []string{"STATE", "KEY GROUP", "KEY", "CHANGE"}
+		if values {
+			header = append(header, "OLD", "NEW")
+		}
 		for _, k := range op.Keys {
-			rows = append(rows, []string{k.State, strconv.Itoa(k.KeyGroup), fmt.Sprint(k.Key), k.Change})
+			row := []string{k.State, strconv.Itoa(k.KeyGroup), jsonText(k.Key), k.Change}
+			if values {
+				row = append(row, valueText(k.Old), valueText(k.New))
+			}
+			rows = append(rows, row)
 		}
 		if len(rows) > 0 {
-			if err := table(w, []string{"STATE", "KEY GROUP", "KEY", "CHANGE"}, rows); err != nil {
+			if err := table(w, header, rows); err != nil {
 				return err
 			}
 		}
@@ -162,4 +175,12 @@ func printDiff(w io.Writer, res *diff.Result) error {
 		fmt.Fprintln(w, "\ndifferent")
 	}
 	return nil
+}
+
+// valueText is a value for a table cell; "-" where there is none.
+func valueText(v any) string {
+	if v == nil {
+		return "-"
+	}
+	return jsonText(v)
 }

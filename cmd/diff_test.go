@@ -17,6 +17,8 @@ func TestGoldenDiff(t *testing.T) {
 	cases := map[string][]string{
 		"diff-equal":        {"diff", example, example, "--entries"},
 		"diff-maxp":         {"diff", example, "../testdata/memory/maxp4096.dump"},
+		"diff-values":       {"diff", example, "../testdata/memory/maxp4096.dump", "--entries", "--values", "--max-keys", "5"},
+		"diff-values-alone": {"diff", example, example, "--values"},
 		"diff-maxp-entries": {"diff", example, "../testdata/memory/maxp4096.dump", "--entries", "--max-keys", "5", "-o", "json"},
 		"diff-missing":      {"diff", example, "../testdata/memory/missing.dump"},
 		"diff-one-arg":      {"diff", example},

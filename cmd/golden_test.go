@@ -21,9 +21,20 @@ const goldenDir = "../testdata/golden"
 // printed, and its exit code, with testdata/golden/NAME.txt.
 func runGolden(t *testing.T, name string, args ...string) {
 	t.Helper()
+	runGoldenAs(t, name, strings.Join(args, " "), args...)
+}
+
+// runGoldenAs is runGolden recording the command line as shown: the same
+// golden file then serves arguments that differ (temporary paths).
+func runGoldenAs(t *testing.T, name, shown string, args ...string) {
+	t.Helper()
 	var stdout, stderr bytes.Buffer
 	code := Run(context.Background(), args, &stdout, &stderr)
-	got := fmt.Sprintf("$ stateutil %s\nexit: %d\n--- stdout\n%s--- stderr\n%s", strings.Join(args, " "), code, stdout.String(), stderr.String())
+	out, errOut := stdout.String(), stderr.String()
+	if len(args) > 1 {
+		out, errOut = strings.ReplaceAll(out, args[1], "SNAP"), strings.ReplaceAll(errOut, args[1], "SNAP")
+	}
+	got := fmt.Sprintf("$ stateutil %s\nexit: %d\n--- stdout\n%s--- stderr\n%s", shown, code, out, errOut)
 	path := filepath.Join(goldenDir, name+".txt")
 	if *rewrite {
 		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 
@@ -45,6 +46,17 @@ func (o *outputFlag) validate() error {
 }
 
 func (o *outputFlag) json() bool { return o.format == "json" }
+
+// writeCompactJSON writes v as one line of JSON, HTML left unescaped.
+func writeCompactJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	return slices.Sorted(maps.Keys(m))
+}
 
 func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)

@@ -169,6 +169,8 @@ Locations are plain paths, file:// URIs or hdfs://namenode:port/path URIs.
 		newOperatorCommand(e),
 		newRunCommand(e),
 		newVersionCommand(e),
+		newGetCommand(e),
+		newDumpCommand(e),
 	)
 	root.Args = cobra.NoArgs
 	root.RunE = func(c *cobra.Command, _ []string) error { return c.Help() }
@@ -205,7 +207,8 @@ func Run(ctx context.Context, args []string, out, errOut io.Writer) (code int) {
 	root := NewRootCommand(out, errOut)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
-	if err == nil {
+	if err == nil || errors.Is(err, syscall.EPIPE) {
+		// A reader that stopped reading (dump | head) is no failure.
 		return ExitOK
 	}
 	if cause := context.Cause(ctx); cause != nil && errors.Is(err, context.Canceled) {
@@ -239,6 +242,9 @@ func runMain(args []string) int {
 	signals := make(chan os.Signal, 2)
 	signal.Notify(signals, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(signals)
+	// Writes to a closed pipe fail with EPIPE, which Run takes as the
+	// reader having stopped, instead of the signal killing the process.
+	signal.Ignore(syscall.SIGPIPE)
 	go func() {
 		sig, ok := <-signals
 		if !ok {

@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/stateutil/stateutil/snapshot"
 )
@@ -31,6 +32,10 @@ type Options struct {
 	// Renamed pairs operators whose uid changed: a uid in A (or the id of
 	// an operator without one) to its uid in B.
 	Renamed map[string]string
+	// Values adds the old and new values of every key listed (with
+	// Entries); Now is when TTL expiry is judged (zero: now).
+	Values bool
+	Now    time.Time
 	// SkipUnreadable compares without the state either snapshot has but
 	// stateutil cannot read (listed in Result.Dropped); without it such a
 	// snapshot is refused.
@@ -130,6 +135,10 @@ type KeyDiff struct {
 	Key       any    `json:"key"`
 	Namespace any    `json:"namespace,omitempty"`
 	Change    string `json:"change"`
+	// Old and New are the key's values in A and B (Options.Values),
+	// decoded as stateutil get shows them; absent where the key is.
+	Old any `json:"old,omitempty"`
+	New any `json:"new,omitempty"`
 }
 
 // Compare compares snapshot a (at location la) with b.

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/stateutil/stateutil/lookup"
 	"github.com/stateutil/stateutil/redistribute"
 	"github.com/stateutil/stateutil/snapshot"
 )
@@ -39,7 +40,7 @@ func compareEntries(ctx context.Context, d *OperatorDiff, a snapshot.Reader, opA
 		}
 	}
 	maxKeys := cmp.Or(opts.MaxKeys, 1000)
-	report := func(kg int, e *snapshot.Entry, change string) {
+	report := func(kg int, e *snapshot.Entry, change string, old, nw []snapshot.Entry) {
 		if len(d.Keys) >= maxKeys {
 			d.KeysOmitted++
 			return
@@ -48,6 +49,14 @@ func compareEntries(ctx context.Context, d *OperatorDiff, a snapshot.Reader, opA
 		kd := KeyDiff{State: e.State, KeyGroup: kg, Key: opts.Codecs.Decode(st.KeyType, e.Key), Change: change}
 		if len(e.Namespace) > 0 {
 			kd.Namespace = opts.Codecs.Decode(st.NamespaceType, e.Namespace)
+		}
+		if opts.Values {
+			if len(old) > 0 {
+				kd.Old = lookup.Render(opts.Codecs, opA, &st, 0, old, opts.Now).Value
+			}
+			if len(nw) > 0 {
+				kd.New = lookup.Render(opts.Codecs, opB, &st, 0, nw, opts.Now).Value
+			}
 		}
 		d.Keys = append(d.Keys, kd)
 	}
@@ -146,7 +155,7 @@ func compareKey(a, b *snapshot.Entry) int {
 
 // compareGroup compares one key group's entries key by key. Within a key,
 // map entries are compared by user key and list elements in order.
-func compareGroup(kg int, x, y []snapshot.Entry, report func(int, *snapshot.Entry, string)) {
+func compareGroup(kg int, x, y []snapshot.Entry, report func(kg int, e *snapshot.Entry, change string, old, nw []snapshot.Entry)) {
 	order := func(a, b snapshot.Entry) int {
 		return cmp.Or(compareKey(&a, &b), bytes.Compare(a.UserKey, b.UserKey))
 	}
@@ -176,11 +185,11 @@ func compareGroup(kg int, x, y []snapshot.Entry, report func(int, *snapshot.Entr
 		}
 		switch {
 		case c < 0:
-			report(kg, &x[i], KeyRemoved)
+			report(kg, &x[i], KeyRemoved, x[i:ei], nil)
 		case c > 0:
-			report(kg, &y[j], KeyAdded)
+			report(kg, &y[j], KeyAdded, nil, y[j:ej])
 		case !slices.EqualFunc(x[i:ei], y[j:ej], func(p, q snapshot.Entry) bool { return p.Equal(&q) }):
-			report(kg, &x[i], KeyChanged)
+			report(kg, &x[i], KeyChanged, x[i:ei], y[j:ej])
 		}
 		i, j = ei, ej
 	}

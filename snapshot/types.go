@@ -46,6 +46,53 @@ type Codec interface {
 	HashCode(b []byte) (int32, error)
 }
 
+// Encoder is implemented by codecs that write values given as decoded
+// JSON (strings, json.Number, bools, []any, map[string]any): how a key
+// typed on a command line becomes the bytes a snapshot stores.
+type Encoder interface {
+	Encode(v any) ([]byte, error)
+}
+
+// EncodeKey encodes text, a key as a user writes it, as type t: JSON when
+// it parses as JSON (so '["a",1]' is a tuple and '"42"' a string), else
+// the text itself as a string.
+func (c *Codecs) EncodeKey(t Type, text string) ([]byte, error) {
+	codec, err := c.Codec(t)
+	if err != nil {
+		return nil, err
+	}
+	enc, ok := codec.(Encoder)
+	if !ok {
+		return nil, fmt.Errorf("stateutil cannot write keys of type %s", t)
+	}
+	var v any = text
+	dec := json.NewDecoder(strings.NewReader(text))
+	dec.UseNumber()
+	var parsed any
+	if err := dec.Decode(&parsed); err == nil && !dec.More() {
+		v = parsed
+	}
+	b, err := enc.Encode(v)
+	if err != nil {
+		return nil, fmt.Errorf("key %s as %s: %w", text, t, err)
+	}
+	return b, nil
+}
+
+// TextOf is the text of a scalar JSON value, for types whose values are
+// written as text (strings, numbers).
+func TextOf(v any) (string, bool) {
+	switch x := v.(type) {
+	case string:
+		return x, true
+	case json.Number:
+		return x.String(), true
+	case bool:
+		return strconv.FormatBool(x), true
+	}
+	return "", false
+}
+
 // CodecFactory builds the codec of a type from what the type records (its
 // name, class and serializer snapshot), so that a codec follows from the
 // snapshot alone, whichever process or format it was read from.
@@ -191,6 +238,21 @@ func (c fixedWidth) read(b []byte) (int64, error) {
 
 func (c fixedWidth) Decode(b []byte) (any, error) { return c.read(b) }
 
+func (c fixedWidth) Encode(v any) ([]byte, error) {
+	text, ok := TextOf(v)
+	if !ok {
+		return nil, fmt.Errorf("want a number, not %v", v)
+	}
+	n, err := strconv.ParseInt(text, 10, 8*c.width)
+	if err != nil {
+		return nil, err
+	}
+	if c.width == 4 {
+		return binary.BigEndian.AppendUint32(nil, uint32(n)), nil
+	}
+	return binary.BigEndian.AppendUint64(nil, uint64(n)), nil
+}
+
 func (c fixedWidth) HashCode(b []byte) (int32, error) {
 	v, err := c.read(b)
 	if err != nil {
@@ -218,7 +280,27 @@ func (stringCodec) HashCode(b []byte) (int32, error) {
 	return keygroup.HashString(string(b)), nil
 }
 
+func (stringCodec) Encode(v any) ([]byte, error) {
+	text, ok := TextOf(v)
+	if !ok {
+		return nil, fmt.Errorf("want a string, not %v", v)
+	}
+	return []byte(text), nil
+}
+
 type bytesCodec struct{}
+
+// Encode takes 0x-prefixed hex, or text as its UTF-8 bytes.
+func (bytesCodec) Encode(v any) ([]byte, error) {
+	text, ok := TextOf(v)
+	if !ok {
+		return nil, fmt.Errorf("want 0x-prefixed hex or text, not %v", v)
+	}
+	if h, ok := strings.CutPrefix(text, "0x"); ok {
+		return hex.DecodeString(h)
+	}
+	return []byte(text), nil
+}
 
 func (bytesCodec) Decode(b []byte) (any, error)     { return "0x" + hex.EncodeToString(b), nil }
 func (bytesCodec) HashCode(b []byte) (int32, error) { return keygroup.HashBytes(b), nil }
@@ -241,7 +323,11 @@ func (jsonCodec) Decode(b []byte) (any, error) {
 }
 func (jsonCodec) HashCode([]byte) (int32, error) { return 0, errNoHash }
 
+func (jsonCodec) Encode(v any) ([]byte, error) { return json.Marshal(v) }
+
 type voidCodec struct{}
+
+func (voidCodec) Encode(any) ([]byte, error) { return nil, nil }
 
 func (voidCodec) Decode(b []byte) (any, error) {
 	if len(b) != 0 {
@@ -251,23 +337,5 @@ func (voidCodec) Decode(b []byte) (any, error) {
 }
 func (voidCodec) HashCode([]byte) (int32, error) { return 0, errNoHash }
 
-// EncodeInt32 is the stateutil encoding of an int32.
-func EncodeInt32(v int32) []byte { return binary.BigEndian.AppendUint32(nil, uint32(v)) }
-
 // EncodeInt64 is the stateutil encoding of an int64.
 func EncodeInt64(v int64) []byte { return binary.BigEndian.AppendUint64(nil, uint64(v)) }
-
-// EncodeText encodes a key given as text (e.g. on a command line) as type t.
-func EncodeText(t string, text string) ([]byte, error) {
-	switch t {
-	case TypeString, TypeBytes:
-		return []byte(text), nil
-	case TypeInt32:
-		v, err := strconv.ParseInt(text, 10, 32)
-		return EncodeInt32(int32(v)), err
-	case TypeInt64:
-		v, err := strconv.ParseInt(text, 10, 64)
-		return EncodeInt64(v), err
-	}
-	return nil, fmt.Errorf("cannot write a %s key as text", t)
-}

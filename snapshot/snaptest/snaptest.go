@@ -5,6 +5,7 @@ package snaptest
 import (
 	"cmp"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -57,7 +58,7 @@ func Key(t string, k int, maxP int) ([]byte, int) {
 	var b []byte
 	switch t {
 	case snapshot.TypeInt32:
-		b = snapshot.EncodeInt32(int32(k*7919 - 1000))
+		b = binary.BigEndian.AppendUint32(nil, uint32(int32(k*7919-1000)))
 	case snapshot.TypeInt64:
 		b = snapshot.EncodeInt64(int64(k)<<33 - int64(k))
 	default:

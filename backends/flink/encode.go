@@ -1,0 +1,148 @@
+package flink
+
+import (
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"unicode/utf16"
+
+	"github.com/stateutil/stateutil/snapshot"
+)
+
+// Encode writes a value given as decoded JSON the way Flink's serializer
+// of this type does: what a key typed on a command line becomes. It knows
+// the types whose keys have a known hash (and Flink's namespaces): the
+// boxed primitives, String, byte[], tuples of these, VoidNamespace and
+// TimeWindow.
+func (c codec) Encode(v any) ([]byte, error) {
+	if c.s == nil {
+		return nil, fmt.Errorf("values of this Flink type cannot be written")
+	}
+	return encodeAny(nil, c.s, v, 0)
+}
+
+func encodeAny(b []byte, s *SerializerSnapshot, v any, depth int) ([]byte, error) {
+	if depth > 16 {
+		return nil, fmt.Errorf("value nested deeper than 16")
+	}
+	switch k := serKind(s); k {
+	case "Long", "Integer", "Short", "Byte":
+		bits := map[string]int{"Long": 64, "Integer": 32, "Short": 16, "Byte": 8}[k]
+		n, err := integer(v, bits)
+		if err != nil {
+			return nil, err
+		}
+		switch bits {
+		case 64:
+			return binary.BigEndian.AppendUint64(b, uint64(n)), nil
+		case 32:
+			return binary.BigEndian.AppendUint32(b, uint32(n)), nil
+		case 16:
+			return binary.BigEndian.AppendUint16(b, uint16(n)), nil
+		}
+		return append(b, byte(n)), nil
+	case "Double", "Float":
+		text, ok := snapshot.TextOf(v)
+		if !ok {
+			return nil, fmt.Errorf("want a number, not %v", v)
+		}
+		f, err := strconv.ParseFloat(text, 64)
+		if err != nil {
+			return nil, err
+		}
+		if k == "Float" {
+			return binary.BigEndian.AppendUint32(b, math.Float32bits(float32(f))), nil
+		}
+		return binary.BigEndian.AppendUint64(b, math.Float64bits(f)), nil
+	case "Boolean":
+		x, ok := v.(bool)
+		if !ok {
+			return nil, fmt.Errorf("want true or false, not %v", v)
+		}
+		if x {
+			return append(b, 1), nil
+		}
+		return append(b, 0), nil
+	case "Char":
+		text, ok := v.(string)
+		units := utf16.Encode([]rune(text))
+		if !ok || len(units) != 1 {
+			return nil, fmt.Errorf("want one character, not %v", v)
+		}
+		return binary.BigEndian.AppendUint16(b, units[0]), nil
+	case "String":
+		text, ok := snapshot.TextOf(v)
+		if !ok {
+			return nil, fmt.Errorf("want a string, not %v", v)
+		}
+		return appendStringValue(b, text), nil
+	case "byte[]":
+		text, ok := v.(string)
+		h, hexed := strings.CutPrefix(text, "0x")
+		raw, err := hex.DecodeString(h)
+		if !ok || !hexed || err != nil {
+			return nil, fmt.Errorf("want 0x-prefixed hex, not %v", v)
+		}
+		b = binary.BigEndian.AppendUint32(b, uint32(len(raw)))
+		return append(b, raw...), nil
+	case "VoidNamespace":
+		return append(b, 0), nil
+	case "TimeWindow":
+		w, ok := v.(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf(`want {"start":..,"end":..}, not %v`, v)
+		}
+		for _, f := range []string{"start", "end"} {
+			n, err := integer(w[f], 64)
+			if err != nil {
+				return nil, fmt.Errorf("window %s: %w", f, err)
+			}
+			b = binary.BigEndian.AppendUint64(b, uint64(n))
+		}
+		return b, nil
+	case "Tuple":
+		fields, ok := v.([]any)
+		if !ok || len(fields) != len(s.Nested) || strings.Contains(s.Name(), "CaseClass") {
+			return nil, fmt.Errorf("want a JSON array of %d fields, not %v", len(s.Nested), v)
+		}
+		var err error
+		for i, f := range fields {
+			if b, err = encodeAny(b, s.Nested[i], f, depth+1); err != nil {
+				return nil, fmt.Errorf("field %d: %w", i, err)
+			}
+		}
+		return b, nil
+	}
+	return nil, fmt.Errorf("values of %s cannot be written", s.Name())
+}
+
+// integer parses a JSON number (or its text) as a signed integer of bits.
+func integer(v any, bits int) (int64, error) {
+	text, ok := snapshot.TextOf(v)
+	if !ok {
+		return 0, fmt.Errorf("want a number, not %v", v)
+	}
+	return strconv.ParseInt(text, 10, bits)
+}
+
+// appendStringValue writes s as Flink's StringValue does: its UTF-16
+// length plus one, then each code unit, as variable-length ints.
+func appendStringValue(b []byte, s string) []byte {
+	units := utf16.Encode([]rune(s))
+	b = appendVarUint(b, uint64(len(units))+1)
+	for _, u := range units {
+		b = appendVarUint(b, uint64(u))
+	}
+	return b
+}
+
+func appendVarUint(b []byte, v uint64) []byte {
+	for v >= 0x80 {
+		b = append(b, byte(v)|0x80)
+		v >>= 7
+	}
+	return append(b, byte(v))
+}

@@ -1,0 +1,212 @@
+package cmd
+
+import (
+	"bufio"
+	"encoding/csv"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/stateutil/stateutil/keygroup"
+	"github.com/stateutil/stateutil/lookup"
+	"github.com/stateutil/stateutil/snapshot"
+)
+
+type dumpOptions struct {
+	source    sourceFlags
+	output    outputFlag
+	operator  string
+	state     string
+	keyGroups string
+	subtask   int
+	keyPrefix string
+	limit     int64
+	now       string
+	quiet     bool
+}
+
+func newDumpCommand(e *env) *cobra.Command {
+	o := &dumpOptions{output: outputFlag{choices: []string{"jsonl", "csv", "table"}}}
+	c := &cobra.Command{
+		Use:   "dump SNAPSHOT [--operator UID] [--state NAME] [--key-group N|A-B] [--subtask N] [--key-prefix P] [--limit N]",
+		Short: "Stream every key's state, one line each",
+		Long: `Stream the keyed state of a snapshot, one key of one state per line, in key-group order,
+operator by operator: the fields of stateutil get (operator, state, kind, key, namespace,
+key group, subtask, value, ttl). Values are decoded by state kind: a list's elements as
+an array, a map's entries as an object.
+
+-o jsonl (default) writes one JSON document per line; csv a header and one row per key,
+key, namespace and value as JSON; table an ASCII table, which holds every row until the
+end (give it a --limit). Memory is otherwise bounded by one key group. Piped into head, dump stops when the reader does, with exit code 0. A progress
+bar is shown on stderr when it is a terminal, unless --quiet.
+
+` + exitCodeHelp,
+		Example: `  stateutil dump ./snapshot.dump --operator word-counter --state count | head
+  stateutil dump ./savepoint --key-group 10-20 -o csv > keys.csv
+  stateutil dump ./chk-7 --operator sessions --key-prefix user-1 --limit 100 -o table`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			kgs, now, err := o.validate(c)
+			if err != nil {
+				return err
+			}
+			return o.run(c, e, args[0], kgs, now)
+		},
+		ValidArgsFunction: completeFiles,
+	}
+	o.output.add(c)
+	o.source.add(c)
+	o.source.addSkip(c)
+	f := c.Flags()
+	f.StringVar(&o.operator, "operator", "", "only this operator: uid, name or id")
+	f.StringVar(&o.state, "state", "", "only this keyed state")
+	f.StringVar(&o.keyGroups, "key-group", "", "only key group N, or key groups A-B")
+	f.IntVar(&o.subtask, "subtask", -1, "only this subtask")
+	f.StringVar(&o.keyPrefix, "key-prefix", "", "only keys whose text (a string key, else the key's JSON) starts with this")
+	f.Int64Var(&o.limit, "limit", 0, "stop after this many lines (0: no limit)")
+	f.StringVar(&o.now, "now", "", "the time TTL expiry is judged at: RFC 3339 or Unix milliseconds (default: now)")
+	f.BoolVarP(&o.quiet, "quiet", "q", false, "no progress bar")
+	_ = c.RegisterFlagCompletionFunc("operator", e.completeOperators)
+	return c
+}
+
+func (o *dumpOptions) validate(c *cobra.Command) (*keygroup.Range, time.Time, error) {
+	if err := o.output.validate(); err != nil {
+		return nil, time.Time{}, err
+	}
+	if o.limit < 0 {
+		return nil, time.Time{}, usageErrorf("--limit cannot be negative")
+	}
+	if c.Flags().Changed("subtask") && o.subtask < 0 {
+		return nil, time.Time{}, usageErrorf("--subtask cannot be negative")
+	}
+	var kgs *keygroup.Range
+	if o.keyGroups != "" {
+		r, err := parseKeyGroups(o.keyGroups)
+		if err != nil {
+			return nil, time.Time{}, err
+		}
+		kgs = &r
+	}
+	now, err := parseNow(o.now)
+	return kgs, now, err
+}
+
+// parseKeyGroups reads N or A-B.
+func parseKeyGroups(s string) (keygroup.Range, error) {
+	a, b, isRange := strings.Cut(s, "-")
+	start, err1 := strconv.Atoi(a)
+	end, err2 := start, error(nil)
+	if isRange {
+		end, err2 = strconv.Atoi(b)
+	}
+	if err1 != nil || err2 != nil || start < 0 || end < start {
+		return keygroup.Range{}, usageErrorf("--key-group wants N or A-B with 0 <= A <= B, not %q", s)
+	}
+	return keygroup.Range{Start: start, End: end}, nil
+}
+
+func (o *dumpOptions) run(c *cobra.Command, e *env, location string, kgs *keygroup.Range, now time.Time) error {
+	ctx := c.Context()
+	opts, err := o.source.openOptions()
+	if err != nil {
+		return err
+	}
+	opened, err := e.reg.Open(ctx, location, opts)
+	if err != nil {
+		return err
+	}
+	defer opened.Close()
+	r := opened
+	if o.source.skipUnreadable {
+		var dropped []snapshot.UnreadablePart
+		r, dropped = snapshot.WithoutUnreadable(r)
+		warnDropped(c.ErrOrStderr(), dropped)
+	} else if err := snapshot.CheckReadable(r.Snapshot()); err != nil {
+		return err
+	}
+	bar := e.newProgress(c.ErrOrStderr(), o.quiet, "dumping")
+	bar.start(-1)
+	defer bar.finish()
+	out := bufio.NewWriterSize(c.OutOrStdout(), 64<<10)
+	p := newRecordPrinter(o.output.format, out)
+	var n int64
+	err = lookup.Dump(ctx, r, e.reg.Codecs, lookup.Filter{Operator: o.operator, State: o.state, KeyGroups: kgs, Subtask: o.subtask, KeyPrefix: o.keyPrefix, Now: now},
+		func(rec *lookup.Record) error {
+			if err := p.print(rec); err != nil {
+				return err
+			}
+			bar.add(1)
+			if n++; o.limit > 0 && n >= o.limit {
+				return lookup.ErrStop
+			}
+			return nil
+		})
+	if err != nil {
+		return err
+	}
+	if err := p.finish(); err != nil {
+		return err
+	}
+	return out.Flush()
+}
+
+// recordPrinter writes records as jsonl, csv or a table.
+type recordPrinter struct {
+	format string
+	w      io.Writer
+	csv    *csv.Writer
+	rows   [][]string
+}
+
+var recordColumns = []string{"operator", "state", "kind", "key", "namespace", "key_group", "subtask", "value", "ttl_expires_at", "ttl_expired"}
+
+func newRecordPrinter(format string, w io.Writer) *recordPrinter {
+	p := &recordPrinter{format: format, w: w}
+	if format == "csv" {
+		p.csv = csv.NewWriter(w)
+		_ = p.csv.Write(recordColumns)
+	}
+	return p
+}
+
+func (p *recordPrinter) print(r *lookup.Record) error {
+	if p.format == "jsonl" {
+		return writeCompactJSON(p.w, r)
+	}
+	ns, expires, expired := "", "", ""
+	if r.Namespace != nil {
+		ns = jsonText(r.Namespace)
+	}
+	if r.TTL != nil {
+		expires, expired = r.TTL.ExpiresAt.Format(time.RFC3339Nano), strconv.FormatBool(r.TTL.Expired)
+	}
+	row := []string{r.Operator, r.State, string(r.Kind), jsonText(r.Key), ns, strconv.Itoa(r.KeyGroup), strconv.Itoa(r.Subtask), jsonText(r.Value), expires, expired}
+	if p.csv != nil {
+		if err := p.csv.Write(row); err != nil {
+			return err
+		}
+		return p.csv.Error()
+	}
+	p.rows = append(p.rows, row)
+	return nil
+}
+
+func (p *recordPrinter) finish() error {
+	switch {
+	case p.csv != nil:
+		p.csv.Flush()
+		return p.csv.Error()
+	case p.format == "table":
+		if len(p.rows) == 0 {
+			_, err := fmt.Fprintln(p.w, "No keys.")
+			return err
+		}
+		return table(p.w, []string{"OPERATOR", "STATE", "KIND", "KEY", "NAMESPACE", "KEY GROUP", "SUBTASK", "VALUE", "TTL EXPIRES", "EXPIRED"}, p.rows)
+	}
+	return nil
+}
