@@ -150,7 +150,7 @@ set +e
 rc=$?
 set -e
 # The harness's own summary lines (timings, notes) are worth seeing every time.
-grep -E '^flink-harness: ' "$log" | grep -v '^flink-harness: root cause' | grep -v '^flink-harness: failed' >&2 || true
+grep -E '^flink-harness: ' "$log" | grep -v '^flink-harness: failed' >&2 || true
 if ((rc != 0)); then
 	if ((rc == 2)); then
 		grep -E '^flink-harness: ' "$log" >&2 || tail -n 20 "$log" >&2

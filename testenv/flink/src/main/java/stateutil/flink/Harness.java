@@ -29,7 +29,6 @@ import org.apache.flink.runtime.minicluster.MiniClusterConfiguration;
 import org.apache.flink.runtime.util.EnvironmentInformation;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.streaming.api.graph.StreamGraph;
-import org.apache.flink.util.ExceptionUtils;
 
 import stateutil.flink.jobs.Jobs;
 
@@ -67,11 +66,10 @@ public final class Harness {
             System.err.println("flink-harness: " + e.getMessage());
             rc = 2;
         } catch (Throwable e) {
-            Throwable root = ExceptionUtils.stripCompletionException(e);
-            System.err.println("flink-harness: failed: " + rootMessage(root));
+            String summary = e instanceof RestoreFailed ? e.getMessage() : rootMessage(e);
             e.printStackTrace(System.err);
-            // The one-line summary again, last, for scripts that keep only the tail.
-            System.err.println("flink-harness: root cause: " + rootMessage(root));
+            // One line, last, for scripts and tests that keep only the tail.
+            System.err.println("flink-harness: failed: " + summary);
             rc = 1;
         }
         OUT.flush();
@@ -80,25 +78,16 @@ public final class Harness {
         Runtime.getRuntime().halt(rc);
     }
 
-    /** "Class: message" of the deepest cause, with the message chain when it helps. */
+    /** "Class: message" of the deepest cause (Flink's own reason), on one line. */
     static String rootMessage(Throwable e) {
+        if (e == null) {
+            return "unknown failure";
+        }
         Throwable root = e;
-        StringBuilder chain = new StringBuilder();
-        for (Throwable t = e; t != null; t = t.getCause()) {
-            root = t;
-            if (t.getCause() == t) {
-                break;
-            }
+        while (root.getCause() != null && root.getCause() != root) {
+            root = root.getCause();
         }
-        String msg = root.getClass().getName() + ": " + root.getMessage();
-        // Flink's interesting message is sometimes one level up (a wrapper of a generic cause).
-        for (Throwable t = e; t != null && t != root; t = t.getCause()) {
-            String m = t.getMessage();
-            if (m != null && (m.contains("parallelism") || m.contains("Failed to rollback") || m.contains("restore"))) {
-                chain.append(" <- ").append(t.getClass().getSimpleName()).append(": ").append(m.replace('\n', ' '));
-            }
-        }
-        return msg.replace('\n', ' ') + chain;
+        return (root.getClass().getName() + ": " + root.getMessage()).replace('\n', ' ');
     }
 
     static final class UsageException extends Exception {
@@ -255,6 +244,9 @@ public final class Harness {
             // No materialisation: the checkpoint holds the state as change log only.
             set(c, "false", "state.backend.changelog.periodic-materialize.enabled", "state.changelog.periodic-materialize.enabled");
             set(c, "365 d", "state.backend.changelog.periodic-materialize.interval", "state.changelog.periodic-materialize.interval");
+            // A restore writes its own change log: to the run's temp dir (snapshot overrides).
+            set(c, uri(new File(System.getProperty("java.io.tmpdir"), "changelog").getPath()),
+                    "dstl.dfs.base-path", "state.changelog.dstl.dfs.base-path");
         }
         return c;
     }

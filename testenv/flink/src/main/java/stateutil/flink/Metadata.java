@@ -22,18 +22,23 @@ final class Metadata {
         }
     }
 
-    /** Whether any changelog keyed handle of the snapshot has a materialised part. */
-    static boolean changelogMaterialized(String pointer) throws Exception {
+    /**
+     * Whether the snapshot's changelog keyed handles have a materialised part: true if any has,
+     * false if none has, null if the snapshot has no changelog handle at all (a canonical
+     * savepoint of a changelog job is written by the nested backend).
+     */
+    static Boolean changelogMaterialized(String pointer) throws Exception {
+        Boolean any = null;
         for (OperatorState os : load(pointer).getOperatorStates()) {
             for (OperatorSubtaskState ss : os.getStates()) {
                 for (KeyedStateHandle h : ss.getManagedKeyedState()) {
-                    if (h instanceof ChangelogStateBackendHandle
-                            && !((ChangelogStateBackendHandle) h).getMaterializedStateHandles().isEmpty()) {
-                        return true;
+                    if (h instanceof ChangelogStateBackendHandle) {
+                        boolean m = !((ChangelogStateBackendHandle) h).getMaterializedStateHandles().isEmpty();
+                        any = (any != null && any) || m;
                     }
                 }
             }
         }
-        return false;
+        return any;
     }
 }
