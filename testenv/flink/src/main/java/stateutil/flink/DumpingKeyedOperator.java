@@ -44,7 +44,7 @@ public class DumpingKeyedOperator<K, IN, OUT> extends KeyedProcessOperator<K, IN
     @Override
     public void snapshotState(StateSnapshotContext context) throws Exception {
         super.snapshotState(context);
-        if (Dumps.mode == Dumps.Mode.SNAPSHOT) {
+        if (Dumps.mode == Dumps.Mode.SNAPSHOT && Dumps.collectKeyed) {
             dumpState(context.getCheckpointId());
             dumpTimers(context.getCheckpointId(), true);
         }

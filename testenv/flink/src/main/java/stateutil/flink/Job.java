@@ -6,7 +6,7 @@ import java.util.Map;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 
 /** A test job: the same code on every Flink version, uids on every stateful operator. */
-public interface Job {
+public interface Job extends java.io.Serializable {
     String name();
 
     /** Adds the job's operators to env. */
