@@ -386,6 +386,8 @@ public final class Harness {
             }
             m.put("checkpoint_id", cpId);
             m.put("original_path", path);
+            m.put("original_dir", display(dir));
+            m.put("snapshot_subpath", relative(display(dir), path));
             m.put("dump_lines", dump == null ? null : (Object) (long) lines.size());
             m.put("dump_source", job.dumpNote());
             Files.write(Paths.get(manifest), (Json.render(m) + "\n").getBytes(StandardCharsets.UTF_8));
@@ -459,6 +461,17 @@ public final class Harness {
         RestoreFailed(String m, Throwable cause) {
             super(m, cause);
         }
+    }
+
+    /** path relative to dir when it lies under it, else null. */
+    static String relative(String dir, String path) {
+        if (dir.contains("://") || path.contains("://")) {
+            String d = dir.endsWith("/") ? dir : dir + "/";
+            return path.startsWith(d) ? path.substring(d.length()) : null;
+        }
+        Path d = Paths.get(dir).toAbsolutePath().normalize();
+        Path p = Paths.get(path).toAbsolutePath().normalize();
+        return p.startsWith(d) ? d.relativize(p).toString() : null;
     }
 
     static void writeDump(Path dump, List<String> lines) throws IOException {
