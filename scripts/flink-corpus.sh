@@ -79,7 +79,7 @@ matrix() {
 			done
 		done
 		if [[ " $job_versions " == *" $v "* ]]; then
-			for j in longkeys tuplekeys types; do
+			for j in longkeys tuplekeys types rowdata; do
 				for b in hashmap rocksdb; do
 					for k in canonical native; do
 						echo "$v $j-$b-$k"

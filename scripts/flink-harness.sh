@@ -107,7 +107,7 @@ build() {
 	rm -f "$stamp"
 	if ! JAVA_HOME=$javahome mvn -o "${args[@]}" >"$log" 2>&1; then
 		if ! JAVA_HOME=$javahome mvn "${args[@]}" >"$log" 2>&1; then
-			grep -E '^\[ERROR\]' "$log" | head -20 >&2 || tail -n 40 "$log" >&2
+			{ grep -E '^\[ERROR\].*(\.java|resolve|Could not)' "$log" || tail -n 40 "$log"; } | head -20 >&2
 			say "harness build for Flink $version failed; full log: $log"
 			exit 1
 		fi

@@ -21,4 +21,9 @@ public final class Compat {
     public static int subtask(RuntimeContext ctx) {
         return ctx.getIndexOfThisSubtask();
     }
+
+    /** Flink's embedded RocksDB backend (its package moved in 2.0). */
+    public static org.apache.flink.runtime.state.StateBackend rocksdb() {
+        return new org.apache.flink.contrib.streaming.state.EmbeddedRocksDBStateBackend();
+    }
 }

@@ -18,4 +18,9 @@ public final class Compat {
     public static int subtask(RuntimeContext ctx) {
         return ctx.getTaskInfo().getIndexOfThisSubtask();
     }
+
+    /** Flink's embedded RocksDB backend (its package moved in 2.0). */
+    public static org.apache.flink.runtime.state.StateBackend rocksdb() {
+        return new org.apache.flink.state.rocksdb.EmbeddedRocksDBStateBackend();
+    }
 }

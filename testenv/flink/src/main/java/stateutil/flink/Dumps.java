@@ -59,6 +59,10 @@ public final class Dumps {
         return new ArrayList<>(RESTORE_LINES);
     }
 
+    public static void clearRestoreLines() {
+        RESTORE_LINES.clear();
+    }
+
     public static AtomicLong counter(String name) {
         return COUNTERS.computeIfAbsent(name, k -> new AtomicLong());
     }

@@ -165,6 +165,8 @@ public final class Harness {
                 return 0;
             case "snapshot":
                 return snapshot(o);
+            case "uids":
+                return uids(o);
             case "restore-dump":
                 return restoreDump(o);
             case "spa-dump":
@@ -361,6 +363,10 @@ public final class Harness {
         }
         long cpId = ids.iterator().next();
         List<String> lines = Dumps.snapshotLines(cpId);
+        if (job.dumpView() != null && dump != null) {
+            // Its operators cannot dump themselves: Flink restores the snapshot into the dump view.
+            lines = restoreView(job, backend, pointer, p, maxP, o.flag("changelog"));
+        }
         if (dump != null) {
             writeDump(dump, lines);
         }
@@ -390,9 +396,27 @@ public final class Harness {
             m.put("snapshot_subpath", relative(display(dir), path));
             m.put("dump_lines", dump == null ? null : (Object) (long) lines.size());
             m.put("dump_source", job.dumpNote());
+            List<Object> keyedUids = new ArrayList<>();
+            for (KeyedSpec ks : job.keyed(p)) {
+                keyedUids.add(ks.uid);
+            }
+            m.put("keyed_operators", keyedUids);
             Files.write(Paths.get(manifest), (Json.render(m) + "\n").getBytes(StandardCharsets.UTF_8));
         }
         OUT.println(path);
+        return 0;
+    }
+
+    /** Prints the uid and name of every operator of the job's stream graph (a debugging aid). */
+    static int uids(Opts o) throws Exception {
+        Job job = Jobs.get(o.get("job"));
+        Params p = params(o);
+        o.done();
+        StreamExecutionEnvironment env = env(config("hashmap", p.parallelism, o, null), p, "128");
+        job.build(env, p);
+        for (org.apache.flink.streaming.api.graph.StreamNode n : env.getStreamGraph().getStreamNodes()) {
+            OUT.println(n.getTransformationUID() + "\t" + n.getOperatorName());
+        }
         return 0;
     }
 
@@ -452,9 +476,37 @@ public final class Harness {
             mc.close();
         }
         List<String> lines = Dumps.restoreLines();
+        if (job.dumpView() != null) {
+            // Flink restored the job itself above; the dump comes from the dump view.
+            lines = restoreView(job, backend, snap, p, maxP, o.flag("changelog"));
+        }
         writeDump(dump, lines);
         System.err.printf("flink-harness: restored and dumped %d lines in %.1fs%n", lines.size(), (System.nanoTime() - t0) / 1e9);
         return 0;
+    }
+
+    /** Restores a snapshot into the job's dump view and returns the lines it dumped. */
+    static List<String> restoreView(Job job, String backend, String snap, Params p, String maxP, boolean changelog) throws Exception {
+        Dumps.mode = Dumps.Mode.RESTORE;
+        Dumps.clearRestoreLines();
+        Opts o = new Opts(changelog ? new String[] {"--changelog"} : new String[0], 0);
+        Configuration c = config(backend, p.parallelism, o, null);
+        StreamExecutionEnvironment env = env(c, p, maxP);
+        job.dumpView().build(env, p);
+        JobGraph jg = graph(env, "stateutil-" + job.name() + "-dump-view");
+        jg.setSavepointRestoreSettings(SavepointRestoreSettings.forPath(uri(snap), true));
+        MiniCluster mc = cluster(c, p.parallelism);
+        try {
+            JobID id = mc.submitJob(jg).get(120, TimeUnit.SECONDS).getJobID();
+            JobResult r = mc.requestJobResult(id).get(timeoutSeconds(), TimeUnit.SECONDS);
+            if (!r.isSuccess()) {
+                Throwable f = failure(r);
+                throw new RestoreFailed("Flink did not restore " + display(snap) + " into the dump view: " + rootMessage(f), f);
+            }
+        } finally {
+            mc.close();
+        }
+        return Dumps.restoreLines();
     }
 
     static final class RestoreFailed extends Exception {

@@ -16,10 +16,23 @@ public interface Job extends java.io.Serializable {
     Map<String, Long> expected(Params p);
 
     /** Keyed operators and their states (for the State Processor API). */
-    List<KeyedSpec> keyed(Params p);
+    List<KeyedSpec> keyed(Params p) throws Exception;
 
     /** Operator states (for the State Processor API), sources' split state included. */
     List<OperatorStateSpec> operatorStates(Params p);
+
+    /**
+     * Jobs whose operators cannot dump themselves (Table operators) build here a job that
+     * restores their keyed state under the same uids and dumps it; null if not needed.
+     */
+    default DumpView dumpView() {
+        return null;
+    }
+
+    /** See {@link #dumpView()}. */
+    interface DumpView extends java.io.Serializable {
+        void build(StreamExecutionEnvironment env, Params p) throws Exception;
+    }
 
     /** A note for the manifest (how the dump is made, if not by the operators). */
     default String dumpNote() {

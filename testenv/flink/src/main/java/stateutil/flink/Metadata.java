@@ -22,6 +22,27 @@ final class Metadata {
         }
     }
 
+    /** Whether the snapshot holds RocksDB's native keyed state (a native savepoint or checkpoint of RocksDB). */
+    static boolean rocksDbNative(String pointer) throws Exception {
+        for (OperatorState os : load(pointer).getOperatorStates()) {
+            for (OperatorSubtaskState ss : os.getStates()) {
+                for (KeyedStateHandle h : ss.getManagedKeyedState()) {
+                    if (h instanceof ChangelogStateBackendHandle) {
+                        for (KeyedStateHandle m : ((ChangelogStateBackendHandle) h).getMaterializedStateHandles()) {
+                            if (m instanceof org.apache.flink.runtime.state.IncrementalKeyedStateHandle) {
+                                return true;
+                            }
+                        }
+                    }
+                    if (h instanceof org.apache.flink.runtime.state.IncrementalKeyedStateHandle) {
+                        return true;
+                    }
+                }
+            }
+        }
+        return false;
+    }
+
     /**
      * Whether the snapshot's changelog keyed handles have a materialised part: true if any has,
      * false if none has, null if the snapshot has no changelog handle at all (a canonical

@@ -64,15 +64,34 @@ final class Spa {
         return env;
     }
 
+    /**
+     * The backend to read with: hashmap, unless the snapshot holds RocksDB's native format
+     * (which only RocksDB reads) or --backend says otherwise.
+     */
+    static org.apache.flink.runtime.state.StateBackend backend(String choice, String snap) throws Exception {
+        if (choice.equals("auto")) {
+            choice = Metadata.rocksDbNative(snap) ? "rocksdb" : "hashmap";
+            if (choice.equals("rocksdb")) {
+                System.err.println("flink-harness: note: the snapshot holds RocksDB's native format; reading it through RocksDB");
+            }
+        }
+        switch (choice) {
+            case "hashmap": return new HashMapStateBackend();
+            case "rocksdb": return Compat.rocksdb();
+            default: throw new Harness.UsageException("--backend must be auto, hashmap or rocksdb");
+        }
+    }
+
     static int dump(Harness.Opts o) throws Exception {
         Job job = Jobs.get(o.get("job"));
         String snap = Harness.uri(o.get("snapshot"));
         Path dump = Paths.get(o.get("dump"));
         Params p = Harness.params(o);
+        String backend = o.get("backend", "auto");
         o.done();
         long t0 = System.nanoTime();
         StreamExecutionEnvironment env = env(p);
-        SavepointReader r = SavepointReader.read(env, snap, new HashMapStateBackend());
+        SavepointReader r = SavepointReader.read(env, snap, backend(backend, snap));
         DataStream<String> all = null;
         for (KeyedSpec ks : job.keyed(p)) {
             DataStream<String> s = readKeyed(r, ks, new LineReader(ks), Types.STRING);
@@ -178,10 +197,11 @@ final class Spa {
         int maxP = Integer.parseInt(o.get("max-parallelism"));
         String out = Harness.uri(o.get("out"));
         Params p = Harness.params(o);
+        String backend = o.get("backend", "auto");
         o.done();
         long t0 = System.nanoTime();
         StreamExecutionEnvironment env = env(p);
-        SavepointReader r = SavepointReader.read(env, snap, new HashMapStateBackend());
+        SavepointReader r = SavepointReader.read(env, snap, backend(backend, snap));
         SavepointWriter w = SavepointWriter.newSavepoint(env, new HashMapStateBackend(), maxP);
         for (KeyedSpec ks : job.keyed(p)) {
             RowTypeInfo rt = rowType(ks);
