@@ -28,7 +28,7 @@ import (
 
 // DefaultVersions are the Flink versions tests run by default: the newest
 // 1.20 and the newest 2.x whose harness builds and runs here.
-var DefaultVersions = []string{"1.20.3", "2.3.0"}
+var DefaultVersions = []string{"1.20.5", "2.3.0"}
 
 // Versions returns the Flink versions to test: STATEUTIL_FLINK_VERSIONS
 // (separated by spaces or commas) if set, else DefaultVersions.
