@@ -188,11 +188,13 @@ type SnapshotOptions struct {
 	Kind    string // checkpoint, canonical or native
 	// Incremental (RocksDB checkpoints only), snapshot compression, changelog state backend.
 	Incremental, Compression, Changelog bool
-	Parallelism                         int   // 0: 2
-	MaxParallelism                      int   // 0: 128
-	Records                             int64 // 0: 1000
-	Keys                                int64 // 0: the job's default
-	Payload                             int   // big job: bytes per record (0: 64)
+	// ChangelogDir is where the changelog goes (default Dir/changelog; required when Dir is remote).
+	ChangelogDir   string
+	Parallelism    int   // 0: 2
+	MaxParallelism int   // 0: 128
+	Records        int64 // 0: 1000
+	Keys           int64 // 0: the job's default
+	Payload        int   // big job: bytes per record (0: 64)
 	// Dir is where Flink writes (a local path or hdfs:// URI); required.
 	Dir string
 	// Dump is the dump's path (default Dir/dump.jsonl); NoDump writes none (benchmarks).
@@ -234,6 +236,9 @@ func Snapshot(ctx context.Context, version string, o SnapshotOptions) (dir, dump
 	}
 	if o.Manifest != "" {
 		args = append(args, "--manifest", o.Manifest)
+	}
+	if o.ChangelogDir != "" {
+		args = append(args, "--changelog-dir", o.ChangelogDir)
 	}
 	out, err := Run(ctx, version, "snapshot", args...)
 	if err != nil {
