@@ -201,8 +201,11 @@ final class Spa {
         o.done();
         long t0 = System.nanoTime();
         StreamExecutionEnvironment env = env(p);
-        SavepointReader r = SavepointReader.read(env, snap, backend(backend, snap));
-        SavepointWriter w = SavepointWriter.newSavepoint(env, new HashMapStateBackend(), maxP);
+        // The writer uses the reader's backend: hashmap holds all state on the heap, RocksDB
+        // (--backend rocksdb) does not, which big snapshots need. Both write canonical savepoints.
+        org.apache.flink.runtime.state.StateBackend sb = backend(backend, snap);
+        SavepointReader r = SavepointReader.read(env, snap, sb);
+        SavepointWriter w = SavepointWriter.newSavepoint(env, sb, maxP);
         for (KeyedSpec ks : job.keyed(p)) {
             RowTypeInfo rt = rowType(ks);
             DataStream<Row> rows = readKeyed(r, ks, new RowReader(ks), rt);
