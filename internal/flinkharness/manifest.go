@@ -1,0 +1,86 @@
+package flinkharness
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// Manifest is a corpus entry's manifest.json (written by the harness's snapshot --manifest).
+type Manifest struct {
+	FlinkVersion string `json:"flink_version"`
+	Job          string `json:"job"`
+	Backend      string `json:"backend"`
+	Kind         string `json:"kind"`
+	Incremental  bool   `json:"incremental"`
+	Compression  bool   `json:"compression"`
+	Changelog    bool   `json:"changelog"`
+	// Materialized (changelog only): whether the changelog handles have a
+	// materialised part; nil when the snapshot has no changelog handle (a
+	// canonical savepoint is written by the nested backend).
+	Materialized   *bool  `json:"materialized,omitempty"`
+	Parallelism    int    `json:"parallelism"`
+	MaxParallelism *int   `json:"max_parallelism"`
+	Records        int64  `json:"records"`
+	Keys           int64  `json:"keys"`
+	Payload        int    `json:"payload,omitempty"`
+	CheckpointID   int64  `json:"checkpoint_id"`
+	OriginalPath   string `json:"original_path"`
+	OriginalDir    string `json:"original_dir"`
+	// SnapshotSubpath is the snapshot (the directory holding _metadata)
+	// relative to the directory Flink wrote into (the entry's snapshot/).
+	SnapshotSubpath string   `json:"snapshot_subpath"`
+	DumpLines       *int     `json:"dump_lines"`
+	DumpSource      string   `json:"dump_source"`
+	KeyedOperators  []string `json:"keyed_operators"`
+}
+
+// Entry is one snapshot of a corpus: <root>/<flink version>/<name>/.
+type Entry struct {
+	Dir      string // the entry's directory
+	Name     string // e.g. basic-rocksdb-checkpoint-incremental
+	Manifest Manifest
+}
+
+// SnapshotDir is where the entry's _metadata is.
+func (e Entry) SnapshotDir() string {
+	return filepath.Join(e.Dir, "snapshot", filepath.FromSlash(e.Manifest.SnapshotSubpath))
+}
+
+// PathMap is the OLD=NEW mapping for the absolute paths Flink recorded
+// (checkpoints and changelog state): where snapshot/ was when Flink wrote it,
+// and where it is now.
+func (e Entry) PathMap() (old, new string) {
+	return e.Manifest.OriginalDir, filepath.Join(e.Dir, "snapshot")
+}
+
+// File returns the path of a file of the entry (dump.jsonl, restore.jsonl, spa.jsonl, spa.err).
+func (e Entry) File(name string) string { return filepath.Join(e.Dir, name) }
+
+// ReadCorpus lists the entries under root (sorted by version, then name).
+func ReadCorpus(root string) ([]Entry, error) {
+	ms, err := filepath.Glob(filepath.Join(root, "*", "*", "manifest.json"))
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(ms)
+	var out []Entry
+	for _, m := range ms {
+		data, err := os.ReadFile(m)
+		if err != nil {
+			return nil, err
+		}
+		e := Entry{Dir: filepath.Dir(m), Name: filepath.Base(filepath.Dir(m))}
+		if err := json.Unmarshal(data, &e.Manifest); err != nil {
+			return nil, fmt.Errorf("%s: %v", m, err)
+		}
+		if strings.HasPrefix(e.Name, ".") {
+			continue
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}

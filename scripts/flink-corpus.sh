@@ -1,0 +1,202 @@
+#!/usr/bin/env bash
+# Generates the real-Flink snapshot corpus with scripts/flink-harness.sh:
+#
+#   $CACHE/flink-corpus/<flink version>/<entry>/{snapshot/,dump.jsonl,manifest.json}
+#
+# where <entry> is <job>-<backend>-<kind>[-incremental][-compressed][-changelog].
+# snapshot/ is the directory Flink wrote into (--dir); the snapshot itself (the
+# directory holding _metadata) is snapshot/<manifest.snapshot_subpath>.
+# Checkpoints (and changelog state) record absolute paths: manifest.original_dir
+# is where snapshot/ was when Flink wrote it (map it with --path-map OLD=NEW).
+#
+#   scripts/flink-corpus.sh                      # the whole matrix (skips entries already there)
+#   scripts/flink-corpus.sh --slice 3/7          # the 3rd of 7 deterministic slices
+#   scripts/flink-corpus.sh --versions "1.20.3 2.2.1" --entries "basic-hashmap-canonical"
+#   scripts/flink-corpus.sh --list               # print the matrix (version entry), run nothing
+#
+# Options:
+#   --slice K/N        run entries whose index i (0-based, in --list order) has i % N == K-1
+#   --versions "V..."  Flink versions (default: the newest patch of every minor that runs here)
+#   --entries "E..."   only these entry names
+#   --out DIR          corpus root (default $CACHE/flink-corpus)
+#   --records N        records per snapshot (default 200)
+#   --verify           also restore each snapshot in Flink (at parallelism 3: a rescale) into
+#                      restore.jsonl and read it with the State Processor API into spa.jsonl
+#                      (spa.err instead when the State Processor API cannot read it); a
+#                      restore Flink refuses or a restore dump that differs fails the entry.
+#                      internal/flinkharness's tests compare all three with EqualDumps.
+#   --force            regenerate entries that exist
+# Environment: as scripts/flink-harness.sh (STATEUTIL_CACHE_DIR, ...).
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cache=${STATEUTIL_CACHE_DIR:-$root/.cache}
+harness="$root/scripts/flink-harness.sh"
+
+say() { echo "flink-corpus: $*" >&2; }
+
+# Newest patch of each minor that runs here (testenv/flink/README.md has the table).
+all_versions="1.18.1 1.19.3 1.20.5 2.0.2 2.1.3 2.2.1 2.3.0"
+# The other jobs run on the newest 1.20 and the newest 2.x only.
+job_versions="1.20.5 2.3.0"
+
+versions=$all_versions
+entries=""
+out="$cache/flink-corpus"
+records=200
+slice=""
+verify=0
+force=0
+list=0
+while [[ $# -gt 0 ]]; do
+	case $1 in
+	--slice) slice=$2; shift 2 ;;
+	--versions) versions=$2; shift 2 ;;
+	--entries) entries=$2; shift 2 ;;
+	--out) out=$2; shift 2 ;;
+	--records) records=$2; shift 2 ;;
+	--verify) verify=1; shift ;;
+	--force) force=1; shift ;;
+	--list) list=1; shift ;;
+	*) say "unknown argument $1"; exit 2 ;;
+	esac
+done
+if [[ -n $slice && ! $slice =~ ^[0-9]+/[0-9]+$ ]]; then
+	say "--slice wants K/N"
+	exit 2
+fi
+
+# matrix: one "version entry" line per snapshot, in a fixed order.
+matrix() {
+	local v b k c l inc name j
+	for v in $versions; do
+		for b in hashmap rocksdb; do
+			for k in checkpoint canonical native; do
+				for inc in "" -incremental; do
+					[[ -n $inc && ($b != rocksdb || $k != checkpoint) ]] && continue
+					for c in "" -compressed; do
+						for l in "" -changelog; do
+							echo "$v basic-$b-$k$inc$c$l"
+						done
+					done
+				done
+			done
+		done
+		if [[ " $job_versions " == *" $v "* ]]; then
+			for j in longkeys tuplekeys types rowdata; do
+				for b in hashmap rocksdb; do
+					for k in canonical native; do
+						echo "$v $j-$b-$k"
+					done
+				done
+			done
+		fi
+	done
+}
+
+selected() {
+	local i=0 v e
+	matrix | while read -r v e; do
+		if [[ -n $entries && " $entries " != *" $e "* ]]; then
+			continue
+		fi
+		if [[ -n $slice ]]; then
+			if ((i % ${slice#*/} != ${slice%/*} - 1)); then
+				i=$((i + 1))
+				continue
+			fi
+		fi
+		i=$((i + 1))
+		echo "$v $e"
+	done
+}
+
+canon() { sed -E 's/"subtask":-?[0-9]+,//' "$1" | sort -u; }
+
+if ((list)); then
+	selected
+	exit 0
+fi
+
+t0=$SECONDS
+# Flink's refusals of a combination (e.g. 1.18: the changelog backend over hashmap takes no
+# native savepoint).
+refusals='does not support NATIVE savepoints'
+n=0
+refused=0
+failed=0
+mismatched=0
+while read -r v e; do
+	dest="$out/$v/$e"
+	if [[ (-f $dest/manifest.json || -f $dest.refused) && $force == 0 ]]; then
+		continue
+	fi
+	IFS=- read -r job backend kind rest <<<"$e"
+	args=(--job "$job" --backend "$backend" --kind "$kind" --records "$records")
+	[[ $e == *-incremental* ]] && args+=(--incremental)
+	[[ $e == *-compressed* ]] && args+=(--compression)
+	[[ $e == *-changelog* ]] && args+=(--changelog)
+	work="$out/$v/.$e.tmp"
+	rm -rf "$work"
+	mkdir -p "$work"
+	t1=$SECONDS
+	if ! path=$("$harness" "$v" snapshot "${args[@]}" --dir "$work/snapshot" --dump "$work/dump.jsonl" \
+		--manifest "$work/manifest.json" 2>"$work/harness.err"); then
+		msg=$(grep '^flink-harness: failed' "$work/harness.err" | tail -1)
+		# Combinations a Flink version refuses are its answer, recorded next to the entries.
+		if [[ $msg =~ $refusals ]]; then
+			echo "$msg" >"$dest.refused"
+			rm -rf "$work"
+			say "$v $e: refused by Flink: $msg"
+			refused=$((refused + 1))
+			continue
+		fi
+		say "$v $e: FAILED: $msg"
+		tail -n 3 "$work/harness.err" >&2
+		failed=$((failed + 1))
+		continue
+	fi
+	if ((verify)); then
+		flags=()
+		[[ $e == *-changelog* ]] && flags+=(--changelog)
+		if ! "$harness" "$v" restore-dump --job "$job" --backend "$backend" --snapshot "$path" --parallelism 3 \
+			--dump "$work/restore.jsonl" --records "$records" "${flags[@]}" 2>>"$work/harness.err"; then
+			say "$v $e: Flink did not restore it: $(grep '^flink-harness: failed' "$work/harness.err" | tail -1)"
+			failed=$((failed + 1))
+			continue
+		fi
+		# A quick textual check (subtasks dropped, duplicates merged); EqualDumps is exact.
+		# A difference is kept, not fatal: it is Flink's answer (e.g. FLINK-34063 on 1.18.1).
+		if ! diff -q <(canon "$work/dump.jsonl") <(canon "$work/restore.jsonl") >/dev/null; then
+			mv "$work/restore.jsonl" "$work/restore-mismatch.jsonl"
+			{
+				echo "Flink $v restored other state than the job dumped (restore at parallelism 3):"
+				diff <(canon "$work/dump.jsonl") <(canon "$work/restore-mismatch.jsonl") || true
+			} >"$work/verify.txt"
+			say "$v $e: Flink's restore differs from the job's dump; see verify.txt"
+			mismatched=$((mismatched + 1))
+		fi
+		if ! "$harness" "$v" spa-dump --job "$job" --snapshot "$path" --records "$records" \
+			--dump "$work/spa.jsonl" 2>>"$work/harness.err"; then
+			grep '^flink-harness' "$work/harness.err" | tail -1 >"$work/spa.err"
+			rm -f "$work/spa.jsonl"
+			say "$v $e: the State Processor API cannot read it: $(cat "$work/spa.err")"
+		elif ! diff -q <(canon "$work/dump.jsonl") <(canon "$work/spa.jsonl") >/dev/null; then
+			mv "$work/spa.jsonl" "$work/spa-mismatch.jsonl"
+			{
+				echo "Flink $v's State Processor API read other state than the job dumped:"
+				diff <(canon "$work/dump.jsonl") <(canon "$work/spa-mismatch.jsonl") || true
+			} >>"$work/verify.txt"
+			say "$v $e: the State Processor API dump differs; see verify.txt"
+			mismatched=$((mismatched + 1))
+		fi
+	fi
+	rm -f "$work/harness.err"
+	rm -rf "$dest"
+	mkdir -p "$(dirname "$dest")"
+	mv "$work" "$dest"
+	n=$((n + 1))
+	say "$v $e: $((SECONDS - t1))s"
+done < <(selected)
+say "$n snapshots written under $out in $((SECONDS - t0))s; $refused refused by Flink (<entry>.refused); $failed failed; $mismatched with a witness that differs (verify.txt)"
+((failed == 0))

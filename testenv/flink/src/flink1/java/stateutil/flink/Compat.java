@@ -1,0 +1,29 @@
+package stateutil.flink;
+
+import java.time.Duration;
+
+import org.apache.flink.api.common.functions.RuntimeContext;
+import org.apache.flink.api.common.state.StateTtlConfig;
+import org.apache.flink.api.common.time.Time;
+
+/** The few calls that differ between Flink 1.x and 2.x: the 1.x side (1.18 has no Duration TTL). */
+public final class Compat {
+    private Compat() {}
+
+    public static final int MAJOR = 1;
+
+    @SuppressWarnings("deprecation")
+    public static StateTtlConfig.Builder ttl(Duration d) {
+        return StateTtlConfig.newBuilder(Time.milliseconds(d.toMillis()));
+    }
+
+    @SuppressWarnings("deprecation")
+    public static int subtask(RuntimeContext ctx) {
+        return ctx.getIndexOfThisSubtask();
+    }
+
+    /** Flink's embedded RocksDB backend (its package moved in 2.0). */
+    public static org.apache.flink.runtime.state.StateBackend rocksdb() {
+        return new org.apache.flink.contrib.streaming.state.EmbeddedRocksDBStateBackend();
+    }
+}

@@ -1,0 +1,26 @@
+package stateutil.flink;
+
+import java.time.Duration;
+
+import org.apache.flink.api.common.functions.RuntimeContext;
+import org.apache.flink.api.common.state.StateTtlConfig;
+
+/** The few calls that differ between Flink 1.x and 2.x: the 2.x side. */
+public final class Compat {
+    private Compat() {}
+
+    public static final int MAJOR = 2;
+
+    public static StateTtlConfig.Builder ttl(Duration d) {
+        return StateTtlConfig.newBuilder(d);
+    }
+
+    public static int subtask(RuntimeContext ctx) {
+        return ctx.getTaskInfo().getIndexOfThisSubtask();
+    }
+
+    /** Flink's embedded RocksDB backend (its package moved in 2.0). */
+    public static org.apache.flink.runtime.state.StateBackend rocksdb() {
+        return new org.apache.flink.state.rocksdb.EmbeddedRocksDBStateBackend();
+    }
+}

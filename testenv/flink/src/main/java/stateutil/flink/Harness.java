@@ -1,0 +1,542 @@
+package stateutil.flink;
+
+import java.io.File;
+import java.io.IOException;
+import java.io.PrintStream;
+import java.net.URI;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+
+import org.apache.flink.api.common.JobID;
+import org.apache.flink.api.common.JobStatus;
+import org.apache.flink.configuration.Configuration;
+import org.apache.flink.core.execution.SavepointFormatType;
+import org.apache.flink.runtime.jobgraph.JobGraph;
+import org.apache.flink.runtime.jobgraph.SavepointRestoreSettings;
+import org.apache.flink.runtime.jobmaster.JobResult;
+import org.apache.flink.runtime.minicluster.MiniCluster;
+import org.apache.flink.runtime.minicluster.MiniClusterConfiguration;
+import org.apache.flink.runtime.util.EnvironmentInformation;
+import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
+import org.apache.flink.streaming.api.graph.StreamGraph;
+
+import stateutil.flink.jobs.Jobs;
+
+/**
+ * stateutil's real-Flink test harness: one command per JVM, Flink's MiniCluster in-process.
+ *
+ * <pre>
+ * snapshot     --job J --backend hashmap|rocksdb --kind checkpoint|canonical|native
+ *              [--incremental] [--compression] [--changelog] [--parallelism P]
+ *              [--max-parallelism M] [--records N] [--keys K] [--payload B]
+ *              --dir OUT --dump DUMP.jsonl [--manifest FILE]
+ * restore-dump --job J --snapshot PATH --backend B [--parallelism P] [--max-parallelism M|unset]
+ *              [--records N] --dump DUMP.jsonl [--allow-non-restored] [--changelog]
+ * spa-dump     --job J --snapshot PATH --dump DUMP.jsonl [--records N]
+ * spa-rewrite  --job J --snapshot PATH --max-parallelism M --out DIR [--records N]
+ * version
+ * </pre>
+ *
+ * Paths may be local paths or URIs (file:, hdfs://127.0.0.1:PORT/...). Exit status 0 on
+ * success; on failure one line "flink-harness: ..." with Flink's root cause on stderr, exit 1
+ * (2 for usage errors).
+ */
+public final class Harness {
+    static final PrintStream OUT = System.out;
+
+    private Harness() {}
+
+    public static void main(String[] argv) {
+        // Flink logs to stdout in some places; stdout is for results only.
+        System.setOut(System.err);
+        int rc;
+        try {
+            rc = run(argv);
+        } catch (UsageException e) {
+            System.err.println("flink-harness: " + e.getMessage());
+            rc = 2;
+        } catch (Throwable e) {
+            String summary = e instanceof RestoreFailed ? e.getMessage() : rootMessage(e);
+            e.printStackTrace(System.err);
+            // One line, last, for scripts and tests that keep only the tail.
+            System.err.println("flink-harness: failed: " + summary);
+            rc = 1;
+        }
+        OUT.flush();
+        System.err.flush();
+        // Flink leaves non-daemon threads behind.
+        Runtime.getRuntime().halt(rc);
+    }
+
+    /** "Class: message" of the deepest cause (Flink's own reason), on one line. */
+    static String rootMessage(Throwable e) {
+        if (e == null) {
+            return "unknown failure";
+        }
+        Throwable root = e;
+        while (root.getCause() != null && root.getCause() != root) {
+            root = root.getCause();
+        }
+        return (root.getClass().getName() + ": " + root.getMessage()).replace('\n', ' ');
+    }
+
+    static final class UsageException extends Exception {
+        UsageException(String m) {
+            super(m);
+        }
+    }
+
+    /** Parsed --name value / --flag options. */
+    static final class Opts {
+        final Map<String, String> values = new HashMap<>();
+        final Set<String> flags = new java.util.HashSet<>();
+        final Set<String> used = new java.util.HashSet<>();
+
+        static final Set<String> FLAGS = Set.of("incremental", "compression", "changelog", "allow-non-restored");
+
+        Opts(String[] a, int from) throws UsageException {
+            for (int i = from; i < a.length; i++) {
+                if (!a[i].startsWith("--")) {
+                    throw new UsageException("unexpected argument " + a[i]);
+                }
+                String n = a[i].substring(2);
+                if (FLAGS.contains(n)) {
+                    flags.add(n);
+                } else if (i + 1 < a.length) {
+                    values.put(n, a[++i]);
+                } else {
+                    throw new UsageException("--" + n + " needs a value");
+                }
+            }
+        }
+
+        String get(String n) throws UsageException {
+            used.add(n);
+            String v = values.get(n);
+            if (v == null) {
+                throw new UsageException("missing --" + n);
+            }
+            return v;
+        }
+
+        String get(String n, String def) {
+            used.add(n);
+            return values.getOrDefault(n, def);
+        }
+
+        boolean flag(String n) {
+            used.add(n);
+            return flags.contains(n);
+        }
+
+        void done() throws UsageException {
+            for (String n : values.keySet()) {
+                if (!used.contains(n)) {
+                    throw new UsageException("unknown option --" + n);
+                }
+            }
+            for (String n : flags) {
+                if (!used.contains(n)) {
+                    throw new UsageException("unknown option --" + n);
+                }
+            }
+        }
+    }
+
+    static int run(String[] a) throws Exception {
+        if (a.length == 0) {
+            throw new UsageException("usage: snapshot|restore-dump|spa-dump|spa-rewrite|version [options]");
+        }
+        Opts o = new Opts(a, 1);
+        switch (a[0]) {
+            case "version":
+                o.done();
+                OUT.println(EnvironmentInformation.getVersion());
+                return 0;
+            case "snapshot":
+                return snapshot(o);
+            case "uids":
+                return uids(o);
+            case "restore-dump":
+                return restoreDump(o);
+            case "spa-dump":
+                return Spa.dump(o);
+            case "spa-rewrite":
+                return Spa.rewrite(o);
+            default:
+                throw new UsageException("unknown command " + a[0]);
+        }
+    }
+
+    static Params params(Opts o) throws UsageException {
+        Params p = new Params();
+        p.records = Long.parseLong(o.get("records", "1000"));
+        p.keys = Long.parseLong(o.get("keys", "0"));
+        p.payload = Integer.parseInt(o.get("payload", "64"));
+        p.parallelism = Integer.parseInt(o.get("parallelism", "2"));
+        if (p.records < 0 || p.parallelism < 1) {
+            throw new UsageException("bad --records or --parallelism");
+        }
+        return p;
+    }
+
+    /** A URI string for a path or URI argument (local paths made absolute). */
+    static String uri(String pathOrUri) {
+        if (pathOrUri.matches("^[a-zA-Z][a-zA-Z0-9+.-]*://.*") || pathOrUri.startsWith("file:")) {
+            return pathOrUri;
+        }
+        return new File(pathOrUri).getAbsoluteFile().toURI().toString();
+    }
+
+    /** A local path for a file: URI; other URIs as they are. */
+    static String display(String pointer) {
+        if (pointer.startsWith("file:")) {
+            return Paths.get(URI.create(pointer.replace("file:///", "file:/").replaceFirst("^file:/+", "file:/"))).toString();
+        }
+        return pointer;
+    }
+
+    static long timeoutSeconds() {
+        String t = System.getenv("STATEUTIL_FLINK_TIMEOUT");
+        return t == null || t.isEmpty() ? 600 : Long.parseLong(t);
+    }
+
+    /** Flink configuration shared by cluster and job. Old and new key names are both set. */
+    static Configuration config(String backend, int parallelism, Opts o, String dirUri) throws UsageException {
+        Configuration c = new Configuration();
+        if (!backend.equals("hashmap") && !backend.equals("rocksdb")) {
+            throw new UsageException("--backend must be hashmap or rocksdb, not " + backend);
+        }
+        set(c, backend, "state.backend.type", "state.backend");
+        set(c, "none", "restart-strategy.type", "restart-strategy");
+        set(c, "127.0.0.1", "rest.bind-address", "rest.address", "jobmanager.rpc.address", "jobmanager.bind-host",
+                "taskmanager.host", "taskmanager.bind-host");
+        set(c, "0", "rest.port");
+        set(c, String.valueOf(parallelism), "parallelism.default");
+        set(c, String.valueOf(Math.max(parallelism, 1)), "taskmanager.numberOfTaskSlots");
+        set(c, System.getProperty("stateutil.managed", "256m"), "taskmanager.memory.managed.size");
+        set(c, "64m", "taskmanager.memory.network.min", "taskmanager.memory.network.max");
+        // Checkpoints may take long on a shared 2-core machine (big savepoints).
+        set(c, "1 h", "execution.checkpointing.timeout");
+        String tmp = System.getProperty("stateutil.tmp");
+        if (tmp != null) {
+            set(c, tmp, "io.tmp.dirs");
+        }
+        if (dirUri != null) {
+            set(c, dirUri, "state.checkpoints.dir", "execution.checkpointing.dir");
+            set(c, dirUri, "state.savepoints.dir", "execution.checkpointing.savepoint-dir");
+        }
+        set(c, "RETAIN_ON_CANCELLATION", "execution.checkpointing.externalized-checkpoint-retention");
+        set(c, String.valueOf(o.flag("incremental")), "state.backend.incremental", "execution.checkpointing.incremental");
+        set(c, String.valueOf(o.flag("compression")), "execution.checkpointing.snapshot-compression");
+        boolean changelog = o.flag("changelog");
+        set(c, String.valueOf(changelog), "state.backend.changelog.enabled", "state.changelog.enabled");
+        if (changelog) {
+            set(c, "filesystem", "state.backend.changelog.storage", "state.changelog.storage");
+            // No materialisation: the checkpoint holds the state as change log only.
+            set(c, "false", "state.backend.changelog.periodic-materialize.enabled", "state.changelog.periodic-materialize.enabled");
+            set(c, "365 d", "state.backend.changelog.periodic-materialize.interval", "state.changelog.periodic-materialize.interval");
+            // A restore writes its own change log: to the run's temp dir (snapshot overrides).
+            set(c, uri(new File(System.getProperty("java.io.tmpdir"), "changelog").getPath()),
+                    "dstl.dfs.base-path", "state.changelog.dstl.dfs.base-path");
+        }
+        return c;
+    }
+
+    static void set(Configuration c, String value, String... keys) {
+        for (String k : keys) {
+            c.setString(k, value);
+        }
+    }
+
+    static StreamExecutionEnvironment env(Configuration c, Params p, String maxP) {
+        StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment(c);
+        env.setParallelism(p.parallelism);
+        if (maxP != null && !maxP.equals("unset")) {
+            env.setMaxParallelism(Integer.parseInt(maxP));
+        }
+        return env;
+    }
+
+    static MiniCluster cluster(Configuration c, int parallelism) throws Exception {
+        MiniCluster mc = new MiniCluster(new MiniClusterConfiguration.Builder()
+                .setConfiguration(c)
+                .setNumTaskManagers(1)
+                .setNumSlotsPerTaskManager(Math.max(parallelism, 1))
+                .build());
+        mc.start();
+        return mc;
+    }
+
+    static JobGraph graph(StreamExecutionEnvironment env, String name) {
+        StreamGraph sg = env.getStreamGraph();
+        sg.setJobName(name);
+        return sg.getJobGraph();
+    }
+
+    /** Fails with the job's failure if it is no longer running. */
+    static void checkRunning(MiniCluster mc, JobID id) throws Exception {
+        JobStatus s = mc.getJobStatus(id).get(60, TimeUnit.SECONDS);
+        if (s.isGloballyTerminalState() || s == JobStatus.FAILING) {
+            JobResult r = mc.requestJobResult(id).get(60, TimeUnit.SECONDS);
+            throw new IllegalStateException("job ended (" + s + ") before the snapshot", failure(r));
+        }
+    }
+
+    static Throwable failure(JobResult r) {
+        return r.getSerializedThrowable()
+                .map(t -> (Throwable) t.deserializeError(Harness.class.getClassLoader()))
+                .orElse(null);
+    }
+
+    static int snapshot(Opts o) throws Exception {
+        Job job = Jobs.get(o.get("job"));
+        String backend = o.get("backend");
+        String kind = o.get("kind");
+        Params p = params(o);
+        String maxP = o.get("max-parallelism", "128");
+        String dir = uri(o.get("dir"));
+        // No --dump: no dump at all (benchmark snapshots of millions of keys).
+        String dumpArg = o.get("dump", null);
+        Path dump = dumpArg == null ? null : Paths.get(dumpArg);
+        Dumps.collectKeyed = dump != null;
+        String manifest = o.get("manifest", null);
+        if (!Set.of("checkpoint", "canonical", "native").contains(kind)) {
+            throw new UsageException("--kind must be checkpoint, canonical or native");
+        }
+        if (o.flag("incremental") && !(backend.equals("rocksdb") && kind.equals("checkpoint"))) {
+            throw new UsageException("--incremental needs --backend rocksdb --kind checkpoint");
+        }
+        Configuration c = config(backend, p.parallelism, o, dir);
+        if (o.flag("changelog")) {
+            // The change log goes under OUT when OUT is local, else to --changelog-dir.
+            String def = dir.startsWith("file:") ? new File(display(dir), "changelog").getPath() : null;
+            String cl = o.get("changelog-dir", def);
+            if (cl == null) {
+                throw new UsageException("--changelog with a remote --dir needs --changelog-dir");
+            }
+            set(c, uri(cl), "dstl.dfs.base-path", "state.changelog.dstl.dfs.base-path");
+        }
+        o.done();
+        Dumps.mode = Dumps.Mode.SNAPSHOT;
+        long t0 = System.nanoTime();
+        StreamExecutionEnvironment env = env(c, p, maxP);
+        job.build(env, p);
+        JobGraph jg = graph(env, "stateutil-" + job.name());
+        MiniCluster mc = cluster(c, p.parallelism);
+        String pointer;
+        try {
+            JobID id = mc.submitJob(jg).get(120, TimeUnit.SECONDS).getJobID();
+            awaitCounters(mc, id, job.expected(p));
+            long tIn = System.nanoTime();
+            long deadline = timeoutSeconds();
+            if (kind.equals("checkpoint")) {
+                pointer = mc.triggerCheckpoint(id).get(deadline, TimeUnit.SECONDS);
+                mc.cancelJob(id).get(120, TimeUnit.SECONDS);
+                mc.requestJobResult(id).get(120, TimeUnit.SECONDS);
+            } else {
+                SavepointFormatType f = kind.equals("canonical") ? SavepointFormatType.CANONICAL : SavepointFormatType.NATIVE;
+                pointer = mc.stopWithSavepoint(id, dir, false, f).get(deadline, TimeUnit.SECONDS);
+                JobResult r = mc.requestJobResult(id).get(120, TimeUnit.SECONDS);
+                if (!r.isSuccess()) {
+                    throw new IllegalStateException("job failed after the savepoint", failure(r));
+                }
+            }
+            System.err.printf("flink-harness: %d records in state after %.1fs, snapshot took %.1fs%n",
+                    p.records, (tIn - t0) / 1e9, (System.nanoTime() - tIn) / 1e9);
+        } finally {
+            mc.close();
+        }
+        Set<Long> ids = Dumps.snapshotIds();
+        if (ids.size() != 1) {
+            throw new IllegalStateException("expected the operators to dump exactly one snapshot, got checkpoint ids " + ids);
+        }
+        long cpId = ids.iterator().next();
+        List<String> lines = Dumps.snapshotLines(cpId);
+        if (job.dumpView() != null && dump != null) {
+            // Its operators cannot dump themselves: Flink restores the snapshot into the dump view.
+            lines = restoreView(job, backend, pointer, p, maxP, o.flag("changelog"));
+        }
+        if (dump != null) {
+            writeDump(dump, lines);
+        }
+        String path = display(pointer);
+        if (manifest != null) {
+            Map<String, Object> m = Json.obj();
+            m.put("flink_version", EnvironmentInformation.getVersion());
+            m.put("job", job.name());
+            m.put("backend", backend);
+            m.put("kind", kind);
+            m.put("incremental", o.flag("incremental"));
+            m.put("compression", o.flag("compression"));
+            m.put("changelog", o.flag("changelog"));
+            if (o.flag("changelog")) {
+                m.put("materialized", Metadata.changelogMaterialized(pointer));
+            }
+            m.put("parallelism", (long) p.parallelism);
+            m.put("max_parallelism", maxP.equals("unset") ? null : (Object) Long.parseLong(maxP));
+            m.put("records", p.records);
+            m.put("keys", p.keys);
+            if (job.name().equals("big")) {
+                m.put("payload", (long) p.payload);
+            }
+            m.put("checkpoint_id", cpId);
+            m.put("original_path", path);
+            m.put("original_dir", display(dir));
+            m.put("snapshot_subpath", relative(display(dir), path));
+            m.put("dump_lines", dump == null ? null : (Object) (long) lines.size());
+            m.put("dump_source", job.dumpNote());
+            List<Object> keyedUids = new ArrayList<>();
+            for (KeyedSpec ks : job.keyed(p)) {
+                keyedUids.add(ks.uid);
+            }
+            m.put("keyed_operators", keyedUids);
+            Files.write(Paths.get(manifest), (Json.render(m) + "\n").getBytes(StandardCharsets.UTF_8));
+        }
+        OUT.println(path);
+        return 0;
+    }
+
+    /** Prints the uid and name of every operator of the job's stream graph (a debugging aid). */
+    static int uids(Opts o) throws Exception {
+        Job job = Jobs.get(o.get("job"));
+        Params p = params(o);
+        o.done();
+        StreamExecutionEnvironment env = env(config("hashmap", p.parallelism, o, null), p, "128");
+        job.build(env, p);
+        for (org.apache.flink.streaming.api.graph.StreamNode n : env.getStreamGraph().getStreamNodes()) {
+            OUT.println(n.getTransformationUID() + "\t" + n.getOperatorName());
+        }
+        return 0;
+    }
+
+    static void awaitCounters(MiniCluster mc, JobID id, Map<String, Long> expected) throws Exception {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(timeoutSeconds());
+        long lastCheck = 0;
+        while (true) {
+            boolean all = true;
+            for (Map.Entry<String, Long> e : expected.entrySet()) {
+                long got = Dumps.counter(e.getKey()).get();
+                if (got > e.getValue()) {
+                    throw new IllegalStateException("operator " + e.getKey() + " saw " + got + " records, more than " + e.getValue());
+                }
+                all &= got == e.getValue();
+            }
+            if (all) {
+                return;
+            }
+            if (System.nanoTime() - lastCheck > TimeUnit.MILLISECONDS.toNanos(500)) {
+                checkRunning(mc, id);
+                lastCheck = System.nanoTime();
+            }
+            if (System.nanoTime() > deadline) {
+                StringBuilder sb = new StringBuilder();
+                expected.forEach((k, v) -> sb.append(' ').append(k).append('=').append(Dumps.counter(k).get()).append('/').append(v));
+                throw new TimeoutException("records not all in state after " + timeoutSeconds() + "s (STATEUTIL_FLINK_TIMEOUT):" + sb);
+            }
+            Thread.sleep(20);
+        }
+    }
+
+    static int restoreDump(Opts o) throws Exception {
+        Job job = Jobs.get(o.get("job"));
+        String backend = o.get("backend");
+        String snap = uri(o.get("snapshot"));
+        Params p = params(o);
+        String maxP = o.get("max-parallelism", "unset");
+        Path dump = Paths.get(o.get("dump"));
+        boolean allow = o.flag("allow-non-restored");
+        Configuration c = config(backend, p.parallelism, o, null);
+        o.done();
+        Dumps.mode = Dumps.Mode.RESTORE;
+        long t0 = System.nanoTime();
+        StreamExecutionEnvironment env = env(c, p, maxP);
+        job.build(env, p);
+        JobGraph jg = graph(env, "stateutil-" + job.name() + "-restore");
+        jg.setSavepointRestoreSettings(SavepointRestoreSettings.forPath(snap, allow));
+        MiniCluster mc = cluster(c, p.parallelism);
+        try {
+            JobID id = mc.submitJob(jg).get(120, TimeUnit.SECONDS).getJobID();
+            JobResult r = mc.requestJobResult(id).get(timeoutSeconds(), TimeUnit.SECONDS);
+            if (!r.isSuccess()) {
+                Throwable f = failure(r);
+                throw new RestoreFailed("Flink did not restore " + display(snap) + ": " + rootMessage(f), f);
+            }
+        } finally {
+            mc.close();
+        }
+        List<String> lines = Dumps.restoreLines();
+        if (job.dumpView() != null) {
+            // Flink restored the job itself above; the dump comes from the dump view.
+            lines = restoreView(job, backend, snap, p, maxP, o.flag("changelog"));
+        }
+        writeDump(dump, lines);
+        System.err.printf("flink-harness: restored and dumped %d lines in %.1fs%n", lines.size(), (System.nanoTime() - t0) / 1e9);
+        return 0;
+    }
+
+    /** Restores a snapshot into the job's dump view and returns the lines it dumped. */
+    static List<String> restoreView(Job job, String backend, String snap, Params p, String maxP, boolean changelog) throws Exception {
+        Dumps.mode = Dumps.Mode.RESTORE;
+        Dumps.clearRestoreLines();
+        Opts o = new Opts(changelog ? new String[] {"--changelog"} : new String[0], 0);
+        Configuration c = config(backend, p.parallelism, o, null);
+        StreamExecutionEnvironment env = env(c, p, maxP);
+        job.dumpView().build(env, p);
+        JobGraph jg = graph(env, "stateutil-" + job.name() + "-dump-view");
+        jg.setSavepointRestoreSettings(SavepointRestoreSettings.forPath(uri(snap), true));
+        MiniCluster mc = cluster(c, p.parallelism);
+        try {
+            JobID id = mc.submitJob(jg).get(120, TimeUnit.SECONDS).getJobID();
+            JobResult r = mc.requestJobResult(id).get(timeoutSeconds(), TimeUnit.SECONDS);
+            if (!r.isSuccess()) {
+                Throwable f = failure(r);
+                throw new RestoreFailed("Flink did not restore " + display(snap) + " into the dump view: " + rootMessage(f), f);
+            }
+        } finally {
+            mc.close();
+        }
+        return Dumps.restoreLines();
+    }
+
+    static final class RestoreFailed extends Exception {
+        RestoreFailed(String m, Throwable cause) {
+            super(m, cause);
+        }
+    }
+
+    /** path relative to dir when it lies under it, else null. */
+    static String relative(String dir, String path) {
+        if (dir.contains("://") || path.contains("://")) {
+            String d = dir.endsWith("/") ? dir : dir + "/";
+            return path.startsWith(d) ? path.substring(d.length()) : null;
+        }
+        Path d = Paths.get(dir).toAbsolutePath().normalize();
+        Path p = Paths.get(path).toAbsolutePath().normalize();
+        return p.startsWith(d) ? d.relativize(p).toString() : null;
+    }
+
+    static void writeDump(Path dump, List<String> lines) throws IOException {
+        List<String> sorted = new ArrayList<>(lines);
+        sorted.sort(Json::compareBytes);
+        StringBuilder sb = new StringBuilder();
+        for (String l : sorted) {
+            sb.append(l).append('\n');
+        }
+        Path parent = dump.toAbsolutePath().getParent();
+        if (parent != null) {
+            Files.createDirectories(parent);
+        }
+        Files.write(dump, sb.toString().getBytes(StandardCharsets.UTF_8));
+    }
+}

@@ -1,0 +1,55 @@
+package stateutil.flink.jobs;
+
+import java.util.LinkedHashMap;
+import java.util.Map;
+
+import org.apache.flink.api.common.eventtime.WatermarkStrategy;
+import org.apache.flink.api.common.typeinfo.PrimitiveArrayTypeInfo;
+import org.apache.flink.streaming.api.datastream.SingleOutputStreamOperator;
+import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
+
+import stateutil.flink.Job;
+import stateutil.flink.OperatorStateSpec;
+import stateutil.flink.PartitionSource;
+
+/** The job registry and what the jobs share. */
+public final class Jobs {
+    private Jobs() {}
+
+    /** Partitions of every job's main source. */
+    public static final int PARTITIONS = 4;
+
+    public static final Map<String, Job> ALL = new LinkedHashMap<>();
+
+    static {
+        for (Job j : new Job[] {new BasicJob(), new LongKeysJob(), new TupleKeysJob(), new TypesJob(), new BigJob(), new RowDataJob()}) {
+            ALL.put(j.name(), j);
+        }
+    }
+
+    public static Job get(String name) {
+        Job j = ALL.get(name);
+        if (j == null) {
+            throw new IllegalArgumentException("unknown job " + name + " (jobs: " + String.join(", ", ALL.keySet()) + ")");
+        }
+        return j;
+    }
+
+    /** The main source: record numbers 0..records-1 in {@link #PARTITIONS} partitions. */
+    public static SingleOutputStreamOperator<Long> source(StreamExecutionEnvironment env, String uid, long records, int partitions) {
+        return env.fromSource(new PartitionSource(uid, records, partitions), WatermarkStrategy.noWatermarks(), uid).uid(uid);
+    }
+
+    /** The split state of a PartitionSource, as Flink stores it. */
+    public static OperatorStateSpec sourceState(String uid) {
+        return new OperatorStateSpec(uid, PartitionSource.STATE_NAME, OperatorStateSpec.Mode.SPLIT,
+                PrimitiveArrayTypeInfo.BYTE_PRIMITIVE_ARRAY_TYPE_INFO, null);
+    }
+
+    /** Number of keys: p.keys if set, else records/divisor, rounded down to a multiple of the partitions (at least one per partition). */
+    public static long keys(stateutil.flink.Params p, long divisor) {
+        long k = p.keys > 0 ? p.keys : p.records / divisor;
+        k = k / PARTITIONS * PARTITIONS;
+        return Math.max(PARTITIONS, k);
+    }
+}
