@@ -34,11 +34,11 @@ func Open(ctx context.Context, st storage.Storage, p string, _ snapshot.OpenOpti
 	if err != nil {
 		return nil, err
 	}
-	d.Describe(m.Snapshot)
 	r := &Reader{dir: d, metaURI: st.URI(d.Metadata()), snap: m.Snapshot, layouts: map[*snapshot.Subtask]*subtaskLayout{}}
 	if err := validate(m, r.metaURI); err != nil {
 		return nil, err
 	}
+	d.Describe(m.Snapshot)
 	for _, ref := range m.files() {
 		if _, err := d.RefPath(ref); err != nil {
 			return nil, err

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/stateutil/stateutil/keygroup"
 	"github.com/stateutil/stateutil/snapshot"
@@ -93,8 +94,27 @@ func (r *SnapshotReader) kindAndFormat(hints map[string]bool) {
 			why = append(why, d.Error())
 		}
 		sort.Strings(why)
-		p["unreadable_keyed_state"] = strings.Join(why, "; ")
+		p["unreadable_keyed_state"] = summarize(why)
 	}
+}
+
+// maxSummaryBytes bounds the summary of unreadable subtasks: one reason
+// per subtask adds up, and a property is a string of the model, which
+// snapshot.Validate bounds.
+const maxSummaryBytes = 4 << 10
+
+// summarize joins reasons with "; ", cut to maxSummaryBytes and then
+// saying how many there are in all.
+func summarize(reasons []string) string {
+	s := strings.Join(reasons, "; ")
+	if len(s) <= maxSummaryBytes {
+		return s
+	}
+	cut := maxSummaryBytes
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s... (%d subtasks in all)", s[:cut], len(reasons))
 }
 
 // headers returns the keyed headers of every subtask that has one. A

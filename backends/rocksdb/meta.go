@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
-	"slices"
 	"strings"
 
 	"github.com/vmihailenco/msgpack/v5"
@@ -121,15 +120,10 @@ func readMetadata(ctx context.Context, d chkdir.Dir) (*metadata, error) {
 	return &m, nil
 }
 
-// validate checks references before anything follows them.
+// validate checks the model and references before anything follows them.
 func (m *metadata) validate(name string) error {
-	if m.Snapshot == nil {
-		return snapshot.Corrupt(name, -1, "no snapshot in metadata")
-	}
-	for _, op := range m.Snapshot.Operators {
-		if op == nil || slices.Contains(op.Subtasks, nil) {
-			return snapshot.Corrupt(name, -1, "an operator or subtask is nil")
-		}
+	if err := snapshot.Validate(m.Snapshot, name); err != nil {
+		return err
 	}
 	for _, h := range m.Handles {
 		if h == nil {
