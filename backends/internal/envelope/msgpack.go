@@ -13,14 +13,18 @@ import (
 
 // CheckMsgpack walks the msgpack value at the start of b and refuses it
 // when an array, map, string, binary or extension header claims more
-// elements or bytes than b has left, returning the header's offset. Every
-// pending element needs at least one byte, so a value that passes can make
-// a decoder allocate no more elements than b has bytes.
+// elements or bytes than b has left, or a string is longer than any string
+// of the snapshot model may be (snapshot.MaxStringBytes), returning the
+// header's offset. Every pending element needs at least one byte, so a
+// value that passes can make a decoder allocate no more elements than b
+// has bytes.
 //
 // msgpack v5.4.1 sizes a slice by the length its header claims before it
 // decodes a single element (decodeSliceValue's allocation limit never
 // applies), so without this check a five-byte array32 header in a damaged
-// or hostile file asks for gigabytes.
+// or hostile file asks for gigabytes. It reads a string longer than 1 MiB
+// in 1 MiB steps, each a new buffer holding all before it: a 50 MB
+// operator name cost 320 MB to decode.
 func CheckMsgpack(b []byte) (offset int64, err error) {
 	pos, pending := 0, 1
 	for pending > 0 {
@@ -82,6 +86,8 @@ func CheckMsgpack(b []byte) (offset int64, err error) {
 				}
 				pos += width
 				switch {
+				case c == 0xdb && n > snapshot.MaxStringBytes:
+					return int64(start), fmt.Errorf("msgpack string of %d bytes, more than the %d a snapshot's strings may have", n, snapshot.MaxStringBytes)
 				case mult == 0:
 					size = n + extra
 				case c == 0xde || c == 0xdf:
