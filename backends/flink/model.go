@@ -435,11 +435,11 @@ func (r *SnapshotReader) files(st *SubtaskState) []snapshot.FileRef {
 // only subtasks that hold state (and none of a finished operator), while
 // the model, and every writer, expects one per index.
 func withEmptySubtasks(o *snapshot.Operator) []*snapshot.Subtask {
-	if o.Parallelism <= 0 || o.MaxParallelism < o.Parallelism {
-		return o.Subtasks
-	}
 	byIndex := make(map[int]*snapshot.Subtask, len(o.Subtasks))
 	for _, sub := range o.Subtasks {
+		if _, dup := byIndex[sub.Index]; dup || sub.Index < 0 || sub.Index >= o.Parallelism {
+			return o.Subtasks // leave as recorded, for snapshot.Validate to refuse
+		}
 		byIndex[sub.Index] = sub
 	}
 	all := make([]*snapshot.Subtask, 0, o.Parallelism)
@@ -450,9 +450,6 @@ func withEmptySubtasks(o *snapshot.Operator) []*snapshot.Subtask {
 		}
 		all = append(all, &snapshot.Subtask{Index: i, KeyGroups: keygroup.RangeOf(o.MaxParallelism, o.Parallelism, i),
 			Keyed: snapshot.Stats{Known: true}, Operator: snapshot.Stats{Known: true}})
-	}
-	if len(byIndex) != len(o.Subtasks) || len(all) != len(o.Subtasks)+o.Parallelism-len(byIndex) {
-		return o.Subtasks // indices out of range or repeated: leave as recorded for verify to report
 	}
 	return all
 }
