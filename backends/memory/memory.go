@@ -90,8 +90,9 @@ func Open(ctx context.Context, st storage.Storage, path string, _ snapshot.OpenO
 	if err := b.validate(); err != nil {
 		return nil, snapshot.Corrupt(location, envelope.HeaderSize, "%v", err)
 	}
+	r := &reader{b: b, recorded: b.Snapshot.Format}
 	b.Snapshot.Format = Name
-	return &reader{b: b}, nil
+	return r, nil
 }
 
 // validate checks the structure a reader indexes into, so that no later

@@ -73,12 +73,18 @@ func (m *metadata) fillFiles() {
 			if !ok {
 				continue
 			}
-			st.Files = st.Files[:0]
-			for _, f := range h.allFiles() {
-				st.Files = append(st.Files, snapshot.FileRef{Path: f.Path, Size: f.Size, Shared: f.Shared, CRC32C: f.CRC32C})
-			}
+			st.Files = h.refs()
 		}
 	}
+}
+
+// refs lists the handle's files as the model's Subtask.Files does.
+func (h *handle) refs() []snapshot.FileRef {
+	var out []snapshot.FileRef
+	for _, f := range h.allFiles() {
+		out = append(out, snapshot.FileRef{Path: f.Path, Size: f.Size, Shared: f.Shared, CRC32C: f.CRC32C})
+	}
+	return out
 }
 
 func (h *handle) allFiles() []file {

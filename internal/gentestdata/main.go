@@ -104,8 +104,8 @@ func damaged(good []byte) map[string][]byte {
 }
 
 // invalid derives one well-framed dump per kind of metadata no reader can
-// make sense of (snapshot.Validate): the example's msgpack body, edited
-// and framed again. Operators of the example: 0 kafka-source (p=2, split
+// make sense of (snapshot.Validate), and one that verify finds fault with:
+// the example's msgpack body, edited and framed again. Operators of the example: 0 kafka-source (p=2, split
 // and union state), 1 word-counter (p=3, five keyed states), 2 rules
 // (p=2), 3 sink (p=1); max parallelism 128.
 func invalid(good []byte) (map[string][]byte, error) {
@@ -134,23 +134,37 @@ func invalid(good []byte) (map[string][]byte, error) {
 			operator(s, 1)["name"] = strings.Repeat("n", snapshot.MaxStringBytes+1)
 		},
 	}
-	body := good[20 : len(good)-4]
 	out := map[string][]byte{}
 	for name, edit := range edits {
-		var doc map[string]any
-		if err := msgpack.Unmarshal(body, &doc); err != nil {
+		b, err := edited(good, edit)
+		if err != nil {
 			return nil, err
 		}
-		edit(doc["snapshot"].(map[string]any))
-		var buf bytes.Buffer
-		enc := msgpack.NewEncoder(&buf)
-		enc.SetSortMapKeys(true) // deterministic, as the memory writer
-		if err := enc.Encode(doc); err != nil {
-			return nil, err
-		}
-		out["invalid-"+name] = memory.Kind.Encode(buf.Bytes())
+		out["invalid-"+name] = b
 	}
-	return out, nil
+	// Valid, but with a finding for verify: the metadata names another
+	// format than the one the dump is.
+	b, err := edited(good, func(s map[string]any) { s["format"] = "filesystem" })
+	out["wrong-format.dump"] = b
+	return out, err
+}
+
+// edited is the dump good with edit applied to its snapshot metadata,
+// framed again (the body lies between the 20-byte header and the 4-byte
+// checksum).
+func edited(good []byte, edit func(s map[string]any)) ([]byte, error) {
+	var doc map[string]any
+	if err := msgpack.Unmarshal(good[20:len(good)-4], &doc); err != nil {
+		return nil, err
+	}
+	edit(doc["snapshot"].(map[string]any))
+	var buf bytes.Buffer
+	enc := msgpack.NewEncoder(&buf)
+	enc.SetSortMapKeys(true) // deterministic, as the memory writer
+	if err := enc.Encode(doc); err != nil {
+		return nil, err
+	}
+	return memory.Kind.Encode(buf.Bytes()), nil
 }
 
 func operator(s map[string]any, i int) map[string]any {

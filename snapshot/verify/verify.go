@@ -28,6 +28,9 @@ const (
 	CheckState   = "undeclared-state"
 	CheckFigures = "metadata-figures"
 	CheckRead    = "read"
+	CheckFormat  = "format"     // the format the metadata names is not the one it was read as
+	CheckKind    = "state-kind" // a keyed state of a kind no format knows
+	CheckFiles   = "files"      // Subtask.Files is not what the reader reads
 )
 
 // Finding is one problem.
@@ -79,6 +82,11 @@ type Checked struct {
 func Check(ctx context.Context, location string, r snapshot.Reader, codecs *snapshot.Codecs) (*Result, error) {
 	s := r.Snapshot()
 	res := &Result{SchemaVersion: SchemaVersion, Location: location, Format: s.Format, Findings: []Finding{}}
+	if fr, ok := r.(snapshot.FormatRecorder); ok {
+		if rec := fr.RecordedFormat(); rec != "" && rec != s.Format {
+			res.add(Finding{Check: CheckFormat, Message: fmt.Sprintf("the metadata names format %q, but the snapshot was read as %q", rec, s.Format)})
+		}
+	}
 	seen := map[string]bool{}
 	for _, op := range s.Operators {
 		key := op.ID + "\x00" + op.UID
@@ -89,11 +97,13 @@ func Check(ctx context.Context, location string, r snapshot.Reader, codecs *snap
 		res.Checked.Operators++
 		c := &opChecker{res: res, r: r, op: op, codecs: codecs}
 		c.layout()
+		c.kinds()
 		for _, sub := range op.Subtasks {
 			if sub == nil {
 				continue
 			}
 			res.Checked.Subtasks++
+			c.files(sub)
 			c.entries(ctx, sub)
 			c.elements(ctx, sub)
 			c.raw(ctx, sub)
@@ -158,6 +168,63 @@ func (c *opChecker) layout() {
 	if next != op.MaxParallelism && len(op.Subtasks) > 0 {
 		c.add(CheckRanges, nil, nil, "ranges end at key group %d, want %d", next-1, op.MaxParallelism-1)
 	}
+}
+
+// kinds reports keyed states of a kind no format knows: readers refuse
+// them, but Check is given any Reader.
+func (c *opChecker) kinds() {
+	for _, st := range c.op.KeyedStates {
+		if !st.Kind.Known() {
+			c.add(CheckKind, nil, nil, "keyed state %q has unknown kind %q", st.Name, st.Kind)
+		}
+	}
+}
+
+// files compares the files the metadata lists for a subtask with those
+// the reader follows to read it, where the format records both.
+func (c *opChecker) files(sub *snapshot.Subtask) {
+	ff, ok := c.r.(snapshot.FileFollower)
+	if !ok {
+		return
+	}
+	followed, err := ff.FollowedFiles(c.op, sub.Index)
+	if err != nil {
+		c.add(CheckRead, sub, nil, "listing the subtask's files: %v", err)
+		return
+	}
+	listed := map[string]snapshot.FileRef{}
+	for _, f := range sub.Files {
+		if _, dup := listed[f.Path]; dup {
+			c.add(CheckFiles, sub, nil, "file %q is listed twice", f.Path)
+		}
+		listed[f.Path] = f
+	}
+	for _, f := range followed {
+		l, ok := listed[f.Path]
+		switch {
+		case !ok:
+			c.add(CheckFiles, sub, nil, "state is read from %q, which the subtask's file list lacks", f.Path)
+		case l != f:
+			c.add(CheckFiles, sub, nil, "file %q is listed as %s, but read as %s", f.Path, fileText(l), fileText(f))
+		}
+		delete(listed, f.Path)
+	}
+	for _, f := range sub.Files {
+		if _, ok := listed[f.Path]; ok {
+			c.add(CheckFiles, sub, nil, "file %q is listed, but no state is read from it", f.Path)
+		}
+	}
+}
+
+func fileText(f snapshot.FileRef) string {
+	s := fmt.Sprintf("%d bytes, crc32c %08x", f.Size, f.CRC32C)
+	if f.Shared {
+		s += ", shared"
+	}
+	if f.Absolute {
+		s += ", absolute"
+	}
+	return s
 }
 
 // entries reads every entry the subtask holds, in any key group.
