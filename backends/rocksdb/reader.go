@@ -47,6 +47,16 @@ func openReader(ctx context.Context, st storage.Storage, p string, opts snapshot
 	if err != nil {
 		return nil, err
 	}
+	// References are refused where they cannot be followed (out of the
+	// snapshot, to a FIFO) now, as the filesystem format does, not when a
+	// subtask's entries are first asked for.
+	for _, h := range m.Handles {
+		for _, f := range h.allFiles() {
+			if _, err := d.RefPath(f.Path); err != nil {
+				return nil, err
+			}
+		}
+	}
 	d.Describe(m.Snapshot)
 	r := &reader{d: d, m: m, recorded: m.Snapshot.Format, tmpRoot: opts.TempDir, dbs: map[*handle]*localDB{}}
 	m.Snapshot.Format = FormatName
