@@ -212,6 +212,7 @@ func (c *opChecker) files(sub *snapshot.Subtask) {
 	for _, f := range sub.Files {
 		if _, ok := listed[f.Path]; ok {
 			c.add(CheckFiles, sub, nil, "file %q is listed, but no state is read from it", f.Path)
+			delete(listed, f.Path)
 		}
 	}
 }
