@@ -28,7 +28,15 @@ func newVerifyCommand(e *env) *cobra.Command {
     key hashes to (where the key type's Java hashCode is known), of a declared state;
   - TTL expiry timestamps are not negative, and only states with TTL carry them;
   - entry and element counts match what the metadata records;
+  - the format the metadata names is the one it was read as, and each
+    subtask's file list names exactly the files its state is read from
+    (filesystem, rocksdb);
   - whatever the format checks while reading (checksums, file references).
+
+Metadata no reader can make sense of (parallelism outside 1..max parallelism,
+ranges that are not Flink's, duplicate operators or state names, unknown state
+kinds or modes, names over 64 KiB) is refused when the snapshot is opened, by
+verify and inspect alike.
 
 Every finding is printed; then the command fails with exit code 2.
 

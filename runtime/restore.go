@@ -7,8 +7,7 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/vmihailenco/msgpack/v5"
-
+	"github.com/stateutil/stateutil/internal/safemsgpack"
 	"github.com/stateutil/stateutil/redistribute"
 	"github.com/stateutil/stateutil/snapshot"
 )
@@ -105,7 +104,7 @@ func decodeOffsets(elements snapshot.Elements) ([]offset, error) {
 			continue
 		}
 		var o offset
-		if err := msgpack.Unmarshal(e.Value, &o); err != nil {
+		if err := safemsgpack.Unmarshal(e.Value, &o); err != nil {
 			return nil, fmt.Errorf("%w: undecodable source offset: %v", snapshot.ErrCorrupt, err)
 		}
 		out = append(out, o)

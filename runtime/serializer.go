@@ -6,6 +6,7 @@ import (
 
 	"github.com/vmihailenco/msgpack/v5"
 
+	"github.com/stateutil/stateutil/internal/safemsgpack"
 	"github.com/stateutil/stateutil/snapshot"
 )
 
@@ -66,9 +67,10 @@ func (MsgpackSerializer[T]) Encode(dst []byte, v T) []byte {
 	return append(dst, b...)
 }
 
-// Decode implements Serializer.
+// Decode implements Serializer. The bytes come from snapshots, which may
+// be damaged or hostile: see safemsgpack.
 func (MsgpackSerializer[T]) Decode(b []byte) (T, error) {
 	var v T
-	err := msgpack.Unmarshal(b, &v)
+	err := safemsgpack.Unmarshal(b, &v)
 	return v, err
 }

@@ -6,8 +6,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/vmihailenco/msgpack/v5"
-
+	"github.com/stateutil/stateutil/internal/safemsgpack"
 	"github.com/stateutil/stateutil/keygroup"
 	"github.com/stateutil/stateutil/redistribute"
 	"github.com/stateutil/stateutil/snapshot"
@@ -316,7 +315,7 @@ func (ex *execution) restoreSink(ctx context.Context, r snapshot.Reader, op *sna
 			continue
 		}
 		var t txn
-		if err := msgpack.Unmarshal(e.Value, &t); err != nil {
+		if err := safemsgpack.Unmarshal(e.Value, &t); err != nil {
 			return fmt.Errorf("restore sink %q: %w: undecodable pending commit: %v", op.Label(), snapshot.ErrCorrupt, err)
 		}
 		if err := ex.committer.Commit(t.ID, t.Lines); err != nil {

@@ -24,6 +24,22 @@ type Reader interface {
 	Close() error
 }
 
+// FormatRecorder is implemented by a Reader whose metadata records the
+// name of the format that wrote it. Snapshot().Format is the format the
+// snapshot was opened as; RecordedFormat is what the metadata says ("" when
+// it says nothing), for verify to compare.
+type FormatRecorder interface {
+	RecordedFormat() string
+}
+
+// FileFollower is implemented by a Reader whose metadata lists each
+// subtask's files (Subtask.Files) apart from the references the reader
+// follows to read its state. FollowedFiles returns the files the reader
+// reads for a subtask, for verify to compare with the listing.
+type FileFollower interface {
+	FollowedFiles(op *Operator, subtask int) ([]FileRef, error)
+}
+
 // Writer builds a snapshot. Nothing is visible at its location until
 // Commit succeeds; Abort (or a crash) leaves nothing a Reader accepts.
 //

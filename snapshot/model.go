@@ -35,6 +35,13 @@ const (
 	Map         StateKind = "map"
 	Reducing    StateKind = "reducing"
 	Aggregating StateKind = "aggregating"
+	// Folding is Flink's FoldingState, deprecated and removed in Flink
+	// 1.14; older snapshots still hold it.
+	Folding StateKind = "folding"
+	// Timer is a priority-queue state: timers ("_timer_state/..."), whose
+	// entries hold a timer's key and namespace, and its timestamp as an
+	// 8-byte big-endian long in Value.
+	Timer StateKind = "timer"
 )
 
 // Mode is how operator list state is redistributed on rescale.

@@ -120,7 +120,11 @@ func (r *Registry) Detect(ctx context.Context, location string) (*Format, storag
 	case probeErr != nil:
 		return nil, nil, "", probeErr
 	case info.IsDir:
-		if meta, err := st.Stat(ctx, path+"/_metadata"); err == nil && !meta.IsDir {
+		meta, err := st.Stat(ctx, path+"/_metadata")
+		switch {
+		case err == nil && meta.Special:
+			return nil, nil, "", fmt.Errorf("%q: %w, not a snapshot's _metadata", location+"/_metadata", storage.ErrNotRegular)
+		case err == nil && !meta.IsDir:
 			return nil, nil, "", Corrupt(location+"/_metadata", 0, "unrecognized _metadata: its first bytes match no snapshot format (%s)", strings.Join(r.names(), ", "))
 		}
 		return nil, nil, "", fmt.Errorf("%w: %q is a directory without a snapshot (no _metadata, no complete chk-N)", ErrNotFound, location)

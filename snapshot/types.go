@@ -11,8 +11,7 @@ import (
 	"sync"
 	"unicode/utf8"
 
-	"github.com/vmihailenco/msgpack/v5"
-
+	"github.com/stateutil/stateutil/internal/safemsgpack"
 	"github.com/stateutil/stateutil/keygroup"
 )
 
@@ -307,9 +306,10 @@ func (bytesCodec) HashCode(b []byte) (int32, error) { return keygroup.HashBytes(
 
 type msgpackCodec struct{}
 
+// Decode decodes a value that may be damaged or hostile (see safemsgpack).
 func (msgpackCodec) Decode(b []byte) (any, error) {
 	var v any
-	err := msgpack.Unmarshal(b, &v)
+	err := safemsgpack.Unmarshal(b, &v)
 	return v, err
 }
 func (msgpackCodec) HashCode([]byte) (int32, error) { return 0, errNoHash }

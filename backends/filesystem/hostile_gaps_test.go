@@ -46,23 +46,33 @@ func TestHostileMetadataGaps(t *testing.T) {
 		}, "key-group stats"},
 		{"subtask index repeated", func(m *metadata) {
 			m.Snapshot.Operators[1].Subtasks[1].Index = 0
-		}, "repeated"},
+		}, "subtask 0 is stored at position 1"},
 		{"subtask index negative", func(m *metadata) {
 			m.Snapshot.Operators[1].Subtasks[0].Index = -3
-		}, "negative"},
+		}, "subtask -3 is stored at position 0"},
+		{"no max parallelism", func(m *metadata) { m.Snapshot.Operators[0].MaxParallelism = 0 }, "max parallelism 0 is outside 1..32768"},
 		{"key groups beyond upper bound", func(m *metadata) {
-			op := m.Snapshot.Operators[0]
-			op.MaxParallelism = 0
-			op.Subtasks[0].KeyGroups.End = 1 << 20
-		}, "key-group"},
+			m.Snapshot.Operators[0].Subtasks[0].KeyGroups.End = 1 << 20
+		}, "key groups [0,1048576], but Flink assigns it [0,42]"},
 		{"state index table", func(m *metadata) { keyed(m).States = keyed(m).States[:1] }, "state index"},
+		{"parallelism zero", func(m *metadata) { m.Snapshot.Operators[1].Parallelism = 0 }, "parallelism 0 must be at least 1"},
+		{"subtask missing", func(m *metadata) {
+			op := m.Snapshot.Operators[1]
+			op.Subtasks, m.Layouts[1] = op.Subtasks[:1], m.Layouts[1][:1]
+		}, "parallelism 2 but 1 subtasks"},
+		{"duplicate operator", func(m *metadata) { m.Snapshot.Operators[2].ID = m.Snapshot.Operators[0].ID }, "is also operator 0's"},
+		{"duplicate state", func(m *metadata) { m.Snapshot.Operators[0].KeyedStates[1].Name = "count" }, `keyed state "count" declared twice`},
+		{"unknown kind", func(m *metadata) { m.Snapshot.Operators[0].KeyedStates[0].Kind = "valve" }, `unknown kind "valve"`},
+		{"unknown mode", func(m *metadata) { m.Snapshot.Operators[1].OperatorStates[0].Mode = "" }, `unknown mode ""`},
+		{"long name", func(m *metadata) { m.Snapshot.Operators[0].Name = strings.Repeat("n", 1<<20) }, "msgpack string of 1048576 bytes"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			newFixture(128, 40).write(t, storage.Local(), dir, snapshot.WriteOptions{InlineThreshold: -1})
 			rewriteMeta(t, dir, func(m *metadata) { tc.edit(m) })
 			err := readEverythingAt(dir)
-			if !errors.Is(err, snapshot.ErrCorrupt) || !strings.Contains(err.Error(), tc.want) {
+			// The directory's name holds the test's: look past it.
+			if !errors.Is(err, snapshot.ErrCorrupt) || !strings.Contains(strings.ReplaceAll(err.Error(), dir, ""), tc.want) {
 				t.Fatalf("err = %v, want ErrCorrupt mentioning %s", err, tc.want)
 			}
 			if !strings.Contains(err.Error(), dir) {

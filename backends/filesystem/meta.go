@@ -92,23 +92,33 @@ func readMetadata(ctx context.Context, d chkdir.Dir) (*metadata, error) {
 // files lists the files m references.
 func (m *metadata) files() []string {
 	var out []string
-	add := func(b *blob) {
-		if b != nil && b.File != "" {
-			out = append(out, b.File)
-		}
-	}
 	for _, op := range m.Layouts {
 		for i := range op {
-			l := &op[i]
-			if l.Keyed != nil {
-				add(&l.Keyed.Data)
+			for _, f := range op[i].files() {
+				out = append(out, f.Path)
 			}
-			if l.Operator != nil {
-				add(&l.Operator.Data)
-			}
-			add(l.RawKeyed)
-			add(l.RawOperator)
 		}
 	}
+	return out
+}
+
+// files lists the files a subtask's layout refers to (blobs not inline):
+// keyed state, operator state, raw keyed and raw operator state, in that
+// order. The writer records them as the subtask's Files.
+func (l *subtaskLayout) files() []snapshot.FileRef {
+	var out []snapshot.FileRef
+	add := func(b *blob) {
+		if b != nil && b.File != "" {
+			out = append(out, snapshot.FileRef{Path: b.File, Size: b.Size, CRC32C: b.CRC32C})
+		}
+	}
+	if l.Keyed != nil {
+		add(&l.Keyed.Data)
+	}
+	if l.Operator != nil {
+		add(&l.Operator.Data)
+	}
+	add(l.RawKeyed)
+	add(l.RawOperator)
 	return out
 }

@@ -16,10 +16,11 @@ import (
 
 // Reader reads a filesystem snapshot; see snapshot.Reader.
 type Reader struct {
-	dir     chkdir.Dir
-	metaURI string
-	snap    *snapshot.Snapshot
-	layouts map[*snapshot.Subtask]*subtaskLayout
+	dir      chkdir.Dir
+	metaURI  string
+	snap     *snapshot.Snapshot
+	layouts  map[*snapshot.Subtask]*subtaskLayout
+	recorded string // the format _metadata names
 }
 
 // Open reads and validates the _metadata of the snapshot p designates in
@@ -34,11 +35,12 @@ func Open(ctx context.Context, st storage.Storage, p string, _ snapshot.OpenOpti
 	if err != nil {
 		return nil, err
 	}
-	d.Describe(m.Snapshot)
 	r := &Reader{dir: d, metaURI: st.URI(d.Metadata()), snap: m.Snapshot, layouts: map[*snapshot.Subtask]*subtaskLayout{}}
 	if err := validate(m, r.metaURI); err != nil {
 		return nil, err
 	}
+	d.Describe(m.Snapshot)
+	r.recorded, m.Snapshot.Format = m.Snapshot.Format, Name
 	for _, ref := range m.files() {
 		if _, err := d.RefPath(ref); err != nil {
 			return nil, err
@@ -54,6 +56,20 @@ func Open(ctx context.Context, st storage.Storage, p string, _ snapshot.OpenOpti
 
 // Snapshot is the snapshot's metadata.
 func (r *Reader) Snapshot() *snapshot.Snapshot { return r.snap }
+
+// RecordedFormat is the format _metadata names; see
+// snapshot.FormatRecorder.
+func (r *Reader) RecordedFormat() string { return r.recorded }
+
+// FollowedFiles lists the files the layout of a subtask's state refers
+// to, which reads follow; see snapshot.FileFollower.
+func (r *Reader) FollowedFiles(op *snapshot.Operator, subtask int) ([]snapshot.FileRef, error) {
+	_, l, err := r.subtask(op, subtask)
+	if err != nil {
+		return nil, err
+	}
+	return l.files(), nil
+}
 
 // Close releases nothing: files are opened per call.
 func (r *Reader) Close() error { return nil }

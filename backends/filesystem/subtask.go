@@ -222,28 +222,10 @@ func (sw *subtaskWriter) Close() error {
 	if l.RawOperator, err = sw.writeRaw(sw.raw.Operator, "rawo"); err != nil {
 		return sw.fail(err)
 	}
-	for _, b := range []*blob{rawData(l.Keyed), rawOperData(l.Operator), l.RawKeyed, l.RawOperator} {
-		if b != nil && b.File != "" {
-			sub.Files = append(sub.Files, snapshot.FileRef{Path: b.File, Size: b.Size, CRC32C: b.CRC32C})
-		}
-	}
+	sub.Files = l.files()
 	sw.done = true
 	sw.w.ledger.Finish(sw.op, sw.index, sub, l)
 	return nil
-}
-
-func rawData(k *keyedLayout) *blob {
-	if k == nil {
-		return nil
-	}
-	return &k.Data
-}
-
-func rawOperData(o *operatorLayout) *blob {
-	if o == nil {
-		return nil
-	}
-	return &o.Data
 }
 
 func (sw *subtaskWriter) descriptorIndex(name string) int {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/stateutil/stateutil/keygroup"
 	"github.com/stateutil/stateutil/snapshot"
 )
 
@@ -16,29 +15,18 @@ import (
 func validate(m *metadata, file string) error {
 	bad := func(format string, args ...any) error { return snapshot.Corrupt(file, -1, format, args...) }
 	s := m.Snapshot
+	if err := snapshot.Validate(s, file); err != nil {
+		return err
+	}
 	if len(m.Layouts) != len(s.Operators) {
 		return bad("%d operator layouts for %d operators", len(m.Layouts), len(s.Operators))
 	}
 	for i, op := range s.Operators {
-		if op == nil {
-			return bad("operator %d is null", i)
-		}
 		if len(m.Layouts[i]) != len(op.Subtasks) {
 			return bad("operator %q: %d subtask layouts for %d subtasks", op.Label(), len(m.Layouts[i]), len(op.Subtasks))
 		}
-		seen := map[int]bool{}
 		for j, sub := range op.Subtasks {
-			if sub == nil {
-				return bad("operator %q: subtask %d is null", op.Label(), j)
-			}
-			if sub.Index < 0 || seen[sub.Index] {
-				return bad("operator %q: subtask index %d negative or repeated", op.Label(), sub.Index)
-			}
-			seen[sub.Index] = true
 			where := fmt.Sprintf("operator %q subtask %d", op.Label(), sub.Index)
-			if kgs := sub.KeyGroups; kgs.Len() > 0 && op.MaxParallelism > 0 && kgs.End >= op.MaxParallelism {
-				return bad("%s: key groups %v beyond max parallelism %d", where, kgs, op.MaxParallelism)
-			}
 			if err := validateSubtask(sub, &m.Layouts[i][j]); err != nil {
 				return bad("%s: %v", where, err)
 			}
@@ -49,9 +37,6 @@ func validate(m *metadata, file string) error {
 
 func validateSubtask(sub *snapshot.Subtask, l *subtaskLayout) error {
 	kgs := sub.KeyGroups
-	if kgs.Len() > 0 && (kgs.Start < 0 || kgs.End >= keygroup.UpperBoundMaxParallelism) {
-		return fmt.Errorf("key-group range %v outside 0..%d", kgs, keygroup.UpperBoundMaxParallelism-1)
-	}
 	if sub.KeyGroupStats != nil {
 		if len(sub.KeyGroupStats) != kgs.Len() {
 			return fmt.Errorf("%d key-group stats for %d key groups", len(sub.KeyGroupStats), kgs.Len())

@@ -124,6 +124,9 @@ func (w *Writer) Commit(ctx context.Context, s *snapshot.Snapshot) error {
 	if err != nil {
 		return err
 	}
+	if err := w.jobDirs(ctx); err != nil {
+		return err
+	}
 	if err := w.dir.CommitMetadata(ctx, data); err != nil {
 		return err
 	}
@@ -131,6 +134,22 @@ func (w *Writer) Commit(ctx context.Context, s *snapshot.Snapshot) error {
 	for _, f := range w.replaced {
 		if !slices.Contains(w.written, f) {
 			w.dir.Storage.Remove(ctx, path.Join(w.dir.Path, f)) // best effort: stale files do no harm
+		}
+	}
+	return nil
+}
+
+// jobDirs creates the shared/ and taskowned/ folders of the job directory
+// a checkpoint is written into, as Flink lays it out (see chkdir), before
+// the checkpoint is committed. This format puts no files there; other
+// tools expect the folders. A savepoint has no job directory.
+func (w *Writer) jobDirs(ctx context.Context) error {
+	if w.dir.JobDir == "" {
+		return nil
+	}
+	for _, name := range []string{chkdir.SharedDir, chkdir.TaskOwnedDir} {
+		if err := w.dir.Storage.MkdirAll(ctx, path.Join(w.dir.JobDir, name)); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -75,6 +75,10 @@ func open(ctx context.Context, st storage.Storage, p string, opts snapshot.OpenO
 		r.Close()
 		return nil, err
 	}
+	if err := snapshot.Validate(r.snap, r.res.MetadataFile); err != nil {
+		r.Close()
+		return nil, err
+	}
 	return r, nil
 }
 

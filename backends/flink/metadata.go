@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/stateutil/stateutil/keygroup"
 	"github.com/stateutil/stateutil/storage"
 )
 
@@ -211,8 +212,18 @@ func (d *decoder) operator() *OperatorState {
 		op.UID = r.utf("operator uid")
 	}
 	copy(op.ID[:], r.take(16, "operator id"))
+	pat := r.pos()
 	op.Parallelism = int(r.i32("parallelism"))
 	op.MaxParallelism = int(r.i32("max parallelism"))
+	// Every key-group range divides by both: refuse them here, where the
+	// offset is known, before anything computes with them.
+	switch {
+	case r.err != nil:
+	case op.MaxParallelism < 1 || op.MaxParallelism > keygroup.UpperBoundMaxParallelism:
+		r.failAt(pat+4, "operator %s: max parallelism %d is outside 1..%d", op.ID, op.MaxParallelism, keygroup.UpperBoundMaxParallelism)
+	case op.Parallelism < 1 || op.Parallelism > op.MaxParallelism:
+		r.failAt(pat, "operator %s: parallelism %d is outside 1..%d (its max parallelism)", op.ID, op.Parallelism, op.MaxParallelism)
+	}
 	if d.version == 2 {
 		op.ChainLength = int(r.i32("chain length"))
 		n := r.count32(4, "subtask count")

@@ -87,6 +87,7 @@ func (r *SnapshotReader) kindAndFormat(hints map[string]bool) {
 	if len(backends) > 0 {
 		p["state_backend"] = strings.Join(backends, ",")
 	}
+
 }
 
 // headers returns the keyed headers of every subtask that has one. A
@@ -411,11 +412,11 @@ func (r *SnapshotReader) files(st *SubtaskState) []snapshot.FileRef {
 // only subtasks that hold state (and none of a finished operator), while
 // the model, and every writer, expects one per index.
 func withEmptySubtasks(o *snapshot.Operator) []*snapshot.Subtask {
-	if o.Parallelism <= 0 || o.MaxParallelism < o.Parallelism {
-		return o.Subtasks
-	}
 	byIndex := make(map[int]*snapshot.Subtask, len(o.Subtasks))
 	for _, sub := range o.Subtasks {
+		if _, dup := byIndex[sub.Index]; dup || sub.Index < 0 || sub.Index >= o.Parallelism {
+			return o.Subtasks // leave as recorded, for snapshot.Validate to refuse
+		}
 		byIndex[sub.Index] = sub
 	}
 	all := make([]*snapshot.Subtask, 0, o.Parallelism)
@@ -426,9 +427,6 @@ func withEmptySubtasks(o *snapshot.Operator) []*snapshot.Subtask {
 		}
 		all = append(all, &snapshot.Subtask{Index: i, KeyGroups: keygroup.RangeOf(o.MaxParallelism, o.Parallelism, i),
 			Keyed: snapshot.Stats{Known: true}, Operator: snapshot.Stats{Known: true}})
-	}
-	if len(byIndex) != len(o.Subtasks) || len(all) != len(o.Subtasks)+o.Parallelism-len(byIndex) {
-		return o.Subtasks // indices out of range or repeated: leave as recorded for verify to report
 	}
 	return all
 }

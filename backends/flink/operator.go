@@ -58,8 +58,13 @@ func ParseOperatorState(data []byte, file string, base int64, h *OperatorStateHa
 	sort.Slice(all, func(i, j int) bool { return all[i] < all[j] })
 	end := len(data)
 	if len(all) > 0 {
-		if all[0] < 0 || all[0] > int64(len(data)) {
-			return nil, &CorruptError{File: file, Offset: base, Reason: fmt.Sprintf("element offset %d outside a stream of %d bytes", all[0], len(data))}
+		// Every element lies between the header and the end of the data,
+		// so that each runs from its offset to the next one.
+		if lo := all[0]; lo < 0 || lo > int64(len(data)) {
+			return nil, &CorruptError{File: file, Offset: base, Reason: fmt.Sprintf("element offset %d outside a stream of %d bytes", lo, len(data))}
+		}
+		if hi := all[len(all)-1]; hi > int64(len(data)) {
+			return nil, &CorruptError{File: file, Offset: base + hi, Reason: fmt.Sprintf("element offset %d outside a stream of %d bytes", hi, len(data))}
 		}
 		end = int(all[0])
 	}
@@ -130,11 +135,7 @@ func ParseOperatorState(data []byte, file string, base int64, h *OperatorStateHa
 	for _, s := range h.States {
 		p := &OperatorPartition{Name: s.Name, Mode: s.Mode, Meta: metas[s.Name], Offsets: s.Offsets}
 		for _, off := range s.Offsets {
-			e := next(off)
-			if off < int64(end) || e > int64(len(data)) {
-				return nil, &CorruptError{File: file, Offset: base + off, Reason: fmt.Sprintf("state %q: element offset %d outside the data", s.Name, off)}
-			}
-			p.Elements = append(p.Elements, data[off:e])
+			p.Elements = append(p.Elements, data[off:next(off)])
 		}
 		of.Partitions = append(of.Partitions, p)
 	}

@@ -8,10 +8,8 @@ import (
 )
 
 // KindTimer is the snapshot.StateKind given to Flink's priority-queue
-// states (timers, "_timer_state/..."). An entry of a timer state holds the
-// timer's key and namespace, and its timestamp as an 8-byte big-endian
-// long in Value.
-const KindTimer snapshot.StateKind = "timer"
+// states (timers, "_timer_state/..."): snapshot.Timer.
+const KindTimer = snapshot.Timer
 
 // layout says how one state's entries are laid out: its serializers, with
 // list, map and TTL wrappers taken apart.
@@ -66,7 +64,7 @@ func newLayout(m *StateMeta, keySer *SerializerSnapshot) *layout {
 	case "AGGREGATING":
 		l.kind = snapshot.Aggregating
 	case "FOLDING":
-		l.kind = "folding"
+		l.kind = snapshot.Folding
 	default:
 		l.kind = snapshot.Value
 	}

@@ -84,33 +84,28 @@ func Open(ctx context.Context, st storage.Storage, path string, _ snapshot.OpenO
 		}
 		return nil, err
 	}
+	if err := snapshot.Validate(b.Snapshot, location); err != nil {
+		return nil, err
+	}
 	if err := b.validate(); err != nil {
 		return nil, snapshot.Corrupt(location, envelope.HeaderSize, "%v", err)
 	}
+	r := &reader{b: b, recorded: b.Snapshot.Format}
 	b.Snapshot.Format = Name
-	return &reader{b: b}, nil
+	return r, nil
 }
 
 // validate checks the structure a reader indexes into, so that no later
-// access can go out of bounds.
+// access can go out of bounds; snapshot.Validate has checked the metadata.
 func (b *body) validate() error {
-	if b.Snapshot == nil {
-		return errors.New("no snapshot metadata")
-	}
 	if len(b.State) != len(b.Snapshot.Operators) {
 		return fmt.Errorf("%d operators but state for %d", len(b.Snapshot.Operators), len(b.State))
 	}
 	for i, op := range b.Snapshot.Operators {
-		if op == nil {
-			return fmt.Errorf("operator %d is empty", i)
-		}
 		if len(b.State[i].Subtasks) != len(op.Subtasks) {
 			return fmt.Errorf("operator %q has %d subtasks but state for %d", op.Label(), len(op.Subtasks), len(b.State[i].Subtasks))
 		}
 		for j, sub := range b.State[i].Subtasks {
-			if op.Subtasks[j] == nil {
-				return fmt.Errorf("operator %q subtask %d is empty", op.Label(), j)
-			}
 			kgs := op.Subtasks[j].KeyGroups
 			prev := -1
 			for k, e := range sub.Entries {

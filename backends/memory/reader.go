@@ -9,9 +9,16 @@ import (
 	"github.com/stateutil/stateutil/snapshot"
 )
 
-type reader struct{ b body }
+type reader struct {
+	b        body
+	recorded string // the format the dump's metadata names
+}
 
 func (r *reader) Snapshot() *snapshot.Snapshot { return r.b.Snapshot }
+
+// RecordedFormat is the format the dump's metadata names; see
+// snapshot.FormatRecorder.
+func (r *reader) RecordedFormat() string { return r.recorded }
 
 func (r *reader) Close() error { return nil }
 

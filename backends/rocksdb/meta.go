@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
-	"slices"
 	"strings"
 
 	"github.com/vmihailenco/msgpack/v5"
@@ -74,12 +73,18 @@ func (m *metadata) fillFiles() {
 			if !ok {
 				continue
 			}
-			st.Files = st.Files[:0]
-			for _, f := range h.allFiles() {
-				st.Files = append(st.Files, snapshot.FileRef{Path: f.Path, Size: f.Size, Shared: f.Shared, CRC32C: f.CRC32C})
-			}
+			st.Files = h.refs()
 		}
 	}
+}
+
+// refs lists the handle's files as the model's Subtask.Files does.
+func (h *handle) refs() []snapshot.FileRef {
+	var out []snapshot.FileRef
+	for _, f := range h.allFiles() {
+		out = append(out, snapshot.FileRef{Path: f.Path, Size: f.Size, Shared: f.Shared, CRC32C: f.CRC32C})
+	}
+	return out
 }
 
 func (h *handle) allFiles() []file {
@@ -121,15 +126,10 @@ func readMetadata(ctx context.Context, d chkdir.Dir) (*metadata, error) {
 	return &m, nil
 }
 
-// validate checks references before anything follows them.
+// validate checks the model and references before anything follows them.
 func (m *metadata) validate(name string) error {
-	if m.Snapshot == nil {
-		return snapshot.Corrupt(name, -1, "no snapshot in metadata")
-	}
-	for _, op := range m.Snapshot.Operators {
-		if op == nil || slices.Contains(op.Subtasks, nil) {
-			return snapshot.Corrupt(name, -1, "an operator or subtask is nil")
-		}
+	if err := snapshot.Validate(m.Snapshot, name); err != nil {
+		return err
 	}
 	for _, h := range m.Handles {
 		if h == nil {

@@ -20,12 +20,13 @@ import (
 // place, through symbolic links in a temporary directory; elsewhere
 // downloaded into it.
 type reader struct {
-	d       chkdir.Dir
-	m       *metadata
-	tmpRoot string
-	mu      sync.Mutex
-	tmp     string
-	dbs     map[*handle]*localDB
+	d        chkdir.Dir
+	m        *metadata
+	recorded string // the format _metadata names
+	tmpRoot  string
+	mu       sync.Mutex
+	tmp      string
+	dbs      map[*handle]*localDB
 }
 
 // localDB is a subtask's instance, opened by the first caller of local
@@ -46,11 +47,38 @@ func openReader(ctx context.Context, st storage.Storage, p string, opts snapshot
 	if err != nil {
 		return nil, err
 	}
+	// References are refused where they cannot be followed (out of the
+	// snapshot, to a FIFO) now, as the filesystem format does, not when a
+	// subtask's entries are first asked for.
+	for _, h := range m.Handles {
+		for _, f := range h.allFiles() {
+			if _, err := d.RefPath(f.Path); err != nil {
+				return nil, err
+			}
+		}
+	}
 	d.Describe(m.Snapshot)
-	return &reader{d: d, m: m, tmpRoot: opts.TempDir, dbs: map[*handle]*localDB{}}, nil
+	r := &reader{d: d, m: m, recorded: m.Snapshot.Format, tmpRoot: opts.TempDir, dbs: map[*handle]*localDB{}}
+	m.Snapshot.Format = FormatName
+	return r, nil
 }
 
 func (r *reader) Snapshot() *snapshot.Snapshot { return r.m.Snapshot }
+
+// RecordedFormat is the format _metadata names; see
+// snapshot.FormatRecorder.
+func (r *reader) RecordedFormat() string { return r.recorded }
+
+// FollowedFiles lists the files that rebuild a subtask's instance and hold
+// its operator state, as its handle records them; see
+// snapshot.FileFollower. A subtask without a handle has no files.
+func (r *reader) FollowedFiles(op *snapshot.Operator, subtask int) ([]snapshot.FileRef, error) {
+	h, ok := r.m.handle(op.ID, subtask)
+	if !ok {
+		return nil, nil
+	}
+	return h.refs(), nil
+}
 
 func (r *reader) handle(op *snapshot.Operator, subtask int) (*handle, error) {
 	h, ok := r.m.handle(op.ID, subtask)

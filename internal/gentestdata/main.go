@@ -3,12 +3,17 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"strings"
+
+	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/stateutil/stateutil/backends/memory"
 	"github.com/stateutil/stateutil/snapshot"
@@ -46,7 +51,12 @@ func write(ctx context.Context, dir string) error {
 	if err != nil {
 		return err
 	}
-	for name, b := range damaged(good) {
+	bad, err := invalid(good)
+	if err != nil {
+		return err
+	}
+	maps.Copy(bad, damaged(good))
+	for name, b := range bad {
 		if err := os.WriteFile(filepath.Join(mem, name), b, 0o644); err != nil {
 			return err
 		}
@@ -91,4 +101,72 @@ func damaged(good []byte) map[string][]byte {
 		}),
 		"trailing-garbage.dump": edit(func(b []byte) []byte { return append(b, "garbage"...) }),
 	}
+}
+
+// invalid derives one well-framed dump per kind of metadata no reader can
+// make sense of (snapshot.Validate), and one that verify finds fault with:
+// the example's msgpack body, edited and framed again. Operators of the example: 0 kafka-source (p=2, split
+// and union state), 1 word-counter (p=3, five keyed states), 2 rules
+// (p=2), 3 sink (p=1); max parallelism 128.
+func invalid(good []byte) (map[string][]byte, error) {
+	edits := map[string]func(s map[string]any){
+		"parallelism-zero.dump":      func(s map[string]any) { operator(s, 1)["parallelism"] = 0 },
+		"max-parallelism-zero.dump":  func(s map[string]any) { operator(s, 1)["max_parallelism"] = 0 },
+		"max-parallelism-huge.dump":  func(s map[string]any) { operator(s, 1)["max_parallelism"] = 40000 },
+		"parallelism-above-max.dump": func(s map[string]any) { operator(s, 1)["max_parallelism"] = 2 },
+		"subtask-missing.dump":       func(s map[string]any) { operator(s, 3)["parallelism"] = 2 },
+		"key-groups-not-flinks.dump": func(s map[string]any) {
+			subtask := operator(s, 1)["subtasks"].([]any)[1].(map[string]any)
+			subtask["key_groups"].(map[string]any)["s"] = 44
+		},
+		"duplicate-operator.dump": func(s map[string]any) { operator(s, 2)["id"] = operator(s, 1)["id"] },
+		"duplicate-state.dump": func(s map[string]any) {
+			states := operator(s, 1)["keyed_states"].([]any)
+			states[1].(map[string]any)["name"] = states[0].(map[string]any)["name"]
+		},
+		"unknown-state-kind.dump": func(s map[string]any) {
+			operator(s, 1)["keyed_states"].([]any)[0].(map[string]any)["kind"] = "valve"
+		},
+		"unknown-state-mode.dump": func(s map[string]any) {
+			operator(s, 0)["operator_states"].([]any)[0].(map[string]any)["mode"] = "SPLIT_DISTRIBUTE"
+		},
+		"long-name.dump": func(s map[string]any) {
+			operator(s, 1)["name"] = strings.Repeat("n", snapshot.MaxStringBytes+1)
+		},
+	}
+	out := map[string][]byte{}
+	for name, edit := range edits {
+		b, err := edited(good, edit)
+		if err != nil {
+			return nil, err
+		}
+		out["invalid-"+name] = b
+	}
+	// Valid, but with a finding for verify: the metadata names another
+	// format than the one the dump is.
+	b, err := edited(good, func(s map[string]any) { s["format"] = "filesystem" })
+	out["wrong-format.dump"] = b
+	return out, err
+}
+
+// edited is the dump good with edit applied to its snapshot metadata,
+// framed again (the body lies between the 20-byte header and the 4-byte
+// checksum).
+func edited(good []byte, edit func(s map[string]any)) ([]byte, error) {
+	var doc map[string]any
+	if err := msgpack.Unmarshal(good[20:len(good)-4], &doc); err != nil {
+		return nil, err
+	}
+	edit(doc["snapshot"].(map[string]any))
+	var buf bytes.Buffer
+	enc := msgpack.NewEncoder(&buf)
+	enc.SetSortMapKeys(true) // deterministic, as the memory writer
+	if err := enc.Encode(doc); err != nil {
+		return nil, err
+	}
+	return memory.Kind.Encode(buf.Bytes()), nil
+}
+
+func operator(s map[string]any, i int) map[string]any {
+	return s["operators"].([]any)[i].(map[string]any)
 }

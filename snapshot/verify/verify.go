@@ -28,6 +28,9 @@ const (
 	CheckState   = "undeclared-state"
 	CheckFigures = "metadata-figures"
 	CheckRead    = "read"
+	CheckFormat  = "format"     // the format the metadata names is not the one it was read as
+	CheckKind    = "state-kind" // a keyed state of a kind no format knows
+	CheckFiles   = "files"      // Subtask.Files is not what the reader reads
 	// CheckUnreadable is state the format reader found but cannot read.
 	CheckUnreadable = "unreadable"
 )
@@ -80,7 +83,18 @@ type Checked struct {
 // only for a cancelled context; damage is reported as findings.
 func Check(ctx context.Context, location string, r snapshot.Reader, codecs *snapshot.Codecs) (*Result, error) {
 	res := &Result{SchemaVersion: SchemaVersion, Location: location, Format: r.Snapshot().Format, Findings: []Finding{}}
+	if fr, ok := r.(snapshot.FormatRecorder); ok {
+		if rec := fr.RecordedFormat(); rec != "" && rec != res.Format {
+			res.add(Finding{Check: CheckFormat, Message: fmt.Sprintf("the metadata names format %q, but the snapshot was read as %q", rec, res.Format)})
+		}
+	}
+	// The format's own reader says which files it follows; once unreadable
+	// state is set aside, operators are copies it does not know.
+	ff, _ := r.(snapshot.FileFollower)
 	r, unreadable := snapshot.WithoutUnreadable(r)
+	if len(unreadable) > 0 {
+		ff = nil
+	}
 	for _, u := range unreadable {
 		i := u.Subtask
 		res.add(Finding{Check: CheckUnreadable, Operator: u.Operator, Subtask: &i, Message: u.Unreadable.String()})
@@ -94,13 +108,15 @@ func Check(ctx context.Context, location string, r snapshot.Reader, codecs *snap
 		}
 		seen[key] = true
 		res.Checked.Operators++
-		c := &opChecker{res: res, r: r, op: op, codecs: codecs}
+		c := &opChecker{res: res, r: r, op: op, codecs: codecs, follower: ff}
 		c.layout()
+		c.kinds()
 		for _, sub := range op.Subtasks {
 			if sub == nil {
 				continue
 			}
 			res.Checked.Subtasks++
+			c.files(sub)
 			c.entries(ctx, sub)
 			c.elements(ctx, sub)
 			c.raw(ctx, sub)
@@ -116,10 +132,11 @@ func Check(ctx context.Context, location string, r snapshot.Reader, codecs *snap
 func (r *Result) add(f Finding) { r.Findings = append(r.Findings, f) }
 
 type opChecker struct {
-	res    *Result
-	r      snapshot.Reader
-	op     *snapshot.Operator
-	codecs *snapshot.Codecs
+	res      *Result
+	r        snapshot.Reader
+	op       *snapshot.Operator
+	codecs   *snapshot.Codecs
+	follower snapshot.FileFollower // nil: the files are not compared
 }
 
 func (c *opChecker) add(check string, sub *snapshot.Subtask, kg *int, format string, args ...any) {
@@ -165,6 +182,63 @@ func (c *opChecker) layout() {
 	if next != op.MaxParallelism && len(op.Subtasks) > 0 {
 		c.add(CheckRanges, nil, nil, "ranges end at key group %d, want %d", next-1, op.MaxParallelism-1)
 	}
+}
+
+// kinds reports keyed states of a kind no format knows: readers refuse
+// them, but Check is given any Reader.
+func (c *opChecker) kinds() {
+	for _, st := range c.op.KeyedStates {
+		if !st.Kind.Known() {
+			c.add(CheckKind, nil, nil, "keyed state %q has unknown kind %q", st.Name, st.Kind)
+		}
+	}
+}
+
+// files compares the files the metadata lists for a subtask with those
+// the reader follows to read it, where the format records both.
+func (c *opChecker) files(sub *snapshot.Subtask) {
+	if c.follower == nil {
+		return
+	}
+	followed, err := c.follower.FollowedFiles(c.op, sub.Index)
+	if err != nil {
+		c.add(CheckRead, sub, nil, "listing the subtask's files: %v", err)
+		return
+	}
+	listed := map[string]snapshot.FileRef{}
+	for _, f := range sub.Files {
+		if _, dup := listed[f.Path]; dup {
+			c.add(CheckFiles, sub, nil, "file %q is listed twice", f.Path)
+		}
+		listed[f.Path] = f
+	}
+	for _, f := range followed {
+		l, ok := listed[f.Path]
+		switch {
+		case !ok:
+			c.add(CheckFiles, sub, nil, "state is read from %q, which the subtask's file list lacks", f.Path)
+		case l != f:
+			c.add(CheckFiles, sub, nil, "file %q is listed as %s, but read as %s", f.Path, fileText(l), fileText(f))
+		}
+		delete(listed, f.Path)
+	}
+	for _, f := range sub.Files {
+		if _, ok := listed[f.Path]; ok {
+			c.add(CheckFiles, sub, nil, "file %q is listed, but no state is read from it", f.Path)
+			delete(listed, f.Path)
+		}
+	}
+}
+
+func fileText(f snapshot.FileRef) string {
+	s := fmt.Sprintf("%d bytes, crc32c %08x", f.Size, f.CRC32C)
+	if f.Shared {
+		s += ", shared"
+	}
+	if f.Absolute {
+		s += ", absolute"
+	}
+	return s
 }
 
 // entries reads every entry the subtask holds, in any key group.

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/stateutil/stateutil/snapshot"
@@ -161,6 +162,12 @@ func TestRefPath(t *testing.T) {
 		if !strings.Contains(err.Error(), MetadataFile) || !strings.Contains(err.Error(), `"`+strings.ReplaceAll(ref, `\`, `\\`)+`"`) {
 			t.Errorf("RefPath(%q): %q does not name _metadata and the reference", ref, err)
 		}
+	}
+	if err := syscall.Mkfifo(filepath.Join(chk, "fifo"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.RefPath("fifo"); !errors.Is(err, storage.ErrNotRegular) || !strings.Contains(err.Error(), filepath.Join(chk, "fifo")) {
+		t.Errorf("RefPath(fifo): %v, want ErrNotRegular naming the FIFO", err)
 	}
 	if _, err := d.Open(context.Background(), "missing"); !errors.Is(err, snapshot.ErrNotFound) {
 		t.Errorf("Open(missing): %v", err)

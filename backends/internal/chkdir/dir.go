@@ -108,7 +108,9 @@ func (d Dir) CommitMetadata(ctx context.Context, data []byte) error {
 // It refuses, as snapshot.Corrupt naming _metadata and the reference, an
 // empty or absolute reference, one with "..", "." or empty elements, and
 // on local disk one whose symlinks lead outside the snapshot's root (the
-// checkpoint directory, or the job's shared/ or taskowned/ directory).
+// checkpoint directory, or the job's shared/ or taskowned/ directory). On
+// local disk it also refuses, with storage.ErrNotRegular, a reference to a
+// FIFO, device or socket, so that a reader never waits on one.
 func (d Dir) RefPath(ref string) (string, error) {
 	if !fs.ValidPath(ref) || ref == "." || strings.Contains(ref, `\`) {
 		return "", snapshot.Corrupt(d.Storage.URI(d.Metadata()), -1, "reference %q is not a plain relative path inside the snapshot", ref)
@@ -125,6 +127,9 @@ func (d Dir) RefPath(ref string) (string, error) {
 	if d.Storage == storage.Local() {
 		if err := checkSymlinks(root, p); err != nil {
 			return "", snapshot.Corrupt(d.Storage.URI(d.Metadata()), -1, "reference %q: %v", ref, err)
+		}
+		if in, err := d.Storage.Stat(context.Background(), p); err == nil && in.Special {
+			return "", fmt.Errorf("%s references %q: %q is %w, refused", d.Storage.URI(d.Metadata()), ref, p, storage.ErrNotRegular)
 		}
 	}
 	return p, nil

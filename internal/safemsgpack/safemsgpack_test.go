@@ -1,7 +1,9 @@
-package envelope
+package safemsgpack
 
 import (
+	"bytes"
 	"math"
+	"runtime"
 	"testing"
 	"time"
 
@@ -41,20 +43,35 @@ func sample() []byte {
 	return b
 }
 
-func TestCheckMsgpackAcceptsEncoderOutput(t *testing.T) {
+func TestCheckAcceptsEncoderOutput(t *testing.T) {
 	b := sample()
-	if off, err := CheckMsgpack(b); err != nil || off != int64(len(b)) {
-		t.Fatalf("CheckMsgpack = %d, %v; want %d, nil", off, err, len(b))
+	if off, err := Check(b, len(b)); err != nil || off != int64(len(b)) {
+		t.Fatalf("Check = %d, %v; want %d, nil", off, err, len(b))
 	}
 	// Every proper prefix is an incomplete document.
 	for n := range len(b) {
-		if _, err := CheckMsgpack(b[:n]); err == nil {
+		if _, err := Check(b[:n], len(b)); err == nil {
 			t.Fatalf("prefix of %d of %d bytes accepted", n, len(b))
 		}
 	}
 }
 
-func TestCheckMsgpackRefusesHugeClaims(t *testing.T) {
+func TestCheckStringBound(t *testing.T) {
+	for _, n := range []int{200, 1<<16 - 1, 1 << 16, 1<<16 + 1} {
+		b, err := msgpack.Marshal(string(make([]byte, n)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Check(b, 1<<16); (err == nil) != (n <= 1<<16) {
+			t.Errorf("string of %d bytes, bound 65536: %v", n, err)
+		}
+		if _, err := Check(b, 100); err == nil {
+			t.Errorf("string of %d bytes accepted with a bound of 100", n)
+		}
+	}
+}
+
+func TestCheckRefusesHugeClaims(t *testing.T) {
 	for name, b := range map[string][]byte{
 		"array32": {0xdd, 0xff, 0xff, 0xff, 0xff, 0x01},
 		"array16": {0xdc, 0x00, 0x03, 0x01, 0x01},
@@ -66,19 +83,44 @@ func TestCheckMsgpackRefusesHugeClaims(t *testing.T) {
 		"nested":  {0x91, 0x91, 0x91, 0xdd, 0x10, 0, 0, 0},
 		"never":   {0xc1},
 	} {
-		if _, err := CheckMsgpack(b); err == nil {
+		if _, err := Check(b, len(b)); err == nil {
 			t.Errorf("%s: %x accepted", name, b)
 		}
 	}
 }
 
-// FuzzCheckMsgpack: whatever CheckMsgpack accepts, msgpack decodes
-// without allocating more than the input justifies.
-func FuzzCheckMsgpack(f *testing.F) {
+// A thousand bytes of nested array, map and array16 headers, each
+// claiming far more elements than follow, ran msgpack.Unmarshal into an
+// interface out of memory (a fatal error, not a panic); Unmarshal refuses
+// them having allocated next to nothing.
+func TestUnmarshalRefusesNestedClaims(t *testing.T) {
+	for _, hdr := range [][]byte{{0xdd, 0xff, 0xff, 0xff, 0xff}, {0xdf, 0xff, 0xff, 0xff, 0xff}, {0xdc, 0xff, 0xff}} {
+		b := bytes.Repeat(hdr, 200)
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		var v any
+		err := Unmarshal(b, &v)
+		runtime.ReadMemStats(&after)
+		if err == nil {
+			t.Errorf("%x x200 accepted", hdr)
+		}
+		if n := after.TotalAlloc - before.TotalAlloc; n > 1<<20 {
+			t.Errorf("%x x200: refusing %d bytes allocated %d", hdr, len(b), n)
+		}
+	}
+	var v []string
+	if err := Unmarshal([]byte{0x92, 0xa1, 'a', 0xa1, 'b'}, &v); err != nil || len(v) != 2 || v[1] != "b" {
+		t.Errorf("a valid document: %v, %v", v, err)
+	}
+}
+
+// FuzzCheck: whatever Check accepts, msgpack decodes without allocating
+// more than the input justifies.
+func FuzzCheck(f *testing.F) {
 	f.Add(sample())
 	f.Add([]byte{0xdd, 0xff, 0xff, 0xff, 0xff})
 	f.Fuzz(func(t *testing.T, b []byte) {
-		if _, err := CheckMsgpack(b); err != nil {
+		if _, err := Check(b, len(b)); err != nil {
 			return
 		}
 		var v doc
