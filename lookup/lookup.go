@@ -192,6 +192,17 @@ func Render(codecs *snapshot.Codecs, op *snapshot.Operator, st *snapshot.KeyedSt
 			m[keyText(codecs.Decode(st.UserKeyType, x.UserKey))] = codecs.Decode(st.ValueType, x.Value)
 		}
 		rec.Value = m
+	case snapshot.Timer:
+		// A key may have several timers: each is an entry of its own.
+		if len(entries) == 1 {
+			rec.Value = codecs.Decode(st.ValueType, e.Value)
+			break
+		}
+		values := make([]any, len(entries))
+		for i, x := range entries {
+			values[i] = codecs.Decode(st.ValueType, x.Value)
+		}
+		rec.Value = values
 	default:
 		rec.Value = codecs.Decode(st.ValueType, entries[len(entries)-1].Value)
 	}
@@ -241,9 +252,10 @@ type Filter struct {
 // ErrStop, returned by Dump's callback, ends Dump early without error.
 var ErrStop = errors.New("stop")
 
-// Dump calls fn with every key of the selected states, operator by
-// operator and subtask by subtask, in key-group order, a key group at a
-// time: it holds one key group's entries of one subtask at most.
+// Dump calls fn with every key of the selected states (and every timer:
+// a key's timers are a record each), operator by operator and subtask by
+// subtask, in key-group order, a key group at a time: it holds one key
+// group's entries of one subtask at most.
 func Dump(ctx context.Context, r snapshot.Reader, codecs *snapshot.Codecs, f Filter, fn func(*Record) error) error {
 	s := r.Snapshot()
 	ops := s.Operators
@@ -304,7 +316,7 @@ func dumpSubtask(ctx context.Context, r snapshot.Reader, codecs *snapshot.Codecs
 	var groups []*group
 	index := map[string]*group{}
 	flush := func() error {
-		slices.SortFunc(groups, func(a, b *group) int {
+		slices.SortStableFunc(groups, func(a, b *group) int {
 			return cmp.Or(strings.Compare(a.st.Name, b.st.Name), bytes.Compare(a.key, b.key), bytes.Compare(a.namespace, b.namespace))
 		})
 		for _, g := range groups {
@@ -334,6 +346,9 @@ func dumpSubtask(ctx context.Context, r snapshot.Reader, codecs *snapshot.Codecs
 			cur = e.KeyGroup
 		}
 		id := e.State + "\x00" + string(e.Key) + "\x00" + string(e.Namespace)
+		if st.Kind == snapshot.Timer {
+			id += "\x00" + string(e.Value) // one record per timer
+		}
 		g := index[id]
 		if g == nil {
 			c := e.Clone()
