@@ -268,6 +268,9 @@ func unsnappy(b []byte, file string, base int64) ([]byte, error) {
 	return out.Bytes(), nil
 }
 
+// snappyStreamID is the chunk that starts a Snappy framed stream.
+var snappyStreamID = []byte{0xff, 0x06, 0x00, 0x00, 's', 'N', 'a', 'P', 'p', 'Y'}
+
 const endOfKeyGroupMark = 0xFFFF
 
 // canonicalEntries splits canonical key-group data into entries. When the

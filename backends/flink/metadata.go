@@ -35,6 +35,9 @@ type Metadata struct {
 	Operators    []*OperatorState `json:"operators"`
 	// Properties is the trailing CheckpointProperties object (version 4+).
 	Properties *CheckpointProperties `json:"properties,omitempty"`
+	// NullProperties is set when that object is a serialized null, as the
+	// State Processor API writes it.
+	NullProperties bool `json:"nullProperties,omitempty"`
 	// Size is the number of bytes decoded, which is the whole file.
 	Size int64 `json:"size"`
 }
@@ -162,9 +165,13 @@ func ParseMetadata(data []byte, file string) (*Metadata, error) {
 			return nil, err
 		}
 		r.off += used
-		m.Properties = checkpointPropertiesFrom(obj, classes, strs)
-		if m.Properties == nil {
-			r.failAt(at, "trailing Java object is not a CheckpointProperties")
+		// The State Processor API writes a null; Flink accepts it.
+		m.NullProperties = obj == nil
+		if !m.NullProperties {
+			m.Properties = checkpointPropertiesFrom(obj, classes, strs)
+			if m.Properties == nil {
+				r.failAt(at, "trailing Java object is not a CheckpointProperties")
+			}
 		}
 	}
 	if r.err == nil && r.remaining() > 0 {

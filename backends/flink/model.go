@@ -63,6 +63,10 @@ func (r *SnapshotReader) kindAndFormat(hints map[string]bool) {
 		}
 	case hints["savepoint-key-groups"]:
 		s.Kind, p["kind_source"] = snapshot.Savepoint, "savepoint key-group handles"
+	case m.NullProperties:
+		// Only the State Processor API writes no properties, and what it
+		// writes are savepoints.
+		s.Kind, p["kind_source"] = snapshot.Savepoint, "null checkpoint properties (State Processor API)"
 	default:
 		k, ok := kindFromDir(r.res.MetadataFile)
 		s.Kind, p["kind_source"] = k, "directory name"

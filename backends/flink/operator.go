@@ -1,6 +1,7 @@
 package flink
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"sort"
@@ -89,6 +90,16 @@ func ParseOperatorState(data []byte, file string, base int64, h *OperatorStateHa
 	if of.Version >= 6 {
 		of.Compression = r.bool("compression flag")
 	}
+	if of.Compression {
+		// The elements are a Snappy framed stream: its identifier follows
+		// the header, and each element starts a chunk of its own (Flink
+		// flushes the stream to take each offset).
+		if end < len(snappyStreamID) || !bytes.Equal(data[end-len(snappyStreamID):end], snappyStreamID) {
+			return nil, &CorruptError{File: file, Offset: base + int64(end), Reason: "compressed operator state: no Snappy stream identifier before the first element"}
+		}
+		end -= len(snappyStreamID)
+		mr.end = end
+	}
 	var after contFunc
 	if of.Version >= 3 {
 		after = func(q int) bool {
@@ -135,7 +146,15 @@ func ParseOperatorState(data []byte, file string, base int64, h *OperatorStateHa
 	for _, s := range h.States {
 		p := &OperatorPartition{Name: s.Name, Mode: s.Mode, Meta: metas[s.Name], Offsets: s.Offsets}
 		for _, off := range s.Offsets {
-			p.Elements = append(p.Elements, data[off:next(off)])
+			el := data[off:next(off)]
+			if of.Compression {
+				b, err := unsnappy(append(append([]byte(nil), snappyStreamID...), el...), file, base+off)
+				if err != nil {
+					return nil, err
+				}
+				el = b
+			}
+			p.Elements = append(p.Elements, el)
 		}
 		of.Partitions = append(of.Partitions, p)
 	}
