@@ -55,7 +55,7 @@ func typeExpr(s *SerializerSnapshot) string {
 			}
 			return "tuple(" + nested() + ")"
 		}
-	case "List", "Map", "Option", "Either", "Timer", "Broadcast":
+	case "List", "Map", "Option", "Either", "Timer", "Broadcast", "Entry":
 		if len(s.Nested) > 0 {
 			return strings.ToLower(k) + "(" + nested() + ")"
 		}
@@ -115,7 +115,7 @@ var exprClasses = map[string]string{
 	"TimeWindow": "TimeWindow$Serializer", "enum": "typeutils.base.EnumSerializer",
 	"kryo": "KryoSerializer", "tuple": "TupleSerializerSnapshot", "caseclass": "CaseClassSerializer",
 	"list": "ListSerializerSnapshot", "map": "MapSerializerSnapshot", "option": "ScalaOptionSerializer",
-	"either": "EitherSerializer", "timer": "TimerSerializerSnapshot", "broadcast": broadcastClass,
+	"either": "EitherSerializer", "timer": "TimerSerializerSnapshot", "broadcast": broadcastClass, "entry": broadcastEntryClass,
 	"ttl": "TtlSerializerSnapshot",
 }
 
@@ -342,6 +342,11 @@ func decodeAny(r *reader, s *SerializerSnapshot, depth int) any {
 				out = append(out, decodeAny(r, s.Nested[0], depth+1))
 			}
 			return out
+		}
+	case "Entry":
+		if len(s.Nested) == 2 {
+			k := decodeAny(r, s.Nested[0], depth+1)
+			return map[string]any{"key": k, "value": decodeAny(r, s.Nested[1], depth+1)}
 		}
 	case "Broadcast":
 		if len(s.Nested) == 2 {

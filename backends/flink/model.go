@@ -190,6 +190,11 @@ func (r *SnapshotReader) keyedStates(ctx context.Context, o *snapshot.Operator, 
 	return nil
 }
 
+// operatorStates lists an operator's operator-state descriptors with their
+// types, reading every subtask's operator-state stream: the header gives
+// the types, and a broadcast state's stored map its entry count. A stream
+// that cannot be read marks that subtask's operator state unreadable; the
+// rest of the snapshot still reads.
 func (r *SnapshotReader) operatorStates(ctx context.Context, o *snapshot.Operator, op *OperatorState) error {
 	typed := map[string]bool{}
 	for _, st := range op.Subtasks {
@@ -197,19 +202,18 @@ func (r *SnapshotReader) operatorStates(ctx context.Context, o *snapshot.Operato
 		if h == nil {
 			continue
 		}
-		var need bool
 		for _, info := range h.States {
 			if _, ok := o.OperatorStateByName(info.Name); !ok {
 				o.OperatorStates = append(o.OperatorStates, snapshot.OperatorState{Name: info.Name, Mode: modeOf(info.Mode), ElementType: snapshot.Type{Name: TypeBytes}})
 			}
-			need = need || !typed[info.Name]
-		}
-		if !need {
-			continue
 		}
 		f, err := r.res.ReadOperatorState(ctx, h)
 		if err != nil {
-			return err
+			if !degradable(err) {
+				return err
+			}
+			r.degrade(st, snapshot.ScopeOperator, "", err)
+			continue
 		}
 		for _, m := range f.States {
 			if os, ok := o.OperatorStateByName(m.Name); ok && !typed[m.Name] {
@@ -217,13 +221,42 @@ func (r *SnapshotReader) operatorStates(ctx context.Context, o *snapshot.Operato
 			}
 		}
 		for _, m := range f.BroadcastStates {
-			if os, ok := o.OperatorStateByName(m.Name); ok && !typed[m.Name] {
-				b := &SerializerSnapshot{Class: broadcastClass, Nested: []*SerializerSnapshot{m.Serializers["KEY_SERIALIZER"], m.Value()}}
-				os.ElementType, typed[m.Name] = typeOf(b), true
+			key, value, err := broadcastKV(m)
+			if os, ok := o.OperatorStateByName(m.Name); ok && !typed[m.Name] && err == nil {
+				os.ElementType, typed[m.Name] = typeOf(&SerializerSnapshot{Class: broadcastEntryClass, Nested: []*SerializerSnapshot{key, value}}), true
 			}
+		}
+		for _, p := range f.Partitions {
+			if p.Mode != Broadcast {
+				continue
+			}
+			if _, _, err := broadcastKV(p.Meta); err != nil {
+				r.degrade(st, snapshot.ScopeOperator, p.Name, err)
+				continue
+			}
+			n, err := broadcastSize(p, f.File)
+			if err != nil {
+				r.degrade(st, snapshot.ScopeOperator, p.Name, err)
+				continue
+			}
+			if r.sizes == nil {
+				r.sizes = map[*SubtaskState]map[string]int64{}
+			}
+			if r.sizes[st] == nil {
+				r.sizes[st] = map[string]int64{}
+			}
+			r.sizes[st][p.Name] += n
 		}
 	}
 	return nil
+}
+
+// degradable says whether an error reading one state's bytes leaves the
+// rest of the snapshot readable: damage and unknown layouts do; a missing
+// file (most often an absolute path to map) or a cancelled read end the
+// whole read.
+func degradable(err error) bool {
+	return errors.Is(err, ErrCorrupt) || errors.Is(err, ErrUnsupportedVersion)
 }
 
 func modeOf(m DistributionMode) snapshot.Mode {
@@ -245,13 +278,18 @@ func (r *SnapshotReader) subtask(ctx context.Context, o *snapshot.Operator, op *
 			break
 		}
 	}
-	// Operator state figures come from the offsets in `_metadata`.
+	// Operator state figures come from the offsets in `_metadata`, a
+	// broadcast state's from its stored map.
 	sub.Operator = snapshot.Stats{Known: true}
 	if h := st.ManagedOperatorState; h != nil {
 		sub.OperatorElements = snapshot.ElementCounts{}
 		for _, info := range h.States {
-			sub.OperatorElements[info.Name] += int64(len(info.Offsets))
-			sub.Operator.Entries += int64(len(info.Offsets))
+			n := int64(len(info.Offsets))
+			if info.Mode == Broadcast {
+				n = r.sizes[st][info.Name]
+			}
+			sub.OperatorElements[info.Name] += n
+			sub.Operator.Entries += n
 		}
 		sub.Operator.Bytes = elementBytes(h)
 	}
@@ -267,10 +305,35 @@ func (r *SnapshotReader) subtask(ctx context.Context, o *snapshot.Operator, op *
 		return nil, err
 	}
 	sub.Keyed = keyed
-	if err := r.degraded[st]; err != nil {
-		// Known bytes, unknown entries: never an empty subtask.
-		sub.Unreadable = append(sub.Unreadable, snapshot.Unreadable{Scope: snapshot.ScopeKeyed, Reason: err.Error(), Bytes: keyed.Bytes})
-		sub.Keyed = snapshot.Stats{Bytes: keyed.Bytes}
+	u := r.unread[st]
+	keys := make([]unreadKey, 0, len(u))
+	for k := range u {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		return keys[i].scope < keys[j].scope || keys[i].scope == keys[j].scope && keys[i].state < keys[j].state
+	})
+	for _, k := range keys {
+		// Known bytes, unknown entries: never an empty state.
+		err := u[k]
+		un := snapshot.Unreadable{Scope: k.scope, State: k.state, Reason: err.Error(), Damaged: errors.Is(err, ErrCorrupt)}
+		switch {
+		case k.scope == snapshot.ScopeKeyed && k.state == "":
+			un.Bytes = keyed.Bytes
+			sub.Keyed = snapshot.Stats{Bytes: keyed.Bytes}
+		case k.scope == snapshot.ScopeKeyed:
+			sub.Keyed = snapshot.Stats{}
+		case k.state == "":
+			if h := st.ManagedOperatorState; h != nil && h.Delegate != nil {
+				un.Bytes = h.Delegate.Size
+			}
+			sub.Operator = snapshot.Stats{Known: true}
+			sub.OperatorElements = nil
+		default:
+			sub.Operator = snapshot.Stats{}
+			delete(sub.OperatorElements, k.state)
+		}
+		sub.Unreadable = append(sub.Unreadable, un)
 	}
 	return sub, nil
 }
@@ -304,7 +367,7 @@ func (r *SnapshotReader) keyedFigures(ctx context.Context, o *snapshot.Operator,
 	case h.KeyGroups != nil:
 	default:
 		err := fmt.Errorf("%s handle: state changes not yet materialised, which stateutil does not apply (%w)", h.Type, ErrUnsupportedVersion)
-		r.degrade(st, err)
+		r.degrade(st, snapshot.ScopeKeyed, "", err)
 		size := int64(0)
 		if h.Changelog != nil {
 			size = h.Changelog.CheckpointedSize
@@ -333,7 +396,7 @@ func (r *SnapshotReader) keyedFigures(ctx context.Context, o *snapshot.Operator,
 	stats := snapshot.Stats{Known: true}
 	for e, err := range r.keyGroupEntries(ctx, op, st, keygroup.Range{Start: 0, End: keygroup.UpperBoundMaxParallelism}) {
 		if errors.Is(err, ErrUnsupportedVersion) {
-			r.degrade(st, err)
+			r.degrade(st, snapshot.ScopeKeyed, "", err)
 			return snapshot.Stats{Known: true, Bytes: stored}, nil
 		}
 		if err != nil {
@@ -357,11 +420,21 @@ func (l *layout) heapSized() bool {
 	return l.kind == KindTimer || sized(l.elem)
 }
 
-func (r *SnapshotReader) degrade(st *SubtaskState, err error) {
-	if r.degraded == nil {
-		r.degraded = map[*SubtaskState]error{}
+// unreadKey names unreadable state of a subtask: a scope and a state
+// name ("" is every state of the scope).
+type unreadKey struct{ scope, state string }
+
+// degrade marks state of a subtask unreadable, with the reason.
+func (r *SnapshotReader) degrade(st *SubtaskState, scope, state string, err error) {
+	if r.unread == nil {
+		r.unread = map[*SubtaskState]map[unreadKey]error{}
 	}
-	r.degraded[st] = err
+	if r.unread[st] == nil {
+		r.unread[st] = map[unreadKey]error{}
+	}
+	if _, ok := r.unread[st][unreadKey{scope, state}]; !ok {
+		r.unread[st][unreadKey{scope, state}] = err
+	}
 }
 
 // files lists the files holding a subtask's state.

@@ -160,3 +160,60 @@ func ParseOperatorState(data []byte, file string, base int64, h *OperatorStateHa
 	}
 	return of, nil
 }
+
+// broadcastKV returns the key and value serializers of a broadcast state,
+// or an error saying why its entries cannot be told apart.
+func broadcastKV(m *StateMeta) (key, value *SerializerSnapshot, err error) {
+	if m == nil {
+		return nil, nil, fmt.Errorf("broadcast state without meta info in the header: %w", ErrUnsupportedVersion)
+	}
+	key, value = m.Serializers["KEY_SERIALIZER"], m.Value()
+	for _, s := range []*SerializerSnapshot{key, value} {
+		if !sized(s) {
+			return nil, nil, fmt.Errorf("broadcast state %q: the serializer %s writes no length and stateutil cannot walk its values, so its entries cannot be told apart: %w", m.Name, s.Name(), ErrUnsupportedVersion)
+		}
+	}
+	return key, value, nil
+}
+
+// broadcastEntries splits the stored map of a broadcast state (an int
+// count, then each key and value) into one element per entry.
+func broadcastEntries(p *OperatorPartition, file string) ([][]byte, error) {
+	key, value, err := broadcastKV(p.Meta)
+	if err != nil {
+		return nil, err
+	}
+	var out [][]byte
+	for i, el := range p.Elements {
+		r := newReader(el, file, p.Offsets[i])
+		n := r.count32(1, "broadcast state size")
+		for j := 0; j < n && r.err == nil; j++ {
+			start := r.off
+			skipValue(r, key, 0)
+			skipValue(r, value, 0)
+			if r.err == nil {
+				out = append(out, el[start:r.off:r.off])
+			}
+		}
+		if r.err == nil && r.remaining() > 0 {
+			r.fail("%d bytes after the %d entries of broadcast state %q", r.remaining(), n, p.Name)
+		}
+		if r.err != nil {
+			return nil, r.err
+		}
+	}
+	return out, nil
+}
+
+// broadcastSize reads the entry count of each stored broadcast map.
+func broadcastSize(p *OperatorPartition, file string) (int64, error) {
+	var n int64
+	for i, el := range p.Elements {
+		r := newReader(el, file, p.Offsets[i])
+		n += int64(r.count32(1, "broadcast state size"))
+		if r.err != nil {
+			return 0, r.err
+		}
+	}
+	return n, nil
+}

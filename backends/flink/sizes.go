@@ -14,8 +14,11 @@ func serKind(s *SerializerSnapshot) string {
 	if s == nil {
 		return ""
 	}
-	if s.Class == broadcastClass {
+	switch s.Class {
+	case broadcastClass:
 		return "Broadcast"
+	case broadcastEntryClass:
+		return "Entry"
 	}
 	for _, n := range []string{s.SerializerClass, s.Class} {
 		switch {
@@ -46,6 +49,10 @@ func serKind(s *SerializerSnapshot) string {
 // broadcastClass marks the synthetic serializer of a broadcast state's
 // element: the whole map, an int count then key/value pairs.
 const broadcastClass = "stateutil.flink.BroadcastState"
+
+// broadcastEntryClass marks the synthetic serializer of one entry of a
+// broadcast state, the element the reader yields: its key, then its value.
+const broadcastEntryClass = "stateutil.flink.BroadcastEntry"
 
 // fixedLength is what Flink's serializer getLength() says: the byte width of
 // every value, or -1 for variable-length types. It decides whether canonical
@@ -111,7 +118,7 @@ func sizedDepth(s *SerializerSnapshot, depth int) bool {
 	case "Long", "Integer", "Short", "Byte", "Char", "Boolean", "Double", "Float", "String", "byte[]",
 		"VoidNamespace", "GlobalWindow", "TimeWindow", "IntEnum", "Kryo":
 		return true
-	case "Tuple", "TTL", "Timer", "Option", "Either":
+	case "Tuple", "TTL", "Timer", "Option", "Either", "Entry":
 		if len(s.Nested) == 0 {
 			return false
 		}
@@ -155,7 +162,7 @@ func skipValue(r *reader, s *SerializerSnapshot, depth int) bool {
 		r.bytes32("byte array")
 	case "Kryo":
 		return skipKryo(r)
-	case "Tuple", "TTL", "Timer":
+	case "Tuple", "TTL", "Timer", "Entry":
 		if len(s.Nested) == 0 {
 			return false
 		}

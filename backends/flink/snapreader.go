@@ -23,9 +23,11 @@ type SnapshotReader struct {
 	meta     *Metadata
 	res      *Resolver
 	snap     *snapshot.Snapshot
-	ops      map[*snapshot.Operator]*OperatorState
-	degraded map[*SubtaskState]error
-	tempDir  string
+	ops     map[*snapshot.Operator]*OperatorState
+	unread  map[*SubtaskState]map[unreadKey]error
+	// sizes holds each broadcast state's entry count per subtask.
+	sizes map[*SubtaskState]map[string]int64
+	tempDir string
 
 	mu      sync.Mutex
 	natives map[nativeKey]*nativeDB
@@ -67,13 +69,31 @@ func (r *SnapshotReader) Entries(ctx context.Context, op *snapshot.Operator, sub
 	if st == nil || st.ManagedKeyedState == nil {
 		return func(func(snapshot.Entry, error) bool) {}
 	}
-	if err := r.degraded[st]; err != nil {
+	u := r.unread[st]
+	if err := u[unreadKey{snapshot.ScopeKeyed, ""}]; err != nil {
 		return snapshot.FailedEntries(err)
 	}
+	var es snapshot.Entries
 	if h := st.ManagedKeyedState.Incremental; h != nil {
-		return r.nativeEntries(ctx, fo, st, h, kgs)
+		es = r.nativeEntries(ctx, fo, st, h, kgs)
+	} else {
+		es = r.keyGroupEntries(ctx, fo, st, kgs)
 	}
-	return r.keyGroupEntries(ctx, fo, st, kgs)
+	if len(u) == 0 {
+		return es
+	}
+	// States marked unreadable are left out: what they would yield is
+	// wrong (parts that could not be told apart), and the snapshot says so.
+	return func(yield func(snapshot.Entry, error) bool) {
+		for e, err := range es {
+			if err == nil && u[unreadKey{snapshot.ScopeKeyed, e.State}] != nil {
+				continue
+			}
+			if !yield(e, err) {
+				return
+			}
+		}
+	}
 }
 
 // keyGroupEntries streams the entries of key-groups handles (full and
@@ -145,11 +165,15 @@ func maxRangeEnd(ss []*kgStream) int {
 }
 
 // Elements streams a subtask's managed operator-state elements, state by
-// state in descriptor order. A broadcast state is one element: its whole
-// map, as Flink stores it.
+// state in descriptor order. A broadcast state yields one element per map
+// entry: its key and its value as their serializers wrote them.
 func (r *SnapshotReader) Elements(ctx context.Context, op *snapshot.Operator, subtask int) snapshot.Elements {
 	_, st, err := r.subtaskState(op, subtask)
 	if err != nil {
+		return snapshot.FailedElements(err)
+	}
+	u := r.unread[st]
+	if err := u[unreadKey{snapshot.ScopeOperator, ""}]; err != nil {
 		return snapshot.FailedElements(err)
 	}
 	return func(yield func(snapshot.Element, error) bool) {
@@ -162,11 +186,21 @@ func (r *SnapshotReader) Elements(ctx context.Context, op *snapshot.Operator, su
 			return
 		}
 		for _, d := range op.OperatorStates {
+			if u[unreadKey{snapshot.ScopeOperator, d.Name}] != nil {
+				continue
+			}
 			for _, p := range f.Partitions {
 				if p.Name != d.Name {
 					continue
 				}
-				for _, el := range p.Elements {
+				elements := p.Elements
+				if p.Mode == Broadcast {
+					if elements, err = broadcastEntries(p, f.File); err != nil {
+						yield(snapshot.Element{}, err)
+						return
+					}
+				}
+				for _, el := range elements {
 					if err := ctx.Err(); err != nil {
 						yield(snapshot.Element{}, err)
 						return
