@@ -20,13 +20,13 @@ import (
 // Flink stores no TTL duration, so ExpiresAt of a TTL'd entry holds the
 // last-access time Flink stored.
 type SnapshotReader struct {
-	meta     *Metadata
-	res      *Resolver
-	snap     *snapshot.Snapshot
-	ops     map[*snapshot.Operator]*OperatorState
-	unread  map[*SubtaskState]map[unreadKey]error
+	meta   *Metadata
+	res    *Resolver
+	snap   *snapshot.Snapshot
+	ops    map[*snapshot.Operator]*OperatorState
+	unread map[*SubtaskState]map[unreadKey]error
 	// sizes holds each broadcast state's entry count per subtask.
-	sizes map[*SubtaskState]map[string]int64
+	sizes   map[*SubtaskState]map[string]int64
 	tempDir string
 
 	mu      sync.Mutex
