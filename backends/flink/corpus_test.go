@@ -124,7 +124,7 @@ func checkEntry(ctx context.Context, t testing.TB, e flinkharness.Entry) string 
 	if err != nil {
 		return "dump.jsonl: " + err.Error()
 	}
-	return flinkharness.EqualDumps(want, byUID(lines, want))
+	return flinkharness.EqualDumps(withoutKryoText(want), withoutKryoText(byUID(lines, want)))
 }
 
 // corpusTable renders read-fully counts by Flink version, backend and kind.
@@ -290,4 +290,42 @@ func TestUIDHash(t *testing.T) {
 			t.Errorf("uidHash(%q) = %s, want %s", uid, got, id)
 		}
 	}
+}
+
+// withoutKryoText keeps only the class of Kryo values: the job dumps a
+// Kryo value's toString, which its bytes cannot give (Kryo writes fields by
+// the class's own layout, which no snapshot records); stateutil shows the
+// class and the bytes.
+func withoutKryoText(lines []flinkharness.Line) []flinkharness.Line {
+	var strip func(v any) any
+	strip = func(v any) any {
+		switch x := v.(type) {
+		case map[string]any:
+			if _, ok := x["class"]; ok && len(x) == 2 && (x["toString"] != nil || x["bytes"] != nil) {
+				return map[string]any{"class": x["class"]}
+			}
+			for k, e := range x {
+				x[k] = strip(e)
+			}
+		case []any:
+			for i, e := range x {
+				x[i] = strip(e)
+			}
+		}
+		return v
+	}
+	out := make([]flinkharness.Line, 0, len(lines))
+	for _, l := range lines {
+		var m map[string]any
+		dec := json.NewDecoder(strings.NewReader(l.Raw))
+		dec.UseNumber()
+		if dec.Decode(&m) == nil {
+			m["value"] = strip(m["value"])
+			if nl, err := lineOf(m); err == nil {
+				l = nl
+			}
+		}
+		out = append(out, l)
+	}
+	return out
 }

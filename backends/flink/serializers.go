@@ -20,6 +20,18 @@ type SerializerSnapshot struct {
 	// snapshot (tuple class, case class, array component class...).
 	OuterClass string                `json:"outerClass,omitempty"`
 	Nested     []*SerializerSnapshot `json:"nested,omitempty"`
+	// OuterVersion and Outer are a composite snapshot's outer version and
+	// outer snapshot bytes (RowSerializer's says whether rows carry a kind).
+	OuterVersion int32  `json:"outerVersion,omitempty"`
+	Outer        []byte `json:"-"`
+	// TypeClass is the class of the values (POJO, enum, Kryo, Avro).
+	TypeClass string `json:"typeClass,omitempty"`
+	// Fields names the POJO field of each nested snapshot (nil: missing).
+	Fields []string `json:"fields,omitempty"`
+	// Constants are an enum's constants by ordinal.
+	Constants []string `json:"constants,omitempty"`
+	// Schema is an Avro schema (JSON).
+	Schema string `json:"schema,omitempty"`
 	// Opaque is set when the snapshot body was not understood and was skipped
 	// by finding where the next structure starts.
 	Opaque bool `json:"opaque,omitempty"`
@@ -143,6 +155,9 @@ func (sr *snapReader) versioned(cont contFunc, depth int) *SerializerSnapshot {
 
 func (sr *snapReader) body(s *SerializerSnapshot, cont contFunc, depth int) {
 	r := sr.r
+	if sr.exact(s, cont, depth) {
+		return
+	}
 	if r.remaining() >= 4 && int32(binary.BigEndian.Uint32(r.buf[r.off:])) == compositeMagic {
 		sr.composite(s, cont, depth)
 		return
@@ -187,7 +202,8 @@ func (sr *snapReader) body(s *SerializerSnapshot, cont contFunc, depth int) {
 func (sr *snapReader) composite(s *SerializerSnapshot, cont contFunc, depth int) {
 	r := sr.r
 	r.i32("composite magic")
-	r.i32("composite outer version")
+	s.OuterVersion = r.i32("composite outer version")
+	outer := r.off
 	// The outer snapshot is class specific: a class name for tuples, case
 	// classes and arrays, nothing for lists, maps and TTL.
 	if r.remaining() >= 4 && int32(binary.BigEndian.Uint32(r.buf[r.off:])) != nestedMagic {
@@ -200,6 +216,9 @@ func (sr *snapReader) composite(s *SerializerSnapshot, cont contFunc, depth int)
 				return q+4 <= len(r.buf) && int32(binary.BigEndian.Uint32(r.buf[q:])) == nestedMagic
 			}, "composite outer snapshot "+s.Class)
 		}
+	}
+	if r.err == nil {
+		s.Outer = r.buf[outer:r.off:r.off]
 	}
 	at := r.pos()
 	if m := r.i32("nested snapshots magic"); r.err == nil && m != nestedMagic {

@@ -21,8 +21,17 @@ func serKind(s *SerializerSnapshot) string {
 		return "Entry"
 	}
 	for _, n := range []string{s.SerializerClass, s.Class} {
+		if k := arrayKind(n); k != "" {
+			return k
+		}
 		switch {
 		case n == "":
+		case strings.Contains(n, "PojoSerializer"):
+			return "Pojo"
+		case strings.Contains(n, "formats.avro.typeutils.AvroSerializer"):
+			return "Avro"
+		case strings.Contains(n, "runtime.RowSerializer"):
+			return "Row"
 		case strings.Contains(n, "GlobalWindow"):
 			return "GlobalWindow"
 		case strings.Contains(n, "TimeWindow"):
@@ -114,10 +123,27 @@ func sizedDepth(s *SerializerSnapshot, depth int) bool {
 	if s == nil || depth > 16 {
 		return false
 	}
-	switch serKind(s) {
+	switch k := serKind(s); k {
 	case "Long", "Integer", "Short", "Byte", "Char", "Boolean", "Double", "Float", "String", "byte[]",
 		"VoidNamespace", "GlobalWindow", "TimeWindow", "IntEnum", "Kryo":
 		return true
+	default:
+		if strings.HasPrefix(k, "Array:") {
+			return true
+		}
+	case "Avro":
+		_, err := avroSchema(s.Schema)
+		return s.Schema != "" && err == nil
+	case "Pojo", "Row", "GenericArray":
+		if len(s.Nested) == 0 && k != "Pojo" {
+			return false
+		}
+		for _, c := range s.Nested {
+			if !sizedDepth(c, depth+1) {
+				return false
+			}
+		}
+		return k != "Pojo" || len(s.Fields) == len(s.Nested)
 	case "Tuple", "TTL", "Timer", "Option", "Either", "Entry":
 		if len(s.Nested) == 0 {
 			return false
@@ -162,6 +188,30 @@ func skipValue(r *reader, s *SerializerSnapshot, depth int) bool {
 		r.bytes32("byte array")
 	case "Kryo":
 		return skipKryo(r)
+	case "Pojo":
+		if !sized(s) {
+			return false
+		}
+		_, ok := walkPojo(r, s, depth, false)
+		return ok
+	case "Row":
+		walkRow(r, s, depth, false)
+	case "Avro":
+		sch, err := avroSchema(s.Schema)
+		if err != nil || s.Schema == "" {
+			return false
+		}
+		walkAvro(r, sch, 0, false)
+	case "GenericArray":
+		if len(s.Nested) != 1 {
+			return false
+		}
+		n := r.count32(1, "array length")
+		for i := 0; i < n && r.err == nil; i++ {
+			if r.bool("array element flag") && !skipValue(r, s.Nested[0], depth+1) {
+				return false
+			}
+		}
 	case "Tuple", "TTL", "Timer", "Entry":
 		if len(s.Nested) == 0 {
 			return false
@@ -215,6 +265,10 @@ func skipValue(r *reader, s *SerializerSnapshot, depth int) bool {
 			}
 		}
 	default:
+		if k := serKind(s); strings.HasPrefix(k, "Array:") {
+			walkArray(r, k[len("Array:"):], false)
+			break
+		}
 		return false
 	}
 	return true

@@ -39,7 +39,8 @@ func decodeValue(r *reader, s *SerializerSnapshot, depth int) any {
 	case "Double":
 		return r.f64("double")
 	case "Float":
-		return float32frombits(uint32(r.i32("float")))
+		// As Java widens a float to a double: 0.1f is 0.10000000149011612.
+		return float64(float32frombits(uint32(r.i32("float"))))
 	case "String":
 		return readStringValue(r)
 	case "byte[]":
