@@ -99,33 +99,67 @@ func (r *SnapshotReader) kindAndFormat(hints map[string]bool) {
 func (r *SnapshotReader) headers(ctx context.Context, op *OperatorState, hints map[string]bool) ([]*KeyedHeader, error) {
 	var out []*KeyedHeader
 	for _, st := range op.Subtasks {
-		for _, h := range managedKeyGroups(st.ManagedKeyedState) {
-			s, err := openKGStream(ctx, r.res, h, op.MaxParallelism)
-			if err != nil {
+		hs, err := r.subtaskHeaders(ctx, op, st, hints)
+		if err != nil {
+			if !degradable(err) {
 				return nil, err
 			}
-			f, err := s.detect()
-			s.Close()
-			if err != nil {
-				return nil, err
-			}
-			switch {
-			case f == HeapFormat:
-				hints["backend:heap"] = true
-			case f == CanonicalFormat && h.Type != HandleSavepointKeyGroups:
-				hints["backend:rocksdb"], hints["canonical"] = true, true
-			}
-			out = append(out, s.header)
+			// The other subtasks, and this one's operator state, still read.
+			r.degrade(st, snapshot.ScopeKeyed, "", err)
+			continue
 		}
-		if h := st.ManagedKeyedState; h != nil && h.Incremental != nil {
-			hdr, err := r.res.ReadNativeMeta(ctx, h.Incremental)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, hdr)
-		}
+		out = append(out, hs...)
 	}
 	return out, nil
+}
+
+func (r *SnapshotReader) subtaskHeaders(ctx context.Context, op *OperatorState, st *SubtaskState, hints map[string]bool) ([]*KeyedHeader, error) {
+	var out []*KeyedHeader
+	for _, h := range managedKeyGroups(st.ManagedKeyedState) {
+		s, err := openKGStream(ctx, r.res, h, op.MaxParallelism)
+		if err != nil {
+			return nil, err
+		}
+		f, err := s.detect()
+		s.Close()
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case f == HeapFormat:
+			hints["backend:heap"] = true
+		case f == CanonicalFormat && h.Type != HandleSavepointKeyGroups:
+			hints["backend:rocksdb"], hints["canonical"] = true, true
+		}
+		out = append(out, s.header)
+	}
+	if inc := nativeHandle(st.ManagedKeyedState); inc != nil {
+		hdr, err := r.res.ReadNativeMeta(ctx, inc)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, hdr)
+	}
+	return out, nil
+}
+
+// nativeHandle is the native RocksDB handle that holds a managed keyed
+// handle's state: the handle itself, or the materialized part of a
+// changelog handle (a native savepoint of the changelog backend).
+func nativeHandle(h *KeyedHandle) *IncrementalKeyedHandle {
+	switch {
+	case h == nil:
+		return nil
+	case h.Incremental != nil:
+		return h.Incremental
+	case h.Changelog != nil:
+		for _, m := range h.Changelog.Materialized {
+			if inc := nativeHandle(m); inc != nil {
+				return inc
+			}
+		}
+	}
+	return nil
 }
 
 // managedKeyGroups lists the key-groups handles that hold a managed keyed
@@ -153,7 +187,7 @@ func (r *SnapshotReader) keyedStates(ctx context.Context, o *snapshot.Operator, 
 		case h == nil:
 		case h.Type == HandleSavepointKeyGroups:
 			hints["savepoint-key-groups"] = true
-		case h.Incremental != nil:
+		case nativeHandle(h) != nil:
 			hints["native"], hints["backend:rocksdb"] = true, true
 		case h.Changelog != nil || h.ChangelogBytes != nil || h.ChangelogFiles != nil:
 			hints["backend:changelog"] = true
@@ -358,10 +392,17 @@ func elementBytes(h *OperatorStateHandle) int64 {
 // bytes are given, and the subtask is marked degraded (see subtask).
 func (r *SnapshotReader) keyedFigures(ctx context.Context, o *snapshot.Operator, op *OperatorState, st *SubtaskState) (snapshot.Stats, error) {
 	h := st.ManagedKeyedState
+	if r.unread[st][unreadKey{snapshot.ScopeKeyed, ""}] != nil {
+		return snapshot.Stats{Known: true, Bytes: keyedBytes(h)}, nil
+	}
 	switch {
 	case h == nil:
 		return snapshot.Stats{Known: true}, nil
-	case h.Incremental != nil:
+	case nativeHandle(h) != nil && h.Changelog != nil && len(h.Changelog.NonMaterialized) == 0 && len(h.Changelog.Materialized) > 1:
+		err := fmt.Errorf("%s handle with %d materialized parts: %w", h.Type, len(h.Changelog.Materialized), ErrUnsupportedVersion)
+		r.degrade(st, snapshot.ScopeKeyed, "", err)
+		return snapshot.Stats{Known: true, Bytes: h.Changelog.CheckpointedSize}, nil
+	case nativeHandle(h) != nil && (h.Changelog == nil || len(h.Changelog.NonMaterialized) == 0):
 		return snapshot.Stats{}, nil
 	case h.Changelog != nil && len(h.Changelog.NonMaterialized) == 0:
 	case h.KeyGroups != nil:
@@ -377,6 +418,12 @@ func (r *SnapshotReader) keyedFigures(ctx context.Context, o *snapshot.Operator,
 	// Scan now only when some serializer cannot be walked: a heap key group
 	// may then be impossible to split, which must be known before anyone
 	// asks for entries.
+	if len(managedKeyGroups(h)) == 0 {
+		// A handle whose state no reader here can list is never empty state.
+		err := fmt.Errorf("%s handle holds no state stateutil can list: %w", h.Type, ErrUnsupportedVersion)
+		r.degrade(st, snapshot.ScopeKeyed, "", err)
+		return snapshot.Stats{Known: true, Bytes: keyedBytes(h)}, nil
+	}
 	need := false
 	var stored int64
 	for _, kh := range managedKeyGroups(h) {
@@ -506,4 +553,30 @@ func withEmptySubtasks(o *snapshot.Operator) []*snapshot.Subtask {
 			Keyed: snapshot.Stats{Known: true}, Operator: snapshot.Stats{Known: true}})
 	}
 	return all
+}
+
+// keyedBytes is what a keyed handle's files take, as `_metadata` records.
+func keyedBytes(h *KeyedHandle) int64 {
+	switch {
+	case h == nil:
+		return 0
+	case h.KeyGroups != nil && h.KeyGroups.Delegate != nil:
+		return h.KeyGroups.Delegate.Size
+	case h.Changelog != nil:
+		return h.Changelog.CheckpointedSize
+	case h.Incremental != nil:
+		n := h.Incremental.Meta.sizeOrZero()
+		for _, f := range append(append([]NamedStreamHandle{}, h.Incremental.Shared...), h.Incremental.Private...) {
+			n += f.Handle.sizeOrZero()
+		}
+		return n
+	}
+	return 0
+}
+
+func (h *StreamHandle) sizeOrZero() int64 {
+	if h == nil {
+		return 0
+	}
+	return h.Size
 }

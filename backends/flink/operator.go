@@ -158,7 +158,66 @@ func ParseOperatorState(data []byte, file string, base int64, h *OperatorStateHa
 		}
 		of.Partitions = append(of.Partitions, p)
 	}
+	if of.Compression && len(all) > 0 {
+		resplitCompressed(of, data[all[0]:], file, base+all[0])
+	}
 	return of, nil
+}
+
+// resplitCompressed splits compressed operator state by walking its
+// elements in the decompressed stream, where their serializers allow.
+// Flink 1.18.1 took element offsets without flushing the compressed stream
+// (FLINK-34063): an offset then points at the chunk that holds its
+// element, not at the element, and several elements share a chunk. Walked
+// in offset order, the stream still gives every element exactly.
+func resplitCompressed(of *OperatorStateFile, stream []byte, file string, base int64) {
+	whole, err := unsnappy(append(append([]byte(nil), snappyStreamID...), stream...), file, base)
+	if err != nil {
+		return // the elements decompressed one by one stand
+	}
+	type ref struct {
+		p, i int
+		off  int64
+	}
+	var refs []ref
+	for pi, p := range of.Partitions {
+		for i, off := range p.Offsets {
+			refs = append(refs, ref{pi, i, off})
+		}
+	}
+	sort.SliceStable(refs, func(a, b int) bool { return refs[a].off < refs[b].off })
+	r := newReader(whole, file+" (decompressed operator state)", 0)
+	split := make([][][]byte, len(of.Partitions))
+	for pi, p := range of.Partitions {
+		split[pi] = make([][]byte, len(p.Offsets))
+	}
+	for _, x := range refs {
+		p := of.Partitions[x.p]
+		start := r.off
+		if p.Mode == Broadcast {
+			key, value, err := broadcastKV(p.Meta)
+			if err != nil {
+				return
+			}
+			n := r.count32(1, "broadcast state size")
+			for j := 0; j < n && r.err == nil; j++ {
+				skipValue(r, key, 0)
+				skipValue(r, value, 0)
+			}
+		} else if p.Meta == nil || !sized(p.Meta.Value()) || !skipValue(r, p.Meta.Value(), 0) {
+			return
+		}
+		if r.err != nil {
+			return
+		}
+		split[x.p][x.i] = whole[start:r.off:r.off]
+	}
+	if r.remaining() != 0 {
+		return
+	}
+	for pi, p := range of.Partitions {
+		p.Elements = split[pi]
+	}
 }
 
 // broadcastKV returns the key and value serializers of a broadcast state,

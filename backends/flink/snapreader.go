@@ -74,7 +74,7 @@ func (r *SnapshotReader) Entries(ctx context.Context, op *snapshot.Operator, sub
 		return snapshot.FailedEntries(err)
 	}
 	var es snapshot.Entries
-	if h := st.ManagedKeyedState.Incremental; h != nil {
+	if h := nativeHandle(st.ManagedKeyedState); h != nil {
 		es = r.nativeEntries(ctx, fo, st, h, kgs)
 	} else {
 		es = r.keyGroupEntries(ctx, fo, st, kgs)
