@@ -107,24 +107,75 @@ func readAsDump(ctx context.Context, t testing.TB, location string, opts snapsho
 // corpusResult is how one corpus entry read.
 type corpusResult struct {
 	entry flinkharness.Entry
-	err   string // "" when every entry read and equals the job's dump
+	fully bool   // every entry read and equals the job's dump
+	err   string // what differs or failed ("" when what was read is right)
+	parts []snapshot.UnreadablePart
 }
 
-// checkEntry reads one corpus entry and compares it with its dump.
-func checkEntry(ctx context.Context, t testing.TB, e flinkharness.Entry) string {
+// timerDomain names a timer state as the dump does.
+func timerDomain(state string) string {
+	switch {
+	case strings.HasPrefix(state, "_timer_state/event_"):
+		return "event-time"
+	case strings.HasPrefix(state, "_timer_state/processing_"):
+		return "processing-time"
+	}
+	return state
+}
+
+// checkEntry reads one corpus entry and compares it with its dump. State
+// the reader marked unreadable is left out of the comparison (and the
+// entry is not read fully); everything else must be equal.
+func checkEntry(ctx context.Context, t testing.TB, e flinkharness.Entry) corpusResult {
+	res := corpusResult{entry: e}
 	old, nw := e.PathMap()
 	lines, parts, err := readAsDump(ctx, t, e.SnapshotDir(), snapshot.OpenOptions{PathMap: map[string]string{old: nw}})
+	res.parts = parts
 	if err != nil {
-		return "read: " + err.Error()
-	}
-	if len(parts) > 0 {
-		return fmt.Sprintf("unreadable: %v", parts)
+		res.err = "read: " + err.Error()
+		return res
 	}
 	want, err := flinkharness.ReadDump(e.File("dump.jsonl"))
 	if err != nil {
-		return "dump.jsonl: " + err.Error()
+		res.err = "dump.jsonl: " + err.Error()
+		return res
 	}
-	return flinkharness.EqualDumps(withoutKryoText(want), withoutKryoText(byUID(lines, want)))
+	uids := map[string]string{}
+	for _, l := range want {
+		uids[uidHash(l.Operator)] = l.Operator
+	}
+	unread := func(l flinkharness.Line) bool {
+		for _, p := range parts {
+			op := p.Operator
+			if u, ok := uids[op]; ok {
+				op = u
+			}
+			scope := snapshot.ScopeOperator
+			if l.Keyed() {
+				scope = snapshot.ScopeKeyed
+			}
+			if op == l.Operator && p.Scope == scope && (p.State == "" || timerDomain(p.State) == l.State) {
+				return true
+			}
+		}
+		return false
+	}
+	var kept []flinkharness.Line
+	for _, l := range want {
+		if !unread(l) {
+			kept = append(kept, l)
+		}
+	}
+	res.err = flinkharness.EqualDumps(withoutKryoText(kept), withoutKryoText(byUID(lines, want)))
+	res.fully = res.err == "" && len(parts) == 0
+	return res
+}
+
+// unmaterialized says whether an entry is a changelog checkpoint whose
+// keyed state is only changes not yet materialised: stateutil does not
+// apply changelog increments, so that state must be marked unreadable.
+func unmaterialized(m flinkharness.Manifest) bool {
+	return m.Changelog && m.Kind == "checkpoint" && m.Materialized != nil && !*m.Materialized
 }
 
 // corpusTable renders read-fully counts by Flink version, backend and kind.
@@ -151,7 +202,7 @@ func corpusTable(results []corpusResult) string {
 			keys = append(keys, k)
 		}
 		c.total++
-		if r.err == "" {
+		if r.fully {
 			c.ok++
 		}
 	}
@@ -178,10 +229,21 @@ func checkCorpus(t *testing.T, root string) {
 	var results []corpusResult
 	for _, e := range entries {
 		t.Run(e.Manifest.FlinkVersion+"/"+e.Name, func(t *testing.T) {
-			res := corpusResult{entry: e, err: checkEntry(context.Background(), t, e)}
+			res := checkEntry(context.Background(), t, e)
 			results = append(results, res)
-			if res.err != "" {
+			switch {
+			case res.err != "":
 				t.Error(res.err)
+			case !res.fully && unmaterialized(e.Manifest):
+				// Marked, never empty: every keyed part must be named.
+				for _, p := range res.parts {
+					if p.Scope != snapshot.ScopeKeyed || p.State != "" || p.Bytes == 0 {
+						t.Errorf("unexpected unreadable part %v", p)
+					}
+				}
+				t.Logf("changelog increments not applied, marked unreadable: %d parts", len(res.parts))
+			case !res.fully:
+				t.Errorf("not read fully: %v", res.parts)
 			}
 		})
 	}

@@ -14,7 +14,10 @@ import (
 
 // heapEntries decodes the sections of one heap key group (index removed,
 // decompressed) and emits its entries.
-func heapEntries(kg int, body []byte, file string, base int64, layouts []*layout, emit func(snapshot.Entry) bool) error {
+//
+// Sections come in state-id order; from the first state whose values
+// cannot be walked on (id cut), the rest of a key group cannot be read.
+func heapEntries(kg int, body []byte, file string, base int64, layouts []*layout, cut int, emit func(snapshot.Entry) bool) error {
 	r := newReader(body, file, base)
 	seen := map[int]bool{}
 	for r.remaining() > 0 {
@@ -25,6 +28,9 @@ func heapEntries(kg int, body []byte, file string, base int64, layouts []*layout
 		}
 		if id >= len(layouts) {
 			return &CorruptError{File: file, Offset: at, Reason: fmt.Sprintf("state id %d, but the header has %d states", id, len(layouts))}
+		}
+		if id >= cut {
+			return nil
 		}
 		seen[id] = true
 		l := layouts[id]
@@ -45,9 +51,18 @@ func heapEntries(kg int, body []byte, file string, base int64, layouts []*layout
 
 // errUnsized says why a heap state cannot be split.
 func (l *layout) errUnsized(r *reader, what string, s *SerializerSnapshot) error {
-	return fmt.Errorf("%q at offset %d: state %q: the %s serializer %s writes no length and stateutil cannot walk its values, so this heap key group cannot be split: %w",
-		r.file, r.pos(), l.name, what, s.Name(), ErrUnsupportedVersion)
+	return &unsizedError{state: l.name, err: fmt.Errorf("%q at offset %d: state %q: the %s serializer %s writes no length and stateutil cannot walk its values, so this heap key group cannot be split: %w",
+		r.file, r.pos(), l.name, what, s.Name(), ErrUnsupportedVersion)}
 }
+
+// unsizedError names the heap state whose values could not be walked.
+type unsizedError struct {
+	state string
+	err   error
+}
+
+func (e *unsizedError) Error() string { return e.err.Error() }
+func (e *unsizedError) Unwrap() error { return e.err }
 
 // heapEntry reads one triple (or timer). lastOfGroup says nothing follows
 // it in the key group, so an unsized value may take the rest.

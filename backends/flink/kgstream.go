@@ -33,6 +33,8 @@ type kgStream struct {
 	format KeyGroupFormat
 	// prefix is the key-group prefix width of canonical keys.
 	prefix int
+	// cut is the first heap state id not read (see heapEntries).
+	cut int
 }
 
 // openKGStream opens the stream of a key-groups handle and reads its header.
@@ -85,6 +87,7 @@ func openKGStream(ctx context.Context, res *Resolver, kh *KeyedHandle, maxParall
 		return nil, err
 	}
 	s.layouts, s.byName = layoutsOf(s.header)
+	s.cut = len(s.layouts)
 	return s, nil
 }
 
@@ -169,7 +172,7 @@ func (s *kgStream) entries(kg int, emit func(snapshot.Entry) bool, unsplit func(
 			}
 		}
 		cont := true
-		err := heapEntries(kg, body, s.file, at+4, s.layouts, func(e snapshot.Entry) bool {
+		err := heapEntries(kg, body, s.file, at+4, s.layouts, s.cut, func(e snapshot.Entry) bool {
 			cont = emit(e)
 			return cont
 		})

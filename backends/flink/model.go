@@ -426,14 +426,31 @@ func (r *SnapshotReader) keyedFigures(ctx context.Context, o *snapshot.Operator,
 	}
 	need := false
 	var stored int64
+	var heap []string // the heap states in id order
 	for _, kh := range managedKeyGroups(h) {
 		s, err := openKGStream(ctx, r.res, kh, op.MaxParallelism)
+		if err == nil {
+			_, err = s.detect()
+		}
 		if err != nil {
-			return snapshot.Stats{}, err
+			if s != nil {
+				s.Close()
+			}
+			if !degradable(err) {
+				return snapshot.Stats{}, err
+			}
+			r.degrade(st, snapshot.ScopeKeyed, "", err)
+			return snapshot.Stats{Known: true, Bytes: keyedBytes(h)}, nil
 		}
 		stored += s.storedBytes()
+		if s.format == HeapFormat && heap == nil {
+			for _, l := range s.layouts {
+				heap = append(heap, l.name)
+			}
+		}
 		for _, l := range s.layouts {
-			need = need || !l.heapSized()
+			// Kryo values walk only when they are boxed numbers.
+			need = need || !l.heapSized() || s.format == HeapFormat && l.hasKryo()
 		}
 		s.Close()
 	}
@@ -442,6 +459,25 @@ func (r *SnapshotReader) keyedFigures(ctx context.Context, o *snapshot.Operator,
 	}
 	stats := snapshot.Stats{Known: true}
 	for e, err := range r.keyGroupEntries(ctx, op, st, keygroup.Range{Start: 0, End: keygroup.UpperBoundMaxParallelism}) {
+		var ue *unsizedError
+		if errors.As(err, &ue) && slices.Contains(heap, ue.state) {
+			cut := heap[slices.Index(heap, ue.state):]
+			// Degrade per state: the states before the first that cannot
+			// be walked still read, in every key group.
+			if r.heapCut == nil {
+				r.heapCut = map[*SubtaskState]map[string]bool{}
+			}
+			r.heapCut[st] = map[string]bool{}
+			for i, name := range cut {
+				r.heapCut[st][name] = true
+				reason := err
+				if i > 0 {
+					reason = fmt.Errorf("state %q follows state %q in every heap key group, and that one's values cannot be walked: %w", name, cut[0], ErrUnsupportedVersion)
+				}
+				r.degrade(st, snapshot.ScopeKeyed, name, reason)
+			}
+			return snapshot.Stats{}, nil
+		}
 		if errors.Is(err, ErrUnsupportedVersion) {
 			r.degrade(st, snapshot.ScopeKeyed, "", err)
 			return snapshot.Stats{Known: true, Bytes: stored}, nil
@@ -457,6 +493,30 @@ func (r *SnapshotReader) keyedFigures(ctx context.Context, o *snapshot.Operator,
 
 // heapSized reports whether every part of the state's heap entries can be
 // walked.
+func (l *layout) hasKryo() bool {
+	for _, s := range []*SerializerSnapshot{l.key, l.ns, l.userKey, l.elem} {
+		if hasKind(s, "Kryo", 0) {
+			return true
+		}
+	}
+	return false
+}
+
+func hasKind(s *SerializerSnapshot, kind string, depth int) bool {
+	if s == nil || depth > 16 {
+		return false
+	}
+	if serKind(s) == kind {
+		return true
+	}
+	for _, c := range s.Nested {
+		if hasKind(c, kind, depth+1) {
+			return true
+		}
+	}
+	return false
+}
+
 func (l *layout) heapSized() bool {
 	if !sized(l.key) || !sized(l.ns) {
 		return false

@@ -25,6 +25,8 @@ type SnapshotReader struct {
 	snap   *snapshot.Snapshot
 	ops    map[*snapshot.Operator]*OperatorState
 	unread map[*SubtaskState]map[unreadKey]error
+	// heapCut names, per subtask, the heap states read no more (heapEntries).
+	heapCut map[*SubtaskState]map[string]bool
 	// sizes holds each broadcast state's entry count per subtask.
 	sizes   map[*SubtaskState]map[string]int64
 	tempDir string
@@ -120,6 +122,12 @@ func (r *SnapshotReader) keyGroupEntries(ctx context.Context, op *OperatorState,
 			if err != nil {
 				yield(snapshot.Entry{}, err)
 				return
+			}
+			for i, l := range s.layouts {
+				if r.heapCut[st][l.name] {
+					s.cut = i
+					break
+				}
 			}
 			streams = append(streams, s)
 		}
