@@ -51,6 +51,8 @@ func typeExpr(s *SerializerSnapshot) string {
 		return "kryo"
 	case "Pojo":
 		return "pojo"
+	case "RowData":
+		return "rowdata"
 	case "Avro":
 		return "avro"
 	case "Row", "GenericArray":
@@ -345,6 +347,10 @@ func decodeAny(r *reader, s *SerializerSnapshot, depth int) any {
 	case "Row":
 		if len(s.Nested) > 0 {
 			return walkRow(r, s, depth, true)
+		}
+	case "RowData":
+		if len(s.LogicalTypes) > 0 {
+			return decodeRowData(r, s)
 		}
 	case "Avro":
 		if sch, err := avroSchema(s.Schema); err == nil && s.Schema != "" {

@@ -30,6 +30,8 @@ type SerializerSnapshot struct {
 	Fields []string `json:"fields,omitempty"`
 	// Constants are an enum's constants by ordinal.
 	Constants []string `json:"constants,omitempty"`
+	// LogicalTypes are a RowData's field types.
+	LogicalTypes []LogicalType `json:"logicalTypes,omitempty"`
 	// Schema is an Avro schema (JSON).
 	Schema string `json:"schema,omitempty"`
 	// Opaque is set when the snapshot body was not understood and was skipped

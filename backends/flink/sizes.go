@@ -32,6 +32,8 @@ func serKind(s *SerializerSnapshot) string {
 			return "Avro"
 		case strings.Contains(n, "runtime.RowSerializer"):
 			return "Row"
+		case strings.Contains(n, "typeutils.RowDataSerializer"):
+			return "RowData"
 		case strings.Contains(n, "GlobalWindow"):
 			return "GlobalWindow"
 		case strings.Contains(n, "TimeWindow"):
@@ -134,6 +136,8 @@ func sizedDepth(s *SerializerSnapshot, depth int) bool {
 	case "Avro":
 		_, err := avroSchema(s.Schema)
 		return s.Schema != "" && err == nil
+	case "RowData":
+		return len(s.LogicalTypes) > 0
 	case "Pojo", "Row", "GenericArray":
 		if len(s.Nested) == 0 && k != "Pojo" {
 			return false
@@ -196,6 +200,11 @@ func skipValue(r *reader, s *SerializerSnapshot, depth int) bool {
 		return ok
 	case "Row":
 		walkRow(r, s, depth, false)
+	case "RowData":
+		if len(s.LogicalTypes) == 0 {
+			return false
+		}
+		r.bytes32("RowData")
 	case "Avro":
 		sch, err := avroSchema(s.Schema)
 		if err != nil || s.Schema == "" {

@@ -20,17 +20,18 @@ const optionalMapHeader = 0x4f2c69a3d70
 
 // exactParsers by the short class name of the snapshot (set in init: the
 // parsers read nested snapshots, which look parsers up).
-var exactParsers map[string]func(sr *snapReader, s *SerializerSnapshot, depth int)
+var exactParsers map[string]func(sr *snapReader, s *SerializerSnapshot, cont contFunc, depth int)
 
 func init() {
-	exactParsers = map[string]func(sr *snapReader, s *SerializerSnapshot, depth int){
-		"PojoSerializerSnapshot": func(sr *snapReader, s *SerializerSnapshot, depth int) {
+	exactParsers = map[string]func(sr *snapReader, s *SerializerSnapshot, cont contFunc, depth int){
+		"RowDataSerializer$RowDataSerializerSnapshot": parseRowDataSnapshot,
+		"PojoSerializerSnapshot": func(sr *snapReader, s *SerializerSnapshot, cont contFunc, depth int) {
 			s.TypeClass = sr.r.utf("POJO class")
 			s.Fields, s.Nested = sr.optionalMap("POJO fields", depth, true)
 			sr.optionalMap("POJO registered subclasses", depth, false)
 			sr.optionalMap("POJO subclasses", depth, false)
 		},
-		"EnumSerializer$EnumSerializerSnapshot": func(sr *snapReader, s *SerializerSnapshot, depth int) {
+		"EnumSerializer$EnumSerializerSnapshot": func(sr *snapReader, s *SerializerSnapshot, cont contFunc, depth int) {
 			r := sr.r
 			s.TypeClass = r.utf("enum class")
 			n := r.count32(2, "enum constant count")
@@ -39,13 +40,13 @@ func init() {
 				s.Constants = append(s.Constants, r.utf("enum constant"))
 			}
 		},
-		"KryoSerializerSnapshot": func(sr *snapReader, s *SerializerSnapshot, depth int) {
+		"KryoSerializerSnapshot": func(sr *snapReader, s *SerializerSnapshot, cont contFunc, depth int) {
 			s.TypeClass = sr.r.utf("Kryo type class")
 			for _, what := range []string{"Kryo registrations", "Kryo default serializers", "Kryo default serializer classes"} {
 				sr.optionalMap(what, depth, false)
 			}
 		},
-		"AvroSerializerSnapshot": func(sr *snapReader, s *SerializerSnapshot, depth int) {
+		"AvroSerializerSnapshot": func(sr *snapReader, s *SerializerSnapshot, cont contFunc, depth int) {
 			if s.Version < 2 {
 				sr.r.fail("Avro serializer snapshot version %d", s.Version)
 				return
@@ -72,10 +73,10 @@ func (sr *snapReader) exact(s *SerializerSnapshot, cont contFunc, depth int) boo
 	}
 	saved := *sr.r
 	try := *sr.r
-	parse(&snapReader{r: &try}, s, depth)
+	parse(&snapReader{r: &try}, s, cont, depth)
 	if try.err != nil || !cont(try.off) {
 		*sr.r = saved
-		s.TypeClass, s.Fields, s.Nested, s.Constants, s.Schema = "", nil, nil, nil, ""
+		s.TypeClass, s.Fields, s.Nested, s.Constants, s.Schema, s.LogicalTypes = "", nil, nil, nil, "", nil
 		return false
 	}
 	*sr.r = try
