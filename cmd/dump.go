@@ -182,7 +182,7 @@ func (p *recordPrinter) print(r *lookup.Record) error {
 	if r.Namespace != nil {
 		ns = jsonText(r.Namespace)
 	}
-	if r.TTL != nil {
+	if r.TTL != nil && r.TTL.LastAccess.IsZero() {
 		expires, expired = r.TTL.ExpiresAt.Format(time.RFC3339Nano), strconv.FormatBool(r.TTL.Expired)
 	}
 	row := []string{r.Operator, r.State, string(r.Kind), jsonText(r.Key), ns, strconv.Itoa(r.KeyGroup), strconv.Itoa(r.Subtask), jsonText(r.Value), expires, expired}

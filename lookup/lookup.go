@@ -51,6 +51,23 @@ type TTL struct {
 	// Expired tells whether it has at Now.
 	Expired bool      `json:"expired"`
 	Now     time.Time `json:"now"`
+	// LastAccess is set instead of ExpiresAt and Expired for a state whose
+	// TTL duration the snapshot does not record (snapshot.TTL.Unknown):
+	// the last-access time stored with the value (the latest of a list's
+	// or map's elements). Whether it expired cannot be told.
+	LastAccess time.Time `json:"last_access,omitzero"`
+}
+
+// MarshalJSON leaves out expires_at and expired where they are unknown.
+func (t TTL) MarshalJSON() ([]byte, error) {
+	if !t.LastAccess.IsZero() {
+		return json.Marshal(struct {
+			LastAccess time.Time `json:"last_access"`
+			Now        time.Time `json:"now"`
+		}{t.LastAccess, t.Now})
+	}
+	type plain TTL
+	return json.Marshal(plain(t))
 }
 
 // KeyReader is implemented by readers that find one key's entries without
@@ -206,10 +223,18 @@ func Render(codecs *snapshot.Codecs, op *snapshot.Operator, st *snapshot.KeyedSt
 	default:
 		rec.Value = codecs.Decode(st.ValueType, entries[len(entries)-1].Value)
 	}
-	if expires := firstExpiry(entries); expires != 0 {
-		if now.IsZero() {
-			now = time.Now()
+	if now.IsZero() {
+		now = time.Now()
+	}
+	if st.TTL != nil && st.TTL.Unknown {
+		var last int64
+		for _, e := range entries {
+			last = max(last, e.ExpiresAt)
 		}
+		if last != 0 {
+			rec.TTL = &TTL{LastAccess: time.UnixMilli(last).UTC(), Now: now.UTC()}
+		}
+	} else if expires := firstExpiry(entries); expires != 0 {
 		at := time.UnixMilli(expires).UTC()
 		rec.TTL = &TTL{ExpiresAt: at, Expired: !now.Before(at), Now: now.UTC()}
 	}

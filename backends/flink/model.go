@@ -217,7 +217,7 @@ func (r *SnapshotReader) keyedStates(ctx context.Context, o *snapshot.Operator, 
 		if l.ttl != nil {
 			// Flink does not store the TTL settings in snapshots; only the
 			// values' last-access times are known.
-			ks.TTL = &snapshot.TTL{}
+			ks.TTL = &snapshot.TTL{Unknown: true}
 		}
 		o.KeyedStates = append(o.KeyedStates, ks)
 	}
