@@ -17,8 +17,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stateutil/stateutil/backends/internal/chkdir"
 	"github.com/stateutil/stateutil/backends/rocksdb"
+	"github.com/stateutil/stateutil/internal/chkdir"
 	"github.com/stateutil/stateutil/keygroup"
 	"github.com/stateutil/stateutil/snapshot"
 	"github.com/stateutil/stateutil/snapshot/formattest"

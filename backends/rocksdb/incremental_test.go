@@ -3,7 +3,7 @@ package rocksdb
 import (
 	"context"
 	"errors"
-	"github.com/stateutil/stateutil/backends/internal/chkdir"
+	"github.com/stateutil/stateutil/internal/chkdir"
 	"math/rand/v2"
 	"os"
 	"path/filepath"

@@ -10,8 +10,8 @@ import (
 
 	"github.com/vmihailenco/msgpack/v5"
 
-	"github.com/stateutil/stateutil/backends/internal/chkdir"
-	"github.com/stateutil/stateutil/backends/internal/envelope"
+	"github.com/stateutil/stateutil/internal/chkdir"
+	"github.com/stateutil/stateutil/internal/envelope"
 	"github.com/stateutil/stateutil/keygroup"
 	"github.com/stateutil/stateutil/snapshot"
 	"github.com/stateutil/stateutil/storage"

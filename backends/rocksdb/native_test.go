@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stateutil/stateutil/backends/internal/envelope"
+	"github.com/stateutil/stateutil/internal/envelope"
 )
 
 // TestSSTWriterReportsFileChecksum checks the size and CRC32C the SST

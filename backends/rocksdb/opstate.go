@@ -2,13 +2,13 @@ package rocksdb
 
 import (
 	"context"
-	"github.com/stateutil/stateutil/backends/internal/chkdir"
+	"github.com/stateutil/stateutil/internal/chkdir"
 	"hash/crc32"
 	"path"
 
 	"github.com/vmihailenco/msgpack/v5"
 
-	"github.com/stateutil/stateutil/backends/internal/envelope"
+	"github.com/stateutil/stateutil/internal/envelope"
 	"github.com/stateutil/stateutil/snapshot"
 	"github.com/stateutil/stateutil/storage"
 )

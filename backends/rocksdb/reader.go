@@ -3,7 +3,7 @@ package rocksdb
 import (
 	"context"
 	"fmt"
-	"github.com/stateutil/stateutil/backends/internal/chkdir"
+	"github.com/stateutil/stateutil/internal/chkdir"
 	"github.com/stateutil/stateutil/internal/recovered"
 	"os"
 	"path/filepath"

@@ -4,14 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/stateutil/stateutil/backends/internal/chkdir"
+	"github.com/stateutil/stateutil/internal/chkdir"
 	"hash/crc32"
 	"io"
 	"os"
 	"path/filepath"
 	"syscall"
 
-	"github.com/stateutil/stateutil/backends/internal/envelope"
+	"github.com/stateutil/stateutil/internal/envelope"
 	"github.com/stateutil/stateutil/snapshot"
 	"github.com/stateutil/stateutil/storage"
 )

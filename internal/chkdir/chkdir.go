@@ -1,5 +1,5 @@
 // Package chkdir is the checkpoint directory layout shared by the
-// filesystem and rocksdb formats:
+// filesystem and rocksdb formats and the runtime's RocksDB checkpointer:
 //
 //	<root>/<job-id>/chk-<N>/_metadata   one checkpoint; _metadata is its commit point
 //	<root>/<job-id>/shared/             files several checkpoints share
