@@ -55,7 +55,7 @@ func BenchmarkCheckpointPlainCopy(b *testing.B) {
 	inc, _, _ := benchIncremental(b)
 	in := inc.Instances()[0]
 	cp := filepath.Join(b.TempDir(), "cp")
-	if err := in.db.checkpoint(cp); err != nil {
+	if err := in.db.Checkpoint(cp); err != nil {
 		b.Fatal(err)
 	}
 	ents, _ := os.ReadDir(cp)

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stateutil/stateutil/internal/rocksdb"
 	"github.com/stateutil/stateutil/keygroup"
 	"github.com/stateutil/stateutil/snapshot"
 )
@@ -87,10 +88,10 @@ func BenchmarkFirstCheckpointVsCopy(b *testing.B) {
 		put(i)
 	}
 	settle := func() {
-		if err := in.db.flush(); err != nil {
+		if err := in.db.Flush(); err != nil {
 			b.Fatal(err)
 		}
-		in.db.compact()
+		in.db.Compact()
 		syncAll()
 	}
 	settle()
@@ -103,7 +104,7 @@ func BenchmarkFirstCheckpointVsCopy(b *testing.B) {
 		b.StopTimer()
 		root := filepath.Join(work, fmt.Sprintf("root-%d", i)) // fresh: a new registry
 		src := filepath.Join(work, "rocksdb-checkpoint")
-		if err := in.db.checkpoint(src); err != nil {
+		if err := in.db.Checkpoint(src); err != nil {
 			b.Fatal(err)
 		}
 		dst := filepath.Join(work, "cp")
@@ -145,7 +146,7 @@ func BenchmarkFirstCheckpointVsCopy(b *testing.B) {
 			for _, e := range ents {
 				copyFile(b, filepath.Join(src, e.Name()), filepath.Join(dst, e.Name()))
 			}
-			if err := syncPath(dst); err != nil {
+			if err := rocksdb.SyncPath(dst); err != nil {
 				b.Fatal(err)
 			}
 			goT += time.Since(start)
@@ -212,7 +213,7 @@ func copyTree(b *testing.B, src, dst string) int64 {
 		}
 		f.Close()
 	}
-	if err := syncPath(dst); err != nil {
+	if err := rocksdb.SyncPath(dst); err != nil {
 		b.Fatal(err)
 	}
 	return n

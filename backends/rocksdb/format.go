@@ -2,8 +2,9 @@ package rocksdb
 
 import (
 	"context"
-	"github.com/stateutil/stateutil/internal/chkdir"
 
+	"github.com/stateutil/stateutil/internal/chkdir"
+	"github.com/stateutil/stateutil/internal/rocksdb"
 	"github.com/stateutil/stateutil/snapshot"
 	"github.com/stateutil/stateutil/storage"
 )
@@ -31,3 +32,7 @@ func probe(ctx context.Context, st storage.Storage, p string) (bool, error) {
 
 // Register adds the rocksdb format to reg.
 func Register(reg *snapshot.Registry) { reg.Register(Format) }
+
+// LibraryVersion is the version of the RocksDB library the format reads
+// and writes with, as major.minor.patch.
+func LibraryVersion() string { return rocksdb.LibraryVersion() }

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/linxGnu/grocksdb"
-
 	"github.com/stateutil/stateutil/snapshot"
 )
 
@@ -16,21 +14,22 @@ import (
 
 // lookupKey checks q and encodes the RocksDB key of its state, key group,
 // key and namespace, plus its user key when withUserKey (map state only).
-func (in *Instance) lookupKey(q *snapshot.Entry, withUserKey bool) (*codec, *grocksdb.ColumnFamilyHandle, error) {
+// A state never written to may have no column family in an instance
+// restored from older files: the lookups then find nothing, and create
+// none.
+func (in *Instance) lookupKey(q *snapshot.Entry, withUserKey bool) (*codec, error) {
 	c, err := in.codec(q)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	k := snapshot.Entry{KeyGroup: q.KeyGroup, Key: q.Key, Namespace: q.Namespace}
 	if withUserKey {
 		k.UserKey = q.UserKey
 	}
 	if in.key, err = c.encodeKey(in.key[:0], &k); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	// A state never written to may have no column family in an instance
-	// restored from older files; a read-only lookup must not create one.
-	return c, in.db.cfs[c.state], nil
+	return c, nil
 }
 
 // checkKind refuses a read op that does not apply to c's kind.
@@ -54,17 +53,14 @@ func checkKind(c *codec, op string, kinds ...snapshot.StateKind) error {
 // the caller's to apply, as Entries leaves it too. List state is read
 // with GetList.
 func (in *Instance) Get(q *snapshot.Entry) (snapshot.Entry, bool, error) {
-	c, h, err := in.lookupKey(q, true)
+	c, err := in.lookupKey(q, true)
 	if err != nil {
 		return snapshot.Entry{}, false, err
 	}
 	if err := checkKind(c, "Get", snapshot.Value, snapshot.Reducing, snapshot.Aggregating, snapshot.Map); err != nil {
 		return snapshot.Entry{}, false, err
 	}
-	if h == nil {
-		return snapshot.Entry{}, false, nil
-	}
-	v, ok, err := in.db.get(h, in.key)
+	v, ok, err := in.db.Get(c.state, in.key)
 	if err != nil {
 		return snapshot.Entry{}, false, fmt.Errorf("rocksdb: state %q: %w", c.state, err)
 	}
@@ -87,17 +83,14 @@ func (in *Instance) Get(q *snapshot.Entry) (snapshot.Entry, bool, error) {
 // other fields taken from q. The values are the caller's. Expired
 // elements are returned like live ones.
 func (in *Instance) GetList(q *snapshot.Entry) ([]snapshot.Entry, error) {
-	c, h, err := in.lookupKey(q, false)
+	c, err := in.lookupKey(q, false)
 	if err != nil {
 		return nil, err
 	}
 	if err := checkKind(c, "GetList", snapshot.List); err != nil {
 		return nil, err
 	}
-	if h == nil {
-		return nil, nil
-	}
-	v, ok, err := in.db.get(h, in.key)
+	v, ok, err := in.db.Get(c.state, in.key)
 	if err != nil {
 		return nil, fmt.Errorf("rocksdb: state %q: %w", c.state, err)
 	}
@@ -124,7 +117,7 @@ func (in *Instance) GetList(q *snapshot.Entry) ([]snapshot.Entry, error) {
 // state as it was when the loop started.
 func (in *Instance) MapEntries(q *snapshot.Entry) snapshot.Entries {
 	return func(yield func(snapshot.Entry, error) bool) {
-		c, h, err := in.lookupKey(q, false)
+		c, err := in.lookupKey(q, false)
 		if err == nil {
 			err = checkKind(c, "MapEntries", snapshot.Map)
 		}
@@ -132,17 +125,14 @@ func (in *Instance) MapEntries(q *snapshot.Entry) snapshot.Entries {
 			yield(snapshot.Entry{}, err)
 			return
 		}
-		if h == nil {
-			return
-		}
 		prefix := append([]byte(nil), in.key...)
-		it := newPrefixIter(in.db, h, prefix)
-		defer it.close()
+		it := in.db.NewPrefixIterator(c.state, prefix)
+		defer it.Close()
 		e := snapshot.Entry{KeyGroup: q.KeyGroup, State: c.state, Key: q.Key, Namespace: q.Namespace}
-		for ; it.it.Valid(); it.it.Next() {
-			k := it.it.Key().Data()
+		for ; it.Valid(); it.Next() {
+			k := it.Key()
 			e.UserKey = k[len(prefix):]
-			val, err := c.takeTTL(k, it.it.Value().Data(), &e)
+			val, err := c.takeTTL(k, it.Value(), &e)
 			if err != nil {
 				yield(snapshot.Entry{}, err)
 				return
@@ -152,47 +142,8 @@ func (in *Instance) MapEntries(q *snapshot.Entry) snapshot.Entries {
 				return
 			}
 		}
-		if err := it.it.Err(); err != nil {
-			yield(snapshot.Entry{}, fmt.Errorf("%w: rocksdb %q state %q: %w", snapshot.ErrCorrupt, in.db.path, c.state, err))
+		if err := it.Err(); err != nil {
+			yield(snapshot.Entry{}, fmt.Errorf("%w: rocksdb %q state %q: %w", snapshot.ErrCorrupt, in.db.Path(), c.state, err))
 		}
 	}
-}
-
-// prefixIter iterates one column family over the keys that start with a
-// prefix. Unlike the scans' iterators it fills the block cache: the same
-// keys are read again soon.
-type prefixIter struct {
-	ro *grocksdb.ReadOptions
-	it *grocksdb.Iterator
-}
-
-func newPrefixIter(d *db, cf *grocksdb.ColumnFamilyHandle, prefix []byte) *prefixIter {
-	ro := grocksdb.NewDefaultReadOptions()
-	ro.SetVerifyChecksums(true)
-	ro.SetIterateLowerBound(prefix)
-	if ub := prefixEnd(prefix); ub != nil {
-		ro.SetIterateUpperBound(ub)
-	}
-	it := d.rdb.NewIteratorCF(ro, cf)
-	it.Seek(prefix)
-	return &prefixIter{ro: ro, it: it}
-}
-
-// close frees the iterator, then its read options.
-func (p *prefixIter) close() {
-	p.it.Close()
-	p.ro.Destroy()
-}
-
-// prefixEnd is the first key after every key starting with prefix, or nil
-// when there is none (the prefix is all 0xff).
-func prefixEnd(prefix []byte) []byte {
-	end := append([]byte(nil), prefix...)
-	for i := len(end) - 1; i >= 0; i-- {
-		if end[i] != 0xff {
-			end[i]++
-			return end[:i+1]
-		}
-	}
-	return nil
 }

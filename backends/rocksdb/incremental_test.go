@@ -163,7 +163,7 @@ func TestRegistryDeletesExactlyUnneeded(t *testing.T) {
 	for id := int64(1); id <= 5; id++ {
 		fillKV(t, b, op, int(id)*100, int(id)*100+50, 100, r)
 		if id == 3 {
-			b.Instances()[0].db.compact() // rewrite every SST
+			b.Instances()[0].db.Compact() // rewrite every SST
 		}
 		res, err := b.Checkpoint(ctx, root, "job", id)
 		if err != nil {

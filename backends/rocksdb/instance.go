@@ -2,11 +2,13 @@ package rocksdb
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
 	"strings"
 
+	"github.com/stateutil/stateutil/internal/rocksdb"
 	"github.com/stateutil/stateutil/keygroup"
 	"github.com/stateutil/stateutil/snapshot"
 )
@@ -19,7 +21,7 @@ type Instance struct {
 	index  int
 	kgs    keygroup.Range
 	dir    string
-	db     *db
+	db     *rocksdb.DB
 	codecs map[string]*codec
 	ops    opState
 	// known maps local SST names to the shared files they were uploaded
@@ -39,7 +41,7 @@ func checkOperator(op *snapshot.Operator) error {
 		return fmt.Errorf("rocksdb: operator %s: %w", op.Label(), err)
 	}
 	for _, ks := range op.KeyedStates {
-		if ks.Name == "" || ks.Name == defaultCF {
+		if ks.Name == "" || ks.Name == rocksdb.DefaultColumnFamily {
 			return fmt.Errorf("rocksdb: operator %s: keyed state name %q is reserved", op.Label(), ks.Name)
 		}
 	}
@@ -56,7 +58,7 @@ func openInstance(dir string, op *snapshot.Operator, index int, kgs keygroup.Ran
 	for i, ks := range op.KeyedStates {
 		names[i] = ks.Name
 	}
-	d, err := openDB(dir, names)
+	d, err := rocksdb.Open(dir, names)
 	if err != nil {
 		return nil, err
 	}
@@ -99,14 +101,10 @@ func (in *Instance) Put(e *snapshot.Entry) error {
 	if in.key, err = c.encodeKey(in.key[:0], e); err != nil {
 		return err
 	}
-	h, err := in.db.cf(c.state)
-	if err != nil {
-		return err
-	}
 	if c.kind == snapshot.List {
 		// Read-append-write, not a merge operand: files never hold
 		// operands, so any RocksDB tool reads them without our operator.
-		old, _, err := in.db.get(h, in.key)
+		old, _, err := in.db.Get(c.state, in.key)
 		if err != nil {
 			return fmt.Errorf("rocksdb: state %q: %w", c.state, err)
 		}
@@ -116,7 +114,7 @@ func (in *Instance) Put(e *snapshot.Entry) error {
 	} else if in.val, err = c.encodeValue(in.val[:0], e); err != nil {
 		return err
 	}
-	return in.db.put(h, in.key, in.val)
+	return in.db.Put(c.state, in.key, in.val)
 }
 
 // Delete removes an entry's key: the value, the map entry, or the whole
@@ -129,11 +127,7 @@ func (in *Instance) Delete(e *snapshot.Entry) error {
 	if in.key, err = c.encodeKey(in.key[:0], &snapshot.Entry{KeyGroup: e.KeyGroup, Key: e.Key, Namespace: e.Namespace, UserKey: e.UserKey}); err != nil {
 		return err
 	}
-	h, err := in.db.cf(c.state)
-	if err != nil {
-		return err
-	}
-	return in.db.delete(h, in.key)
+	return in.db.Delete(c.state, in.key)
 }
 
 // Entries streams the instance's entries in kgs (see snapshot.Reader).
@@ -166,6 +160,8 @@ func (in *Instance) Close() error {
 	in.db = nil
 	return nil
 }
+
+var errClosed = errors.New("rocksdb: instance is closed")
 
 // destroy closes the instance and removes its directory.
 func (in *Instance) destroy() error {

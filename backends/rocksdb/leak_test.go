@@ -86,7 +86,7 @@ func TestNoNativeLeak(t *testing.T) {
 		if n == 0 {
 			t.Fatal("scan found nothing")
 		}
-		if err := in.db.checkpoint(filepath.Join(base, "cp")); err != nil {
+		if err := in.db.Checkpoint(filepath.Join(base, "cp")); err != nil {
 			t.Fatal(err)
 		}
 		in.destroy()

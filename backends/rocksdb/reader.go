@@ -3,12 +3,13 @@ package rocksdb
 import (
 	"context"
 	"fmt"
-	"github.com/stateutil/stateutil/internal/chkdir"
-	"github.com/stateutil/stateutil/internal/recovered"
 	"os"
 	"path/filepath"
 	"sync"
 
+	"github.com/stateutil/stateutil/internal/chkdir"
+	"github.com/stateutil/stateutil/internal/recovered"
+	"github.com/stateutil/stateutil/internal/rocksdb"
 	"github.com/stateutil/stateutil/keygroup"
 	"github.com/stateutil/stateutil/snapshot"
 	"github.com/stateutil/stateutil/storage"
@@ -33,7 +34,7 @@ type reader struct {
 // each once.
 type localDB struct {
 	ready chan struct{} // closed when d or err is set
-	d     *db
+	d     *rocksdb.ReadOnlyDB
 	err   error
 }
 
@@ -75,7 +76,7 @@ func isEmpty(sub *snapshot.Subtask) bool {
 
 // local downloads and opens a subtask's instance once (a failed attempt
 // is forgotten, so that a later call tries again).
-func (r *reader) local(ctx context.Context, h *handle) (*db, error) {
+func (r *reader) local(ctx context.Context, h *handle) (*rocksdb.ReadOnlyDB, error) {
 	r.mu.Lock()
 	l, opening := r.dbs[h]
 	if !opening {
@@ -123,7 +124,7 @@ func (r *reader) openAll(ctx context.Context, hs []*handle) error {
 	return nil
 }
 
-func (r *reader) open(ctx context.Context, h *handle) (*db, error) {
+func (r *reader) open(ctx context.Context, h *handle) (*rocksdb.ReadOnlyDB, error) {
 	tmp, err := r.tempDir()
 	if err != nil {
 		return nil, err
@@ -138,7 +139,7 @@ func (r *reader) open(ctx context.Context, h *handle) (*db, error) {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	d, err := openReadOnly(dir, true) // fetch checked every file
+	d, err := rocksdb.OpenReadOnly(dir, rocksdb.ReadOnlyOptions{Verified: true}) // fetch checked every file
 	if err != nil {
 		return nil, fmt.Errorf("%w: operator %s subtask %d: %w", snapshot.ErrCorrupt, h.Operator, h.Subtask, err)
 	}

@@ -1,7 +1,6 @@
 package rocksdb
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -12,8 +11,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/linxGnu/grocksdb"
-
+	"github.com/stateutil/stateutil/internal/rocksdb"
 	"github.com/stateutil/stateutil/keygroup"
 	"github.com/stateutil/stateutil/snapshot"
 )
@@ -73,7 +71,7 @@ func (w *writer) SubtaskFrom(ctx context.Context, r snapshot.Reader, op, newOp *
 	if err := rr.openAll(ctx, hs); err != nil {
 		return nil, true, err
 	}
-	var base *db
+	var base *rocksdb.ReadOnlyDB
 	if primary != nil {
 		if base, err = rr.local(ctx, primary.h); err != nil {
 			return nil, true, err
@@ -95,7 +93,7 @@ func (w *writer) SubtaskFrom(ctx context.Context, r snapshot.Reader, op, newOp *
 		if base == nil {
 			return nil
 		}
-		return linkDB(base.path, primary.h.Files, dir)
+		return linkDB(base.Path(), primary.h.Files, dir)
 	})
 	if err != nil {
 		<-copied
@@ -256,83 +254,26 @@ func sources(rr *reader, op *snapshot.Operator, kgs keygroup.Range) ([]source, e
 // that their files no longer hold those keys.
 func (cs *copiedSubtask) clip(op *snapshot.Operator, part keygroup.Range) error {
 	d := cs.in.db
-	for _, name := range d.columnFamilies() {
+	for _, name := range d.ColumnFamilies() {
 		if _, ok := op.KeyedStateByName(name); !ok {
-			if err := d.dropCF(name); err != nil {
+			if err := d.DropColumnFamily(name); err != nil {
 				return err
 			}
 		}
 	}
-	var dirty []*grocksdb.ColumnFamilyHandle
+	var dirty []string
 	for i := range op.KeyedStates {
 		c := cs.in.codecs[op.KeyedStates[i].Name]
-		h := d.cfs[c.state]
-		deleted, err := d.deleteOutside(h, c.kgPrefix(part.Start), c.upperBound(part.End))
+		deleted, err := d.DeleteOutside(c.state, c.kgPrefix(part.Start), c.upperBound(part.End))
 		if err != nil {
 			return fmt.Errorf("state %q: %w", c.state, err)
 		}
 		if deleted {
-			dirty = append(dirty, h)
+			dirty = append(dirty, c.state)
 		}
 	}
-	if len(dirty) == 0 {
-		return nil
-	}
-	o := grocksdb.NewCompactRangeOptions()
-	defer o.Destroy()
-	// Rewrite the bottommost files too, but not the ones this compaction
-	// has just written.
-	o.SetBottommostLevelCompaction(grocksdb.KForceOptimized)
-	for _, h := range dirty {
-		d.rdb.CompactRangeCFOpt(h, grocksdb.Range{}, o)
-	}
+	d.Rewrite(dirty...)
 	return nil
-}
-
-// dropCF drops a column family and frees its handle.
-func (d *db) dropCF(name string) error {
-	h, ok := d.cfs[name]
-	if !ok {
-		return nil
-	}
-	if err := d.rdb.DropColumnFamily(h); err != nil {
-		return fmt.Errorf("rocksdb %q: drop column family %q: %w", d.path, name, err)
-	}
-	d.handles = slices.DeleteFunc(d.handles, func(x *grocksdb.ColumnFamilyHandle) bool { return x == h })
-	delete(d.cfs, name)
-	h.Destroy()
-	return nil
-}
-
-// deleteOutside deletes cf's keys before lower and, unless upper is nil,
-// from upper on; it reports whether there were any.
-func (d *db) deleteOutside(cf *grocksdb.ColumnFamilyHandle, lower, upper []byte) (bool, error) {
-	it := d.newIter(cf, nil, nil)
-	defer it.Close()
-	if !it.valid() {
-		return false, it.err()
-	}
-	first := slices.Clone(it.key())
-	it.it.SeekToLast()
-	if !it.valid() {
-		return false, it.err()
-	}
-	// Past the last key: DeleteRange's end is exclusive.
-	end := append(slices.Clone(it.key()), 0)
-	deleted := false
-	if bytes.Compare(first, lower) < 0 {
-		if err := d.rdb.DeleteRangeCF(d.wo, cf, first, lower); err != nil {
-			return false, err
-		}
-		deleted = true
-	}
-	if upper != nil && bytes.Compare(end, upper) > 0 {
-		if err := d.rdb.DeleteRangeCF(d.wo, cf, upper, end); err != nil {
-			return false, err
-		}
-		deleted = true
-	}
-	return deleted, nil
 }
 
 // carryStats sums the old subtasks' per-key-group figures over the new

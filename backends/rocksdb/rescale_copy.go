@@ -14,6 +14,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/stateutil/stateutil/internal/rocksdb"
 	"github.com/stateutil/stateutil/keygroup"
 	"github.com/stateutil/stateutil/snapshot"
 )
@@ -41,7 +42,7 @@ func pickPrimary(op *snapshot.Operator, srcs []source) *source {
 // share is one keyed state's key range [lower, upper) in one source
 // (upper nil: to the end), copied into its own external SST file.
 type share struct {
-	src          *db
+	src          *rocksdb.ReadOnlyDB
 	c            *codec
 	lower, upper []byte
 	path         string
@@ -81,7 +82,7 @@ func planShares(ctx context.Context, rr *reader, op *snapshot.Operator, srcs []s
 		}
 		for j := range op.KeyedStates {
 			c := cs[op.KeyedStates[j].Name]
-			if _, ok := d.cfs[c.state]; !ok {
+			if !d.Has(c.state) {
 				continue
 			}
 			lower, upper := c.kgPrefix(s.part.Start), c.upperBound(s.part.End)
@@ -89,7 +90,7 @@ func planShares(ctx context.Context, rr *reader, op *snapshot.Operator, srcs []s
 			if err != nil {
 				return nil, nil, err
 			}
-			sizes, err := d.keyGroupSizes(c, s.part.Start, s.part.End)
+			sizes, err := keyGroupSizes(d, c, s.part.Start, s.part.End)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -101,8 +102,8 @@ func planShares(ctx context.Context, rr *reader, op *snapshot.Operator, srcs []s
 				}
 			}
 			for _, f := range whole {
-				addShare(lower, f.smallest)
-				lower = append(slices.Clip(f.largest), 0) // the key right after it
+				addShare(lower, f.Smallest)
+				lower = append(slices.Clip(f.Largest), 0) // the key right after it
 				links = append(links, &link{state: c.state, from: f.from, crc: f.crc,
 					path: filepath.Join(tmp, "link-"+strconv.Itoa(len(links))+".sst")})
 			}
@@ -137,9 +138,20 @@ func pieces(c *codec, lo, hi []byte, first int, sizes []uint64) [][2][]byte {
 	return append(out, [2][]byte{start, hi})
 }
 
+// keyGroupSizes estimates the bytes column family c.state holds in each
+// key group from first to last, from its files' indexes (RocksDB's
+// approximate sizes).
+func keyGroupSizes(d *rocksdb.ReadOnlyDB, c *codec, first, last int) ([]uint64, error) {
+	ranges := make([]rocksdb.Range, last-first+1)
+	for kg := first; kg <= last; kg++ {
+		ranges[kg-first] = rocksdb.Range{Start: c.kgPrefix(kg), Limit: c.kgPrefix(kg + 1)}
+	}
+	return d.ApproximateSizes(c.state, ranges)
+}
+
 // wholeFile is a source's SST file that can be linked (linkableFiles).
 type wholeFile struct {
-	liveFile
+	rocksdb.LiveFile
 	from string
 	crc  uint32
 }
@@ -149,34 +161,34 @@ type wholeFile struct {
 // other file or memtable entry shares their keys, the file needs no
 // rewriting to be ingested (linkable), and the snapshot records its
 // checksum (crcs, by local name) to carry over.
-func linkableFiles(d *db, state string, lower, upper []byte, crcs map[string]uint32) ([]wholeFile, error) {
-	files, ok := d.files(state)
+func linkableFiles(d *rocksdb.ReadOnlyDB, state string, lower, upper []byte, crcs map[string]uint32) ([]wholeFile, error) {
+	files, ok := d.LiveFiles(state)
 	if !ok {
 		return nil, nil
 	}
 	var out []wholeFile
 	var prevLargest []byte
 	for i, f := range files {
-		alone := (i == 0 || bytes.Compare(prevLargest, f.smallest) < 0) &&
-			(i == len(files)-1 || bytes.Compare(f.largest, files[i+1].smallest) < 0)
-		if i == 0 || bytes.Compare(f.largest, prevLargest) > 0 {
-			prevLargest = f.largest
+		alone := (i == 0 || bytes.Compare(prevLargest, f.Smallest) < 0) &&
+			(i == len(files)-1 || bytes.Compare(f.Largest, files[i+1].Smallest) < 0)
+		if i == 0 || bytes.Compare(f.Largest, prevLargest) > 0 {
+			prevLargest = f.Largest
 		}
-		inside := bytes.Compare(f.smallest, lower) >= 0 && (upper == nil || bytes.Compare(f.largest, upper) < 0)
-		crc, recorded := crcs[f.name]
+		inside := bytes.Compare(f.Smallest, lower) >= 0 && (upper == nil || bytes.Compare(f.Largest, upper) < 0)
+		crc, recorded := crcs[f.Name]
 		if !alone || !inside || !recorded {
 			continue
 		}
-		from, err := filepath.EvalSymlinks(filepath.Join(d.path, f.name))
+		from, err := filepath.EvalSymlinks(filepath.Join(d.Path(), f.Name))
 		if err != nil {
 			return nil, err
 		}
-		if ok, err := linkable(from); err != nil {
+		if ok, err := rocksdb.SSTLinkable(from); err != nil {
 			return nil, err
 		} else if !ok {
 			continue
 		}
-		out = append(out, wholeFile{liveFile: f, from: from, crc: crc})
+		out = append(out, wholeFile{LiveFile: f, from: from, crc: crc})
 	}
 	return out, nil
 }
@@ -214,17 +226,13 @@ func (cs *copiedSubtask) ingestShares(op *snapshot.Operator, shares []*share, li
 		if len(copied)+len(linked) == 0 {
 			continue
 		}
-		h, err := cs.in.db.cf(name)
-		if err != nil {
-			return err
-		}
 		if len(linked) > 0 {
-			if err := cs.in.db.ingestUnchanged(h, linked); err != nil {
+			if err := cs.in.db.IngestUnchanged(name, linked); err != nil {
 				return err
 			}
 		}
 		if len(copied) > 0 {
-			if err := cs.in.db.ingest(h, copied); err != nil {
+			if err := cs.in.db.Ingest(name, copied); err != nil {
 				return err
 			}
 		}
@@ -257,16 +265,16 @@ func runShares(ctx context.Context, shares []*share) error {
 // copy writes the share's key range of its state, raw, into its file,
 // compressed or not as the range's first pairs tell.
 func (sh *share) copy(ctx context.Context) error {
-	it := sh.src.newIter(sh.src.cfs[sh.c.state], sh.lower, sh.upper)
+	it := sh.src.NewIterator(sh.c.state, sh.lower, sh.upper)
 	defer it.Close()
 	var head []byte // the first pairs, key then value, each with its length
-	for ; it.valid() && len(head) < compressionSample; it.next() {
-		head = appendPair(head, it.key(), it.value())
+	for ; it.Valid() && len(head) < compressionSample; it.Next() {
+		head = appendPair(head, it.Key(), it.Value())
 	}
 	if len(head) == 0 { // most gaps between linked files hold no keys
-		return it.err()
+		return it.Err()
 	}
-	w, err := newSSTWriter(sh.path, compressible(head))
+	w, err := rocksdb.NewSSTWriter(sh.path, compressible(head))
 	if err != nil {
 		return err
 	}
@@ -274,15 +282,18 @@ func (sh *share) copy(ctx context.Context) error {
 	for rest := head; len(rest) > 0; {
 		var k, v []byte
 		k, v, rest = nextPair(rest)
-		if err := w.add(k, v); err != nil {
+		if err := w.Add(k, v); err != nil {
 			return fmt.Errorf("%s: %w", sh.label, err)
 		}
 	}
-	if err := copyIter(ctx, it, w); err != nil {
+	if err := w.Copy(ctx, it); err != nil {
 		return fmt.Errorf("%s: %w", sh.label, err)
 	}
-	sh.ok, err = w.finish()
-	sh.crc = w.crc
+	if err := it.Err(); err != nil {
+		return fmt.Errorf("%s: %w: %w", sh.label, snapshot.ErrCorrupt, err)
+	}
+	sh.ok, err = w.Finish()
+	sh.crc = w.CRC32C()
 	return err
 }
 
@@ -299,28 +310,4 @@ func nextPair(b []byte) (k, v, rest []byte) {
 	k, b = b[w:w+int(n)], b[w+int(n):]
 	n, w = binary.Uvarint(b)
 	return k, b[w : w+int(n)], b[w+int(n):]
-}
-
-// copyIter writes every pair it yields to dst.
-func copyIter(ctx context.Context, it *iter, dst *sstWriter) error {
-	if nativeIterator {
-		if err := dst.copyPairs(ctx, it); err != nil {
-			return err
-		}
-	}
-	for n := 0; it.valid(); n++ {
-		if n&0xfff == 0 {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-		}
-		if err := dst.add(it.key(), it.value()); err != nil {
-			return err
-		}
-		it.next()
-	}
-	if err := it.err(); err != nil {
-		return fmt.Errorf("%w: %w", snapshot.ErrCorrupt, err)
-	}
-	return nil
 }

@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/stateutil/stateutil/internal/chkdir"
+	"github.com/stateutil/stateutil/internal/rocksdb"
 	"github.com/stateutil/stateutil/keygroup"
 	"github.com/stateutil/stateutil/migrate"
 	"github.com/stateutil/stateutil/redistribute"
@@ -460,17 +461,17 @@ func filesWithin(t *testing.T, loc string, p int) []string {
 		if err := linkHandle(ctx, d, h, dir); err != nil {
 			t.Fatal(err)
 		}
-		db, err := openReadOnly(dir, false)
+		db, err := rocksdb.OpenReadOnly(dir, rocksdb.ReadOnlyOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		c := &codec{prefix: h.PrefixBytes}
-		for _, cf := range db.columnFamilies() {
-			files, _ := db.files(cf)
+		for _, cf := range db.ColumnFamilies() {
+			files, _ := db.LiveFiles(cf)
 			for _, f := range files {
-				first, last := c.keyGroupOf(f.smallest), c.keyGroupOf(f.largest)
+				first, last := c.keyGroupOf(f.Smallest), c.keyGroupOf(f.Largest)
 				if keygroup.SubtaskOf(first, op.MaxParallelism, p) == keygroup.SubtaskOf(last, op.MaxParallelism, p) {
-					real, err := filepath.EvalSymlinks(filepath.Join(dir, f.name))
+					real, err := filepath.EvalSymlinks(filepath.Join(dir, f.Name))
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -511,14 +512,6 @@ func sharedFiles(t *testing.T, src, dst string) (shared, all int) {
 		return err
 	})
 	return shared, all
-}
-
-// TestRescaleFastPathPortableLoop runs the copy through the Go loop that
-// replaces the C one should grocksdb's wrappers change.
-func TestRescaleFastPathPortableLoop(t *testing.T) {
-	defer func(v bool) { nativeIterator = v }(nativeIterator)
-	nativeIterator = false
-	testRescale(t, 5, 4096, 2, 3)
 }
 
 // TestRescaleFastPathNoNativeLeak rescales through the fast path (links,

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/stateutil/stateutil/internal/rocksdb"
 	"github.com/stateutil/stateutil/keygroup"
 	"github.com/stateutil/stateutil/snapshot"
 )
@@ -184,11 +185,11 @@ func TestReaderOpensEachSubtaskOnce(t *testing.T) {
 	if err := os.Rename(sst, sst+".away"); err != nil {
 		t.Fatal(err)
 	}
-	got := make([][]*db, 2)
+	got := make([][]*rocksdb.ReadOnlyDB, 2)
 	errs := make([][]error, 2)
 	var wg sync.WaitGroup
 	for i, h := range hs {
-		got[i], errs[i] = make([]*db, 8), make([]error, 8)
+		got[i], errs[i] = make([]*rocksdb.ReadOnlyDB, 8), make([]error, 8)
 		for j := range 8 {
 			wg.Go(func() { got[i][j], errs[i][j] = rr.local(ctx, h) })
 		}
@@ -214,7 +215,7 @@ func TestReaderOpensEachSubtaskOnce(t *testing.T) {
 	// The temporary directory is on the snapshot's file system: the
 	// instance's files are the snapshot's, hard-linked.
 	for _, f := range hs[0].Files {
-		local, err := os.Lstat(filepath.Join(got[0][0].path, f.Local))
+		local, err := os.Lstat(filepath.Join(got[0][0].Path(), f.Local))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -4,16 +4,25 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/stateutil/stateutil/internal/rocksdb"
 	"github.com/stateutil/stateutil/keygroup"
 	"github.com/stateutil/stateutil/snapshot"
 )
+
+// scanned is a database scanEntries reads: a read-only one (a snapshot's
+// subtask) or a writable one (a live instance).
+type scanned interface {
+	Path() string
+	Has(cf string) bool
+	NewIterator(cf string, lower, upper []byte) *rocksdb.Iterator
+}
 
 // scanEntries streams the entries of op's keyed states held in d whose key
 // group lies in kgs, in ascending key-group order; within a key group,
 // state by state in descriptor order, each in RocksDB key order. Each
 // state's iterator is bounded to the key-group prefixes of kgs, so only
 // those prefixes are read.
-func scanEntries(ctx context.Context, d *db, op *snapshot.Operator, kgs keygroup.Range) snapshot.Entries {
+func scanEntries(ctx context.Context, d scanned, op *snapshot.Operator, kgs keygroup.Range) snapshot.Entries {
 	return func(yield func(snapshot.Entry, error) bool) {
 		if kgs.Len() == 0 {
 			return
@@ -21,7 +30,7 @@ func scanEntries(ctx context.Context, d *db, op *snapshot.Operator, kgs keygroup
 		cs := codecs(op)
 		type cursor struct {
 			c  *codec
-			it pairIter
+			it *rocksdb.Iterator
 		}
 		var cur []cursor
 		defer func() {
@@ -35,11 +44,10 @@ func scanEntries(ctx context.Context, d *db, op *snapshot.Operator, kgs keygroup
 				yield(snapshot.Entry{}, fmt.Errorf("rocksdb: key group %d does not fit a %d-byte prefix", kgs.End, c.prefix))
 				return
 			}
-			h, ok := d.cfs[c.state]
-			if !ok {
+			if !d.Has(c.state) {
 				continue // a state with no entries has no column family in older instances
 			}
-			cur = append(cur, cursor{c, pairs(d.newIter(h, c.kgPrefix(kgs.Start), c.upperBound(kgs.End)))})
+			cur = append(cur, cursor{c, d.NewIterator(c.state, c.kgPrefix(kgs.Start), c.upperBound(kgs.End))})
 		}
 		var e snapshot.Entry
 		emit := func(x *snapshot.Entry) bool { return yield(*x, nil) }
@@ -50,8 +58,8 @@ func scanEntries(ctx context.Context, d *db, op *snapshot.Operator, kgs keygroup
 			}
 			next := -1
 			for _, c := range cur {
-				for c.it.valid() {
-					k := c.it.key()
+				for c.it.Valid() {
+					k := c.it.Key()
 					if err := c.c.decodeKey(k, &e); err != nil {
 						yield(snapshot.Entry{}, err)
 						return
@@ -62,16 +70,16 @@ func scanEntries(ctx context.Context, d *db, op *snapshot.Operator, kgs keygroup
 						}
 						break
 					}
-					if more, err := c.c.decodeValues(k, c.it.value(), &e, emit); err != nil {
+					if more, err := c.c.decodeValues(k, c.it.Value(), &e, emit); err != nil {
 						yield(snapshot.Entry{}, err)
 						return
 					} else if !more {
 						return
 					}
-					c.it.next()
+					c.it.Next()
 				}
-				if err := c.it.err(); err != nil {
-					yield(snapshot.Entry{}, fmt.Errorf("%w: rocksdb %q state %q: %w", snapshot.ErrCorrupt, d.path, c.c.state, err))
+				if err := c.it.Err(); err != nil {
+					yield(snapshot.Entry{}, fmt.Errorf("%w: rocksdb %q state %q: %w", snapshot.ErrCorrupt, d.Path(), c.c.state, err))
 					return
 				}
 			}

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/stateutil/stateutil/internal/rocksdb"
 	"github.com/stateutil/stateutil/keygroup"
 	"github.com/stateutil/stateutil/snapshot"
 )
@@ -61,24 +62,20 @@ type subtaskWriter struct {
 // records, not yet sorted.
 type sstState struct {
 	c        *codec
-	path     string     // its SST files' paths begin so
-	sst      *sstWriter // the SST file being written, opened by a flush
-	files    int        // SST files begun
-	finished []string   // SST files complete, not ingested yet
+	path     string             // its SST files' paths begin so
+	sst      *rocksdb.SSTWriter // the SST file being written, opened by a flush
+	files    int                // SST files begun
+	finished []string           // SST files complete, not ingested yet
 	lz4      bool
 	buf      []byte // records' keys and values, each key followed by its value
-	recs     []sortRec
+	recs     []rocksdb.Record
 	sorted   bool // recs arrived in strictly increasing key order
 	fallback bool
 }
 
-// sortRec is a record in sstState.buf: key buf[off:off+klen], value the
-// vlen bytes after it. sstWriter.addRecords hands these to C as they are.
-type sortRec struct{ off, klen, vlen int }
-
-func (s *sstState) keyOf(r sortRec) []byte { return s.buf[r.off : r.off+r.klen] }
-func (s *sstState) valOf(r sortRec) []byte {
-	return s.buf[r.off+r.klen : r.off+r.klen+r.vlen]
+func (s *sstState) keyOf(r rocksdb.Record) []byte { return s.buf[r.Off : r.Off+r.KeyLen] }
+func (s *sstState) valOf(r rocksdb.Record) []byte {
+	return s.buf[r.Off+r.KeyLen : r.Off+r.KeyLen+r.ValueLen]
 }
 
 func (sw *subtaskWriter) Entry(e *snapshot.Entry) error {
@@ -126,17 +123,17 @@ func (s *sstState) add(key []byte, e *snapshot.Entry) error {
 		switch cmp := bytes.Compare(key, s.keyOf(*last)); {
 		case cmp == 0:
 			// The last record's value ends the buffer: change it in place.
-			vstart := last.off + last.klen
+			vstart := last.Off + last.KeyLen
 			var err error
 			if c.kind == snapshot.List {
-				s.buf, err = appendListElement(c, s.buf, last.vlen, e)
+				s.buf, err = appendListElement(c, s.buf, last.ValueLen, e)
 			} else {
 				s.buf, err = c.encodeValue(s.buf[:vstart], e)
 			}
 			if err != nil {
 				return err
 			}
-			last.vlen = len(s.buf) - vstart
+			last.ValueLen = len(s.buf) - vstart
 			return nil
 		case cmp < 0:
 			s.sorted = false
@@ -156,7 +153,7 @@ func (s *sstState) add(key []byte, e *snapshot.Entry) error {
 		s.buf = s.buf[:off]
 		return err
 	}
-	s.recs = append(s.recs, sortRec{off: off, klen: len(key), vlen: len(s.buf) - off - len(key)})
+	s.recs = append(s.recs, rocksdb.Record{Off: off, KeyLen: len(key), ValueLen: len(s.buf) - off - len(key)})
 	return nil
 }
 
@@ -184,7 +181,7 @@ func (s *sstState) flush() error {
 	// Sorted records arrived in strictly increasing key order (add merged
 	// equal neighbours): none repeats a key.
 	if !s.sorted {
-		slices.SortStableFunc(s.recs, func(a, b sortRec) int { return bytes.Compare(s.keyOf(a), s.keyOf(b)) })
+		slices.SortStableFunc(s.recs, func(a, b rocksdb.Record) int { return bytes.Compare(s.keyOf(a), s.keyOf(b)) })
 		if err := s.mergeEqualKeys(); err != nil {
 			return err
 		}
@@ -195,13 +192,13 @@ func (s *sstState) flush() error {
 			s.lz4 = compressible(s.buf)
 		}
 		s.files++
-		w, err := newSSTWriter(s.path+"-"+strconv.Itoa(s.files)+".sst", s.lz4)
+		w, err := rocksdb.NewSSTWriter(s.path+"-"+strconv.Itoa(s.files)+".sst", s.lz4)
 		if err != nil {
 			return err
 		}
 		s.sst = w
 	}
-	if err := s.sst.addRecords(s.buf, s.recs); err != nil {
+	if err := s.sst.AddRecords(s.buf, s.recs); err != nil {
 		return err
 	}
 	s.buf, s.recs = s.buf[:0], s.recs[:0]
@@ -234,7 +231,7 @@ func (s *sstState) mergeEqualKeys() error {
 
 // joinList appends to buf a record with run's key and its values joined
 // as list elements.
-func (s *sstState) joinList(run []sortRec) (sortRec, error) {
+func (s *sstState) joinList(run []rocksdb.Record) (rocksdb.Record, error) {
 	off := len(s.buf)
 	s.buf = append(s.buf, s.keyOf(run[0])...)
 	for i, r := range run {
@@ -243,9 +240,9 @@ func (s *sstState) joinList(run []sortRec) (sortRec, error) {
 		}
 		s.buf = append(s.buf, s.valOf(r)...)
 	}
-	klen := run[0].klen
-	merged := sortRec{off: off, klen: klen, vlen: len(s.buf) - off - klen}
-	return merged, s.checkMerged(s.keyOf(merged), merged.vlen)
+	klen := run[0].KeyLen
+	merged := rocksdb.Record{Off: off, KeyLen: klen, ValueLen: len(s.buf) - off - klen}
+	return merged, s.checkMerged(s.keyOf(merged), merged.ValueLen)
 }
 
 // checkMerged refuses a list, merged from elements apart in the input,
@@ -267,7 +264,7 @@ func (sw *subtaskWriter) flushAll() error {
 		if err := s.flush(); err != nil {
 			return err
 		}
-		if s.sst != nil && s.sst.bytes >= int64(sstTarget) {
+		if s.sst != nil && s.sst.Bytes() >= int64(sstTarget) {
 			if err := sw.finishFile(s); err != nil {
 				return err
 			}
@@ -307,14 +304,10 @@ func (sw *subtaskWriter) fallBack(s *sstState) error {
 	if err := sw.ingest(s); err != nil {
 		return err
 	}
-	h, err := sw.in.db.cf(s.c.state)
-	if err != nil {
-		return err
-	}
 	for _, r := range s.recs { // arrival order: later writes win, lists append
 		key, val := s.keyOf(r), s.valOf(r)
 		if s.c.kind == snapshot.List {
-			old, ok, err := sw.in.db.get(h, key)
+			old, ok, err := sw.in.db.Get(s.c.state, key)
 			if err != nil {
 				return fmt.Errorf("rocksdb: state %q: %w", s.c.state, err)
 			}
@@ -325,7 +318,7 @@ func (sw *subtaskWriter) fallBack(s *sstState) error {
 				val = append(append(old, listDelimiter), val...)
 			}
 		}
-		if err := sw.in.db.put(h, key, val); err != nil {
+		if err := sw.in.db.Put(s.c.state, key, val); err != nil {
 			return err
 		}
 	}
@@ -371,16 +364,16 @@ func (sw *subtaskWriter) finishFile(s *sstState) error {
 		return nil
 	}
 	defer func() { s.sst.Close(); s.sst = nil }()
-	ok, err := s.sst.finish()
+	ok, err := s.sst.Finish()
 	if err != nil || !ok {
-		os.Remove(s.sst.path)
+		os.Remove(s.sst.Path())
 		return err
 	}
-	if err := sw.in.sums.record(s.sst.path, s.sst.crc); err != nil {
+	if err := sw.in.sums.record(s.sst.Path(), s.sst.CRC32C()); err != nil {
 		return err
 	}
-	s.finished = append(s.finished, s.sst.path)
-	sw.syncs.start(s.sst.path)
+	s.finished = append(s.finished, s.sst.Path())
+	sw.syncs.start(s.sst.Path())
 	return nil
 }
 
@@ -393,13 +386,9 @@ func (sw *subtaskWriter) ingest(s *sstState) error {
 	if err := sw.syncs.wait(); err != nil {
 		return err
 	}
-	h, err := sw.in.db.cf(s.c.state)
-	if err != nil {
-		return err
-	}
 	files := s.finished
 	s.finished = nil
-	return sw.in.db.ingest(h, files)
+	return sw.in.db.Ingest(s.c.state, files)
 }
 
 func (sw *subtaskWriter) Element(state string, value []byte) error {
@@ -444,7 +433,7 @@ func (sw *subtaskWriter) finish() (*handle, *snapshot.Subtask, error) {
 		}
 	}
 	if sw.unordered {
-		sw.in.db.compact()
+		sw.in.db.Compact()
 	}
 	h, _, err := sw.in.upload(sw.ctx, sw.w.target(sw.in), sw.tmp)
 	if err != nil {
@@ -496,7 +485,7 @@ type backgroundSyncs struct {
 func (b *backgroundSyncs) start(path string) {
 	b.wg.Go(func() {
 		b.running <- struct{}{}
-		err := syncPath(path)
+		err := rocksdb.SyncPath(path)
 		<-b.running
 		if err != nil {
 			b.mu.Lock()

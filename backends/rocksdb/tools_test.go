@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/hex"
-	"github.com/stateutil/stateutil/internal/chkdir"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stateutil/stateutil/internal/chkdir"
+	"github.com/stateutil/stateutil/internal/rocksdb"
 	"github.com/stateutil/stateutil/keygroup"
 	"github.com/stateutil/stateutil/snapshot"
 	"github.com/stateutil/stateutil/storage"
@@ -55,15 +56,15 @@ func TestRealToolsAgree(t *testing.T) {
 	}
 
 	// Our view of every column family, raw.
-	d, err := openReadOnly(dir, false)
+	d, err := rocksdb.OpenReadOnly(dir, rocksdb.ReadOnlyOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ours := map[string][]string{}
-	for _, cf := range d.columnFamilies() {
-		it := d.newIter(d.cfs[cf], nil, nil)
-		for ; it.valid(); it.next() {
-			ours[cf] = append(ours[cf], "0x"+strings.ToUpper(hex.EncodeToString(it.key()))+" : 0x"+strings.ToUpper(hex.EncodeToString(it.value())))
+	for _, cf := range d.ColumnFamilies() {
+		it := d.NewIterator(cf, nil, nil)
+		for ; it.Valid(); it.Next() {
+			ours[cf] = append(ours[cf], "0x"+strings.ToUpper(hex.EncodeToString(it.Key()))+" : 0x"+strings.ToUpper(hex.EncodeToString(it.Value())))
 		}
 		it.Close()
 	}

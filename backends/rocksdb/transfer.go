@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/stateutil/stateutil/internal/chkdir"
 	"hash/crc32"
 	"io"
 	"os"
 	"path/filepath"
 	"syscall"
 
+	"github.com/stateutil/stateutil/internal/chkdir"
 	"github.com/stateutil/stateutil/internal/envelope"
 	"github.com/stateutil/stateutil/snapshot"
 	"github.com/stateutil/stateutil/storage"
@@ -131,17 +131,6 @@ func (s fileSums) lookup(fi os.FileInfo) (uint32, bool) {
 	}
 	crc, ok := s[id]
 	return crc, ok
-}
-
-// syncPath makes a local file, or the entries of a local directory,
-// durable.
-func syncPath(path string) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	return f.Sync()
 }
 
 // download copies remote file f (at src) into local path dst, checking

@@ -5,11 +5,13 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"github.com/stateutil/stateutil/internal/chkdir"
 	"os"
 	"path"
 	"path/filepath"
 	"strings"
+
+	"github.com/stateutil/stateutil/internal/chkdir"
+	"github.com/stateutil/stateutil/internal/rocksdb"
 )
 
 // uploadTarget says where a subtask's files go.
@@ -59,11 +61,11 @@ func (in *Instance) upload(ctx context.Context, t uploadTarget, tmp string) (*ha
 	if in.db == nil {
 		return nil, us, errClosed
 	}
-	if err := in.db.flush(); err != nil {
+	if err := in.db.Flush(); err != nil {
 		return nil, us, err
 	}
 	cp := filepath.Join(tmp, "cp-"+randomName())
-	if err := in.db.checkpoint(cp); err != nil {
+	if err := in.db.Checkpoint(cp); err != nil {
 		return nil, us, err
 	}
 	defer os.RemoveAll(cp)
@@ -133,7 +135,7 @@ func (in *Instance) upload(ctx context.Context, t uploadTarget, tmp string) (*ha
 	if t.link {
 		// The files' data was synced where RocksDB wrote it; the links
 		// need their directory synced.
-		if err := syncPath(path.Join(t.dir.Path, priv)); err != nil {
+		if err := rocksdb.SyncPath(path.Join(t.dir.Path, priv)); err != nil {
 			return nil, us, err
 		}
 	}

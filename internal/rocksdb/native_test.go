@@ -7,6 +7,7 @@ import (
 	"hash/crc32"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -14,6 +15,23 @@ import (
 
 	"github.com/stateutil/stateutil/internal/envelope"
 )
+
+func tool(t *testing.T, name string) string {
+	p, err := exec.LookPath(name)
+	if err != nil {
+		t.Skipf("%s not found (install rocksdb-tools): the RocksDB witness test needs it", name)
+	}
+	return p
+}
+
+func run(t *testing.T, bin string, args ...string) string {
+	t.Helper()
+	out, err := exec.Command(bin, args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s %s: %v\n%s", bin, strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
 
 // TestSSTWriterReportsFileChecksum checks the size and CRC32C the SST
 // writer reports against the finished file read back, and that RocksDB's
@@ -35,7 +53,7 @@ func TestSSTWriterReportsFileChecksum(t *testing.T) {
 			}
 		})
 		p := filepath.Join(t.TempDir(), fmt.Sprintf("t%d.sst", trial))
-		w, err := newSSTWriter(p, lz4)
+		w, err := NewSSTWriter(p, lz4)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -45,11 +63,11 @@ func TestSSTWriterReportsFileChecksum(t *testing.T) {
 			if i%3 == 0 { // compressible
 				values[i] = bytes.Repeat([]byte("ab"), rng.IntN(1000))
 			}
-			if err := w.add([]byte(k), values[i]); err != nil {
+			if err := w.Add([]byte(k), values[i]); err != nil {
 				t.Fatal(err)
 			}
 		}
-		ok, err := w.finish()
+		ok, err := w.Finish()
 		w.Close()
 		if err != nil || !ok {
 			t.Fatalf("finish: %v %v", ok, err)
@@ -58,9 +76,9 @@ func TestSSTWriterReportsFileChecksum(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if w.size != int64(len(data)) || w.crc != crc32.Checksum(data, envelope.Castagnoli) {
+		if w.Size() != int64(len(data)) || w.CRC32C() != crc32.Checksum(data, envelope.Castagnoli) {
 			t.Fatalf("trial %d: writer reported size %d crc %08x, the file has %d bytes, crc %08x",
-				trial, w.size, w.crc, len(data), crc32.Checksum(data, envelope.Castagnoli))
+				trial, w.Size(), w.CRC32C(), len(data), crc32.Checksum(data, envelope.Castagnoli))
 		}
 		scan := run(t, sstDump, "--file="+p, "--command=scan", "--output_hex")
 		var lines []string
@@ -112,35 +130,17 @@ func TestFileCRC32CMatchesGo(t *testing.T) {
 	}
 }
 
-func TestCompressible(t *testing.T) {
-	rng := rand.New(rand.NewPCG(1, 2))
-	text := bytes.Repeat([]byte(`{"user":"user-17","clicks":42,"page":"/checkout"}`), 2000)
-	for _, c := range []struct {
-		name   string
-		sample []byte
-		want   bool
-	}{
-		{"random bytes", randomBytes(rng, 300<<10), false},
-		{"repetitive JSON", text, true},
-		{"half random, half zeros", append(randomBytes(rng, 64<<10), make([]byte, 64<<10)...), true},
-		{"too small to judge", randomBytes(rng, 1000), true},
-	} {
-		if got := compressible(c.sample); got != c.want {
-			t.Errorf("%s: compressible = %v, want %v", c.name, got, c.want)
-		}
-	}
-}
-
 // TestBatchIterMatchesIterator reads the same column family pair by pair
-// through grocksdb and in batches, over empty, ordinary and larger-than-a-
-// batch values and bounded ranges.
+// through grocksdb (a writable database's iterator) and in batches (the
+// same files opened read-only by the shim), over empty, ordinary and
+// larger-than-a-batch values and bounded ranges, and seeks.
 func TestBatchIterMatchesIterator(t *testing.T) {
-	d, err := openDB(filepath.Join(t.TempDir(), "db"), []string{"s"})
+	dir := filepath.Join(t.TempDir(), "db")
+	d, err := Open(dir, []string{"s"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	h, _ := d.cf("s")
 	rng := rand.New(rand.NewPCG(4, 4))
 	for i := range 5000 {
 		v := randomBytes(rng, rng.IntN(300))
@@ -150,32 +150,57 @@ func TestBatchIterMatchesIterator(t *testing.T) {
 		case 1:
 			v = randomBytes(rng, batchBytes+rng.IntN(3*batchBytes))
 		}
-		if err := d.put(h, []byte(fmt.Sprintf("k%05d", i)), v); err != nil {
+		if err := d.Put("s", []byte(fmt.Sprintf("k%05d", i)), v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := d.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	ro, err := OpenReadOnly(dir, ReadOnlyOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	same := func(what string, want, got *Iterator) {
+		t.Helper()
+		n := 0
+		for ; want.Valid(); want.Next() {
+			if !got.Valid() || !bytes.Equal(got.Key(), want.Key()) || !bytes.Equal(got.Value(), want.Value()) {
+				t.Fatalf("%s: pair %d differs", what, n)
+			}
+			got.Next()
+			n++
+		}
+		if got.Valid() {
+			t.Fatalf("%s: batches hold more than %d pairs", what, n)
+		}
+		if err := got.Err(); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for _, bounds := range [][2][]byte{{nil, nil}, {[]byte("k00990"), []byte("k03000")}, {[]byte("k04999"), nil}, {[]byte("x"), nil}} {
-		want := d.newIter(h, bounds[0], bounds[1])
-		got := pairs(d.newIter(h, bounds[0], bounds[1]))
-		if _, ok := got.(*batchIter); !ok {
-			t.Fatal("pairs did not batch: grocksdb's Iterator changed shape")
+		want, got := d.NewIterator("s", bounds[0], bounds[1]), ro.NewIterator("s", bounds[0], bounds[1])
+		if got.n == nil {
+			t.Fatal("the read-only database's iterator is not the shim's")
 		}
-		n := 0
-		for ; want.valid(); want.next() {
-			if !got.valid() || !bytes.Equal(got.key(), want.key()) || !bytes.Equal(got.value(), want.value()) {
-				t.Fatalf("bounds %q: pair %d differs", bounds, n)
-			}
-			got.next()
-			n++
-		}
-		if got.valid() {
-			t.Fatalf("bounds %q: batches hold more than %d pairs", bounds, n)
-		}
-		if err := got.err(); err != nil {
-			t.Fatal(err)
-		}
+		same(fmt.Sprintf("bounds %q", bounds), want, got)
 		want.Close()
 		got.Close()
+	}
+	want, got := d.NewIterator("s", nil, []byte("k04000")), ro.NewIterator("s", nil, []byte("k04000"))
+	for _, k := range []string{"k01000", "k00998", "k03999x", "a"} {
+		want.Seek([]byte(k))
+		got.Seek([]byte(k))
+		if got.Valid() != want.Valid() || (got.Valid() && !bytes.Equal(got.Key(), want.Key())) {
+			t.Fatalf("seek %q: at %q, want %q", k, got.Key(), want.Key())
+		}
+	}
+	same("after seeks", want, got)
+	want.Close()
+	got.Close()
+	if it := ro.NewIterator("nosuch", nil, nil); it.Valid() {
+		t.Fatal("an iterator of a missing column family holds pairs")
 	}
 }
 

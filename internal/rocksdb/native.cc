@@ -7,10 +7,14 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <vector>
 
+#include <rocksdb/db.h>
 #include <rocksdb/env.h>
 #include <rocksdb/file_checksum.h>
 #include <rocksdb/file_system.h>
+#include <rocksdb/merge_operator.h>
+#include <rocksdb/metadata.h>
 #include <rocksdb/options.h>
 #include <rocksdb/sst_file_reader.h>
 #include <rocksdb/sst_file_writer.h>
@@ -166,6 +170,23 @@ class IngestedFileSystem : public rocksdb::FileSystemWrapper {
   }
 };
 
+// ListAppend is Flink's list-state merge operator (FRocksDB's
+// StringAppendTESTOperator): operands joined by ','.
+class ListAppend : public rocksdb::AssociativeMergeOperator {
+ public:
+  bool Merge(const rocksdb::Slice&, const rocksdb::Slice* existing, const rocksdb::Slice& value,
+             std::string* out, rocksdb::Logger*) const override {
+    out->clear();
+    if (existing != nullptr) {
+      out->assign(existing->data(), existing->size());
+      out->push_back(',');
+    }
+    out->append(value.data(), value.size());
+    return true;
+  }
+  const char* Name() const override { return "stringappendtest"; }
+};
+
 rocksdb::Env* ingested_env() {
   static std::unique_ptr<rocksdb::Env> env =
       rocksdb::NewCompositeEnv(std::make_shared<IngestedFileSystem>());
@@ -236,44 +257,6 @@ extern "C" int su_sst_put_records(su_sst* w, const char* buf,
   return 0;
 }
 
-extern "C" int su_sst_copy(su_sst* w, rocksdb_iterator_t* it, int max,
-                           char** err) {
-  int n = 0;
-  for (; n < max && rocksdb_iter_valid(it); n++) {
-    size_t kl, vl;
-    const char* k = rocksdb_iter_key(it, &kl);
-    const char* v = rocksdb_iter_value(it, &vl);
-    if (su_sst_put(w, k, kl, v, vl, err) != 0) {
-      return -1;
-    }
-    rocksdb_iter_next(it);
-  }
-  return n;
-}
-
-extern "C" size_t su_iter_fill(rocksdb_iterator_t* it, char* buf, size_t cap,
-                               size_t* need) {
-  size_t used = 0;
-  *need = 0;
-  while (rocksdb_iter_valid(it)) {
-    size_t kl, vl;
-    const char* k = rocksdb_iter_key(it, &kl);
-    const char* v = rocksdb_iter_value(it, &vl);
-    size_t n = 8 + kl + vl;
-    if (cap - used < n) {
-      if (used == 0) *need = n;
-      break;
-    }
-    uint32_t lens[2] = {uint32_t(kl), uint32_t(vl)};
-    std::memcpy(buf + used, lens, 8);
-    std::memcpy(buf + used + 8, k, kl);
-    std::memcpy(buf + used + 8 + kl, v, vl);
-    used += n;
-    rocksdb_iter_next(it);
-  }
-  return used;
-}
-
 extern "C" int su_sst_finish(su_sst* w, uint64_t* size, uint32_t* crc,
                              char** err) {
   rocksdb::ExternalSstFileInfo info;
@@ -327,6 +310,174 @@ extern "C" int su_sst_linkable(const char* path, char** err) {
     if (c != 0) return 0;
   }
   return 1;
+}
+
+struct su_db {
+  rocksdb::DB* db = nullptr;
+  std::vector<rocksdb::ColumnFamilyHandle*> handles;
+  std::vector<std::string> names;
+};
+
+static void fail_with(const char* what, const rocksdb::Status& s, char** err) {
+  *err = strdup((std::string(what) + ": " + s.ToString()).c_str());
+}
+
+extern "C" su_db* su_db_open_read_only(const char* dir, int list_merge, char** err) {
+  rocksdb::Options opts;
+  opts.info_log_level = rocksdb::INFO_LEVEL;
+  opts.keep_log_file_num = 2;
+  opts.max_open_files = 256;
+  auto* d = new su_db;
+  rocksdb::Status s = rocksdb::DB::ListColumnFamilies(opts, dir, &d->names);
+  if (!s.ok()) {
+    delete d;
+    fail_with("list column families", s, err);
+    return nullptr;
+  }
+  rocksdb::ColumnFamilyOptions cf_opts(opts);
+  if (list_merge) cf_opts.merge_operator = std::make_shared<ListAppend>();
+  std::vector<rocksdb::ColumnFamilyDescriptor> cfs;
+  for (const auto& n : d->names) cfs.emplace_back(n, cf_opts);
+  s = rocksdb::DB::OpenForReadOnly(opts, dir, cfs, &d->handles, &d->db);
+  if (!s.ok()) {
+    delete d;
+    fail_with("open", s, err);
+    return nullptr;
+  }
+  return d;
+}
+
+extern "C" void su_db_close(su_db* d) {
+  for (auto* h : d->handles) d->db->DestroyColumnFamilyHandle(h);
+  delete d->db;
+  delete d;
+}
+
+extern "C" int su_db_cf_count(su_db* d) { return int(d->names.size()); }
+
+extern "C" const char* su_db_cf_name(su_db* d, int cf, size_t* len) {
+  *len = d->names[cf].size();
+  return d->names[cf].data();
+}
+
+static void append_part(std::string* out, const std::string& s) {
+  uint32_t n = uint32_t(s.size());
+  out->append(reinterpret_cast<const char*>(&n), 4);
+  out->append(s);
+}
+
+extern "C" int su_db_live_files(su_db* d, int cf, char** out, size_t* len) {
+  *out = nullptr;
+  *len = 0;
+  for (const char* p : {"rocksdb.num-entries-active-mem-table", "rocksdb.num-entries-imm-mem-tables"}) {
+    std::string v;
+    if (!d->db->GetProperty(d->handles[cf], p, &v) || v != "0") return -1;
+  }
+  std::vector<rocksdb::LiveFileMetaData> files;
+  d->db->GetLiveFilesMetaData(&files);
+  std::string buf;
+  int n = 0;
+  for (const auto& f : files) {
+    if (f.column_family_name != d->names[cf]) continue;
+    append_part(&buf, f.name);
+    append_part(&buf, f.smallestkey);
+    append_part(&buf, f.largestkey);
+    n++;
+  }
+  *out = static_cast<char*>(malloc(buf.size() + 1));
+  std::memcpy(*out, buf.data(), buf.size());
+  *len = buf.size();
+  return n;
+}
+
+extern "C" int su_db_approximate_sizes(su_db* d, int cf, const char* keys, const size_t* offs, int n,
+                                       uint64_t* sizes, char** err) {
+  std::vector<rocksdb::Range> ranges(n);
+  for (int i = 0; i < n; i++) {
+    ranges[i] = rocksdb::Range(rocksdb::Slice(keys + offs[2 * i], offs[2 * i + 1] - offs[2 * i]),
+                               rocksdb::Slice(keys + offs[2 * i + 1], offs[2 * i + 2] - offs[2 * i + 1]));
+  }
+  rocksdb::SizeApproximationOptions o;
+  o.include_files = true;
+  o.include_memtables = false;
+  rocksdb::Status s = d->db->GetApproximateSizes(o, d->handles[cf], ranges.data(), n, sizes);
+  return s.ok() ? 0 : fail(s, err);
+}
+
+struct su_iter {
+  rocksdb::ReadOptions ro;
+  std::string lower, upper;
+  rocksdb::Slice lower_bound, upper_bound;  // what ro points to
+  std::unique_ptr<rocksdb::Iterator> it;
+};
+
+extern "C" su_iter* su_iter_new(su_db* d, int cf, const char* lower, size_t lower_len, int has_lower,
+                                const char* upper, size_t upper_len, int has_upper, int verify) {
+  auto* i = new su_iter;
+  i->ro.verify_checksums = verify != 0;
+  i->ro.fill_cache = false;
+  if (has_lower) {
+    i->lower.assign(lower, lower_len);
+    i->lower_bound = rocksdb::Slice(i->lower);
+    i->ro.iterate_lower_bound = &i->lower_bound;
+  }
+  if (has_upper) {
+    i->upper.assign(upper, upper_len);
+    i->upper_bound = rocksdb::Slice(i->upper);
+    i->ro.iterate_upper_bound = &i->upper_bound;
+  }
+  i->it.reset(d->db->NewIterator(i->ro, d->handles[cf]));
+  if (has_lower) {
+    i->it->Seek(i->lower_bound);
+  } else {
+    i->it->SeekToFirst();
+  }
+  return i;
+}
+
+extern "C" void su_iter_seek(su_iter* i, const char* key, size_t len) {
+  i->it->Seek(rocksdb::Slice(key, len));
+}
+
+extern "C" size_t su_iter_fill(su_iter* i, char* buf, size_t cap, size_t* need) {
+  rocksdb::Iterator* it = i->it.get();
+  size_t used = 0;
+  *need = 0;
+  for (; it->Valid(); it->Next()) {
+    rocksdb::Slice k = it->key(), v = it->value();
+    size_t n = 8 + k.size() + v.size();
+    if (cap - used < n) {
+      if (used == 0) *need = n;
+      break;
+    }
+    uint32_t lens[2] = {uint32_t(k.size()), uint32_t(v.size())};
+    std::memcpy(buf + used, lens, 8);
+    std::memcpy(buf + used + 8, k.data(), k.size());
+    std::memcpy(buf + used + 8 + k.size(), v.data(), v.size());
+    used += n;
+  }
+  return used;
+}
+
+extern "C" int su_iter_status(su_iter* i, char** err) {
+  rocksdb::Status s = i->it->status();
+  return s.ok() ? 0 : fail(s, err);
+}
+
+extern "C" void su_iter_destroy(su_iter* i) {
+  i->it.reset();  // before the bounds it points to
+  delete i;
+}
+
+extern "C" int su_sst_copy(su_sst* w, su_iter* i, int max, char** err) {
+  rocksdb::Iterator* it = i->it.get();
+  int n = 0;
+  for (; n < max && it->Valid(); n++) {
+    rocksdb::Status s = w->w->Put(it->key(), it->value());
+    if (!s.ok()) return fail(s, err);
+    it->Next();
+  }
+  return n;
 }
 
 extern "C" void su_rocksdb_version(int* major, int* minor, int* patch) {
