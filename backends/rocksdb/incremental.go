@@ -38,6 +38,10 @@ type Incremental struct {
 	opts      IncrementalOptions
 	ops       []*snapshot.Operator
 	instances []*Instance
+	// known maps each instance's local SST names to the shared files they
+	// were uploaded as (or restored from), so later checkpoints reference
+	// them.
+	known map[*Instance]map[string]file
 	// bound after the first Checkpoint or Restore:
 	st       storage.Storage
 	jobDir   string
@@ -70,7 +74,7 @@ func NewIncremental(opts IncrementalOptions) (*Incremental, error) {
 	if err := os.MkdirAll(opts.LocalDir, 0o755); err != nil {
 		return nil, err
 	}
-	return &Incremental{opts: opts}, nil
+	return &Incremental{opts: opts, known: map[*Instance]map[string]file{}}, nil
 }
 
 // Open creates (or returns) the local instance of subtask index of op,
@@ -85,6 +89,7 @@ func (b *Incremental) Open(op *snapshot.Operator, index int, kgs keygroup.Range)
 		return nil, err
 	}
 	b.instances = append(b.instances, in)
+	b.known[in] = map[string]file{}
 	return in, nil
 }
 
@@ -104,7 +109,7 @@ func (b *Incremental) operator(op *snapshot.Operator) *snapshot.Operator {
 // Instance finds an open instance.
 func (b *Incremental) Instance(opID string, index int) (*Instance, bool) {
 	for _, in := range b.instances {
-		if in.op.ID == opID && in.index == index {
+		if in.Operator().ID == opID && in.Subtask() == index {
 			return in, true
 		}
 	}
@@ -198,8 +203,7 @@ func (b *Incremental) Checkpoint(ctx context.Context, root, jobID string, chkID 
 	}
 	chk := chkdir.At(b.st, path.Join(b.jobDir, chkdir.CheckpointDirName(chkID)))
 	var newShared []string
-	t := uploadTarget{dir: chk, incremental: true, reuse: b.registry.Referenced, newShared: &newShared}
-	res, m, err := b.uploadAll(ctx, t, snapshot.Checkpoint, jobID, chkID)
+	res, m, err := b.uploadAll(ctx, chk, &newShared, jobID, chkID)
 	if err == nil {
 		err = writeMetadata(ctx, chk, m)
 	}
@@ -234,23 +238,30 @@ func (b *Incremental) Checkpoint(ctx context.Context, root, jobID string, chkID 
 	return res, err
 }
 
-// uploadAll uploads every instance to t and builds the metadata.
-func (b *Incremental) uploadAll(ctx context.Context, t uploadTarget, kind snapshot.Kind, jobID string, id int64) (*CheckpointResult, *metadata, error) {
+// uploadAll uploads every instance into checkpoint directory chk, its SST
+// files into the job's shared directory (collecting the ones uploaded in
+// newShared), and builds the metadata.
+func (b *Incremental) uploadAll(ctx context.Context, chk chkdir.Dir, newShared *[]string, jobID string, id int64) (*CheckpointResult, *metadata, error) {
 	tmp, err := os.MkdirTemp(b.opts.LocalDir, "stage-")
 	if err != nil {
 		return nil, nil, err
 	}
 	defer os.RemoveAll(tmp)
-	s := &snapshot.Snapshot{Format: FormatName, JobID: jobID, CheckpointID: id, Kind: kind, Created: b.opts.Now().UTC()}
+	sharedDir := path.Join(chk.JobDir, chkdir.SharedDir)
+	if err := b.st.MkdirAll(ctx, sharedDir); err != nil {
+		return nil, nil, err
+	}
+	s := &snapshot.Snapshot{Format: FormatName, JobID: jobID, CheckpointID: id, Kind: snapshot.Checkpoint, Created: b.opts.Now().UTC()}
 	m := &metadata{Snapshot: s}
 	var total uploadStats
 	for _, op := range b.ops {
 		c := *op
 		c.Subtasks = nil
 		for _, in := range b.instances {
-			if in.op != op {
+			if in.Operator() != op {
 				continue
 			}
+			t := uploadTarget{dir: chk, shared: b.shareSSTs(in, sharedDir, newShared)}
 			h, us, err := in.upload(ctx, t, tmp)
 			if err != nil {
 				return nil, nil, err
@@ -264,6 +275,29 @@ func (b *Incremental) uploadAll(ctx context.Context, t uploadTarget, kind snapsh
 	}
 	res := &CheckpointResult{UploadStats: UploadStats{Files: total.Files, Bytes: total.Bytes, UploadedFiles: total.UploadedFiles, UploadedBytes: total.UploadedBytes, ReusedFiles: total.ReusedFiles}}
 	return res, m, nil
+}
+
+// shareSSTs uploads in's SST files into the job's shared directory
+// sharedDir, for uploadTarget.shared: a file an earlier retained
+// checkpoint uploaded is referenced again, any other is uploaded under a
+// new unique name and collected in newShared, so that a failed checkpoint
+// can remove it.
+func (b *Incremental) shareSSTs(in *Instance, sharedDir string, newShared *[]string) func(ctx context.Context, name, local string, size int64) (file, bool, error) {
+	known := b.known[in]
+	return func(ctx context.Context, name, local string, size int64) (file, bool, error) {
+		if k, ok := known[name]; ok && k.Size == size && b.registry.Referenced(path.Join(sharedDir, path.Base(k.Path))) {
+			return k, false, nil
+		}
+		remote := path.Join(sharedDir, randomName()+"-"+name)
+		n, crc, err := uploadFile(ctx, b.st, local, remote)
+		if err != nil {
+			return file{}, false, err
+		}
+		*newShared = append(*newShared, remote)
+		f := file{Local: name, Path: sharedRef(path.Base(remote)), Size: n, CRC32C: crc, Shared: true}
+		known[name] = f
+		return f, true, nil
+	}
 }
 
 // UploadStats is what a checkpoint references, what it uploaded and what
@@ -286,16 +320,6 @@ type UploadStats struct {
 	// operator state: the private files) is uploaded by every checkpoint.
 	SharedFiles int   `json:"shared_files"`
 	SharedBytes int64 `json:"shared_bytes"`
-}
-
-// subtaskModel is the model's view of the instance; keyed figures are
-// unknown without a scan.
-func (in *Instance) subtaskModel() *snapshot.Subtask {
-	st := &snapshot.Subtask{Index: in.index, KeyGroups: in.kgs}
-	st.Operator, st.OperatorElements = in.ops.stats()
-	st.RawKeyedBytes = int64(len(in.ops.Raw.Keyed))
-	st.RawOperatorBytes = int64(len(in.ops.Raw.Operator))
-	return st
 }
 
 // retain discards the oldest checkpoints beyond Retain: their _metadata
@@ -376,13 +400,18 @@ func (b *Incremental) restoreSubtask(ctx context.Context, d chkdir.Dir, m *metad
 		os.RemoveAll(dir)
 		return err
 	}
-	in.ops = *ops
+	for _, l := range ops.States {
+		in.SetOperatorState(l.Name, l.Values)
+	}
+	in.SetRaw(ops.Raw)
+	known := map[string]file{}
 	for _, f := range h.Files {
 		if f.Shared {
-			in.known[f.Local] = f
+			known[f.Local] = f
 		}
 	}
 	b.instances = append(b.instances, in)
+	b.known[in] = known
 	return nil
 }
 
@@ -395,6 +424,7 @@ func (b *Incremental) closeInstances(remove bool) {
 		}
 	}
 	b.instances = nil
+	clear(b.known)
 }
 
 // Close closes every instance and removes the local working directories.

@@ -24,9 +24,6 @@ type Instance struct {
 	db     *rocksdb.DB
 	codecs map[string]*codec
 	ops    opState
-	// known maps local SST names to the shared files they were uploaded
-	// as (or restored from), so later checkpoints reference them.
-	known map[string]file
 	// sums knows the CRC32C of files stateutil put into the database.
 	sums fileSums
 	key  []byte
@@ -62,7 +59,7 @@ func openInstance(dir string, op *snapshot.Operator, index int, kgs keygroup.Ran
 	if err != nil {
 		return nil, err
 	}
-	return &Instance{op: op, index: index, kgs: kgs, dir: dir, db: d, codecs: codecs(op), known: map[string]file{}, sums: fileSums{}}, nil
+	return &Instance{op: op, index: index, kgs: kgs, dir: dir, db: d, codecs: codecs(op), sums: fileSums{}}, nil
 }
 
 // Operator is the operator this instance belongs to.
@@ -76,6 +73,14 @@ func (in *Instance) KeyGroups() keygroup.Range { return in.kgs }
 
 // Dir is the local RocksDB directory.
 func (in *Instance) Dir() string { return in.dir }
+
+// DB is the instance's database.
+func (in *Instance) DB() *rocksdb.DB { return in.db }
+
+// RecordCRC32C notes the CRC32C of the file at path, which the database is
+// about to take in (ingestion links it): uploads of the instance then
+// need not read it back.
+func (in *Instance) RecordCRC32C(path string, crc uint32) error { return in.sums.record(path, crc) }
 
 func (in *Instance) codec(e *snapshot.Entry) (*codec, error) {
 	if in.db == nil {
@@ -159,6 +164,16 @@ func (in *Instance) Close() error {
 	in.db.Close()
 	in.db = nil
 	return nil
+}
+
+// subtaskModel is the model's view of the instance; keyed figures are
+// unknown without a scan.
+func (in *Instance) subtaskModel() *snapshot.Subtask {
+	st := &snapshot.Subtask{Index: in.index, KeyGroups: in.kgs}
+	st.Operator, st.OperatorElements = in.ops.stats()
+	st.RawKeyedBytes = int64(len(in.ops.Raw.Keyed))
+	st.RawOperatorBytes = int64(len(in.ops.Raw.Operator))
+	return st
 }
 
 var errClosed = errors.New("rocksdb: instance is closed")

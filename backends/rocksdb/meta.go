@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
-	"path"
 	"slices"
 	"strings"
 
@@ -14,7 +13,6 @@ import (
 	"github.com/stateutil/stateutil/internal/envelope"
 	"github.com/stateutil/stateutil/keygroup"
 	"github.com/stateutil/stateutil/snapshot"
-	"github.com/stateutil/stateutil/storage"
 )
 
 // MetadataName is the file that commits a rocksdb snapshot.
@@ -89,15 +87,6 @@ func (h *handle) allFiles() []file {
 	return append(h.Files[:len(h.Files):len(h.Files)], *h.OperatorState)
 }
 
-// metaDir is the snapshot directory a writer's location names: the
-// directory itself, or the directory of a _metadata path.
-func metaDir(st storage.Storage, p string) chkdir.Dir {
-	if path.Base(p) == MetadataName {
-		p = path.Dir(p)
-	}
-	return chkdir.At(st, p)
-}
-
 // writeMetadata commits d's _metadata; call it after every file it lists.
 func writeMetadata(ctx context.Context, d chkdir.Dir, m *metadata) error {
 	m.fillFiles()
@@ -151,6 +140,24 @@ func (m *metadata) validate(name string) error {
 		}
 	}
 	return nil
+}
+
+// sharedPaths lists the storage paths of the shared files m references.
+func (m *metadata) sharedPaths(d chkdir.Dir) ([]string, error) {
+	var out []string
+	for _, h := range m.Handles {
+		for _, f := range h.Files {
+			if !f.Shared {
+				continue
+			}
+			p, err := d.RefPath(f.Path)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, p)
+		}
+	}
+	return out, nil
 }
 
 // sharedRef is the _metadata reference of a shared file.

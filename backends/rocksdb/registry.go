@@ -104,21 +104,3 @@ func LoadRegistry(ctx context.Context, st storage.Storage, jobDir string) (*Regi
 	}
 	return r, nil
 }
-
-// sharedPaths lists the storage paths of the shared files m references.
-func (m *metadata) sharedPaths(d chkdir.Dir) ([]string, error) {
-	var out []string
-	for _, h := range m.Handles {
-		for _, f := range h.Files {
-			if !f.Shared {
-				continue
-			}
-			p, err := d.RefPath(f.Path)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, p)
-		}
-	}
-	return out, nil
-}

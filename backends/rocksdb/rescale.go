@@ -170,7 +170,7 @@ func copyLocalFile(from, to string) error {
 func (cs *copiedSubtask) recordSums(files []file) error {
 	for _, f := range files {
 		if strings.HasSuffix(f.Local, ".sst") {
-			if err := cs.in.sums.record(filepath.Join(cs.in.dir, f.Local), f.CRC32C); err != nil {
+			if err := cs.in.RecordCRC32C(filepath.Join(cs.in.Dir(), f.Local), f.CRC32C); err != nil {
 				return err
 			}
 		}
@@ -253,7 +253,7 @@ func sources(rr *reader, op *snapshot.Operator, kgs keygroup.Range) ([]source, e
 // part's prefixes, and compacts the column families it deleted from so
 // that their files no longer hold those keys.
 func (cs *copiedSubtask) clip(op *snapshot.Operator, part keygroup.Range) error {
-	d := cs.in.db
+	d := cs.in.DB()
 	for _, name := range d.ColumnFamilies() {
 		if _, ok := op.KeyedStateByName(name); !ok {
 			if err := d.DropColumnFamily(name); err != nil {
@@ -261,9 +261,10 @@ func (cs *copiedSubtask) clip(op *snapshot.Operator, part keygroup.Range) error 
 			}
 		}
 	}
+	codecs := codecs(op)
 	var dirty []string
 	for i := range op.KeyedStates {
-		c := cs.in.codecs[op.KeyedStates[i].Name]
+		c := codecs[op.KeyedStates[i].Name]
 		deleted, err := d.DeleteOutside(c.state, c.kgPrefix(part.Start), c.upperBound(part.End))
 		if err != nil {
 			return fmt.Errorf("state %q: %w", c.state, err)

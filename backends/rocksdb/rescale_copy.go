@@ -210,14 +210,14 @@ func (cs *copiedSubtask) ingestShares(op *snapshot.Operator, shares []*share, li
 					return err
 				}
 			}
-			if err := cs.in.sums.record(l.path, l.crc); err != nil {
+			if err := cs.in.RecordCRC32C(l.path, l.crc); err != nil {
 				return err
 			}
 			linked = append(linked, l.path)
 		}
 		for _, sh := range shares {
 			if sh.ok && sh.c.state == name {
-				if err := cs.in.sums.record(sh.path, sh.crc); err != nil {
+				if err := cs.in.RecordCRC32C(sh.path, sh.crc); err != nil {
 					return err
 				}
 				copied = append(copied, sh.path)
@@ -227,12 +227,12 @@ func (cs *copiedSubtask) ingestShares(op *snapshot.Operator, shares []*share, li
 			continue
 		}
 		if len(linked) > 0 {
-			if err := cs.in.db.IngestUnchanged(name, linked); err != nil {
+			if err := cs.in.DB().IngestUnchanged(name, linked); err != nil {
 				return err
 			}
 		}
 		if len(copied) > 0 {
-			if err := cs.in.db.Ingest(name, copied); err != nil {
+			if err := cs.in.DB().Ingest(name, copied); err != nil {
 				return err
 			}
 		}

@@ -307,7 +307,7 @@ func (sw *subtaskWriter) fallBack(s *sstState) error {
 	for _, r := range s.recs { // arrival order: later writes win, lists append
 		key, val := s.keyOf(r), s.valOf(r)
 		if s.c.kind == snapshot.List {
-			old, ok, err := sw.in.db.Get(s.c.state, key)
+			old, ok, err := sw.in.DB().Get(s.c.state, key)
 			if err != nil {
 				return fmt.Errorf("rocksdb: state %q: %w", s.c.state, err)
 			}
@@ -318,7 +318,7 @@ func (sw *subtaskWriter) fallBack(s *sstState) error {
 				val = append(append(old, listDelimiter), val...)
 			}
 		}
-		if err := sw.in.db.Put(s.c.state, key, val); err != nil {
+		if err := sw.in.DB().Put(s.c.state, key, val); err != nil {
 			return err
 		}
 	}
@@ -369,7 +369,7 @@ func (sw *subtaskWriter) finishFile(s *sstState) error {
 		os.Remove(s.sst.Path())
 		return err
 	}
-	if err := sw.in.sums.record(s.sst.Path(), s.sst.CRC32C()); err != nil {
+	if err := sw.in.RecordCRC32C(s.sst.Path(), s.sst.CRC32C()); err != nil {
 		return err
 	}
 	s.finished = append(s.finished, s.sst.Path())
@@ -388,7 +388,7 @@ func (sw *subtaskWriter) ingest(s *sstState) error {
 	}
 	files := s.finished
 	s.finished = nil
-	return sw.in.db.Ingest(s.c.state, files)
+	return sw.in.DB().Ingest(s.c.state, files)
 }
 
 func (sw *subtaskWriter) Element(state string, value []byte) error {
@@ -433,7 +433,7 @@ func (sw *subtaskWriter) finish() (*handle, *snapshot.Subtask, error) {
 		}
 	}
 	if sw.unordered {
-		sw.in.db.Compact()
+		sw.in.DB().Compact()
 	}
 	h, _, err := sw.in.upload(sw.ctx, sw.w.target(sw.in), sw.tmp)
 	if err != nil {
@@ -441,7 +441,7 @@ func (sw *subtaskWriter) finish() (*handle, *snapshot.Subtask, error) {
 	}
 	sub := sw.in.subtaskModel()
 	sub.Keyed = sw.stats
-	sub.KeyGroupStats = fullRange(sw.in.kgs, sw.kgStats)
+	sub.KeyGroupStats = fullRange(sw.in.KeyGroups(), sw.kgStats)
 	return h, sub, nil
 }
 

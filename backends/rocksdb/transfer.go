@@ -33,9 +33,9 @@ func (c ctxReader) Read(p []byte) (int, error) {
 	return c.r.Read(p)
 }
 
-// upload copies the local file src to remote path dst atomically and
+// uploadFile copies the local file src to remote path dst atomically and
 // returns its size and CRC32C.
-func upload(ctx context.Context, st storage.Storage, src, dst string) (int64, uint32, error) {
+func uploadFile(ctx context.Context, st storage.Storage, src, dst string) (int64, uint32, error) {
 	in, err := os.Open(src)
 	if err != nil {
 		return 0, 0, err
@@ -66,13 +66,13 @@ func linkLocal(ctx context.Context, src, dst string, sums fileSums) (int64, uint
 	if err != nil {
 		return 0, 0, err
 	} else if !fi.Mode().IsRegular() {
-		return upload(ctx, storage.Local(), src, dst)
+		return uploadFile(ctx, storage.Local(), src, dst)
 	}
 	if err := os.Remove(dst); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return 0, 0, err
 	}
 	if err := os.Link(src, dst); err != nil {
-		return upload(ctx, storage.Local(), src, dst)
+		return uploadFile(ctx, storage.Local(), src, dst)
 	}
 	if crc, ok := sums.lookup(fi); ok {
 		return fi.Size(), crc, nil

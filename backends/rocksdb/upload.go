@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"fmt"
 	"os"
 	"path"
 	"path/filepath"
@@ -18,20 +17,18 @@ import (
 type uploadTarget struct {
 	// dir is the chk-N or savepoint directory.
 	dir chkdir.Dir
-	// incremental puts SSTs into the job's shared directory, referencing
-	// ones already there when reuse approves; otherwise every file goes
-	// into the subtask's private directory (self-contained).
-	incremental bool
-	reuse       func(sharedPath string) bool
-	// newShared collects the storage paths of shared files uploaded, so a
-	// failed checkpoint can remove them.
-	newShared *[]string
 	// priv names the subtask's private directory; "" means
 	// subtaskDirName.
 	priv string
 	// link hard-links private files into dir (local disk) instead of
 	// copying them, falling back to a copy where links fail.
 	link bool
+	// shared, when set, takes the SST files instead of the private
+	// directory (an incremental checkpoint puts them in the job's shared
+	// directory): given a file's name, local path and size, it returns the
+	// file's entry and whether it uploaded the file (false: it references
+	// an earlier upload again).
+	shared func(ctx context.Context, name, local string, size int64) (file, bool, error)
 }
 
 // uploadStats are the transfer figures of one snapshot.
@@ -79,17 +76,8 @@ func (in *Instance) upload(ctx context.Context, t uploadTarget, tmp string) (*ha
 	}
 	h := &handle{Operator: in.op.ID, Subtask: in.index, KeyGroups: in.kgs, PrefixBytes: prefixWidth(in.op.MaxParallelism)}
 	st := t.dir.Storage
-	sharedDir := path.Join(t.dir.JobDir, chkdir.SharedDir)
-	if t.incremental && t.dir.JobDir == "" {
-		return nil, us, fmt.Errorf("rocksdb: incremental checkpoint into %q, which is not a chk-<N> directory", t.dir.URI())
-	}
 	if err := st.MkdirAll(ctx, path.Join(t.dir.Path, priv)); err != nil {
 		return nil, us, err
-	}
-	if t.incremental {
-		if err := st.MkdirAll(ctx, sharedDir); err != nil {
-			return nil, us, err
-		}
 	}
 	for _, ent := range ents {
 		name := ent.Name()
@@ -99,23 +87,18 @@ func (in *Instance) upload(ctx context.Context, t uploadTarget, tmp string) (*ha
 		}
 		us.Files++
 		us.Bytes += info.Size()
-		if t.incremental && strings.HasSuffix(name, ".sst") {
-			if k, ok := in.known[name]; ok && k.Size == info.Size() && t.reuse(path.Join(sharedDir, path.Base(k.Path))) {
-				h.Files = append(h.Files, k)
-				us.ReusedFiles++
-				continue
-			}
-			remote := path.Join(sharedDir, randomName()+"-"+name)
-			n, crc, err := upload(ctx, st, filepath.Join(cp, name), remote)
+		if t.shared != nil && strings.HasSuffix(name, ".sst") {
+			f, uploaded, err := t.shared(ctx, name, filepath.Join(cp, name), info.Size())
 			if err != nil {
 				return nil, us, err
 			}
-			*t.newShared = append(*t.newShared, remote)
-			f := file{Local: name, Path: sharedRef(path.Base(remote)), Size: n, CRC32C: crc, Shared: true}
-			in.known[name] = f
 			h.Files = append(h.Files, f)
-			us.UploadedFiles++
-			us.UploadedBytes += n
+			if uploaded {
+				us.UploadedFiles++
+				us.UploadedBytes += f.Size
+			} else {
+				us.ReusedFiles++
+			}
 			continue
 		}
 		var n int64
@@ -123,7 +106,7 @@ func (in *Instance) upload(ctx context.Context, t uploadTarget, tmp string) (*ha
 		if t.link {
 			n, crc, err = linkLocal(ctx, filepath.Join(cp, name), path.Join(t.dir.Path, priv, name), in.sums)
 		} else {
-			n, crc, err = upload(ctx, st, filepath.Join(cp, name), path.Join(t.dir.Path, priv, name))
+			n, crc, err = uploadFile(ctx, st, filepath.Join(cp, name), path.Join(t.dir.Path, priv, name))
 		}
 		if err != nil {
 			return nil, us, err

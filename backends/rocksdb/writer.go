@@ -48,6 +48,15 @@ type writer struct {
 	done     bool
 }
 
+// metaDir is the snapshot directory a writer's location names: the
+// directory itself, or the directory of a _metadata path.
+func metaDir(st storage.Storage, p string) chkdir.Dir {
+	if path.Base(p) == MetadataName {
+		p = path.Dir(p)
+	}
+	return chkdir.At(st, p)
+}
+
 func create(ctx context.Context, st storage.Storage, p string, opts snapshot.WriteOptions) (snapshot.Writer, error) {
 	d := metaDir(st, p)
 	w := &writer{d: d, token: randomName()[:8], open: map[*subtaskWriter]bool{}}
@@ -93,7 +102,7 @@ func (w *writer) privDir(op string, subtask int) string {
 
 // target is where a subtask's instance is uploaded.
 func (w *writer) target(in *Instance) uploadTarget {
-	return uploadTarget{dir: w.d, priv: w.privDir(in.op.ID, in.index), link: w.link}
+	return uploadTarget{dir: w.d, priv: w.privDir(in.Operator().ID, in.Subtask()), link: w.link}
 }
 
 // removeReplaced deletes, after the commit, the private files of the
@@ -182,7 +191,7 @@ func (w *writer) finished(sw *subtaskWriter, h *handle, sub *snapshot.Subtask) {
 	delete(w.open, sw)
 	if h != nil {
 		w.handles = append(w.handles, h)
-		w.ledger.Finish(sw.in.op, sw.in.index, sub, h)
+		w.ledger.Finish(sw.in.Operator(), sw.in.Subtask(), sub, h)
 	}
 }
 
