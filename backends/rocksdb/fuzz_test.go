@@ -136,7 +136,7 @@ func FuzzLayoutRoundTrip(f *testing.F) {
 					if c.ttl != 0 {
 						x.ExpiresAt = expires + int64(i) // wraps, as stored
 					}
-					if v, err = c.appendElement(v, &x); err != nil {
+					if v, err = c.appendElement(v, len(v), &x); err != nil {
 						t.Fatal(err)
 					}
 					want = append(want, x)
@@ -181,7 +181,7 @@ func FuzzLayoutDecode(f *testing.F) {
 		}
 		v, err := c.encodeValue(nil, &e)
 		if c.kind == snapshot.List {
-			v, err = c.appendElement(v[:0], &e)
+			v, err = c.appendElement(v[:0], 0, &e)
 		}
 		if err != nil {
 			f.Fatal(err)

@@ -113,7 +113,7 @@ func (in *Instance) Put(e *snapshot.Entry) error {
 		if err != nil {
 			return fmt.Errorf("rocksdb: state %q: %w", c.state, err)
 		}
-		if in.val, err = c.appendElement(old, e); err != nil {
+		if in.val, err = c.appendElement(old, len(old), e); err != nil {
 			return err
 		}
 	} else if in.val, err = c.encodeValue(in.val[:0], e); err != nil {

@@ -242,18 +242,20 @@ func (c *codec) elementSize(e *snapshot.Entry, listLen int) int64 {
 	return n
 }
 
-// appendElement appends e as one list element to the list value list:
-// [',' if not first][8-byte last access if TTL][uvarint length][value].
-func (c *codec) appendElement(list []byte, e *snapshot.Entry) ([]byte, error) {
-	if err := c.checkSize(e, int64(len(list))+c.elementSize(e, len(list))); err != nil {
-		return nil, err
+// appendElement appends e as one element to the list value whose listLen
+// bytes end dst (all of dst, or the last record in a buffer): [',' unless
+// the list is empty][8-byte last access if TTL][uvarint length][value].
+// On error it returns dst as it was.
+func (c *codec) appendElement(dst []byte, listLen int, e *snapshot.Entry) ([]byte, error) {
+	if err := c.checkSize(e, int64(listLen)+c.elementSize(e, listLen)); err != nil {
+		return dst, err
 	}
-	if len(list) > 0 {
-		list = append(list, listDelimiter)
+	if listLen > 0 {
+		dst = append(dst, listDelimiter)
 	}
-	list = c.appendTTL(list, e)
-	list = binary.AppendUvarint(list, uint64(len(e.Value)))
-	return append(list, e.Value...), nil
+	dst = c.appendTTL(dst, e)
+	dst = binary.AppendUvarint(dst, uint64(len(e.Value)))
+	return append(dst, e.Value...), nil
 }
 
 func uvarintLen(v uint64) int {

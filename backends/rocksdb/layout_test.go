@@ -61,7 +61,7 @@ func TestValueLayout(t *testing.T) {
 	c := cs["events"]
 	var list []byte
 	for _, s := range []string{"a,b", ""} {
-		if list, err = c.appendElement(list, &snapshot.Entry{State: "events", Value: []byte(s), ExpiresAt: 60_001}); err != nil {
+		if list, err = c.appendElement(list, len(list), &snapshot.Entry{State: "events", Value: []byte(s), ExpiresAt: 60_001}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -3,7 +3,6 @@ package rocksdb
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -126,7 +125,7 @@ func (s *sstState) add(key []byte, e *snapshot.Entry) error {
 			vstart := last.Off + last.KeyLen
 			var err error
 			if c.kind == snapshot.List {
-				s.buf, err = appendListElement(c, s.buf, last.ValueLen, e)
+				s.buf, err = c.appendElement(s.buf, last.ValueLen, e)
 			} else {
 				s.buf, err = c.encodeValue(s.buf[:vstart], e)
 			}
@@ -145,7 +144,7 @@ func (s *sstState) add(key []byte, e *snapshot.Entry) error {
 	s.buf = append(s.buf, key...)
 	var err error
 	if c.kind == snapshot.List {
-		s.buf, err = appendListElement(c, s.buf, 0, e)
+		s.buf, err = c.appendElement(s.buf, 0, e)
 	} else {
 		s.buf, err = c.encodeValue(s.buf, e)
 	}
@@ -155,20 +154,6 @@ func (s *sstState) add(key []byte, e *snapshot.Entry) error {
 	}
 	s.recs = append(s.recs, rocksdb.Record{Off: off, KeyLen: len(key), ValueLen: len(s.buf) - off - len(key)})
 	return nil
-}
-
-// appendListElement appends e to dst as an element of a list value whose
-// listLen bytes end dst (codec.appendElement for a list inside a buffer).
-func appendListElement(c *codec, dst []byte, listLen int, e *snapshot.Entry) ([]byte, error) {
-	if err := c.checkSize(e, int64(listLen)+c.elementSize(e, listLen)); err != nil {
-		return dst, err
-	}
-	if listLen > 0 {
-		dst = append(dst, listDelimiter)
-	}
-	dst = c.appendTTL(dst, e)
-	dst = binary.AppendUvarint(dst, uint64(len(e.Value)))
-	return append(dst, e.Value...), nil
 }
 
 // flush sorts the buffered key group and writes it to the SST file,
