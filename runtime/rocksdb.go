@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/stateutil/stateutil/backends/rocksdb"
+	"github.com/stateutil/stateutil/internal/rocksdbformat"
 	"github.com/stateutil/stateutil/keygroup"
 	"github.com/stateutil/stateutil/snapshot"
 	"github.com/stateutil/stateutil/storage"
@@ -103,7 +104,7 @@ func (s *rocksSession) close() error {
 
 // opStateWriter replaces an instance's operator state on Close.
 type opStateWriter struct {
-	in    *rocksdb.Instance
+	in    *rocksdbformat.Instance
 	op    *snapshot.Operator
 	lists map[string][][]byte
 }
@@ -133,7 +134,7 @@ type RocksDBBackend struct {
 	info   SubtaskInfo
 	descs  []StateDescriptor
 	byName map[string]StateID
-	in     *rocksdb.Instance
+	in     *rocksdbformat.Instance
 }
 
 // Register implements KeyedBackend.

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/stateutil/stateutil/internal/rocksdbformat/rockstest"
 	"github.com/stateutil/stateutil/keygroup"
 	"github.com/stateutil/stateutil/snapshot"
 )
@@ -17,7 +18,7 @@ const benchKeys = 20_000
 // benchIncremental is a checkpointer holding benchKeys 200-byte values,
 // already checkpointed once.
 func benchIncremental(b *testing.B) (*Incremental, *snapshot.Operator, string) {
-	op := kvOperator(1, 128)
+	op := rockstest.KVOperator(1, 128)
 	inc := newIncremental(b, 1)
 	fillKV(b, inc, op, 0, benchKeys, 200, rand.New(rand.NewPCG(7, 8)))
 	root := b.TempDir()
@@ -55,7 +56,7 @@ func BenchmarkCheckpointPlainCopy(b *testing.B) {
 	inc, _, _ := benchIncremental(b)
 	in := inc.Instances()[0]
 	cp := filepath.Join(b.TempDir(), "cp")
-	if err := in.db.Checkpoint(cp); err != nil {
+	if err := in.DB().Checkpoint(cp); err != nil {
 		b.Fatal(err)
 	}
 	ents, _ := os.ReadDir(cp)
@@ -97,9 +98,9 @@ func copyFile(b *testing.B, src, dst string) {
 // benchReader is a savepoint with maxP 4096, already downloaded.
 func benchReader(b *testing.B) (snapshot.Reader, *snapshot.Operator) {
 	ctx := context.Background()
-	op := testOperator("0b", 1, 4096)
+	op := rockstest.Operator("0b", 1, 4096)
 	loc := filepath.Join(b.TempDir(), "sp")
-	writeSnapshot(b, loc, op, testEntries(b, op, benchKeys, 3))
+	writeSnapshot(b, loc, op, rockstest.Entries(b, op, benchKeys, 3))
 	r, err := testReg.Open(ctx, loc, snapshot.OpenOptions{TempDir: b.TempDir()})
 	if err != nil {
 		b.Fatal(err)

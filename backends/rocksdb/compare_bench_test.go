@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/stateutil/stateutil/internal/rocksdb"
+	"github.com/stateutil/stateutil/internal/rocksdbformat"
+	"github.com/stateutil/stateutil/internal/rocksdbformat/rockstest"
 	"github.com/stateutil/stateutil/keygroup"
 	"github.com/stateutil/stateutil/snapshot"
 )
@@ -68,7 +70,7 @@ func BenchmarkFirstCheckpointVsCopy(b *testing.B) {
 	ctx := context.Background()
 	size := benchRescaleBytes(b)
 	keys := compareKeys(size)
-	op := kvOperator(1, 128)
+	op := rockstest.KVOperator(1, 128)
 	inc := newIncremental(b, 1)
 	in, err := inc.Open(op, 0, keygroup.RangeOf(op.MaxParallelism, 1, 0))
 	if err != nil {
@@ -88,10 +90,10 @@ func BenchmarkFirstCheckpointVsCopy(b *testing.B) {
 		put(i)
 	}
 	settle := func() {
-		if err := in.db.Flush(); err != nil {
+		if err := in.DB().Flush(); err != nil {
 			b.Fatal(err)
 		}
-		in.db.Compact()
+		in.DB().Compact()
 		syncAll()
 	}
 	settle()
@@ -104,7 +106,7 @@ func BenchmarkFirstCheckpointVsCopy(b *testing.B) {
 		b.StopTimer()
 		root := filepath.Join(work, fmt.Sprintf("root-%d", i)) // fresh: a new registry
 		src := filepath.Join(work, "rocksdb-checkpoint")
-		if err := in.db.Checkpoint(src); err != nil {
+		if err := in.DB().Checkpoint(src); err != nil {
 			b.Fatal(err)
 		}
 		dst := filepath.Join(work, "cp")
@@ -288,7 +290,7 @@ func BenchmarkScanVsLdb(b *testing.B) {
 	ctx := context.Background()
 	size := benchRescaleBytes(b)
 	keys := compareKeys(size)
-	op := kvOperator(1, 4096)
+	op := rockstest.KVOperator(1, 4096)
 	op.ID = "0b"
 	loc := filepath.Join(b.TempDir(), "sp")
 	writeCompareSavepoint(b, loc, op, keys)
@@ -308,7 +310,7 @@ func BenchmarkScanVsLdb(b *testing.B) {
 	if !ok || rd.tmp == "" {
 		b.Fatal("the reader opened no local directory")
 	}
-	dir := filepath.Join(rd.tmp, subtaskDirName(rop.ID, 0))
+	dir := filepath.Join(rd.tmp, rocksdbformat.SubtaskDirName(rop.ID, 0))
 	if _, err := os.Stat(filepath.Join(dir, "CURRENT")); err != nil {
 		b.Fatal(err)
 	}

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/stateutil/stateutil/internal/rocksdbformat/rockstest"
 )
 
 func TestCompressible(t *testing.T) {
@@ -14,10 +16,10 @@ func TestCompressible(t *testing.T) {
 		sample []byte
 		want   bool
 	}{
-		{"random bytes", randBytes(rng, 300<<10), false},
+		{"random bytes", rockstest.RandBytes(rng, 300<<10), false},
 		{"repetitive JSON", text, true},
-		{"half random, half zeros", append(randBytes(rng, 64<<10), make([]byte, 64<<10)...), true},
-		{"too small to judge", randBytes(rng, 1000), true},
+		{"half random, half zeros", append(rockstest.RandBytes(rng, 64<<10), make([]byte, 64<<10)...), true},
+		{"too small to judge", rockstest.RandBytes(rng, 1000), true},
 	} {
 		if got := compressible(c.sample); got != c.want {
 			t.Errorf("%s: compressible = %v, want %v", c.name, got, c.want)

@@ -5,6 +5,7 @@ import (
 
 	"github.com/stateutil/stateutil/internal/chkdir"
 	"github.com/stateutil/stateutil/internal/rocksdb"
+	"github.com/stateutil/stateutil/internal/rocksdbformat"
 	"github.com/stateutil/stateutil/snapshot"
 	"github.com/stateutil/stateutil/storage"
 )
@@ -27,7 +28,7 @@ func probe(ctx context.Context, st storage.Storage, p string) (bool, error) {
 	if err != nil {
 		return false, err // snapshot.Detect passes over ErrNotFound
 	}
-	return metaKind.Probe(ctx, d.Storage, d.Metadata())
+	return rocksdbformat.ProbeMetadata(ctx, d)
 }
 
 // Register adds the rocksdb format to reg.

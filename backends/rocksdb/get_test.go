@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stateutil/stateutil/internal/rocksdbformat"
+	"github.com/stateutil/stateutil/internal/rocksdbformat/rockstest"
 	"github.com/stateutil/stateutil/keygroup"
 	"github.com/stateutil/stateutil/snapshot"
 )
@@ -17,8 +19,8 @@ import (
 // each back with the point lookups, which must agree with a scan.
 func TestInstanceGet(t *testing.T) {
 	for _, maxP := range []int{128, 4096} { // both key-group prefix widths
-		op := testOperator("0a", 2, maxP)
-		entries := testEntries(t, op, 60, 9)
+		op := rockstest.Operator("0a", 2, maxP)
+		entries := rockstest.Entries(t, op, 60, 9)
 		b := newIncremental(t, 1)
 		for sub, es := range entries {
 			in, err := b.Open(op, sub, keygroup.RangeOf(maxP, 2, sub))
@@ -30,8 +32,8 @@ func TestInstanceGet(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			scanned := collect(t, in.Entries(context.Background(), in.KeyGroups()))
-			sameEntries(t, "scan", es, scanned)
+			scanned := rockstest.Collect(t, in.Entries(context.Background(), in.KeyGroups()))
+			rockstest.SameEntries(t, "scan", es, scanned)
 			var got []snapshot.Entry
 			seen := map[string]bool{}
 			for _, e := range es {
@@ -58,14 +60,14 @@ func TestInstanceGet(t *testing.T) {
 						continue
 					}
 					seen[id] = true
-					all := collect(t, in.MapEntries(&q))
+					all := rockstest.Collect(t, in.MapEntries(&q))
 					want := slices.DeleteFunc(slices.Clone(es), func(o snapshot.Entry) bool {
 						return o.State != "attrs" || o.KeyGroup != e.KeyGroup || !bytes.Equal(o.Key, e.Key)
 					})
 					if len(all) != len(want) || !slices.IsSortedFunc(all, func(a, b snapshot.Entry) int { return bytes.Compare(a.UserKey, b.UserKey) }) {
 						t.Fatalf("MapEntries %s: %d entries, want %d in user-key order", id, len(all), len(want))
 					}
-					sameEntries(t, "MapEntries "+id, want, all)
+					rockstest.SameEntries(t, "MapEntries "+id, want, all)
 				default:
 					x, ok, err := in.Get(&q)
 					if err != nil || !ok {
@@ -74,13 +76,13 @@ func TestInstanceGet(t *testing.T) {
 					got = append(got, x)
 				}
 			}
-			sameEntries(t, "point lookups", es, got)
+			rockstest.SameEntries(t, "point lookups", es, got)
 		}
 	}
 }
 
 func TestInstanceGetMissesAndErrors(t *testing.T) {
-	op := testOperator("0b", 1, 128)
+	op := rockstest.Operator("0b", 1, 128)
 	b := newIncremental(t, 1)
 	in, err := b.Open(op, 0, keygroup.Range{Start: 0, End: 63})
 	if err != nil {
@@ -95,7 +97,7 @@ func TestInstanceGetMissesAndErrors(t *testing.T) {
 	if err := in.Put(&e2); err != nil {
 		t.Fatal(err)
 	}
-	if all := collect(t, in.MapEntries(&snapshot.Entry{KeyGroup: 3, State: "attrs", Key: []byte("k")})); len(all) != 1 || string(all[0].UserKey) != "a" {
+	if all := rockstest.Collect(t, in.MapEntries(&snapshot.Entry{KeyGroup: 3, State: "attrs", Key: []byte("k")})); len(all) != 1 || string(all[0].UserKey) != "a" {
 		t.Fatalf("MapEntries of k: %+v", all)
 	}
 	for _, q := range []snapshot.Entry{
@@ -144,11 +146,11 @@ func TestInstanceGetMissesAndErrors(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if all := collect(t, in.MapEntries(&q)); len(all) != 0 {
+	if all := rockstest.Collect(t, in.MapEntries(&q)); len(all) != 0 {
 		t.Fatalf("after removing: %+v", all)
 	}
 	in.Close()
-	if _, _, err := in.Get(&q); !errors.Is(err, errClosed) {
+	if _, _, err := in.Get(&q); !errors.Is(err, rocksdbformat.ErrClosed) {
 		t.Errorf("Get on a closed instance: %v", err)
 	}
 }
@@ -159,7 +161,7 @@ func TestInstanceGetMissesAndErrors(t *testing.T) {
 func TestIncrementalSharedFigures(t *testing.T) {
 	ctx := context.Background()
 	root := t.TempDir()
-	op := kvOperator(1, 128)
+	op := rockstest.KVOperator(1, 128)
 	b := newIncremental(t, 2)
 	r := rand.New(rand.NewPCG(3, 4))
 	fillKV(t, b, op, 0, 2000, 64, r)

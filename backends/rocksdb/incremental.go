@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/stateutil/stateutil/internal/chkdir"
 	"os"
 	"path"
 	"path/filepath"
 	"slices"
 	"time"
+
+	"github.com/stateutil/stateutil/internal/chkdir"
+	"github.com/stateutil/stateutil/internal/rocksdbformat"
 
 	"github.com/stateutil/stateutil/keygroup"
 	"github.com/stateutil/stateutil/snapshot"
@@ -37,11 +39,11 @@ type IncrementalOptions struct {
 type Incremental struct {
 	opts      IncrementalOptions
 	ops       []*snapshot.Operator
-	instances []*Instance
+	instances []*rocksdbformat.Instance
 	// known maps each instance's local SST names to the shared files they
 	// were uploaded as (or restored from), so later checkpoints reference
 	// them.
-	known map[*Instance]map[string]file
+	known map[*rocksdbformat.Instance]map[string]rocksdbformat.File
 	// bound after the first Checkpoint or Restore:
 	st       storage.Storage
 	jobDir   string
@@ -74,22 +76,22 @@ func NewIncremental(opts IncrementalOptions) (*Incremental, error) {
 	if err := os.MkdirAll(opts.LocalDir, 0o755); err != nil {
 		return nil, err
 	}
-	return &Incremental{opts: opts, known: map[*Instance]map[string]file{}}, nil
+	return &Incremental{opts: opts, known: map[*rocksdbformat.Instance]map[string]rocksdbformat.File{}}, nil
 }
 
 // Open creates (or returns) the local instance of subtask index of op,
 // owning key groups kgs.
-func (b *Incremental) Open(op *snapshot.Operator, index int, kgs keygroup.Range) (*Instance, error) {
+func (b *Incremental) Open(op *snapshot.Operator, index int, kgs keygroup.Range) (*rocksdbformat.Instance, error) {
 	if in, ok := b.Instance(op.ID, index); ok {
 		return in, nil
 	}
-	dir := filepath.Join(b.opts.LocalDir, "db", subtaskDirName(op.ID, index)+"-"+randomName())
-	in, err := openInstance(dir, b.operator(op), index, kgs)
+	dir := filepath.Join(b.opts.LocalDir, "db", rocksdbformat.SubtaskDirName(op.ID, index)+"-"+rocksdbformat.RandomName())
+	in, err := rocksdbformat.OpenInstance(dir, b.operator(op), index, kgs)
 	if err != nil {
 		return nil, err
 	}
 	b.instances = append(b.instances, in)
-	b.known[in] = map[string]file{}
+	b.known[in] = map[string]rocksdbformat.File{}
 	return in, nil
 }
 
@@ -107,7 +109,7 @@ func (b *Incremental) operator(op *snapshot.Operator) *snapshot.Operator {
 }
 
 // Instance finds an open instance.
-func (b *Incremental) Instance(opID string, index int) (*Instance, bool) {
+func (b *Incremental) Instance(opID string, index int) (*rocksdbformat.Instance, bool) {
 	for _, in := range b.instances {
 		if in.Operator().ID == opID && in.Subtask() == index {
 			return in, true
@@ -117,7 +119,7 @@ func (b *Incremental) Instance(opID string, index int) (*Instance, bool) {
 }
 
 // Instances lists the open instances, in the order they were opened.
-func (b *Incremental) Instances() []*Instance { return slices.Clone(b.instances) }
+func (b *Incremental) Instances() []*rocksdbformat.Instance { return slices.Clone(b.instances) }
 
 // bind selects the job directory, loading its registry on first use.
 func (b *Incremental) bind(ctx context.Context, root, jobID string) error {
@@ -205,7 +207,7 @@ func (b *Incremental) Checkpoint(ctx context.Context, root, jobID string, chkID 
 	var newShared []string
 	res, m, err := b.uploadAll(ctx, chk, &newShared, jobID, chkID)
 	if err == nil {
-		err = writeMetadata(ctx, chk, m)
+		err = rocksdbformat.WriteMetadata(ctx, chk, m)
 	}
 	if err != nil {
 		// Nothing references what this attempt uploaded.
@@ -215,7 +217,7 @@ func (b *Incremental) Checkpoint(ctx context.Context, root, jobID string, chkID 
 		b.st.RemoveAll(ctx, chk.Path)
 		return nil, err
 	}
-	shared, err := m.sharedPaths(chk)
+	shared, err := m.SharedPaths(chk)
 	if err != nil {
 		return nil, err
 	}
@@ -241,7 +243,7 @@ func (b *Incremental) Checkpoint(ctx context.Context, root, jobID string, chkID 
 // uploadAll uploads every instance into checkpoint directory chk, its SST
 // files into the job's shared directory (collecting the ones uploaded in
 // newShared), and builds the metadata.
-func (b *Incremental) uploadAll(ctx context.Context, chk chkdir.Dir, newShared *[]string, jobID string, id int64) (*CheckpointResult, *metadata, error) {
+func (b *Incremental) uploadAll(ctx context.Context, chk chkdir.Dir, newShared *[]string, jobID string, id int64) (*CheckpointResult, *rocksdbformat.Metadata, error) {
 	tmp, err := os.MkdirTemp(b.opts.LocalDir, "stage-")
 	if err != nil {
 		return nil, nil, err
@@ -252,8 +254,8 @@ func (b *Incremental) uploadAll(ctx context.Context, chk chkdir.Dir, newShared *
 		return nil, nil, err
 	}
 	s := &snapshot.Snapshot{Format: FormatName, JobID: jobID, CheckpointID: id, Kind: snapshot.Checkpoint, Created: b.opts.Now().UTC()}
-	m := &metadata{Snapshot: s}
-	var total uploadStats
+	m := &rocksdbformat.Metadata{Snapshot: s}
+	var total rocksdbformat.UploadCounts
 	for _, op := range b.ops {
 		c := *op
 		c.Subtasks = nil
@@ -261,14 +263,14 @@ func (b *Incremental) uploadAll(ctx context.Context, chk chkdir.Dir, newShared *
 			if in.Operator() != op {
 				continue
 			}
-			t := uploadTarget{dir: chk, shared: b.shareSSTs(in, sharedDir, newShared)}
-			h, us, err := in.upload(ctx, t, tmp)
+			t := rocksdbformat.Target{Dir: chk, Shared: b.shareSSTs(in, sharedDir, newShared)}
+			h, us, err := in.Upload(ctx, t, tmp)
 			if err != nil {
 				return nil, nil, err
 			}
-			total.add(us)
+			total.Add(us)
 			m.Handles = append(m.Handles, h)
-			c.Subtasks = append(c.Subtasks, in.subtaskModel())
+			c.Subtasks = append(c.Subtasks, in.SubtaskModel())
 		}
 		slices.SortFunc(c.Subtasks, func(x, y *snapshot.Subtask) int { return x.Index - y.Index })
 		s.Operators = append(s.Operators, &c)
@@ -278,23 +280,23 @@ func (b *Incremental) uploadAll(ctx context.Context, chk chkdir.Dir, newShared *
 }
 
 // shareSSTs uploads in's SST files into the job's shared directory
-// sharedDir, for uploadTarget.shared: a file an earlier retained
+// sharedDir, for Target.Shared: a file an earlier retained
 // checkpoint uploaded is referenced again, any other is uploaded under a
 // new unique name and collected in newShared, so that a failed checkpoint
 // can remove it.
-func (b *Incremental) shareSSTs(in *Instance, sharedDir string, newShared *[]string) func(ctx context.Context, name, local string, size int64) (file, bool, error) {
+func (b *Incremental) shareSSTs(in *rocksdbformat.Instance, sharedDir string, newShared *[]string) func(ctx context.Context, name, local string, size int64) (rocksdbformat.File, bool, error) {
 	known := b.known[in]
-	return func(ctx context.Context, name, local string, size int64) (file, bool, error) {
+	return func(ctx context.Context, name, local string, size int64) (rocksdbformat.File, bool, error) {
 		if k, ok := known[name]; ok && k.Size == size && b.registry.Referenced(path.Join(sharedDir, path.Base(k.Path))) {
 			return k, false, nil
 		}
-		remote := path.Join(sharedDir, randomName()+"-"+name)
-		n, crc, err := uploadFile(ctx, b.st, local, remote)
+		remote := path.Join(sharedDir, rocksdbformat.RandomName()+"-"+name)
+		n, crc, err := rocksdbformat.UploadFile(ctx, b.st, local, remote)
 		if err != nil {
-			return file{}, false, err
+			return rocksdbformat.File{}, false, err
 		}
 		*newShared = append(*newShared, remote)
-		f := file{Local: name, Path: sharedRef(path.Base(remote)), Size: n, CRC32C: crc, Shared: true}
+		f := rocksdbformat.File{Local: name, Path: rocksdbformat.SharedRef(path.Base(remote)), Size: n, CRC32C: crc, Shared: true}
 		known[name] = f
 		return f, true, nil
 	}
@@ -331,7 +333,7 @@ func (b *Incremental) retain(ctx context.Context) (discarded []int64, deleted []
 		id := ids[0]
 		ids = ids[1:]
 		dir := path.Join(b.jobDir, chkdir.CheckpointDirName(id))
-		if err := b.st.Remove(ctx, path.Join(dir, MetadataName)); err != nil && !errors.Is(err, storage.ErrNotFound) {
+		if err := b.st.Remove(ctx, path.Join(dir, rocksdbformat.MetadataName)); err != nil && !errors.Is(err, storage.ErrNotFound) {
 			return discarded, deleted, err
 		}
 		if err := b.st.RemoveAll(ctx, dir); err != nil {
@@ -361,7 +363,7 @@ func (b *Incremental) Restore(ctx context.Context, location string) (*snapshot.S
 	if err != nil {
 		return nil, err
 	}
-	m, err := readMetadata(ctx, d)
+	m, err := rocksdbformat.ReadMetadata(ctx, d)
 	if err != nil {
 		return nil, err
 	}
@@ -378,24 +380,24 @@ func (b *Incremental) Restore(ctx context.Context, location string) (*snapshot.S
 	return m.Snapshot, nil
 }
 
-func (b *Incremental) restoreSubtask(ctx context.Context, d chkdir.Dir, m *metadata, op *snapshot.Operator, sub *snapshot.Subtask) error {
-	h, ok := m.handle(op.ID, sub.Index)
+func (b *Incremental) restoreSubtask(ctx context.Context, d chkdir.Dir, m *rocksdbformat.Metadata, op *snapshot.Operator, sub *snapshot.Subtask) error {
+	h, ok := m.Handle(op.ID, sub.Index)
 	if !ok {
 		return snapshot.Corrupt(d.Storage.URI(d.Metadata()), -1, "no files listed for operator %s subtask %d", op.ID, sub.Index)
 	}
-	dir := filepath.Join(b.opts.LocalDir, "db", subtaskDirName(op.ID, sub.Index)+"-"+randomName())
+	dir := filepath.Join(b.opts.LocalDir, "db", rocksdbformat.SubtaskDirName(op.ID, sub.Index)+"-"+rocksdbformat.RandomName())
 	if len(h.Files) > 0 {
-		if err := downloadHandle(ctx, d, h, dir); err != nil {
+		if err := rocksdbformat.DownloadHandle(ctx, d, h, dir); err != nil {
 			os.RemoveAll(dir)
 			return err
 		}
 	}
-	ops, err := readOpState(ctx, d, h.OperatorState)
+	ops, err := rocksdbformat.ReadOpState(ctx, d, h.OperatorState)
 	if err != nil {
 		os.RemoveAll(dir)
 		return err
 	}
-	in, err := openInstance(dir, b.operator(op), sub.Index, h.KeyGroups)
+	in, err := rocksdbformat.OpenInstance(dir, b.operator(op), sub.Index, h.KeyGroups)
 	if err != nil {
 		os.RemoveAll(dir)
 		return err
@@ -404,7 +406,7 @@ func (b *Incremental) restoreSubtask(ctx context.Context, d chkdir.Dir, m *metad
 		in.SetOperatorState(l.Name, l.Values)
 	}
 	in.SetRaw(ops.Raw)
-	known := map[string]file{}
+	known := map[string]rocksdbformat.File{}
 	for _, f := range h.Files {
 		if f.Shared {
 			known[f.Local] = f
@@ -418,7 +420,7 @@ func (b *Incremental) restoreSubtask(ctx context.Context, d chkdir.Dir, m *metad
 func (b *Incremental) closeInstances(remove bool) {
 	for _, in := range b.instances {
 		if remove {
-			in.destroy()
+			in.Destroy()
 		} else {
 			in.Close()
 		}

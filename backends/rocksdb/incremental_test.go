@@ -3,7 +3,6 @@ package rocksdb
 import (
 	"context"
 	"errors"
-	"github.com/stateutil/stateutil/internal/chkdir"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -11,16 +10,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stateutil/stateutil/internal/chkdir"
+	"github.com/stateutil/stateutil/internal/rocksdbformat"
+	"github.com/stateutil/stateutil/internal/rocksdbformat/rockstest"
+
 	"github.com/stateutil/stateutil/keygroup"
 	"github.com/stateutil/stateutil/snapshot"
 	"github.com/stateutil/stateutil/storage"
 )
-
-// kvOperator is a single value state with int64 keys.
-func kvOperator(p, maxP int) *snapshot.Operator {
-	return &snapshot.Operator{ID: "0c0d", Parallelism: p, MaxParallelism: maxP,
-		KeyedStates: []snapshot.KeyedState{{Name: "kv", Kind: snapshot.Value, KeyType: tInt64, NamespaceType: tVoid, ValueType: tBytes}}}
-}
 
 // fillKV writes keys [from, to) with random values of size bytes.
 func fillKV(t testing.TB, b *Incremental, op *snapshot.Operator, from, to, size int, r *rand.Rand) {
@@ -33,7 +30,7 @@ func fillKV(t testing.TB, b *Incremental, op *snapshot.Operator, from, to, size 
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := in.Put(&snapshot.Entry{KeyGroup: kg, State: "kv", Key: key, Value: randBytes(r, size)}); err != nil {
+		if err := in.Put(&snapshot.Entry{KeyGroup: kg, State: "kv", Key: key, Value: rockstest.RandBytes(r, size)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -51,7 +48,7 @@ func newIncremental(t testing.TB, retain int) *Incremental {
 func allEntries(t testing.TB, b *Incremental) []snapshot.Entry {
 	var out []snapshot.Entry
 	for _, in := range b.Instances() {
-		out = append(out, collect(t, in.Entries(context.Background(), in.KeyGroups()))...)
+		out = append(out, rockstest.Collect(t, in.Entries(context.Background(), in.KeyGroups()))...)
 	}
 	return out
 }
@@ -59,7 +56,7 @@ func allEntries(t testing.TB, b *Incremental) []snapshot.Entry {
 func TestIncrementalUploadsOnlyNewFiles(t *testing.T) {
 	ctx := context.Background()
 	root := t.TempDir()
-	op := kvOperator(2, 128)
+	op := rockstest.KVOperator(2, 128)
 	b := newIncremental(t, 2)
 	r := rand.New(rand.NewPCG(1, 2))
 	const n = 40_000
@@ -92,7 +89,7 @@ func TestIncrementalUploadsOnlyNewFiles(t *testing.T) {
 	if err != nil || s.CheckpointID != 2 {
 		t.Fatalf("restore of the job directory: %v (want chk-2)", err)
 	}
-	sameEntries(t, "restored", want, allEntries(t, b2))
+	rockstest.SameEntries(t, "restored", want, allEntries(t, b2))
 	c3, err := b2.Checkpoint(ctx, root, "job", 3)
 	if err != nil {
 		t.Fatal(err)
@@ -121,11 +118,11 @@ func sharedOnDisk(t *testing.T, jobDir string) []string {
 // referenced reads chk-N/_metadata and returns its shared files.
 func referenced(t *testing.T, jobDir string, id int64) []string {
 	d := chkdir.At(storage.Local(), filepath.Join(jobDir, chkdir.CheckpointDirName(id)))
-	m, err := readMetadata(context.Background(), d)
+	m, err := rocksdbformat.ReadMetadata(context.Background(), d)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := m.sharedPaths(d)
+	p, err := m.SharedPaths(d)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +152,7 @@ func TestRegistryDeletesExactlyUnneeded(t *testing.T) {
 	ctx := context.Background()
 	root := t.TempDir()
 	jobDir := filepath.Join(root, "job")
-	op := kvOperator(1, 128)
+	op := rockstest.KVOperator(1, 128)
 	b := newIncremental(t, 2)
 	r := rand.New(rand.NewPCG(3, 4))
 	fillKV(t, b, op, 0, 5000, 100, r)
@@ -163,7 +160,7 @@ func TestRegistryDeletesExactlyUnneeded(t *testing.T) {
 	for id := int64(1); id <= 5; id++ {
 		fillKV(t, b, op, int(id)*100, int(id)*100+50, 100, r)
 		if id == 3 {
-			b.Instances()[0].db.Compact() // rewrite every SST
+			b.Instances()[0].DB().Compact() // rewrite every SST
 		}
 		res, err := b.Checkpoint(ctx, root, "job", id)
 		if err != nil {
@@ -223,7 +220,7 @@ func TestRegistryCounts(t *testing.T) {
 func TestDamagedFiles(t *testing.T) {
 	ctx := context.Background()
 	root := t.TempDir()
-	op := kvOperator(1, 128)
+	op := rockstest.KVOperator(1, 128)
 	b := newIncremental(t, 1)
 	fillKV(t, b, op, 0, 2000, 50, rand.New(rand.NewPCG(5, 6)))
 	if _, err := b.Checkpoint(ctx, root, "job", 1); err != nil {

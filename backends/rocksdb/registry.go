@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/stateutil/stateutil/internal/chkdir"
 	"slices"
+
+	"github.com/stateutil/stateutil/internal/chkdir"
+	"github.com/stateutil/stateutil/internal/rocksdbformat"
 
 	"github.com/stateutil/stateutil/storage"
 )
@@ -90,11 +92,11 @@ func LoadRegistry(ctx context.Context, st storage.Storage, jobDir string) (*Regi
 	}
 	for _, cp := range cps {
 		d := chkdir.At(st, cp.Path)
-		m, err := readMetadata(ctx, d)
+		m, err := rocksdbformat.ReadMetadata(ctx, d)
 		if err != nil {
 			return nil, err
 		}
-		shared, err := m.sharedPaths(d)
+		shared, err := m.SharedPaths(d)
 		if err != nil {
 			return nil, err
 		}

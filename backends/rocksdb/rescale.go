@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/stateutil/stateutil/internal/rocksdb"
+	"github.com/stateutil/stateutil/internal/rocksdbformat"
 	"github.com/stateutil/stateutil/keygroup"
 	"github.com/stateutil/stateutil/snapshot"
 )
@@ -37,7 +38,7 @@ import (
 //     finishes its SST files at key-group boundaries, sstTarget, so most
 //     files qualify). The key ranges between those files stream raw into
 //     an external SST file each, one per CPU at a time and in a C loop
-//     (native.go), while the new instance is made; the files are then
+//     (internal/rocksdb), while the new instance is made; the files are then
 //     ingested. All are disjoint, so each file receives its keys in order
 //     and none overlaps another.
 //
@@ -64,7 +65,7 @@ func (w *writer) SubtaskFrom(ctx context.Context, r snapshot.Reader, op, newOp *
 	// Every source is checked and opened before use; opening them all at
 	// once spreads the checks over the CPUs even when every new subtask
 	// reads the same old subtask first.
-	hs := make([]*handle, len(srcs))
+	hs := make([]*rocksdbformat.Handle, len(srcs))
 	for i := range srcs {
 		hs[i] = srcs[i].h
 	}
@@ -129,7 +130,7 @@ func (w *writer) SubtaskFrom(ctx context.Context, r snapshot.Reader, op, newOp *
 // src: SST files, which RocksDB never changes, hard-linked (to the file a
 // symbolic link in src names); the rest (MANIFEST, CURRENT, OPTIONS,
 // logs), which it does, copied.
-func linkDB(src string, files []file, dir string) error {
+func linkDB(src string, files []rocksdbformat.File, dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -167,7 +168,7 @@ func copyLocalFile(from, to string) error {
 // recordSums notes the checksums the old snapshot records for the SST
 // files linked from it: the new snapshot records them unread, so damage
 // in an old file stays visible as a checksum mismatch.
-func (cs *copiedSubtask) recordSums(files []file) error {
+func (cs *copiedSubtask) recordSums(files []rocksdbformat.File) error {
 	for _, f := range files {
 		if strings.HasSuffix(f.Local, ".sst") {
 			if err := cs.in.RecordCRC32C(filepath.Join(cs.in.Dir(), f.Local), f.CRC32C); err != nil {
@@ -215,7 +216,7 @@ func (cs *copiedSubtask) Close() error {
 // source is an old subtask's share of the new range.
 type source struct {
 	sub  *snapshot.Subtask
-	h    *handle
+	h    *rocksdbformat.Handle
 	part keygroup.Range
 }
 
@@ -232,7 +233,7 @@ func sources(rr *reader, op *snapshot.Operator, kgs keygroup.Range) ([]source, e
 		if err != nil {
 			return nil, err
 		}
-		if w := prefixWidth(op.MaxParallelism); w != h.PrefixBytes {
+		if w := rocksdbformat.PrefixWidth(op.MaxParallelism); w != h.PrefixBytes {
 			return nil, snapshot.Corrupt(rr.d.Storage.URI(rr.d.Metadata()), -1, "operator %s subtask %d: %d-byte key-group prefix recorded, max parallelism %d implies %d", op.Label(), sub.Index, h.PrefixBytes, op.MaxParallelism, w)
 		}
 		if part = part.Intersect(h.KeyGroups); part.Len() > 0 {
@@ -261,16 +262,16 @@ func (cs *copiedSubtask) clip(op *snapshot.Operator, part keygroup.Range) error 
 			}
 		}
 	}
-	codecs := codecs(op)
+	codecs := rocksdbformat.Codecs(op)
 	var dirty []string
 	for i := range op.KeyedStates {
 		c := codecs[op.KeyedStates[i].Name]
-		deleted, err := d.DeleteOutside(c.state, c.kgPrefix(part.Start), c.upperBound(part.End))
+		deleted, err := d.DeleteOutside(c.State, c.KeyGroupPrefix(part.Start), c.UpperBound(part.End))
 		if err != nil {
-			return fmt.Errorf("state %q: %w", c.state, err)
+			return fmt.Errorf("state %q: %w", c.State, err)
 		}
 		if deleted {
-			dirty = append(dirty, c.state)
+			dirty = append(dirty, c.State)
 		}
 	}
 	d.Rewrite(dirty...)

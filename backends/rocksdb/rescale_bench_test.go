@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stateutil/stateutil/internal/rocksdbformat/rockstest"
 	"github.com/stateutil/stateutil/keygroup"
 	"github.com/stateutil/stateutil/snapshot"
 )
@@ -56,7 +57,7 @@ func benchRescaleSource(b *testing.B, size int64) string {
 	}
 	r := rand.New(rand.NewPCG(11, 12))
 	value := func(i int) []byte {
-		v := fmt.Appendf(randBytes(r, n/2), "payload-%0*d", n, i)
+		v := fmt.Appendf(rockstest.RandBytes(r, n/2), "payload-%0*d", n, i)
 		return v[:n]
 	}
 	var all []snapshot.Entry
@@ -86,7 +87,7 @@ func benchRescaleSource(b *testing.B, size int64) string {
 		per[i] = append(per[i], e)
 	}
 	for i := range per {
-		per[i] = canonical(per[i])
+		per[i] = rockstest.Canonical(per[i])
 	}
 	loc := filepath.Join(b.TempDir(), "src")
 	writePlain(b, loc, op, per)

@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 
 	"github.com/stateutil/stateutil/internal/rocksdb"
+	"github.com/stateutil/stateutil/internal/rocksdbformat"
 	"github.com/stateutil/stateutil/keygroup"
 	"github.com/stateutil/stateutil/snapshot"
 )
@@ -43,7 +44,7 @@ func pickPrimary(op *snapshot.Operator, srcs []source) *source {
 // (upper nil: to the end), copied into its own external SST file.
 type share struct {
 	src          *rocksdb.ReadOnlyDB
-	c            *codec
+	c            *rocksdbformat.Codec
 	lower, upper []byte
 	path         string
 	label        string
@@ -66,7 +67,7 @@ type link struct {
 func planShares(ctx context.Context, rr *reader, op *snapshot.Operator, srcs []source, primary *source, newKGs keygroup.Range, tmp string) ([]*share, []*link, error) {
 	var shares []*share
 	var links []*link
-	cs := codecs(op)
+	cs := rocksdbformat.Codecs(op)
 	for i := range srcs {
 		s := &srcs[i]
 		if s == primary || len(s.h.Files) == 0 || len(op.KeyedStates) == 0 {
@@ -82,11 +83,11 @@ func planShares(ctx context.Context, rr *reader, op *snapshot.Operator, srcs []s
 		}
 		for j := range op.KeyedStates {
 			c := cs[op.KeyedStates[j].Name]
-			if !d.Has(c.state) {
+			if !d.Has(c.State) {
 				continue
 			}
-			lower, upper := c.kgPrefix(s.part.Start), c.upperBound(s.part.End)
-			whole, err := linkableFiles(d, c.state, lower, upper, crcs)
+			lower, upper := c.KeyGroupPrefix(s.part.Start), c.UpperBound(s.part.End)
+			whole, err := linkableFiles(d, c.State, lower, upper, crcs)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -94,7 +95,7 @@ func planShares(ctx context.Context, rr *reader, op *snapshot.Operator, srcs []s
 			if err != nil {
 				return nil, nil, err
 			}
-			label := fmt.Sprintf("operator %s subtask %d state %q", op.Label(), s.sub.Index, c.state)
+			label := fmt.Sprintf("operator %s subtask %d state %q", op.Label(), s.sub.Index, c.State)
 			addShare := func(lo, hi []byte) {
 				for _, p := range pieces(c, lo, hi, s.part.Start, sizes) {
 					shares = append(shares, &share{src: d, c: c, lower: p[0], upper: p[1], label: label,
@@ -104,7 +105,7 @@ func planShares(ctx context.Context, rr *reader, op *snapshot.Operator, srcs []s
 			for _, f := range whole {
 				addShare(lower, f.Smallest)
 				lower = append(slices.Clip(f.Largest), 0) // the key right after it
-				links = append(links, &link{state: c.state, from: f.from, crc: f.crc,
+				links = append(links, &link{state: c.State, from: f.from, crc: f.crc,
 					path: filepath.Join(tmp, "link-"+strconv.Itoa(len(links))+".sst")})
 			}
 			addShare(lower, upper)
@@ -118,15 +119,15 @@ func planShares(ctx context.Context, rr *reader, op *snapshot.Operator, srcs []s
 // subtask writer would end a file (sstTarget), so that the copies are
 // files a later rescale can link in turn. sizes holds the state's bytes in
 // each key group of the source from first on (keyGroupSizes).
-func pieces(c *codec, lo, hi []byte, first int, sizes []uint64) [][2][]byte {
+func pieces(c *rocksdbformat.Codec, lo, hi []byte, first int, sizes []uint64) [][2][]byte {
 	if hi != nil && bytes.Compare(lo, hi) >= 0 {
 		return nil
 	}
 	var out [][2][]byte
 	start, size := lo, uint64(0)
-	for kg := c.keyGroupOf(lo); kg < first+len(sizes)-1; kg++ {
+	for kg := c.KeyGroupOf(lo); kg < first+len(sizes)-1; kg++ {
 		size += sizes[kg-first]
-		cut := c.kgPrefix(kg + 1)
+		cut := c.KeyGroupPrefix(kg + 1)
 		if hi != nil && bytes.Compare(cut, hi) >= 0 {
 			break
 		}
@@ -138,15 +139,15 @@ func pieces(c *codec, lo, hi []byte, first int, sizes []uint64) [][2][]byte {
 	return append(out, [2][]byte{start, hi})
 }
 
-// keyGroupSizes estimates the bytes column family c.state holds in each
+// keyGroupSizes estimates the bytes column family c.State holds in each
 // key group from first to last, from its files' indexes (RocksDB's
 // approximate sizes).
-func keyGroupSizes(d *rocksdb.ReadOnlyDB, c *codec, first, last int) ([]uint64, error) {
+func keyGroupSizes(d *rocksdb.ReadOnlyDB, c *rocksdbformat.Codec, first, last int) ([]uint64, error) {
 	ranges := make([]rocksdb.Range, last-first+1)
 	for kg := first; kg <= last; kg++ {
-		ranges[kg-first] = rocksdb.Range{Start: c.kgPrefix(kg), Limit: c.kgPrefix(kg + 1)}
+		ranges[kg-first] = rocksdb.Range{Start: c.KeyGroupPrefix(kg), Limit: c.KeyGroupPrefix(kg + 1)}
 	}
-	return d.ApproximateSizes(c.state, ranges)
+	return d.ApproximateSizes(c.State, ranges)
 }
 
 // wholeFile is a source's SST file that can be linked (linkableFiles).
@@ -159,7 +160,7 @@ type wholeFile struct {
 // linkableFiles lists, in key order, the SST files of d's column family
 // state that lie inside [lower, upper) and can be taken as they are: no
 // other file or memtable entry shares their keys, the file needs no
-// rewriting to be ingested (linkable), and the snapshot records its
+// rewriting to be ingested (rocksdb.SSTLinkable), and the snapshot records its
 // checksum (crcs, by local name) to carry over.
 func linkableFiles(d *rocksdb.ReadOnlyDB, state string, lower, upper []byte, crcs map[string]uint32) ([]wholeFile, error) {
 	files, ok := d.LiveFiles(state)
@@ -216,7 +217,7 @@ func (cs *copiedSubtask) ingestShares(op *snapshot.Operator, shares []*share, li
 			linked = append(linked, l.path)
 		}
 		for _, sh := range shares {
-			if sh.ok && sh.c.state == name {
+			if sh.ok && sh.c.State == name {
 				if err := cs.in.RecordCRC32C(sh.path, sh.crc); err != nil {
 					return err
 				}
@@ -265,7 +266,7 @@ func runShares(ctx context.Context, shares []*share) error {
 // copy writes the share's key range of its state, raw, into its file,
 // compressed or not as the range's first pairs tell.
 func (sh *share) copy(ctx context.Context) error {
-	it := sh.src.NewIterator(sh.c.state, sh.lower, sh.upper)
+	it := sh.src.NewIterator(sh.c.State, sh.lower, sh.upper)
 	defer it.Close()
 	var head []byte // the first pairs, key then value, each with its length
 	for ; it.Valid() && len(head) < compressionSample; it.Next() {

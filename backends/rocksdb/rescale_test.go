@@ -16,6 +16,8 @@ import (
 
 	"github.com/stateutil/stateutil/internal/chkdir"
 	"github.com/stateutil/stateutil/internal/rocksdb"
+	"github.com/stateutil/stateutil/internal/rocksdbformat"
+	"github.com/stateutil/stateutil/internal/rocksdbformat/rockstest"
 	"github.com/stateutil/stateutil/keygroup"
 	"github.com/stateutil/stateutil/migrate"
 	"github.com/stateutil/stateutil/redistribute"
@@ -199,16 +201,16 @@ func checkFiles(t *testing.T, loc string) {
 	}
 	ctx := context.Background()
 	d := chkdir.At(storage.Local(), loc)
-	m, err := readMetadata(ctx, d)
+	m, err := rocksdbformat.ReadMetadata(ctx, d)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, h := range m.Handles {
-		if !slices.ContainsFunc(h.Files, func(f file) bool { return strings.HasSuffix(f.Local, ".sst") }) {
+		if !slices.ContainsFunc(h.Files, func(f rocksdbformat.File) bool { return strings.HasSuffix(f.Local, ".sst") }) {
 			continue
 		}
-		dir := filepath.Join(t.TempDir(), subtaskDirName(h.Operator, h.Subtask))
-		if err := downloadHandle(ctx, d, h, dir); err != nil {
+		dir := filepath.Join(t.TempDir(), rocksdbformat.SubtaskDirName(h.Operator, h.Subtask))
+		if err := rocksdbformat.DownloadHandle(ctx, d, h, dir); err != nil {
 			t.Fatal(err)
 		}
 		run(t, ldb, "--db="+dir, "checkconsistency")
@@ -244,7 +246,7 @@ func checkFiles(t *testing.T, loc string) {
 // per-key-group figures.
 func TestRescaleFastPathFromIncremental(t *testing.T) {
 	ctx := context.Background()
-	op := kvOperator(2, 4096)
+	op := rockstest.KVOperator(2, 4096)
 	b := newIncremental(t, 2)
 	r := rand.New(rand.NewPCG(3, 4))
 	root := t.TempDir()
@@ -270,7 +272,7 @@ func TestRescaleFastPathFromIncremental(t *testing.T) {
 		}
 		all = append(all, sub.Entries...)
 	}
-	sameEntries(t, "rescaled incremental checkpoint", want, all)
+	rockstest.SameEntries(t, "rescaled incremental checkpoint", want, all)
 	checkFiles(t, fast)
 }
 
@@ -315,12 +317,12 @@ func writePlain(tb testing.TB, loc string, op *snapshot.Operator, per [][]snapsh
 func TestRescaleFastPathClipsPrimary(t *testing.T) {
 	ctx := context.Background()
 	for _, maxP := range []int{128, 4096} {
-		op := testOperator("0c1d", 1, maxP)
+		op := rockstest.Operator("0c1d", 1, maxP)
 		src := filepath.Join(t.TempDir(), "src")
-		writePlain(t, src, op, testEntries(t, op, 500, 5))
+		writePlain(t, src, op, rockstest.Entries(t, op, 500, 5))
 
 		d := chkdir.At(storage.Local(), src)
-		m, err := readMetadata(ctx, d)
+		m, err := rocksdbformat.ReadMetadata(ctx, d)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -341,7 +343,7 @@ func TestRescaleFastPathClipsPrimary(t *testing.T) {
 				sub.Keyed.Bytes += g.Bytes
 			}
 		}
-		if err := writeMetadata(ctx, d, m); err != nil {
+		if err := rocksdbformat.WriteMetadata(ctx, d, m); err != nil {
 			t.Fatal(err)
 		}
 		for _, p := range []int{2, 1, 3} {
@@ -366,10 +368,10 @@ func TestRescaleFastPathClipsPrimary(t *testing.T) {
 // TestRescaleFastPathCanceled leaves nothing a reader accepts when the
 // context ends during the rescale.
 func TestRescaleFastPathCanceled(t *testing.T) {
-	op := testOperator("0c2d", 2, 128)
+	op := rockstest.Operator("0c2d", 2, 128)
 	op.OperatorStates = nil
 	src := filepath.Join(t.TempDir(), "src")
-	writePlain(t, src, op, testEntries(t, op, 300, 6))
+	writePlain(t, src, op, rockstest.Entries(t, op, 300, 6))
 	ctx, cancel := context.WithCancel(context.Background())
 	r, err := testReg.Open(ctx, src, snapshot.OpenOptions{TempDir: t.TempDir()})
 	if err != nil {
@@ -450,7 +452,7 @@ func filesWithin(t *testing.T, loc string, p int) []string {
 	t.Helper()
 	ctx := context.Background()
 	d := chkdir.At(storage.Local(), loc)
-	m, err := readMetadata(ctx, d)
+	m, err := rocksdbformat.ReadMetadata(ctx, d)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -458,18 +460,19 @@ func filesWithin(t *testing.T, loc string, p int) []string {
 	for _, h := range m.Handles {
 		op, _ := m.Snapshot.Operator(h.Operator)
 		dir := filepath.Join(t.TempDir(), "db")
-		if err := linkHandle(ctx, d, h, dir); err != nil {
+		if err := rocksdbformat.LinkHandle(ctx, d, h, dir); err != nil {
 			t.Fatal(err)
 		}
 		db, err := rocksdb.OpenReadOnly(dir, rocksdb.ReadOnlyOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		c := &codec{prefix: h.PrefixBytes}
+		cs := rocksdbformat.Codecs(op)
 		for _, cf := range db.ColumnFamilies() {
+			c := cs[cf]
 			files, _ := db.LiveFiles(cf)
 			for _, f := range files {
-				first, last := c.keyGroupOf(f.Smallest), c.keyGroupOf(f.Largest)
+				first, last := c.KeyGroupOf(f.Smallest), c.KeyGroupOf(f.Largest)
 				if keygroup.SubtaskOf(first, op.MaxParallelism, p) == keygroup.SubtaskOf(last, op.MaxParallelism, p) {
 					real, err := filepath.EvalSymlinks(filepath.Join(dir, f.Name))
 					if err != nil {
@@ -520,15 +523,15 @@ func TestRescaleFastPathNoNativeLeak(t *testing.T) {
 	if testing.Short() {
 		t.Skip("long loop")
 	}
-	op := testOperator("0c3d", 2, 128)
+	op := rockstest.Operator("0c3d", 2, 128)
 	src := filepath.Join(t.TempDir(), "src")
-	writePlain(t, src, op, testEntries(t, op, 300, 8))
+	writePlain(t, src, op, rockstest.Entries(t, op, 300, 8))
 	cycle := func(i int) {
 		dst, _ := rescaleTo(t, src, 1+2*(i%2), false) // 2 -> 1, 2 -> 3
 		os.RemoveAll(dst)
 	}
 	const loops = 60
-	before, after := rssAcross(t, 20, loops, cycle)
+	before, after := rockstest.RSSAcross(t, 20, loops, cycle)
 	t.Logf("VmRSS %d KiB after warm-up, %d KiB after %d more rescales (%+d KiB)", before, after, loops, after-before)
 	// The entry-by-entry path settles at about +4 MiB here as well.
 	if after-before > 8<<10 {
@@ -539,7 +542,7 @@ func TestRescaleFastPathNoNativeLeak(t *testing.T) {
 // TestPiecesEndWhereWriterFilesEnd checks where a rescale cuts the key
 // ranges it copies: at key-group boundaries, by the writer's rule.
 func TestPiecesEndWhereWriterFilesEnd(t *testing.T) {
-	c := &codec{prefix: 1}
+	c := rocksdbformat.Codecs(rockstest.KVOperator(1, 128))["kv"] // 1-byte prefixes
 	sizes := func(n int, each uint64) []uint64 {
 		out := make([]uint64, n)
 		for i := range out {
@@ -550,7 +553,7 @@ func TestPiecesEndWhereWriterFilesEnd(t *testing.T) {
 	cuts := func(ps [][2][]byte) []int {
 		var out []int
 		for _, p := range ps[1:] {
-			out = append(out, c.keyGroupOf(p[0]))
+			out = append(out, c.KeyGroupOf(p[0]))
 		}
 		return out
 	}
@@ -568,12 +571,12 @@ func TestPiecesEndWhereWriterFilesEnd(t *testing.T) {
 		sizes    []uint64
 		wantCuts []int
 	}{
-		{"key groups past 4 MiB: each alone", c.kgPrefix(0), nil, 0, sizes(64, 10<<20), every(1, 63, 1)},
-		{"key groups of 1 MiB: every fourth", c.kgPrefix(0), nil, 0, sizes(64, 1<<20), every(4, 60, 4)},
-		{"key groups of 3 MiB: every second", c.kgPrefix(0), nil, 0, sizes(64, 3<<20), every(2, 62, 2)},
-		{"a small state: one piece", c.kgPrefix(0), nil, 0, sizes(64, 10<<10), nil},
-		{"bounded above", c.kgPrefix(10), c.kgPrefix(20), 10, sizes(118, 1<<20), []int{14, 18}},
-		{"from inside a key group", append(c.kgPrefix(9), 7), nil, 9, sizes(12, 2<<20), every(11, 19, 2)},
+		{"key groups past 4 MiB: each alone", c.KeyGroupPrefix(0), nil, 0, sizes(64, 10<<20), every(1, 63, 1)},
+		{"key groups of 1 MiB: every fourth", c.KeyGroupPrefix(0), nil, 0, sizes(64, 1<<20), every(4, 60, 4)},
+		{"key groups of 3 MiB: every second", c.KeyGroupPrefix(0), nil, 0, sizes(64, 3<<20), every(2, 62, 2)},
+		{"a small state: one piece", c.KeyGroupPrefix(0), nil, 0, sizes(64, 10<<10), nil},
+		{"bounded above", c.KeyGroupPrefix(10), c.KeyGroupPrefix(20), 10, sizes(118, 1<<20), []int{14, 18}},
+		{"from inside a key group", append(c.KeyGroupPrefix(9), 7), nil, 9, sizes(12, 2<<20), every(11, 19, 2)},
 	} {
 		ps := pieces(c, tc.lo, tc.hi, tc.first, tc.sizes)
 		if !bytes.Equal(ps[0][0], tc.lo) || !bytes.Equal(ps[len(ps)-1][1], tc.hi) {
@@ -588,7 +591,7 @@ func TestPiecesEndWhereWriterFilesEnd(t *testing.T) {
 			t.Errorf("%s: cut at key groups %v, want %v", tc.name, got, tc.wantCuts)
 		}
 	}
-	if ps := pieces(c, c.kgPrefix(5), c.kgPrefix(5), 0, sizes(128, 0)); ps != nil {
+	if ps := pieces(c, c.KeyGroupPrefix(5), c.KeyGroupPrefix(5), 0, sizes(128, 0)); ps != nil {
 		t.Errorf("an empty range gave pieces %v", ps)
 	}
 }

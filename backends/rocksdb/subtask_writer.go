@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/stateutil/stateutil/internal/rocksdb"
+	"github.com/stateutil/stateutil/internal/rocksdbformat"
 	"github.com/stateutil/stateutil/keygroup"
 	"github.com/stateutil/stateutil/snapshot"
 )
@@ -40,7 +41,7 @@ var sortBudget = 64 << 20
 type subtaskWriter struct {
 	ctx     context.Context
 	w       *writer
-	in      *Instance
+	in      *rocksdbformat.Instance
 	tmp     string
 	states  map[string]*sstState
 	last    *sstState // the state of the entry before
@@ -60,7 +61,7 @@ type subtaskWriter struct {
 // sstState is one state's external SST file and the current key group's
 // records, not yet sorted.
 type sstState struct {
-	c        *codec
+	c        *rocksdbformat.Codec
 	path     string             // its SST files' paths begin so
 	sst      *rocksdb.SSTWriter // the SST file being written, opened by a flush
 	files    int                // SST files begun
@@ -79,7 +80,7 @@ func (s *sstState) valOf(r rocksdb.Record) []byte {
 
 func (sw *subtaskWriter) Entry(e *snapshot.Entry) error {
 	if sw.closed {
-		return errClosed
+		return rocksdbformat.ErrClosed
 	}
 	s, err := sw.stateOf(e)
 	if err != nil {
@@ -94,7 +95,7 @@ func (sw *subtaskWriter) Entry(e *snapshot.Entry) error {
 			return err
 		}
 	}
-	if sw.key, err = c.encodeKey(sw.key[:0], e); err != nil {
+	if sw.key, err = c.EncodeKey(sw.key[:0], e); err != nil {
 		return err
 	}
 	sw.count(e)
@@ -124,10 +125,10 @@ func (s *sstState) add(key []byte, e *snapshot.Entry) error {
 			// The last record's value ends the buffer: change it in place.
 			vstart := last.Off + last.KeyLen
 			var err error
-			if c.kind == snapshot.List {
-				s.buf, err = c.appendElement(s.buf, last.ValueLen, e)
+			if c.Kind == snapshot.List {
+				s.buf, err = c.AppendElement(s.buf, last.ValueLen, e)
 			} else {
-				s.buf, err = c.encodeValue(s.buf[:vstart], e)
+				s.buf, err = c.EncodeValue(s.buf[:vstart], e)
 			}
 			if err != nil {
 				return err
@@ -143,10 +144,10 @@ func (s *sstState) add(key []byte, e *snapshot.Entry) error {
 	off := len(s.buf)
 	s.buf = append(s.buf, key...)
 	var err error
-	if c.kind == snapshot.List {
-		s.buf, err = c.appendElement(s.buf, 0, e)
+	if c.Kind == snapshot.List {
+		s.buf, err = c.AppendElement(s.buf, 0, e)
 	} else {
-		s.buf, err = c.encodeValue(s.buf, e)
+		s.buf, err = c.EncodeValue(s.buf, e)
 	}
 	if err != nil {
 		s.buf = s.buf[:off]
@@ -201,7 +202,7 @@ func (s *sstState) mergeEqualKeys() error {
 			j++
 		}
 		r := s.recs[j-1] // the last write wins
-		if j > i+1 && s.c.kind == snapshot.List {
+		if j > i+1 && s.c.Kind == snapshot.List {
 			var err error
 			if r, err = s.joinList(s.recs[i:j]); err != nil {
 				return err
@@ -221,7 +222,7 @@ func (s *sstState) joinList(run []rocksdb.Record) (rocksdb.Record, error) {
 	s.buf = append(s.buf, s.keyOf(run[0])...)
 	for i, r := range run {
 		if i > 0 {
-			s.buf = append(s.buf, listDelimiter)
+			s.buf = append(s.buf, rocksdbformat.ListDelimiter)
 		}
 		s.buf = append(s.buf, s.valOf(r)...)
 	}
@@ -234,10 +235,10 @@ func (s *sstState) joinList(run []rocksdb.Record) (rocksdb.Record, error) {
 // larger than MaxValueSize.
 func (s *sstState) checkMerged(key []byte, n int) error {
 	var e snapshot.Entry
-	if err := s.c.decodeKey(key, &e); err != nil {
+	if err := s.c.DecodeKey(key, &e); err != nil {
 		return err
 	}
-	return s.c.checkSize(&e, int64(n))
+	return s.c.CheckSize(&e, int64(n))
 }
 
 // flushAll writes every state's buffered key group.
@@ -291,19 +292,19 @@ func (sw *subtaskWriter) fallBack(s *sstState) error {
 	}
 	for _, r := range s.recs { // arrival order: later writes win, lists append
 		key, val := s.keyOf(r), s.valOf(r)
-		if s.c.kind == snapshot.List {
-			old, ok, err := sw.in.DB().Get(s.c.state, key)
+		if s.c.Kind == snapshot.List {
+			old, ok, err := sw.in.DB().Get(s.c.State, key)
 			if err != nil {
-				return fmt.Errorf("rocksdb: state %q: %w", s.c.state, err)
+				return fmt.Errorf("rocksdb: state %q: %w", s.c.State, err)
 			}
 			if ok && len(old) > 0 {
 				if err := s.checkMerged(key, len(old)+1+len(val)); err != nil {
 					return err
 				}
-				val = append(append(old, listDelimiter), val...)
+				val = append(append(old, rocksdbformat.ListDelimiter), val...)
 			}
 		}
-		if err := sw.in.DB().Put(s.c.state, key, val); err != nil {
+		if err := sw.in.DB().Put(s.c.State, key, val); err != nil {
 			return err
 		}
 	}
@@ -326,17 +327,17 @@ func (sw *subtaskWriter) count(e *snapshot.Entry) {
 // stateOf is e's state, e checked by the instance's codec unless the
 // entry before was of the same state and key group.
 func (sw *subtaskWriter) stateOf(e *snapshot.Entry) (*sstState, error) {
-	if s := sw.last; s != nil && e.KeyGroup == sw.lastKG && s.c.state == e.State {
+	if s := sw.last; s != nil && e.KeyGroup == sw.lastKG && s.c.State == e.State {
 		return s, nil
 	}
-	c, err := sw.in.codec(e)
+	c, err := sw.in.Codec(e)
 	if err != nil {
 		return nil, err
 	}
-	s, ok := sw.states[c.state]
+	s, ok := sw.states[c.State]
 	if !ok {
 		s = &sstState{c: c, path: filepath.Join(sw.tmp, "ingest-"+strconv.Itoa(len(sw.states)))}
-		sw.states[c.state] = s
+		sw.states[c.State] = s
 	}
 	sw.last = s
 	return s, nil
@@ -373,12 +374,12 @@ func (sw *subtaskWriter) ingest(s *sstState) error {
 	}
 	files := s.finished
 	s.finished = nil
-	return sw.in.DB().Ingest(s.c.state, files)
+	return sw.in.DB().Ingest(s.c.State, files)
 }
 
 func (sw *subtaskWriter) Element(state string, value []byte) error {
 	if sw.closed {
-		return errClosed
+		return rocksdbformat.ErrClosed
 	}
 	sw.in.AddElement(state, value)
 	return nil
@@ -386,7 +387,7 @@ func (sw *subtaskWriter) Element(state string, value []byte) error {
 
 func (sw *subtaskWriter) Raw(raw snapshot.RawState) error {
 	if sw.closed {
-		return errClosed
+		return rocksdbformat.ErrClosed
 	}
 	sw.in.SetRaw(raw)
 	return nil
@@ -408,7 +409,7 @@ func (sw *subtaskWriter) Close() error {
 	return nil
 }
 
-func (sw *subtaskWriter) finish() (*handle, *snapshot.Subtask, error) {
+func (sw *subtaskWriter) finish() (*rocksdbformat.Handle, *snapshot.Subtask, error) {
 	if err := sw.flushAll(); err != nil {
 		return nil, nil, err
 	}
@@ -420,11 +421,11 @@ func (sw *subtaskWriter) finish() (*handle, *snapshot.Subtask, error) {
 	if sw.unordered {
 		sw.in.DB().Compact()
 	}
-	h, _, err := sw.in.upload(sw.ctx, sw.w.target(sw.in), sw.tmp)
+	h, _, err := sw.in.Upload(sw.ctx, sw.w.target(sw.in), sw.tmp)
 	if err != nil {
 		return nil, nil, err
 	}
-	sub := sw.in.subtaskModel()
+	sub := sw.in.SubtaskModel()
 	sub.Keyed = sw.stats
 	sub.KeyGroupStats = fullRange(sw.in.KeyGroups(), sw.kgStats)
 	return h, sub, nil
@@ -441,7 +442,7 @@ func (sw *subtaskWriter) discard() {
 		}
 		s.buf, s.recs = nil, nil
 	}
-	sw.in.destroy()
+	sw.in.Destroy()
 	os.RemoveAll(sw.tmp)
 }
 

@@ -1,4 +1,4 @@
-package rocksdb
+package rocksdbformat
 
 import (
 	"context"
@@ -33,9 +33,9 @@ func (c ctxReader) Read(p []byte) (int, error) {
 	return c.r.Read(p)
 }
 
-// uploadFile copies the local file src to remote path dst atomically and
+// UploadFile copies the local file src to remote path dst atomically and
 // returns its size and CRC32C.
-func uploadFile(ctx context.Context, st storage.Storage, src, dst string) (int64, uint32, error) {
+func UploadFile(ctx context.Context, st storage.Storage, src, dst string) (int64, uint32, error) {
 	in, err := os.Open(src)
 	if err != nil {
 		return 0, 0, err
@@ -66,13 +66,13 @@ func linkLocal(ctx context.Context, src, dst string, sums fileSums) (int64, uint
 	if err != nil {
 		return 0, 0, err
 	} else if !fi.Mode().IsRegular() {
-		return uploadFile(ctx, storage.Local(), src, dst)
+		return UploadFile(ctx, storage.Local(), src, dst)
 	}
 	if err := os.Remove(dst); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return 0, 0, err
 	}
 	if err := os.Link(src, dst); err != nil {
-		return uploadFile(ctx, storage.Local(), src, dst)
+		return UploadFile(ctx, storage.Local(), src, dst)
 	}
 	if crc, ok := sums.lookup(fi); ok {
 		return fi.Size(), crc, nil
@@ -135,7 +135,7 @@ func (s fileSums) lookup(fi os.FileInfo) (uint32, bool) {
 
 // download copies remote file f (at src) into local path dst, checking
 // it as readChecked does.
-func download(ctx context.Context, st storage.Storage, src, dst string, f file) error {
+func download(ctx context.Context, st storage.Storage, src, dst string, f File) error {
 	out, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
 	if err != nil {
 		return err
@@ -153,7 +153,7 @@ func download(ctx context.Context, st storage.Storage, src, dst string, f file) 
 // readChecked reads file f (at src) through to w, checking its size and
 // CRC32C against the metadata. A missing file wraps snapshot.ErrNotFound,
 // a damaged one snapshot.ErrCorrupt; both name the file.
-func readChecked(ctx context.Context, st storage.Storage, src string, f file, w io.Writer, buf []byte) error {
+func readChecked(ctx context.Context, st storage.Storage, src string, f File, w io.Writer, buf []byte) error {
 	in, err := st.Open(ctx, src)
 	if err != nil {
 		if isNotFound(err) {
@@ -179,9 +179,9 @@ func readChecked(ctx context.Context, st storage.Storage, src string, f file, w 
 	return nil
 }
 
-// downloadHandle fetches a subtask's RocksDB files from snapshot d into
+// DownloadHandle fetches a subtask's RocksDB files from snapshot d into
 // the new local directory dir.
-func downloadHandle(ctx context.Context, d chkdir.Dir, h *handle, dir string) error {
+func DownloadHandle(ctx context.Context, d chkdir.Dir, h *Handle, dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -197,12 +197,12 @@ func downloadHandle(ctx context.Context, d chkdir.Dir, h *handle, dir string) er
 	return nil
 }
 
-// linkHandle is downloadHandle for a snapshot on local disk: it checks
+// LinkHandle is DownloadHandle for a snapshot on local disk: it checks
 // each file's size and CRC32C as download does, then links it into dir
 // instead of copying it: a hard link where dir is on the same file system
 // (no new inode to allocate), else a symbolic link. The instance in dir
 // must be opened read-only: its files are the snapshot's.
-func linkHandle(ctx context.Context, d chkdir.Dir, h *handle, dir string) error {
+func LinkHandle(ctx context.Context, d chkdir.Dir, h *Handle, dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}

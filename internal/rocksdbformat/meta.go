@@ -1,4 +1,4 @@
-package rocksdb
+package rocksdbformat
 
 import (
 	"context"
@@ -24,27 +24,27 @@ var metaKind = envelope.Kind{Magic: [8]byte{'S', 'T', 'U', 'R', 'O', 'C', 'K', '
 // metaBodyLimit bounds the _metadata body a reader accepts.
 const metaBodyLimit = 256 << 20
 
-// metadata is the body of _metadata: the model plus, per subtask, the
+// Metadata is the body of _metadata: the model plus, per subtask, the
 // files that rebuild its RocksDB instance.
-type metadata struct {
+type Metadata struct {
 	Snapshot *snapshot.Snapshot `msgpack:"snapshot"`
-	Handles  []*handle          `msgpack:"handles"`
+	Handles  []*Handle          `msgpack:"handles"`
 }
 
-// handle is one subtask's RocksDB instance and operator state.
-type handle struct {
+// Handle is one subtask's RocksDB instance and operator state.
+type Handle struct {
 	Operator    string         `msgpack:"op"`
 	Subtask     int            `msgpack:"subtask"`
 	KeyGroups   keygroup.Range `msgpack:"kgs"`
 	PrefixBytes int            `msgpack:"prefix"`
 	// Files rebuild the RocksDB directory: shared SSTs and private files.
-	Files []file `msgpack:"files"`
+	Files []File `msgpack:"files"`
 	// OperatorState is the subtask's operator and raw state, if any.
-	OperatorState *file `msgpack:"opstate,omitempty"`
+	OperatorState *File `msgpack:"opstate,omitempty"`
 }
 
-// file is one uploaded file.
-type file struct {
+// File is one uploaded file.
+type File struct {
 	// Local is the name inside the RocksDB directory ("000012.sst").
 	Local string `msgpack:"local"`
 	// Path is the chkdir reference: relative to the _metadata's directory,
@@ -55,7 +55,7 @@ type file struct {
 	Shared bool   `msgpack:"shared,omitempty"`
 }
 
-func (m *metadata) handle(opID string, subtask int) (*handle, bool) {
+func (m *Metadata) Handle(opID string, subtask int) (*Handle, bool) {
 	for _, h := range m.Handles {
 		if h.Operator == opID && h.Subtask == subtask {
 			return h, true
@@ -65,30 +65,36 @@ func (m *metadata) handle(opID string, subtask int) (*handle, bool) {
 }
 
 // fillFiles copies each handle's file list into the model's Subtask.Files.
-func (m *metadata) fillFiles() {
+func (m *Metadata) fillFiles() {
 	for _, op := range m.Snapshot.Operators {
 		for _, st := range op.Subtasks {
-			h, ok := m.handle(op.ID, st.Index)
+			h, ok := m.Handle(op.ID, st.Index)
 			if !ok {
 				continue
 			}
 			st.Files = st.Files[:0]
-			for _, f := range h.allFiles() {
+			for _, f := range h.AllFiles() {
 				st.Files = append(st.Files, snapshot.FileRef{Path: f.Path, Size: f.Size, Shared: f.Shared, CRC32C: f.CRC32C})
 			}
 		}
 	}
 }
 
-func (h *handle) allFiles() []file {
+func (h *Handle) AllFiles() []File {
 	if h.OperatorState == nil {
 		return h.Files
 	}
 	return append(h.Files[:len(h.Files):len(h.Files)], *h.OperatorState)
 }
 
-// writeMetadata commits d's _metadata; call it after every file it lists.
-func writeMetadata(ctx context.Context, d chkdir.Dir, m *metadata) error {
+// ProbeMetadata reports whether d's _metadata is a rocksdb one, by its
+// magic bytes alone.
+func ProbeMetadata(ctx context.Context, d chkdir.Dir) (bool, error) {
+	return metaKind.Probe(ctx, d.Storage, d.Metadata())
+}
+
+// WriteMetadata commits d's _metadata; call it after every file it lists.
+func WriteMetadata(ctx context.Context, d chkdir.Dir, m *Metadata) error {
 	m.fillFiles()
 	body, err := msgpack.Marshal(m)
 	if err != nil {
@@ -97,10 +103,10 @@ func writeMetadata(ctx context.Context, d chkdir.Dir, m *metadata) error {
 	return d.CommitMetadata(ctx, metaKind.Encode(body))
 }
 
-// readMetadata reads and validates d's _metadata.
-func readMetadata(ctx context.Context, d chkdir.Dir) (*metadata, error) {
+// ReadMetadata reads and validates d's _metadata.
+func ReadMetadata(ctx context.Context, d chkdir.Dir) (*Metadata, error) {
 	file := d.Storage.URI(d.Metadata())
-	var m metadata
+	var m Metadata
 	if err := metaKind.ReadMsgpack(ctx, d.Storage, d.Metadata(), metaBodyLimit, &m); err != nil {
 		return nil, chkdir.NotFound(err)
 	}
@@ -111,7 +117,7 @@ func readMetadata(ctx context.Context, d chkdir.Dir) (*metadata, error) {
 }
 
 // validate checks references before anything follows them.
-func (m *metadata) validate(name string) error {
+func (m *Metadata) validate(name string) error {
 	if m.Snapshot == nil {
 		return snapshot.Corrupt(name, -1, "no snapshot in metadata")
 	}
@@ -127,7 +133,7 @@ func (m *metadata) validate(name string) error {
 		if h.PrefixBytes != 1 && h.PrefixBytes != 2 {
 			return snapshot.Corrupt(name, -1, "operator %s subtask %d: key-group prefix of %d bytes", h.Operator, h.Subtask, h.PrefixBytes)
 		}
-		for _, f := range h.allFiles() {
+		for _, f := range h.AllFiles() {
 			if !fs.ValidPath(f.Path) || f.Path == "." || strings.Contains(f.Path, `\`) {
 				return snapshot.Corrupt(name, -1, "operator %s subtask %d: reference %q is not a plain relative path", h.Operator, h.Subtask, f.Path)
 			}
@@ -142,8 +148,8 @@ func (m *metadata) validate(name string) error {
 	return nil
 }
 
-// sharedPaths lists the storage paths of the shared files m references.
-func (m *metadata) sharedPaths(d chkdir.Dir) ([]string, error) {
+// SharedPaths lists the storage paths of the shared files m references.
+func (m *Metadata) SharedPaths(d chkdir.Dir) ([]string, error) {
 	var out []string
 	for _, h := range m.Handles {
 		for _, f := range h.Files {
@@ -160,10 +166,10 @@ func (m *metadata) sharedPaths(d chkdir.Dir) ([]string, error) {
 	return out, nil
 }
 
-// sharedRef is the _metadata reference of a shared file.
-func sharedRef(name string) string { return chkdir.SharedDir + "/" + name }
+// SharedRef is the _metadata reference of a shared file.
+func SharedRef(name string) string { return chkdir.SharedDir + "/" + name }
 
-// subtaskDirName is the directory of one subtask's private files.
-func subtaskDirName(opID string, subtask int) string {
+// SubtaskDirName is the directory of one subtask's private files.
+func SubtaskDirName(opID string, subtask int) string {
 	return fmt.Sprintf("%s-%d", opID, subtask)
 }

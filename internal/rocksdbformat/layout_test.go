@@ -1,20 +1,20 @@
-package rocksdb
+package rocksdbformat
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/stateutil/stateutil/internal/rocksdbformat/rockstest"
 	"github.com/stateutil/stateutil/keygroup"
 	"github.com/stateutil/stateutil/snapshot"
 )
 
 func TestKeyLayout(t *testing.T) {
-	op := testOperator("01", 1, 4096)
-	cs := codecs(op)
+	op := rockstest.Operator("01", 1, 4096)
+	cs := Codecs(op)
 	for _, tc := range []struct {
 		e    snapshot.Entry
 		want []byte
@@ -29,13 +29,13 @@ func TestKeyLayout(t *testing.T) {
 		{snapshot.Entry{KeyGroup: 5, State: "attrs", Key: []byte("k"), UserKey: []byte("uk")}, []byte{0, 5, 1, 'k', 0, 'u', 'k'}},
 	} {
 		c := cs[tc.e.State]
-		got, err := c.encodeKey(nil, &tc.e)
+		got, err := c.EncodeKey(nil, &tc.e)
 		if err != nil || !bytes.Equal(got, tc.want) {
 			t.Errorf("%s: key %x, %v; want %x", tc.e.State, got, err, tc.want)
 			continue
 		}
 		var back snapshot.Entry
-		if err := c.decodeKey(got, &back); err != nil {
+		if err := c.DecodeKey(got, &back); err != nil {
 			t.Fatal(err)
 		}
 		back.Value, back.ExpiresAt = tc.e.Value, tc.e.ExpiresAt
@@ -49,11 +49,11 @@ func TestKeyLayout(t *testing.T) {
 }
 
 func TestValueLayout(t *testing.T) {
-	op := testOperator("01", 1, 128)
-	cs := codecs(op)
+	op := rockstest.Operator("01", 1, 128)
+	cs := Codecs(op)
 	// TTL value: 8-byte last access = expiry - ttl, then the value.
 	e := snapshot.Entry{State: "attrs", Value: []byte("v"), ExpiresAt: 60_000 + 5}
-	v, err := cs["attrs"].encodeValue(nil, &e)
+	v, err := cs["attrs"].EncodeValue(nil, &e)
 	if err != nil || !bytes.Equal(v, []byte{0, 0, 0, 0, 0, 0, 0, 5, 'v'}) {
 		t.Fatalf("TTL value %x, %v", v, err)
 	}
@@ -61,7 +61,7 @@ func TestValueLayout(t *testing.T) {
 	c := cs["events"]
 	var list []byte
 	for _, s := range []string{"a,b", ""} {
-		if list, err = c.appendElement(list, len(list), &snapshot.Entry{State: "events", Value: []byte(s), ExpiresAt: 60_001}); err != nil {
+		if list, err = c.AppendElement(list, len(list), &snapshot.Entry{State: "events", Value: []byte(s), ExpiresAt: 60_001}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -71,27 +71,27 @@ func TestValueLayout(t *testing.T) {
 	}
 	var got []string
 	var x snapshot.Entry
-	if _, err := c.decodeValues(nil, list, &x, func(e *snapshot.Entry) bool {
+	if _, err := c.DecodeValues(nil, list, &x, func(e *snapshot.Entry) bool {
 		got = append(got, string(e.Value))
 		return e.ExpiresAt == 60_001
 	}); err != nil || len(got) != 2 || got[0] != "a,b" || got[1] != "" {
 		t.Fatalf("decoded %q, %v", got, err)
 	}
 	for _, bad := range [][]byte{list[:len(list)-1], append(bytes.Clone(list), ','), {0, 0, 0}} {
-		if _, err := c.decodeValues(nil, bad, &x, func(*snapshot.Entry) bool { return true }); !errors.Is(err, snapshot.ErrCorrupt) {
+		if _, err := c.DecodeValues(nil, bad, &x, func(*snapshot.Entry) bool { return true }); !errors.Is(err, snapshot.ErrCorrupt) {
 			t.Errorf("%x: error %v, want ErrCorrupt", bad, err)
 		}
 	}
 }
 
-// TestValueSizeGuard lowers the limit instead of allocating 2 GiB.
+// TestValueSizeGuard lowers the limit instead of allocating 2 GiB (the
+// format's writer has its own test, TestWriterValueSizeGuard).
 func TestValueSizeGuard(t *testing.T) {
 	old := MaxValueSize
 	MaxValueSize = 64
 	defer func() { MaxValueSize = old }()
-	ctx := context.Background()
-	op := testOperator("01", 1, 128)
-	in, err := openInstance(filepath.Join(t.TempDir(), "db"), op, 0, keygroup.Range{Start: 0, End: 127})
+	op := rockstest.Operator("01", 1, 128)
+	in, err := OpenInstance(filepath.Join(t.TempDir(), "db"), op, 0, keygroup.Range{Start: 0, End: 127})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,35 +115,17 @@ func TestValueSizeGuard(t *testing.T) {
 		}
 	}
 	check("list", in.Put(&el))
-
-	// The writer's SST path guards too.
-	w, err := testReg.Create(ctx, Format, filepath.Join(t.TempDir(), "sp"), snapshot.WriteOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Abort(ctx)
-	sw, err := w.Subtask(ctx, op, 0, keygroup.Range{Start: 0, End: 127})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sw.Close()
-	for i := range 2 {
-		if err := sw.Entry(&el); err != nil {
-			t.Fatalf("element %d: %v", i, err)
-		}
-	}
-	check("writer list", sw.Entry(&el))
 }
 
 func TestMetadataRefusesEscapingReferences(t *testing.T) {
-	for _, f := range []file{
+	for _, f := range []File{
 		{Local: "000001.sst", Path: "../x.sst"},
 		{Local: "000001.sst", Path: "/etc/passwd"},
 		{Local: "000001.sst", Path: "a/../../x"},
 		{Local: "000001.sst", Path: "shared/x.sst"}, // shared path, not flagged shared
 		{Local: "../CURRENT", Path: "a/CURRENT"},
 	} {
-		m := &metadata{Snapshot: &snapshot.Snapshot{}, Handles: []*handle{{Operator: "01", PrefixBytes: 1, Files: []file{f}}}}
+		m := &Metadata{Snapshot: &snapshot.Snapshot{}, Handles: []*Handle{{Operator: "01", PrefixBytes: 1, Files: []File{f}}}}
 		if err := m.validate("_metadata"); !errors.Is(err, snapshot.ErrCorrupt) {
 			t.Errorf("%+v: %v, want ErrCorrupt", f, err)
 		}

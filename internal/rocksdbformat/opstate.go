@@ -1,4 +1,4 @@
-package rocksdb
+package rocksdbformat
 
 import (
 	"context"
@@ -22,33 +22,33 @@ const opStateName = "operator-state"
 
 var opStateKind = envelope.Kind{Magic: [8]byte{'S', 'T', 'U', 'R', 'K', 'O', 'P', 'S'}, Version: 1, Name: "rocksdb operator state"}
 
-// opState is a subtask's operator list states and raw state.
-type opState struct {
-	States []opList          `msgpack:"states"`
+// OpState is a subtask's operator list states and raw state.
+type OpState struct {
+	States []OpList          `msgpack:"states"`
 	Raw    snapshot.RawState `msgpack:"raw"`
 }
 
-type opList struct {
+type OpList struct {
 	Name   string   `msgpack:"name"`
 	Values [][]byte `msgpack:"values"`
 }
 
-func (o *opState) empty() bool {
+func (o *OpState) empty() bool {
 	return len(o.States) == 0 && len(o.Raw.Keyed) == 0 && len(o.Raw.Operator) == 0
 }
 
-func (o *opState) list(name string) *opList {
+func (o *OpState) list(name string) *OpList {
 	for i := range o.States {
 		if o.States[i].Name == name {
 			return &o.States[i]
 		}
 	}
-	o.States = append(o.States, opList{Name: name})
+	o.States = append(o.States, OpList{Name: name})
 	return &o.States[len(o.States)-1]
 }
 
 // stats are the operator-state figures of the model's Subtask.
-func (o *opState) stats() (snapshot.Stats, map[string]int64) {
+func (o *OpState) stats() (snapshot.Stats, map[string]int64) {
 	s := snapshot.Stats{Known: true}
 	var per map[string]int64
 	for _, l := range o.States {
@@ -66,7 +66,7 @@ func (o *opState) stats() (snapshot.Stats, map[string]int64) {
 
 // write stores the operator state at rel in d, returning its file entry
 // (nil when there is nothing to store).
-func (o *opState) write(ctx context.Context, d chkdir.Dir, rel string) (*file, error) {
+func (o *OpState) write(ctx context.Context, d chkdir.Dir, rel string) (*File, error) {
 	if o.empty() {
 		return nil, nil
 	}
@@ -78,12 +78,12 @@ func (o *opState) write(ctx context.Context, d chkdir.Dir, rel string) (*file, e
 	if err := storage.WriteFile(ctx, d.Storage, path.Join(d.Path, rel), data); err != nil {
 		return nil, err
 	}
-	return &file{Path: rel, Size: int64(len(data)), CRC32C: crc32.Checksum(data, envelope.Castagnoli)}, nil
+	return &File{Path: rel, Size: int64(len(data)), CRC32C: crc32.Checksum(data, envelope.Castagnoli)}, nil
 }
 
-// readOpState loads a subtask's operator state; a nil f is empty state.
-func readOpState(ctx context.Context, d chkdir.Dir, f *file) (*opState, error) {
-	var o opState
+// ReadOpState loads a subtask's operator state; a nil f is empty state.
+func ReadOpState(ctx context.Context, d chkdir.Dir, f *File) (*OpState, error) {
+	var o OpState
 	if f == nil {
 		return &o, nil
 	}

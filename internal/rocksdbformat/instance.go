@@ -1,4 +1,4 @@
-package rocksdb
+package rocksdbformat
 
 import (
 	"context"
@@ -22,8 +22,8 @@ type Instance struct {
 	kgs    keygroup.Range
 	dir    string
 	db     *rocksdb.DB
-	codecs map[string]*codec
-	ops    opState
+	codecs map[string]*Codec
+	ops    OpState
 	// sums knows the CRC32C of files stateutil put into the database.
 	sums fileSums
 	key  []byte
@@ -45,9 +45,9 @@ func checkOperator(op *snapshot.Operator) error {
 	return nil
 }
 
-// openInstance opens (or creates) the RocksDB directory dir for subtask
+// OpenInstance opens (or creates) the RocksDB directory dir for subtask
 // index of op.
-func openInstance(dir string, op *snapshot.Operator, index int, kgs keygroup.Range) (*Instance, error) {
+func OpenInstance(dir string, op *snapshot.Operator, index int, kgs keygroup.Range) (*Instance, error) {
 	if err := checkOperator(op); err != nil {
 		return nil, err
 	}
@@ -59,7 +59,7 @@ func openInstance(dir string, op *snapshot.Operator, index int, kgs keygroup.Ran
 	if err != nil {
 		return nil, err
 	}
-	return &Instance{op: op, index: index, kgs: kgs, dir: dir, db: d, codecs: codecs(op), sums: fileSums{}}, nil
+	return &Instance{op: op, index: index, kgs: kgs, dir: dir, db: d, codecs: Codecs(op), sums: fileSums{}}, nil
 }
 
 // Operator is the operator this instance belongs to.
@@ -82,9 +82,9 @@ func (in *Instance) DB() *rocksdb.DB { return in.db }
 // need not read it back.
 func (in *Instance) RecordCRC32C(path string, crc uint32) error { return in.sums.record(path, crc) }
 
-func (in *Instance) codec(e *snapshot.Entry) (*codec, error) {
+func (in *Instance) Codec(e *snapshot.Entry) (*Codec, error) {
 	if in.db == nil {
-		return nil, errClosed
+		return nil, ErrClosed
 	}
 	c, ok := in.codecs[e.State]
 	if !ok {
@@ -99,48 +99,48 @@ func (in *Instance) codec(e *snapshot.Entry) (*codec, error) {
 // Put writes one entry: it sets a value, reducing, aggregating or map
 // entry, and appends an element to a list state's list.
 func (in *Instance) Put(e *snapshot.Entry) error {
-	c, err := in.codec(e)
+	c, err := in.Codec(e)
 	if err != nil {
 		return err
 	}
-	if in.key, err = c.encodeKey(in.key[:0], e); err != nil {
+	if in.key, err = c.EncodeKey(in.key[:0], e); err != nil {
 		return err
 	}
-	if c.kind == snapshot.List {
+	if c.Kind == snapshot.List {
 		// Read-append-write, not a merge operand: files never hold
 		// operands, so any RocksDB tool reads them without our operator.
-		old, _, err := in.db.Get(c.state, in.key)
+		old, _, err := in.db.Get(c.State, in.key)
 		if err != nil {
-			return fmt.Errorf("rocksdb: state %q: %w", c.state, err)
+			return fmt.Errorf("rocksdb: state %q: %w", c.State, err)
 		}
-		if in.val, err = c.appendElement(old, len(old), e); err != nil {
+		if in.val, err = c.AppendElement(old, len(old), e); err != nil {
 			return err
 		}
-	} else if in.val, err = c.encodeValue(in.val[:0], e); err != nil {
+	} else if in.val, err = c.EncodeValue(in.val[:0], e); err != nil {
 		return err
 	}
-	return in.db.Put(c.state, in.key, in.val)
+	return in.db.Put(c.State, in.key, in.val)
 }
 
 // Delete removes an entry's key: the value, the map entry, or the whole
 // list.
 func (in *Instance) Delete(e *snapshot.Entry) error {
-	c, err := in.codec(e)
+	c, err := in.Codec(e)
 	if err != nil {
 		return err
 	}
-	if in.key, err = c.encodeKey(in.key[:0], &snapshot.Entry{KeyGroup: e.KeyGroup, Key: e.Key, Namespace: e.Namespace, UserKey: e.UserKey}); err != nil {
+	if in.key, err = c.EncodeKey(in.key[:0], &snapshot.Entry{KeyGroup: e.KeyGroup, Key: e.Key, Namespace: e.Namespace, UserKey: e.UserKey}); err != nil {
 		return err
 	}
-	return in.db.Delete(c.state, in.key)
+	return in.db.Delete(c.State, in.key)
 }
 
 // Entries streams the instance's entries in kgs (see snapshot.Reader).
 func (in *Instance) Entries(ctx context.Context, kgs keygroup.Range) snapshot.Entries {
 	if in.db == nil {
-		return snapshot.FailedEntries(errClosed)
+		return snapshot.FailedEntries(ErrClosed)
 	}
-	return scanEntries(ctx, in.db, in.op, kgs.Intersect(in.kgs))
+	return ScanEntries(ctx, in.db, in.op, kgs.Intersect(in.kgs))
 }
 
 // SetOperatorState replaces an operator list state's elements.
@@ -166,9 +166,9 @@ func (in *Instance) Close() error {
 	return nil
 }
 
-// subtaskModel is the model's view of the instance; keyed figures are
+// SubtaskModel is the model's view of the instance; keyed figures are
 // unknown without a scan.
-func (in *Instance) subtaskModel() *snapshot.Subtask {
+func (in *Instance) SubtaskModel() *snapshot.Subtask {
 	st := &snapshot.Subtask{Index: in.index, KeyGroups: in.kgs}
 	st.Operator, st.OperatorElements = in.ops.stats()
 	st.RawKeyedBytes = int64(len(in.ops.Raw.Keyed))
@@ -176,10 +176,10 @@ func (in *Instance) subtaskModel() *snapshot.Subtask {
 	return st
 }
 
-var errClosed = errors.New("rocksdb: instance is closed")
+var ErrClosed = errors.New("rocksdb: instance is closed")
 
-// destroy closes the instance and removes its directory.
-func (in *Instance) destroy() error {
+// Destroy closes the instance and removes its directory.
+func (in *Instance) Destroy() error {
 	in.Close()
 	return os.RemoveAll(in.dir)
 }

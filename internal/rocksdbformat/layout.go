@@ -1,4 +1,4 @@
-package rocksdb
+package rocksdbformat
 
 import (
 	"encoding/binary"
@@ -15,11 +15,11 @@ var MaxValueSize int64 = 1<<31 - 1
 // ttlBytes is the last-access timestamp stored before a TTL'd value.
 const ttlBytes = 8
 
-// listDelimiter joins list elements, as Flink's string-append merge does.
-const listDelimiter = ','
+// ListDelimiter joins list elements, as Flink's string-append merge does.
+const ListDelimiter = ','
 
-// prefixWidth is the key-group prefix length for a max parallelism.
-func prefixWidth(maxParallelism int) int {
+// PrefixWidth is the key-group prefix length for a max parallelism.
+func PrefixWidth(maxParallelism int) int {
 	if maxParallelism <= 128 {
 		return 1
 	}
@@ -40,10 +40,10 @@ func widthOf(t snapshot.Type) int {
 	return -1
 }
 
-// codec lays out one keyed state's keys and values.
-type codec struct {
-	state  string
-	kind   snapshot.StateKind
+// Codec lays out one keyed state's keys and values.
+type Codec struct {
+	State  string
+	Kind   snapshot.StateKind
 	prefix int
 	keyW   int
 	nsW    int
@@ -51,11 +51,11 @@ type codec struct {
 	ttl    int64 // 0 when the state has no TTL
 }
 
-func newCodec(ks *snapshot.KeyedState, maxParallelism int) *codec {
-	c := &codec{
-		state:  ks.Name,
-		kind:   ks.Kind,
-		prefix: prefixWidth(maxParallelism),
+func newCodec(ks *snapshot.KeyedState, maxParallelism int) *Codec {
+	c := &Codec{
+		State:  ks.Name,
+		Kind:   ks.Kind,
+		prefix: PrefixWidth(maxParallelism),
 		keyW:   widthOf(ks.KeyType),
 		nsW:    widthOf(ks.NamespaceType),
 		void:   ks.NamespaceType.Name == snapshot.TypeVoid,
@@ -69,38 +69,38 @@ func newCodec(ks *snapshot.KeyedState, maxParallelism int) *codec {
 	return c
 }
 
-// codecs builds the codecs of an operator's keyed states.
-func codecs(op *snapshot.Operator) map[string]*codec {
-	m := make(map[string]*codec, len(op.KeyedStates))
+// Codecs builds the codecs of an operator's keyed states.
+func Codecs(op *snapshot.Operator) map[string]*Codec {
+	m := make(map[string]*Codec, len(op.KeyedStates))
 	for i := range op.KeyedStates {
 		m[op.KeyedStates[i].Name] = newCodec(&op.KeyedStates[i], op.MaxParallelism)
 	}
 	return m
 }
 
-// kgPrefix is the key-group prefix of kg.
-func (c *codec) kgPrefix(kg int) []byte {
+// KeyGroupPrefix is the key-group prefix of kg.
+func (c *Codec) KeyGroupPrefix(kg int) []byte {
 	if c.prefix == 1 {
 		return []byte{byte(kg)}
 	}
 	return []byte{byte(kg >> 8), byte(kg)}
 }
 
-// keyGroupOf is the key group whose prefix key k begins with (k holds
+// KeyGroupOf is the key group whose prefix key k begins with (k holds
 // at least the prefix).
-func (c *codec) keyGroupOf(k []byte) int {
+func (c *Codec) KeyGroupOf(k []byte) int {
 	if c.prefix == 1 {
 		return int(k[0])
 	}
 	return int(binary.BigEndian.Uint16(k))
 }
 
-// upperBound is the first key after key group kg, or nil past the last.
-func (c *codec) upperBound(kg int) []byte {
+// UpperBound is the first key after key group kg, or nil past the last.
+func (c *Codec) UpperBound(kg int) []byte {
 	if kg+1 >= 1<<(8*c.prefix) {
 		return nil
 	}
-	return c.kgPrefix(kg + 1)
+	return c.KeyGroupPrefix(kg + 1)
 }
 
 func appendPart(dst, b []byte, width int, void bool) []byte {
@@ -113,23 +113,23 @@ func appendPart(dst, b []byte, width int, void bool) []byte {
 	return append(dst, b...)
 }
 
-func (c *codec) checkPart(what string, b []byte, width int) error {
+func (c *Codec) checkPart(what string, b []byte, width int) error {
 	if c.void && what == "namespace" {
 		if len(b) != 0 {
-			return fmt.Errorf("rocksdb: state %q: void namespace has %d bytes", c.state, len(b))
+			return fmt.Errorf("rocksdb: state %q: void namespace has %d bytes", c.State, len(b))
 		}
 		return nil
 	}
 	if width >= 0 && len(b) != width {
-		return fmt.Errorf("rocksdb: state %q: %s of %d bytes, its type is %d bytes wide", c.state, what, len(b), width)
+		return fmt.Errorf("rocksdb: state %q: %s of %d bytes, its type is %d bytes wide", c.State, what, len(b), width)
 	}
 	return nil
 }
 
-// encodeKey appends the RocksDB key of e to dst.
-func (c *codec) encodeKey(dst []byte, e *snapshot.Entry) ([]byte, error) {
+// EncodeKey appends the RocksDB key of e to dst.
+func (c *Codec) EncodeKey(dst []byte, e *snapshot.Entry) ([]byte, error) {
 	if e.KeyGroup < 0 || e.KeyGroup >= 1<<(8*c.prefix) {
-		return nil, fmt.Errorf("rocksdb: state %q: key group %d does not fit a %d-byte prefix", c.state, e.KeyGroup, c.prefix)
+		return nil, fmt.Errorf("rocksdb: state %q: key group %d does not fit a %d-byte prefix", c.State, e.KeyGroup, c.prefix)
 	}
 	if err := c.checkPart("key", e.Key, c.keyW); err != nil {
 		return nil, err
@@ -137,23 +137,23 @@ func (c *codec) encodeKey(dst []byte, e *snapshot.Entry) ([]byte, error) {
 	if err := c.checkPart("namespace", e.Namespace, c.nsW); err != nil {
 		return nil, err
 	}
-	if c.kind != snapshot.Map && len(e.UserKey) > 0 {
-		return nil, fmt.Errorf("rocksdb: state %q is %s state, entry has a user key", c.state, c.kind)
+	if c.Kind != snapshot.Map && len(e.UserKey) > 0 {
+		return nil, fmt.Errorf("rocksdb: state %q is %s state, entry has a user key", c.State, c.Kind)
 	}
 	if c.ttl == 0 && e.ExpiresAt != 0 {
-		return nil, fmt.Errorf("rocksdb: state %q has no TTL, entry expires at %d", c.state, e.ExpiresAt)
+		return nil, fmt.Errorf("rocksdb: state %q has no TTL, entry expires at %d", c.State, e.ExpiresAt)
 	}
-	dst = append(dst, c.kgPrefix(e.KeyGroup)...)
+	dst = append(dst, c.KeyGroupPrefix(e.KeyGroup)...)
 	dst = appendPart(dst, e.Key, c.keyW, false)
 	dst = appendPart(dst, e.Namespace, c.nsW, c.void)
-	if c.kind == snapshot.Map {
+	if c.Kind == snapshot.Map {
 		dst = append(dst, e.UserKey...)
 	}
 	return dst, nil
 }
 
-func (c *codec) corrupt(key []byte, format string, args ...any) error {
-	return fmt.Errorf("%w: rocksdb state %q key %x: %s", snapshot.ErrCorrupt, c.state, key, fmt.Sprintf(format, args...))
+func (c *Codec) corrupt(key []byte, format string, args ...any) error {
+	return fmt.Errorf("%w: rocksdb state %q key %x: %s", snapshot.ErrCorrupt, c.State, key, fmt.Sprintf(format, args...))
 }
 
 func takePart(b []byte, width int) (part, rest []byte, ok bool) {
@@ -171,14 +171,14 @@ func takePart(b []byte, width int) (part, rest []byte, ok bool) {
 	return b[:width], b[width:], true
 }
 
-// decodeKey splits a RocksDB key into e's key group, key, namespace and
+// DecodeKey splits a RocksDB key into e's key group, key, namespace and
 // user key (slices of k).
-func (c *codec) decodeKey(k []byte, e *snapshot.Entry) error {
+func (c *Codec) DecodeKey(k []byte, e *snapshot.Entry) error {
 	if len(k) < c.prefix {
 		return c.corrupt(k, "shorter than the key-group prefix")
 	}
-	e.State = c.state
-	e.KeyGroup = c.keyGroupOf(k)
+	e.State = c.State
+	e.KeyGroup = c.KeyGroupOf(k)
 	rest := k[c.prefix:]
 	var ok bool
 	if e.Key, rest, ok = takePart(rest, c.keyW); !ok {
@@ -191,7 +191,7 @@ func (c *codec) decodeKey(k []byte, e *snapshot.Entry) error {
 		e.Namespace = nil
 	}
 	e.UserKey = nil
-	if c.kind == snapshot.Map {
+	if c.Kind == snapshot.Map {
 		e.UserKey = rest
 	} else if len(rest) > 0 {
 		return c.corrupt(k, "%d trailing bytes", len(rest))
@@ -199,16 +199,16 @@ func (c *codec) decodeKey(k []byte, e *snapshot.Entry) error {
 	return nil
 }
 
-// checkSize refuses a stored value larger than MaxValueSize.
-func (c *codec) checkSize(e *snapshot.Entry, n int64) error {
+// CheckSize refuses a stored value larger than MaxValueSize.
+func (c *Codec) CheckSize(e *snapshot.Entry, n int64) error {
 	if n > MaxValueSize {
 		return fmt.Errorf("%w: rocksdb state %q key %x (key group %d): value of %d bytes exceeds the %d-byte limit of RocksDB's Java API",
-			snapshot.ErrTooLarge, c.state, e.Key, e.KeyGroup, n, MaxValueSize)
+			snapshot.ErrTooLarge, c.State, e.Key, e.KeyGroup, n, MaxValueSize)
 	}
 	return nil
 }
 
-func (c *codec) appendTTL(dst []byte, e *snapshot.Entry) []byte {
+func (c *Codec) appendTTL(dst []byte, e *snapshot.Entry) []byte {
 	if c.ttl == 0 {
 		return dst
 	}
@@ -216,14 +216,14 @@ func (c *codec) appendTTL(dst []byte, e *snapshot.Entry) []byte {
 	return binary.BigEndian.AppendUint64(dst, uint64(e.ExpiresAt-c.ttl))
 }
 
-// encodeValue is the stored value of a value, reducing, aggregating or map
+// EncodeValue is the stored value of a value, reducing, aggregating or map
 // entry: [8-byte last access if TTL] value.
-func (c *codec) encodeValue(dst []byte, e *snapshot.Entry) ([]byte, error) {
+func (c *Codec) EncodeValue(dst []byte, e *snapshot.Entry) ([]byte, error) {
 	n := int64(len(e.Value))
 	if c.ttl != 0 {
 		n += ttlBytes
 	}
-	if err := c.checkSize(e, n); err != nil {
+	if err := c.CheckSize(e, n); err != nil {
 		return nil, err
 	}
 	return append(c.appendTTL(dst, e), e.Value...), nil
@@ -231,7 +231,7 @@ func (c *codec) encodeValue(dst []byte, e *snapshot.Entry) ([]byte, error) {
 
 // elementSize is the bytes e adds to a list value (delimiter included when
 // the list is not empty).
-func (c *codec) elementSize(e *snapshot.Entry, listLen int) int64 {
+func (c *Codec) elementSize(e *snapshot.Entry, listLen int) int64 {
 	n := int64(len(e.Value)) + int64(uvarintLen(uint64(len(e.Value))))
 	if c.ttl != 0 {
 		n += ttlBytes
@@ -242,16 +242,16 @@ func (c *codec) elementSize(e *snapshot.Entry, listLen int) int64 {
 	return n
 }
 
-// appendElement appends e as one element to the list value whose listLen
+// AppendElement appends e as one element to the list value whose listLen
 // bytes end dst (all of dst, or the last record in a buffer): [',' unless
 // the list is empty][8-byte last access if TTL][uvarint length][value].
 // On error it returns dst as it was.
-func (c *codec) appendElement(dst []byte, listLen int, e *snapshot.Entry) ([]byte, error) {
-	if err := c.checkSize(e, int64(listLen)+c.elementSize(e, listLen)); err != nil {
+func (c *Codec) AppendElement(dst []byte, listLen int, e *snapshot.Entry) ([]byte, error) {
+	if err := c.CheckSize(e, int64(listLen)+c.elementSize(e, listLen)); err != nil {
 		return dst, err
 	}
 	if listLen > 0 {
-		dst = append(dst, listDelimiter)
+		dst = append(dst, ListDelimiter)
 	}
 	dst = c.appendTTL(dst, e)
 	dst = binary.AppendUvarint(dst, uint64(len(e.Value)))
@@ -267,7 +267,7 @@ func uvarintLen(v uint64) int {
 	return n
 }
 
-func (c *codec) takeTTL(k, v []byte, e *snapshot.Entry) ([]byte, error) {
+func (c *Codec) takeTTL(k, v []byte, e *snapshot.Entry) ([]byte, error) {
 	e.ExpiresAt = 0
 	if c.ttl == 0 {
 		return v, nil
@@ -279,11 +279,11 @@ func (c *codec) takeTTL(k, v []byte, e *snapshot.Entry) ([]byte, error) {
 	return v[ttlBytes:], nil
 }
 
-// decodeValues calls fn for each entry the stored value v of key k holds:
+// DecodeValues calls fn for each entry the stored value v of key k holds:
 // one for most kinds, one per element for list state. e carries the
 // decoded key; its Value and ExpiresAt are set before each call.
-func (c *codec) decodeValues(k, v []byte, e *snapshot.Entry, fn func(*snapshot.Entry) bool) (bool, error) {
-	if c.kind != snapshot.List {
+func (c *Codec) DecodeValues(k, v []byte, e *snapshot.Entry, fn func(*snapshot.Entry) bool) (bool, error) {
+	if c.Kind != snapshot.List {
 		val, err := c.takeTTL(k, v, e)
 		if err != nil {
 			return false, err
@@ -304,7 +304,7 @@ func (c *codec) decodeValues(k, v []byte, e *snapshot.Entry, fn func(*snapshot.E
 			return false, nil
 		}
 		if len(v) > 0 {
-			if v[0] != listDelimiter {
+			if v[0] != ListDelimiter {
 				return false, c.corrupt(k, "list element not followed by ',' (found 0x%02x)", v[0])
 			}
 			if v = v[1:]; len(v) == 0 {

@@ -1,4 +1,4 @@
-package rocksdb
+package rocksdbformat
 
 import (
 	"fmt"
@@ -17,8 +17,8 @@ import (
 // A state never written to may have no column family in an instance
 // restored from older files: the lookups then find nothing, and create
 // none.
-func (in *Instance) lookupKey(q *snapshot.Entry, withUserKey bool) (*codec, error) {
-	c, err := in.codec(q)
+func (in *Instance) lookupKey(q *snapshot.Entry, withUserKey bool) (*Codec, error) {
+	c, err := in.Codec(q)
 	if err != nil {
 		return nil, err
 	}
@@ -26,22 +26,22 @@ func (in *Instance) lookupKey(q *snapshot.Entry, withUserKey bool) (*codec, erro
 	if withUserKey {
 		k.UserKey = q.UserKey
 	}
-	if in.key, err = c.encodeKey(in.key[:0], &k); err != nil {
+	if in.key, err = c.EncodeKey(in.key[:0], &k); err != nil {
 		return nil, err
 	}
 	return c, nil
 }
 
 // checkKind refuses a read op that does not apply to c's kind.
-func checkKind(c *codec, op string, kinds ...snapshot.StateKind) error {
-	if slices.Contains(kinds, c.kind) {
+func checkKind(c *Codec, op string, kinds ...snapshot.StateKind) error {
+	if slices.Contains(kinds, c.Kind) {
 		return nil
 	}
 	hint := ""
-	if c.kind == snapshot.List {
+	if c.Kind == snapshot.List {
 		hint = " (read lists with GetList)"
 	}
-	return fmt.Errorf("rocksdb: %s cannot read state %q: it is %s state%s", op, c.state, c.kind, hint)
+	return fmt.Errorf("rocksdb: %s cannot read state %q: it is %s state%s", op, c.State, c.Kind, hint)
 }
 
 // Get looks up one entry with a RocksDB point read: the value of q's
@@ -60,18 +60,18 @@ func (in *Instance) Get(q *snapshot.Entry) (snapshot.Entry, bool, error) {
 	if err := checkKind(c, "Get", snapshot.Value, snapshot.Reducing, snapshot.Aggregating, snapshot.Map); err != nil {
 		return snapshot.Entry{}, false, err
 	}
-	v, ok, err := in.db.Get(c.state, in.key)
+	v, ok, err := in.db.Get(c.State, in.key)
 	if err != nil {
-		return snapshot.Entry{}, false, fmt.Errorf("rocksdb: state %q: %w", c.state, err)
+		return snapshot.Entry{}, false, fmt.Errorf("rocksdb: state %q: %w", c.State, err)
 	}
 	if !ok {
 		return snapshot.Entry{}, false, nil
 	}
-	e := snapshot.Entry{KeyGroup: q.KeyGroup, State: c.state, Key: q.Key, Namespace: q.Namespace}
-	if c.kind == snapshot.Map {
+	e := snapshot.Entry{KeyGroup: q.KeyGroup, State: c.State, Key: q.Key, Namespace: q.Namespace}
+	if c.Kind == snapshot.Map {
 		e.UserKey = q.UserKey
 	}
-	if _, err := c.decodeValues(in.key, v, &e, func(*snapshot.Entry) bool { return true }); err != nil {
+	if _, err := c.DecodeValues(in.key, v, &e, func(*snapshot.Entry) bool { return true }); err != nil {
 		return snapshot.Entry{}, false, err
 	}
 	return e, true, nil
@@ -90,16 +90,16 @@ func (in *Instance) GetList(q *snapshot.Entry) ([]snapshot.Entry, error) {
 	if err := checkKind(c, "GetList", snapshot.List); err != nil {
 		return nil, err
 	}
-	v, ok, err := in.db.Get(c.state, in.key)
+	v, ok, err := in.db.Get(c.State, in.key)
 	if err != nil {
-		return nil, fmt.Errorf("rocksdb: state %q: %w", c.state, err)
+		return nil, fmt.Errorf("rocksdb: state %q: %w", c.State, err)
 	}
 	if !ok {
 		return nil, nil
 	}
 	var out []snapshot.Entry
-	e := snapshot.Entry{KeyGroup: q.KeyGroup, State: c.state, Key: q.Key, Namespace: q.Namespace}
-	if _, err := c.decodeValues(in.key, v, &e, func(x *snapshot.Entry) bool {
+	e := snapshot.Entry{KeyGroup: q.KeyGroup, State: c.State, Key: q.Key, Namespace: q.Namespace}
+	if _, err := c.DecodeValues(in.key, v, &e, func(x *snapshot.Entry) bool {
 		out = append(out, *x)
 		return true
 	}); err != nil {
@@ -126,9 +126,9 @@ func (in *Instance) MapEntries(q *snapshot.Entry) snapshot.Entries {
 			return
 		}
 		prefix := append([]byte(nil), in.key...)
-		it := in.db.NewPrefixIterator(c.state, prefix)
+		it := in.db.NewPrefixIterator(c.State, prefix)
 		defer it.Close()
-		e := snapshot.Entry{KeyGroup: q.KeyGroup, State: c.state, Key: q.Key, Namespace: q.Namespace}
+		e := snapshot.Entry{KeyGroup: q.KeyGroup, State: c.State, Key: q.Key, Namespace: q.Namespace}
 		for ; it.Valid(); it.Next() {
 			k := it.Key()
 			e.UserKey = k[len(prefix):]
@@ -143,7 +143,7 @@ func (in *Instance) MapEntries(q *snapshot.Entry) snapshot.Entries {
 			}
 		}
 		if err := it.Err(); err != nil {
-			yield(snapshot.Entry{}, fmt.Errorf("%w: rocksdb %q state %q: %w", snapshot.ErrCorrupt, in.db.Path(), c.state, err))
+			yield(snapshot.Entry{}, fmt.Errorf("%w: rocksdb %q state %q: %w", snapshot.ErrCorrupt, in.db.Path(), c.State, err))
 		}
 	}
 }

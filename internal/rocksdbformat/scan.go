@@ -1,4 +1,4 @@
-package rocksdb
+package rocksdbformat
 
 import (
 	"context"
@@ -9,27 +9,27 @@ import (
 	"github.com/stateutil/stateutil/snapshot"
 )
 
-// scanned is a database scanEntries reads: a read-only one (a snapshot's
+// Scanned is a database ScanEntries reads: a read-only one (a snapshot's
 // subtask) or a writable one (a live instance).
-type scanned interface {
+type Scanned interface {
 	Path() string
 	Has(cf string) bool
 	NewIterator(cf string, lower, upper []byte) *rocksdb.Iterator
 }
 
-// scanEntries streams the entries of op's keyed states held in d whose key
+// ScanEntries streams the entries of op's keyed states held in d whose key
 // group lies in kgs, in ascending key-group order; within a key group,
 // state by state in descriptor order, each in RocksDB key order. Each
 // state's iterator is bounded to the key-group prefixes of kgs, so only
 // those prefixes are read.
-func scanEntries(ctx context.Context, d scanned, op *snapshot.Operator, kgs keygroup.Range) snapshot.Entries {
+func ScanEntries(ctx context.Context, d Scanned, op *snapshot.Operator, kgs keygroup.Range) snapshot.Entries {
 	return func(yield func(snapshot.Entry, error) bool) {
 		if kgs.Len() == 0 {
 			return
 		}
-		cs := codecs(op)
+		cs := Codecs(op)
 		type cursor struct {
-			c  *codec
+			c  *Codec
 			it *rocksdb.Iterator
 		}
 		var cur []cursor
@@ -44,10 +44,10 @@ func scanEntries(ctx context.Context, d scanned, op *snapshot.Operator, kgs keyg
 				yield(snapshot.Entry{}, fmt.Errorf("rocksdb: key group %d does not fit a %d-byte prefix", kgs.End, c.prefix))
 				return
 			}
-			if !d.Has(c.state) {
+			if !d.Has(c.State) {
 				continue // a state with no entries has no column family in older instances
 			}
-			cur = append(cur, cursor{c, d.NewIterator(c.state, c.kgPrefix(kgs.Start), c.upperBound(kgs.End))})
+			cur = append(cur, cursor{c, d.NewIterator(c.State, c.KeyGroupPrefix(kgs.Start), c.UpperBound(kgs.End))})
 		}
 		var e snapshot.Entry
 		emit := func(x *snapshot.Entry) bool { return yield(*x, nil) }
@@ -60,7 +60,7 @@ func scanEntries(ctx context.Context, d scanned, op *snapshot.Operator, kgs keyg
 			for _, c := range cur {
 				for c.it.Valid() {
 					k := c.it.Key()
-					if err := c.c.decodeKey(k, &e); err != nil {
+					if err := c.c.DecodeKey(k, &e); err != nil {
 						yield(snapshot.Entry{}, err)
 						return
 					}
@@ -70,7 +70,7 @@ func scanEntries(ctx context.Context, d scanned, op *snapshot.Operator, kgs keyg
 						}
 						break
 					}
-					if more, err := c.c.decodeValues(k, c.it.Value(), &e, emit); err != nil {
+					if more, err := c.c.DecodeValues(k, c.it.Value(), &e, emit); err != nil {
 						yield(snapshot.Entry{}, err)
 						return
 					} else if !more {
@@ -79,7 +79,7 @@ func scanEntries(ctx context.Context, d scanned, op *snapshot.Operator, kgs keyg
 					c.it.Next()
 				}
 				if err := c.it.Err(); err != nil {
-					yield(snapshot.Entry{}, fmt.Errorf("%w: rocksdb %q state %q: %w", snapshot.ErrCorrupt, d.Path(), c.c.state, err))
+					yield(snapshot.Entry{}, fmt.Errorf("%w: rocksdb %q state %q: %w", snapshot.ErrCorrupt, d.Path(), c.c.State, err))
 					return
 				}
 			}

@@ -1,16 +1,19 @@
-package rocksdb
+package rocksdbformat
 
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"testing"
 
 	"github.com/stateutil/stateutil/internal/chkdir"
+	"github.com/stateutil/stateutil/internal/rocksdbformat/rockstest"
 	"github.com/stateutil/stateutil/keygroup"
 	"github.com/stateutil/stateutil/snapshot"
 	"github.com/stateutil/stateutil/storage"
@@ -29,7 +32,7 @@ var (
 
 // fuzzCodecs calls fn with a codec for every state kind, both prefix
 // widths, with and without TTL, for the key and namespace types sel picks.
-func fuzzCodecs(sel uint8, fn func(c *codec, maxP int)) {
+func fuzzCodecs(sel uint8, fn func(c *Codec, maxP int)) {
 	kt := fuzzKeyTypes[int(sel)%len(fuzzKeyTypes)]
 	nt := fuzzNsTypes[int(sel/4)%len(fuzzNsTypes)]
 	for _, kind := range fuzzKinds {
@@ -72,12 +75,12 @@ func fit(b []byte, width int) []byte {
 }
 
 // fuzzEntry is the valid entry of c closest to the fuzzer's bytes.
-func fuzzEntry(c *codec, maxP int, kg uint16, key, ns, uk, val []byte, expires int64) snapshot.Entry {
-	e := snapshot.Entry{State: c.state, KeyGroup: int(kg) % maxP, Key: fit(key, c.keyW), Value: val}
+func fuzzEntry(c *Codec, maxP int, kg uint16, key, ns, uk, val []byte, expires int64) snapshot.Entry {
+	e := snapshot.Entry{State: c.State, KeyGroup: int(kg) % maxP, Key: fit(key, c.keyW), Value: val}
 	if !c.void {
 		e.Namespace = fit(ns, c.nsW)
 	}
-	if c.kind == snapshot.Map {
+	if c.Kind == snapshot.Map {
 		e.UserKey = uk
 	}
 	if c.ttl != 0 {
@@ -88,8 +91,8 @@ func fuzzEntry(c *codec, maxP int, kg uint16, key, ns, uk, val []byte, expires i
 
 // seedEntries are the entries of a generated snapshot's operator.
 func seedEntries(t testing.TB) (*snapshot.Operator, []snapshot.Entry) {
-	op := testOperator("f0", 1, 128)
-	return op, testEntries(t, op, 12, 3)[0]
+	op := rockstest.Operator("f0", 1, 128)
+	return op, rockstest.Entries(t, op, 12, 3)[0]
 }
 
 // FuzzLayoutRoundTrip: for every state kind and both prefix widths, the
@@ -105,61 +108,61 @@ func FuzzLayoutRoundTrip(f *testing.F) {
 	f.Add(uint8(0), uint16(0xffff), []byte{}, []byte{}, []byte{}, []byte{}, []byte{}, int64(-1<<63))
 	f.Add(uint8(5), uint16(200), []byte{0xff, 0xff}, []byte(","), []byte{0}, []byte{','}, []byte{0x80, 0x01}, int64(1<<63-1))
 	f.Fuzz(func(t *testing.T, sel uint8, kg uint16, key, ns, uk, v1, v2 []byte, expires int64) {
-		fuzzCodecs(sel, func(c *codec, maxP int) {
+		fuzzCodecs(sel, func(c *Codec, maxP int) {
 			e := fuzzEntry(c, maxP, kg, key, ns, uk, v1, expires)
-			k, err := c.encodeKey(nil, &e)
+			k, err := c.EncodeKey(nil, &e)
 			if err != nil {
-				t.Fatalf("%s maxP %d: encode key of %+v: %v", c.kind, maxP, e, err)
+				t.Fatalf("%s maxP %d: encode key of %+v: %v", c.Kind, maxP, e, err)
 			}
 			var got snapshot.Entry
-			if err := c.decodeKey(k, &got); err != nil {
-				t.Fatalf("%s maxP %d: decode key %x: %v", c.kind, maxP, k, err)
+			if err := c.DecodeKey(k, &got); err != nil {
+				t.Fatalf("%s maxP %d: decode key %x: %v", c.Kind, maxP, k, err)
 			}
 			// The key's map prefix: the lookup key of Get/GetList/MapEntries.
-			prefix, err := c.encodeKey(nil, &snapshot.Entry{KeyGroup: e.KeyGroup, Key: e.Key, Namespace: e.Namespace})
-			if err != nil || !bytes.HasPrefix(k, prefix) || (c.kind != snapshot.Map && !bytes.Equal(k, prefix)) {
-				t.Fatalf("%s maxP %d: lookup key %x (%v) is not the prefix of %x", c.kind, maxP, prefix, err, k)
+			prefix, err := c.EncodeKey(nil, &snapshot.Entry{KeyGroup: e.KeyGroup, Key: e.Key, Namespace: e.Namespace})
+			if err != nil || !bytes.HasPrefix(k, prefix) || (c.Kind != snapshot.Map && !bytes.Equal(k, prefix)) {
+				t.Fatalf("%s maxP %d: lookup key %x (%v) is not the prefix of %x", c.Kind, maxP, prefix, err, k)
 			}
 			other := fuzzEntry(c, maxP, kg, v1, v2, nil, nil, 0)
 			if !bytes.Equal(other.Key, e.Key) || !bytes.Equal(other.Namespace, e.Namespace) {
-				op, err := c.encodeKey(nil, &other)
+				op, err := c.EncodeKey(nil, &other)
 				if err != nil || bytes.HasPrefix(k, op) {
-					t.Fatalf("%s maxP %d: key %x of (%x, %x) starts with the prefix %x of (%x, %x) (%v)", c.kind, maxP, k, e.Key, e.Namespace, op, other.Key, other.Namespace, err)
+					t.Fatalf("%s maxP %d: key %x of (%x, %x) starts with the prefix %x of (%x, %x) (%v)", c.Kind, maxP, k, e.Key, e.Namespace, op, other.Key, other.Namespace, err)
 				}
 			}
 			var want []snapshot.Entry
 			var v []byte
-			if c.kind == snapshot.List {
+			if c.Kind == snapshot.List {
 				for i, val := range [][]byte{v1, v2, {}} {
 					x := e
 					x.Value = val
 					if c.ttl != 0 {
 						x.ExpiresAt = expires + int64(i) // wraps, as stored
 					}
-					if v, err = c.appendElement(v, len(v), &x); err != nil {
+					if v, err = c.AppendElement(v, len(v), &x); err != nil {
 						t.Fatal(err)
 					}
 					want = append(want, x)
 				}
 			} else {
-				if v, err = c.encodeValue(nil, &e); err != nil {
+				if v, err = c.EncodeValue(nil, &e); err != nil {
 					t.Fatal(err)
 				}
 				want = append(want, e)
 			}
 			var gotAll []snapshot.Entry
-			if _, err := c.decodeValues(k, v, &got, func(x *snapshot.Entry) bool {
+			if _, err := c.DecodeValues(k, v, &got, func(x *snapshot.Entry) bool {
 				gotAll = append(gotAll, x.Clone())
 				return true
 			}); err != nil {
-				t.Fatalf("%s maxP %d: decode value %x: %v", c.kind, maxP, v, err)
+				t.Fatalf("%s maxP %d: decode value %x: %v", c.Kind, maxP, v, err)
 			}
 			if len(gotAll) != len(want) {
-				t.Fatalf("%s maxP %d: %d values decoded, want %d", c.kind, maxP, len(gotAll), len(want))
+				t.Fatalf("%s maxP %d: %d values decoded, want %d", c.Kind, maxP, len(gotAll), len(want))
 			}
 			for i := range want {
 				if !gotAll[i].Equal(&want[i]) {
-					t.Fatalf("%s maxP %d: value %d decoded as\n%+v\nwant\n%+v", c.kind, maxP, i, gotAll[i], want[i])
+					t.Fatalf("%s maxP %d: value %d decoded as\n%+v\nwant\n%+v", c.Kind, maxP, i, gotAll[i], want[i])
 				}
 			}
 		})
@@ -171,17 +174,17 @@ func FuzzLayoutRoundTrip(f *testing.F) {
 // encodes again to one that decodes to the same entry.
 func FuzzLayoutDecode(f *testing.F) {
 	op, es := seedEntries(f)
-	cs := codecs(op)
+	cs := Codecs(op)
 	for _, e := range es {
 		c := cs[e.State]
 		ks, _ := op.KeyedStateByName(e.State)
-		k, err := c.encodeKey(nil, &e)
+		k, err := c.EncodeKey(nil, &e)
 		if err != nil {
 			f.Fatal(err)
 		}
-		v, err := c.encodeValue(nil, &e)
-		if c.kind == snapshot.List {
-			v, err = c.appendElement(v[:0], 0, &e)
+		v, err := c.EncodeValue(nil, &e)
+		if c.Kind == snapshot.List {
+			v, err = c.AppendElement(v[:0], 0, &e)
 		}
 		if err != nil {
 			f.Fatal(err)
@@ -191,25 +194,25 @@ func FuzzLayoutDecode(f *testing.F) {
 	f.Add(uint8(0), []byte{0, 0x80}, []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff})
 	f.Add(uint8(1), []byte{1}, []byte{5, 'a', ','})
 	f.Fuzz(func(t *testing.T, sel uint8, k, v []byte) {
-		fuzzCodecs(sel, func(c *codec, maxP int) {
+		fuzzCodecs(sel, func(c *Codec, maxP int) {
 			var e snapshot.Entry
-			if err := c.decodeKey(k, &e); err == nil {
+			if err := c.DecodeKey(k, &e); err == nil {
 				e = e.Clone()
-				k2, err := c.encodeKey(nil, &e)
+				k2, err := c.EncodeKey(nil, &e)
 				if err != nil {
-					t.Fatalf("%s maxP %d: key %x decodes to %+v, which does not encode: %v", c.kind, maxP, k, e, err)
+					t.Fatalf("%s maxP %d: key %x decodes to %+v, which does not encode: %v", c.Kind, maxP, k, e, err)
 				}
 				var back snapshot.Entry
-				if err := c.decodeKey(k2, &back); err != nil || !back.Equal(&e) {
-					t.Fatalf("%s maxP %d: key %x re-encoded as %x decodes to %+v (%v), want %+v", c.kind, maxP, k, k2, back, err, e)
+				if err := c.DecodeKey(k2, &back); err != nil || !back.Equal(&e) {
+					t.Fatalf("%s maxP %d: key %x re-encoded as %x decodes to %+v (%v), want %+v", c.Kind, maxP, k, k2, back, err, e)
 				}
 			}
 			n := 0
-			if _, err := c.decodeValues(k, v, &e, func(x *snapshot.Entry) bool {
+			if _, err := c.DecodeValues(k, v, &e, func(x *snapshot.Entry) bool {
 				n++
 				return true
 			}); err == nil && n > len(v)+1 {
-				t.Fatalf("%s maxP %d: %d values from %d bytes", c.kind, maxP, n, len(v))
+				t.Fatalf("%s maxP %d: %d values from %d bytes", c.Kind, maxP, n, len(v))
 			}
 		})
 	})
@@ -241,33 +244,94 @@ func allocated(fn func()) uint64 {
 // header asking for 2^32 elements) goes far past it.
 func allocLimit(n int) uint64 { return 8<<20 + 4096*uint64(n) }
 
-// seedFiles generates snapshots and returns the bytes of their _metadata
-// and operator-state files: a savepoint the Writer wrote (self-contained)
-// and two incremental checkpoints (the second references the first one's
-// shared SSTs).
+// seedFiles writes snapshots as the format's writer and the runtime's
+// checkpointer do (Instance.Upload, then WriteMetadata) and returns the
+// bytes of their _metadata and operator-state files: a self-contained
+// savepoint and two incremental checkpoints (SST files in the job's shared
+// directory; the second references the first one's).
 func seedFiles(f *testing.F) (metas, opStates [][]byte) {
 	ctx := context.Background()
-	sp := filepath.Join(f.TempDir(), "sp")
-	op := testOperator("f0", 2, 128)
-	writeSnapshot(f, sp, op, testEntries(f, op, 30, 4))
-	root := f.TempDir()
-	b, err := NewIncremental(IncrementalOptions{LocalDir: f.TempDir(), Retain: 2, Storage: testReg.Storage})
-	if err != nil {
-		f.Fatal(err)
-	}
-	defer b.Close()
-	kv := kvOperator(2, 256)
-	r := rand.New(rand.NewPCG(5, 6))
-	for id := int64(1); id <= 2; id++ {
-		fillKV(f, b, kv, 0, 200, 16, r)
-		for _, in := range b.Instances() {
-			in.SetOperatorState("offsets", [][]byte{[]byte("p0"), []byte("p1")})
-			in.SetRaw(snapshot.RawState{Operator: []byte{byte(id)}})
+	st := storage.Local()
+	open := func(op *snapshot.Operator) []*Instance {
+		var ins []*Instance
+		for i := range op.Parallelism {
+			in, err := OpenInstance(filepath.Join(f.TempDir(), "db"), op, i, keygroup.RangeOf(op.MaxParallelism, op.Parallelism, i))
+			if err != nil {
+				f.Fatal(err)
+			}
+			f.Cleanup(func() { in.Close() })
+			ins = append(ins, in)
 		}
-		if _, err := b.Checkpoint(ctx, root, "job", id); err != nil {
+		return ins
+	}
+	commit := func(d chkdir.Dir, op *snapshot.Operator, ins []*Instance, target func(*Instance) Target) {
+		c := *op
+		c.Subtasks = nil
+		m := &Metadata{Snapshot: &snapshot.Snapshot{Format: "rocksdb", JobID: "job", Operators: []*snapshot.Operator{&c}}}
+		for _, in := range ins {
+			h, _, err := in.Upload(ctx, target(in), f.TempDir())
+			if err != nil {
+				f.Fatal(err)
+			}
+			m.Handles = append(m.Handles, h)
+			c.Subtasks = append(c.Subtasks, in.SubtaskModel())
+		}
+		if err := WriteMetadata(ctx, d, m); err != nil {
 			f.Fatal(err)
 		}
 	}
+
+	sp := filepath.Join(f.TempDir(), "sp")
+	op := rockstest.Operator("f0", 2, 128)
+	ins := open(op)
+	for i, es := range rockstest.Entries(f, op, 30, 4) {
+		for j := range es {
+			if err := ins[i].Put(&es[j]); err != nil {
+				f.Fatal(err)
+			}
+		}
+		for j := range 3 {
+			ins[i].AddElement("offsets", []byte(fmt.Sprintf("p%d-%d", i, j)))
+		}
+		ins[i].SetRaw(snapshot.RawState{Keyed: []byte{byte(i)}})
+	}
+	commit(chkdir.At(st, sp), op, ins, func(*Instance) Target { return Target{Dir: chkdir.At(st, sp)} })
+
+	root := f.TempDir()
+	kv := rockstest.KVOperator(2, 256)
+	ins = open(kv)
+	uploaded := map[string]File{} // by local name and size
+	r := rand.New(rand.NewPCG(5, 6))
+	for id := int64(1); id <= 2; id++ {
+		for i := range 200 {
+			key := snapshot.EncodeInt64(int64(i))
+			kg, _ := testReg.Codecs.KeyGroupOf(tInt64, key, kv.MaxParallelism)
+			in := ins[keygroup.SubtaskOf(kg, kv.MaxParallelism, kv.Parallelism)]
+			if err := in.Put(&snapshot.Entry{KeyGroup: kg, State: "kv", Key: key, Value: rockstest.RandBytes(r, 16)}); err != nil {
+				f.Fatal(err)
+			}
+		}
+		for _, in := range ins {
+			in.SetOperatorState("offsets", [][]byte{[]byte("p0"), []byte("p1")})
+			in.SetRaw(snapshot.RawState{Operator: []byte{byte(id)}})
+		}
+		chk := chkdir.At(st, filepath.Join(root, "job", chkdir.CheckpointDirName(id)))
+		shared := func(ctx context.Context, name, local string, size int64) (File, bool, error) {
+			k := name + "/" + strconv.FormatInt(size, 10)
+			if f, ok := uploaded[k]; ok {
+				return f, false, nil
+			}
+			remote := path.Join(chk.JobDir, chkdir.SharedDir, RandomName()+"-"+name)
+			n, crc, err := UploadFile(ctx, st, local, remote)
+			uploaded[k] = File{Local: name, Path: SharedRef(path.Base(remote)), Size: n, CRC32C: crc, Shared: true}
+			return uploaded[k], true, err
+		}
+		if err := st.MkdirAll(ctx, path.Join(chk.JobDir, chkdir.SharedDir)); err != nil {
+			f.Fatal(err)
+		}
+		commit(chk, kv, ins, func(*Instance) Target { return Target{Dir: chk, Shared: shared} })
+	}
+
 	for _, dir := range []string{sp, filepath.Join(root, "job", "chk-1"), filepath.Join(root, "job", "chk-2")} {
 		files, _ := filepath.Glob(filepath.Join(dir, "*", opStateName))
 		for _, name := range append(files, filepath.Join(dir, MetadataName)) {
@@ -320,32 +384,34 @@ func FuzzMetadata(f *testing.F) {
 		if err := os.WriteFile(filepath.Join(dir, MetadataName), data, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		var m *metadata
+		var m *Metadata
 		var err error
-		if n := allocated(func() { m, err = readMetadata(ctx, d) }); n > allocLimit(len(data)) {
+		if n := allocated(func() { m, err = ReadMetadata(ctx, d) }); n > allocLimit(len(data)) {
 			t.Fatalf("reading %d bytes of _metadata allocated %d bytes", len(data), n)
 		}
 		if err != nil {
 			return
 		}
 		m.fillFiles()
-		_, _ = m.sharedPaths(d)
+		_, _ = m.SharedPaths(d)
 		for _, op := range m.Snapshot.Operators {
 			if op == nil {
 				continue
 			}
 			for _, sub := range op.Subtasks {
 				if sub != nil {
-					m.handle(op.ID, sub.Index)
+					m.Handle(op.ID, sub.Index)
 				}
 			}
 		}
-		r, err := openReader(ctx, storage.Local(), dir, snapshot.OpenOptions{TempDir: t.TempDir()})
-		if err != nil {
-			t.Fatalf("readMetadata accepted what openReader refuses: %v", err)
+		// The reader's way in: the directory resolved as a snapshot.
+		rd, err := chkdir.ResolveIn(ctx, storage.Local(), dir)
+		if err == nil {
+			_, err = ReadMetadata(ctx, rd)
 		}
-		_ = r.Snapshot()
-		_ = r.Close()
+		if err != nil {
+			t.Fatalf("ReadMetadata accepted what the resolved directory refuses: %v", err)
+		}
 	})
 }
 
@@ -359,7 +425,7 @@ func FuzzOperatorState(f *testing.F) {
 	}
 	f.Add([]byte{0x82, 0xa6, 's', 't', 'a', 't', 'e', 's', 0xdd, 0x7f, 0xff, 0xff, 0xff}, true, int64(1<<62))
 	d, dir := fuzzDir(f)
-	rel := path.Join(subtaskDirName("f0", 0), opStateName)
+	rel := path.Join(SubtaskDirName("f0", 0), opStateName)
 	if err := os.MkdirAll(filepath.Join(dir, filepath.FromSlash(path.Dir(rel))), 0o755); err != nil {
 		f.Fatal(err)
 	}
@@ -374,9 +440,9 @@ func FuzzOperatorState(f *testing.F) {
 		if err := os.WriteFile(filepath.Join(dir, filepath.FromSlash(rel)), data, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		var o *opState
+		var o *OpState
 		var err error
-		if n := allocated(func() { o, err = readOpState(ctx, d, &file{Path: rel, Size: size}) }); n > allocLimit(len(data)) {
+		if n := allocated(func() { o, err = ReadOpState(ctx, d, &File{Path: rel, Size: size}) }); n > allocLimit(len(data)) {
 			t.Fatalf("reading %d bytes of operator state allocated %d bytes", len(data), n)
 		}
 		if err != nil {
@@ -385,6 +451,6 @@ func FuzzOperatorState(f *testing.F) {
 		o.stats()
 		o.empty()
 		in := &Instance{ops: *o, kgs: keygroup.Range{Start: 0, End: 0}}
-		in.subtaskModel()
+		in.SubtaskModel()
 	})
 }

@@ -1,4 +1,4 @@
-package rocksdb
+package rocksdbformat
 
 import (
 	"context"
@@ -13,31 +13,31 @@ import (
 	"github.com/stateutil/stateutil/internal/rocksdb"
 )
 
-// uploadTarget says where a subtask's files go.
-type uploadTarget struct {
+// Target says where a subtask's files go.
+type Target struct {
 	// dir is the chk-N or savepoint directory.
-	dir chkdir.Dir
+	Dir chkdir.Dir
 	// priv names the subtask's private directory; "" means
-	// subtaskDirName.
-	priv string
+	// SubtaskDirName.
+	Priv string
 	// link hard-links private files into dir (local disk) instead of
 	// copying them, falling back to a copy where links fail.
-	link bool
+	Link bool
 	// shared, when set, takes the SST files instead of the private
 	// directory (an incremental checkpoint puts them in the job's shared
 	// directory): given a file's name, local path and size, it returns the
 	// file's entry and whether it uploaded the file (false: it references
 	// an earlier upload again).
-	shared func(ctx context.Context, name, local string, size int64) (file, bool, error)
+	Shared func(ctx context.Context, name, local string, size int64) (File, bool, error)
 }
 
-// uploadStats are the transfer figures of one snapshot.
-type uploadStats struct {
+// UploadCounts are the transfer figures of one snapshot.
+type UploadCounts struct {
 	Files, UploadedFiles, ReusedFiles int
 	Bytes, UploadedBytes              int64
 }
 
-func (u *uploadStats) add(o uploadStats) {
+func (u *UploadCounts) Add(o UploadCounts) {
 	u.Files += o.Files
 	u.UploadedFiles += o.UploadedFiles
 	u.ReusedFiles += o.ReusedFiles
@@ -45,23 +45,24 @@ func (u *uploadStats) add(o uploadStats) {
 	u.UploadedBytes += o.UploadedBytes
 }
 
-func randomName() string {
+// RandomName is 16 random hex digits, for names that must not repeat.
+func RandomName() string {
 	var b [8]byte
 	rand.Read(b[:])
 	return hex.EncodeToString(b[:])
 }
 
-// upload flushes the instance, takes a RocksDB checkpoint (hard links)
+// Upload flushes the instance, takes a RocksDB checkpoint (hard links)
 // under tmp, and uploads it and the operator state to t.
-func (in *Instance) upload(ctx context.Context, t uploadTarget, tmp string) (*handle, uploadStats, error) {
-	var us uploadStats
+func (in *Instance) Upload(ctx context.Context, t Target, tmp string) (*Handle, UploadCounts, error) {
+	var us UploadCounts
 	if in.db == nil {
-		return nil, us, errClosed
+		return nil, us, ErrClosed
 	}
 	if err := in.db.Flush(); err != nil {
 		return nil, us, err
 	}
-	cp := filepath.Join(tmp, "cp-"+randomName())
+	cp := filepath.Join(tmp, "cp-"+RandomName())
 	if err := in.db.Checkpoint(cp); err != nil {
 		return nil, us, err
 	}
@@ -70,13 +71,13 @@ func (in *Instance) upload(ctx context.Context, t uploadTarget, tmp string) (*ha
 	if err != nil {
 		return nil, us, err
 	}
-	priv := t.priv
+	priv := t.Priv
 	if priv == "" {
-		priv = subtaskDirName(in.op.ID, in.index)
+		priv = SubtaskDirName(in.op.ID, in.index)
 	}
-	h := &handle{Operator: in.op.ID, Subtask: in.index, KeyGroups: in.kgs, PrefixBytes: prefixWidth(in.op.MaxParallelism)}
-	st := t.dir.Storage
-	if err := st.MkdirAll(ctx, path.Join(t.dir.Path, priv)); err != nil {
+	h := &Handle{Operator: in.op.ID, Subtask: in.index, KeyGroups: in.kgs, PrefixBytes: PrefixWidth(in.op.MaxParallelism)}
+	st := t.Dir.Storage
+	if err := st.MkdirAll(ctx, path.Join(t.Dir.Path, priv)); err != nil {
 		return nil, us, err
 	}
 	for _, ent := range ents {
@@ -87,8 +88,8 @@ func (in *Instance) upload(ctx context.Context, t uploadTarget, tmp string) (*ha
 		}
 		us.Files++
 		us.Bytes += info.Size()
-		if t.shared != nil && strings.HasSuffix(name, ".sst") {
-			f, uploaded, err := t.shared(ctx, name, filepath.Join(cp, name), info.Size())
+		if t.Shared != nil && strings.HasSuffix(name, ".sst") {
+			f, uploaded, err := t.Shared(ctx, name, filepath.Join(cp, name), info.Size())
 			if err != nil {
 				return nil, us, err
 			}
@@ -103,26 +104,26 @@ func (in *Instance) upload(ctx context.Context, t uploadTarget, tmp string) (*ha
 		}
 		var n int64
 		var crc uint32
-		if t.link {
-			n, crc, err = linkLocal(ctx, filepath.Join(cp, name), path.Join(t.dir.Path, priv, name), in.sums)
+		if t.Link {
+			n, crc, err = linkLocal(ctx, filepath.Join(cp, name), path.Join(t.Dir.Path, priv, name), in.sums)
 		} else {
-			n, crc, err = uploadFile(ctx, st, filepath.Join(cp, name), path.Join(t.dir.Path, priv, name))
+			n, crc, err = UploadFile(ctx, st, filepath.Join(cp, name), path.Join(t.Dir.Path, priv, name))
 		}
 		if err != nil {
 			return nil, us, err
 		}
-		h.Files = append(h.Files, file{Local: name, Path: priv + "/" + name, Size: n, CRC32C: crc})
+		h.Files = append(h.Files, File{Local: name, Path: priv + "/" + name, Size: n, CRC32C: crc})
 		us.UploadedFiles++
 		us.UploadedBytes += n
 	}
-	if t.link {
+	if t.Link {
 		// The files' data was synced where RocksDB wrote it; the links
 		// need their directory synced.
-		if err := rocksdb.SyncPath(path.Join(t.dir.Path, priv)); err != nil {
+		if err := rocksdb.SyncPath(path.Join(t.Dir.Path, priv)); err != nil {
 			return nil, us, err
 		}
 	}
-	f, err := in.ops.write(ctx, t.dir, priv+"/"+opStateName)
+	f, err := in.ops.write(ctx, t.Dir, priv+"/"+opStateName)
 	if err != nil {
 		return nil, us, err
 	}
