@@ -12,7 +12,7 @@ import (
 
 // FormatName is the registered name of this format, and Flink's config
 // name of its RocksDB state backend.
-const FormatName = "rocksdb"
+const FormatName = rocksdbformat.FormatName
 
 // Format is the registered rocksdb format.
 var Format = &snapshot.Format{

@@ -21,6 +21,7 @@ import (
 	"github.com/stateutil/stateutil/keygroup"
 	"github.com/stateutil/stateutil/migrate"
 	"github.com/stateutil/stateutil/redistribute"
+	"github.com/stateutil/stateutil/runtime/rocksstate"
 	"github.com/stateutil/stateutil/snapshot"
 	"github.com/stateutil/stateutil/snapshot/snaptest"
 	"github.com/stateutil/stateutil/storage"
@@ -241,24 +242,38 @@ func checkFiles(t *testing.T, loc string) {
 	}
 }
 
-// TestRescaleFastPathFromIncremental rescales an incremental checkpoint,
-// whose subtasks have several overlapping SST files and no recorded
-// per-key-group figures.
+// TestRescaleFastPathFromIncremental rescales an incremental checkpoint
+// (the runtime's checkpointer's), whose subtasks have several overlapping
+// SST files and no recorded per-key-group figures.
 func TestRescaleFastPathFromIncremental(t *testing.T) {
 	ctx := context.Background()
 	op := rockstest.KVOperator(2, 4096)
-	b := newIncremental(t, 2)
+	b, err := rocksstate.NewIncremental(rocksstate.IncrementalOptions{LocalDir: t.TempDir(), Retain: 2, Storage: testReg.Storage})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	put := func(sub int, e *snapshot.Entry) error {
+		in, err := b.Open(op, sub, keygroup.RangeOf(op.MaxParallelism, op.Parallelism, sub))
+		if err != nil {
+			return err
+		}
+		return in.Put(e)
+	}
 	r := rand.New(rand.NewPCG(3, 4))
 	root := t.TempDir()
-	fillKV(t, b, op, 0, 1500, 40, r)
+	rockstest.PutKV(t, op, 0, 1500, 40, r, put)
 	if _, err := b.Checkpoint(ctx, root, "job", 1); err != nil {
 		t.Fatal(err)
 	}
-	fillKV(t, b, op, 1000, 2500, 40, r) // overwrites a third
+	rockstest.PutKV(t, op, 1000, 2500, 40, r, put) // overwrites a third
 	if _, err := b.Checkpoint(ctx, root, "job", 2); err != nil {
 		t.Fatal(err)
 	}
-	want := allEntries(t, b)
+	var want []snapshot.Entry
+	for _, in := range b.Instances() {
+		want = append(want, rockstest.Collect(t, in.Entries(ctx, in.KeyGroups()))...)
+	}
 	src := filepath.Join(root, "job", chkdir.CheckpointDirName(2))
 	fast, n := rescaleTo(t, src, 3, false)
 	if n != 3 {

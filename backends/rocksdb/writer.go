@@ -15,7 +15,6 @@ import (
 	"github.com/stateutil/stateutil/backends/internal/ledger"
 	"github.com/stateutil/stateutil/internal/chkdir"
 	"github.com/stateutil/stateutil/internal/rocksdbformat"
-
 	"github.com/stateutil/stateutil/keygroup"
 	"github.com/stateutil/stateutil/snapshot"
 	"github.com/stateutil/stateutil/storage"

@@ -267,7 +267,7 @@ func seedFiles(f *testing.F) (metas, opStates [][]byte) {
 	commit := func(d chkdir.Dir, op *snapshot.Operator, ins []*Instance, target func(*Instance) Target) {
 		c := *op
 		c.Subtasks = nil
-		m := &Metadata{Snapshot: &snapshot.Snapshot{Format: "rocksdb", JobID: "job", Operators: []*snapshot.Operator{&c}}}
+		m := &Metadata{Snapshot: &snapshot.Snapshot{Format: FormatName, JobID: "job", Operators: []*snapshot.Operator{&c}}}
 		for _, in := range ins {
 			h, _, err := in.Upload(ctx, target(in), f.TempDir())
 			if err != nil {
@@ -303,14 +303,7 @@ func seedFiles(f *testing.F) (metas, opStates [][]byte) {
 	uploaded := map[string]File{} // by local name and size
 	r := rand.New(rand.NewPCG(5, 6))
 	for id := int64(1); id <= 2; id++ {
-		for i := range 200 {
-			key := snapshot.EncodeInt64(int64(i))
-			kg, _ := testReg.Codecs.KeyGroupOf(tInt64, key, kv.MaxParallelism)
-			in := ins[keygroup.SubtaskOf(kg, kv.MaxParallelism, kv.Parallelism)]
-			if err := in.Put(&snapshot.Entry{KeyGroup: kg, State: "kv", Key: key, Value: rockstest.RandBytes(r, 16)}); err != nil {
-				f.Fatal(err)
-			}
-		}
+		rockstest.PutKV(f, kv, 0, 200, 16, r, func(sub int, e *snapshot.Entry) error { return ins[sub].Put(e) })
 		for _, in := range ins {
 			in.SetOperatorState("offsets", [][]byte{[]byte("p0"), []byte("p1")})
 			in.SetRaw(snapshot.RawState{Operator: []byte{byte(id)}})

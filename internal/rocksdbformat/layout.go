@@ -267,7 +267,9 @@ func uvarintLen(v uint64) int {
 	return n
 }
 
-func (c *Codec) takeTTL(k, v []byte, e *snapshot.Entry) ([]byte, error) {
+// TakeTTL sets e.ExpiresAt from the TTL timestamp that begins the stored
+// value v of key k (0 when the state has no TTL) and returns the rest.
+func (c *Codec) TakeTTL(k, v []byte, e *snapshot.Entry) ([]byte, error) {
 	e.ExpiresAt = 0
 	if c.ttl == 0 {
 		return v, nil
@@ -284,7 +286,7 @@ func (c *Codec) takeTTL(k, v []byte, e *snapshot.Entry) ([]byte, error) {
 // decoded key; its Value and ExpiresAt are set before each call.
 func (c *Codec) DecodeValues(k, v []byte, e *snapshot.Entry, fn func(*snapshot.Entry) bool) (bool, error) {
 	if c.Kind != snapshot.List {
-		val, err := c.takeTTL(k, v, e)
+		val, err := c.TakeTTL(k, v, e)
 		if err != nil {
 			return false, err
 		}
@@ -292,7 +294,7 @@ func (c *Codec) DecodeValues(k, v []byte, e *snapshot.Entry, fn func(*snapshot.E
 		return fn(e), nil
 	}
 	for len(v) > 0 {
-		rest, err := c.takeTTL(k, v, e)
+		rest, err := c.TakeTTL(k, v, e)
 		if err != nil {
 			return false, err
 		}

@@ -15,6 +15,10 @@ import (
 	"github.com/stateutil/stateutil/snapshot"
 )
 
+// FormatName is the format's name, as every rocksdb snapshot's model
+// records it.
+const FormatName = "rocksdb"
+
 // MetadataName is the file that commits a rocksdb snapshot.
 const MetadataName = chkdir.MetadataFile
 

@@ -2,12 +2,12 @@ package rocksdbformat
 
 import (
 	"context"
-	"github.com/stateutil/stateutil/internal/chkdir"
 	"hash/crc32"
 	"path"
 
 	"github.com/vmihailenco/msgpack/v5"
 
+	"github.com/stateutil/stateutil/internal/chkdir"
 	"github.com/stateutil/stateutil/internal/envelope"
 	"github.com/stateutil/stateutil/snapshot"
 	"github.com/stateutil/stateutil/storage"

@@ -185,3 +185,34 @@ func KVOperator(p, maxP int) *snapshot.Operator {
 	return &snapshot.Operator{ID: "0c0d", Parallelism: p, MaxParallelism: maxP,
 		KeyedStates: []snapshot.KeyedState{{Name: "kv", Kind: snapshot.Value, KeyType: tInt64, NamespaceType: tVoid, ValueType: tBytes}}}
 }
+
+// PutKV puts keys [from, to) of KVOperator state op, with random values
+// of size bytes from r, each through put with the subtask its key group
+// belongs to.
+func PutKV(t testing.TB, op *snapshot.Operator, from, to, size int, r *rand.Rand, put func(sub int, e *snapshot.Entry) error) {
+	t.Helper()
+	for i := from; i < to; i++ {
+		key := snapshot.EncodeInt64(int64(i))
+		kg, err := codecs.KeyGroupOf(tInt64, key, op.MaxParallelism)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := snapshot.Entry{KeyGroup: kg, State: "kv", Key: key, Value: RandBytes(r, size)}
+		if err := put(keygroup.SubtaskOf(kg, op.MaxParallelism, op.Parallelism), &e); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// BenchBytes is the keyed state the size-dependent benchmarks work on:
+// STATEUTIL_BENCH_BYTES, default 64 MiB.
+func BenchBytes(b *testing.B) int64 {
+	if s := os.Getenv("STATEUTIL_BENCH_BYTES"); s != "" {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || n <= 0 {
+			b.Fatalf("STATEUTIL_BENCH_BYTES=%q: want a positive number of bytes", s)
+		}
+		return n
+	}
+	return 64 << 20
+}

@@ -1,4 +1,4 @@
-package rocksdb_test
+package rocksstate_test
 
 import (
 	"bytes"
@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stateutil/stateutil/backends/rocksdb"
 	"github.com/stateutil/stateutil/cmd"
+	"github.com/stateutil/stateutil/runtime/rocksstate"
 	"github.com/stateutil/stateutil/snapshot/formattest"
 	"github.com/stateutil/stateutil/storage"
 )
@@ -26,7 +26,7 @@ func TestDamagedSSTThroughCommands(t *testing.T) {
 
 func damagedSST(t *testing.T, root string) {
 	op := crashOperator()
-	b, err := rocksdb.NewIncremental(rocksdb.IncrementalOptions{LocalDir: t.TempDir(), Storage: testReg.Storage})
+	b, err := rocksstate.NewIncremental(rocksstate.IncrementalOptions{LocalDir: t.TempDir(), Storage: testReg.Storage})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +43,7 @@ func damagedSST(t *testing.T, root string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg, err := rocksdb.LoadRegistry(ctx, st, path.Join(p, crashJob))
+	reg, err := rocksstate.LoadRegistry(ctx, st, path.Join(p, crashJob))
 	if err != nil {
 		t.Fatal(err)
 	}

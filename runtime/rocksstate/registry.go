@@ -1,4 +1,4 @@
-package rocksdb
+package rocksstate
 
 import (
 	"context"
@@ -8,7 +8,6 @@ import (
 
 	"github.com/stateutil/stateutil/internal/chkdir"
 	"github.com/stateutil/stateutil/internal/rocksdbformat"
-
 	"github.com/stateutil/stateutil/storage"
 )
 

@@ -1,4 +1,4 @@
-package rocksdb
+package rocksstate
 
 import (
 	"context"
@@ -13,7 +13,6 @@ import (
 	"github.com/stateutil/stateutil/internal/chkdir"
 	"github.com/stateutil/stateutil/internal/rocksdbformat"
 	"github.com/stateutil/stateutil/internal/rocksdbformat/rockstest"
-
 	"github.com/stateutil/stateutil/keygroup"
 	"github.com/stateutil/stateutil/snapshot"
 	"github.com/stateutil/stateutil/storage"
@@ -22,18 +21,13 @@ import (
 // fillKV writes keys [from, to) with random values of size bytes.
 func fillKV(t testing.TB, b *Incremental, op *snapshot.Operator, from, to, size int, r *rand.Rand) {
 	t.Helper()
-	for i := from; i < to; i++ {
-		key := snapshot.EncodeInt64(int64(i))
-		kg, _ := testReg.Codecs.KeyGroupOf(tInt64, key, op.MaxParallelism)
-		sub := keygroup.SubtaskOf(kg, op.MaxParallelism, op.Parallelism)
+	rockstest.PutKV(t, op, from, to, size, r, func(sub int, e *snapshot.Entry) error {
 		in, err := b.Open(op, sub, keygroup.RangeOf(op.MaxParallelism, op.Parallelism, sub))
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
-		if err := in.Put(&snapshot.Entry{KeyGroup: kg, State: "kv", Key: key, Value: rockstest.RandBytes(r, size)}); err != nil {
-			t.Fatal(err)
-		}
-	}
+		return in.Put(e)
+	})
 }
 
 func newIncremental(t testing.TB, retain int) *Incremental {

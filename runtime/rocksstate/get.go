@@ -1,23 +1,36 @@
-package rocksdbformat
+package rocksstate
 
 import (
 	"fmt"
 	"slices"
 
+	"github.com/stateutil/stateutil/internal/rocksdbformat"
 	"github.com/stateutil/stateutil/snapshot"
 )
+
+// Instance is one keyed subtask's working state (rocksdbformat.Instance)
+// as the runtime's checkpointer keeps it: with the shared files its
+// checkpoints reference and the state backend's point reads. It is not
+// safe for concurrent use.
+type Instance struct {
+	*rocksdbformat.Instance
+	// known maps local SST names to the shared files they were uploaded
+	// as (or restored from), so later checkpoints reference them.
+	known map[string]rocksdbformat.File
+	key   []byte
+}
 
 // Point lookups. A keyed-state read touches one RocksDB key (value,
 // reducing, aggregating state, one map user key, a merged list) or one
 // key prefix (a key's map entries): the key is encoded exactly as Put
-// writes it (layout.go), so no read scans a key group.
+// writes it (rocksdbformat.Codec), so no read scans a key group.
 
 // lookupKey checks q and encodes the RocksDB key of its state, key group,
 // key and namespace, plus its user key when withUserKey (map state only).
 // A state never written to may have no column family in an instance
 // restored from older files: the lookups then find nothing, and create
 // none.
-func (in *Instance) lookupKey(q *snapshot.Entry, withUserKey bool) (*Codec, error) {
+func (in *Instance) lookupKey(q *snapshot.Entry, withUserKey bool) (*rocksdbformat.Codec, error) {
 	c, err := in.Codec(q)
 	if err != nil {
 		return nil, err
@@ -33,7 +46,7 @@ func (in *Instance) lookupKey(q *snapshot.Entry, withUserKey bool) (*Codec, erro
 }
 
 // checkKind refuses a read op that does not apply to c's kind.
-func checkKind(c *Codec, op string, kinds ...snapshot.StateKind) error {
+func checkKind(c *rocksdbformat.Codec, op string, kinds ...snapshot.StateKind) error {
 	if slices.Contains(kinds, c.Kind) {
 		return nil
 	}
@@ -60,7 +73,7 @@ func (in *Instance) Get(q *snapshot.Entry) (snapshot.Entry, bool, error) {
 	if err := checkKind(c, "Get", snapshot.Value, snapshot.Reducing, snapshot.Aggregating, snapshot.Map); err != nil {
 		return snapshot.Entry{}, false, err
 	}
-	v, ok, err := in.db.Get(c.State, in.key)
+	v, ok, err := in.DB().Get(c.State, in.key)
 	if err != nil {
 		return snapshot.Entry{}, false, fmt.Errorf("rocksdb: state %q: %w", c.State, err)
 	}
@@ -90,7 +103,7 @@ func (in *Instance) GetList(q *snapshot.Entry) ([]snapshot.Entry, error) {
 	if err := checkKind(c, "GetList", snapshot.List); err != nil {
 		return nil, err
 	}
-	v, ok, err := in.db.Get(c.State, in.key)
+	v, ok, err := in.DB().Get(c.State, in.key)
 	if err != nil {
 		return nil, fmt.Errorf("rocksdb: state %q: %w", c.State, err)
 	}
@@ -126,13 +139,13 @@ func (in *Instance) MapEntries(q *snapshot.Entry) snapshot.Entries {
 			return
 		}
 		prefix := append([]byte(nil), in.key...)
-		it := in.db.NewPrefixIterator(c.State, prefix)
+		it := in.DB().NewPrefixIterator(c.State, prefix)
 		defer it.Close()
 		e := snapshot.Entry{KeyGroup: q.KeyGroup, State: c.State, Key: q.Key, Namespace: q.Namespace}
 		for ; it.Valid(); it.Next() {
 			k := it.Key()
 			e.UserKey = k[len(prefix):]
-			val, err := c.takeTTL(k, it.Value(), &e)
+			val, err := c.TakeTTL(k, it.Value(), &e)
 			if err != nil {
 				yield(snapshot.Entry{}, err)
 				return
@@ -143,7 +156,7 @@ func (in *Instance) MapEntries(q *snapshot.Entry) snapshot.Entries {
 			}
 		}
 		if err := it.Err(); err != nil {
-			yield(snapshot.Entry{}, fmt.Errorf("%w: rocksdb %q state %q: %w", snapshot.ErrCorrupt, in.db.Path(), c.State, err))
+			yield(snapshot.Entry{}, fmt.Errorf("%w: rocksdb %q state %q: %w", snapshot.ErrCorrupt, in.DB().Path(), c.State, err))
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package rocksdb
+package rocksstate
 
 import (
 	"context"
@@ -12,7 +12,6 @@ import (
 
 	"github.com/stateutil/stateutil/internal/chkdir"
 	"github.com/stateutil/stateutil/internal/rocksdbformat"
-
 	"github.com/stateutil/stateutil/keygroup"
 	"github.com/stateutil/stateutil/snapshot"
 	"github.com/stateutil/stateutil/storage"
@@ -39,11 +38,7 @@ type IncrementalOptions struct {
 type Incremental struct {
 	opts      IncrementalOptions
 	ops       []*snapshot.Operator
-	instances []*rocksdbformat.Instance
-	// known maps each instance's local SST names to the shared files they
-	// were uploaded as (or restored from), so later checkpoints reference
-	// them.
-	known map[*rocksdbformat.Instance]map[string]rocksdbformat.File
+	instances []*Instance
 	// bound after the first Checkpoint or Restore:
 	st       storage.Storage
 	jobDir   string
@@ -76,22 +71,22 @@ func NewIncremental(opts IncrementalOptions) (*Incremental, error) {
 	if err := os.MkdirAll(opts.LocalDir, 0o755); err != nil {
 		return nil, err
 	}
-	return &Incremental{opts: opts, known: map[*rocksdbformat.Instance]map[string]rocksdbformat.File{}}, nil
+	return &Incremental{opts: opts}, nil
 }
 
 // Open creates (or returns) the local instance of subtask index of op,
 // owning key groups kgs.
-func (b *Incremental) Open(op *snapshot.Operator, index int, kgs keygroup.Range) (*rocksdbformat.Instance, error) {
+func (b *Incremental) Open(op *snapshot.Operator, index int, kgs keygroup.Range) (*Instance, error) {
 	if in, ok := b.Instance(op.ID, index); ok {
 		return in, nil
 	}
 	dir := filepath.Join(b.opts.LocalDir, "db", rocksdbformat.SubtaskDirName(op.ID, index)+"-"+rocksdbformat.RandomName())
-	in, err := rocksdbformat.OpenInstance(dir, b.operator(op), index, kgs)
+	fi, err := rocksdbformat.OpenInstance(dir, b.operator(op), index, kgs)
 	if err != nil {
 		return nil, err
 	}
+	in := &Instance{Instance: fi, known: map[string]rocksdbformat.File{}}
 	b.instances = append(b.instances, in)
-	b.known[in] = map[string]rocksdbformat.File{}
 	return in, nil
 }
 
@@ -109,7 +104,7 @@ func (b *Incremental) operator(op *snapshot.Operator) *snapshot.Operator {
 }
 
 // Instance finds an open instance.
-func (b *Incremental) Instance(opID string, index int) (*rocksdbformat.Instance, bool) {
+func (b *Incremental) Instance(opID string, index int) (*Instance, bool) {
 	for _, in := range b.instances {
 		if in.Operator().ID == opID && in.Subtask() == index {
 			return in, true
@@ -119,7 +114,7 @@ func (b *Incremental) Instance(opID string, index int) (*rocksdbformat.Instance,
 }
 
 // Instances lists the open instances, in the order they were opened.
-func (b *Incremental) Instances() []*rocksdbformat.Instance { return slices.Clone(b.instances) }
+func (b *Incremental) Instances() []*Instance { return slices.Clone(b.instances) }
 
 // bind selects the job directory, loading its registry on first use.
 func (b *Incremental) bind(ctx context.Context, root, jobID string) error {
@@ -253,7 +248,7 @@ func (b *Incremental) uploadAll(ctx context.Context, chk chkdir.Dir, newShared *
 	if err := b.st.MkdirAll(ctx, sharedDir); err != nil {
 		return nil, nil, err
 	}
-	s := &snapshot.Snapshot{Format: FormatName, JobID: jobID, CheckpointID: id, Kind: snapshot.Checkpoint, Created: b.opts.Now().UTC()}
+	s := &snapshot.Snapshot{Format: rocksdbformat.FormatName, JobID: jobID, CheckpointID: id, Kind: snapshot.Checkpoint, Created: b.opts.Now().UTC()}
 	m := &rocksdbformat.Metadata{Snapshot: s}
 	var total rocksdbformat.UploadCounts
 	for _, op := range b.ops {
@@ -284,8 +279,8 @@ func (b *Incremental) uploadAll(ctx context.Context, chk chkdir.Dir, newShared *
 // checkpoint uploaded is referenced again, any other is uploaded under a
 // new unique name and collected in newShared, so that a failed checkpoint
 // can remove it.
-func (b *Incremental) shareSSTs(in *rocksdbformat.Instance, sharedDir string, newShared *[]string) func(ctx context.Context, name, local string, size int64) (rocksdbformat.File, bool, error) {
-	known := b.known[in]
+func (b *Incremental) shareSSTs(in *Instance, sharedDir string, newShared *[]string) func(ctx context.Context, name, local string, size int64) (rocksdbformat.File, bool, error) {
+	known := in.known
 	return func(ctx context.Context, name, local string, size int64) (rocksdbformat.File, bool, error) {
 		if k, ok := known[name]; ok && k.Size == size && b.registry.Referenced(path.Join(sharedDir, path.Base(k.Path))) {
 			return k, false, nil
@@ -397,23 +392,22 @@ func (b *Incremental) restoreSubtask(ctx context.Context, d chkdir.Dir, m *rocks
 		os.RemoveAll(dir)
 		return err
 	}
-	in, err := rocksdbformat.OpenInstance(dir, b.operator(op), sub.Index, h.KeyGroups)
+	fi, err := rocksdbformat.OpenInstance(dir, b.operator(op), sub.Index, h.KeyGroups)
 	if err != nil {
 		os.RemoveAll(dir)
 		return err
 	}
+	in := &Instance{Instance: fi, known: map[string]rocksdbformat.File{}}
 	for _, l := range ops.States {
 		in.SetOperatorState(l.Name, l.Values)
 	}
 	in.SetRaw(ops.Raw)
-	known := map[string]rocksdbformat.File{}
 	for _, f := range h.Files {
 		if f.Shared {
-			known[f.Local] = f
+			in.known[f.Local] = f
 		}
 	}
 	b.instances = append(b.instances, in)
-	b.known[in] = known
 	return nil
 }
 
@@ -426,7 +420,6 @@ func (b *Incremental) closeInstances(remove bool) {
 		}
 	}
 	b.instances = nil
-	clear(b.known)
 }
 
 // Close closes every instance and removes the local working directories.

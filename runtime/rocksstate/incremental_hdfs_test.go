@@ -1,4 +1,4 @@
-package rocksdb_test
+package rocksstate_test
 
 import (
 	"math/rand/v2"
@@ -6,14 +6,14 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/stateutil/stateutil/backends/rocksdb"
 	"github.com/stateutil/stateutil/keygroup"
+	"github.com/stateutil/stateutil/runtime/rocksstate"
 	"github.com/stateutil/stateutil/snapshot"
 	"github.com/stateutil/stateutil/snapshot/formattest"
 	"github.com/stateutil/stateutil/snapshot/snaptest"
 )
 
-func putRandom(t *testing.T, b *rocksdb.Incremental, op *snapshot.Operator, from, to int, r *rand.Rand) {
+func putRandom(t *testing.T, b *rocksstate.Incremental, op *snapshot.Operator, from, to int, r *rand.Rand) {
 	t.Helper()
 	for k := from; k < to; k++ {
 		key := snapshot.EncodeInt64(int64(k))
@@ -33,7 +33,7 @@ func putRandom(t *testing.T, b *rocksdb.Incremental, op *snapshot.Operator, from
 	}
 }
 
-func instanceEntries(t *testing.T, b *rocksdb.Incremental) []snapshot.Entry {
+func instanceEntries(t *testing.T, b *rocksstate.Incremental) []snapshot.Entry {
 	t.Helper()
 	var out []snapshot.Entry
 	for _, in := range b.Instances() {
@@ -58,7 +58,7 @@ func TestIncrementalOnHDFS(t *testing.T) {
 	op := crashOperator()
 	const n = 40_000
 	r := rand.New(rand.NewPCG(7, 8))
-	b, err := rocksdb.NewIncremental(rocksdb.IncrementalOptions{LocalDir: t.TempDir(), Retain: 2, Storage: testReg.Storage})
+	b, err := rocksstate.NewIncremental(rocksstate.IncrementalOptions{LocalDir: t.TempDir(), Retain: 2, Storage: testReg.Storage})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +84,7 @@ func TestIncrementalOnHDFS(t *testing.T) {
 	}
 
 	want := instanceEntries(t, b)
-	b2, err := rocksdb.NewIncremental(rocksdb.IncrementalOptions{LocalDir: t.TempDir(), Retain: 2, Storage: testReg.Storage})
+	b2, err := rocksstate.NewIncremental(rocksstate.IncrementalOptions{LocalDir: t.TempDir(), Retain: 2, Storage: testReg.Storage})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +110,7 @@ func TestIncrementalOnHDFS(t *testing.T) {
 		t.Fatal(err)
 	}
 	jobDir := path.Join(p, "job")
-	reg, err := rocksdb.LoadRegistry(ctx, st, jobDir)
+	reg, err := rocksstate.LoadRegistry(ctx, st, jobDir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package rocksdb_test
+package rocksstate_test
 
 import (
 	"bytes"
@@ -17,9 +17,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stateutil/stateutil/backends/rocksdb"
 	"github.com/stateutil/stateutil/internal/chkdir"
 	"github.com/stateutil/stateutil/keygroup"
+	"github.com/stateutil/stateutil/runtime/rocksstate"
 	"github.com/stateutil/stateutil/snapshot"
 	"github.com/stateutil/stateutil/snapshot/formattest"
 	"github.com/stateutil/stateutil/snapshot/snaptest"
@@ -92,7 +92,7 @@ func stateAt(op *snapshot.Operator, gen int) [][]snapshot.Entry {
 	return out
 }
 
-func putGeneration(b *rocksdb.Incremental, op *snapshot.Operator, gen int) error {
+func putGeneration(b *rocksstate.Incremental, op *snapshot.Operator, gen int) error {
 	for k := range crashKeys {
 		if !changed(k, gen) {
 			continue
@@ -211,7 +211,7 @@ func crashChild(root string) int {
 		return fail(err)
 	}
 	defer os.RemoveAll(tmp)
-	b, err := rocksdb.NewIncremental(rocksdb.IncrementalOptions{LocalDir: tmp, Retain: crashRetain, Storage: storages})
+	b, err := rocksstate.NewIncremental(rocksstate.IncrementalOptions{LocalDir: tmp, Retain: crashRetain, Storage: storages})
 	if err != nil {
 		return fail(err)
 	}
@@ -376,7 +376,7 @@ func rocksCrashTrials(t *testing.T, root string, n int) {
 			t.Errorf("trial %d: job directory: %s", i, diff)
 		}
 
-		reg, err := rocksdb.LoadRegistry(ctx, st, jobDir)
+		reg, err := rocksstate.LoadRegistry(ctx, st, jobDir)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -386,7 +386,7 @@ func rocksCrashTrials(t *testing.T, root string, n int) {
 		}
 
 		// Recovery: restore, take the next checkpoint.
-		b, err := rocksdb.NewIncremental(rocksdb.IncrementalOptions{LocalDir: t.TempDir(), Retain: crashRetain, Storage: testReg.Storage})
+		b, err := rocksstate.NewIncremental(rocksstate.IncrementalOptions{LocalDir: t.TempDir(), Retain: crashRetain, Storage: testReg.Storage})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -398,7 +398,7 @@ func rocksCrashTrials(t *testing.T, root string, n int) {
 		if err != nil {
 			t.Fatalf("trial %d: checkpoint after recovery: %v", i, err)
 		}
-		reg, err = rocksdb.LoadRegistry(ctx, st, jobDir)
+		reg, err = rocksstate.LoadRegistry(ctx, st, jobDir)
 		if err != nil {
 			t.Fatal(err)
 		}
