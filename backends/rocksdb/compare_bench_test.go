@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 
@@ -17,23 +16,20 @@ import (
 	"github.com/stateutil/stateutil/snapshot"
 )
 
-// The benchmarks in this file measure stateutil side by side with a plain
-// tool doing the same work on the same bytes, in one run, and report the
-// ratios as metrics (they assert no timing). Their size is
-// STATEUTIL_BENCH_BYTES (default 64 MiB; make bench uses 1 GiB) of keyed
-// state: compareValueBytes random, incompressible values under int64 keys
-// (kvOperator's single value state).
+// The benchmark in this file measures stateutil side by side with a plain
+// tool doing the same work on the same bytes, in one run, and reports the
+// ratio as a metric (it asserts no timing); runtime/rocksstate has the
+// checkpoint upload's. Its size is STATEUTIL_BENCH_BYTES (default 64 MiB;
+// make bench uses 1 GiB) of keyed state: compareValueBytes random,
+// incompressible values under int64 keys (rockstest.KVOperator's single
+// value state).
 
 const compareValueBytes = 1000
 
 // compareKeys is how many compareValueBytes values make size bytes.
 func compareKeys(size int64) int { return int(size/compareValueBytes) + 1 }
 
-// syncAll flushes every dirty page, so a timed section does not pay for
-// earlier writes (as scripts/bench.sh syncs before each timed command).
-func syncAll() { syscall.Sync() }
-
-// writeCompareSavepoint writes a one-subtask savepoint of op (kvOperator)
+// writeCompareSavepoint writes a one-subtask savepoint of op (a KVOperator)
 // holding keys random values, in key-group order, without holding them in
 // memory.
 func writeCompareSavepoint(b *testing.B, loc string, op *snapshot.Operator, keys int) {

@@ -82,6 +82,8 @@ func (in *Instance) DB() *rocksdb.DB { return in.db }
 // need not read it back.
 func (in *Instance) RecordCRC32C(path string, crc uint32) error { return in.sums.record(path, crc) }
 
+// Codec is the codec of e's state, once e is known to belong to the
+// instance: a state it declares, a key group in its range.
 func (in *Instance) Codec(e *snapshot.Entry) (*Codec, error) {
 	if in.db == nil {
 		return nil, ErrClosed
@@ -176,6 +178,7 @@ func (in *Instance) SubtaskModel() *snapshot.Subtask {
 	return st
 }
 
+// ErrClosed is the error of a write or read on a closed instance.
 var ErrClosed = errors.New("rocksdb: instance is closed")
 
 // Destroy closes the instance and removes its directory.

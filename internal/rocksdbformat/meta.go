@@ -59,6 +59,7 @@ type File struct {
 	Shared bool   `msgpack:"shared,omitempty"`
 }
 
+// Handle finds the files of one subtask of operator opID.
 func (m *Metadata) Handle(opID string, subtask int) (*Handle, bool) {
 	for _, h := range m.Handles {
 		if h.Operator == opID && h.Subtask == subtask {
@@ -84,6 +85,8 @@ func (m *Metadata) fillFiles() {
 	}
 }
 
+// AllFiles lists the instance's files, then the operator-state file if
+// there is one.
 func (h *Handle) AllFiles() []File {
 	if h.OperatorState == nil {
 		return h.Files

@@ -28,6 +28,7 @@ type OpState struct {
 	Raw    snapshot.RawState `msgpack:"raw"`
 }
 
+// OpList is one operator list state's elements.
 type OpList struct {
 	Name   string   `msgpack:"name"`
 	Values [][]byte `msgpack:"values"`

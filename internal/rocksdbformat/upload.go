@@ -15,15 +15,15 @@ import (
 
 // Target says where a subtask's files go.
 type Target struct {
-	// dir is the chk-N or savepoint directory.
+	// Dir is the chk-N or savepoint directory.
 	Dir chkdir.Dir
-	// priv names the subtask's private directory; "" means
+	// Priv names the subtask's private directory; "" means
 	// SubtaskDirName.
 	Priv string
-	// link hard-links private files into dir (local disk) instead of
+	// Link hard-links private files into Dir (local disk) instead of
 	// copying them, falling back to a copy where links fail.
 	Link bool
-	// shared, when set, takes the SST files instead of the private
+	// Shared, when set, takes the SST files instead of the private
 	// directory (an incremental checkpoint puts them in the job's shared
 	// directory): given a file's name, local path and size, it returns the
 	// file's entry and whether it uploaded the file (false: it references
@@ -37,6 +37,7 @@ type UploadCounts struct {
 	Bytes, UploadedBytes              int64
 }
 
+// Add adds o's counts to u's.
 func (u *UploadCounts) Add(o UploadCounts) {
 	u.Files += o.Files
 	u.UploadedFiles += o.UploadedFiles

@@ -275,14 +275,13 @@ func (b *Incremental) uploadAll(ctx context.Context, chk chkdir.Dir, newShared *
 }
 
 // shareSSTs uploads in's SST files into the job's shared directory
-// sharedDir, for Target.Shared: a file an earlier retained
+// sharedDir, as rocksdbformat.Target.Shared: a file an earlier retained
 // checkpoint uploaded is referenced again, any other is uploaded under a
 // new unique name and collected in newShared, so that a failed checkpoint
 // can remove it.
 func (b *Incremental) shareSSTs(in *Instance, sharedDir string, newShared *[]string) func(ctx context.Context, name, local string, size int64) (rocksdbformat.File, bool, error) {
-	known := in.known
 	return func(ctx context.Context, name, local string, size int64) (rocksdbformat.File, bool, error) {
-		if k, ok := known[name]; ok && k.Size == size && b.registry.Referenced(path.Join(sharedDir, path.Base(k.Path))) {
+		if k, ok := in.known[name]; ok && k.Size == size && b.registry.Referenced(path.Join(sharedDir, path.Base(k.Path))) {
 			return k, false, nil
 		}
 		remote := path.Join(sharedDir, rocksdbformat.RandomName()+"-"+name)
@@ -292,7 +291,7 @@ func (b *Incremental) shareSSTs(in *Instance, sharedDir string, newShared *[]str
 		}
 		*newShared = append(*newShared, remote)
 		f := rocksdbformat.File{Local: name, Path: rocksdbformat.SharedRef(path.Base(remote)), Size: n, CRC32C: crc, Shared: true}
-		known[name] = f
+		in.known[name] = f
 		return f, true, nil
 	}
 }
