@@ -6,6 +6,7 @@ import "C"
 
 import (
 	"encoding/binary"
+	"sync"
 
 	"github.com/linxGnu/grocksdb"
 )
@@ -14,12 +15,14 @@ import (
 // bounds it was made with. A read-only database's iterator is the shim's
 // and reads its pairs a batch per cgo call rather than four calls per
 // pair; a writable database's is grocksdb's. Key and Value are valid until
-// Next or Seek. An iterator of a column family that does not exist is
-// empty. Close it before its database.
+// Next, Seek or Close. An iterator of a column family that does not exist
+// is empty. Close it before its database.
 type Iterator struct {
 	// A read-only database's: the shim's iterator and the batch of pairs
-	// it filled, laid out as su_iter_fill does.
+	// it filled, laid out as su_iter_fill does, in buf: *batch, or a larger
+	// buffer for a pair that does not fit.
 	n        *C.su_iter
+	batch    *[]byte
 	buf      []byte
 	pos, end int
 	k, v     []byte
@@ -33,8 +36,17 @@ type Iterator struct {
 // its own.
 const batchBytes = 256 << 10
 
+// batches are the iterators' buffers: a scan of a few key groups makes an
+// iterator per state, and clearing a new buffer for each would cost more
+// than the pairs it holds.
+var batches = sync.Pool{New: func() any {
+	b := make([]byte, batchBytes)
+	return &b
+}}
+
 func newNativeIterator(n *C.su_iter) *Iterator {
-	it := &Iterator{n: n, buf: make([]byte, batchBytes)}
+	b := batches.Get().(*[]byte)
+	it := &Iterator{n: n, batch: b, buf: *b}
 	it.Next()
 	return it
 }
@@ -87,7 +99,7 @@ func (it *Iterator) fill() bool {
 		return false
 	}
 	if len(it.buf) > batchBytes { // grown for a large pair, now used
-		it.buf = make([]byte, batchBytes)
+		it.buf = *it.batch
 	}
 	for {
 		var need C.size_t
@@ -138,6 +150,7 @@ func (it *Iterator) Close() {
 	if it.n != nil {
 		C.su_iter_destroy(it.n)
 		it.n = nil
+		batches.Put(it.batch)
 	}
-	it.ok, it.k, it.v, it.buf = false, nil, nil, nil
+	it.ok, it.k, it.v, it.buf, it.batch = false, nil, nil, nil, nil
 }

@@ -21,7 +21,8 @@ type Scanned interface {
 // group lies in kgs, in ascending key-group order; within a key group,
 // state by state in descriptor order, each in RocksDB key order. Each
 // state's iterator is bounded to the key-group prefixes of kgs, so only
-// those prefixes are read.
+// those prefixes are read. An entry's bytes are the iterators', valid
+// until the next entry is yielded: clone what is kept.
 func ScanEntries(ctx context.Context, d Scanned, op *snapshot.Operator, kgs keygroup.Range) snapshot.Entries {
 	return func(yield func(snapshot.Entry, error) bool) {
 		if kgs.Len() == 0 {
