@@ -480,6 +480,19 @@ extern "C" int su_sst_copy(su_sst* w, su_iter* i, int max, char** err) {
   return n;
 }
 
+extern "C" int su_sst_put_batch(su_sst* w, const char* buf, size_t n, char** err) {
+  int count = 0;
+  for (size_t p = 0; p < n; count++) {
+    uint32_t lens[2];
+    std::memcpy(lens, buf + p, 8);
+    const char* k = buf + p + 8;
+    rocksdb::Status s = w->w->Put(rocksdb::Slice(k, lens[0]), rocksdb::Slice(k + lens[0], lens[1]));
+    if (!s.ok()) return fail(s, err);
+    p += 8 + size_t(lens[0]) + lens[1];
+  }
+  return count;
+}
+
 extern "C" void su_rocksdb_version(int* major, int* minor, int* patch) {
   *major = ROCKSDB_MAJOR;
   *minor = ROCKSDB_MINOR;

@@ -42,6 +42,9 @@ typedef struct su_iter su_iter;
 // su_sst_copy moves up to max pairs from it to w, advancing it; it returns
 // how many, or -1 with *err set.
 int su_sst_copy(su_sst* w, su_iter* it, int max, char** err);
+// su_sst_put_batch puts the pairs of buf[0:n), laid out as su_iter_fill
+// lays them out; it returns how many, or -1 with *err set.
+int su_sst_put_batch(su_sst* w, const char* buf, size_t n, char** err);
 // su_sst_finish completes the file and reports its size and CRC32C.
 int su_sst_finish(su_sst* w, uint64_t* size, uint32_t* crc, char** err);
 void su_sst_destroy(su_sst* w);

@@ -39,10 +39,10 @@ func NewSSTWriter(path string, lz4 bool) (*SSTWriter, error) {
 // Path is where the file is written.
 func (s *SSTWriter) Path() string { return s.path }
 
-// Bytes counts the bytes of the keys and values added.
+// Bytes counts the bytes of the keys and values Add and AddRecords added.
 func (s *SSTWriter) Bytes() int64 { return s.bytes }
 
-// Size and CRC32C describe the finished file.
+// Size is the finished file's size.
 func (s *SSTWriter) Size() int64 { return s.size }
 
 // CRC32C is the finished file's checksum, computed while it was written.
@@ -81,30 +81,41 @@ func (s *SSTWriter) AddRecords(buf []byte, recs []Record) error {
 	return nil
 }
 
-// Copy adds every pair it yields from its current one on. A read-only
-// database's iterator is the shim's, and the pairs go from it into the
-// file a batch per call into C, so that a pair costs no cgo transition:
-// on a copy, those are as expensive as RocksDB's own work. The iterator's
-// error, if any, is for the caller to check.
+// Copy adds every pair it yields from its current one on, leaving it
+// exhausted. A read-only database's iterator is the shim's: the pairs it
+// has read ahead into Go go into the file in one call, the rest straight
+// from the shim's iterator, a batch per call, so that a pair costs no cgo
+// transition (on a copy, those are as expensive as RocksDB's own work).
+// The iterator's error, if any, is for the caller to check.
 func (s *SSTWriter) Copy(ctx context.Context, it *Iterator) error {
-	for n := 0; it.Valid(); n++ {
-		if n&0xfff == 0 {
-			if err := ctx.Err(); err != nil {
+	if it.n == nil {
+		for n := 0; it.Valid(); n++ {
+			if n&0xfff == 0 {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+			}
+			if err := s.Add(it.Key(), it.Value()); err != nil {
 				return err
 			}
+			it.Next()
 		}
-		if err := s.Add(it.Key(), it.Value()); err != nil {
-			return err
-		}
-		if it.n != nil && it.pos == it.end {
-			// The pairs Go has read are in; the shim's iterator stands
-			// at the next one.
-			it.ok, it.k, it.v = false, nil, nil
-			return s.copyNative(ctx, it.n)
-		}
-		it.Next()
+		return nil
 	}
-	return nil
+	if !it.ok {
+		return nil
+	}
+	// The batch from the current pair on, then the shim's iterator, which
+	// stands at the pair after the batch.
+	rest := it.buf[it.pos-8-len(it.k)-len(it.v) : it.end]
+	it.ok, it.k, it.v, it.pos = false, nil, nil, it.end
+	var cerr *C.char
+	n := C.su_sst_put_batch(s.w, bytesPtr(rest), C.size_t(len(rest)), &cerr)
+	if n < 0 {
+		return fmt.Errorf("rocksdb: SST %q: %w", s.path, takeError(cerr))
+	}
+	s.n += int(n)
+	return s.copyNative(ctx, it.n)
 }
 
 func (s *SSTWriter) copyNative(ctx context.Context, it *C.su_iter) error {
