@@ -15,7 +15,7 @@ import (
 // bounds it was made with. A read-only database's iterator is the shim's
 // and reads its pairs a batch per cgo call rather than four calls per
 // pair; a writable database's is grocksdb's. Key and Value are valid until
-// Next, Seek or Close. An iterator of a column family that does not exist
+// Next or Close. An iterator of a column family that does not exist
 // is empty. Close it before its database.
 type Iterator struct {
 	// A read-only database's: the shim's iterator and the batch of pairs
@@ -110,18 +110,6 @@ func (it *Iterator) fill() bool {
 		}
 		it.pos, it.end = 0, int(n)
 		return n > 0
-	}
-}
-
-// Seek moves to the first pair at or after key (within the bounds).
-func (it *Iterator) Seek(key []byte) {
-	switch {
-	case it.g != nil:
-		it.g.Seek(key)
-	case it.n != nil:
-		C.su_iter_seek(it.n, bytesPtr(key), C.size_t(len(key)))
-		it.pos, it.end = 0, 0
-		it.Next()
 	}
 }
 

@@ -435,10 +435,6 @@ extern "C" su_iter* su_iter_new(su_db* d, int cf, const char* lower, size_t lowe
   return i;
 }
 
-extern "C" void su_iter_seek(su_iter* i, const char* key, size_t len) {
-  i->it->Seek(rocksdb::Slice(key, len));
-}
-
 extern "C" size_t su_iter_fill(su_iter* i, char* buf, size_t cap, size_t* need) {
   rocksdb::Iterator* it = i->it.get();
   size_t used = 0;

@@ -88,7 +88,6 @@ int su_db_approximate_sizes(su_db* d, int cf, const char* keys,
 su_iter* su_iter_new(su_db* d, int cf, const char* lower, size_t lower_len,
                      int has_lower, const char* upper, size_t upper_len,
                      int has_upper, int verify);
-void su_iter_seek(su_iter* it, const char* key, size_t len);
 // su_iter_fill copies pairs from it into buf, each as a 4-byte key length,
 // a 4-byte value length (native byte order), the key and the value,
 // advancing it, until it is exhausted or the next pair does not fit in cap

@@ -42,9 +42,6 @@ func (s *SSTWriter) Path() string { return s.path }
 // Bytes counts the bytes of the keys and values Add and AddRecords added.
 func (s *SSTWriter) Bytes() int64 { return s.bytes }
 
-// Size is the finished file's size.
-func (s *SSTWriter) Size() int64 { return s.size }
-
 // CRC32C is the finished file's checksum, computed while it was written.
 func (s *SSTWriter) CRC32C() uint32 { return s.crc }
 
