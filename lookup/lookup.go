@@ -178,8 +178,8 @@ func Render(codecs *snapshot.Codecs, op *snapshot.Operator, st *snapshot.KeyedSt
 
 // renderer renders the records of one state, its decoders resolved once.
 type renderer struct {
-	op                     *snapshot.Operator
-	st                     *snapshot.KeyedState
+	op                      *snapshot.Operator
+	st                      *snapshot.KeyedState
 	key, ns, userKey, value func([]byte) any
 	now                     time.Time
 }

@@ -3,12 +3,14 @@ package rocksdb
 import (
 	"context"
 	"fmt"
-	"github.com/stateutil/stateutil/backends/internal/chkdir"
-	"github.com/stateutil/stateutil/internal/recovered"
 	"os"
 	"path/filepath"
 	"sync"
 
+	"github.com/stateutil/stateutil/internal/chkdir"
+	"github.com/stateutil/stateutil/internal/recovered"
+	"github.com/stateutil/stateutil/internal/rocksdb"
+	"github.com/stateutil/stateutil/internal/rocksdbformat"
 	"github.com/stateutil/stateutil/keygroup"
 	"github.com/stateutil/stateutil/snapshot"
 	"github.com/stateutil/stateutil/storage"
@@ -21,12 +23,12 @@ import (
 // downloaded into it.
 type reader struct {
 	d        chkdir.Dir
-	m        *metadata
+	m        *rocksdbformat.Metadata
 	recorded string // the format _metadata names
 	tmpRoot  string
 	mu       sync.Mutex
 	tmp      string
-	dbs      map[*handle]*localDB
+	dbs      map[*rocksdbformat.Handle]*localDB
 }
 
 // localDB is a subtask's instance, opened by the first caller of local
@@ -34,7 +36,7 @@ type reader struct {
 // each once.
 type localDB struct {
 	ready chan struct{} // closed when d or err is set
-	d     *db
+	d     *rocksdb.ReadOnlyDB
 	err   error
 }
 
@@ -43,7 +45,7 @@ func openReader(ctx context.Context, st storage.Storage, p string, opts snapshot
 	if err != nil {
 		return nil, err
 	}
-	m, err := readMetadata(ctx, d)
+	m, err := rocksdbformat.ReadMetadata(ctx, d)
 	if err != nil {
 		return nil, err
 	}
@@ -51,14 +53,14 @@ func openReader(ctx context.Context, st storage.Storage, p string, opts snapshot
 	// snapshot, to a FIFO) now, as the filesystem format does, not when a
 	// subtask's entries are first asked for.
 	for _, h := range m.Handles {
-		for _, f := range h.allFiles() {
+		for _, f := range h.AllFiles() {
 			if _, err := d.RefPath(f.Path); err != nil {
 				return nil, err
 			}
 		}
 	}
 	d.Describe(m.Snapshot)
-	r := &reader{d: d, m: m, recorded: m.Snapshot.Format, tmpRoot: opts.TempDir, dbs: map[*handle]*localDB{}}
+	r := &reader{d: d, m: m, recorded: m.Snapshot.Format, tmpRoot: opts.TempDir, dbs: map[*rocksdbformat.Handle]*localDB{}}
 	m.Snapshot.Format = FormatName
 	return r, nil
 }
@@ -73,15 +75,15 @@ func (r *reader) RecordedFormat() string { return r.recorded }
 // its operator state, as its handle records them; see
 // snapshot.FileFollower. A subtask without a handle has no files.
 func (r *reader) FollowedFiles(op *snapshot.Operator, subtask int) ([]snapshot.FileRef, error) {
-	h, ok := r.m.handle(op.ID, subtask)
+	h, ok := r.m.Handle(op.ID, subtask)
 	if !ok {
 		return nil, nil
 	}
-	return h.refs(), nil
+	return h.Refs(), nil
 }
 
-func (r *reader) handle(op *snapshot.Operator, subtask int) (*handle, error) {
-	h, ok := r.m.handle(op.ID, subtask)
+func (r *reader) handle(op *snapshot.Operator, subtask int) (*rocksdbformat.Handle, error) {
+	h, ok := r.m.Handle(op.ID, subtask)
 	if ok {
 		return h, nil
 	}
@@ -89,7 +91,7 @@ func (r *reader) handle(op *snapshot.Operator, subtask int) (*handle, error) {
 	// the metadata says so.
 	if subtask >= 0 && subtask < len(op.Subtasks) {
 		if sub := op.Subtasks[subtask]; sub != nil && isEmpty(sub) {
-			return &handle{Operator: op.ID, Subtask: subtask, KeyGroups: sub.KeyGroups, PrefixBytes: prefixWidth(op.MaxParallelism)}, nil
+			return &rocksdbformat.Handle{Operator: op.ID, Subtask: subtask, KeyGroups: sub.KeyGroups, PrefixBytes: rocksdbformat.PrefixWidth(op.MaxParallelism)}, nil
 		}
 	}
 	return nil, fmt.Errorf("%w: operator %s has no subtask %d in %q", snapshot.ErrNotFound, op.Label(), subtask, r.d.URI())
@@ -103,7 +105,7 @@ func isEmpty(sub *snapshot.Subtask) bool {
 
 // local downloads and opens a subtask's instance once (a failed attempt
 // is forgotten, so that a later call tries again).
-func (r *reader) local(ctx context.Context, h *handle) (*db, error) {
+func (r *reader) local(ctx context.Context, h *rocksdbformat.Handle) (*rocksdb.ReadOnlyDB, error) {
 	r.mu.Lock()
 	l, opening := r.dbs[h]
 	if !opening {
@@ -133,7 +135,7 @@ func (r *reader) local(ctx context.Context, h *handle) (*db, error) {
 
 // openAll opens the instances of hs at the same time (see local); the
 // error is the first subtask's that failed.
-func (r *reader) openAll(ctx context.Context, hs []*handle) error {
+func (r *reader) openAll(ctx context.Context, hs []*rocksdbformat.Handle) error {
 	errs := make([]error, len(hs))
 	var wg sync.WaitGroup
 	for i, h := range hs {
@@ -151,22 +153,22 @@ func (r *reader) openAll(ctx context.Context, hs []*handle) error {
 	return nil
 }
 
-func (r *reader) open(ctx context.Context, h *handle) (*db, error) {
+func (r *reader) open(ctx context.Context, h *rocksdbformat.Handle) (*rocksdb.ReadOnlyDB, error) {
 	tmp, err := r.tempDir()
 	if err != nil {
 		return nil, err
 	}
-	dir := filepath.Join(tmp, subtaskDirName(h.Operator, h.Subtask))
+	dir := filepath.Join(tmp, rocksdbformat.SubtaskDirName(h.Operator, h.Subtask))
 	os.RemoveAll(dir)
-	fetch := downloadHandle
+	fetch := rocksdbformat.DownloadHandle
 	if r.d.Storage == storage.Local() {
-		fetch = linkHandle
+		fetch = rocksdbformat.LinkHandle
 	}
 	if err := fetch(ctx, r.d, h, dir); err != nil {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	d, err := openReadOnly(dir, true) // fetch checked every file
+	d, err := rocksdb.OpenReadOnly(dir, rocksdb.ReadOnlyOptions{Verified: true}) // fetch checked every file
 	if err != nil {
 		return nil, fmt.Errorf("%w: operator %s subtask %d: %w", snapshot.ErrCorrupt, h.Operator, h.Subtask, err)
 	}
@@ -191,7 +193,7 @@ func (r *reader) Entries(ctx context.Context, op *snapshot.Operator, subtask int
 	if err != nil {
 		return snapshot.FailedEntries(err)
 	}
-	if w := prefixWidth(op.MaxParallelism); w != h.PrefixBytes {
+	if w := rocksdbformat.PrefixWidth(op.MaxParallelism); w != h.PrefixBytes {
 		return snapshot.FailedEntries(snapshot.Corrupt(r.d.Storage.URI(r.d.Metadata()), -1, "operator %s subtask %d: %d-byte key-group prefix recorded, max parallelism %d implies %d", op.Label(), subtask, h.PrefixBytes, op.MaxParallelism, w))
 	}
 	kgs = kgs.Intersect(h.KeyGroups)
@@ -202,15 +204,15 @@ func (r *reader) Entries(ctx context.Context, op *snapshot.Operator, subtask int
 	if err != nil {
 		return snapshot.FailedEntries(err)
 	}
-	return scanEntries(ctx, d, op, kgs)
+	return rocksdbformat.ScanEntries(ctx, d, op, kgs)
 }
 
-func (r *reader) opState(ctx context.Context, op *snapshot.Operator, subtask int) (*opState, error) {
+func (r *reader) opState(ctx context.Context, op *snapshot.Operator, subtask int) (*rocksdbformat.OpState, error) {
 	h, err := r.handle(op, subtask)
 	if err != nil {
 		return nil, err
 	}
-	return readOpState(ctx, r.d, h.OperatorState)
+	return rocksdbformat.ReadOpState(ctx, r.d, h.OperatorState)
 }
 
 func (r *reader) Elements(ctx context.Context, op *snapshot.Operator, subtask int) snapshot.Elements {
@@ -220,7 +222,7 @@ func (r *reader) Elements(ctx context.Context, op *snapshot.Operator, subtask in
 	}
 	return func(yield func(snapshot.Element, error) bool) {
 		done := map[string]bool{}
-		emit := func(l opList) bool {
+		emit := func(l rocksdbformat.OpList) bool {
 			done[l.Name] = true
 			for _, v := range l.Values {
 				if !yield(snapshot.Element{State: l.Name, Subtask: subtask, Value: v}, nil) {
