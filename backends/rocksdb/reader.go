@@ -19,8 +19,10 @@ import (
 // reader reads a rocksdb snapshot. Metadata-level figures come from
 // _metadata alone; a subtask's files are checked (size, CRC32C) and opened
 // read-only the first time its entries are asked for: on local disk in
-// place, through symbolic links in a temporary directory; elsewhere
-// downloaded into it.
+// place, through links in a temporary directory; elsewhere downloaded
+// into it. A point read of a local snapshot links the files unread
+// instead, its instance verifying each block it reads: it reads a few
+// blocks, not every byte.
 type reader struct {
 	d        chkdir.Dir
 	m        *rocksdbformat.Metadata
@@ -28,7 +30,14 @@ type reader struct {
 	tmpRoot  string
 	mu       sync.Mutex
 	tmp      string
-	dbs      map[*rocksdbformat.Handle]*localDB
+	dbs      map[opening]*localDB
+}
+
+// opening names one local instance of a subtask: point is the instance
+// of point reads (see reader).
+type opening struct {
+	h     *rocksdbformat.Handle
+	point bool
 }
 
 // localDB is a subtask's instance, opened by the first caller of local
@@ -60,7 +69,7 @@ func openReader(ctx context.Context, st storage.Storage, p string, opts snapshot
 		}
 	}
 	d.Describe(m.Snapshot)
-	r := &reader{d: d, m: m, recorded: m.Snapshot.Format, tmpRoot: opts.TempDir, dbs: map[*rocksdbformat.Handle]*localDB{}}
+	r := &reader{d: d, m: m, recorded: m.Snapshot.Format, tmpRoot: opts.TempDir, dbs: map[opening]*localDB{}}
 	m.Snapshot.Format = FormatName
 	return r, nil
 }
@@ -106,11 +115,24 @@ func isEmpty(sub *snapshot.Subtask) bool {
 // local downloads and opens a subtask's instance once (a failed attempt
 // is forgotten, so that a later call tries again).
 func (r *reader) local(ctx context.Context, h *rocksdbformat.Handle) (*rocksdb.ReadOnlyDB, error) {
+	return r.instance(ctx, opening{h: h})
+}
+
+// pointLocal is local for point reads: on local disk, an instance of its
+// own whose files were not read through.
+func (r *reader) pointLocal(ctx context.Context, h *rocksdbformat.Handle) (*rocksdb.ReadOnlyDB, error) {
+	if r.d.Storage != storage.Local() {
+		return r.local(ctx, h) // downloading reads every byte anyway
+	}
+	return r.instance(ctx, opening{h: h, point: true})
+}
+
+func (r *reader) instance(ctx context.Context, o opening) (*rocksdb.ReadOnlyDB, error) {
 	r.mu.Lock()
-	l, opening := r.dbs[h]
+	l, opening := r.dbs[o]
 	if !opening {
 		l = &localDB{ready: make(chan struct{})}
-		r.dbs[h] = l
+		r.dbs[o] = l
 	}
 	r.mu.Unlock()
 	if opening {
@@ -121,12 +143,12 @@ func (r *reader) local(ctx context.Context, h *rocksdbformat.Handle) (*rocksdb.R
 			return nil, ctx.Err()
 		}
 	}
-	l.d, l.err = r.open(ctx, h)
+	l.d, l.err = r.open(ctx, o)
 	close(l.ready)
 	if l.err != nil {
 		r.mu.Lock()
-		if r.dbs[h] == l {
-			delete(r.dbs, h)
+		if r.dbs[o] == l {
+			delete(r.dbs, o)
 		}
 		r.mu.Unlock()
 	}
@@ -153,22 +175,28 @@ func (r *reader) openAll(ctx context.Context, hs []*rocksdbformat.Handle) error 
 	return nil
 }
 
-func (r *reader) open(ctx context.Context, h *rocksdbformat.Handle) (*rocksdb.ReadOnlyDB, error) {
+func (r *reader) open(ctx context.Context, o opening) (*rocksdb.ReadOnlyDB, error) {
 	tmp, err := r.tempDir()
 	if err != nil {
 		return nil, err
 	}
+	h := o.h
 	dir := filepath.Join(tmp, rocksdbformat.SubtaskDirName(h.Operator, h.Subtask))
-	os.RemoveAll(dir)
 	fetch := rocksdbformat.DownloadHandle
-	if r.d.Storage == storage.Local() {
+	switch {
+	case o.point:
+		dir += "-point"
+		fetch = rocksdbformat.LinkHandleUnread
+	case r.d.Storage == storage.Local():
 		fetch = rocksdbformat.LinkHandle
 	}
+	os.RemoveAll(dir)
 	if err := fetch(ctx, r.d, h, dir); err != nil {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	d, err := rocksdb.OpenReadOnly(dir, rocksdb.ReadOnlyOptions{Verified: true}) // fetch checked every file
+	// Unless the point instance, every file's CRC32C was checked.
+	d, err := rocksdb.OpenReadOnly(dir, rocksdb.ReadOnlyOptions{Verified: !o.point})
 	if err != nil {
 		return nil, fmt.Errorf("%w: operator %s subtask %d: %w", snapshot.ErrCorrupt, h.Operator, h.Subtask, err)
 	}
@@ -189,12 +217,9 @@ func (r *reader) tempDir() (string, error) {
 }
 
 func (r *reader) Entries(ctx context.Context, op *snapshot.Operator, subtask int, kgs keygroup.Range) snapshot.Entries {
-	h, err := r.handle(op, subtask)
+	h, err := r.keyedHandle(op, subtask)
 	if err != nil {
 		return snapshot.FailedEntries(err)
-	}
-	if w := rocksdbformat.PrefixWidth(op.MaxParallelism); w != h.PrefixBytes {
-		return snapshot.FailedEntries(snapshot.Corrupt(r.d.Storage.URI(r.d.Metadata()), -1, "operator %s subtask %d: %d-byte key-group prefix recorded, max parallelism %d implies %d", op.Label(), subtask, h.PrefixBytes, op.MaxParallelism, w))
 	}
 	kgs = kgs.Intersect(h.KeyGroups)
 	if kgs.Len() == 0 || len(h.Files) == 0 {
@@ -205,6 +230,34 @@ func (r *reader) Entries(ctx context.Context, op *snapshot.Operator, subtask int
 		return snapshot.FailedEntries(err)
 	}
 	return rocksdbformat.ScanEntries(ctx, d, op, kgs)
+}
+
+// KeyEntries reads one key's entries with a point read (lookup.KeyReader).
+func (r *reader) KeyEntries(ctx context.Context, op *snapshot.Operator, subtask, kg int, state string, key, namespace []byte) ([]snapshot.Entry, error) {
+	h, err := r.keyedHandle(op, subtask)
+	if err != nil {
+		return nil, err
+	}
+	if !h.KeyGroups.Contains(kg) || len(h.Files) == 0 {
+		return nil, nil
+	}
+	d, err := r.pointLocal(ctx, h)
+	if err != nil {
+		return nil, err
+	}
+	return rocksdbformat.KeyEntries(d, op, state, kg, key, namespace)
+}
+
+// keyedHandle is a subtask's handle, its key-group prefix checked.
+func (r *reader) keyedHandle(op *snapshot.Operator, subtask int) (*rocksdbformat.Handle, error) {
+	h, err := r.handle(op, subtask)
+	if err != nil {
+		return nil, err
+	}
+	if w := rocksdbformat.PrefixWidth(op.MaxParallelism); w != h.PrefixBytes {
+		return nil, snapshot.Corrupt(r.d.Storage.URI(r.d.Metadata()), -1, "operator %s subtask %d: %d-byte key-group prefix recorded, max parallelism %d implies %d", op.Label(), subtask, h.PrefixBytes, op.MaxParallelism, w)
+	}
+	return h, nil
 }
 
 func (r *reader) opState(ctx context.Context, op *snapshot.Operator, subtask int) (*rocksdbformat.OpState, error) {
@@ -257,12 +310,12 @@ func (r *reader) Raw(ctx context.Context, op *snapshot.Operator, subtask int) (s
 func (r *reader) Close() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for h, l := range r.dbs {
+	for o, l := range r.dbs {
 		<-l.ready
 		if l.d != nil {
 			l.d.Close()
 		}
-		delete(r.dbs, h)
+		delete(r.dbs, o)
 	}
 	var err error
 	if r.tmp != "" {

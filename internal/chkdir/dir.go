@@ -112,49 +112,67 @@ func (d Dir) CommitMetadata(ctx context.Context, data []byte) error {
 // local disk it also refuses, with storage.ErrNotRegular, a reference to a
 // FIFO, device or socket, so that a reader never waits on one.
 func (d Dir) RefPath(ref string) (string, error) {
+	p, _, err := d.resolve(ref)
+	return p, err
+}
+
+// RealRefPath is RefPath on local disk with the symlinks followed: the
+// absolute path of the file itself, for a caller that links it.
+func (d Dir) RealRefPath(ref string) (string, error) {
+	p, real, err := d.resolve(ref)
+	if err != nil || real != "" {
+		return real, err
+	}
+	return filepath.Abs(p) // does not exist (yet): left for the caller to report
+}
+
+// resolve is RefPath, also returning, on local disk, the real path of an
+// existing file.
+func (d Dir) resolve(ref string) (p, real string, err error) {
 	if !fs.ValidPath(ref) || ref == "." || strings.Contains(ref, `\`) {
-		return "", snapshot.Corrupt(d.Storage.URI(d.Metadata()), -1, "reference %q is not a plain relative path inside the snapshot", ref)
+		return "", "", snapshot.Corrupt(d.Storage.URI(d.Metadata()), -1, "reference %q is not a plain relative path inside the snapshot", ref)
 	}
 	root := d.Path
 	first, _, _ := strings.Cut(ref, "/")
 	if (first == SharedDir || first == TaskOwnedDir) && d.JobDir != "" {
 		root = d.JobDir
 	}
-	p := path.Join(root, ref)
+	p = path.Join(root, ref)
 	if first == SharedDir || first == TaskOwnedDir {
 		root = path.Join(root, first)
 	}
 	if d.Storage == storage.Local() {
-		if err := checkSymlinks(root, p); err != nil {
-			return "", snapshot.Corrupt(d.Storage.URI(d.Metadata()), -1, "reference %q: %v", ref, err)
+		if real, err = checkSymlinks(root, p); err != nil {
+			return "", "", snapshot.Corrupt(d.Storage.URI(d.Metadata()), -1, "reference %q: %v", ref, err)
 		}
 		if in, err := d.Storage.Stat(context.Background(), p); err == nil && in.Special {
-			return "", fmt.Errorf("%s references %q: %q is %w, refused", d.Storage.URI(d.Metadata()), ref, p, storage.ErrNotRegular)
+			return "", "", fmt.Errorf("%s references %q: %q is %w, refused", d.Storage.URI(d.Metadata()), ref, p, storage.ErrNotRegular)
 		}
 	}
-	return p, nil
+	return p, real, nil
 }
 
-// checkSymlinks refuses p when, symlinks followed, it lies outside root.
-// A p that does not exist yet is left for Open to report.
-func checkSymlinks(root, p string) error {
-	real, err := filepath.EvalSymlinks(p)
+// checkSymlinks refuses p when, symlinks followed, it lies outside root,
+// and returns the absolute path it leads to. A p that does not exist yet
+// is left for Open to report, with real "".
+func checkSymlinks(root, p string) (real string, err error) {
+	real, err = filepath.EvalSymlinks(p)
 	if err != nil {
 		if os.IsNotExist(err) {
-			return nil
+			return "", nil
 		}
-		return err
+		return "", err
 	}
 	realRoot, err := filepath.EvalSymlinks(root)
 	if err != nil {
-		return err
+		return "", err
 	}
 	realRoot, _ = filepath.Abs(realRoot)
 	real, _ = filepath.Abs(real)
 	if real != realRoot && !strings.HasPrefix(real, realRoot+string(filepath.Separator)) {
-		return fmt.Errorf("symlinks lead to %q, outside %q", real, realRoot)
+		return "", fmt.Errorf("symlinks lead to %q, outside %q", real, realRoot)
 	}
-	return nil
+	return real, nil
 }
 
 // Open opens the file a _metadata reference names (see RefPath). A

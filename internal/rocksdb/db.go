@@ -371,7 +371,7 @@ func (d *DB) NewIterator(cf string, lower, upper []byte) *Iterator {
 // Unlike a scan it fills the block cache: the same keys are read again
 // soon.
 func (d *DB) NewPrefixIterator(cf string, prefix []byte) *Iterator {
-	return d.newIterator(cf, prefix, prefixEnd(prefix), true)
+	return d.newIterator(cf, prefix, PrefixEnd(prefix), true)
 }
 
 func (d *DB) newIterator(cf string, lower, upper []byte, fillCache bool) *Iterator {
@@ -397,9 +397,9 @@ func (d *DB) newIterator(cf string, lower, upper []byte, fillCache bool) *Iterat
 	return &Iterator{g: it, ro: ro}
 }
 
-// prefixEnd is the first key after every key starting with prefix, or nil
+// PrefixEnd is the first key after every key starting with prefix, or nil
 // when there is none (the prefix is all 0xff).
-func prefixEnd(prefix []byte) []byte {
+func PrefixEnd(prefix []byte) []byte {
 	end := append([]byte(nil), prefix...)
 	for i := len(end) - 1; i >= 0; i-- {
 		if end[i] != 0xff {

@@ -327,6 +327,9 @@ extern "C" su_db* su_db_open_read_only(const char* dir, int list_merge, char** e
   opts.info_log_level = rocksdb::INFO_LEVEL;
   opts.keep_log_file_num = 2;
   opts.max_open_files = 256;
+  // Tables open on first read, one at a time: a point read touches a few.
+  opts.max_file_opening_threads = 1;
+  opts.skip_stats_update_on_db_open = true;
   auto* d = new su_db;
   rocksdb::Status s = rocksdb::DB::ListColumnFamilies(opts, dir, &d->names);
   if (!s.ok()) {

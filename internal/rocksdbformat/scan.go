@@ -88,3 +88,40 @@ func ScanEntries(ctx context.Context, d Scanned, op *snapshot.Operator, kgs keyg
 		}
 	}
 }
+
+// KeyEntries reads the entries of one key and namespace of one state from
+// d: a point read bounded to the key's RocksDB prefix, the entries cloned.
+func KeyEntries(d Scanned, op *snapshot.Operator, state string, kg int, key, namespace []byte) ([]snapshot.Entry, error) {
+	ks, ok := op.KeyedStateByName(state)
+	if !ok {
+		return nil, fmt.Errorf("%w: operator %q has no keyed state %q", snapshot.ErrNotFound, op.Label(), state)
+	}
+	if !d.Has(state) {
+		return nil, nil
+	}
+	c := newCodec(ks, op.MaxParallelism)
+	prefix, err := c.EncodeKey(nil, &snapshot.Entry{KeyGroup: kg, Key: key, Namespace: namespace})
+	if err != nil {
+		return nil, err
+	}
+	it := d.NewIterator(state, prefix, rocksdb.PrefixEnd(prefix))
+	defer it.Close()
+	var out []snapshot.Entry
+	var e snapshot.Entry
+	for ; it.Valid(); it.Next() {
+		k := it.Key()
+		if err := c.DecodeKey(k, &e); err != nil {
+			return nil, err
+		}
+		if _, err := c.DecodeValues(k, it.Value(), &e, func(x *snapshot.Entry) bool {
+			out = append(out, x.Clone())
+			return true
+		}); err != nil {
+			return nil, err
+		}
+	}
+	if err := it.Err(); err != nil {
+		return nil, fmt.Errorf("%w: rocksdb %q state %q: %w", snapshot.ErrCorrupt, d.Path(), state, err)
+	}
+	return out, nil
+}

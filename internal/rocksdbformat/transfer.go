@@ -203,27 +203,53 @@ func DownloadHandle(ctx context.Context, d chkdir.Dir, h *Handle, dir string) er
 // (no new inode to allocate), else a symbolic link. The instance in dir
 // must be opened read-only: its files are the snapshot's.
 func LinkHandle(ctx context.Context, d chkdir.Dir, h *Handle, dir string) error {
+	buf := make([]byte, 1<<20)
+	return linkHandle(ctx, d, h, dir, func(src string, f File) error {
+		return readChecked(ctx, d.Storage, src, f, io.Discard, buf)
+	})
+}
+
+// LinkHandleUnread is LinkHandle checking each file's size but not its
+// contents, for a read of a few keys: the instance in dir must then be
+// opened to verify every block it reads.
+func LinkHandleUnread(ctx context.Context, d chkdir.Dir, h *Handle, dir string) error {
+	return linkHandle(ctx, d, h, dir, func(src string, f File) error {
+		info, err := d.Storage.Stat(ctx, src)
+		if err != nil {
+			if isNotFound(err) {
+				return wrapNotFound(d.Storage.URI(src), err)
+			}
+			return err
+		}
+		if info.Size != f.Size {
+			return snapshot.Corrupt(d.Storage.URI(src), -1, "%s: size %d, metadata records %d", f.Local, info.Size, f.Size)
+		}
+		return nil
+	})
+}
+
+// linkHandle links h's files into dir, each checked first; d is on local
+// disk.
+func linkHandle(ctx context.Context, d chkdir.Dir, h *Handle, dir string, check func(src string, f File) error) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	buf := make([]byte, 1<<20)
 	for _, f := range h.Files {
-		src, err := d.RefPath(f.Path)
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		src, err := d.RealRefPath(f.Path)
 		if err != nil {
 			return err
 		}
-		if err := readChecked(ctx, d.Storage, src, f, io.Discard, buf); err != nil {
-			return err
-		}
-		abs, err := filepath.Abs(src)
-		if err != nil {
+		if err := check(src, f); err != nil {
 			return err
 		}
 		to := filepath.Join(dir, f.Local)
-		if real, err := filepath.EvalSymlinks(abs); err == nil && os.Link(real, to) == nil {
+		if os.Link(src, to) == nil {
 			continue
 		}
-		if err := os.Symlink(abs, to); err != nil {
+		if err := os.Symlink(src, to); err != nil {
 			return err
 		}
 	}
