@@ -1,6 +1,7 @@
 package lookup
 
 import (
+	"encoding/hex"
 	"encoding/json"
 	"math"
 	"slices"
@@ -51,6 +52,8 @@ func appendValue(b []byte, v any) []byte {
 		return append(b, "null"...)
 	case string:
 		return appendString(b, x)
+	case hexBytes:
+		return appendHex(b, x)
 	case bool:
 		return strconv.AppendBool(b, x)
 	case int64:
@@ -106,6 +109,21 @@ func appendValue(b []byte, v any) []byte {
 		return appendString(b, err.Error())
 	}
 	return append(b, m...)
+}
+
+// hexBytes is a bytes-typed value, shown as the decoders show opaque bytes:
+// a string of "0x" and hex digits. It aliases the entry it was decoded
+// from.
+type hexBytes []byte
+
+func (h hexBytes) MarshalJSON() ([]byte, error) { return appendHex(nil, h), nil }
+
+func (h hexBytes) String() string { return "0x" + hex.EncodeToString(h) }
+
+func appendHex(b, h []byte) []byte {
+	b = append(b, `"0x`...)
+	b = appendHexDigits(b, h)
+	return append(b, '"')
 }
 
 // appendFloat formats f as encoding/json does.

@@ -37,6 +37,12 @@ func TestAppendJSONMatchesEncodingJSON(t *testing.T) {
 			return int8(rng.Uint32())
 		case n == 6:
 			return uint64(rng.Uint64())
+		case n == 7:
+			b := make([]byte, rng.IntN(40))
+			for i := range b {
+				b[i] = byte(rng.Uint32())
+			}
+			return hexBytes(b)
 		case n < 10 || depth > 3:
 			return str()
 		case n < 12:

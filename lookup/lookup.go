@@ -172,7 +172,7 @@ func scanKey(ctx context.Context, r snapshot.Reader, op *snapshot.Operator, subt
 // order the format stores them) a Record.
 func Render(codecs *snapshot.Codecs, op *snapshot.Operator, st *snapshot.KeyedState, subtask int, entries []snapshot.Entry, now time.Time) *Record {
 	var rec Record
-	newRenderer(codecs, op, st, now).render(&rec, subtask, entries)
+	newRenderer(codecs, op, st, now, false).render(&rec, subtask, entries)
 	return &rec
 }
 
@@ -184,13 +184,20 @@ type renderer struct {
 	now                     time.Time
 }
 
-func newRenderer(codecs *snapshot.Codecs, op *snapshot.Operator, st *snapshot.KeyedState, now time.Time) *renderer {
+// newRenderer resolves st's decoders; shared lets the values it renders
+// share the entries' bytes.
+func newRenderer(codecs *snapshot.Codecs, op *snapshot.Operator, st *snapshot.KeyedState, now time.Time, shared bool) *renderer {
 	if now.IsZero() {
 		now = time.Now()
 	}
-	return &renderer{op: op, st: st, now: now,
+	r := &renderer{op: op, st: st, now: now,
 		key: codecs.Decoder(st.KeyType), ns: codecs.Decoder(st.NamespaceType),
 		userKey: codecs.Decoder(st.UserKeyType), value: codecs.Decoder(st.ValueType)}
+	if st.ValueType.Name == snapshot.TypeBytes && shared {
+		// As Decoder shows them, without building the string.
+		r.value = func(b []byte) any { return hexBytes(b) }
+	}
+	return r
 }
 
 func (r *renderer) render(rec *Record, subtask int, entries []snapshot.Entry) {
@@ -262,14 +269,15 @@ var ErrStop = errors.New("stop")
 
 // Dump calls fn with every key of the selected states, operator by
 // operator and subtask by subtask, in key-group order, a key group at a
-// time: it holds one key group's entries of one subtask at most.
+// time: it holds one key group's entries of one subtask at most. The
+// record and its values are valid until fn returns.
 func Dump(ctx context.Context, r snapshot.Reader, codecs *snapshot.Codecs, f Filter, fn func(*Record) error) error {
 	jobs, err := plan(r.Snapshot(), f)
 	if err != nil {
 		return err
 	}
 	for _, j := range jobs {
-		err := j.run(ctx, r, codecs, f, func(_ int, rec *Record) error { return fn(rec) })
+		err := j.run(ctx, r, codecs, f, fn)
 		if errors.Is(err, ErrStop) {
 			return nil
 		}
@@ -352,13 +360,11 @@ func (g *keyGroup) add(e *snapshot.Entry) {
 	g.entries = append(g.entries, c)
 }
 
-// run dumps the job, calling fn with each record and the key group it
-// ended (the key group's last record is followed by fn's next call with
-// a higher key group, or by the end).
-func (j job) run(ctx context.Context, r snapshot.Reader, codecs *snapshot.Codecs, f Filter, fn func(kg int, rec *Record) error) error {
+// run dumps the job, calling fn with each record.
+func (j job) run(ctx context.Context, r snapshot.Reader, codecs *snapshot.Codecs, f Filter, fn func(rec *Record) error) error {
 	renderers := map[string]*renderer{}
 	for name, st := range j.states {
-		renderers[name] = newRenderer(codecs, j.op, st, f.Now)
+		renderers[name] = newRenderer(codecs, j.op, st, f.Now, true)
 	}
 	var g keyGroup
 	cur := -1
@@ -388,7 +394,7 @@ func (j job) run(ctx context.Context, r snapshot.Reader, codecs *snapshot.Codecs
 			if f.KeyPrefix != "" && !strings.HasPrefix(keyText(rec.Key), f.KeyPrefix) {
 				continue
 			}
-			if err := fn(cur, &rec); err != nil {
+			if err := fn(&rec); err != nil {
 				return err
 			}
 		}
