@@ -1,0 +1,149 @@
+package s3
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/stateutil/stateutil/storage"
+)
+
+// file reads one object. Every request carries If-Match with the ETag
+// seen at Open, so an object replaced while it is read fails the read
+// rather than mixing two versions.
+type file struct {
+	s    *store
+	ctx  context.Context
+	path string
+	key  string
+	size int64
+	etag *string
+
+	mu     sync.Mutex
+	pos    int64         // offset of the next Read; ReadAt leaves it alone
+	body   io.ReadCloser // the open GET that Read consumes, at bodyAt
+	bodyAt int64
+}
+
+func (s *store) Open(ctx context.Context, p string) (storage.File, error) {
+	k := key(p)
+	if k == "" {
+		return nil, fmt.Errorf("open %s: is a directory, expected a file", s.URI(p))
+	}
+	head, err := s.c.api.HeadObject(ctx, &awss3.HeadObjectInput{Bucket: &s.bucket, Key: &k})
+	if err != nil {
+		if isNotFound(err) {
+			if dir, derr := s.isDir(ctx, k); derr == nil && dir {
+				return nil, fmt.Errorf("open %s: is a directory, expected a file", s.URI(p))
+			}
+		}
+		return nil, s.wrap("open", p, err)
+	}
+	return &file{s: s, ctx: context.WithoutCancel(ctx), path: p, key: k, size: aws.ToInt64(head.ContentLength), etag: head.ETag}, nil
+}
+
+func (f *file) Size() int64  { return f.size }
+func (f *file) Name() string { return f.s.URI(f.path) }
+
+func (f *file) Close() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.drop()
+	return nil
+}
+
+func (f *file) drop() {
+	if f.body != nil {
+		f.body.Close()
+		f.body = nil
+	}
+}
+
+// get opens a GET of [off, end) (end < 0: to the end of the object).
+func (f *file) get(off, end int64) (io.ReadCloser, error) {
+	rng := fmt.Sprintf("bytes=%d-", off)
+	if end >= 0 {
+		rng = fmt.Sprintf("bytes=%d-%d", off, end-1)
+	}
+	out, err := f.s.c.api.GetObject(f.ctx, &awss3.GetObjectInput{Bucket: &f.s.bucket, Key: &f.key, Range: &rng, IfMatch: f.etag})
+	if err != nil {
+		if code(err) == "PreconditionFailed" || status(err) == 412 {
+			return nil, fmt.Errorf("read %s: the object was replaced while it was being read", f.Name())
+		}
+		return nil, f.s.wrap("read", f.path, err)
+	}
+	return out.Body, nil
+}
+
+// Read streams the object from one GET, reopened where a failure or a
+// seek left it.
+func (f *file) Read(b []byte) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.pos >= f.size {
+		return 0, io.EOF
+	}
+	if len(b) == 0 {
+		return 0, nil
+	}
+	if f.body == nil || f.bodyAt != f.pos {
+		f.drop()
+		body, err := f.get(f.pos, -1)
+		if err != nil {
+			return 0, err
+		}
+		f.body, f.bodyAt = body, f.pos
+	}
+	b = b[:min(int64(len(b)), f.size-f.pos)]
+	n, err := f.body.Read(b)
+	f.pos += int64(n)
+	f.bodyAt += int64(n)
+	switch {
+	case err == io.EOF && f.pos < f.size:
+		f.drop()
+		if n == 0 {
+			return 0, fmt.Errorf("read %s: %w: the object ended at %d of %d bytes", f.Name(), io.ErrUnexpectedEOF, f.pos, f.size)
+		}
+		err = nil
+	case err != nil && err != io.EOF:
+		f.drop()
+		return n, f.s.wrap("read", f.path, err)
+	}
+	if f.pos >= f.size {
+		f.drop()
+	}
+	return n, nil
+}
+
+// ReadAt reads with one ranged GET of exactly the bytes asked for, so that
+// reading one key group downloads that key group only. Safe for
+// concurrent use.
+func (f *file) ReadAt(b []byte, off int64) (int, error) {
+	if off < 0 {
+		return 0, fmt.Errorf("read %s: negative offset %d", f.Name(), off)
+	}
+	if off >= f.size {
+		return 0, io.EOF
+	}
+	if len(b) == 0 {
+		return 0, nil
+	}
+	want := min(int64(len(b)), f.size-off)
+	body, err := f.get(off, off+want)
+	if err != nil {
+		return 0, err
+	}
+	defer body.Close()
+	n, err := io.ReadFull(body, b[:want])
+	if err != nil {
+		return n, f.s.wrap("read", f.path, fmt.Errorf("%w after %d of %d bytes at offset %d", io.ErrUnexpectedEOF, n, want, off))
+	}
+	if want < int64(len(b)) {
+		return n, io.EOF
+	}
+	return n, nil
+}
