@@ -95,6 +95,11 @@ port=${STATEUTIL_S3_PORT:-$("$venv/bin/python" -c 'import socket; s=socket.socke
 endpoint="http://127.0.0.1:$port"
 rm -f "$envfile" "$state/ready"
 : >"$log"
+# moto uses botocore inside: the caller's AWS settings (an empty
+# AWS_PROFILE, a config file) are not the server's business.
+for v in $(compgen -e); do
+	if [[ $v == AWS_* ]]; then unset "$v"; fi
+done
 # setsid: a Ctrl-C aimed at the caller must not half-stop the server;
 # s3-stop.sh stops it.
 setsid "$venv/bin/python" "$state/server.py" 127.0.0.1 "$port" "$state/ready" </dev/null >>"$log" 2>&1 &
@@ -118,6 +123,7 @@ cat >"$envfile.tmp" <<ENV
 export STATEUTIL_TEST_S3=s3://$bucket/t
 export STATEUTIL_TEST_S3_PORT=$port
 export STATEUTIL_TEST_S3_PID=$pid
+export STATEUTIL_TEST_S3_SERVER="$venv/bin/python $state/server.py"
 export AWS_ENDPOINT_URL=$endpoint
 export AWS_ACCESS_KEY_ID=stateutil-test
 export AWS_SECRET_ACCESS_KEY=stateutil-test-secret

@@ -48,16 +48,14 @@ func kind(err error) error {
 			return k
 		}
 	}
-	var resp *awshttp.ResponseError
-	if errors.As(err, &resp) {
-		switch code := resp.HTTPStatusCode(); {
-		case code == 404:
-			return storage.ErrNotFound
-		case code == 401 || code == 403:
-			return storage.ErrPermission
-		case code >= 500:
-			return storage.ErrUnavailable
-		}
+	switch code := status(err); {
+	case code == 404:
+		return storage.ErrNotFound
+	case code == 401 || code == 403:
+		return storage.ErrPermission
+	case code >= 500:
+		return storage.ErrUnavailable
+	case code != 0:
 		return nil
 	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
@@ -142,9 +140,8 @@ func describe(err error) string {
 	if errors.As(err, &opErr) {
 		return opErr.Error()
 	}
-	var resp *awshttp.ResponseError
-	if errors.As(err, &resp) {
-		return fmt.Sprintf("HTTP %d", resp.HTTPStatusCode())
+	if code := status(err); code != 0 {
+		return fmt.Sprintf("HTTP %d", code)
 	}
 	return err.Error()
 }

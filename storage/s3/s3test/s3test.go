@@ -47,6 +47,7 @@ func Location(t testing.TB) string {
 	t.Setenv("AWS_CONFIG_FILE", os.DevNull)
 	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", os.DevNull)
 	t.Setenv("AWS_PROFILE", "")
+	os.Unsetenv("AWS_PROFILE")
 	return strings.TrimSuffix(loc, "/")
 }
 
