@@ -31,6 +31,10 @@ func (s *store) isDir(ctx context.Context, k string) (bool, error) {
 func (s *store) Stat(ctx context.Context, p string) (storage.Info, error) {
 	k := key(p)
 	info := storage.Info{Name: path.Base(path.Clean("/" + p)), Path: p}
+	if t, ok := s.dirTime(k); ok {
+		info.IsDir, info.ModTime = true, t
+		return info, nil
+	}
 	if k != "" {
 		head, err := s.c.api.HeadObject(ctx, &awss3.HeadObjectInput{Bucket: &s.bucket, Key: &k})
 		if err == nil {
@@ -50,10 +54,11 @@ func (s *store) Stat(ctx context.Context, p string) (storage.Info, error) {
 		return storage.Info{}, s.wrap("stat", p, &types.NotFound{})
 	}
 	info.IsDir = true
+	info.ModTime = time.Now()
 	if len(out.Contents) > 0 {
 		info.ModTime = aws.ToTime(out.Contents[0].LastModified)
 	}
-	s.rememberDir(k)
+	s.rememberDirAt(k, info.ModTime)
 	return info, nil
 }
 

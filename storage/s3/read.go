@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -22,6 +24,7 @@ type file struct {
 	key  string
 	size int64
 	etag *string
+	head []byte // the object's first bytes, fetched by Open
 
 	mu     sync.Mutex
 	pos    int64         // offset of the next Read; ReadAt leaves it alone
@@ -29,12 +32,28 @@ type file struct {
 	bodyAt int64
 }
 
+// headBytes is how much of an object Open fetches with its first request:
+// all of a small file (most of a snapshot's are), so that reading it takes
+// no further request, and the start of a large one, where its header is.
+const headBytes = 64 << 10
+
 func (s *store) Open(ctx context.Context, p string) (storage.File, error) {
 	k := key(p)
 	if k == "" {
 		return nil, fmt.Errorf("open %s: is a directory, expected a file", s.URI(p))
 	}
-	head, err := s.c.api.HeadObject(ctx, &awss3.HeadObjectInput{Bucket: &s.bucket, Key: &k})
+	f := &file{s: s, ctx: context.WithoutCancel(ctx), path: p, key: k}
+	rng := fmt.Sprintf("bytes=0-%d", headBytes-1)
+	out, err := s.c.api.GetObject(ctx, &awss3.GetObjectInput{Bucket: &s.bucket, Key: &k, Range: &rng})
+	if code(err) == "InvalidRange" || status(err) == 416 {
+		// An empty object has no byte 0.
+		head, herr := s.c.api.HeadObject(ctx, &awss3.HeadObjectInput{Bucket: &s.bucket, Key: &k})
+		if herr == nil {
+			f.size, f.etag = aws.ToInt64(head.ContentLength), head.ETag
+			return f, nil
+		}
+		err = herr
+	}
 	if err != nil {
 		if isNotFound(err) {
 			if dir, derr := s.isDir(ctx, k); derr == nil && dir {
@@ -43,7 +62,23 @@ func (s *store) Open(ctx context.Context, p string) (storage.File, error) {
 		}
 		return nil, s.wrap("open", p, err)
 	}
-	return &file{s: s, ctx: context.WithoutCancel(ctx), path: p, key: k, size: aws.ToInt64(head.ContentLength), etag: head.ETag}, nil
+	defer out.Body.Close()
+	f.etag = out.ETag
+	f.size = aws.ToInt64(out.ContentLength)
+	if cr := aws.ToString(out.ContentRange); cr != "" {
+		// "bytes 0-65535/1234567": the object's size follows the slash.
+		if _, total, ok := strings.Cut(cr, "/"); ok {
+			if n, err := strconv.ParseInt(total, 10, 64); err == nil {
+				f.size = n
+			}
+		}
+	}
+	want := min(f.size, headBytes)
+	f.head = make([]byte, want)
+	if _, err := io.ReadFull(out.Body, f.head); err != nil {
+		return nil, s.wrap("open", p, err)
+	}
+	return f, nil
 }
 
 func (f *file) Size() int64  { return f.size }
@@ -90,6 +125,11 @@ func (f *file) Read(b []byte) (int, error) {
 	if len(b) == 0 {
 		return 0, nil
 	}
+	if f.pos < int64(len(f.head)) {
+		n := copy(b, f.head[f.pos:])
+		f.pos += int64(n)
+		return n, nil
+	}
 	if f.body == nil || f.bodyAt != f.pos {
 		f.drop()
 		body, err := f.get(f.pos, -1)
@@ -133,6 +173,13 @@ func (f *file) ReadAt(b []byte, off int64) (int, error) {
 		return 0, nil
 	}
 	want := min(int64(len(b)), f.size-off)
+	if off+want <= int64(len(f.head)) {
+		copy(b, f.head[off:off+want])
+		if want < int64(len(b)) {
+			return int(want), io.EOF
+		}
+		return int(want), nil
+	}
 	body, err := f.get(off, off+want)
 	if err != nil {
 		return 0, err

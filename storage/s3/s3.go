@@ -105,7 +105,7 @@ type conn struct {
 	api      *awss3.Client
 	endpoint string // for messages; "" for AWS
 	uploads  chan struct{}
-	dirs     sync.Map // "bucket/key" of directories known to exist
+	dirs     sync.Map // "bucket/key" of directories known to exist: time.Time
 }
 
 var (
@@ -172,6 +172,9 @@ func client(ctx context.Context, o Options) (*conn, error) {
 			base = *so.BaseEndpoint
 		}
 		so.UsePathStyle = o.PathStyle || hostIsLiteral(base)
+		// Stores that send no checksum with a GET (moto, many others) would
+		// make the SDK log a line to stderr for every read.
+		so.DisableLogOutputChecksumValidationSkipped = true
 	})
 	shown := endpoint
 	if shown == "" && cfg.BaseEndpoint != nil {
@@ -230,14 +233,29 @@ func dirPrefix(k string) string {
 	return k + "/"
 }
 
+// Directories this process made or saw are remembered (with a time for
+// Stat), which saves the requests that a format's probes, MkdirAll and
+// Create would otherwise repeat; RemoveAll and Remove forget them.
 func (s *store) knownDir(k string) bool {
 	_, ok := s.c.dirs.Load(s.bucket + "/" + k)
 	return ok
 }
 
-func (s *store) rememberDir(k string) {
+func (s *store) dirTime(k string) (time.Time, bool) {
+	v, ok := s.c.dirs.Load(s.bucket + "/" + k)
+	if !ok {
+		return time.Time{}, false
+	}
+	return v.(time.Time), true
+}
+
+func (s *store) rememberDir(k string) { s.rememberDirAt(k, time.Now()) }
+
+func (s *store) rememberDirAt(k string, t time.Time) {
 	for ; k != "" && k != "."; k = path.Dir(k) {
-		s.c.dirs.Store(s.bucket+"/"+k, true)
+		if _, loaded := s.c.dirs.LoadOrStore(s.bucket+"/"+k, t); loaded {
+			return
+		}
 	}
 }
 
