@@ -293,4 +293,3 @@ func TestS3ForceReplacesAcrossFormats(t *testing.T) {
 		t.Errorf("left %v", left)
 	}
 }
-
