@@ -19,7 +19,7 @@ import (
 // rather than mixing two versions.
 type file struct {
 	s    *store
-	ctx  context.Context
+	ctx  context.Context // Open's, without its cancellation: a file may outlive it, as on disk
 	path string
 	key  string
 	size int64
@@ -30,6 +30,13 @@ type file struct {
 	pos    int64         // offset of the next Read; ReadAt leaves it alone
 	body   io.ReadCloser // the open GET that Read consumes, at bodyAt
 	bodyAt int64
+
+	// A reader that calls ReadAt where its last call ended (a scan, in
+	// chunks) continues one open GET instead of a request per chunk.
+	amu     sync.Mutex
+	seq     io.ReadCloser
+	seqAt   int64
+	lastEnd int64
 }
 
 // headBytes is how much of an object Open fetches with its first request:
@@ -42,7 +49,7 @@ func (s *store) Open(ctx context.Context, p string) (storage.File, error) {
 	if k == "" {
 		return nil, fmt.Errorf("open %s: is a directory, expected a file", s.URI(p))
 	}
-	f := &file{s: s, ctx: context.WithoutCancel(ctx), path: p, key: k}
+	f := &file{s: s, ctx: context.WithoutCancel(ctx), path: p, key: k, lastEnd: -1}
 	rng := fmt.Sprintf("bytes=0-%d", headBytes-1)
 	out, err := s.c.api.GetObject(ctx, &awss3.GetObjectInput{Bucket: &s.bucket, Key: &k, Range: &rng})
 	if code(err) == "InvalidRange" || status(err) == 416 {
@@ -86,9 +93,19 @@ func (f *file) Name() string { return f.s.URI(f.path) }
 
 func (f *file) Close() error {
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	f.drop()
+	f.mu.Unlock()
+	f.amu.Lock()
+	f.dropSeq()
+	f.amu.Unlock()
 	return nil
+}
+
+func (f *file) dropSeq() {
+	if f.seq != nil {
+		f.seq.Close()
+		f.seq = nil
+	}
 }
 
 func (f *file) drop() {
@@ -160,7 +177,9 @@ func (f *file) Read(b []byte) (int, error) {
 }
 
 // ReadAt reads with one ranged GET of exactly the bytes asked for, so that
-// reading one key group downloads that key group only. Safe for
+// reading one key group downloads that key group only; a call that starts
+// where the previous one ended opens a GET of the rest of the object,
+// which the calls after it continue while they stay sequential. Safe for
 // concurrent use.
 func (f *file) ReadAt(b []byte, off int64) (int, error) {
 	if off < 0 {
@@ -180,6 +199,12 @@ func (f *file) ReadAt(b []byte, off int64) (int, error) {
 		}
 		return int(want), nil
 	}
+	if n, ok := f.readSeq(b[:want], off); ok {
+		if want < int64(len(b)) {
+			return n, io.EOF
+		}
+		return n, nil
+	}
 	body, err := f.get(off, off+want)
 	if err != nil {
 		return 0, err
@@ -189,8 +214,42 @@ func (f *file) ReadAt(b []byte, off int64) (int, error) {
 	if err != nil {
 		return n, f.s.wrap("read", f.path, fmt.Errorf("%w after %d of %d bytes at offset %d", io.ErrUnexpectedEOF, n, want, off))
 	}
+	f.amu.Lock()
+	f.lastEnd = off + want
+	f.amu.Unlock()
 	if want < int64(len(b)) {
 		return n, io.EOF
 	}
 	return n, nil
+}
+
+// readSeq fills b from the sequential GET when off continues it (opening
+// it when off continues the last ReadAt); false when the caller must make
+// a ranged GET, which a failed stream also falls back to.
+func (f *file) readSeq(b []byte, off int64) (int, bool) {
+	f.amu.Lock()
+	defer f.amu.Unlock()
+	if f.seq == nil || f.seqAt != off {
+		if off != f.lastEnd || off+int64(len(b)) >= f.size {
+			return 0, false
+		}
+		f.dropSeq()
+		body, err := f.get(off, -1)
+		if err != nil {
+			return 0, false
+		}
+		f.seq, f.seqAt = body, off
+	}
+	n, err := io.ReadFull(f.seq, b)
+	if err != nil {
+		f.dropSeq()
+		f.lastEnd = -1
+		return 0, false
+	}
+	f.seqAt += int64(n)
+	f.lastEnd = f.seqAt
+	if f.seqAt >= f.size {
+		f.dropSeq()
+	}
+	return n, true
 }

@@ -146,6 +146,7 @@ func TestSchemesShareObjects(t *testing.T) {
 type proxy struct {
 	*httptest.Server
 	received atomic.Int64
+	gets     atomic.Int32 // GETs of objects
 	parts    atomic.Int32 // part uploads in flight
 	maxParts atomic.Int32
 	// gate, when set, holds every part upload until this many are in
@@ -169,6 +170,9 @@ func newProxy(t *testing.T) *proxy {
 		return nil
 	}
 	p.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet && !r.URL.Query().Has("list-type") {
+			p.gets.Add(1)
+		}
 		if r.Method == http.MethodPut && r.URL.Query().Get("partNumber") != "" {
 			n := p.parts.Add(1)
 			defer p.parts.Add(-1)
@@ -343,6 +347,20 @@ func TestReadAtFetchesOnlyTheRange(t *testing.T) {
 	}
 	if got := px.received.Load() - before; got > 64<<10 {
 		t.Fatalf("ReadAt of 1000 bytes fetched %d bytes", got)
+	}
+
+	// A scan in chunks, as the formats' readers make, continues one GET
+	// rather than making one per chunk.
+	gets := px.gets.Load()
+	chunk := make([]byte, 1<<20)
+	for off := int64(1 << 20); off < int64(len(data)); off += int64(len(chunk)) {
+		n, err := r.ReadAt(chunk, off)
+		if n != len(chunk) || (err != nil && err != io.EOF) || !bytes.Equal(chunk, data[off:off+int64(n)]) {
+			t.Fatalf("ReadAt(off %d) = %d, %v, or wrong bytes", off, n, err)
+		}
+	}
+	if got := px.gets.Load() - gets; got > 3 {
+		t.Fatalf("15 sequential ReadAts made %d GETs, want at most 3", got)
 	}
 }
 
