@@ -159,8 +159,8 @@ func client(ctx context.Context, o Options) (*conn, error) {
 		return nil, fmt.Errorf("loading the AWS configuration: %w", err)
 	}
 	if cfg.Region == "" {
-		// A custom endpoint rarely cares; AWS answers a wrong region with
-		// a redirect naming the right one.
+		// Signing needs one; custom endpoints rarely care which, and on
+		// AWS a bucket elsewhere is refused until AWS_REGION names it.
 		cfg.Region = "us-east-1"
 	}
 	api := awss3.NewFromConfig(cfg, func(so *awss3.Options) {
