@@ -120,6 +120,9 @@ func ReadMetadata(ctx context.Context, st storage.Storage, path string) (*Metada
 type decoder struct {
 	r       *reader
 	version int
+	// subtaskRange, while a subtask's state is decoded, is the key-group
+	// range Flink assigns that subtask: every keyed handle's must be it.
+	subtaskRange *KeyGroupRange
 }
 
 // ParseMetadata decodes the bytes of a `_metadata` file; file names it in
@@ -270,7 +273,12 @@ func (d *decoder) operator() *OperatorState {
 		if idx < 0 {
 			st.Index, st.Finished = -idx-1, true
 		} else {
+			if idx < op.Parallelism {
+				kr := keygroup.RangeOf(op.MaxParallelism, op.Parallelism, idx)
+				d.subtaskRange = &KeyGroupRange{Start: int32(kr.Start), Count: int32(kr.Len())}
+			}
 			d.subtaskBody(st)
+			d.subtaskRange = nil
 		}
 		op.Subtasks = append(op.Subtasks, st)
 	}

@@ -373,17 +373,22 @@ func (r *SnapshotReader) subtask(ctx context.Context, o *snapshot.Operator, op *
 }
 
 // elementBytes sizes the elements of an operator state handle: each runs to
-// the next offset, the last to the end of the stream.
+// the next offset, the last to the end of the stream. A broadcast state's
+// offset is at its map's entry count, which belongs to no element.
 func elementBytes(h *OperatorStateHandle) int64 {
 	var offs []int64
+	var counts int64
 	for _, info := range h.States {
 		offs = append(offs, info.Offsets...)
+		if info.Mode == Broadcast {
+			counts += 4 * int64(len(info.Offsets))
+		}
 	}
 	if len(offs) == 0 || h.Delegate == nil {
 		return 0
 	}
 	sort.Slice(offs, func(i, j int) bool { return offs[i] < offs[j] })
-	return max(h.Delegate.Size-offs[0], 0)
+	return max(h.Delegate.Size-offs[0]-counts, 0)
 }
 
 // keyedFigures decides whether a subtask's keyed state can be scanned. It

@@ -111,7 +111,22 @@ const legacyAdapterVersion = 0x7a53c4f0
 const (
 	compositeMagic = 911108  // starts the outer part of a composite snapshot
 	nestedMagic    = 1333245 // starts the nested snapshots of a composite snapshot
+	// compositeVersion is the version every CompositeTypeSerializerSnapshot
+	// is written with; lower ones are legacy layouts without the magic.
+	compositeVersion = 3
 )
+
+// compositeClasses are Flink's CompositeTypeSerializerSnapshot subclasses
+// (by simple name), whose snapshots of compositeVersion start with
+// compositeMagic.
+var compositeClasses = map[string]bool{
+	"ListSerializerSnapshot": true, "MapSerializerSnapshot": true, "TimerSerializerSnapshot": true,
+	"TtlStateFactory$TtlSerializerSnapshot": true, "GenericArraySerializerSnapshot": true,
+	"TupleSerializerSnapshot": true, "JavaEitherSerializerSnapshot": true, "NullableSerializer$NullableSerializerSnapshot": true,
+	"RowSerializer$RowSerializerSnapshot": true, "ArrayListSerializerSnapshot": true, "ScalaCaseClassSerializerSnapshot": true,
+	"Tuple2CaseClassSerializerSnapshot": true, "ScalaOptionSerializerSnapshot": true,
+	"StreamElementSerializer$StreamElementSerializerSnapshot": true,
+}
 
 // contFunc reports whether the structure that follows a serializer snapshot
 // plausibly starts at buffer index q. It lets the decoder skip snapshot bodies
@@ -162,6 +177,11 @@ func (sr *snapReader) body(s *SerializerSnapshot, cont contFunc, depth int) {
 	}
 	if r.remaining() >= 4 && int32(binary.BigEndian.Uint32(r.buf[r.off:])) == compositeMagic {
 		sr.composite(s, cont, depth)
+		return
+	}
+	if s.Version == compositeVersion && compositeClasses[s.Class[strings.LastIndex(s.Class, ".")+1:]] {
+		// Flink writes the magic for every composite snapshot of this version.
+		r.fail("%s: composite serializer snapshot without its magic number %d", s.Class, compositeMagic)
 		return
 	}
 	if s.Version == legacyAdapterVersion {
