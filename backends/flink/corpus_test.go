@@ -16,6 +16,7 @@ import (
 	"github.com/stateutil/stateutil/internal/flinkharness"
 	"github.com/stateutil/stateutil/lookup"
 	"github.com/stateutil/stateutil/snapshot"
+	"github.com/stateutil/stateutil/snapshot/verify"
 )
 
 // The corpus tests read real Flink snapshots made by testenv/flink and
@@ -167,8 +168,32 @@ func checkEntry(ctx context.Context, t testing.TB, e flinkharness.Entry) corpusR
 		}
 	}
 	res.err = flinkharness.EqualDumps(withoutKryoText(kept), withoutKryoText(byUID(lines, want)))
+	if res.err == "" {
+		res.err = verifyFindings(ctx, t, e.SnapshotDir(), snapshot.OpenOptions{PathMap: map[string]string{old: nw}, TempDir: t.TempDir()})
+	}
 	res.fully = res.err == "" && len(parts) == 0
 	return res
+}
+
+// verifyFindings checks a snapshot as `verify` does and lists its findings
+// but those on state the reader marked unreadable.
+func verifyFindings(ctx context.Context, t testing.TB, location string, opts snapshot.OpenOptions) string {
+	r, err := testReg.Open(ctx, location, opts)
+	if err != nil {
+		return "verify: " + err.Error()
+	}
+	defer r.Close()
+	res, err := verify.Check(ctx, location, r, testReg.Codecs)
+	if err != nil {
+		return "verify: " + err.Error()
+	}
+	var out []string
+	for _, f := range res.Findings {
+		if f.Check != verify.CheckUnreadable {
+			out = append(out, f.String())
+		}
+	}
+	return strings.Join(out, "\n")
 }
 
 // unmaterialized says whether an entry is a changelog checkpoint whose

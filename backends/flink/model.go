@@ -260,6 +260,10 @@ func (r *SnapshotReader) operatorStates(ctx context.Context, o *snapshot.Operato
 				os.ElementType, typed[m.Name] = typeOf(&SerializerSnapshot{Class: broadcastEntryClass, Nested: []*SerializerSnapshot{key, value}}), true
 			}
 		}
+		if r.opBytes == nil {
+			r.opBytes = map[*SubtaskState]int64{}
+		}
+		r.opBytes[st] += elementBytes(f)
 		for _, p := range f.Partitions {
 			if p.Mode != Broadcast {
 				continue
@@ -325,7 +329,7 @@ func (r *SnapshotReader) subtask(ctx context.Context, o *snapshot.Operator, op *
 			sub.OperatorElements[info.Name] += n
 			sub.Operator.Entries += n
 		}
-		sub.Operator.Bytes = elementBytes(h)
+		sub.Operator.Bytes = r.opBytes[st]
 	}
 	if h := st.RawOperatorState; h != nil && h.Delegate != nil {
 		sub.RawOperatorBytes = h.Delegate.Size
@@ -372,23 +376,20 @@ func (r *SnapshotReader) subtask(ctx context.Context, o *snapshot.Operator, op *
 	return sub, nil
 }
 
-// elementBytes sizes the elements of an operator state handle: each runs to
-// the next offset, the last to the end of the stream. A broadcast state's
-// offset is at its map's entry count, which belongs to no element.
-func elementBytes(h *OperatorStateHandle) int64 {
-	var offs []int64
-	var counts int64
-	for _, info := range h.States {
-		offs = append(offs, info.Offsets...)
-		if info.Mode == Broadcast {
-			counts += 4 * int64(len(info.Offsets))
+// elementBytes sizes the elements of an operator state file as they are
+// read (decompressed): a broadcast state's one element holds its map's
+// entry count, which belongs to no entry.
+func elementBytes(f *OperatorStateFile) int64 {
+	var n int64
+	for _, p := range f.Partitions {
+		for _, e := range p.Elements {
+			n += int64(len(e))
+			if p.Mode == Broadcast {
+				n -= 4
+			}
 		}
 	}
-	if len(offs) == 0 || h.Delegate == nil {
-		return 0
-	}
-	sort.Slice(offs, func(i, j int) bool { return offs[i] < offs[j] })
-	return max(h.Delegate.Size-offs[0]-counts, 0)
+	return n
 }
 
 // keyedFigures decides whether a subtask's keyed state can be scanned. It

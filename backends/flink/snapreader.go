@@ -28,7 +28,9 @@ type SnapshotReader struct {
 	// heapCut names, per subtask, the heap states read no more (heapEntries).
 	heapCut map[*SubtaskState]map[string]bool
 	// sizes holds each broadcast state's entry count per subtask.
-	sizes   map[*SubtaskState]map[string]int64
+	sizes map[*SubtaskState]map[string]int64
+	// opBytes holds the bytes of each subtask's operator-state elements.
+	opBytes map[*SubtaskState]int64
 	tempDir string
 
 	mu      sync.Mutex
