@@ -150,4 +150,3 @@ func splitHDFS(uri string) (string, string) {
 	host, p, _ := strings.Cut(rest, "/")
 	return host, path.Clean("/" + p)
 }
-
