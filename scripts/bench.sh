@@ -144,6 +144,12 @@ if [ -d "$fixtures" ]; then
   say ""
 fi
 
+# Flink: reading a real savepoint vs the State Processor API (BENCH_FLINK=0 skips it).
+if [ "${BENCH_FLINK:-1}" != 0 ]; then
+  results="$results" scripts/bench-flink-read.sh
+  say ""
+fi
+
 say "== Go benchmarks"
 go test -run '^$' -bench . -benchtime 3x ./backends/rocksdb/ ./internal/rocksdb/ ./runtime/ ./runtime/rocksstate/ ./backends/flink/ 2>&1 | grep -E '^(Benchmark|ok|FAIL)' | tee -a "$results"
 say "== filesystem format: write and read through the Go API vs a sequential copy of the same bytes, with and without fsync ($(mib "$big") MiB)"

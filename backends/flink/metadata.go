@@ -125,6 +125,10 @@ type decoder struct {
 	subtaskRange *KeyGroupRange
 }
 
+// maxPlausibleVersion bounds the format versions a later Flink may write
+// (it has used 1 to 6 in ten years): a version past it is damage.
+const maxPlausibleVersion = 64
+
 // ParseMetadata decodes the bytes of a `_metadata` file; file names it in
 // errors. The returned value shares memory with data (inline state).
 func ParseMetadata(data []byte, file string) (*Metadata, error) {
@@ -140,7 +144,10 @@ func ParseMetadata(data []byte, file string) (*Metadata, error) {
 	if r.err != nil {
 		return nil, r.err
 	}
-	if version < MinMetadataVersion || version > MaxMetadataVersion {
+	switch {
+	case version < 1 || version > maxPlausibleVersion:
+		return nil, &CorruptError{File: file, Offset: 4, Reason: fmt.Sprintf("_metadata version %d is no version Flink could write", version)}
+	case version < MinMetadataVersion || version > MaxMetadataVersion:
 		return nil, &VersionError{File: file, What: "_metadata", Version: version}
 	}
 	d := &decoder{r: r, version: version}
@@ -267,12 +274,19 @@ func (d *decoder) operator() *OperatorState {
 		return op
 	}
 	cnt := r.count(int64(n), 4, "subtask count", at)
+	seen := map[int]bool{}
 	for i := 0; i < cnt && r.err == nil; i++ {
+		iat := r.pos()
 		idx := int(r.i32("subtask index"))
 		st := &SubtaskState{Index: idx}
 		if idx < 0 {
 			st.Index, st.Finished = -idx-1, true
-		} else {
+		}
+		if r.err == nil && (st.Index >= op.Parallelism || seen[st.Index]) {
+			r.failAt(iat, "operator %s: subtask index %d: not one of 0..%d, or listed twice", op.ID, st.Index, op.Parallelism-1)
+		}
+		seen[st.Index] = true
+		if idx >= 0 {
 			if idx < op.Parallelism {
 				kr := keygroup.RangeOf(op.MaxParallelism, op.Parallelism, idx)
 				d.subtaskRange = &KeyGroupRange{Start: int32(kr.Start), Count: int32(kr.Len())}

@@ -3,6 +3,7 @@ package flink
 import (
 	"encoding/binary"
 	"strings"
+	"sync/atomic"
 )
 
 // SerializerSnapshot describes a serializer as a state file's header records
@@ -40,6 +41,8 @@ type SerializerSnapshot struct {
 	// Raw is the stored snapshot, proxy version included (Flink 1.7+
 	// headers; nil for the legacy layouts). A view into the header bytes.
 	Raw []byte `json:"-"`
+	// memo is safe to fill from the goroutines reading subtasks at once.
+	memo atomic.Pointer[kindMemo]
 }
 
 // Name returns the most specific class name known: the serializer class, else
@@ -57,7 +60,26 @@ func (s *SerializerSnapshot) Name() string {
 // typeKey maps a snapshot to a short type name: "Long", "Integer", "String",
 // "Boolean", "Double", "Float", "Short", "Byte", "Char", "byte[]", "Void",
 // "VoidNamespace", "Tuple", "List", "Map", "TTL", "Timer", or "" when unknown.
-func (s *SerializerSnapshot) typeKey() string {
+func (s *SerializerSnapshot) typeKey() string { return s.kinds().typeKey }
+
+// kindMemo holds serKind and typeKey for the class names they were worked
+// out from: values are decoded by them entry by entry, and matching class
+// names each time cost most of a read.
+type kindMemo struct{ class, serializerClass, kind, typeKey string }
+
+// kinds returns the memo, working it out again when the names changed
+// (they are filled in while the header is parsed).
+func (s *SerializerSnapshot) kinds() *kindMemo {
+	if m := s.memo.Load(); m != nil && m.class == s.Class && m.serializerClass == s.SerializerClass {
+		return m
+	}
+	m := &kindMemo{class: s.Class, serializerClass: s.SerializerClass, typeKey: s.shortType()}
+	m.kind = classKind(s)
+	s.memo.Store(m)
+	return m
+}
+
+func (s *SerializerSnapshot) shortType() string {
 	n := s.Name()
 	if s.Class != "" && s.SerializerClass == "" {
 		n = s.Class

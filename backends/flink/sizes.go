@@ -14,6 +14,10 @@ func serKind(s *SerializerSnapshot) string {
 	if s == nil {
 		return ""
 	}
+	return s.kinds().kind
+}
+
+func classKind(s *SerializerSnapshot) string {
 	switch s.Class {
 	case broadcastClass:
 		return "Broadcast"
@@ -54,7 +58,7 @@ func serKind(s *SerializerSnapshot) string {
 			return "IntEnum"
 		}
 	}
-	return s.typeKey()
+	return s.shortType()
 }
 
 // broadcastClass marks the synthetic serializer of a broadcast state's
