@@ -120,10 +120,19 @@ func TestBadMagicAndVersion(t *testing.T) {
 	if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "magic") || !strings.Contains(err.Error(), `"x/_metadata"`) {
 		t.Errorf("bad magic: %v", err)
 	}
-	for _, v := range []int32{0, 1, 8, -3} {
+	// A version a Flink before or after these could write is unsupported;
+	// one no Flink could (not positive, or far past the last) is damage.
+	for _, v := range []int32{1, 8, 64} {
 		_, err := ParseMetadata(head(MetadataMagic, v), "m")
 		if !errors.Is(err, ErrUnsupportedVersion) || errors.Is(err, ErrCorrupt) ||
 			!strings.Contains(err.Error(), "unsupported _metadata version "+strconv.Itoa(int(v))) {
+			t.Errorf("version %d: %v", v, err)
+		}
+	}
+	for _, v := range []int32{0, -3, 65, 0x04000000} {
+		_, err := ParseMetadata(head(MetadataMagic, v), "m")
+		var ce *CorruptError
+		if !errors.As(err, &ce) || ce.Offset != 4 || !strings.Contains(err.Error(), "version "+strconv.Itoa(int(v))) {
 			t.Errorf("version %d: %v", v, err)
 		}
 	}

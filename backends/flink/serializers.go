@@ -213,8 +213,11 @@ func (sr *snapReader) body(s *SerializerSnapshot, cont contFunc, depth int) {
 		r.i32("legacy serializer proxy version")
 		at := r.pos() + 4
 		if js := r.bytes32("legacy serializer"); r.err == nil {
-			if _, _, classes, _, err := ParseJavaObject(js, r.file, at); err == nil && len(classes) > 0 {
+			if obj, _, classes, _, err := ParseJavaObject(js, r.file, at); err == nil && len(classes) > 0 {
 				s.SerializerClass = classes[0]
+				if len(s.Nested) == 0 {
+					s.Nested = legacyTupleFields(obj)
+				}
 			}
 		}
 		r.i32("legacy config snapshot version")
@@ -239,6 +242,30 @@ func (sr *snapReader) body(s *SerializerSnapshot, cont contFunc, depth int) {
 	}
 	s.Opaque = true
 	sr.skipTo(cont, "serializer snapshot "+s.Class)
+}
+
+// legacyTupleFields finds the field serializers a Java-serialized
+// TupleSerializer holds (Flink 1.3-1.7 savepoints carry no other snapshot
+// of them), so that its values can be walked: nil unless every field's
+// serializer is a plain object whose class names it.
+func legacyTupleFields(obj any) []*SerializerSnapshot {
+	o, ok := obj.(*JavaObject)
+	if !ok || !strings.HasSuffix(o.Class, ".TupleSerializer") {
+		return nil
+	}
+	arr, ok := o.Field("fieldSerializers").(*JavaArray)
+	if !ok || len(arr.Elements) == 0 {
+		return nil
+	}
+	var out []*SerializerSnapshot
+	for _, e := range arr.Elements {
+		f, ok := e.(*JavaObject)
+		if !ok || f.Class == "" {
+			return nil
+		}
+		out = append(out, &SerializerSnapshot{SerializerClass: f.Class})
+	}
+	return out
 }
 
 // composite reads a CompositeTypeSerializerSnapshot: magic, outer version,
@@ -393,9 +420,10 @@ func (sr *snapReader) legacySerializers(what string) []*SerializerSnapshot {
 		}
 		// serializer: int proxy version, int length, Java serialization.
 		if co-so >= 8 {
-			_, _, classes, _, err := ParseJavaObject(blk[so+8:co], r.file, base+int64(so)+8)
+			obj, _, classes, _, err := ParseJavaObject(blk[so+8:co], r.file, base+int64(so)+8)
 			if err == nil && len(classes) > 0 {
 				s.SerializerClass = classes[0]
+				s.Nested = legacyTupleFields(obj)
 			} else if i := strings.Index(string(blk[so:co]), "sr\x00"); i >= 0 {
 				if name, _, ok := utfAt(blk[so:co], i+2); ok {
 					s.SerializerClass = name
