@@ -236,7 +236,7 @@ func TestDamageDetection(t *testing.T) {
 					t.Fatal(err)
 				}
 				damaged := make([]byte, len(orig))
-				for off := 0; off < len(orig); off += damageStep(len(orig), 300) {
+				for off := 0; off < len(orig); off += damageStep(len(orig), 160) {
 					copy(damaged, orig)
 					damaged[off] ^= 0xff
 					if err := os.WriteFile(path, damaged, 0o600); err != nil {
@@ -248,7 +248,7 @@ func TestDamageDetection(t *testing.T) {
 						t.Errorf("%s: byte %d flipped: %s: %s", rel, off, outcomeNames[o], msg)
 					}
 				}
-				for n := 0; n < len(orig); n += damageStep(len(orig), 100) {
+				for n := 0; n < len(orig); n += damageStep(len(orig), 40) {
 					if err := os.WriteFile(path, orig[:n], 0o600); err != nil {
 						t.Fatal(err)
 					}
