@@ -293,11 +293,16 @@ func checkHashable(op *snapshot.Operator, codecs *snapshot.Codecs) error {
 // rehashed streams an old subtask's entries with their key group
 // recomputed for target's max parallelism.
 func rehashed(ctx context.Context, r snapshot.Reader, op *snapshot.Operator, sub *snapshot.Subtask, t Target, codecs *snapshot.Codecs, fn func(*snapshot.Entry) error) error {
+	return rehashedIn(ctx, r, op, sub, sub.KeyGroups, t, codecs, fn)
+}
+
+// rehashedIn is rehashed for the old subtask's key groups in kgs only.
+func rehashedIn(ctx context.Context, r snapshot.Reader, op *snapshot.Operator, sub *snapshot.Subtask, kgs keygroup.Range, t Target, codecs *snapshot.Codecs, fn func(*snapshot.Entry) error) error {
 	types := make(map[string]snapshot.Type, len(op.KeyedStates))
 	for _, st := range op.KeyedStates {
 		types[st.Name] = st.KeyType
 	}
-	for e, err := range r.Entries(ctx, op, sub.Index, sub.KeyGroups) {
+	for e, err := range r.Entries(ctx, op, sub.Index, kgs) {
 		if err != nil {
 			return fmt.Errorf("subtask %d: %w", sub.Index, err)
 		}

@@ -46,11 +46,14 @@ type writer struct {
 	handles  []*handle // of the subtasks finished, removed again by Abort
 	open     map[*subtaskWriter]bool
 	done     bool
+
+	// staging: the subtasks are for another writer to commit (Staged).
+	staging bool
 }
 
 func create(ctx context.Context, st storage.Storage, p string, opts snapshot.WriteOptions) (snapshot.Writer, error) {
 	d := metaDir(st, p)
-	w := &writer{d: d, token: randomName()[:8], open: map[*subtaskWriter]bool{}}
+	w := &writer{d: d, token: randomName()[:8], open: map[*subtaskWriter]bool{}, staging: opts.Staging}
 	if ok, err := d.HasMetadata(ctx); err != nil {
 		return nil, err
 	} else if ok {
@@ -79,6 +82,9 @@ const stagingPrefix = ".stateutil-rocksdb-"
 // or <op>-<subtask>-<token> when the replaced snapshot uses that name.
 func (w *writer) privDir(op string, subtask int) string {
 	name := subtaskDirName(op, subtask)
+	if w.staging {
+		return name + "-" + w.token // other shards' writers share the directory
+	}
 	if w.replaced != nil {
 		for _, h := range w.replaced.Handles {
 			for _, f := range h.allFiles() {
