@@ -17,6 +17,7 @@ type convertOptions struct {
 	force  bool
 	verify bool
 	quiet  bool
+	shard  shardFlags
 }
 
 func newConvertCommand(e *env) *cobra.Command {
@@ -59,6 +60,7 @@ terminal, unless --quiet.
 	f.BoolVar(&o.force, "force", false, "replace an existing snapshot at --output, whatever its format")
 	f.BoolVar(&o.verify, "verify", false, "read the result back and compare it with SRC entry by entry")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no progress bar")
+	o.shard.add(c)
 	_ = c.RegisterFlagCompletionFunc("to", e.completeFormats)
 	return c
 }
@@ -76,7 +78,7 @@ func (o *convertOptions) validate(e *env) error {
 	if o.output == "" {
 		return usageErrorf("--output is required")
 	}
-	return nil
+	return o.shard.validate(false)
 }
 
 func (o *convertOptions) run(c *cobra.Command, e *env, src string) error {
@@ -84,15 +86,24 @@ func (o *convertOptions) run(c *cobra.Command, e *env, src string) error {
 	if err != nil {
 		return err
 	}
-	bar := e.newProgress(c.ErrOrStderr(), o.quiet, "converting")
-	res, err := migrate.Run(c.Context(), e.reg, migrate.Request{
+	req := migrate.Request{
 		Source: src, Destination: o.output, Format: o.to, Force: o.force, Verify: o.verify, PathMap: pathMap,
-		SkipUnreadable: o.source.skipUnreadable, Start: bar.start, Progress: bar.add,
-	})
+		SkipUnreadable: o.source.skipUnreadable,
+	}
+	if o.shard.active() {
+		return o.shard.run(c, e, req, o.report, func(res *migrate.Result) error { return o.print(c, src, res) })
+	}
+	bar := e.newProgress(c.ErrOrStderr(), o.quiet, "converting")
+	req.Start, req.Progress = bar.start, bar.add
+	res, err := migrate.Run(c.Context(), e.reg, req)
 	bar.finish()
 	if err != nil {
 		return err
 	}
+	return o.print(c, src, res)
+}
+
+func (o *convertOptions) print(c *cobra.Command, src string, res *migrate.Result) error {
 	warnDropped(c.ErrOrStderr(), res.Dropped)
 	if o.report.json() {
 		return writeJSON(c.OutOrStdout(), convertReport(res))

@@ -26,6 +26,7 @@ type rescaleOptions struct {
 	quiet          bool
 	entryByEntry   bool
 	tempDir        string
+	shard          shardFlags
 }
 
 func newRescaleCommand(e *env) *cobra.Command {
@@ -84,6 +85,7 @@ writer (see convert). With --verify the result is read back and compared with SR
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no progress bar")
 	f.BoolVar(&o.entryByEntry, "entry-by-entry", false, "move keyed state entry by entry even where a faster path exists (RocksDB to RocksDB copies SST data), to compare the two")
 	f.StringVar(&o.tempDir, "temp-dir", "", "where a max-parallelism change spills sorted runs (default: the system's)")
+	o.shard.add(c)
 	_ = c.RegisterFlagCompletionFunc("operator", e.completeOperators)
 	_ = c.RegisterFlagCompletionFunc("format", e.completeFormats)
 	return c
@@ -117,7 +119,7 @@ func (o *rescaleOptions) validate(c *cobra.Command) (redistribute.Request, error
 	if o.output == "" && !o.dryRun {
 		return req, usageErrorf("--output is required")
 	}
-	return req, nil
+	return req, o.shard.validate(o.dryRun)
 }
 
 func (o *rescaleOptions) run(c *cobra.Command, e *env, src string, change redistribute.Request) error {
@@ -125,16 +127,25 @@ func (o *rescaleOptions) run(c *cobra.Command, e *env, src string, change redist
 	if err != nil {
 		return err
 	}
-	bar := e.newProgress(c.ErrOrStderr(), o.quiet, "rescaling")
-	res, err := migrate.Run(c.Context(), e.reg, migrate.Request{
+	req := migrate.Request{
 		Source: src, Destination: o.output, Format: o.format, Change: change, Force: o.force, DryRun: o.dryRun,
 		Verify: o.verify, EntryByEntry: o.entryByEntry, TempDir: o.tempDir, PathMap: pathMap,
-		SkipUnreadable: o.source.skipUnreadable, Start: bar.start, Progress: bar.add,
-	})
+		SkipUnreadable: o.source.skipUnreadable,
+	}
+	if o.shard.active() {
+		return o.shard.run(c, e, req, o.report, func(res *migrate.Result) error { return o.print(c, res) })
+	}
+	bar := e.newProgress(c.ErrOrStderr(), o.quiet, "rescaling")
+	req.Start, req.Progress = bar.start, bar.add
+	res, err := migrate.Run(c.Context(), e.reg, req)
 	bar.finish()
 	if err != nil {
 		return err
 	}
+	return o.print(c, res)
+}
+
+func (o *rescaleOptions) print(c *cobra.Command, res *migrate.Result) error {
 	warnDropped(c.ErrOrStderr(), res.Dropped)
 	if o.report.json() {
 		return writeJSON(c.OutOrStdout(), res.Plan.Plan)

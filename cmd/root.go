@@ -171,6 +171,8 @@ Locations are plain paths, file:// URIs or hdfs://namenode:port/path URIs.
 		newVersionCommand(e),
 		newGetCommand(e),
 		newDumpCommand(e),
+		newShardCommand(e),
+		newCommitCommand(e),
 	)
 	root.Args = cobra.NoArgs
 	root.RunE = func(c *cobra.Command, _ []string) error { return c.Help() }

@@ -20,6 +20,9 @@ type CommitOptions struct {
 	Verify bool
 	// TempDir: where the source unpacks what it must (see OpenOptions).
 	TempDir string
+	// BeforePlace, if set, is called once the metadata is written, before
+	// the snapshot moves to the destination: where tests kill a commit.
+	BeforePlace func()
 }
 
 // CommitResult is what a commit did.
@@ -131,6 +134,9 @@ func CommitShards(ctx context.Context, reg *snapshot.Registry, sp *ShardPlan, op
 	if err := Commit(ctx, w, plan); err != nil {
 		return nil, errors.Join(err, w.Abort(context.WithoutCancel(ctx)))
 	}
+	if opts.BeforePlace != nil {
+		opts.BeforePlace()
+	}
 	if err := where.put(ctx, data); err != nil {
 		return nil, err
 	}
@@ -157,7 +163,7 @@ func readRecords(ctx context.Context, st storage.Storage, staging string, sp *Sh
 	var records []*ShardRecord
 	var missing []string
 	for i, a := range sp.Shards {
-		p := recordPath(staging, i+1)
+		p := RecordPath(staging, i+1)
 		data, err := storage.ReadAll(ctx, st, p, maxPlanFile)
 		if errors.Is(err, storage.ErrNotFound) {
 			missing = append(missing, strconv.Itoa(i+1))

@@ -152,7 +152,7 @@ func RunShard(ctx context.Context, reg *snapshot.Registry, sp *ShardPlan, shard 
 	if err := st.MkdirAll(ctx, path.Join(staging, stagingShards)); err != nil {
 		return nil, err
 	}
-	if err := storage.WriteFile(ctx, st, recordPath(staging, shard), body); err != nil {
+	if err := storage.WriteFile(ctx, st, RecordPath(staging, shard), body); err != nil {
 		return nil, err
 	}
 	return rec, nil
@@ -176,7 +176,8 @@ func opKey(id, label string) string {
 	return "label:" + label
 }
 
-func recordPath(staging string, shard int) string {
+// RecordPath is where shard records what it wrote in the staging area.
+func RecordPath(staging string, shard int) string {
 	return path.Join(staging, stagingShards, fmt.Sprintf("shard-%04d.json", shard))
 }
 
