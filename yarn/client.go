@@ -244,7 +244,7 @@ func documentedSubmission(s Submission) map[string]any {
 			"commands":        map[string]any{"command": s.Command},
 		},
 		"unmanaged-AM": false, "max-app-attempts": s.MaxAttempts,
-		"resource":                                    map[string]any{"memory": s.MemoryMB, "vCores": s.VCores},
+		"resource": map[string]any{"memory": s.MemoryMB, "vCores": s.VCores},
 		"keep-containers-across-application-attempts": false,
 	}
 }
@@ -258,7 +258,7 @@ func beanSubmission(s Submission) map[string]any {
 		"applicationId": s.ID, "applicationName": s.Name, "queue": s.Queue, "applicationType": s.Type,
 		"containerLaunchContextInfo": map[string]any{"resources": res, "environment": s.Env, "commands": []string{s.Command}},
 		"unmanagedAM":                false, "maxAppAttempts": s.MaxAttempts,
-		"resource":                               map[string]any{"memory": s.MemoryMB, "vCores": s.VCores},
+		"resource": map[string]any{"memory": s.MemoryMB, "vCores": s.VCores},
 		"keepContainersAcrossApplicationAttempts": false,
 	}
 }
