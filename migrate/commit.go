@@ -50,7 +50,7 @@ func CommitShards(ctx context.Context, reg *snapshot.Registry, sp *ShardPlan, op
 	if err != nil {
 		return nil, err
 	}
-	if stStaging != st {
+	if stStaging.URI("/") != st.URI("/") {
 		return nil, fmt.Errorf("%w: staging %s is not on the destination's storage", ErrPlanMismatch, sp.Staging)
 	}
 	r, plan, f, err := openPlanned(ctx, reg, sp, opts.TempDir)

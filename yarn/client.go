@@ -284,13 +284,23 @@ func (a *App) Succeeded() bool { return a.State == "FINISHED" && a.FinalStatus =
 
 // State asks for an application's state.
 func (c *Client) State(ctx context.Context, id string) (string, error) {
+	state, _, err := c.state(ctx, id)
+	return state, err
+}
+
+func (c *Client) state(ctx context.Context, id string) (string, string, error) {
 	var out struct {
-		State string `json:"state"`
+		State       string  `json:"state"`
+		Diagnostics *string `json:"diagnostics"`
 	}
 	if err := c.call(ctx, http.MethodGet, "/ws/v1/cluster/apps/"+url.PathEscape(id)+"/state", nil, &out); err != nil {
-		return "", err
+		return "", "", err
 	}
-	return out.State, nil
+	var diag string
+	if out.Diagnostics != nil {
+		diag = *out.Diagnostics
+	}
+	return out.State, diag, nil
 }
 
 // Report asks for an application's report.
@@ -310,16 +320,21 @@ func (c *Client) Kill(ctx context.Context, id string) error {
 }
 
 // Wait polls the application's state every poll until it has ended, and
-// returns its report; ctx bounds the wait.
+// returns its report; ctx bounds the wait. A ResourceManager that cannot
+// render the report (the minicluster's bean-based JSON fails on it) gives
+// a report of the state and its diagnostics alone.
 func (c *Client) Wait(ctx context.Context, id string, poll time.Duration) (*App, error) {
 	for {
-		state, err := c.State(ctx, id)
+		state, diag, err := c.state(ctx, id)
 		if err != nil {
 			return nil, err
 		}
 		switch state {
 		case "FINISHED", "FAILED", "KILLED":
-			return c.Report(ctx, id)
+			if app, err := c.Report(ctx, id); err == nil {
+				return app, nil
+			}
+			return &App{ID: id, State: state, Diagnostics: diag}, nil
 		}
 		select {
 		case <-ctx.Done():

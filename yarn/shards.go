@@ -163,8 +163,10 @@ func Run(ctx context.Context, job Job) (*App, error) {
 		}
 		return nil, err
 	}
-	if app.Succeeded() {
-		logf("%s finished: %d shards succeeded", id, n)
+	// The shards' records, not the application's final status, say what
+	// was written: the commit checks them file by file anyway.
+	if app.State == "FINISHED" && len(missingRecords(ctx, st, staging, job.Plan)) == 0 {
+		logf("%s finished: all %d shards recorded their part", id, n)
 		return app, nil
 	}
 	return app, failure(ctx, st, staging, job.Plan, app)
@@ -221,14 +223,12 @@ func upload(ctx context.Context, st storage.Storage, local, p string) error {
 // failure is the error of a failed application: every shard without a
 // record, with the end of its last log.
 func failure(ctx context.Context, st storage.Storage, staging string, sp *migrate.ShardPlan, app *App) error {
-	var failed []int
-	for i := range sp.Shards {
-		if _, err := st.Stat(ctx, migrate.RecordPath(staging, i+1)); err != nil {
-			failed = append(failed, i+1)
-		}
-	}
+	failed := missingRecords(ctx, st, staging, sp)
 	var b strings.Builder
-	fmt.Fprintf(&b, "%v: YARN application %s %s (%s)", ErrShardFailed, app.ID, strings.ToLower(cmpOr(app.FinalStatus, app.State)), oneLine(app.Diagnostics))
+	fmt.Fprintf(&b, "%v: YARN application %s %s", ErrShardFailed, app.ID, strings.ToLower(cmpOr(app.FinalStatus, app.State)))
+	if d := oneLine(app.Diagnostics); d != "" {
+		fmt.Fprintf(&b, " (%s)", d)
+	}
 	if len(failed) == 0 {
 		fmt.Fprintf(&b, "; every shard recorded its part, but the application did not succeed; its ApplicationMaster's log: %s", app.AMContainerLogs)
 	}
@@ -254,6 +254,17 @@ func failure(ctx context.Context, st storage.Storage, staging string, sp *migrat
 		fmt.Fprintf(&b, "; its log (%s) ends:\n%s", st.URI(last.Path), tail(data, 20))
 	}
 	return errors.New(strings.TrimRight(b.String(), "\n"))
+}
+
+// missingRecords lists the shards (1..N) that recorded nothing.
+func missingRecords(ctx context.Context, st storage.Storage, staging string, sp *migrate.ShardPlan) []int {
+	var out []int
+	for i := range sp.Shards {
+		if _, err := st.Stat(ctx, migrate.RecordPath(staging, i+1)); err != nil {
+			out = append(out, i+1)
+		}
+	}
+	return out
 }
 
 func oneLine(s string) string {
