@@ -46,16 +46,22 @@ any point leaves nothing at the destination that a reader accepts; run it again.
 	return c
 }
 
+// killCommitHook is for tests of a commit killed after it wrote the
+// metadata: with STATEUTIL_TEST_KILL_COMMIT=after-metadata the commit kills
+// itself (SIGKILL) there.
+func killCommitHook() func() {
+	if os.Getenv("STATEUTIL_TEST_KILL_COMMIT") != "after-metadata" {
+		return nil
+	}
+	return func() { _ = syscall.Kill(os.Getpid(), syscall.SIGKILL) }
+}
+
 func (o *commitOptions) run(c *cobra.Command, e *env, planFile string) error {
 	sp, err := migrate.ReadShardPlan(c.Context(), e.reg, planFile)
 	if err != nil {
 		return err
 	}
-	opts := migrate.CommitOptions{Verify: o.verify}
-	// For tests of a commit killed after its metadata is written.
-	if os.Getenv("STATEUTIL_TEST_KILL_COMMIT") == "after-metadata" {
-		opts.BeforePlace = func() { _ = syscall.Kill(os.Getpid(), syscall.SIGKILL) }
-	}
+	opts := migrate.CommitOptions{Verify: o.verify, BeforePlace: killCommitHook()}
 	res, err := migrate.CommitShards(c.Context(), e.reg, sp, opts)
 	if err != nil {
 		return err

@@ -275,7 +275,7 @@ func (s *shardFlags) run(c *cobra.Command, e *env, req migrate.Request, report o
 	if err != nil {
 		return fmt.Errorf("%w (the shards' staging area %s stays for a look or a commit; stateutil commit %s finishes once all shards have recorded)", err, sp.Staging, planFile)
 	}
-	res, err := migrate.CommitShards(ctx, e.reg, sp, migrate.CommitOptions{Verify: req.Verify, TempDir: req.TempDir})
+	res, err := migrate.CommitShards(ctx, e.reg, sp, migrate.CommitOptions{Verify: req.Verify, TempDir: req.TempDir, BeforePlace: killCommitHook()})
 	if err != nil {
 		return err
 	}

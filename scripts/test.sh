@@ -15,5 +15,5 @@ go test -count=1 -v ./storage/... 2>&1 | grep -E '^(=== RUN|--- |ok|FAIL|PASS|pa
 # -v again so that the log names every HDFS test and every skip; other
 # passing tests show only in their package's ok line.
 go test -count=1 -v $(go list ./... | grep -v '/storage') 2>&1 |
-  grep -E '^(ok|FAIL|panic)|^\s*--- (FAIL|SKIP)|^\s*--- PASS: \S*(HDFS|Hdfs)|_test\.go:[0-9]+:'
+  grep -E '^(ok|FAIL|panic)|^\s*--- (FAIL|SKIP)|^\s*--- PASS: \S*(HDFS|Hdfs|YARN)|_test\.go:[0-9]+:'
 

@@ -48,7 +48,7 @@ type Job struct {
 	Queue  string
 	// ContainerMemoryMB and AMMemoryMB size the containers (default 512
 	// and 256); Retries is how often a failed shard is started again in
-	// its container before the application fails (default 2).
+	// its container before the application fails (0: never).
 	ContainerMemoryMB, AMMemoryMB, Retries int
 	// AMJar, if set, is a local DistributedShell jar shipped to the
 	// ApplicationMaster, for clusters whose classpath lacks it;
@@ -124,7 +124,7 @@ func Run(ctx context.Context, job Job) (*App, error) {
 		}
 		resources["AppMaster.jar"] = LocalResource{URL: st.URI(p), Size: info.Size, Timestamp: info.ModTime.UnixMilli()}
 	}
-	shardEnv := map[string]string{"STATEUTIL_PLAN": job.PlanFile, "STATEUTIL_SHARDS": strconv.Itoa(n)}
+	shardEnv := map[string]string{"STATEUTIL_PLAN": job.PlanFile, "STATEUTIL_SHARDS": strconv.Itoa(n), "STATEUTIL_RETRIES": strconv.Itoa(max(job.Retries, 0))}
 	if u := c.User; u != "" {
 		shardEnv["HADOOP_USER_NAME"] = u
 	}
@@ -138,11 +138,6 @@ func Run(ctx context.Context, job Job) (*App, error) {
 		"--localized_files", "stateutil", "--appname", "bin", "--homedir", st.URI(staging)}
 	for _, k := range sortedKeys(shardEnv) {
 		args = append(args, "--shell_env", shellQuote(k+"="+shardEnv[k]))
-	}
-	if job.Retries > 0 {
-		// RETRY_ON_ALL_ERRORS: a shard that fails is started again in its
-		// container (same YARN_SHELL_ID) up to Retries times.
-		args = append(args, "--container_retry_policy", "1", "--container_max_retries", strconv.Itoa(job.Retries))
 	}
 	args = append(args, "1><LOG_DIR>/AppMaster.stdout", "2><LOG_DIR>/AppMaster.stderr")
 	err = c.Submit(ctx, Submission{
@@ -194,12 +189,24 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-// shardScript is what each container runs: the shard of its YARN_SHELL_ID.
+// shardScript is what each container runs: the shard of its YARN_SHELL_ID,
+// started again up to STATEUTIL_RETRIES times when it fails. The retries
+// are the script's, not the NodeManager's: a NodeManager never restarts a
+// container whose process was killed (exit 137, FORCE_KILLED, is not
+// retried whatever the retry policy), and a shard killed by the kernel's
+// OOM killer or by hand is the case to survive.
 const shardScript = `#!/bin/bash
 # stateutil shard, run by DistributedShell in container $YARN_SHELL_ID of $STATEUTIL_SHARDS.
 set -u
 chmod +x ./stateutil 2>/dev/null
-exec ./stateutil shard "$STATEUTIL_PLAN" --shard "$YARN_SHELL_ID/$STATEUTIL_SHARDS"
+attempts=$((${STATEUTIL_RETRIES:-0} + 1))
+rc=1
+for ((a = 1; a <= attempts; a++)); do
+	./stateutil shard "$STATEUTIL_PLAN" --shard "$YARN_SHELL_ID/$STATEUTIL_SHARDS" && exit 0
+	rc=$?
+	echo "stateutil: shard $YARN_SHELL_ID/$STATEUTIL_SHARDS: run $a of $attempts exited with $rc" >&2
+done
+exit $rc
 `
 
 // upload copies a local file to p on st.
@@ -243,7 +250,7 @@ func failure(ctx context.Context, st storage.Storage, staging string, sp *migrat
 			}
 		}
 		if last.Name == "" {
-			fmt.Fprintf(&b, " without writing a log (killed, or never started); the containers' logs are on the node, see %s", app.AMContainerLogs)
+			fmt.Fprintf(&b, " without writing a log (killed, or never started); its container's stdout and stderr are in the NodeManager's log directory (yarn logs -applicationId %s)", app.ID)
 			continue
 		}
 		data, err := storage.ReadAll(ctx, st, last.Path, 16<<20)
