@@ -293,4 +293,3 @@ func TestYARNCommitKilledAndRerun(t *testing.T) {
 		t.Fatalf("commit after the staging area is gone: exit %d: %s", code, errOut)
 	}
 }
-
