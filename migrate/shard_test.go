@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -165,5 +166,43 @@ func TestShardRefusesAChangedSource(t *testing.T) {
 	}
 	if _, err := RunShard(ctx, testReg, sp, 1, ShardOptions{}); !errors.Is(err, ErrPlanMismatch) {
 		t.Fatalf("shard of a changed source: %v", err)
+	}
+}
+
+// A plan for shards estimates a max-parallelism change from the key
+// groups' figures: the totals come out as counted, up to rounding, and
+// every old subtask that feeds a new one is listed.
+func TestShardPlanEstimatesRehash(t *testing.T) {
+	ctx := context.Background()
+	src := generated(t, 400, 3)
+	change := redistribute.Request{Parallelism: 4, MaxParallelism: 256}
+	sp, err := PlanShards(ctx, testReg, ShardRequest{Request: Request{Source: src, Destination: filepath.Join(t.TempDir(), "d"), Change: change}, Shards: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := openSnap(t, src)
+	exact, err := newPlan(ctx, r, change)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, op := range sp.Plan.Operators {
+		ex := exact.Operators[i]
+		if ex.KeyedEntries == 0 {
+			continue
+		}
+		if !op.Estimated {
+			t.Errorf("operator %q: not marked estimated", op.Label())
+		}
+		if d := op.KeyedEntries - ex.KeyedEntries; d < -int64(len(op.Subtasks)) || d > int64(len(op.Subtasks)) {
+			t.Errorf("operator %q: estimated %d entries, counted %d", op.Label(), op.KeyedEntries, ex.KeyedEntries)
+		}
+		for j, sub := range op.Subtasks {
+			for _, s := range ex.Subtasks[j].Sources {
+				if !slices.Contains(sub.Sources, s) {
+					t.Errorf("operator %q subtask %d: old subtask %d feeds it, the estimate lists %v", op.Label(), j, s, sub.Sources)
+				}
+			}
+			t.Logf("operator %q subtask %d: estimated %d entries, counted %d", op.Label(), j, sub.KeyedEntries, ex.Subtasks[j].KeyedEntries)
+		}
 	}
 }

@@ -142,6 +142,10 @@ func PlanShards(ctx context.Context, reg *snapshot.Registry, req ShardRequest) (
 	}
 	change := req.Change
 	change.Codecs = reg.Codecs
+	// A max-parallelism change is planned from the key groups' figures:
+	// hashing every key here would read the whole source on this machine
+	// before any shard starts. The shards hash what they write.
+	change.EstimateRehash = true
 	plan, err := NewPlan(ctx, r, f, change, req.Edits)
 	if err != nil {
 		return nil, err
