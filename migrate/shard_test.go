@@ -206,3 +206,44 @@ func TestShardPlanEstimatesRehash(t *testing.T) {
 		}
 	}
 }
+
+// A file a shard recorded that is gone (or not the size recorded) stops
+// the commit, which names the shard to run again; after that run the
+// commit goes through.
+func TestCommitChecksRecordedFiles(t *testing.T) {
+	ctx := context.Background()
+	src := generated(t, 300, 3)
+	dst := filepath.Join(t.TempDir(), "dst")
+	sp, err := PlanShards(ctx, testReg, ShardRequest{Request: Request{Source: src, Destination: dst, Format: "rocksdb", Change: redistribute.Request{Parallelism: 4}}, Shards: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec *ShardRecord
+	for i := 1; i <= 2; i++ {
+		if rec, err = RunShard(ctx, testReg, sp, i, ShardOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	victim := filepath.Join(sp.Staging, rec.Subtasks[0].Files[0].Path)
+	if err := os.Truncate(victim, 1); err != nil {
+		t.Fatal(err)
+	}
+	_, err = CommitShards(ctx, testReg, sp, CommitOptions{})
+	if !errors.Is(err, ErrShardsIncomplete) || !strings.Contains(err.Error(), "run shard 2 again") {
+		t.Fatalf("commit over a truncated file: %v", err)
+	}
+	if _, err := os.Stat(dst); !os.IsNotExist(err) {
+		t.Fatalf("destination after a refused commit: %v", err)
+	}
+	if _, err := RunShard(ctx, testReg, sp, 2, ShardOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := CommitShards(ctx, testReg, sp, CommitOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	single := filepath.Join(t.TempDir(), "single")
+	if _, err := Run(ctx, testReg, Request{Source: src, Destination: single, Format: "rocksdb", Change: redistribute.Request{Parallelism: 4}}); err != nil {
+		t.Fatal(err)
+	}
+	sameEntries(t, single, dst)
+}
