@@ -10,14 +10,15 @@ import (
 )
 
 type convertOptions struct {
-	source sourceFlags
-	report outputFlag
-	to     string
-	output string
-	force  bool
-	verify bool
-	quiet  bool
-	shard  shardFlags
+	source   sourceFlags
+	report   outputFlag
+	to       string
+	output   string
+	force    bool
+	stateCap sizeFlag
+	verify   bool
+	quiet    bool
+	shard    shardFlags
 }
 
 func newConvertCommand(e *env) *cobra.Command {
@@ -58,6 +59,7 @@ terminal, unless --quiet.
 	f.StringVar(&o.to, "to", "", "format to write: "+strings.Join(e.reg.WritableNames(), ", "))
 	f.StringVar(&o.output, "output", "", "where to write the converted snapshot (path, file:// or hdfs:// URI)")
 	f.BoolVar(&o.force, "force", false, "replace an existing snapshot at --output, whatever its format")
+	addStateSizeCap(f, &o.stateCap)
 	f.BoolVar(&o.verify, "verify", false, "read the result back and compare it with SRC entry by entry")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no progress bar")
 	o.shard.add(c)
@@ -87,7 +89,7 @@ func (o *convertOptions) run(c *cobra.Command, e *env, src string) error {
 		return err
 	}
 	req := migrate.Request{
-		Source: src, Destination: o.output, Format: o.to, Force: o.force, Verify: o.verify, PathMap: pathMap,
+		Source: src, Destination: o.output, Format: o.to, Force: o.force, Verify: o.verify, PathMap: pathMap, StateSizeCap: o.stateCap.bytes,
 		SkipUnreadable: o.source.skipUnreadable,
 	}
 	if o.shard.active() {

@@ -21,6 +21,7 @@ type rescaleOptions struct {
 	output         string
 	format         string
 	force          bool
+	stateCap       sizeFlag
 	dryRun         bool
 	verify         bool
 	quiet          bool
@@ -80,6 +81,7 @@ writer (see convert). With --verify the result is read back and compared with SR
 	f.StringVar(&o.output, "output", "", "where to write the rescaled snapshot")
 	f.StringVar(&o.format, "format", "", "format to write (default: the format of SRC)")
 	f.BoolVar(&o.force, "force", false, "replace an existing snapshot at --output, whatever its format")
+	addStateSizeCap(f, &o.stateCap)
 	f.BoolVar(&o.dryRun, "dry-run", false, "print the plan, write nothing")
 	f.BoolVar(&o.verify, "verify", false, "read the result back and compare it with SRC entry by entry")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no progress bar")
@@ -130,7 +132,7 @@ func (o *rescaleOptions) run(c *cobra.Command, e *env, src string, change redist
 	req := migrate.Request{
 		Source: src, Destination: o.output, Format: o.format, Change: change, Force: o.force, DryRun: o.dryRun,
 		Verify: o.verify, EntryByEntry: o.entryByEntry, TempDir: o.tempDir, PathMap: pathMap,
-		SkipUnreadable: o.source.skipUnreadable,
+		SkipUnreadable: o.source.skipUnreadable, StateSizeCap: o.stateCap.bytes,
 	}
 	if o.shard.active() {
 		return o.shard.run(c, e, req, o.report, func(res *migrate.Result) error { return o.print(c, res) })

@@ -111,7 +111,7 @@ func mustEqual(t *testing.T, a, b string) {
 // existsAt reports whether anything is at an hdfs:// location.
 func existsAt(t *testing.T, uri string) bool {
 	t.Helper()
-	st, p, err := newRegistry().Storage.Resolve(context.Background(), uri)
+	st, p, err := testReg.Storage.Resolve(context.Background(), uri)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +122,7 @@ func existsAt(t *testing.T, uri string) bool {
 // stagingOf finds the staging areas in dir.
 func stagingOf(t *testing.T, dir string) []string {
 	t.Helper()
-	st, p, err := newRegistry().Storage.Resolve(context.Background(), dir)
+	st, p, err := testReg.Storage.Resolve(context.Background(), dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,7 +213,7 @@ func TestYARNShardFailsForGood(t *testing.T) {
 func damageLargestFile(t *testing.T, uri string) {
 	t.Helper()
 	ctx := context.Background()
-	st, p, err := newRegistry().Storage.Resolve(ctx, uri)
+	st, p, err := testReg.Storage.Resolve(ctx, uri)
 	if err != nil {
 		t.Fatal(err)
 	}

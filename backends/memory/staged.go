@@ -10,7 +10,7 @@ import (
 
 	"github.com/vmihailenco/msgpack/v5"
 
-	"github.com/stateutil/stateutil/backends/internal/envelope"
+	"github.com/stateutil/stateutil/internal/envelope"
 	"github.com/stateutil/stateutil/snapshot"
 	"github.com/stateutil/stateutil/storage"
 )

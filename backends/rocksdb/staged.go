@@ -8,6 +8,7 @@ import (
 
 	"github.com/vmihailenco/msgpack/v5"
 
+	"github.com/stateutil/stateutil/internal/rocksdbformat"
 	"github.com/stateutil/stateutil/snapshot"
 )
 
@@ -40,7 +41,7 @@ func (w *writer) Staged(context.Context) ([]snapshot.StagedSubtask, error) {
 			return nil, err
 		}
 		s := snapshot.StagedSubtask{OperatorID: f.OperatorID, Operator: f.Operator, Index: f.Index, Subtask: f.Subtask, Layout: layout}
-		for _, ref := range f.Value.refs() {
+		for _, ref := range f.Value.Refs() {
 			if ref.Shared {
 				return nil, fmt.Errorf("rocksdb writer: operator %q subtask %d: a staged subtask references shared file %q", f.Operator, f.Index, ref.Path)
 			}
@@ -58,18 +59,18 @@ func (w *writer) Adopt(_ context.Context, op *snapshot.Operator, s snapshot.Stag
 	if s.Subtask == nil {
 		return fmt.Errorf("rocksdb writer: operator %q subtask %d: staged without figures", op.Label(), s.Index)
 	}
-	h := &handle{}
+	h := &rocksdbformat.Handle{}
 	if err := msgpack.Unmarshal(s.Layout, h); err != nil {
 		return fmt.Errorf("rocksdb writer: operator %q subtask %d: staged handle: %w", op.Label(), s.Index, err)
 	}
 	if h.Operator != op.ID || h.Subtask != s.Index {
 		return fmt.Errorf("rocksdb writer: operator %q subtask %d: the staged handle is operator %s subtask %d's", op.Label(), s.Index, h.Operator, h.Subtask)
 	}
-	check := metadata{Snapshot: &snapshot.Snapshot{}, Handles: []*handle{h}}
-	if err := check.validate("staged subtask"); err != nil {
+	check := rocksdbformat.Metadata{Snapshot: &snapshot.Snapshot{}, Handles: []*rocksdbformat.Handle{h}}
+	if err := check.Validate("staged subtask"); err != nil {
 		return fmt.Errorf("rocksdb writer: operator %q subtask %d: %w", op.Label(), s.Index, err)
 	}
-	for _, f := range h.allFiles() {
+	for _, f := range h.AllFiles() {
 		if f.Shared {
 			return fmt.Errorf("rocksdb writer: operator %q subtask %d: staged shared file %q", op.Label(), s.Index, f.Path)
 		}
