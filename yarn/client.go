@@ -4,13 +4,16 @@
 // shards as one application of Hadoop's DistributedShell
 // ApplicationMaster (see Run).
 //
-// The ResourceManager's JSON comes in two spellings: the documented one
-// (application-id, am-container-spec, entry lists), which Hadoop 3.3's
-// Jersey JSON provider serves from the JAXB names on its DAO classes, and
-// the Java bean names (applicationId, containerLaunchContextInfo, plain
-// maps and lists) that a bean-based provider, as in the shaded
-// hadoop-client-minicluster, serves. The client reads both, and submits
-// in the spelling the ResourceManager answered new-application in.
+// The ResourceManager's JSON comes in two spellings. Hadoop 3.3's
+// ResourceManager registers a JAXBContextResolver (webapp/JAXBContextResolver.java)
+// whose Jersey JSONConfiguration.natural() context covers NewApplication,
+// ApplicationSubmissionContextInfo, ContainerLaunchContextInfo and
+// LocalResourceInfo, so it honours their @XmlElement names: application-id,
+// am-container-spec, local-resources, resource, as documented. The test
+// harness's ResourceManager (the shaded hadoop-client-minicluster 3.3.6)
+// answers in the Java bean names instead (applicationId,
+// containerLaunchContextInfo, plain maps and lists). The client reads
+// both, and submits in the spelling new-application was answered in.
 package yarn
 
 import (
@@ -29,10 +32,10 @@ import (
 	"strings"
 	"time"
 
-	krb "github.com/jcmturner/gokrb5/v8/client"
-	krbconfig "github.com/jcmturner/gokrb5/v8/config"
-	"github.com/jcmturner/gokrb5/v8/credentials"
+	"github.com/colinmarc/hdfs/v2/hadoopconf"
 	"github.com/jcmturner/gokrb5/v8/spnego"
+
+	"github.com/stateutil/stateutil/internal/kerberos"
 )
 
 // ErrYARN reports a ResourceManager that refused or failed a request.
@@ -43,21 +46,31 @@ type Client struct {
 	// RM is the ResourceManager's web address, http(s)://host:port.
 	RM string
 	// User is the user.name given to a ResourceManager with simple
-	// authentication: $HADOOP_USER_NAME, else the OS user.
+	// authentication: $HADOOP_USER_NAME, else the OS user; empty with
+	// Kerberos.
 	User string
-	do   func(*http.Request) (*http.Response, error)
+	// SPN is the service principal SPNEGO asks a ticket for, with Kerberos.
+	SPN string
+	do  func(*http.Request) (*http.Response, error)
 	// beans is set once the ResourceManager answered in bean names.
 	beans bool
 }
 
-// NewClient returns a client of the ResourceManager at rm. As for HDFS,
-// Kerberos (SPNEGO) is used when KRB5CCNAME or KRB5_CONFIG is set: the
-// ticket comes from the credential cache, the service principal is
-// HTTP/<rm host>.
+// NewClient returns a client of the ResourceManager at rm. Kerberos
+// (SPNEGO) follows the HDFS client's conventions: it is used when
+// $HADOOP_CONF_DIR's core-site.xml sets hadoop.http.authentication.type
+// (else hadoop.security.authentication) to kerberos, or, with neither set,
+// when KRB5CCNAME or KRB5_CONFIG is; the ticket comes from the credential
+// cache, and the service principal is hadoop.http.authentication.kerberos.principal
+// with _HOST the ResourceManager's host, else HTTP/<host>.
 func NewClient(rm string) (*Client, error) {
 	u, err := url.Parse(rm)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("%w: ResourceManager address %q: want http://host:port", ErrYARN, rm)
+	}
+	conf, err := hadoopconf.LoadFromEnvironment()
+	if err != nil {
+		return nil, fmt.Errorf("%w: reading Hadoop configuration: %w", ErrYARN, err)
 	}
 	c := &Client{RM: strings.TrimRight(rm, "/"), User: os.Getenv("HADOOP_USER_NAME")}
 	if c.User == "" {
@@ -67,40 +80,16 @@ func NewClient(rm string) (*Client, error) {
 	}
 	hc := &http.Client{Timeout: 60 * time.Second}
 	c.do = hc.Do
-	if os.Getenv("KRB5CCNAME") != "" || os.Getenv("KRB5_CONFIG") != "" {
-		kc, err := kerberosClient()
+	if kerberos.Wanted(cmpOr(conf["hadoop.http.authentication.type"], conf["hadoop.security.authentication"])) {
+		kc, err := kerberos.Client()
 		if err != nil {
 			return nil, fmt.Errorf("%w: kerberos for %s: %w", ErrYARN, rm, err)
 		}
-		sc := spnego.NewClient(kc, hc, "HTTP/"+u.Hostname())
-		c.do = sc.Do
+		c.SPN = kerberos.ServicePrincipal(conf["hadoop.http.authentication.kerberos.principal"], "HTTP", u.Hostname())
+		c.do = spnego.NewClient(kc, hc, c.SPN).Do
 		c.User = ""
 	}
 	return c, nil
-}
-
-// kerberosClient loads the MIT-style krb5.conf and credential cache, as
-// storage does for HDFS.
-func kerberosClient() (*krb.Client, error) {
-	cfgPath := cmpOr(os.Getenv("KRB5_CONFIG"), "/etc/krb5.conf")
-	cfg, err := krbconfig.Load(cfgPath)
-	if err != nil {
-		return nil, fmt.Errorf("config %s: %w", cfgPath, err)
-	}
-	ccPath := os.Getenv("KRB5CCNAME")
-	switch {
-	case strings.HasPrefix(ccPath, "FILE:"):
-		ccPath = strings.TrimPrefix(ccPath, "FILE:")
-	case strings.Contains(ccPath, ":"):
-		return nil, fmt.Errorf("credential cache %q: only FILE: caches are supported", ccPath)
-	case ccPath == "":
-		ccPath = fmt.Sprintf("/tmp/krb5cc_%d", os.Getuid())
-	}
-	cc, err := credentials.LoadCCache(ccPath)
-	if err != nil {
-		return nil, fmt.Errorf("credential cache %s: %w", ccPath, err)
-	}
-	return krb.NewFromCCache(cc, cfg, krb.DisablePAFXFAST(true))
 }
 
 func cmpOr(a, b string) string {

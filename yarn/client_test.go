@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -81,5 +82,40 @@ func TestRealResourceManager(t *testing.T) {
 	t.Logf("new-application gave %s, bean names: %v", id, cl.beans)
 	if _, err := cl.State(context.Background(), "application_1_9999"); err == nil || !strings.Contains(err.Error(), "application_1_9999") {
 		t.Fatalf("state of an unknown application: %v", err)
+	}
+}
+
+// Kerberos follows the Hadoop configuration before the environment, as
+// for HDFS: a core-site.xml saying simple keeps user.name even with a
+// credential cache set; one saying kerberos needs a readable cache, and a
+// missing one is an error naming it rather than an unauthenticated client.
+// (No KDC runs here: the SPNEGO exchange itself is gokrb5's.)
+func TestKerberosFollowsTheHadoopConfiguration(t *testing.T) {
+	dir := t.TempDir()
+	site := func(auth string) {
+		xml := `<configuration><property><name>hadoop.http.authentication.type</name><value>` + auth + `</value></property>
+<property><name>hadoop.http.authentication.kerberos.principal</name><value>HTTP/_HOST@EXAMPLE.COM</value></property></configuration>`
+		if err := os.WriteFile(filepath.Join(dir, "core-site.xml"), []byte(xml), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	krb5 := filepath.Join(dir, "krb5.conf")
+	if err := os.WriteFile(krb5, []byte("[libdefaults]\n  default_realm = EXAMPLE.COM\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("HADOOP_CONF_DIR", dir)
+	t.Setenv("HADOOP_USER_NAME", "alice")
+	t.Setenv("KRB5_CONFIG", krb5)
+	cache := filepath.Join(dir, "krb5cc")
+	t.Setenv("KRB5CCNAME", "FILE:"+cache)
+
+	site("simple")
+	cl, err := NewClient("http://rm1.example.com:8088")
+	if err != nil || cl.User != "alice" || cl.SPN != "" {
+		t.Fatalf("simple: %+v, %v", cl, err)
+	}
+	site("kerberos")
+	if _, err := NewClient("http://rm1.example.com:8088"); err == nil || !strings.Contains(err.Error(), cache) {
+		t.Fatalf("kerberos without a credential cache: %v", err)
 	}
 }
