@@ -26,7 +26,9 @@ area with the size recorded, then write the format's metadata last, move the sna
 the destination (a plan made with --force replaces what is there), and remove the
 staging area. What killed or superseded shard runs left is removed. A commit killed at
 any point leaves nothing at the destination that a reader accepts; run it again.
---verify re-reads the result and compares it with the source entry by entry.
+--verify re-reads the result and compares it with the source entry by entry. While a
+shard is incomplete the commit exits 2, naming it; a plan whose source changed since
+it was planned is refused (exit 2) too.
 
 ` + exitCodeHelp,
 		Example: `  stateutil commit plan.json

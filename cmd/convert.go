@@ -38,10 +38,18 @@ state than the format's per-subtask cap. With --verify the result is read back a
 compared with SRC entry by entry. A progress bar is shown on stderr when it is a
 terminal, unless --quiet.
 
+For state too large for one machine, the copy runs in shards: --plan-only PLAN
+--shards N writes the plan (source, target, new subtasks, who reads what) for
+stateutil shard PLAN --shard I/N, run anywhere, and stateutil commit PLAN; --yarn
+http://RM:8088 --shards N runs the N shards as one YARN application (Hadoop's
+DistributedShell; the destination on HDFS), waits for it and commits. A failed shard's
+error names it and shows the end of its log.
+
 ` + exitCodeHelp,
 		Example: `  stateutil convert ./snapshot.dump --to filesystem --output ./snapshot-fs
   stateutil convert hdfs://nn:9000/checkpoints/job/chk-7 --to jobmanager --output ./chk-7.dump --verify
-  stateutil convert ./flink-chk --path-map file:/data/flink=/mnt/copy --to rocksdb --output ./rocks -o json`,
+  stateutil convert ./flink-chk --path-map file:/data/flink=/mnt/copy --to rocksdb --output ./rocks -o json
+  stateutil convert hdfs://nn:8020/sp/job-7 --to rocksdb --output hdfs://nn:8020/sp/job-7-rocks --yarn http://rm:8088 --shards 20`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			if err := o.validate(e); err != nil {

@@ -56,10 +56,19 @@ entries, bytes and skew, and where operator-state elements go) without writing.
 SRC is never modified; DST appears only when complete, and is claimed for this one
 writer (see convert). With --verify the result is read back and compared with SRC.
 
+For state too large for one machine, the copy runs in shards: --plan-only PLAN
+--shards N writes the plan (source, target, new subtasks, who reads what) for
+stateutil shard PLAN --shard I/N, run anywhere, and stateutil commit PLAN; --yarn
+http://RM:8088 --shards N runs the N shards as one YARN application (Hadoop's
+DistributedShell; the destination on HDFS), waits for it and commits. A failed shard's
+error names it and shows the end of its log.
+
 ` + exitCodeHelp,
 		Example: `  stateutil rescale ./snapshot.dump --parallelism 4 --output ./rescaled.dump
   stateutil rescale ./snapshot.dump --parallelism 4 --operator kafka-source=1 --output ./r.dump --dry-run
-  stateutil rescale ./snapshot.dump --max-parallelism 4096 --output ./wide.dump -o json`,
+  stateutil rescale ./snapshot.dump --max-parallelism 4096 --output ./wide.dump -o json
+  stateutil rescale hdfs://nn:8020/sp/job-7 --max-parallelism 4096 --output hdfs://nn:8020/sp/job-7-wide --yarn http://rm:8088 --shards 100 --queue batch
+  stateutil rescale s3://bucket/sp/job-7 --parallelism 64 --output s3://bucket/sp/job-7-p64 --plan-only plan.json --shards 8`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			req, err := o.validate(c)

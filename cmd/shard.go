@@ -68,6 +68,9 @@ commit. A log of each run goes to the staging area's logs/.
 
 // parseShard reads I/N.
 func parseShard(s string) (int, int, error) {
+	if s == "" {
+		return 0, 0, usageErrorf("which shard? --shard I/N (1 <= I <= N, N the plan's number of shards)")
+	}
 	a, b, ok := strings.Cut(s, "/")
 	i, err1 := strconv.Atoi(a)
 	n, err2 := strconv.Atoi(b)
@@ -84,7 +87,7 @@ func (o *shardOptions) run(c *cobra.Command, e *env, planFile string, i, n int) 
 		return err
 	}
 	if n != len(sp.Shards) {
-		return fmt.Errorf("%w: --shard %d/%d, but plan %s has %d shards", migrate.ErrPlanMismatch, i, n, sp.ID, len(sp.Shards))
+		return usageErrorf("--shard %d/%d, but plan %s has %d shards", i, n, sp.ID, len(sp.Shards))
 	}
 	// The run's log goes to stderr and, at the end, to the staging area,
 	// where it stays reachable after the container or machine is gone.
@@ -249,7 +252,7 @@ func (s *shardFlags) run(c *cobra.Command, e *env, req migrate.Request, report o
 	}
 	planFile := st.URI(path.Join(staging, migrate.StagingPlan))
 	if !strings.HasPrefix(planFile, "hdfs://") {
-		return usageErrorf("--yarn: the destination %s is not on HDFS, where the containers could write it", sp.Destination)
+		return usageErrorf("--yarn needs the destination on HDFS, where YARN localizes the binary for the containers and they write their part; %s is not (plan with --plan-only and run stateutil shard by other means)", sp.Destination)
 	}
 	if err := migrate.WriteShardPlan(ctx, e.reg, planFile, sp); err != nil {
 		return err
