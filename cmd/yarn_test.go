@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -204,6 +205,24 @@ func TestYARNShardFailsForGood(t *testing.T) {
 	}
 	if existsAt(t, dst) {
 		t.Fatalf("%s exists after a failed application", dst)
+	}
+	// The log the error names stays on HDFS, and is that shard's.
+	m := regexp.MustCompile(`shard (\d) of 3 failed; its log \((hdfs://\S+)\) ends`).FindStringSubmatch(errOut)
+	if m == nil {
+		t.Fatalf("the error names no shard and log:\n%s", errOut)
+	}
+	st, p, err := testReg.Storage.Resolve(context.Background(), m[2])
+	if err != nil {
+		t.Fatal(err)
+	}
+	log, err := storage.ReadAll(context.Background(), st, p, 1<<20)
+	if err != nil {
+		t.Fatalf("the failed shard's log, after the application: %v", err)
+	}
+	for _, want := range []string{"shard " + m[1] + "/3 failed after", "checksum mismatch"} {
+		if !strings.Contains(string(log), want) {
+			t.Errorf("log %s lacks %q:\n%s", m[2], want, log)
+		}
 	}
 	t.Logf("error:\n%s", errOut)
 }

@@ -148,7 +148,8 @@ func Run(ctx context.Context, job Job) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	logf("submitted %s: %d shards of plan %s; shard logs in %s", id, n, job.Plan.ID, st.URI(path.Join(staging, "logs")))
+	logf("submitted %s: %d shards of plan %s; shard logs in %s until the commit (and in YARN's: yarn logs -applicationId %s)",
+		id, n, job.Plan.ID, st.URI(path.Join(staging, "logs")), id)
 	app, err := c.Wait(ctx, id, job.Poll)
 	if err != nil {
 		if ctx.Err() != nil {
