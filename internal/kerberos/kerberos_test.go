@@ -46,7 +46,7 @@ func TestClientNamesTheCache(t *testing.T) {
 	t.Setenv("KRB5_CONFIG", conf)
 	missing := filepath.Join(dir, "no-cache")
 	for cache, want := range map[string]string{
-		"FILE:" + missing: missing,
+		"FILE:" + missing:      missing,
 		"KEYRING:persistent:0": "only FILE: caches",
 	} {
 		t.Setenv("KRB5CCNAME", cache)
