@@ -271,12 +271,7 @@ func (a *App) Done() bool {
 // Succeeded reports whether it ended well.
 func (a *App) Succeeded() bool { return a.State == "FINISHED" && a.FinalStatus == "SUCCEEDED" }
 
-// State asks for an application's state.
-func (c *Client) State(ctx context.Context, id string) (string, error) {
-	state, _, err := c.state(ctx, id)
-	return state, err
-}
-
+// state asks for an application's state and diagnostics.
 func (c *Client) state(ctx context.Context, id string) (string, string, error) {
 	var out struct {
 		State       string  `json:"state"`

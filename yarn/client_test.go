@@ -80,7 +80,7 @@ func TestRealResourceManager(t *testing.T) {
 		t.Fatalf("new-application: %q, %v", id, err)
 	}
 	t.Logf("new-application gave %s, bean names: %v", id, cl.beans)
-	if _, err := cl.State(context.Background(), "application_1_9999"); err == nil || !strings.Contains(err.Error(), "application_1_9999") {
+	if _, _, err := cl.state(context.Background(), "application_1_9999"); err == nil || !strings.Contains(err.Error(), "application_1_9999") {
 		t.Fatalf("state of an unknown application: %v", err)
 	}
 }
