@@ -119,6 +119,9 @@ say "fast $(med_s fast)s, entry by entry $(med_s slow)s: fast path $(ratio "$(me
 rm -rf "$work/rdb-fast" "$work/rdb-slow"
 say ""
 
+# The sharded path and YARN: scripts/shard-bench.sh.
+. scripts/shard-bench.sh
+
 # get, dump: scripts/lookup-bench.sh.
 . scripts/lookup-bench.sh
 

@@ -40,5 +40,5 @@ go test -count=1 -v ./storage/... 2>&1 | grep -E '^(=== RUN|--- |ok|FAIL|PASS|pa
 # -v again so that the log names every HDFS and S3 test and every skip; other
 # passing tests show only in their package's ok line.
 go test -count=1 -v $(go list ./... | grep -v '/storage') 2>&1 |
-  grep -E '^(ok|FAIL|panic)|^\s*--- (FAIL|SKIP)|^\s*--- PASS: \S*(HDFS|Hdfs|S3)|_test\.go:[0-9]+:'
+  grep -E '^(ok|FAIL|panic)|^\s*--- (FAIL|SKIP)|^\s*--- PASS: \S*(HDFS|Hdfs|S3|YARN)|_test\.go:[0-9]+:'
 
