@@ -95,6 +95,10 @@ type WriteOptions struct {
 	// InlineThreshold is the size below which state is kept inside the
 	// metadata file (filesystem format); 0 = default, negative = never.
 	InlineThreshold int64
+	// Staging writes subtasks for another writer to commit (see Stager):
+	// the writer names its files so that other staging writers at the same
+	// location never collide with them, and is ended by Staged.
+	Staging bool
 }
 
 // Format is one snapshot format. Its functions get the storage that holds
