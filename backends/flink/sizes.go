@@ -133,10 +133,6 @@ func sizedDepth(s *SerializerSnapshot, depth int) bool {
 	case "Long", "Integer", "Short", "Byte", "Char", "Boolean", "Double", "Float", "String", "byte[]",
 		"VoidNamespace", "GlobalWindow", "TimeWindow", "IntEnum", "Kryo":
 		return true
-	default:
-		if strings.HasPrefix(k, "Array:") {
-			return true
-		}
 	case "Avro":
 		_, err := avroSchema(s.Schema)
 		return s.Schema != "" && err == nil
@@ -166,8 +162,9 @@ func sizedDepth(s *SerializerSnapshot, depth int) bool {
 		return len(s.Nested) == 1 && sizedDepth(s.Nested[0], depth+1)
 	case "Map":
 		return len(s.Nested) == 2 && sizedDepth(s.Nested[0], depth+1) && sizedDepth(s.Nested[1], depth+1)
+	default:
+		return strings.HasPrefix(k, "Array:")
 	}
-	return false
 }
 
 // skipValue advances r past one value written by s. It returns false (with
