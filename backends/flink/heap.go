@@ -1,6 +1,7 @@
 package flink
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/stateutil/stateutil/snapshot"
@@ -15,11 +16,15 @@ import (
 // heapEntries decodes the sections of one heap key group (index removed,
 // decompressed) and emits its entries.
 //
-// Sections come in state-id order; from the first state whose values
-// cannot be walked on (id cut), the rest of a key group cannot be read.
-func heapEntries(kg int, body []byte, file string, base int64, layouts []*layout, cut int, emit func(snapshot.Entry) bool) error {
+// Sections come in the order of a Java HashMap over the states, the same
+// in every key group but not the id order; from the first state whose
+// values cannot be walked on, the rest of a key group cannot be read, so
+// reading stops at the first section of a state in stop. An unsizedError
+// lists the states whose sections came before it.
+func heapEntries(kg int, body []byte, file string, base int64, layouts []*layout, stop []bool, emit func(snapshot.Entry) bool) error {
 	r := newReader(body, file, base)
 	seen := map[int]bool{}
+	var before []string
 	for r.remaining() > 0 {
 		at := r.pos()
 		id := int(r.u16("state id"))
@@ -29,7 +34,7 @@ func heapEntries(kg int, body []byte, file string, base int64, layouts []*layout
 		if id >= len(layouts) {
 			return &CorruptError{File: file, Offset: at, Reason: fmt.Sprintf("state id %d, but the header has %d states", id, len(layouts))}
 		}
-		if id >= cut {
+		if stop != nil && stop[id] {
 			return nil
 		}
 		seen[id] = true
@@ -38,6 +43,10 @@ func heapEntries(kg int, body []byte, file string, base int64, layouts []*layout
 		last := len(seen) == len(layouts)
 		for i := 0; i < n && r.err == nil; i++ {
 			cont, err := l.heapEntry(r, kg, last && i == n-1, emit)
+			var ue *unsizedError
+			if errors.As(err, &ue) {
+				ue.before = before
+			}
 			if err != nil || !cont {
 				return err
 			}
@@ -45,6 +54,7 @@ func heapEntries(kg int, body []byte, file string, base int64, layouts []*layout
 		if r.err != nil {
 			return r.err
 		}
+		before = append(before, l.name)
 	}
 	return nil
 }
@@ -59,6 +69,8 @@ func (l *layout) errUnsized(r *reader, what string, s *SerializerSnapshot) error
 type unsizedError struct {
 	state string
 	err   error
+	// before names the states whose sections preceded it in the key group.
+	before []string
 }
 
 func (e *unsizedError) Error() string { return e.err.Error() }

@@ -33,8 +33,9 @@ type kgStream struct {
 	format KeyGroupFormat
 	// prefix is the key-group prefix width of canonical keys.
 	prefix int
-	// cut is the first heap state id not read (see heapEntries).
-	cut int
+	// stop marks the heap states (by id) whose sections end the reading
+	// of a key group (see heapEntries); nil reads every section.
+	stop []bool
 }
 
 // openKGStream opens the stream of a key-groups handle and reads its header.
@@ -87,7 +88,6 @@ func openKGStream(ctx context.Context, res *Resolver, kh *KeyedHandle, maxParall
 		return nil, err
 	}
 	s.layouts, s.byName = layoutsOf(s.header)
-	s.cut = len(s.layouts)
 	return s, nil
 }
 
@@ -172,7 +172,7 @@ func (s *kgStream) entries(kg int, emit func(snapshot.Entry) bool, unsplit func(
 			}
 		}
 		cont := true
-		err := heapEntries(kg, body, s.file, at+4, s.layouts, s.cut, func(e snapshot.Entry) bool {
+		err := heapEntries(kg, body, s.file, at+4, s.layouts, s.stop, func(e snapshot.Entry) bool {
 			cont = emit(e)
 			return cont
 		})

@@ -432,7 +432,7 @@ func (r *SnapshotReader) keyedFigures(ctx context.Context, o *snapshot.Operator,
 	}
 	need := false
 	var stored int64
-	var heap []string // the heap states in id order
+	var heap []string // the heap states
 	for _, kh := range managedKeyGroups(h) {
 		s, err := openKGStream(ctx, r.res, kh, op.MaxParallelism)
 		if err == nil {
@@ -467,18 +467,21 @@ func (r *SnapshotReader) keyedFigures(ctx context.Context, o *snapshot.Operator,
 	for e, err := range r.keyGroupEntries(ctx, op, st, keygroup.Range{Start: 0, End: keygroup.UpperBoundMaxParallelism}) {
 		var ue *unsizedError
 		if errors.As(err, &ue) && slices.Contains(heap, ue.state) {
-			cut := heap[slices.Index(heap, ue.state):]
-			// Degrade per state: the states before the first that cannot
-			// be walked still read, in every key group.
+			// Degrade per state: the states whose sections come before
+			// the first that cannot be walked still read, in every key
+			// group (the sections' order is the same in all).
 			if r.heapCut == nil {
 				r.heapCut = map[*SubtaskState]map[string]bool{}
 			}
 			r.heapCut[st] = map[string]bool{}
-			for i, name := range cut {
+			for _, name := range heap {
+				if slices.Contains(ue.before, name) {
+					continue
+				}
 				r.heapCut[st][name] = true
 				reason := err
-				if i > 0 {
-					reason = fmt.Errorf("state %q follows state %q in every heap key group, and that one's values cannot be walked: %w", name, cut[0], ErrUnsupportedVersion)
+				if name != ue.state {
+					reason = fmt.Errorf("state %q comes after state %q in every heap key group, or has no section before it, and that one's values cannot be walked: %w", name, ue.state, ErrUnsupportedVersion)
 				}
 				r.degrade(st, snapshot.ScopeKeyed, name, reason)
 			}

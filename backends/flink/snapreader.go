@@ -125,10 +125,10 @@ func (r *SnapshotReader) keyGroupEntries(ctx context.Context, op *OperatorState,
 				yield(snapshot.Entry{}, err)
 				return
 			}
-			for i, l := range s.layouts {
-				if r.heapCut[st][l.name] {
-					s.cut = i
-					break
+			if cut := r.heapCut[st]; cut != nil {
+				s.stop = make([]bool, len(s.layouts))
+				for i, l := range s.layouts {
+					s.stop[i] = cut[l.name]
 				}
 			}
 			streams = append(streams, s)
