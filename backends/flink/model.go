@@ -42,7 +42,7 @@ func (r *SnapshotReader) build(ctx context.Context) error {
 		s.Operators = append(s.Operators, o)
 	}
 	r.kindAndFormat(hints)
-	return nil
+	return r.carryOver(ctx) // for the flink writer: carry.go
 }
 
 // kindAndFormat fills Kind and the properties that tell how the snapshot
