@@ -39,7 +39,8 @@ terminal, unless --quiet.
 ` + exitCodeHelp,
 		Example: `  stateutil convert ./snapshot.dump --to filesystem --output ./snapshot-fs
   stateutil convert hdfs://nn:9000/checkpoints/job/chk-7 --to jobmanager --output ./chk-7.dump --verify
-  stateutil convert ./flink-chk --path-map file:/data/flink=/mnt/copy --to rocksdb --output ./rocks -o json`,
+  stateutil convert ./flink-chk --path-map file:/data/flink=/mnt/copy --to rocksdb --output ./rocks -o json
+  stateutil convert ./job/chk-42 --to flink --flink-version 1.20 --output ./savepoint-portable`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			if err := o.validate(e); err != nil {
@@ -53,6 +54,7 @@ terminal, unless --quiet.
 	o.report.add(c)
 	o.source.add(c)
 	o.source.addSkip(c)
+	o.source.addFlinkVersion(c)
 	f := c.Flags()
 	f.StringVar(&o.to, "to", "", "format to write: "+strings.Join(e.reg.WritableNames(), ", "))
 	f.StringVar(&o.output, "output", "", "where to write the converted snapshot (path, file:// or hdfs:// URI)")
@@ -86,7 +88,7 @@ func (o *convertOptions) run(c *cobra.Command, e *env, src string) error {
 	}
 	bar := e.newProgress(c.ErrOrStderr(), o.quiet, "converting")
 	res, err := migrate.Run(c.Context(), e.reg, migrate.Request{
-		Source: src, Destination: o.output, Format: o.to, Force: o.force, Verify: o.verify, PathMap: pathMap,
+		Source: src, Destination: o.output, Format: o.to, Force: o.force, Verify: o.verify, PathMap: pathMap, ReaderVersion: o.source.flinkVersion,
 		SkipUnreadable: o.source.skipUnreadable, Start: bar.start, Progress: bar.add,
 	})
 	bar.finish()

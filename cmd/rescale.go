@@ -72,6 +72,7 @@ writer (see convert). With --verify the result is read back and compared with SR
 	o.report.add(c)
 	o.source.add(c)
 	o.source.addSkip(c)
+	o.source.addFlinkVersion(c)
 	f := c.Flags()
 	f.IntVar(&o.parallelism, "parallelism", 0, "new parallelism of every operator")
 	f.StringArrayVar(&o.operators, "operator", nil, "new parallelism of one operator, as UID=N (repeatable)")
@@ -129,7 +130,7 @@ func (o *rescaleOptions) run(c *cobra.Command, e *env, src string, change redist
 	res, err := migrate.Run(c.Context(), e.reg, migrate.Request{
 		Source: src, Destination: o.output, Format: o.format, Change: change, Force: o.force, DryRun: o.dryRun,
 		Verify: o.verify, EntryByEntry: o.entryByEntry, TempDir: o.tempDir, PathMap: pathMap,
-		SkipUnreadable: o.source.skipUnreadable, Start: bar.start, Progress: bar.add,
+		SkipUnreadable: o.source.skipUnreadable, Start: bar.start, Progress: bar.add, ReaderVersion: o.source.flinkVersion,
 	})
 	bar.finish()
 	if err != nil {

@@ -15,6 +15,12 @@ import (
 type sourceFlags struct {
 	pathMap        []string
 	skipUnreadable bool
+	flinkVersion   string
+}
+
+// addFlinkVersion adds --flink-version, for commands that write snapshots.
+func (s *sourceFlags) addFlinkVersion(c *cobra.Command) {
+	c.Flags().StringVar(&s.flinkVersion, "flink-version", "", "X.Y: write a Flink savepoint that this Flink version restores (1.x: _metadata v4, 2.x: v6; default: the source's version)")
 }
 
 func (s *sourceFlags) add(c *cobra.Command) {

@@ -22,6 +22,10 @@ type Request struct {
 	Edits []Edit
 	// Force replaces an existing snapshot at Destination.
 	Force bool
+	// ReaderVersion is the version of the readers to write for (the flink
+	// format: the Flink version X.Y that restores the result); "" writes
+	// for the source's.
+	ReaderVersion string
 	// DryRun plans and writes nothing.
 	DryRun bool
 	// Verify re-reads the destination and compares it with the source,
@@ -93,7 +97,7 @@ func Run(ctx context.Context, reg *snapshot.Registry, req Request) (*Result, err
 	if req.DryRun {
 		return res, nil
 	}
-	w, err := Create(ctx, reg, f, req.Destination, snapshot.WriteOptions{Force: req.Force})
+	w, err := Create(ctx, reg, f, req.Destination, snapshot.WriteOptions{Force: req.Force, ReaderVersion: req.ReaderVersion})
 	if err != nil {
 		return nil, err
 	}

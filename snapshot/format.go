@@ -93,6 +93,10 @@ type WriteOptions struct {
 	// InlineThreshold is the size below which state is kept inside the
 	// metadata file (filesystem format); 0 = default, negative = never.
 	InlineThreshold int64
+	// ReaderVersion is the version of the readers to write for ("" = what
+	// the source was written for): for the flink format, the Flink
+	// version X.Y that must restore the result.
+	ReaderVersion string
 }
 
 // Format is one snapshot format. Its functions get the storage that holds

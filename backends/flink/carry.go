@@ -32,8 +32,8 @@ type carriedSnapshot struct {
 
 // carriedMeta is one state's meta info as a header records it.
 type carriedMeta struct {
-	Name    string           `json:"name"`
-	Type    BackendStateType `json:"type"`
+	Name    string `json:"name"`
+	Type    int32  `json:"type"` // BackendStateType
 	Options [][2]string      `json:"options"`
 	// Serializers in stored order, each its key and its snapshot's bytes
 	// (proxy version included); Raw is nil for the legacy layouts of
@@ -53,8 +53,15 @@ type carriedRaw struct {
 	KeyedStart   int32               `json:"keyed_start"`
 	KeyedOffsets []int64             `json:"keyed_offsets,omitempty"`
 	HasKeyed     bool                `json:"has_keyed,omitempty"`
-	Operator     []OperatorStateInfo `json:"operator,omitempty"`
+	Operator     []carriedInfo       `json:"operator,omitempty"`
 	HasOperator  bool                `json:"has_operator,omitempty"`
+}
+
+// carriedInfo is an OperatorStateInfo.
+type carriedInfo struct {
+	Name    string  `json:"name"`
+	Mode    byte    `json:"mode"`
+	Offsets []int64 `json:"offsets"`
 }
 
 // carriedOperator is the operator-level part.
@@ -87,7 +94,7 @@ type carriedOperator struct {
 }
 
 func metaOf(m *StateMeta) carriedMeta {
-	c := carriedMeta{Name: m.Name, Type: m.Type}
+	c := carriedMeta{Name: m.Name, Type: int32(m.Type)}
 	keys := make([]string, 0, len(m.Options))
 	for k := range m.Options {
 		keys = append(keys, k)
@@ -182,7 +189,10 @@ func (r *SnapshotReader) carryOperator(ctx context.Context, op *OperatorState) (
 			raw.HasKeyed, raw.KeyedStart, raw.KeyedOffsets = true, h.KeyGroups.Range.Start, h.KeyGroups.Offsets
 		}
 		if h := st.RawOperatorState; h != nil {
-			raw.HasOperator, raw.Operator = true, h.States
+			raw.HasOperator = true
+			for _, info := range h.States {
+				raw.Operator = append(raw.Operator, carriedInfo{Name: info.Name, Mode: byte(info.Mode), Offsets: info.Offsets})
+			}
 		}
 		if raw.HasKeyed || raw.HasOperator {
 			if co.Raw == nil {
@@ -201,7 +211,10 @@ func carriedOf(op *snapshot.Operator) (*carriedOperator, error) {
 		return nil, nil
 	}
 	var co carriedOperator
-	if err := json.Unmarshal(op.Carried, &co); err != nil || co.Format != carriedFormat {
+	if err := json.Unmarshal(op.Carried, &co); err != nil {
+		return nil, fmt.Errorf("operator %q: what the Flink reader carried does not decode: %w", op.Label(), err)
+	}
+	if co.Format != carriedFormat {
 		return nil, nil
 	}
 	return &co, nil
