@@ -32,9 +32,9 @@ type carriedSnapshot struct {
 
 // carriedMeta is one state's meta info as a header records it.
 type carriedMeta struct {
-	Name    string `json:"name"`
-	Type    int32  `json:"type"` // BackendStateType
-	Options [][2]string      `json:"options"`
+	Name    string      `json:"name"`
+	Type    int32       `json:"type"` // BackendStateType
+	Options [][2]string `json:"options"`
 	// Serializers in stored order, each its key and its snapshot's bytes
 	// (proxy version included); Raw is nil for the legacy layouts of
 	// Flink 1.3-1.6, which stateutil cannot write back.
@@ -50,11 +50,11 @@ type carriedSerializer struct {
 // keyed state, the per-state element offsets of raw operator state, both
 // relative to the start of their stream.
 type carriedRaw struct {
-	KeyedStart   int32               `json:"keyed_start"`
-	KeyedOffsets []int64             `json:"keyed_offsets,omitempty"`
-	HasKeyed     bool                `json:"has_keyed,omitempty"`
-	Operator     []carriedInfo       `json:"operator,omitempty"`
-	HasOperator  bool                `json:"has_operator,omitempty"`
+	KeyedStart   int32         `json:"keyed_start"`
+	KeyedOffsets []int64       `json:"keyed_offsets,omitempty"`
+	HasKeyed     bool          `json:"has_keyed,omitempty"`
+	Operator     []carriedInfo `json:"operator,omitempty"`
+	HasOperator  bool          `json:"has_operator,omitempty"`
 }
 
 // carriedInfo is an OperatorStateInfo.
