@@ -1,0 +1,222 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stateutil/stateutil/internal/flinkharness"
+	"github.com/stateutil/stateutil/keygroup"
+)
+
+// TestFlinkWriterRestoresInFlink is real Flink as the witness of the flink
+// writer: every savepoint stateutil writes is restored by Flink (and read
+// by its State Processor API), and the state Flink then holds must equal
+// the state the original job dumped when Flink took the source snapshot.
+// Sources are the checked-in snapshots of testdata/flink (no JVM needed
+// to make them) and one snapshot Flink takes at max parallelism 4096.
+func TestFlinkWriterRestoresInFlink(t *testing.T) {
+	flinkharness.Require(t)
+	for _, v := range flinkharness.Versions() {
+		t.Run(v, func(t *testing.T) { flinkWriterMatrix(t, v) })
+	}
+}
+
+type flinkCase struct {
+	t       *testing.T
+	v       string
+	ctx     context.Context
+	dir     string
+	records int64
+}
+
+// entry is a checked-in corpus entry of testdata/flink.
+func (fc *flinkCase) entry(name string) flinkharness.Entry {
+	fc.t.Helper()
+	es, err := flinkharness.ReadCorpus(filepath.Join("..", "testdata", "flink"))
+	if err != nil {
+		fc.t.Fatal(err)
+	}
+	for _, e := range es {
+		if e.Name == name && e.Manifest.FlinkVersion == fc.v {
+			return e
+		}
+	}
+	fc.t.Skipf("testdata/flink has no %s of Flink %s", name, fc.v)
+	return flinkharness.Entry{}
+}
+
+func (fc *flinkCase) stateutil(args ...string) string {
+	fc.t.Helper()
+	code, out, errOut := run(fc.t, args...)
+	if code != 0 {
+		fc.t.Fatalf("stateutil %s: exit %d\n%s%s", strings.Join(args, " "), code, out, errOut)
+	}
+	return out
+}
+
+func dumpOf(t *testing.T, path string) []flinkharness.Line {
+	t.Helper()
+	lines, err := flinkharness.ReadDump(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lines
+}
+
+// restore has Flink restore snap and compares its dump with want.
+func (fc *flinkCase) restore(name, job, snap string, want []flinkharness.Line, o flinkharness.RestoreOptions) {
+	fc.t.Helper()
+	o.Job, o.Snapshot, o.Records = job, snap, fc.records
+	o.Dump = filepath.Join(fc.dir, name+".restore.jsonl")
+	if o.Backend == "" {
+		o.Backend = "hashmap"
+	}
+	if _, err := flinkharness.RestoreDump(fc.ctx, fc.v, o); err != nil {
+		fc.t.Errorf("%s: Flink %s did not restore %s: %v", name, fc.v, snap, err)
+		return
+	}
+	if d := flinkharness.EqualDumps(want, dumpOf(fc.t, o.Dump)); d != "" {
+		fc.t.Errorf("%s: Flink %s restored other state than the original job held:\n%s", name, fc.v, d)
+	}
+}
+
+// spa reads snap with the State Processor API and compares.
+func (fc *flinkCase) spa(name, job, snap string, want []flinkharness.Line) {
+	fc.t.Helper()
+	dump := filepath.Join(fc.dir, name+".spa.jsonl")
+	if _, err := flinkharness.SPADump(fc.ctx, fc.v, flinkharness.SPAOptions{Job: job, Snapshot: snap, Dump: dump, Records: fc.records}); err != nil {
+		fc.t.Errorf("%s: the State Processor API of Flink %s did not read %s: %v", name, fc.v, snap, err)
+		return
+	}
+	if d := flinkharness.EqualDumps(want, dumpOf(fc.t, dump)); d != "" {
+		fc.t.Errorf("%s: the State Processor API of Flink %s read other state:\n%s", name, fc.v, d)
+	}
+}
+
+func without(lines []flinkharness.Line, operator string) []flinkharness.Line {
+	var out []flinkharness.Line
+	for _, l := range lines {
+		if l.Operator != operator {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+func flinkWriterMatrix(t *testing.T, v string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	defer cancel()
+	fc := &flinkCase{t: t, v: v, ctx: ctx, dir: t.TempDir(), records: 200}
+	out := func(name string) string { return filepath.Join(fc.dir, name) }
+
+	basic := fc.entry("basic-hashmap-canonical")
+	basicDump := dumpOf(t, basic.File("dump.jsonl"))
+
+	t.Run("maxp-128-to-256", func(t *testing.T) {
+		fc := *fc
+		fc.t = t
+		dst := out("m256")
+		fc.stateutil("rescale", basic.SnapshotDir(), "--max-parallelism", "256", "--parallelism", "3", "--output", dst)
+		fc.restore("m256-unset", "basic", dst, basicDump, flinkharness.RestoreOptions{Backend: "rocksdb", Parallelism: 3})
+		fc.restore("m256-set", "basic", dst, basicDump, flinkharness.RestoreOptions{MaxParallelism: 256, Parallelism: 2})
+		fc.spa("m256", "basic", dst, basicDump)
+	})
+	t.Run("maxp-128-to-4096", func(t *testing.T) {
+		fc := *fc
+		fc.t = t
+		dst := out("m4096")
+		fc.stateutil("rescale", basic.SnapshotDir(), "--max-parallelism", "4096", "--parallelism", "2", "--operator", "keyed=4", "--output", dst)
+		fc.restore("m4096", "basic", dst, basicDump, flinkharness.RestoreOptions{Parallelism: 4})
+	})
+	t.Run("maxp-4096-to-128", func(t *testing.T) {
+		fc := *fc
+		fc.t = t
+		snap, dump, err := flinkharness.Snapshot(ctx, v, flinkharness.SnapshotOptions{Job: "longkeys", Backend: "rocksdb", Kind: "canonical",
+			MaxParallelism: 4096, Records: fc.records, Dir: out("longkeys-4096")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := dumpOf(t, dump)
+		dst := out("m128")
+		fc.stateutil("rescale", snap, "--max-parallelism", "128", "--parallelism", "3", "--output", dst)
+		fc.restore("m128", "longkeys", dst, want, flinkharness.RestoreOptions{MaxParallelism: 128, Parallelism: 3})
+		fc.spa("m128", "longkeys", dst, want)
+	})
+	t.Run("maxp-256-to-200", func(t *testing.T) {
+		fc := *fc
+		fc.t = t
+		tuple := fc.entry("tuplekeys-hashmap-canonical")
+		want := dumpOf(t, tuple.File("dump.jsonl"))
+		mid, dst := out("t256"), out("t200")
+		fc.stateutil("rescale", tuple.SnapshotDir(), "--max-parallelism", "256", "--parallelism", "3", "--output", mid)
+		fc.stateutil("rescale", mid, "--max-parallelism", "200", "--parallelism", "4", "--output", dst)
+		fc.restore("t200", "tuplekeys", dst, want, flinkharness.RestoreOptions{Backend: "rocksdb", Parallelism: 4})
+	})
+	t.Run("native-rocksdb-to-canonical", func(t *testing.T) {
+		fc := *fc
+		fc.t = t
+		native := fc.entry("basic-rocksdb-native")
+		dst := out("canonical")
+		fc.stateutil("convert", native.SnapshotDir(), "--to", "flink", "--output", dst)
+		want := dumpOf(t, native.File("dump.jsonl"))
+		fc.restore("canonical", "basic", dst, want, flinkharness.RestoreOptions{Backend: "hashmap", Parallelism: 3})
+		fc.spa("canonical", "basic", dst, want)
+	})
+	t.Run("checkpoint-to-moved-savepoint", func(t *testing.T) {
+		fc := *fc
+		fc.t = t
+		chk := fc.entry("basic-rocksdb-checkpoint-incremental")
+		// The checkpoint moves first (its _metadata names absolute paths
+		// where Flink wrote it), then the savepoint made of it.
+		moved := out("moved-checkpoint")
+		if err := exec.Command("cp", "-r", filepath.Join(chk.Dir, "snapshot"), moved).Run(); err != nil {
+			t.Fatal(err)
+		}
+		src := filepath.Join(moved, filepath.FromSlash(chk.Manifest.SnapshotSubpath))
+		first, final := out("savepoint-first"), out("elsewhere/savepoint-moved")
+		fc.stateutil("convert", src, "--path-map", chk.Manifest.OriginalDir+"="+moved, "--to", "flink", "--output", first)
+		if err := os.MkdirAll(filepath.Dir(final), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(first, final); err != nil {
+			t.Fatal(err)
+		}
+		insp := fc.stateutil("inspect", final)
+		if !strings.Contains(insp, "(savepoint)") {
+			t.Errorf("the converted checkpoint is not a savepoint:\n%s", insp)
+		}
+		fc.restore("moved", "basic", final, dumpOf(t, chk.File("dump.jsonl")), flinkharness.RestoreOptions{Parallelism: 2})
+	})
+	t.Run("operator-rename", func(t *testing.T) {
+		fc := *fc
+		fc.t = t
+		const newUID = "keyed-renamed-by-stateutil-v2"
+		renamed, back := out("renamed"), out("renamed-back")
+		fc.stateutil("operator", "rename", basic.SnapshotDir(), "--operator", "keyed", "--to", newUID, "--output", renamed)
+		// Flink finds the keyed state under the id of the new uid: a job
+		// whose keyed operator is still "keyed" cannot map it.
+		_, err := flinkharness.RestoreDump(ctx, v, flinkharness.RestoreOptions{Job: "basic", Snapshot: renamed, Backend: "hashmap",
+			Records: fc.records, Dump: out("renamed.jsonl")})
+		var he *flinkharness.Error
+		if id := keygroup.OperatorIDOfUID(newUID); !errors.As(err, &he) || !strings.Contains(he.Message, id) {
+			t.Errorf("Flink restored %s into a job without uid %s, or refused without naming id %s: %v", renamed, newUID, id, err)
+		}
+		fc.stateutil("operator", "rename", renamed, "--operator", newUID, "--to", "keyed", "--output", back)
+		fc.restore("renamed-back", "basic", back, basicDump, flinkharness.RestoreOptions{Parallelism: 2})
+	})
+	t.Run("operator-remove", func(t *testing.T) {
+		fc := *fc
+		fc.t = t
+		dst := out("removed")
+		fc.stateutil("operator", "remove", basic.SnapshotDir(), "--operator", "broadcast", "--output", dst)
+		fc.restore("removed", "basic", dst, without(basicDump, "broadcast"), flinkharness.RestoreOptions{AllowNonRestored: true})
+	})
+	_ = fmt.Sprint
+}
