@@ -3,7 +3,6 @@ package cmd
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -159,6 +158,40 @@ func flinkWriterMatrix(t *testing.T, v string) {
 		fc.stateutil("rescale", mid, "--max-parallelism", "200", "--parallelism", "4", "--output", dst)
 		fc.restore("t200", "tuplekeys", dst, want, flinkharness.RestoreOptions{Backend: "rocksdb", Parallelism: 4})
 	})
+	t.Run("rowdata-keys-128-to-256", func(t *testing.T) {
+		fc := *fc
+		fc.t = t
+		snap, dump, err := flinkharness.Snapshot(ctx, v, flinkharness.SnapshotOptions{Job: "rowdata", Backend: "hashmap", Kind: "canonical",
+			Records: fc.records, Dir: out("rowdata")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// verify hashes every key: BinaryRowData keys must lie where Flink put them.
+		fc.stateutil("verify", snap)
+		dst := out("rowdata-256")
+		fc.stateutil("rescale", snap, "--max-parallelism", "256", "--parallelism", "3", "--output", dst)
+		fc.restore("rowdata-256", "rowdata", dst, dumpOf(t, dump), flinkharness.RestoreOptions{Parallelism: 3})
+	})
+	t.Run("flink-version-2-to-1", func(t *testing.T) {
+		if !strings.HasPrefix(v, "1.") {
+			t.Skip("a 2.x savepoint written for Flink 1.x is restored by 1.x")
+		}
+		fc := *fc
+		fc.t = t
+		var src flinkharness.Entry
+		es, _ := flinkharness.ReadCorpus(filepath.Join("..", "testdata", "flink"))
+		for _, e := range es {
+			if e.Name == "basic-hashmap-canonical" && strings.HasPrefix(e.Manifest.FlinkVersion, "2.") {
+				src = e
+			}
+		}
+		if src.Dir == "" {
+			t.Skip("testdata/flink has no basic-hashmap-canonical of Flink 2.x")
+		}
+		dst := out("for-1.x")
+		fc.stateutil("convert", src.SnapshotDir(), "--to", "flink", "--flink-version", "1.20", "--output", dst)
+		fc.restore("for-1.x", "basic", dst, dumpOf(t, src.File("dump.jsonl")), flinkharness.RestoreOptions{Parallelism: 2})
+	})
 	t.Run("native-rocksdb-to-canonical", func(t *testing.T) {
 		fc := *fc
 		fc.t = t
@@ -218,5 +251,4 @@ func flinkWriterMatrix(t *testing.T, v string) {
 		fc.stateutil("operator", "remove", basic.SnapshotDir(), "--operator", "broadcast", "--output", dst)
 		fc.restore("removed", "basic", dst, without(basicDump, "broadcast"), flinkharness.RestoreOptions{AllowNonRestored: true})
 	})
-	_ = fmt.Sprint
 }

@@ -227,3 +227,18 @@ func carriedSnapshotOf(s *snapshot.Snapshot) *carriedSnapshot {
 	}
 	return &cs
 }
+
+// timerKeyType gives a timer state's key type the bytes of the backend's
+// key serializer snapshot, which it is (the timer's nested copy is not
+// stored on its own), so that timers' keys hash like the states' keys.
+func timerKeyType(t snapshot.Type, hdrs []*KeyedHeader) snapshot.Type {
+	if len(t.SerializerSnapshot) > 0 {
+		return t
+	}
+	for _, h := range hdrs {
+		if k := h.KeySerializer; k != nil && len(k.Raw) > 0 && typeOf(k).Name == t.Name && k.Name() == t.Class {
+			return typeOf(k)
+		}
+	}
+	return t
+}

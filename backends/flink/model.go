@@ -172,6 +172,7 @@ func (r *SnapshotReader) keyedStates(ctx context.Context, o *snapshot.Operator, 
 		ks := snapshot.KeyedState{Name: l.name, Kind: l.kind, KeyType: typeOf(l.key), NamespaceType: typeOf(l.ns), ValueType: typeOf(l.user)}
 		if l.kind == KindTimer {
 			ks.ValueType = typeOf(&SerializerSnapshot{Class: "org.apache.flink.api.common.typeutils.base.LongSerializer$LongSerializerSnapshot"})
+			ks.KeyType = timerKeyType(ks.KeyType, hdrs) // carry.go
 		}
 		if l.kind == snapshot.Map {
 			ks.UserKeyType = typeOf(l.userKey)

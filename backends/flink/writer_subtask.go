@@ -259,11 +259,20 @@ func (sw *subtaskWriter) flush() error {
 	}
 	a := sw.arena
 	key := func(r record) []byte { return a[r.key:r.keyEnd] }
+	// Pairs of a state in key order; timers by their key and namespace, in
+	// the order they came (what order a restore reads them in does not
+	// matter; this one keeps a copy's timers in the source's order).
+	sortKey := func(r record) []byte {
+		if sw.stateLayout(r.state).kind == KindTimer {
+			return a[r.key+8 : r.keyEnd]
+		}
+		return key(r)
+	}
 	slices.SortFunc(sw.recs, func(x, y record) int {
 		if x.state != y.state {
 			return x.state - y.state
 		}
-		if c := bytes.Compare(key(x), key(y)); c != 0 {
+		if c := bytes.Compare(sortKey(x), sortKey(y)); c != 0 {
 			return c
 		}
 		return x.seq - y.seq
