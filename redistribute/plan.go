@@ -260,6 +260,26 @@ func planRehash(ctx context.Context, r snapshot.Reader, op *snapshot.Operator, p
 	}
 	for _, sub := range op.Subtasks {
 		fed := make([]bool, len(p.Subtasks))
+		if rs, ok := r.(snapshot.RehashStater); ok && len(op.KeyedStates) > 0 {
+			stats, ok, err := rs.RehashedStats(ctx, op, sub.Index, p.New.MaxParallelism, codecs)
+			if err != nil {
+				return fmt.Errorf("subtask %d: %w", sub.Index, err)
+			}
+			if ok {
+				for _, g := range stats {
+					j := keygroup.SubtaskOf(g.KeyGroup, p.New.MaxParallelism, p.New.Parallelism)
+					fed[j] = true
+					p.Subtasks[j].KeyedEntries += g.Entries
+					p.Subtasks[j].KeyedBytes += g.Bytes
+				}
+				for j, ok := range fed {
+					if ok {
+						p.Subtasks[j].Sources = append(p.Subtasks[j].Sources, sub.Index)
+					}
+				}
+				continue
+			}
+		}
 		err := rehashed(ctx, r, op, sub, p.New, codecs, func(e *snapshot.Entry) error {
 			j := keygroup.SubtaskOf(e.KeyGroup, p.New.MaxParallelism, p.New.Parallelism)
 			fed[j] = true

@@ -21,6 +21,9 @@ type Options struct {
 	// Codecs hash keys to their new key groups when max parallelism
 	// changes.
 	Codecs *snapshot.Codecs
+	// SkipKeyed leaves keyed state to the caller (a writer's fast path):
+	// nothing is re-hashed, and Entries must not be called.
+	SkipKeyed bool
 }
 
 // Assignment is what each new subtask of one operator restores. The stream
@@ -74,7 +77,7 @@ func OpenPlanned(ctx context.Context, r snapshot.Reader, op *snapshot.Operator, 
 	if err := planRaw(probe, op); err != nil {
 		return nil, fmt.Errorf("operator %q: %w", op.Label(), err)
 	}
-	if t.MaxParallelism != old.MaxParallelism && len(op.KeyedStates) > 0 {
+	if t.MaxParallelism != old.MaxParallelism && len(op.KeyedStates) > 0 && !opts.SkipKeyed {
 		if err := a.rehash(ctx, opts); err != nil {
 			a.Close()
 			return nil, fmt.Errorf("operator %q: %w", op.Label(), err)

@@ -135,3 +135,23 @@ type KeyedCopier interface {
 	// entry.
 	SubtaskFrom(ctx context.Context, r Reader, op, newOp *Operator, index int, kgs keygroup.Range) (sw SubtaskWriter, ok bool, err error)
 }
+
+// RehashingCopier is implemented by a Writer that can build a new
+// subtask's keyed state at another max parallelism straight from an old
+// snapshot's stored pairs, re-hashing each key without decoding values:
+// the fast path of a max-parallelism change between snapshots of its own
+// format. CanRehash says, before anything is planned to be read, whether
+// it can for op of r (ok false: the caller goes entry by entry);
+// SubtaskRehashed then starts subtask index of newOp with its keyed state
+// complete, like KeyedCopier.SubtaskFrom.
+type RehashingCopier interface {
+	CanRehash(r Reader, op, newOp *Operator) bool
+	SubtaskRehashed(ctx context.Context, r Reader, op, newOp *Operator, index int, kgs keygroup.Range, codecs *Codecs) (SubtaskWriter, error)
+}
+
+// RehashStater is implemented by a Reader that can tell, faster than
+// entry by entry, how a subtask's entries fall into the key groups of
+// another max parallelism (ok false: it cannot for this subtask).
+type RehashStater interface {
+	RehashedStats(ctx context.Context, op *Operator, subtask int, maxParallelism int, codecs *Codecs) (stats []KeyGroupStat, ok bool, err error)
+}

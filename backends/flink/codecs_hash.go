@@ -32,6 +32,9 @@ func hashMore(r *reader, s *SerializerSnapshot) (h int32, ok bool) {
 }
 
 func isBinaryRowSerializer(s *SerializerSnapshot) bool {
+	if s == nil {
+		return false
+	}
 	for _, n := range []string{s.SerializerClass, s.Class} {
 		if strings.HasPrefix(n, "org.apache.flink.table.runtime.typeutils.RowDataSerializer") ||
 			strings.HasPrefix(n, "org.apache.flink.table.runtime.typeutils.BinaryRowDataSerializer") {

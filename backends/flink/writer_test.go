@@ -56,6 +56,9 @@ func TestWriterRoundTripsRealSnapshots(t *testing.T) {
 			{"same", redistribute.Request{}, "", map[bool]int{true: 4, false: 6}[strings.HasPrefix(e.Manifest.FlinkVersion, "1.")]},
 			{"maxp-300-p3", redistribute.Request{MaxParallelism: 300, Parallelism: 3}, "1.20", 4},
 			{"maxp-64-p1", redistribute.Request{MaxParallelism: 64, Parallelism: 1}, "2.1", 6},
+			// Multiples and divisors of the source's 128 move stored pairs
+			// without decoding values (writer_rehash.go).
+			{"maxp-256-p3", redistribute.Request{MaxParallelism: 256, Parallelism: 3}, "", map[bool]int{true: 4, false: 6}[strings.HasPrefix(e.Manifest.FlinkVersion, "1.")]},
 		} {
 			t.Run(e.Manifest.FlinkVersion+"/"+e.Name+"/"+c.name, func(t *testing.T) {
 				dst := filepath.Join(t.TempDir(), "sp")
