@@ -19,11 +19,12 @@ lint: deps
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) vet ./...
 
-# Everything, with real RocksDB and a real HDFS (MiniDFSCluster on loopback).
+# Everything, with real RocksDB, a real HDFS (MiniDFSCluster) and an
+# S3-compatible server (moto, scripts/s3-start.sh), both on loopback.
 test: lint
 	@scripts/test.sh
 
-# Everything that needs neither Java nor HDFS; HDFS tests skip with a message.
+# Everything that needs neither Java nor HDFS nor S3; those tests skip with a message.
 test-unit: lint
 	$(GO) test -count=1 ./...
 

@@ -10,13 +10,14 @@ import (
 )
 
 type convertOptions struct {
-	source sourceFlags
-	report outputFlag
-	to     string
-	output string
-	force  bool
-	verify bool
-	quiet  bool
+	source   sourceFlags
+	report   outputFlag
+	to       string
+	output   string
+	force    bool
+	stateCap sizeFlag
+	verify   bool
+	quiet    bool
 }
 
 func newConvertCommand(e *env) *cobra.Command {
@@ -59,6 +60,7 @@ terminal, unless --quiet.
 	f.StringVar(&o.to, "to", "", "format to write: "+strings.Join(e.reg.WritableNames(), ", "))
 	f.StringVar(&o.output, "output", "", "where to write the converted snapshot (path, file:// or hdfs:// URI)")
 	f.BoolVar(&o.force, "force", false, "replace an existing snapshot at --output, whatever its format")
+	addStateSizeCap(f, &o.stateCap)
 	f.BoolVar(&o.verify, "verify", false, "read the result back and compare it with SRC entry by entry")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no progress bar")
 	_ = c.RegisterFlagCompletionFunc("to", e.completeFormats)
@@ -88,7 +90,8 @@ func (o *convertOptions) run(c *cobra.Command, e *env, src string) error {
 	}
 	bar := e.newProgress(c.ErrOrStderr(), o.quiet, "converting")
 	res, err := migrate.Run(c.Context(), e.reg, migrate.Request{
-		Source: src, Destination: o.output, Format: o.to, Force: o.force, Verify: o.verify, PathMap: pathMap, ReaderVersion: o.source.flinkVersion,
+		Source: src, Destination: o.output, Format: o.to, Force: o.force, Verify: o.verify, PathMap: pathMap, StateSizeCap: o.stateCap.bytes,
+		ReaderVersion:  o.source.flinkVersion,
 		SkipUnreadable: o.source.skipUnreadable, Start: bar.start, Progress: bar.add,
 	})
 	bar.finish()

@@ -2,7 +2,7 @@ package cmd
 
 import (
 	"bufio"
-	"encoding/csv"
+	"context"
 	"fmt"
 	"io"
 	"strconv"
@@ -133,80 +133,51 @@ func (o *dumpOptions) run(c *cobra.Command, e *env, location string, kgs *keygro
 	bar.start(-1)
 	defer bar.finish()
 	out := bufio.NewWriterSize(c.OutOrStdout(), 64<<10)
-	p := newRecordPrinter(o.output.format, out)
-	var n int64
-	err = lookup.Dump(ctx, r, e.reg.Codecs, lookup.Filter{Operator: o.operator, State: o.state, KeyGroups: kgs, Subtask: o.subtask, KeyPrefix: o.keyPrefix, Now: now},
-		func(rec *lookup.Record) error {
-			if err := p.print(rec); err != nil {
-				return err
-			}
-			bar.add(1)
-			if n++; o.limit > 0 && n >= o.limit {
-				return lookup.ErrStop
-			}
-			return nil
-		})
-	if err != nil {
-		return err
+	f := lookup.Filter{Operator: o.operator, State: o.state, KeyGroups: kgs, Subtask: o.subtask, KeyPrefix: o.keyPrefix, Now: now}
+	if o.output.format == "table" {
+		err = o.table(ctx, r, e.reg.Codecs, f, out, bar)
+	} else {
+		err = o.stream(ctx, r, e.reg.Codecs, f, out, bar)
 	}
-	if err := p.finish(); err != nil {
+	if err != nil {
 		return err
 	}
 	return out.Flush()
 }
 
-// recordPrinter writes records as jsonl, csv or a table.
-type recordPrinter struct {
-	format string
-	w      io.Writer
-	csv    *csv.Writer
-	rows   [][]string
-}
-
-var recordColumns = []string{"operator", "state", "kind", "key", "namespace", "key_group", "subtask", "value", "ttl_expires_at", "ttl_expired"}
-
-func newRecordPrinter(format string, w io.Writer) *recordPrinter {
-	p := &recordPrinter{format: format, w: w}
-	if format == "csv" {
-		p.csv = csv.NewWriter(w)
-		_ = p.csv.Write(recordColumns)
-	}
-	return p
-}
-
-func (p *recordPrinter) print(r *lookup.Record) error {
-	if p.format == "jsonl" {
-		return writeCompactJSON(p.w, r)
-	}
-	ns, expires, expired := "", "", ""
-	if r.Namespace != nil {
-		ns = jsonText(r.Namespace)
-	}
-	if r.TTL != nil {
-		expires, expired = r.TTL.ExpiresAt.Format(time.RFC3339Nano), strconv.FormatBool(r.TTL.Expired)
-	}
-	row := []string{r.Operator, r.State, string(r.Kind), jsonText(r.Key), ns, strconv.Itoa(r.KeyGroup), strconv.Itoa(r.Subtask), jsonText(r.Value), expires, expired}
-	if p.csv != nil {
-		if err := p.csv.Write(row); err != nil {
+// stream writes jsonl or csv, records encoded on several goroutines.
+func (o *dumpOptions) stream(ctx context.Context, r snapshot.Reader, codecs *snapshot.Codecs, f lookup.Filter, out io.Writer, bar *progress) error {
+	enc := lookup.AppendJSON
+	if o.output.format == "csv" {
+		enc = lookup.AppendCSV
+		if _, err := out.Write(lookup.AppendCSVRow(nil, lookup.CSVColumns)); err != nil {
 			return err
 		}
-		return p.csv.Error()
 	}
-	p.rows = append(p.rows, row)
-	return nil
+	return lookup.Stream(ctx, r, codecs, f, o.limit, enc, func(b []byte, n int) error {
+		_, err := out.Write(b)
+		bar.add(int64(n))
+		return err
+	})
 }
 
-func (p *recordPrinter) finish() error {
-	switch {
-	case p.csv != nil:
-		p.csv.Flush()
-		return p.csv.Error()
-	case p.format == "table":
-		if len(p.rows) == 0 {
-			_, err := fmt.Fprintln(p.w, "No keys.")
-			return err
+// table holds every row, then prints them as one table.
+func (o *dumpOptions) table(ctx context.Context, r snapshot.Reader, codecs *snapshot.Codecs, f lookup.Filter, out io.Writer, bar *progress) error {
+	var rows [][]string
+	err := lookup.Dump(ctx, r, codecs, f, func(rec *lookup.Record) error {
+		rows = append(rows, rec.Fields())
+		bar.add(1)
+		if o.limit > 0 && int64(len(rows)) >= o.limit {
+			return lookup.ErrStop
 		}
-		return table(p.w, []string{"OPERATOR", "STATE", "KIND", "KEY", "NAMESPACE", "KEY GROUP", "SUBTASK", "VALUE", "TTL EXPIRES", "EXPIRED"}, p.rows)
+		return nil
+	})
+	if err != nil {
+		return err
 	}
-	return nil
+	if len(rows) == 0 {
+		_, err := fmt.Fprintln(out, "No keys.")
+		return err
+	}
+	return table(out, []string{"OPERATOR", "STATE", "KIND", "KEY", "NAMESPACE", "KEY GROUP", "SUBTASK", "VALUE", "TTL EXPIRES", "EXPIRED"}, rows)
 }

@@ -13,10 +13,11 @@ import (
 )
 
 type generateOptions struct {
-	format string
-	output string
-	force  bool
-	config generate.Config
+	format   string
+	output   string
+	force    bool
+	stateCap sizeFlag
+	config   generate.Config
 }
 
 func newGenerateCommand(e *env) *cobra.Command {
@@ -44,7 +45,7 @@ give the same snapshot.
 			if err != nil {
 				return fmt.Errorf("%w: %w", errUsage, err)
 			}
-			w, err := migrate.Create(c.Context(), e.reg, f, o.output, snapshot.WriteOptions{Force: o.force})
+			w, err := migrate.Create(c.Context(), e.reg, f, o.output, snapshot.WriteOptions{Force: o.force, StateSizeCap: o.stateCap.bytes})
 			if err != nil {
 				return err
 			}
@@ -60,6 +61,7 @@ give the same snapshot.
 	f.StringVar(&o.format, "format", "memory", "snapshot format to write")
 	f.StringVar(&o.output, "output", "", "where to write the snapshot (path, file:// or hdfs:// URI)")
 	f.BoolVar(&o.force, "force", false, "replace an existing snapshot at --output")
+	addStateSizeCap(f, &o.stateCap)
 	f.Uint64Var(&o.config.Seed, "seed", o.config.Seed, "random seed")
 	f.IntVar(&o.config.Keys, "keys", o.config.Keys, "distinct keys per keyed operator")
 	f.IntVar(&o.config.Parallelism, "parallelism", o.config.Parallelism, "parallelism of the word counter")

@@ -18,6 +18,7 @@ type operatorEditOptions struct {
 	format   string
 	force    bool
 	verify   bool
+	stateCap sizeFlag
 }
 
 func newOperatorCommand(e *env) *cobra.Command {
@@ -79,6 +80,7 @@ func newOperatorEditCommand(e *env, verb string) *cobra.Command {
 	f.StringVar(&o.output, "output", "", "where to write the copy")
 	f.StringVar(&o.format, "format", "", "format to write (default: the format of SRC)")
 	f.BoolVar(&o.force, "force", false, "replace an existing snapshot at --output, whatever its format")
+	addStateSizeCap(f, &o.stateCap)
 	f.BoolVar(&o.verify, "verify", false, "read the result back and compare it with SRC entry by entry")
 	o.source.add(c)
 	o.source.addSkip(c)
@@ -118,7 +120,7 @@ func (o *operatorEditOptions) run(c *cobra.Command, e *env, verb, src string) er
 	}
 	res, err := migrate.Run(c.Context(), e.reg, migrate.Request{
 		Source: src, Destination: o.output, Format: o.format, Edits: []migrate.Edit{edit},
-		Force: o.force, Verify: o.verify, PathMap: pathMap, SkipUnreadable: o.source.skipUnreadable,
+		Force: o.force, Verify: o.verify, PathMap: pathMap, SkipUnreadable: o.source.skipUnreadable, StateSizeCap: o.stateCap.bytes,
 		ReaderVersion: o.source.flinkVersion,
 	})
 	if err != nil {

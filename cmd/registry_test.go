@@ -1,4 +1,6 @@
 package cmd
 
+import "github.com/stateutil/stateutil/storage/s3"
+
 // testReg is the registry the command tree builds.
-var testReg = newRegistry()
+var testReg = newRegistry(&s3.Options{})

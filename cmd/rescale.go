@@ -21,6 +21,7 @@ type rescaleOptions struct {
 	output         string
 	format         string
 	force          bool
+	stateCap       sizeFlag
 	dryRun         bool
 	verify         bool
 	quiet          bool
@@ -80,6 +81,7 @@ writer (see convert). With --verify the result is read back and compared with SR
 	f.StringVar(&o.output, "output", "", "where to write the rescaled snapshot")
 	f.StringVar(&o.format, "format", "", "format to write (default: the format of SRC)")
 	f.BoolVar(&o.force, "force", false, "replace an existing snapshot at --output, whatever its format")
+	addStateSizeCap(f, &o.stateCap)
 	f.BoolVar(&o.dryRun, "dry-run", false, "print the plan, write nothing")
 	f.BoolVar(&o.verify, "verify", false, "read the result back and compare it with SRC entry by entry")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no progress bar")
@@ -130,7 +132,8 @@ func (o *rescaleOptions) run(c *cobra.Command, e *env, src string, change redist
 	res, err := migrate.Run(c.Context(), e.reg, migrate.Request{
 		Source: src, Destination: o.output, Format: o.format, Change: change, Force: o.force, DryRun: o.dryRun,
 		Verify: o.verify, EntryByEntry: o.entryByEntry, TempDir: o.tempDir, PathMap: pathMap,
-		SkipUnreadable: o.source.skipUnreadable, Start: bar.start, Progress: bar.add, ReaderVersion: o.source.flinkVersion,
+		SkipUnreadable: o.source.skipUnreadable, StateSizeCap: o.stateCap.bytes, Start: bar.start, Progress: bar.add,
+		ReaderVersion: o.source.flinkVersion,
 	})
 	bar.finish()
 	if err != nil {

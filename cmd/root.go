@@ -26,6 +26,7 @@ import (
 	"github.com/stateutil/stateutil/redistribute"
 	"github.com/stateutil/stateutil/snapshot"
 	"github.com/stateutil/stateutil/storage"
+	"github.com/stateutil/stateutil/storage/s3"
 )
 
 // Exit codes, documented in the root help and the README.
@@ -108,6 +109,9 @@ func (e *codedError) Unwrap() error { return e.err }
 type env struct {
 	reg      *snapshot.Registry
 	terminal func(w io.Writer) bool
+	// s3 is what the root's S3 flags fill in; reg's S3 storages read it
+	// when they resolve a location.
+	s3 *s3.Options
 }
 
 // isTerminal reports whether w is an interactive terminal (not /dev/null,
@@ -119,9 +123,11 @@ func isTerminal(w io.Writer) bool {
 
 // newRegistry is everything this build of stateutil knows, in the order
 // formats are probed: the formats with magic bytes of their own first.
-func newRegistry() *snapshot.Registry {
+// S3 locations are resolved with s3opts as it is then.
+func newRegistry(s3opts *s3.Options) *snapshot.Registry {
 	st := storage.NewRegistry()
 	st.Register("hdfs", storage.HDFS)
+	s3.Register(st, s3opts)
 	reg := snapshot.NewRegistry(st)
 	memory.Register(reg)
 	filesystem.Register(reg)
@@ -132,7 +138,8 @@ func newRegistry() *snapshot.Registry {
 
 // NewRootCommand builds the whole command tree writing to out and errOut.
 func NewRootCommand(out, errOut io.Writer) *cobra.Command {
-	return newRoot(&env{reg: newRegistry(), terminal: isTerminal}, out, errOut)
+	s3opts := &s3.Options{}
+	return newRoot(&env{reg: newRegistry(s3opts), terminal: isTerminal, s3: s3opts}, out, errOut)
 }
 
 func newRoot(e *env, out, errOut io.Writer) *cobra.Command {
@@ -142,9 +149,10 @@ func newRoot(e *env, out, errOut io.Writer) *cobra.Command {
 		Long: `stateutil works with the checkpoints and savepoints of stateful stream processing in
 Apache Flink's model: keyed state split into key groups, and operator list state in
 split, union or broadcast mode. It reads its own memory, filesystem and RocksDB formats
-and real Apache Flink checkpoints and savepoints, on local disk or HDFS.
+and real Apache Flink checkpoints and savepoints, on local disk, HDFS or S3.
 
-Locations are plain paths, file:// URIs or hdfs://namenode:port/path URIs.
+Locations are plain paths, file:// URIs, hdfs://namenode:port/path URIs or
+s3://bucket/path URIs (s3a:// and s3p:// too, as Flink writes them).
 
 ` + exitCodeHelp,
 		Version:       versionLine(),
@@ -152,6 +160,12 @@ Locations are plain paths, file:// URIs or hdfs://namenode:port/path URIs.
 		SilenceErrors: true,
 	}
 	root.SetVersionTemplate("{{.Version}}\n")
+	if e.s3 != nil {
+		root.PersistentFlags().StringVar(&e.s3.Endpoint, "s3-endpoint", "",
+			"S3 endpoint URL for MinIO, Ceph, SeaweedFS... (default: $AWS_ENDPOINT_URL_S3, $AWS_ENDPOINT_URL, AWS)")
+		root.PersistentFlags().BoolVar(&e.s3.PathStyle, "s3-path-style", false,
+			"address S3 buckets as endpoint/bucket/key (also STATEUTIL_S3_PATH_STYLE=true; implied for an IP or localhost endpoint)")
+	}
 	root.SetOut(out)
 	root.SetErr(errOut)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {

@@ -171,38 +171,64 @@ func scanKey(ctx context.Context, r snapshot.Reader, op *snapshot.Operator, subt
 // Render makes one key's entries (of one state and namespace, in the
 // order the format stores them) a Record.
 func Render(codecs *snapshot.Codecs, op *snapshot.Operator, st *snapshot.KeyedState, subtask int, entries []snapshot.Entry, now time.Time) *Record {
+	var rec Record
+	newRenderer(codecs, op, st, now, false).render(&rec, subtask, entries)
+	return &rec
+}
+
+// renderer renders the records of one state, its decoders resolved once.
+type renderer struct {
+	op                      *snapshot.Operator
+	st                      *snapshot.KeyedState
+	key, ns, userKey, value func([]byte) any
+	now                     time.Time
+}
+
+// newRenderer resolves st's decoders; shared lets the values it renders
+// share the entries' bytes.
+func newRenderer(codecs *snapshot.Codecs, op *snapshot.Operator, st *snapshot.KeyedState, now time.Time, shared bool) *renderer {
+	if now.IsZero() {
+		now = time.Now()
+	}
+	r := &renderer{op: op, st: st, now: now,
+		key: codecs.Decoder(st.KeyType), ns: codecs.Decoder(st.NamespaceType),
+		userKey: codecs.Decoder(st.UserKeyType), value: codecs.Decoder(st.ValueType)}
+	if st.ValueType.Name == snapshot.TypeBytes && shared {
+		// As Decoder shows them, without building the string.
+		r.value = func(b []byte) any { return hexBytes(b) }
+	}
+	return r
+}
+
+func (r *renderer) render(rec *Record, subtask int, entries []snapshot.Entry) {
 	e := entries[0]
-	rec := &Record{SchemaVersion: SchemaVersion, Operator: op.Label(), State: st.Name, Kind: st.Kind,
-		Key: codecs.Decode(st.KeyType, e.Key), KeyGroup: e.KeyGroup, Subtask: subtask}
+	*rec = Record{SchemaVersion: SchemaVersion, Operator: r.op.Label(), State: r.st.Name, Kind: r.st.Kind,
+		Key: r.key(e.Key), KeyGroup: e.KeyGroup, Subtask: subtask}
 	if len(e.Namespace) > 0 {
-		if ns := codecs.Decode(st.NamespaceType, e.Namespace); ns != nil {
+		if ns := r.ns(e.Namespace); ns != nil {
 			rec.Namespace = ns
 		}
 	}
-	switch st.Kind {
+	switch r.st.Kind {
 	case snapshot.List:
 		values := make([]any, len(entries))
 		for i, x := range entries {
-			values[i] = codecs.Decode(st.ValueType, x.Value)
+			values[i] = r.value(x.Value)
 		}
 		rec.Value = values
 	case snapshot.Map:
 		m := make(map[string]any, len(entries))
 		for _, x := range entries {
-			m[keyText(codecs.Decode(st.UserKeyType, x.UserKey))] = codecs.Decode(st.ValueType, x.Value)
+			m[keyText(r.userKey(x.UserKey))] = r.value(x.Value)
 		}
 		rec.Value = m
 	default:
-		rec.Value = codecs.Decode(st.ValueType, entries[len(entries)-1].Value)
+		rec.Value = r.value(entries[len(entries)-1].Value)
 	}
 	if expires := firstExpiry(entries); expires != 0 {
-		if now.IsZero() {
-			now = time.Now()
-		}
 		at := time.UnixMilli(expires).UTC()
-		rec.TTL = &TTL{ExpiresAt: at, Expired: !now.Before(at), Now: now.UTC()}
+		rec.TTL = &TTL{ExpiresAt: at, Expired: !r.now.Before(at), Now: r.now.UTC()}
 	}
-	return rec
 }
 
 func firstExpiry(entries []snapshot.Entry) int64 {
@@ -243,18 +269,45 @@ var ErrStop = errors.New("stop")
 
 // Dump calls fn with every key of the selected states, operator by
 // operator and subtask by subtask, in key-group order, a key group at a
-// time: it holds one key group's entries of one subtask at most.
+// time: it holds one key group's entries of one subtask at most. The
+// record and its values are valid until fn returns.
 func Dump(ctx context.Context, r snapshot.Reader, codecs *snapshot.Codecs, f Filter, fn func(*Record) error) error {
-	s := r.Snapshot()
+	jobs, err := plan(r.Snapshot(), f)
+	if err != nil {
+		return err
+	}
+	for _, j := range jobs {
+		err := j.run(ctx, r, codecs, f, fn)
+		if errors.Is(err, ErrStop) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// job is one subtask of one operator to dump.
+type job struct {
+	op      *snapshot.Operator
+	subtask int
+	kgs     keygroup.Range
+	states  map[string]*snapshot.KeyedState
+}
+
+// plan lists what Dump reads, in the order it reads it.
+func plan(s *snapshot.Snapshot, f Filter) ([]job, error) {
 	ops := s.Operators
 	if f.Operator != "" {
 		op, ok := s.Operator(f.Operator)
 		if !ok {
 			_, _, err := find(s, f.Operator, "")
-			return err
+			return nil, err
 		}
 		ops = []*snapshot.Operator{op}
 	}
+	var jobs []job
 	for _, op := range ops {
 		states := map[string]*snapshot.KeyedState{}
 		for i := range op.KeyedStates {
@@ -262,69 +315,97 @@ func Dump(ctx context.Context, r snapshot.Reader, codecs *snapshot.Codecs, f Fil
 				states[op.KeyedStates[i].Name] = &op.KeyedStates[i]
 			}
 		}
-		if f.State != "" && len(states) == 0 {
-			if f.Operator != "" {
+		if len(states) == 0 {
+			if f.State != "" && f.Operator != "" {
 				_, _, err := find(s, f.Operator, f.State)
-				return err
+				return nil, err
 			}
 			continue
 		}
 		for _, sub := range op.Subtasks {
-			if sub == nil || (f.Subtask >= 0 && sub.Index != f.Subtask) || len(states) == 0 {
+			if sub == nil || (f.Subtask >= 0 && sub.Index != f.Subtask) {
 				continue
 			}
 			kgs := sub.KeyGroups
 			if f.KeyGroups != nil {
 				kgs = kgs.Intersect(*f.KeyGroups)
 			}
-			if kgs.Len() == 0 {
-				continue
-			}
-			if err := dumpSubtask(ctx, r, codecs, op, sub.Index, kgs, states, f, fn); err != nil {
-				if errors.Is(err, ErrStop) {
-					return nil
-				}
-				return err
+			if kgs.Len() > 0 {
+				jobs = append(jobs, job{op: op, subtask: sub.Index, kgs: kgs, states: states})
 			}
 		}
 	}
-	return nil
+	return jobs, nil
 }
 
-// group is one key's entries within a key group.
-type group struct {
-	st             *snapshot.KeyedState
-	key, namespace []byte
-	entries        []snapshot.Entry
+// keyGroup holds one key group's entries, their bytes in one arena that
+// is reused from key group to key group.
+type keyGroup struct {
+	arena   []byte
+	entries []snapshot.Entry
+	order   []int // entries by (state, key, namespace), stable
 }
 
-func dumpSubtask(ctx context.Context, r snapshot.Reader, codecs *snapshot.Codecs, op *snapshot.Operator, subtask int, kgs keygroup.Range,
-	states map[string]*snapshot.KeyedState, f Filter, fn func(*Record) error) error {
+func (g *keyGroup) reset() { g.arena, g.entries, g.order = g.arena[:0], g.entries[:0], g.order[:0] }
+
+func (g *keyGroup) add(e *snapshot.Entry) {
+	keep := func(b []byte) []byte {
+		start := len(g.arena)
+		g.arena = append(g.arena, b...)
+		return g.arena[start:len(g.arena):len(g.arena)]
+	}
+	// When the arena grows, earlier entries keep the old one alive.
+	c := *e
+	c.Key, c.Namespace, c.UserKey, c.Value = keep(e.Key), keep(e.Namespace), keep(e.UserKey), keep(e.Value)
+	g.entries = append(g.entries, c)
+}
+
+// run dumps the job, calling fn with each record.
+func (j job) run(ctx context.Context, r snapshot.Reader, codecs *snapshot.Codecs, f Filter, fn func(rec *Record) error) error {
+	renderers := map[string]*renderer{}
+	for name, st := range j.states {
+		renderers[name] = newRenderer(codecs, j.op, st, f.Now, true)
+	}
+	var g keyGroup
 	cur := -1
-	var groups []*group
-	index := map[string]*group{}
+	var rec Record
 	flush := func() error {
-		slices.SortFunc(groups, func(a, b *group) int {
-			return cmp.Or(strings.Compare(a.st.Name, b.st.Name), bytes.Compare(a.key, b.key), bytes.Compare(a.namespace, b.namespace))
+		es := g.entries
+		g.order = g.order[:0]
+		for i := range es {
+			g.order = append(g.order, i)
+		}
+		slices.SortStableFunc(g.order, func(a, b int) int {
+			return cmp.Or(strings.Compare(es[a].State, es[b].State), bytes.Compare(es[a].Key, es[b].Key), bytes.Compare(es[a].Namespace, es[b].Namespace))
 		})
-		for _, g := range groups {
-			rec := Render(codecs, op, g.st, subtask, g.entries, f.Now)
+		var run []snapshot.Entry
+		for i := 0; i < len(g.order); {
+			first := &es[g.order[i]]
+			k := i + 1
+			for k < len(g.order) && sameKey(first, &es[g.order[k]]) {
+				k++
+			}
+			run = run[:0]
+			for _, x := range g.order[i:k] {
+				run = append(run, es[x])
+			}
+			i = k
+			renderers[first.State].render(&rec, j.subtask, run)
 			if f.KeyPrefix != "" && !strings.HasPrefix(keyText(rec.Key), f.KeyPrefix) {
 				continue
 			}
-			if err := fn(rec); err != nil {
+			if err := fn(&rec); err != nil {
 				return err
 			}
 		}
-		groups, index = groups[:0], map[string]*group{}
+		g.reset()
 		return nil
 	}
-	for e, err := range r.Entries(ctx, op, subtask, kgs) {
+	for e, err := range r.Entries(ctx, j.op, j.subtask, j.kgs) {
 		if err != nil {
-			return fmt.Errorf("operator %q subtask %d: %w", op.Label(), subtask, err)
+			return fmt.Errorf("operator %q subtask %d: %w", j.op.Label(), j.subtask, err)
 		}
-		st, ok := states[e.State]
-		if !ok {
+		if _, ok := j.states[e.State]; !ok {
 			continue
 		}
 		if e.KeyGroup != cur {
@@ -333,17 +414,13 @@ func dumpSubtask(ctx context.Context, r snapshot.Reader, codecs *snapshot.Codecs
 			}
 			cur = e.KeyGroup
 		}
-		id := e.State + "\x00" + string(e.Key) + "\x00" + string(e.Namespace)
-		g := index[id]
-		if g == nil {
-			c := e.Clone()
-			g = &group{st: st, key: c.Key, namespace: c.Namespace}
-			index[id] = g
-			groups = append(groups, g)
-		}
-		g.entries = append(g.entries, e.Clone())
+		g.add(&e)
 	}
 	return flush()
+}
+
+func sameKey(a, b *snapshot.Entry) bool {
+	return a.State == b.State && bytes.Equal(a.Key, b.Key) && bytes.Equal(a.Namespace, b.Namespace)
 }
 
 func jsonText(v any) string {

@@ -166,7 +166,7 @@ func (p *Plan) checkCapacity(format *snapshot.Format) error {
 		}
 		for _, sub := range op.Subtasks {
 			if sub.Bytes() > capBytes {
-				return fmt.Errorf("%w: operator %q new subtask %d would hold %d bytes of state, more than the %d bytes per subtask format %q allows; choose another format",
+				return fmt.Errorf("%w: operator %q new subtask %d would hold %d bytes of state, more than the %d bytes per subtask format %q allows; choose another format or raise the cap with --max-state-size",
 					snapshot.ErrTooLarge, op.Label(), sub.Index, sub.Bytes(), capBytes, format.Name)
 			}
 		}

@@ -36,6 +36,9 @@ type Request struct {
 	TempDir      string
 	// PathMap rewrites absolute paths a source records (Flink checkpoints).
 	PathMap map[string]string
+	// StateSizeCap replaces the state per subtask a capped format (memory)
+	// accepts; 0 keeps the format's default.
+	StateSizeCap int64
 	// SkipUnreadable drops state the source has but stateutil cannot read
 	// (listed in Result.Dropped); without it such a source is refused.
 	SkipUnreadable bool
@@ -84,6 +87,11 @@ func Run(ctx context.Context, reg *snapshot.Registry, req Request) (*Result, err
 	if err != nil {
 		return nil, err
 	}
+	if req.StateSizeCap > 0 && f.StateSizeCap > 0 {
+		capped := *f
+		capped.StateSizeCap = req.StateSizeCap
+		f = &capped
+	}
 	req.Change.Codecs = reg.Codecs
 	plan, err := NewPlan(ctx, r, f, req.Change, req.Edits)
 	if err != nil {
@@ -97,7 +105,7 @@ func Run(ctx context.Context, reg *snapshot.Registry, req Request) (*Result, err
 	if req.DryRun {
 		return res, nil
 	}
-	w, err := Create(ctx, reg, f, req.Destination, snapshot.WriteOptions{Force: req.Force, ReaderVersion: req.ReaderVersion})
+	w, err := Create(ctx, reg, f, req.Destination, snapshot.WriteOptions{Force: req.Force, StateSizeCap: f.StateSizeCap, ReaderVersion: req.ReaderVersion})
 	if err != nil {
 		return nil, err
 	}

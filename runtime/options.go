@@ -5,7 +5,7 @@ import (
 	"io"
 	"time"
 
-	"github.com/stateutil/stateutil/backends/rocksdb"
+	"github.com/stateutil/stateutil/runtime/rocksstate"
 	"github.com/stateutil/stateutil/snapshot"
 )
 
@@ -112,7 +112,7 @@ type Result struct {
 // what it uploaded and what it reused from the checkpoints before it.
 type IncrementalCheckpoint struct {
 	ID int64 `json:"id"`
-	rocksdb.UploadStats
+	rocksstate.UploadStats
 }
 
 // UploadedTotal sums what the run's incremental checkpoints uploaded.

@@ -7,14 +7,14 @@ import (
 	"os"
 	"slices"
 
-	"github.com/stateutil/stateutil/backends/rocksdb"
 	"github.com/stateutil/stateutil/keygroup"
+	"github.com/stateutil/stateutil/runtime/rocksstate"
 	"github.com/stateutil/stateutil/snapshot"
 	"github.com/stateutil/stateutil/storage"
 )
 
 // RocksDBStateBackend keeps keyed state in one embedded RocksDB instance
-// per keyed subtask (backends/rocksdb) and takes incremental checkpoints:
+// per keyed subtask (runtime/rocksstate) and takes incremental checkpoints:
 // each checkpoint uploads only the SST files no retained checkpoint has,
 // in the rocksdb format's job-directory layout. Subtasks pause from their
 // barrier until the checkpoint is uploaded. Savepoints are full snapshots
@@ -44,7 +44,7 @@ func (b RocksDBStateBackend) session(retain int, storages *storage.Registry) (*r
 		}
 		dir = tmp
 	}
-	inc, err := rocksdb.NewIncremental(rocksdb.IncrementalOptions{LocalDir: dir, Retain: retain, Storage: storages})
+	inc, err := rocksstate.NewIncremental(rocksstate.IncrementalOptions{LocalDir: dir, Retain: retain, Storage: storages})
 	if err != nil {
 		if tmp != "" {
 			os.RemoveAll(tmp)
@@ -67,7 +67,7 @@ type incremental interface {
 
 // rocksSession is the RocksDB backend of one run.
 type rocksSession struct {
-	inc *rocksdb.Incremental
+	inc *rocksstate.Incremental
 	tmp string // the run's own local directory, removed on close
 }
 
@@ -103,7 +103,7 @@ func (s *rocksSession) close() error {
 
 // opStateWriter replaces an instance's operator state on Close.
 type opStateWriter struct {
-	in    *rocksdb.Instance
+	in    *rocksstate.Instance
 	op    *snapshot.Operator
 	lists map[string][][]byte
 }
@@ -133,7 +133,7 @@ type RocksDBBackend struct {
 	info   SubtaskInfo
 	descs  []StateDescriptor
 	byName map[string]StateID
-	in     *rocksdb.Instance
+	in     *rocksstate.Instance
 }
 
 // Register implements KeyedBackend.

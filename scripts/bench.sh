@@ -119,6 +119,11 @@ say "fast $(med_s fast)s, entry by entry $(med_s slow)s: fast path $(ratio "$(me
 rm -rf "$work/rdb-fast" "$work/rdb-slow"
 say ""
 
+# S3: scripts/s3-bench.sh (BENCH_S3=0 skips it).
+if [ "${BENCH_S3:-1}" != 0 ]; then
+  . scripts/s3-bench.sh
+fi
+
 if [ "$huge" -gt 0 ]; then
   say "== peak memory of convert at $(mib "$huge") MiB"
   generate filesystem "$huge" "$work/fs-huge"
@@ -144,8 +149,10 @@ if [ "${BENCH_FLINK:-1}" != 0 ]; then
 fi
 
 say "== Go benchmarks"
-go test -run '^$' -bench . -benchtime 3x ./backends/rocksdb/ ./runtime/ ./backends/flink/ 2>&1 | grep -E '^(Benchmark|ok|FAIL)' | tee -a "$results"
+go test -run '^$' -bench . -benchtime 3x ./backends/rocksdb/ ./internal/rocksdb/ ./runtime/ ./runtime/rocksstate/ ./backends/flink/ 2>&1 | grep -E '^(Benchmark|ok|FAIL)' | tee -a "$results"
 say "== filesystem format: write and read through the Go API vs a sequential copy of the same bytes, with and without fsync ($(mib "$big") MiB)"
 STATEUTIL_BENCH_BYTES=$big go test -run '^$' -bench WriteRead -benchtime 2x ./backends/filesystem/ 2>&1 | grep -E '^(Benchmark|ok|FAIL)' | tee -a "$results"
 say "== rocksdb checkpoint upload vs cp, entry scan vs ldb scan ($(mib "$big") MiB, one iteration)"
-STATEUTIL_BENCH_BYTES=$big go test -run '^$' -bench 'FirstCheckpointVsCopy|ScanVsLdb' -benchtime 1x -timeout 60m ./backends/rocksdb/ 2>&1 | grep -E '^(Benchmark|ok|FAIL)' | tee -a "$results"
+for pkg in ./runtime/rocksstate/ ./backends/rocksdb/; do # one at a time: go test runs packages in parallel
+  STATEUTIL_BENCH_BYTES=$big go test -run '^$' -bench 'FirstCheckpointVsCopy|ScanVsLdb' -benchtime 1x -timeout 60m "$pkg" 2>&1 | grep -E '^(Benchmark|ok|FAIL)' | tee -a "$results"
+done

@@ -8,6 +8,9 @@ missing=()
 for pkg in librocksdb-dev rocksdb-tools; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
 done
+# S3 test server (scripts/s3-start.sh): moto in a venv, reached with curl.
+python3 -m venv --help >/dev/null 2>&1 || missing+=(python3-venv)
+command -v curl >/dev/null || missing+=(curl)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "installing ${missing[*]} with apt-get"
   sudo=""

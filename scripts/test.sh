@@ -1,19 +1,27 @@
 #!/usr/bin/env bash
-# make test: every Go test, with a real HDFS (Hadoop's MiniDFSCluster) on
-# loopback. HDFS tests fail rather than skip here if the cluster is missing.
+# make test: every Go test, with a real HDFS (Hadoop's MiniDFSCluster) and
+# an S3-compatible server (moto) on loopback. HDFS and S3 tests fail rather
+# than skip here if their server is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/hdfs-start.sh
 trap scripts/hdfs-stop.sh EXIT
 . .cache/hdfs.env
 export STATEUTIL_REQUIRE_HDFS=1
+
+# S3: moto; storage/s3's tests restart it, so they run in the first go test
+# below, where nothing else uses it.
+scripts/s3-start.sh
+trap 'scripts/hdfs-stop.sh; scripts/s3-stop.sh' EXIT
+. "${STATEUTIL_CACHE_DIR:-.cache}/s3.env"
+export STATEUTIL_REQUIRE_S3=1
 # The storage tests stop and restart the DataNode; run them before the
 # packages that write to HDFS, not beside them.
 # -v so that the log shows each HDFS test running against the cluster.
 go test -count=1 -v ./storage/... 2>&1 | grep -E '^(=== RUN|--- |ok|FAIL|PASS|panic)|_test\.go:[0-9]+:'
 
-# -v again so that the log names every HDFS test and every skip; other
+# -v again so that the log names every HDFS and S3 test and every skip; other
 # passing tests show only in their package's ok line.
 go test -count=1 -v $(go list ./... | grep -v '/storage') 2>&1 |
-  grep -E '^(ok|FAIL|panic)|^\s*--- (FAIL|SKIP)|^\s*--- PASS: \S*(HDFS|Hdfs)|_test\.go:[0-9]+:'
+  grep -E '^(ok|FAIL|panic)|^\s*--- (FAIL|SKIP)|^\s*--- PASS: \S*(HDFS|Hdfs|S3)|_test\.go:[0-9]+:'
 

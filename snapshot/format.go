@@ -8,6 +8,8 @@ import (
 )
 
 // Reader gives streaming access to one snapshot's state.
+// Entries, Elements and Raw may run concurrently for different subtasks:
+// dump and the copy pipeline read subtasks in parallel.
 type Reader interface {
 	// Snapshot is the metadata, read when the Reader was opened.
 	Snapshot() *Snapshot

@@ -173,13 +173,20 @@ func unpackCodec(v any) (Codec, error) {
 
 // Decode renders b as type t; unknown types and undecodable bytes come
 // back as hex.
-func (c *Codecs) Decode(t Type, b []byte) any {
-	if codec, err := c.Codec(t); err == nil {
-		if v, err := codec.Decode(b); err == nil {
-			return v
+func (c *Codecs) Decode(t Type, b []byte) any { return c.Decoder(t)(b) }
+
+// Decoder is Decode for one type, resolved once: what a caller decoding
+// many values of a type uses.
+func (c *Codecs) Decoder(t Type) func(b []byte) any {
+	codec, err := c.Codec(t)
+	return func(b []byte) any {
+		if err == nil {
+			if v, err := codec.Decode(b); err == nil {
+				return v
+			}
 		}
+		return "0x" + hex.EncodeToString(b)
 	}
-	return "0x" + hex.EncodeToString(b)
 }
 
 // HashCode is the Java hashCode of key bytes b of type t.

@@ -36,3 +36,10 @@ func TestConformanceHDFS(t *testing.T) {
 		return formattest.HDFSDir(t) + "/job/chk-1"
 	}, fsFormat(t), formattest.Config{Seeds: []uint64{1, 2}})
 }
+
+func TestConformanceS3(t *testing.T) {
+	formattest.S3Dir(t)
+	formattest.RunWith(t, func(t *testing.T) string {
+		return formattest.S3Dir(t) + "/job/chk-1"
+	}, fsFormat(t), formattest.Config{Seeds: []uint64{1, 2}})
+}

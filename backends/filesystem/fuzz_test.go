@@ -5,7 +5,7 @@ import (
 	"hash/crc32"
 	"testing"
 
-	"github.com/stateutil/stateutil/backends/internal/envelope"
+	"github.com/stateutil/stateutil/internal/envelope"
 )
 
 func crc(b []byte) uint32 { return crc32.Checksum(b, envelope.Castagnoli) }

@@ -6,8 +6,8 @@ import (
 
 	"github.com/vmihailenco/msgpack/v5"
 
-	"github.com/stateutil/stateutil/backends/internal/chkdir"
-	"github.com/stateutil/stateutil/backends/internal/envelope"
+	"github.com/stateutil/stateutil/internal/chkdir"
+	"github.com/stateutil/stateutil/internal/envelope"
 	"github.com/stateutil/stateutil/snapshot"
 )
 

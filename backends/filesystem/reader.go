@@ -8,8 +8,8 @@ import (
 	"io"
 	"slices"
 
-	"github.com/stateutil/stateutil/backends/internal/chkdir"
-	"github.com/stateutil/stateutil/backends/internal/envelope"
+	"github.com/stateutil/stateutil/internal/chkdir"
+	"github.com/stateutil/stateutil/internal/envelope"
 	"github.com/stateutil/stateutil/snapshot"
 	"github.com/stateutil/stateutil/storage"
 )

@@ -5,7 +5,7 @@ import (
 	"hash/crc32"
 	"io"
 
-	"github.com/stateutil/stateutil/backends/internal/envelope"
+	"github.com/stateutil/stateutil/internal/envelope"
 	"github.com/stateutil/stateutil/snapshot"
 )
 

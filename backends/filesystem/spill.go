@@ -6,7 +6,7 @@ import (
 	"hash/crc32"
 	"path"
 
-	"github.com/stateutil/stateutil/backends/internal/envelope"
+	"github.com/stateutil/stateutil/internal/envelope"
 	"github.com/stateutil/stateutil/storage"
 )
 

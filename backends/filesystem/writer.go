@@ -10,8 +10,8 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/stateutil/stateutil/backends/internal/chkdir"
 	"github.com/stateutil/stateutil/backends/internal/ledger"
+	"github.com/stateutil/stateutil/internal/chkdir"
 	"github.com/stateutil/stateutil/keygroup"
 	"github.com/stateutil/stateutil/snapshot"
 	"github.com/stateutil/stateutil/storage"

@@ -8,10 +8,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sync"
 
-	"github.com/linxGnu/grocksdb"
-
+	"github.com/stateutil/stateutil/internal/rocksdb"
 	"github.com/stateutil/stateutil/keygroup"
 	"github.com/stateutil/stateutil/snapshot"
 	"github.com/stateutil/stateutil/storage"
@@ -29,33 +27,13 @@ type nativeKey struct {
 	index int
 }
 
-// nativeDB is one rebuilt, read-only RocksDB instance. Close frees the
-// column-family handles before the database (Debian's assertion-enabled
-// RocksDB insists), then the read options, then removes the directory.
+// nativeDB is one rebuilt RocksDB instance, opened read-only with Flink's
+// list-state merge operator. Close frees it, then removes the directory.
 type nativeDB struct {
 	dir     string
-	db      *grocksdb.DB
-	opts    *grocksdb.Options
-	ro      *grocksdb.ReadOptions
-	handles []*grocksdb.ColumnFamilyHandle
-	cfs     map[string]*grocksdb.ColumnFamilyHandle
+	db      *rocksdb.ReadOnlyDB
 	layouts []*layout
 	prefix  int
-}
-
-// listAppend is Flink's list-state merge operator: operands joined by ','.
-type listAppend struct{}
-
-// Name is the merge operator name Flink configures.
-func (listAppend) Name() string { return "stringappendtest" }
-
-// FullMerge joins the existing value and the operands with ','.
-func (listAppend) FullMerge(_, existing []byte, operands [][]byte) ([]byte, bool) {
-	parts := operands
-	if existing != nil {
-		parts = append([][]byte{existing}, operands...)
-	}
-	return bytes.Join(parts, []byte{','}), true
 }
 
 // openNative rebuilds and opens the RocksDB instance of one subtask.
@@ -78,7 +56,7 @@ func (r *SnapshotReader) openNative(ctx context.Context, op *OperatorState, st *
 	if err != nil {
 		return nil, err
 	}
-	n := &nativeDB{dir: dir, cfs: map[string]*grocksdb.ColumnFamilyHandle{}, prefix: 1}
+	n := &nativeDB{dir: dir, prefix: 1}
 	if op.MaxParallelism > 128 {
 		n.prefix = 2
 	}
@@ -135,56 +113,19 @@ func (r *SnapshotReader) placeNative(ctx context.Context, dir string, f NativeFi
 	return out.Close()
 }
 
-// sharedOptions are the options of every instance opened here, created once
-// and never destroyed: grocksdb v1.7.15's Options.Destroy frees a Go merge
-// operator that the options' own shared pointer frees too (a double free),
-// so options holding one must live as long as the process. RocksDB copies
-// options when it opens a database, so sharing them is safe.
-var sharedOptions = sync.OnceValue(func() *grocksdb.Options {
-	o := grocksdb.NewDefaultOptions()
-	o.SetInfoLogLevel(grocksdb.InfoInfoLogLevel)
-	o.SetKeepLogFileNum(1)
-	o.SetMergeOperator(listAppend{})
-	return o
-})
-
 func (n *nativeDB) open() error {
-	n.opts = sharedOptions()
-	names, err := grocksdb.ListColumnFamilies(n.opts, n.dir)
-	if err != nil {
-		return &CorruptError{File: n.dir, Offset: -1, Reason: "RocksDB column families: " + err.Error()}
-	}
-	cfOpts := make([]*grocksdb.Options, len(names))
-	for i := range cfOpts {
-		cfOpts[i] = n.opts
-	}
-	n.db, n.handles, err = grocksdb.OpenDbForReadOnlyColumnFamilies(n.opts, n.dir, names, cfOpts, false)
+	db, err := rocksdb.OpenReadOnly(n.dir, rocksdb.ReadOnlyOptions{FlinkLists: true})
 	if err != nil {
 		return &CorruptError{File: n.dir, Offset: -1, Reason: "open RocksDB: " + err.Error()}
 	}
-	for i, h := range n.handles {
-		n.cfs[names[i]] = h
-	}
-	n.ro = grocksdb.NewDefaultReadOptions()
-	n.ro.SetVerifyChecksums(true)
+	n.db = db
 	return nil
 }
 
 // Close frees the instance and removes its directory.
 func (n *nativeDB) Close() error {
-	for _, h := range n.handles {
-		h.Destroy()
-	}
-	n.handles, n.cfs = nil, nil
-	if n.db != nil {
-		n.db.Close()
-		n.db = nil
-	}
-	if n.ro != nil {
-		n.ro.Destroy()
-		n.ro = nil
-	}
-	n.opts = nil // shared, see sharedOptions
+	n.db.Close()
+	n.db = nil
 	if n.dir == "" {
 		return nil
 	}
@@ -194,7 +135,9 @@ func (n *nativeDB) Close() error {
 }
 
 // nativeEntries streams the entries of a native RocksDB subtask, key group
-// by key group, each state's column family seeked to the group's prefix.
+// by key group, each state's column family read in key order from the
+// first group's prefix; a key that sorts before its group's prefix (too
+// short to hold one) is passed over.
 func (r *SnapshotReader) nativeEntries(ctx context.Context, op *OperatorState, st *SubtaskState, h *IncrementalKeyedHandle, kgs keygroup.Range) snapshot.Entries {
 	return func(yield func(snapshot.Entry, error) bool) {
 		n, err := r.openNative(ctx, op, st, h)
@@ -202,9 +145,24 @@ func (r *SnapshotReader) nativeEntries(ctx context.Context, op *OperatorState, s
 			yield(snapshot.Entry{}, err)
 			return
 		}
+		kr := h.Range
+		lo, hi := max(kgs.Start, int(kr.Start)), min(kgs.End, int(kr.End()))
+		if lo > hi {
+			return
+		}
+		prefixOf := func(kg int) []byte {
+			if n.prefix == 2 {
+				return []byte{byte(kg >> 8), byte(kg)}
+			}
+			return []byte{byte(kg)}
+		}
+		var upper []byte // past hi, if a prefix can say so
+		if hi+1 < 1<<(8*n.prefix) {
+			upper = prefixOf(hi + 1)
+		}
 		type cfIter struct {
 			l  *layout
-			it *grocksdb.Iterator
+			it *rocksdb.Iterator
 		}
 		var its []cfIter
 		defer func() {
@@ -213,12 +171,10 @@ func (r *SnapshotReader) nativeEntries(ctx context.Context, op *OperatorState, s
 			}
 		}()
 		for _, l := range n.layouts {
-			if cf := n.cfs[l.name]; cf != nil {
-				its = append(its, cfIter{l, n.db.NewIteratorCF(n.ro, cf)})
+			if n.db.Has(l.name) {
+				its = append(its, cfIter{l, n.db.NewIterator(l.name, prefixOf(lo), upper)})
 			}
 		}
-		kr := h.Range
-		lo, hi := max(kgs.Start, int(kr.Start)), min(kgs.End, int(kr.End()))
 		stopped := false
 		emit := func(e snapshot.Entry) bool {
 			if !yield(e, nil) {
@@ -231,22 +187,17 @@ func (r *SnapshotReader) nativeEntries(ctx context.Context, op *OperatorState, s
 				yield(snapshot.Entry{}, err)
 				return
 			}
-			prefix := []byte{byte(kg)}
-			if n.prefix == 2 {
-				prefix = []byte{byte(kg >> 8), byte(kg)}
-			}
+			prefix := prefixOf(kg)
 			for _, c := range its {
-				for c.it.Seek(prefix); c.it.Valid(); c.it.Next() {
-					k, v := c.it.Key(), c.it.Value()
-					key, val := k.Data(), v.Data()
+				for ; c.it.Valid(); c.it.Next() {
+					key := c.it.Key()
 					if !bytes.HasPrefix(key, prefix) {
-						k.Free()
-						v.Free()
+						if bytes.Compare(key, prefix) < 0 {
+							continue
+						}
 						break
 					}
-					_, _, err := c.l.canonicalEntries(kg, bytes.Clone(key[n.prefix:]), bytes.Clone(val), emit)
-					k.Free()
-					v.Free()
+					_, _, err := c.l.canonicalEntries(kg, bytes.Clone(key[n.prefix:]), bytes.Clone(c.it.Value()), emit)
 					if err != nil {
 						yield(snapshot.Entry{}, fmt.Errorf("native RocksDB state of subtask %d, key group %d: %w", st.Index, kg, err))
 						return

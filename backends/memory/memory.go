@@ -1,6 +1,6 @@
 // Package memory is the memory-dump format (Flink's `jobmanager` backend):
 // one self-contained file holding a snapshot's metadata and all its state,
-// framed by backends/internal/envelope with a msgpack body.
+// framed by internal/envelope with a msgpack body.
 package memory
 
 import (
@@ -8,7 +8,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/stateutil/stateutil/backends/internal/envelope"
+	"github.com/stateutil/stateutil/internal/envelope"
 	"github.com/stateutil/stateutil/snapshot"
 	"github.com/stateutil/stateutil/storage"
 )

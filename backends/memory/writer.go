@@ -89,7 +89,7 @@ type subtaskWriter struct {
 func (w *subtaskWriter) grow(n int64) error {
 	w.size += n
 	if w.size > w.cap {
-		return fmt.Errorf("%w: operator %q subtask %d holds more than %d bytes of state (the memory format's cap is %d bytes; raise it or use the filesystem or rocksdb format)",
+		return fmt.Errorf("%w: operator %q subtask %d holds more than %d bytes of state (the memory format's cap is %d bytes; raise it with --max-state-size or use the filesystem or rocksdb format)",
 			snapshot.ErrTooLarge, w.op.Label(), w.index, w.size, w.cap)
 	}
 	return nil

@@ -22,3 +22,10 @@ func TestConformanceHDFS(t *testing.T) {
 		return formattest.HDFSDir(t) + "/savepoint"
 	}, rocksdb.Format, formattest.Config{Seeds: []uint64{1}, MaxParallelisms: []int{4096}})
 }
+
+func TestConformanceS3(t *testing.T) {
+	formattest.S3Dir(t)
+	formattest.RunWith(t, func(t *testing.T) string {
+		return formattest.S3Dir(t) + "/savepoint"
+	}, rocksdb.Format, formattest.Config{Seeds: []uint64{1}, MaxParallelisms: []int{4096}})
+}

@@ -1,14 +1,14 @@
-// Package rocksdb is stateutil's "rocksdb" format and the incremental
-// RocksDB checkpointer the stream runtime drives. It follows the RocksDB
-// layout of shared/design/FLINK-FORMATS.md §3; it contains no Flink code.
+// Package rocksdb is stateutil's "rocksdb" format: its reader, its writer
+// and the SST fast path of rescaling. It follows the RocksDB layout of
+// shared/design/FLINK-FORMATS.md §3; it contains no Flink code. The layout
+// below is implemented in internal/rocksdbformat, which the runtime's
+// incremental checkpointer (runtime/rocksstate) writes through too, and
+// every native RocksDB object belongs to internal/rocksdb.
 //
 // # Instances
 //
 // Every keyed subtask has its own RocksDB instance with one column family
-// per keyed state, named after the state ("default" stays empty). The db
-// type owns every native object (options, handles, iterators, checkpoint
-// and SST writers) and frees them in the order Debian's assertion-enabled
-// librocksdb requires: column-family handles before the database.
+// per keyed state, named after the state ("default" stays empty).
 //
 // # Keys
 //
@@ -53,9 +53,10 @@
 // access, expiry - ttl, as Flink does. The wrapping int64 arithmetic
 // inverts exactly, so any ExpiresAt round-trips.
 //
-// A stored value (a merged list included) may not exceed MaxValueSize,
-// 2^31-1 bytes, the limit of RocksDB's Java bridge; writes beyond it fail
-// with snapshot.ErrTooLarge naming state and key.
+// A stored value (a merged list included) may not exceed
+// rocksdbformat.MaxValueSize, 2^31-1 bytes, the limit of RocksDB's Java
+// bridge; writes beyond it fail with snapshot.ErrTooLarge naming state and
+// key.
 //
 // # Snapshots
 //
@@ -65,10 +66,10 @@
 // its SST files in <root>/<job-id>/shared/, referenced as "shared/<name>"
 // (chkdir's job-relative form; every reference is resolved through
 // chkdir, which refuses ones that leave the snapshot). An SST an earlier
-// retained checkpoint uploaded is referenced again, not copied; a Registry
-// counts references across the
-// retained checkpoints and deletes a shared file when none needs it.
-// Every file is listed with size and CRC32C and checked on download.
+// retained checkpoint uploaded is referenced again, not copied; the
+// checkpointer's registry counts references across the retained
+// checkpoints and deletes a shared file when none needs it. Every file is
+// listed with size and CRC32C and checked on download.
 //
 // The snapshot.Writer builds savepoint-like, self-contained snapshots: the
 // same _metadata, every file in the subtask directory

@@ -2,15 +2,17 @@ package rocksdb
 
 import (
 	"context"
-	"github.com/stateutil/stateutil/backends/internal/chkdir"
 
+	"github.com/stateutil/stateutil/internal/chkdir"
+	"github.com/stateutil/stateutil/internal/rocksdb"
+	"github.com/stateutil/stateutil/internal/rocksdbformat"
 	"github.com/stateutil/stateutil/snapshot"
 	"github.com/stateutil/stateutil/storage"
 )
 
 // FormatName is the registered name of this format, and Flink's config
 // name of its RocksDB state backend.
-const FormatName = "rocksdb"
+const FormatName = rocksdbformat.FormatName
 
 // Format is the registered rocksdb format.
 var Format = &snapshot.Format{
@@ -26,8 +28,12 @@ func probe(ctx context.Context, st storage.Storage, p string) (bool, error) {
 	if err != nil {
 		return false, err // snapshot.Detect passes over ErrNotFound
 	}
-	return metaKind.Probe(ctx, d.Storage, d.Metadata())
+	return rocksdbformat.ProbeMetadata(ctx, d)
 }
 
 // Register adds the rocksdb format to reg.
 func Register(reg *snapshot.Registry) { reg.Register(Format) }
+
+// LibraryVersion is the version of the RocksDB library the format reads
+// and writes with, as major.minor.patch.
+func LibraryVersion() string { return rocksdb.LibraryVersion() }

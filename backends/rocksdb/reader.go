@@ -3,12 +3,14 @@ package rocksdb
 import (
 	"context"
 	"fmt"
-	"github.com/stateutil/stateutil/backends/internal/chkdir"
-	"github.com/stateutil/stateutil/internal/recovered"
 	"os"
 	"path/filepath"
 	"sync"
 
+	"github.com/stateutil/stateutil/internal/chkdir"
+	"github.com/stateutil/stateutil/internal/recovered"
+	"github.com/stateutil/stateutil/internal/rocksdb"
+	"github.com/stateutil/stateutil/internal/rocksdbformat"
 	"github.com/stateutil/stateutil/keygroup"
 	"github.com/stateutil/stateutil/snapshot"
 	"github.com/stateutil/stateutil/storage"
@@ -17,16 +19,25 @@ import (
 // reader reads a rocksdb snapshot. Metadata-level figures come from
 // _metadata alone; a subtask's files are checked (size, CRC32C) and opened
 // read-only the first time its entries are asked for: on local disk in
-// place, through symbolic links in a temporary directory; elsewhere
-// downloaded into it.
+// place, through links in a temporary directory; elsewhere downloaded
+// into it. A point read of a local snapshot links the files unread
+// instead, its instance verifying each block it reads: it reads a few
+// blocks, not every byte.
 type reader struct {
 	d        chkdir.Dir
-	m        *metadata
+	m        *rocksdbformat.Metadata
 	recorded string // the format _metadata names
 	tmpRoot  string
 	mu       sync.Mutex
 	tmp      string
-	dbs      map[*handle]*localDB
+	dbs      map[opening]*localDB
+}
+
+// opening names one local instance of a subtask: point is the instance
+// of point reads (see reader).
+type opening struct {
+	h     *rocksdbformat.Handle
+	point bool
 }
 
 // localDB is a subtask's instance, opened by the first caller of local
@@ -34,7 +45,7 @@ type reader struct {
 // each once.
 type localDB struct {
 	ready chan struct{} // closed when d or err is set
-	d     *db
+	d     *rocksdb.ReadOnlyDB
 	err   error
 }
 
@@ -43,7 +54,7 @@ func openReader(ctx context.Context, st storage.Storage, p string, opts snapshot
 	if err != nil {
 		return nil, err
 	}
-	m, err := readMetadata(ctx, d)
+	m, err := rocksdbformat.ReadMetadata(ctx, d)
 	if err != nil {
 		return nil, err
 	}
@@ -51,14 +62,14 @@ func openReader(ctx context.Context, st storage.Storage, p string, opts snapshot
 	// snapshot, to a FIFO) now, as the filesystem format does, not when a
 	// subtask's entries are first asked for.
 	for _, h := range m.Handles {
-		for _, f := range h.allFiles() {
+		for _, f := range h.AllFiles() {
 			if _, err := d.RefPath(f.Path); err != nil {
 				return nil, err
 			}
 		}
 	}
 	d.Describe(m.Snapshot)
-	r := &reader{d: d, m: m, recorded: m.Snapshot.Format, tmpRoot: opts.TempDir, dbs: map[*handle]*localDB{}}
+	r := &reader{d: d, m: m, recorded: m.Snapshot.Format, tmpRoot: opts.TempDir, dbs: map[opening]*localDB{}}
 	m.Snapshot.Format = FormatName
 	return r, nil
 }
@@ -73,15 +84,15 @@ func (r *reader) RecordedFormat() string { return r.recorded }
 // its operator state, as its handle records them; see
 // snapshot.FileFollower. A subtask without a handle has no files.
 func (r *reader) FollowedFiles(op *snapshot.Operator, subtask int) ([]snapshot.FileRef, error) {
-	h, ok := r.m.handle(op.ID, subtask)
+	h, ok := r.m.Handle(op.ID, subtask)
 	if !ok {
 		return nil, nil
 	}
-	return h.refs(), nil
+	return h.Refs(), nil
 }
 
-func (r *reader) handle(op *snapshot.Operator, subtask int) (*handle, error) {
-	h, ok := r.m.handle(op.ID, subtask)
+func (r *reader) handle(op *snapshot.Operator, subtask int) (*rocksdbformat.Handle, error) {
+	h, ok := r.m.Handle(op.ID, subtask)
 	if ok {
 		return h, nil
 	}
@@ -89,7 +100,7 @@ func (r *reader) handle(op *snapshot.Operator, subtask int) (*handle, error) {
 	// the metadata says so.
 	if subtask >= 0 && subtask < len(op.Subtasks) {
 		if sub := op.Subtasks[subtask]; sub != nil && isEmpty(sub) {
-			return &handle{Operator: op.ID, Subtask: subtask, KeyGroups: sub.KeyGroups, PrefixBytes: prefixWidth(op.MaxParallelism)}, nil
+			return &rocksdbformat.Handle{Operator: op.ID, Subtask: subtask, KeyGroups: sub.KeyGroups, PrefixBytes: rocksdbformat.PrefixWidth(op.MaxParallelism)}, nil
 		}
 	}
 	return nil, fmt.Errorf("%w: operator %s has no subtask %d in %q", snapshot.ErrNotFound, op.Label(), subtask, r.d.URI())
@@ -103,12 +114,25 @@ func isEmpty(sub *snapshot.Subtask) bool {
 
 // local downloads and opens a subtask's instance once (a failed attempt
 // is forgotten, so that a later call tries again).
-func (r *reader) local(ctx context.Context, h *handle) (*db, error) {
+func (r *reader) local(ctx context.Context, h *rocksdbformat.Handle) (*rocksdb.ReadOnlyDB, error) {
+	return r.instance(ctx, opening{h: h})
+}
+
+// pointLocal is local for point reads: on local disk, an instance of its
+// own whose files were not read through.
+func (r *reader) pointLocal(ctx context.Context, h *rocksdbformat.Handle) (*rocksdb.ReadOnlyDB, error) {
+	if r.d.Storage != storage.Local() {
+		return r.local(ctx, h) // downloading reads every byte anyway
+	}
+	return r.instance(ctx, opening{h: h, point: true})
+}
+
+func (r *reader) instance(ctx context.Context, o opening) (*rocksdb.ReadOnlyDB, error) {
 	r.mu.Lock()
-	l, opening := r.dbs[h]
+	l, opening := r.dbs[o]
 	if !opening {
 		l = &localDB{ready: make(chan struct{})}
-		r.dbs[h] = l
+		r.dbs[o] = l
 	}
 	r.mu.Unlock()
 	if opening {
@@ -119,12 +143,12 @@ func (r *reader) local(ctx context.Context, h *handle) (*db, error) {
 			return nil, ctx.Err()
 		}
 	}
-	l.d, l.err = r.open(ctx, h)
+	l.d, l.err = r.open(ctx, o)
 	close(l.ready)
 	if l.err != nil {
 		r.mu.Lock()
-		if r.dbs[h] == l {
-			delete(r.dbs, h)
+		if r.dbs[o] == l {
+			delete(r.dbs, o)
 		}
 		r.mu.Unlock()
 	}
@@ -133,7 +157,7 @@ func (r *reader) local(ctx context.Context, h *handle) (*db, error) {
 
 // openAll opens the instances of hs at the same time (see local); the
 // error is the first subtask's that failed.
-func (r *reader) openAll(ctx context.Context, hs []*handle) error {
+func (r *reader) openAll(ctx context.Context, hs []*rocksdbformat.Handle) error {
 	errs := make([]error, len(hs))
 	var wg sync.WaitGroup
 	for i, h := range hs {
@@ -151,22 +175,28 @@ func (r *reader) openAll(ctx context.Context, hs []*handle) error {
 	return nil
 }
 
-func (r *reader) open(ctx context.Context, h *handle) (*db, error) {
+func (r *reader) open(ctx context.Context, o opening) (*rocksdb.ReadOnlyDB, error) {
 	tmp, err := r.tempDir()
 	if err != nil {
 		return nil, err
 	}
-	dir := filepath.Join(tmp, subtaskDirName(h.Operator, h.Subtask))
-	os.RemoveAll(dir)
-	fetch := downloadHandle
-	if r.d.Storage == storage.Local() {
-		fetch = linkHandle
+	h := o.h
+	dir := filepath.Join(tmp, rocksdbformat.SubtaskDirName(h.Operator, h.Subtask))
+	fetch := rocksdbformat.DownloadHandle
+	switch {
+	case o.point:
+		dir += "-point"
+		fetch = rocksdbformat.LinkHandleUnread
+	case r.d.Storage == storage.Local():
+		fetch = rocksdbformat.LinkHandle
 	}
+	os.RemoveAll(dir)
 	if err := fetch(ctx, r.d, h, dir); err != nil {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	d, err := openReadOnly(dir, true) // fetch checked every file
+	// Unless the point instance, every file's CRC32C was checked.
+	d, err := rocksdb.OpenReadOnly(dir, rocksdb.ReadOnlyOptions{Verified: !o.point})
 	if err != nil {
 		return nil, fmt.Errorf("%w: operator %s subtask %d: %w", snapshot.ErrCorrupt, h.Operator, h.Subtask, err)
 	}
@@ -187,12 +217,9 @@ func (r *reader) tempDir() (string, error) {
 }
 
 func (r *reader) Entries(ctx context.Context, op *snapshot.Operator, subtask int, kgs keygroup.Range) snapshot.Entries {
-	h, err := r.handle(op, subtask)
+	h, err := r.keyedHandle(op, subtask)
 	if err != nil {
 		return snapshot.FailedEntries(err)
-	}
-	if w := prefixWidth(op.MaxParallelism); w != h.PrefixBytes {
-		return snapshot.FailedEntries(snapshot.Corrupt(r.d.Storage.URI(r.d.Metadata()), -1, "operator %s subtask %d: %d-byte key-group prefix recorded, max parallelism %d implies %d", op.Label(), subtask, h.PrefixBytes, op.MaxParallelism, w))
 	}
 	kgs = kgs.Intersect(h.KeyGroups)
 	if kgs.Len() == 0 || len(h.Files) == 0 {
@@ -202,15 +229,43 @@ func (r *reader) Entries(ctx context.Context, op *snapshot.Operator, subtask int
 	if err != nil {
 		return snapshot.FailedEntries(err)
 	}
-	return scanEntries(ctx, d, op, kgs)
+	return rocksdbformat.ScanEntries(ctx, d, op, kgs)
 }
 
-func (r *reader) opState(ctx context.Context, op *snapshot.Operator, subtask int) (*opState, error) {
+// KeyEntries reads one key's entries with a point read (lookup.KeyReader).
+func (r *reader) KeyEntries(ctx context.Context, op *snapshot.Operator, subtask, kg int, state string, key, namespace []byte) ([]snapshot.Entry, error) {
+	h, err := r.keyedHandle(op, subtask)
+	if err != nil {
+		return nil, err
+	}
+	if !h.KeyGroups.Contains(kg) || len(h.Files) == 0 {
+		return nil, nil
+	}
+	d, err := r.pointLocal(ctx, h)
+	if err != nil {
+		return nil, err
+	}
+	return rocksdbformat.KeyEntries(d, op, state, kg, key, namespace)
+}
+
+// keyedHandle is a subtask's handle, its key-group prefix checked.
+func (r *reader) keyedHandle(op *snapshot.Operator, subtask int) (*rocksdbformat.Handle, error) {
 	h, err := r.handle(op, subtask)
 	if err != nil {
 		return nil, err
 	}
-	return readOpState(ctx, r.d, h.OperatorState)
+	if w := rocksdbformat.PrefixWidth(op.MaxParallelism); w != h.PrefixBytes {
+		return nil, snapshot.Corrupt(r.d.Storage.URI(r.d.Metadata()), -1, "operator %s subtask %d: %d-byte key-group prefix recorded, max parallelism %d implies %d", op.Label(), subtask, h.PrefixBytes, op.MaxParallelism, w)
+	}
+	return h, nil
+}
+
+func (r *reader) opState(ctx context.Context, op *snapshot.Operator, subtask int) (*rocksdbformat.OpState, error) {
+	h, err := r.handle(op, subtask)
+	if err != nil {
+		return nil, err
+	}
+	return rocksdbformat.ReadOpState(ctx, r.d, h.OperatorState)
 }
 
 func (r *reader) Elements(ctx context.Context, op *snapshot.Operator, subtask int) snapshot.Elements {
@@ -220,7 +275,7 @@ func (r *reader) Elements(ctx context.Context, op *snapshot.Operator, subtask in
 	}
 	return func(yield func(snapshot.Element, error) bool) {
 		done := map[string]bool{}
-		emit := func(l opList) bool {
+		emit := func(l rocksdbformat.OpList) bool {
 			done[l.Name] = true
 			for _, v := range l.Values {
 				if !yield(snapshot.Element{State: l.Name, Subtask: subtask, Value: v}, nil) {
@@ -255,12 +310,12 @@ func (r *reader) Raw(ctx context.Context, op *snapshot.Operator, subtask int) (s
 func (r *reader) Close() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for h, l := range r.dbs {
+	for o, l := range r.dbs {
 		<-l.ready
 		if l.d != nil {
 			l.d.Close()
 		}
-		delete(r.dbs, h)
+		delete(r.dbs, o)
 	}
 	var err error
 	if r.tmp != "" {

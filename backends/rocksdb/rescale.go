@@ -1,7 +1,6 @@
 package rocksdb
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -12,8 +11,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/linxGnu/grocksdb"
-
+	"github.com/stateutil/stateutil/internal/rocksdb"
+	"github.com/stateutil/stateutil/internal/rocksdbformat"
 	"github.com/stateutil/stateutil/keygroup"
 	"github.com/stateutil/stateutil/snapshot"
 )
@@ -39,7 +38,7 @@ import (
 //     finishes its SST files at key-group boundaries, sstTarget, so most
 //     files qualify). The key ranges between those files stream raw into
 //     an external SST file each, one per CPU at a time and in a C loop
-//     (native.go), while the new instance is made; the files are then
+//     (internal/rocksdb), while the new instance is made; the files are then
 //     ingested. All are disjoint, so each file receives its keys in order
 //     and none overlaps another.
 //
@@ -66,14 +65,14 @@ func (w *writer) SubtaskFrom(ctx context.Context, r snapshot.Reader, op, newOp *
 	// Every source is checked and opened before use; opening them all at
 	// once spreads the checks over the CPUs even when every new subtask
 	// reads the same old subtask first.
-	hs := make([]*handle, len(srcs))
+	hs := make([]*rocksdbformat.Handle, len(srcs))
 	for i := range srcs {
 		hs[i] = srcs[i].h
 	}
 	if err := rr.openAll(ctx, hs); err != nil {
 		return nil, true, err
 	}
-	var base *db
+	var base *rocksdb.ReadOnlyDB
 	if primary != nil {
 		if base, err = rr.local(ctx, primary.h); err != nil {
 			return nil, true, err
@@ -95,7 +94,7 @@ func (w *writer) SubtaskFrom(ctx context.Context, r snapshot.Reader, op, newOp *
 		if base == nil {
 			return nil
 		}
-		return linkDB(base.path, primary.h.Files, dir)
+		return linkDB(base.Path(), primary.h.Files, dir)
 	})
 	if err != nil {
 		<-copied
@@ -131,7 +130,7 @@ func (w *writer) SubtaskFrom(ctx context.Context, r snapshot.Reader, op, newOp *
 // src: SST files, which RocksDB never changes, hard-linked (to the file a
 // symbolic link in src names); the rest (MANIFEST, CURRENT, OPTIONS,
 // logs), which it does, copied.
-func linkDB(src string, files []file, dir string) error {
+func linkDB(src string, files []rocksdbformat.File, dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -169,10 +168,10 @@ func copyLocalFile(from, to string) error {
 // recordSums notes the checksums the old snapshot records for the SST
 // files linked from it: the new snapshot records them unread, so damage
 // in an old file stays visible as a checksum mismatch.
-func (cs *copiedSubtask) recordSums(files []file) error {
+func (cs *copiedSubtask) recordSums(files []rocksdbformat.File) error {
 	for _, f := range files {
 		if strings.HasSuffix(f.Local, ".sst") {
-			if err := cs.in.sums.record(filepath.Join(cs.in.dir, f.Local), f.CRC32C); err != nil {
+			if err := cs.in.RecordCRC32C(filepath.Join(cs.in.Dir(), f.Local), f.CRC32C); err != nil {
 				return err
 			}
 		}
@@ -217,7 +216,7 @@ func (cs *copiedSubtask) Close() error {
 // source is an old subtask's share of the new range.
 type source struct {
 	sub  *snapshot.Subtask
-	h    *handle
+	h    *rocksdbformat.Handle
 	part keygroup.Range
 }
 
@@ -234,7 +233,7 @@ func sources(rr *reader, op *snapshot.Operator, kgs keygroup.Range) ([]source, e
 		if err != nil {
 			return nil, err
 		}
-		if w := prefixWidth(op.MaxParallelism); w != h.PrefixBytes {
+		if w := rocksdbformat.PrefixWidth(op.MaxParallelism); w != h.PrefixBytes {
 			return nil, snapshot.Corrupt(rr.d.Storage.URI(rr.d.Metadata()), -1, "operator %s subtask %d: %d-byte key-group prefix recorded, max parallelism %d implies %d", op.Label(), sub.Index, h.PrefixBytes, op.MaxParallelism, w)
 		}
 		if part = part.Intersect(h.KeyGroups); part.Len() > 0 {
@@ -255,84 +254,28 @@ func sources(rr *reader, op *snapshot.Operator, kgs keygroup.Range) ([]source, e
 // part's prefixes, and compacts the column families it deleted from so
 // that their files no longer hold those keys.
 func (cs *copiedSubtask) clip(op *snapshot.Operator, part keygroup.Range) error {
-	d := cs.in.db
-	for _, name := range d.columnFamilies() {
+	d := cs.in.DB()
+	for _, name := range d.ColumnFamilies() {
 		if _, ok := op.KeyedStateByName(name); !ok {
-			if err := d.dropCF(name); err != nil {
+			if err := d.DropColumnFamily(name); err != nil {
 				return err
 			}
 		}
 	}
-	var dirty []*grocksdb.ColumnFamilyHandle
+	codecs := rocksdbformat.Codecs(op)
+	var dirty []string
 	for i := range op.KeyedStates {
-		c := cs.in.codecs[op.KeyedStates[i].Name]
-		h := d.cfs[c.state]
-		deleted, err := d.deleteOutside(h, c.kgPrefix(part.Start), c.upperBound(part.End))
+		c := codecs[op.KeyedStates[i].Name]
+		deleted, err := d.DeleteOutside(c.State, c.KeyGroupPrefix(part.Start), c.UpperBound(part.End))
 		if err != nil {
-			return fmt.Errorf("state %q: %w", c.state, err)
+			return fmt.Errorf("state %q: %w", c.State, err)
 		}
 		if deleted {
-			dirty = append(dirty, h)
+			dirty = append(dirty, c.State)
 		}
 	}
-	if len(dirty) == 0 {
-		return nil
-	}
-	o := grocksdb.NewCompactRangeOptions()
-	defer o.Destroy()
-	// Rewrite the bottommost files too, but not the ones this compaction
-	// has just written.
-	o.SetBottommostLevelCompaction(grocksdb.KForceOptimized)
-	for _, h := range dirty {
-		d.rdb.CompactRangeCFOpt(h, grocksdb.Range{}, o)
-	}
+	d.Rewrite(dirty...)
 	return nil
-}
-
-// dropCF drops a column family and frees its handle.
-func (d *db) dropCF(name string) error {
-	h, ok := d.cfs[name]
-	if !ok {
-		return nil
-	}
-	if err := d.rdb.DropColumnFamily(h); err != nil {
-		return fmt.Errorf("rocksdb %q: drop column family %q: %w", d.path, name, err)
-	}
-	d.handles = slices.DeleteFunc(d.handles, func(x *grocksdb.ColumnFamilyHandle) bool { return x == h })
-	delete(d.cfs, name)
-	h.Destroy()
-	return nil
-}
-
-// deleteOutside deletes cf's keys before lower and, unless upper is nil,
-// from upper on; it reports whether there were any.
-func (d *db) deleteOutside(cf *grocksdb.ColumnFamilyHandle, lower, upper []byte) (bool, error) {
-	it := d.newIter(cf, nil, nil)
-	defer it.Close()
-	if !it.valid() {
-		return false, it.err()
-	}
-	first := slices.Clone(it.key())
-	it.it.SeekToLast()
-	if !it.valid() {
-		return false, it.err()
-	}
-	// Past the last key: DeleteRange's end is exclusive.
-	end := append(slices.Clone(it.key()), 0)
-	deleted := false
-	if bytes.Compare(first, lower) < 0 {
-		if err := d.rdb.DeleteRangeCF(d.wo, cf, first, lower); err != nil {
-			return false, err
-		}
-		deleted = true
-	}
-	if upper != nil && bytes.Compare(end, upper) > 0 {
-		if err := d.rdb.DeleteRangeCF(d.wo, cf, upper, end); err != nil {
-			return false, err
-		}
-		deleted = true
-	}
-	return deleted, nil
 }
 
 // carryStats sums the old subtasks' per-key-group figures over the new

@@ -9,22 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stateutil/stateutil/internal/rocksdbformat/rockstest"
 	"github.com/stateutil/stateutil/keygroup"
 	"github.com/stateutil/stateutil/snapshot"
 )
-
-// benchRescaleBytes is the keyed state of the rescale benchmark's source:
-// STATEUTIL_BENCH_BYTES, default 64 MiB.
-func benchRescaleBytes(b *testing.B) int64 {
-	if s := os.Getenv("STATEUTIL_BENCH_BYTES"); s != "" {
-		n, err := strconv.ParseInt(s, 10, 64)
-		if err != nil || n <= 0 {
-			b.Fatalf("STATEUTIL_BENCH_BYTES=%q: want a positive number of bytes", s)
-		}
-		return n
-	}
-	return 64 << 20
-}
 
 // benchValueBytes is the size of the benchmark's values:
 // STATEUTIL_BENCH_VALUE_BYTES, default 100.
@@ -56,7 +44,7 @@ func benchRescaleSource(b *testing.B, size int64) string {
 	}
 	r := rand.New(rand.NewPCG(11, 12))
 	value := func(i int) []byte {
-		v := fmt.Appendf(randBytes(r, n/2), "payload-%0*d", n, i)
+		v := fmt.Appendf(rockstest.RandBytes(r, n/2), "payload-%0*d", n, i)
 		return v[:n]
 	}
 	var all []snapshot.Entry
@@ -86,7 +74,7 @@ func benchRescaleSource(b *testing.B, size int64) string {
 		per[i] = append(per[i], e)
 	}
 	for i := range per {
-		per[i] = canonical(per[i])
+		per[i] = rockstest.Canonical(per[i])
 	}
 	loc := filepath.Join(b.TempDir(), "src")
 	writePlain(b, loc, op, per)
@@ -102,7 +90,7 @@ func benchRescaleSource(b *testing.B, size int64) string {
 // entry-by-entry one's. Both include opening the source, downloading its
 // files, planning and writing the result.
 func BenchmarkRescale(b *testing.B) {
-	size := benchRescaleBytes(b)
+	size := rockstest.BenchBytes(b)
 	src := benchRescaleSource(b, size)
 	for _, p := range []int{3, 1} {
 		b.Run(fmt.Sprintf("2to%d", p), func(b *testing.B) {

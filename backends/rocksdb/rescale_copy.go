@@ -14,6 +14,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/stateutil/stateutil/internal/rocksdb"
+	"github.com/stateutil/stateutil/internal/rocksdbformat"
 	"github.com/stateutil/stateutil/keygroup"
 	"github.com/stateutil/stateutil/snapshot"
 )
@@ -41,8 +43,8 @@ func pickPrimary(op *snapshot.Operator, srcs []source) *source {
 // share is one keyed state's key range [lower, upper) in one source
 // (upper nil: to the end), copied into its own external SST file.
 type share struct {
-	src          *db
-	c            *codec
+	src          *rocksdb.ReadOnlyDB
+	c            *rocksdbformat.Codec
 	lower, upper []byte
 	path         string
 	label        string
@@ -65,7 +67,7 @@ type link struct {
 func planShares(ctx context.Context, rr *reader, op *snapshot.Operator, srcs []source, primary *source, newKGs keygroup.Range, tmp string) ([]*share, []*link, error) {
 	var shares []*share
 	var links []*link
-	cs := codecs(op)
+	cs := rocksdbformat.Codecs(op)
 	for i := range srcs {
 		s := &srcs[i]
 		if s == primary || len(s.h.Files) == 0 || len(op.KeyedStates) == 0 {
@@ -81,19 +83,19 @@ func planShares(ctx context.Context, rr *reader, op *snapshot.Operator, srcs []s
 		}
 		for j := range op.KeyedStates {
 			c := cs[op.KeyedStates[j].Name]
-			if _, ok := d.cfs[c.state]; !ok {
+			if !d.Has(c.State) {
 				continue
 			}
-			lower, upper := c.kgPrefix(s.part.Start), c.upperBound(s.part.End)
-			whole, err := linkableFiles(d, c.state, lower, upper, crcs)
+			lower, upper := c.KeyGroupPrefix(s.part.Start), c.UpperBound(s.part.End)
+			whole, err := linkableFiles(d, c.State, lower, upper, crcs)
 			if err != nil {
 				return nil, nil, err
 			}
-			sizes, err := d.keyGroupSizes(c, s.part.Start, s.part.End)
+			sizes, err := keyGroupSizes(d, c, s.part.Start, s.part.End)
 			if err != nil {
 				return nil, nil, err
 			}
-			label := fmt.Sprintf("operator %s subtask %d state %q", op.Label(), s.sub.Index, c.state)
+			label := fmt.Sprintf("operator %s subtask %d state %q", op.Label(), s.sub.Index, c.State)
 			addShare := func(lo, hi []byte) {
 				for _, p := range pieces(c, lo, hi, s.part.Start, sizes) {
 					shares = append(shares, &share{src: d, c: c, lower: p[0], upper: p[1], label: label,
@@ -101,9 +103,9 @@ func planShares(ctx context.Context, rr *reader, op *snapshot.Operator, srcs []s
 				}
 			}
 			for _, f := range whole {
-				addShare(lower, f.smallest)
-				lower = append(slices.Clip(f.largest), 0) // the key right after it
-				links = append(links, &link{state: c.state, from: f.from, crc: f.crc,
+				addShare(lower, f.Smallest)
+				lower = append(slices.Clip(f.Largest), 0) // the key right after it
+				links = append(links, &link{state: c.State, from: f.from, crc: f.crc,
 					path: filepath.Join(tmp, "link-"+strconv.Itoa(len(links))+".sst")})
 			}
 			addShare(lower, upper)
@@ -117,15 +119,15 @@ func planShares(ctx context.Context, rr *reader, op *snapshot.Operator, srcs []s
 // subtask writer would end a file (sstTarget), so that the copies are
 // files a later rescale can link in turn. sizes holds the state's bytes in
 // each key group of the source from first on (keyGroupSizes).
-func pieces(c *codec, lo, hi []byte, first int, sizes []uint64) [][2][]byte {
+func pieces(c *rocksdbformat.Codec, lo, hi []byte, first int, sizes []uint64) [][2][]byte {
 	if hi != nil && bytes.Compare(lo, hi) >= 0 {
 		return nil
 	}
 	var out [][2][]byte
 	start, size := lo, uint64(0)
-	for kg := c.keyGroupOf(lo); kg < first+len(sizes)-1; kg++ {
+	for kg := c.KeyGroupOf(lo); kg < first+len(sizes)-1; kg++ {
 		size += sizes[kg-first]
-		cut := c.kgPrefix(kg + 1)
+		cut := c.KeyGroupPrefix(kg + 1)
 		if hi != nil && bytes.Compare(cut, hi) >= 0 {
 			break
 		}
@@ -137,9 +139,20 @@ func pieces(c *codec, lo, hi []byte, first int, sizes []uint64) [][2][]byte {
 	return append(out, [2][]byte{start, hi})
 }
 
+// keyGroupSizes estimates the bytes column family c.State holds in each
+// key group from first to last, from its files' indexes (RocksDB's
+// approximate sizes).
+func keyGroupSizes(d *rocksdb.ReadOnlyDB, c *rocksdbformat.Codec, first, last int) ([]uint64, error) {
+	ranges := make([]rocksdb.Range, last-first+1)
+	for kg := first; kg <= last; kg++ {
+		ranges[kg-first] = rocksdb.Range{Start: c.KeyGroupPrefix(kg), Limit: c.KeyGroupPrefix(kg + 1)}
+	}
+	return d.ApproximateSizes(c.State, ranges)
+}
+
 // wholeFile is a source's SST file that can be linked (linkableFiles).
 type wholeFile struct {
-	liveFile
+	rocksdb.LiveFile
 	from string
 	crc  uint32
 }
@@ -147,36 +160,36 @@ type wholeFile struct {
 // linkableFiles lists, in key order, the SST files of d's column family
 // state that lie inside [lower, upper) and can be taken as they are: no
 // other file or memtable entry shares their keys, the file needs no
-// rewriting to be ingested (linkable), and the snapshot records its
+// rewriting to be ingested (rocksdb.SSTLinkable), and the snapshot records its
 // checksum (crcs, by local name) to carry over.
-func linkableFiles(d *db, state string, lower, upper []byte, crcs map[string]uint32) ([]wholeFile, error) {
-	files, ok := d.files(state)
+func linkableFiles(d *rocksdb.ReadOnlyDB, state string, lower, upper []byte, crcs map[string]uint32) ([]wholeFile, error) {
+	files, ok := d.LiveFiles(state)
 	if !ok {
 		return nil, nil
 	}
 	var out []wholeFile
 	var prevLargest []byte
 	for i, f := range files {
-		alone := (i == 0 || bytes.Compare(prevLargest, f.smallest) < 0) &&
-			(i == len(files)-1 || bytes.Compare(f.largest, files[i+1].smallest) < 0)
-		if i == 0 || bytes.Compare(f.largest, prevLargest) > 0 {
-			prevLargest = f.largest
+		alone := (i == 0 || bytes.Compare(prevLargest, f.Smallest) < 0) &&
+			(i == len(files)-1 || bytes.Compare(f.Largest, files[i+1].Smallest) < 0)
+		if i == 0 || bytes.Compare(f.Largest, prevLargest) > 0 {
+			prevLargest = f.Largest
 		}
-		inside := bytes.Compare(f.smallest, lower) >= 0 && (upper == nil || bytes.Compare(f.largest, upper) < 0)
-		crc, recorded := crcs[f.name]
+		inside := bytes.Compare(f.Smallest, lower) >= 0 && (upper == nil || bytes.Compare(f.Largest, upper) < 0)
+		crc, recorded := crcs[f.Name]
 		if !alone || !inside || !recorded {
 			continue
 		}
-		from, err := filepath.EvalSymlinks(filepath.Join(d.path, f.name))
+		from, err := filepath.EvalSymlinks(filepath.Join(d.Path(), f.Name))
 		if err != nil {
 			return nil, err
 		}
-		if ok, err := linkable(from); err != nil {
+		if ok, err := rocksdb.SSTLinkable(from); err != nil {
 			return nil, err
 		} else if !ok {
 			continue
 		}
-		out = append(out, wholeFile{liveFile: f, from: from, crc: crc})
+		out = append(out, wholeFile{LiveFile: f, from: from, crc: crc})
 	}
 	return out, nil
 }
@@ -198,14 +211,14 @@ func (cs *copiedSubtask) ingestShares(op *snapshot.Operator, shares []*share, li
 					return err
 				}
 			}
-			if err := cs.in.sums.record(l.path, l.crc); err != nil {
+			if err := cs.in.RecordCRC32C(l.path, l.crc); err != nil {
 				return err
 			}
 			linked = append(linked, l.path)
 		}
 		for _, sh := range shares {
-			if sh.ok && sh.c.state == name {
-				if err := cs.in.sums.record(sh.path, sh.crc); err != nil {
+			if sh.ok && sh.c.State == name {
+				if err := cs.in.RecordCRC32C(sh.path, sh.crc); err != nil {
 					return err
 				}
 				copied = append(copied, sh.path)
@@ -214,17 +227,13 @@ func (cs *copiedSubtask) ingestShares(op *snapshot.Operator, shares []*share, li
 		if len(copied)+len(linked) == 0 {
 			continue
 		}
-		h, err := cs.in.db.cf(name)
-		if err != nil {
-			return err
-		}
 		if len(linked) > 0 {
-			if err := cs.in.db.ingestUnchanged(h, linked); err != nil {
+			if err := cs.in.DB().IngestUnchanged(name, linked); err != nil {
 				return err
 			}
 		}
 		if len(copied) > 0 {
-			if err := cs.in.db.ingest(h, copied); err != nil {
+			if err := cs.in.DB().Ingest(name, copied); err != nil {
 				return err
 			}
 		}
@@ -257,16 +266,16 @@ func runShares(ctx context.Context, shares []*share) error {
 // copy writes the share's key range of its state, raw, into its file,
 // compressed or not as the range's first pairs tell.
 func (sh *share) copy(ctx context.Context) error {
-	it := sh.src.newIter(sh.src.cfs[sh.c.state], sh.lower, sh.upper)
+	it := sh.src.NewIterator(sh.c.State, sh.lower, sh.upper)
 	defer it.Close()
 	var head []byte // the first pairs, key then value, each with its length
-	for ; it.valid() && len(head) < compressionSample; it.next() {
-		head = appendPair(head, it.key(), it.value())
+	for ; it.Valid() && len(head) < compressionSample; it.Next() {
+		head = appendPair(head, it.Key(), it.Value())
 	}
 	if len(head) == 0 { // most gaps between linked files hold no keys
-		return it.err()
+		return it.Err()
 	}
-	w, err := newSSTWriter(sh.path, compressible(head))
+	w, err := rocksdb.NewSSTWriter(sh.path, compressible(head))
 	if err != nil {
 		return err
 	}
@@ -274,15 +283,18 @@ func (sh *share) copy(ctx context.Context) error {
 	for rest := head; len(rest) > 0; {
 		var k, v []byte
 		k, v, rest = nextPair(rest)
-		if err := w.add(k, v); err != nil {
+		if err := w.Add(k, v); err != nil {
 			return fmt.Errorf("%s: %w", sh.label, err)
 		}
 	}
-	if err := copyIter(ctx, it, w); err != nil {
+	if err := w.Copy(ctx, it); err != nil {
 		return fmt.Errorf("%s: %w", sh.label, err)
 	}
-	sh.ok, err = w.finish()
-	sh.crc = w.crc
+	if err := it.Err(); err != nil {
+		return fmt.Errorf("%s: %w: %w", sh.label, snapshot.ErrCorrupt, err)
+	}
+	sh.ok, err = w.Finish()
+	sh.crc = w.CRC32C()
 	return err
 }
 
@@ -299,28 +311,4 @@ func nextPair(b []byte) (k, v, rest []byte) {
 	k, b = b[w:w+int(n)], b[w+int(n):]
 	n, w = binary.Uvarint(b)
 	return k, b[w : w+int(n)], b[w+int(n):]
-}
-
-// copyIter writes every pair it yields to dst.
-func copyIter(ctx context.Context, it *iter, dst *sstWriter) error {
-	if nativeIterator {
-		if err := dst.copyPairs(ctx, it); err != nil {
-			return err
-		}
-	}
-	for n := 0; it.valid(); n++ {
-		if n&0xfff == 0 {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-		}
-		if err := dst.add(it.key(), it.value()); err != nil {
-			return err
-		}
-		it.next()
-	}
-	if err := it.err(); err != nil {
-		return fmt.Errorf("%w: %w", snapshot.ErrCorrupt, err)
-	}
-	return nil
 }

@@ -14,10 +14,14 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/stateutil/stateutil/backends/internal/chkdir"
+	"github.com/stateutil/stateutil/internal/chkdir"
+	"github.com/stateutil/stateutil/internal/rocksdb"
+	"github.com/stateutil/stateutil/internal/rocksdbformat"
+	"github.com/stateutil/stateutil/internal/rocksdbformat/rockstest"
 	"github.com/stateutil/stateutil/keygroup"
 	"github.com/stateutil/stateutil/migrate"
 	"github.com/stateutil/stateutil/redistribute"
+	"github.com/stateutil/stateutil/runtime/rocksstate"
 	"github.com/stateutil/stateutil/snapshot"
 	"github.com/stateutil/stateutil/snapshot/snaptest"
 	"github.com/stateutil/stateutil/storage"
@@ -198,16 +202,16 @@ func checkFiles(t *testing.T, loc string) {
 	}
 	ctx := context.Background()
 	d := chkdir.At(storage.Local(), loc)
-	m, err := readMetadata(ctx, d)
+	m, err := rocksdbformat.ReadMetadata(ctx, d)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, h := range m.Handles {
-		if !slices.ContainsFunc(h.Files, func(f file) bool { return strings.HasSuffix(f.Local, ".sst") }) {
+		if !slices.ContainsFunc(h.Files, func(f rocksdbformat.File) bool { return strings.HasSuffix(f.Local, ".sst") }) {
 			continue
 		}
-		dir := filepath.Join(t.TempDir(), subtaskDirName(h.Operator, h.Subtask))
-		if err := downloadHandle(ctx, d, h, dir); err != nil {
+		dir := filepath.Join(t.TempDir(), rocksdbformat.SubtaskDirName(h.Operator, h.Subtask))
+		if err := rocksdbformat.DownloadHandle(ctx, d, h, dir); err != nil {
 			t.Fatal(err)
 		}
 		run(t, ldb, "--db="+dir, "checkconsistency")
@@ -238,24 +242,38 @@ func checkFiles(t *testing.T, loc string) {
 	}
 }
 
-// TestRescaleFastPathFromIncremental rescales an incremental checkpoint,
-// whose subtasks have several overlapping SST files and no recorded
-// per-key-group figures.
+// TestRescaleFastPathFromIncremental rescales an incremental checkpoint
+// (the runtime's checkpointer's), whose subtasks have several overlapping
+// SST files and no recorded per-key-group figures.
 func TestRescaleFastPathFromIncremental(t *testing.T) {
 	ctx := context.Background()
-	op := kvOperator(2, 4096)
-	b := newIncremental(t, 2)
+	op := rockstest.KVOperator(2, 4096)
+	b, err := rocksstate.NewIncremental(rocksstate.IncrementalOptions{LocalDir: t.TempDir(), Retain: 2, Storage: testReg.Storage})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	put := func(sub int, e *snapshot.Entry) error {
+		in, err := b.Open(op, sub, keygroup.RangeOf(op.MaxParallelism, op.Parallelism, sub))
+		if err != nil {
+			return err
+		}
+		return in.Put(e)
+	}
 	r := rand.New(rand.NewPCG(3, 4))
 	root := t.TempDir()
-	fillKV(t, b, op, 0, 1500, 40, r)
+	rockstest.PutKV(t, op, 0, 1500, 40, r, put)
 	if _, err := b.Checkpoint(ctx, root, "job", 1); err != nil {
 		t.Fatal(err)
 	}
-	fillKV(t, b, op, 1000, 2500, 40, r) // overwrites a third
+	rockstest.PutKV(t, op, 1000, 2500, 40, r, put) // overwrites a third
 	if _, err := b.Checkpoint(ctx, root, "job", 2); err != nil {
 		t.Fatal(err)
 	}
-	want := allEntries(t, b)
+	var want []snapshot.Entry
+	for _, in := range b.Instances() {
+		want = append(want, rockstest.Collect(t, in.Entries(ctx, in.KeyGroups()))...)
+	}
 	src := filepath.Join(root, "job", chkdir.CheckpointDirName(2))
 	fast, n := rescaleTo(t, src, 3, false)
 	if n != 3 {
@@ -269,7 +287,7 @@ func TestRescaleFastPathFromIncremental(t *testing.T) {
 		}
 		all = append(all, sub.Entries...)
 	}
-	sameEntries(t, "rescaled incremental checkpoint", want, all)
+	rockstest.SameEntries(t, "rescaled incremental checkpoint", want, all)
 	checkFiles(t, fast)
 }
 
@@ -314,12 +332,12 @@ func writePlain(tb testing.TB, loc string, op *snapshot.Operator, per [][]snapsh
 func TestRescaleFastPathClipsPrimary(t *testing.T) {
 	ctx := context.Background()
 	for _, maxP := range []int{128, 4096} {
-		op := testOperator("0c1d", 1, maxP)
+		op := rockstest.Operator("0c1d", 1, maxP)
 		src := filepath.Join(t.TempDir(), "src")
-		writePlain(t, src, op, testEntries(t, op, 500, 5))
+		writePlain(t, src, op, rockstest.Entries(t, op, 500, 5))
 
 		d := chkdir.At(storage.Local(), src)
-		m, err := readMetadata(ctx, d)
+		m, err := rocksdbformat.ReadMetadata(ctx, d)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -340,7 +358,7 @@ func TestRescaleFastPathClipsPrimary(t *testing.T) {
 				sub.Keyed.Bytes += g.Bytes
 			}
 		}
-		if err := writeMetadata(ctx, d, m); err != nil {
+		if err := rocksdbformat.WriteMetadata(ctx, d, m); err != nil {
 			t.Fatal(err)
 		}
 		for _, p := range []int{2, 1, 3} {
@@ -365,10 +383,10 @@ func TestRescaleFastPathClipsPrimary(t *testing.T) {
 // TestRescaleFastPathCanceled leaves nothing a reader accepts when the
 // context ends during the rescale.
 func TestRescaleFastPathCanceled(t *testing.T) {
-	op := testOperator("0c2d", 2, 128)
+	op := rockstest.Operator("0c2d", 2, 128)
 	op.OperatorStates = nil
 	src := filepath.Join(t.TempDir(), "src")
-	writePlain(t, src, op, testEntries(t, op, 300, 6))
+	writePlain(t, src, op, rockstest.Entries(t, op, 300, 6))
 	ctx, cancel := context.WithCancel(context.Background())
 	r, err := testReg.Open(ctx, src, snapshot.OpenOptions{TempDir: t.TempDir()})
 	if err != nil {
@@ -449,7 +467,7 @@ func filesWithin(t *testing.T, loc string, p int) []string {
 	t.Helper()
 	ctx := context.Background()
 	d := chkdir.At(storage.Local(), loc)
-	m, err := readMetadata(ctx, d)
+	m, err := rocksdbformat.ReadMetadata(ctx, d)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -457,20 +475,21 @@ func filesWithin(t *testing.T, loc string, p int) []string {
 	for _, h := range m.Handles {
 		op, _ := m.Snapshot.Operator(h.Operator)
 		dir := filepath.Join(t.TempDir(), "db")
-		if err := linkHandle(ctx, d, h, dir); err != nil {
+		if err := rocksdbformat.LinkHandle(ctx, d, h, dir); err != nil {
 			t.Fatal(err)
 		}
-		db, err := openReadOnly(dir, false)
+		db, err := rocksdb.OpenReadOnly(dir, rocksdb.ReadOnlyOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		c := &codec{prefix: h.PrefixBytes}
-		for _, cf := range db.columnFamilies() {
-			files, _ := db.files(cf)
+		cs := rocksdbformat.Codecs(op)
+		for _, cf := range db.ColumnFamilies() {
+			c := cs[cf]
+			files, _ := db.LiveFiles(cf)
 			for _, f := range files {
-				first, last := c.keyGroupOf(f.smallest), c.keyGroupOf(f.largest)
+				first, last := c.KeyGroupOf(f.Smallest), c.KeyGroupOf(f.Largest)
 				if keygroup.SubtaskOf(first, op.MaxParallelism, p) == keygroup.SubtaskOf(last, op.MaxParallelism, p) {
-					real, err := filepath.EvalSymlinks(filepath.Join(dir, f.name))
+					real, err := filepath.EvalSymlinks(filepath.Join(dir, f.Name))
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -513,29 +532,21 @@ func sharedFiles(t *testing.T, src, dst string) (shared, all int) {
 	return shared, all
 }
 
-// TestRescaleFastPathPortableLoop runs the copy through the Go loop that
-// replaces the C one should grocksdb's wrappers change.
-func TestRescaleFastPathPortableLoop(t *testing.T) {
-	defer func(v bool) { nativeIterator = v }(nativeIterator)
-	nativeIterator = false
-	testRescale(t, 5, 4096, 2, 3)
-}
-
 // TestRescaleFastPathNoNativeLeak rescales through the fast path (links,
 // copies, C loop) many times; a leaked native object would grow the RSS.
 func TestRescaleFastPathNoNativeLeak(t *testing.T) {
 	if testing.Short() {
 		t.Skip("long loop")
 	}
-	op := testOperator("0c3d", 2, 128)
+	op := rockstest.Operator("0c3d", 2, 128)
 	src := filepath.Join(t.TempDir(), "src")
-	writePlain(t, src, op, testEntries(t, op, 300, 8))
+	writePlain(t, src, op, rockstest.Entries(t, op, 300, 8))
 	cycle := func(i int) {
 		dst, _ := rescaleTo(t, src, 1+2*(i%2), false) // 2 -> 1, 2 -> 3
 		os.RemoveAll(dst)
 	}
 	const loops = 60
-	before, after := rssAcross(t, 20, loops, cycle)
+	before, after := rockstest.RSSAcross(t, 20, loops, cycle)
 	t.Logf("VmRSS %d KiB after warm-up, %d KiB after %d more rescales (%+d KiB)", before, after, loops, after-before)
 	// The entry-by-entry path settles at about +4 MiB here as well.
 	if after-before > 8<<10 {
@@ -546,7 +557,7 @@ func TestRescaleFastPathNoNativeLeak(t *testing.T) {
 // TestPiecesEndWhereWriterFilesEnd checks where a rescale cuts the key
 // ranges it copies: at key-group boundaries, by the writer's rule.
 func TestPiecesEndWhereWriterFilesEnd(t *testing.T) {
-	c := &codec{prefix: 1}
+	c := rocksdbformat.Codecs(rockstest.KVOperator(1, 128))["kv"] // 1-byte prefixes
 	sizes := func(n int, each uint64) []uint64 {
 		out := make([]uint64, n)
 		for i := range out {
@@ -557,7 +568,7 @@ func TestPiecesEndWhereWriterFilesEnd(t *testing.T) {
 	cuts := func(ps [][2][]byte) []int {
 		var out []int
 		for _, p := range ps[1:] {
-			out = append(out, c.keyGroupOf(p[0]))
+			out = append(out, c.KeyGroupOf(p[0]))
 		}
 		return out
 	}
@@ -575,12 +586,12 @@ func TestPiecesEndWhereWriterFilesEnd(t *testing.T) {
 		sizes    []uint64
 		wantCuts []int
 	}{
-		{"key groups past 4 MiB: each alone", c.kgPrefix(0), nil, 0, sizes(64, 10<<20), every(1, 63, 1)},
-		{"key groups of 1 MiB: every fourth", c.kgPrefix(0), nil, 0, sizes(64, 1<<20), every(4, 60, 4)},
-		{"key groups of 3 MiB: every second", c.kgPrefix(0), nil, 0, sizes(64, 3<<20), every(2, 62, 2)},
-		{"a small state: one piece", c.kgPrefix(0), nil, 0, sizes(64, 10<<10), nil},
-		{"bounded above", c.kgPrefix(10), c.kgPrefix(20), 10, sizes(118, 1<<20), []int{14, 18}},
-		{"from inside a key group", append(c.kgPrefix(9), 7), nil, 9, sizes(12, 2<<20), every(11, 19, 2)},
+		{"key groups past 4 MiB: each alone", c.KeyGroupPrefix(0), nil, 0, sizes(64, 10<<20), every(1, 63, 1)},
+		{"key groups of 1 MiB: every fourth", c.KeyGroupPrefix(0), nil, 0, sizes(64, 1<<20), every(4, 60, 4)},
+		{"key groups of 3 MiB: every second", c.KeyGroupPrefix(0), nil, 0, sizes(64, 3<<20), every(2, 62, 2)},
+		{"a small state: one piece", c.KeyGroupPrefix(0), nil, 0, sizes(64, 10<<10), nil},
+		{"bounded above", c.KeyGroupPrefix(10), c.KeyGroupPrefix(20), 10, sizes(118, 1<<20), []int{14, 18}},
+		{"from inside a key group", append(c.KeyGroupPrefix(9), 7), nil, 9, sizes(12, 2<<20), every(11, 19, 2)},
 	} {
 		ps := pieces(c, tc.lo, tc.hi, tc.first, tc.sizes)
 		if !bytes.Equal(ps[0][0], tc.lo) || !bytes.Equal(ps[len(ps)-1][1], tc.hi) {
@@ -595,7 +606,7 @@ func TestPiecesEndWhereWriterFilesEnd(t *testing.T) {
 			t.Errorf("%s: cut at key groups %v, want %v", tc.name, got, tc.wantCuts)
 		}
 	}
-	if ps := pieces(c, c.kgPrefix(5), c.kgPrefix(5), 0, sizes(128, 0)); ps != nil {
+	if ps := pieces(c, c.KeyGroupPrefix(5), c.KeyGroupPrefix(5), 0, sizes(128, 0)); ps != nil {
 		t.Errorf("an empty range gave pieces %v", ps)
 	}
 }

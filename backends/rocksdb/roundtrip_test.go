@@ -10,6 +10,9 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/stateutil/stateutil/internal/rocksdb"
+	"github.com/stateutil/stateutil/internal/rocksdbformat"
+	"github.com/stateutil/stateutil/internal/rocksdbformat/rockstest"
 	"github.com/stateutil/stateutil/keygroup"
 	"github.com/stateutil/stateutil/snapshot"
 )
@@ -26,8 +29,8 @@ func TestRoundTrip(t *testing.T) {
 
 func testRoundTrip(t *testing.T, maxP int, sorted bool) {
 	ctx := context.Background()
-	op := testOperator("0a0b", 2, maxP)
-	entries := testEntries(t, op, 600, 1)
+	op := rockstest.Operator("0a0b", 2, maxP)
+	entries := rockstest.Entries(t, op, 600, 1)
 	input := entries
 	if !sorted {
 		// Same key groups in order, keys inside each in reverse: defeats
@@ -72,8 +75,8 @@ func testRoundTrip(t *testing.T, maxP int, sorted bool) {
 				t.Errorf("savepoint file %+v: want private, sized", fr)
 			}
 		}
-		got := collect(t, r.Entries(ctx, rop, i, sub.KeyGroups))
-		sameEntries(t, fmt.Sprintf("subtask %d", i), entries[i], got)
+		got := rockstest.Collect(t, r.Entries(ctx, rop, i, sub.KeyGroups))
+		rockstest.SameEntries(t, fmt.Sprintf("subtask %d", i), entries[i], got)
 		for j := 1; j < len(got); j++ {
 			if got[j].KeyGroup < got[j-1].KeyGroup {
 				t.Fatalf("entries not in key-group order at %d", j)
@@ -88,7 +91,7 @@ func testRoundTrip(t *testing.T, maxP int, sorted bool) {
 				want = append(want, e)
 			}
 		}
-		sameEntries(t, fmt.Sprintf("subtask %d range %v", i, part), want, collect(t, r.Entries(ctx, rop, i, part)))
+		rockstest.SameEntries(t, fmt.Sprintf("subtask %d range %v", i, part), want, rockstest.Collect(t, r.Entries(ctx, rop, i, part)))
 
 		var els []string
 		for el, err := range r.Elements(ctx, rop, i) {
@@ -109,9 +112,9 @@ func testRoundTrip(t *testing.T, maxP int, sorted bool) {
 
 func TestWriterRefusesExisting(t *testing.T) {
 	ctx := context.Background()
-	op := testOperator("01", 1, 128)
+	op := rockstest.Operator("01", 1, 128)
 	loc := filepath.Join(t.TempDir(), "sp")
-	writeSnapshot(t, loc, op, testEntries(t, op, 10, 1))
+	writeSnapshot(t, loc, op, rockstest.Entries(t, op, 10, 1))
 	if _, err := testReg.Create(ctx, Format, loc, snapshot.WriteOptions{}); err == nil {
 		t.Fatal("Create over an existing snapshot succeeded")
 	}
@@ -124,7 +127,7 @@ func TestWriterRefusesExisting(t *testing.T) {
 
 func TestWriterRejectsBadEntries(t *testing.T) {
 	ctx := context.Background()
-	op := testOperator("01", 2, 128)
+	op := rockstest.Operator("01", 2, 128)
 	w, err := testReg.Create(ctx, Format, filepath.Join(t.TempDir(), "sp"), snapshot.WriteOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -161,16 +164,16 @@ func TestWriterRejectsBadEntries(t *testing.T) {
 // again on the next call. The instance's files are hard links.
 func TestReaderOpensEachSubtaskOnce(t *testing.T) {
 	ctx := context.Background()
-	op := testOperator("0d0e", 2, 128)
+	op := rockstest.Operator("0d0e", 2, 128)
 	loc := filepath.Join(t.TempDir(), "sp")
-	writeSnapshot(t, loc, op, testEntries(t, op, 300, 4))
+	writeSnapshot(t, loc, op, rockstest.Entries(t, op, 300, 4))
 	r, err := testReg.Open(ctx, loc, snapshot.OpenOptions{TempDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
 	rr := r.(*reader)
-	hs := []*handle{}
+	hs := []*rocksdbformat.Handle{}
 	for i := range 2 {
 		h, err := rr.handle(op, i)
 		if err != nil {
@@ -180,15 +183,15 @@ func TestReaderOpensEachSubtaskOnce(t *testing.T) {
 	}
 
 	// Subtask 1 loses an SST file for a while.
-	sst := filepath.Join(loc, hs[1].Files[slices.IndexFunc(hs[1].Files, func(f file) bool { return filepath.Ext(f.Local) == ".sst" })].Path)
+	sst := filepath.Join(loc, hs[1].Files[slices.IndexFunc(hs[1].Files, func(f rocksdbformat.File) bool { return filepath.Ext(f.Local) == ".sst" })].Path)
 	if err := os.Rename(sst, sst+".away"); err != nil {
 		t.Fatal(err)
 	}
-	got := make([][]*db, 2)
+	got := make([][]*rocksdb.ReadOnlyDB, 2)
 	errs := make([][]error, 2)
 	var wg sync.WaitGroup
 	for i, h := range hs {
-		got[i], errs[i] = make([]*db, 8), make([]error, 8)
+		got[i], errs[i] = make([]*rocksdb.ReadOnlyDB, 8), make([]error, 8)
 		for j := range 8 {
 			wg.Go(func() { got[i][j], errs[i][j] = rr.local(ctx, h) })
 		}
@@ -214,7 +217,7 @@ func TestReaderOpensEachSubtaskOnce(t *testing.T) {
 	// The temporary directory is on the snapshot's file system: the
 	// instance's files are the snapshot's, hard-linked.
 	for _, f := range hs[0].Files {
-		local, err := os.Lstat(filepath.Join(got[0][0].path, f.Local))
+		local, err := os.Lstat(filepath.Join(got[0][0].Path(), f.Local))
 		if err != nil {
 			t.Fatal(err)
 		}

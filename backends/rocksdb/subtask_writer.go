@@ -3,7 +3,6 @@ package rocksdb
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,6 +10,8 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/stateutil/stateutil/internal/rocksdb"
+	"github.com/stateutil/stateutil/internal/rocksdbformat"
 	"github.com/stateutil/stateutil/keygroup"
 	"github.com/stateutil/stateutil/snapshot"
 )
@@ -40,7 +41,7 @@ var sortBudget = 64 << 20
 type subtaskWriter struct {
 	ctx     context.Context
 	w       *writer
-	in      *Instance
+	in      *rocksdbformat.Instance
 	tmp     string
 	states  map[string]*sstState
 	last    *sstState // the state of the entry before
@@ -60,30 +61,26 @@ type subtaskWriter struct {
 // sstState is one state's external SST file and the current key group's
 // records, not yet sorted.
 type sstState struct {
-	c        *codec
-	path     string     // its SST files' paths begin so
-	sst      *sstWriter // the SST file being written, opened by a flush
-	files    int        // SST files begun
-	finished []string   // SST files complete, not ingested yet
+	c        *rocksdbformat.Codec
+	path     string             // its SST files' paths begin so
+	sst      *rocksdb.SSTWriter // the SST file being written, opened by a flush
+	files    int                // SST files begun
+	finished []string           // SST files complete, not ingested yet
 	lz4      bool
 	buf      []byte // records' keys and values, each key followed by its value
-	recs     []sortRec
+	recs     []rocksdb.Record
 	sorted   bool // recs arrived in strictly increasing key order
 	fallback bool
 }
 
-// sortRec is a record in sstState.buf: key buf[off:off+klen], value the
-// vlen bytes after it. sstWriter.addRecords hands these to C as they are.
-type sortRec struct{ off, klen, vlen int }
-
-func (s *sstState) keyOf(r sortRec) []byte { return s.buf[r.off : r.off+r.klen] }
-func (s *sstState) valOf(r sortRec) []byte {
-	return s.buf[r.off+r.klen : r.off+r.klen+r.vlen]
+func (s *sstState) keyOf(r rocksdb.Record) []byte { return s.buf[r.Off : r.Off+r.KeyLen] }
+func (s *sstState) valOf(r rocksdb.Record) []byte {
+	return s.buf[r.Off+r.KeyLen : r.Off+r.KeyLen+r.ValueLen]
 }
 
 func (sw *subtaskWriter) Entry(e *snapshot.Entry) error {
 	if sw.closed {
-		return errClosed
+		return rocksdbformat.ErrClosed
 	}
 	s, err := sw.stateOf(e)
 	if err != nil {
@@ -98,7 +95,7 @@ func (sw *subtaskWriter) Entry(e *snapshot.Entry) error {
 			return err
 		}
 	}
-	if sw.key, err = c.encodeKey(sw.key[:0], e); err != nil {
+	if sw.key, err = c.EncodeKey(sw.key[:0], e); err != nil {
 		return err
 	}
 	sw.count(e)
@@ -126,17 +123,17 @@ func (s *sstState) add(key []byte, e *snapshot.Entry) error {
 		switch cmp := bytes.Compare(key, s.keyOf(*last)); {
 		case cmp == 0:
 			// The last record's value ends the buffer: change it in place.
-			vstart := last.off + last.klen
+			vstart := last.Off + last.KeyLen
 			var err error
-			if c.kind == snapshot.List {
-				s.buf, err = appendListElement(c, s.buf, last.vlen, e)
+			if c.Kind == snapshot.List {
+				s.buf, err = c.AppendElement(s.buf, last.ValueLen, e)
 			} else {
-				s.buf, err = c.encodeValue(s.buf[:vstart], e)
+				s.buf, err = c.EncodeValue(s.buf[:vstart], e)
 			}
 			if err != nil {
 				return err
 			}
-			last.vlen = len(s.buf) - vstart
+			last.ValueLen = len(s.buf) - vstart
 			return nil
 		case cmp < 0:
 			s.sorted = false
@@ -147,31 +144,17 @@ func (s *sstState) add(key []byte, e *snapshot.Entry) error {
 	off := len(s.buf)
 	s.buf = append(s.buf, key...)
 	var err error
-	if c.kind == snapshot.List {
-		s.buf, err = appendListElement(c, s.buf, 0, e)
+	if c.Kind == snapshot.List {
+		s.buf, err = c.AppendElement(s.buf, 0, e)
 	} else {
-		s.buf, err = c.encodeValue(s.buf, e)
+		s.buf, err = c.EncodeValue(s.buf, e)
 	}
 	if err != nil {
 		s.buf = s.buf[:off]
 		return err
 	}
-	s.recs = append(s.recs, sortRec{off: off, klen: len(key), vlen: len(s.buf) - off - len(key)})
+	s.recs = append(s.recs, rocksdb.Record{Off: off, KeyLen: len(key), ValueLen: len(s.buf) - off - len(key)})
 	return nil
-}
-
-// appendListElement appends e to dst as an element of a list value whose
-// listLen bytes end dst (codec.appendElement for a list inside a buffer).
-func appendListElement(c *codec, dst []byte, listLen int, e *snapshot.Entry) ([]byte, error) {
-	if err := c.checkSize(e, int64(listLen)+c.elementSize(e, listLen)); err != nil {
-		return dst, err
-	}
-	if listLen > 0 {
-		dst = append(dst, listDelimiter)
-	}
-	dst = c.appendTTL(dst, e)
-	dst = binary.AppendUvarint(dst, uint64(len(e.Value)))
-	return append(dst, e.Value...), nil
 }
 
 // flush sorts the buffered key group and writes it to the SST file,
@@ -184,7 +167,7 @@ func (s *sstState) flush() error {
 	// Sorted records arrived in strictly increasing key order (add merged
 	// equal neighbours): none repeats a key.
 	if !s.sorted {
-		slices.SortStableFunc(s.recs, func(a, b sortRec) int { return bytes.Compare(s.keyOf(a), s.keyOf(b)) })
+		slices.SortStableFunc(s.recs, func(a, b rocksdb.Record) int { return bytes.Compare(s.keyOf(a), s.keyOf(b)) })
 		if err := s.mergeEqualKeys(); err != nil {
 			return err
 		}
@@ -195,13 +178,13 @@ func (s *sstState) flush() error {
 			s.lz4 = compressible(s.buf)
 		}
 		s.files++
-		w, err := newSSTWriter(s.path+"-"+strconv.Itoa(s.files)+".sst", s.lz4)
+		w, err := rocksdb.NewSSTWriter(s.path+"-"+strconv.Itoa(s.files)+".sst", s.lz4)
 		if err != nil {
 			return err
 		}
 		s.sst = w
 	}
-	if err := s.sst.addRecords(s.buf, s.recs); err != nil {
+	if err := s.sst.AddRecords(s.buf, s.recs); err != nil {
 		return err
 	}
 	s.buf, s.recs = s.buf[:0], s.recs[:0]
@@ -219,7 +202,7 @@ func (s *sstState) mergeEqualKeys() error {
 			j++
 		}
 		r := s.recs[j-1] // the last write wins
-		if j > i+1 && s.c.kind == snapshot.List {
+		if j > i+1 && s.c.Kind == snapshot.List {
 			var err error
 			if r, err = s.joinList(s.recs[i:j]); err != nil {
 				return err
@@ -234,28 +217,28 @@ func (s *sstState) mergeEqualKeys() error {
 
 // joinList appends to buf a record with run's key and its values joined
 // as list elements.
-func (s *sstState) joinList(run []sortRec) (sortRec, error) {
+func (s *sstState) joinList(run []rocksdb.Record) (rocksdb.Record, error) {
 	off := len(s.buf)
 	s.buf = append(s.buf, s.keyOf(run[0])...)
 	for i, r := range run {
 		if i > 0 {
-			s.buf = append(s.buf, listDelimiter)
+			s.buf = append(s.buf, rocksdbformat.ListDelimiter)
 		}
 		s.buf = append(s.buf, s.valOf(r)...)
 	}
-	klen := run[0].klen
-	merged := sortRec{off: off, klen: klen, vlen: len(s.buf) - off - klen}
-	return merged, s.checkMerged(s.keyOf(merged), merged.vlen)
+	klen := run[0].KeyLen
+	merged := rocksdb.Record{Off: off, KeyLen: klen, ValueLen: len(s.buf) - off - klen}
+	return merged, s.checkMerged(s.keyOf(merged), merged.ValueLen)
 }
 
 // checkMerged refuses a list, merged from elements apart in the input,
 // larger than MaxValueSize.
 func (s *sstState) checkMerged(key []byte, n int) error {
 	var e snapshot.Entry
-	if err := s.c.decodeKey(key, &e); err != nil {
+	if err := s.c.DecodeKey(key, &e); err != nil {
 		return err
 	}
-	return s.c.checkSize(&e, int64(n))
+	return s.c.CheckSize(&e, int64(n))
 }
 
 // flushAll writes every state's buffered key group.
@@ -267,7 +250,7 @@ func (sw *subtaskWriter) flushAll() error {
 		if err := s.flush(); err != nil {
 			return err
 		}
-		if s.sst != nil && s.sst.bytes >= int64(sstTarget) {
+		if s.sst != nil && s.sst.Bytes() >= int64(sstTarget) {
 			if err := sw.finishFile(s); err != nil {
 				return err
 			}
@@ -307,25 +290,21 @@ func (sw *subtaskWriter) fallBack(s *sstState) error {
 	if err := sw.ingest(s); err != nil {
 		return err
 	}
-	h, err := sw.in.db.cf(s.c.state)
-	if err != nil {
-		return err
-	}
 	for _, r := range s.recs { // arrival order: later writes win, lists append
 		key, val := s.keyOf(r), s.valOf(r)
-		if s.c.kind == snapshot.List {
-			old, ok, err := sw.in.db.get(h, key)
+		if s.c.Kind == snapshot.List {
+			old, ok, err := sw.in.DB().Get(s.c.State, key)
 			if err != nil {
-				return fmt.Errorf("rocksdb: state %q: %w", s.c.state, err)
+				return fmt.Errorf("rocksdb: state %q: %w", s.c.State, err)
 			}
 			if ok && len(old) > 0 {
 				if err := s.checkMerged(key, len(old)+1+len(val)); err != nil {
 					return err
 				}
-				val = append(append(old, listDelimiter), val...)
+				val = append(append(old, rocksdbformat.ListDelimiter), val...)
 			}
 		}
-		if err := sw.in.db.put(h, key, val); err != nil {
+		if err := sw.in.DB().Put(s.c.State, key, val); err != nil {
 			return err
 		}
 	}
@@ -348,17 +327,17 @@ func (sw *subtaskWriter) count(e *snapshot.Entry) {
 // stateOf is e's state, e checked by the instance's codec unless the
 // entry before was of the same state and key group.
 func (sw *subtaskWriter) stateOf(e *snapshot.Entry) (*sstState, error) {
-	if s := sw.last; s != nil && e.KeyGroup == sw.lastKG && s.c.state == e.State {
+	if s := sw.last; s != nil && e.KeyGroup == sw.lastKG && s.c.State == e.State {
 		return s, nil
 	}
-	c, err := sw.in.codec(e)
+	c, err := sw.in.Codec(e)
 	if err != nil {
 		return nil, err
 	}
-	s, ok := sw.states[c.state]
+	s, ok := sw.states[c.State]
 	if !ok {
 		s = &sstState{c: c, path: filepath.Join(sw.tmp, "ingest-"+strconv.Itoa(len(sw.states)))}
-		sw.states[c.state] = s
+		sw.states[c.State] = s
 	}
 	sw.last = s
 	return s, nil
@@ -371,16 +350,16 @@ func (sw *subtaskWriter) finishFile(s *sstState) error {
 		return nil
 	}
 	defer func() { s.sst.Close(); s.sst = nil }()
-	ok, err := s.sst.finish()
+	ok, err := s.sst.Finish()
 	if err != nil || !ok {
-		os.Remove(s.sst.path)
+		os.Remove(s.sst.Path())
 		return err
 	}
-	if err := sw.in.sums.record(s.sst.path, s.sst.crc); err != nil {
+	if err := sw.in.RecordCRC32C(s.sst.Path(), s.sst.CRC32C()); err != nil {
 		return err
 	}
-	s.finished = append(s.finished, s.sst.path)
-	sw.syncs.start(s.sst.path)
+	s.finished = append(s.finished, s.sst.Path())
+	sw.syncs.start(s.sst.Path())
 	return nil
 }
 
@@ -393,18 +372,14 @@ func (sw *subtaskWriter) ingest(s *sstState) error {
 	if err := sw.syncs.wait(); err != nil {
 		return err
 	}
-	h, err := sw.in.db.cf(s.c.state)
-	if err != nil {
-		return err
-	}
 	files := s.finished
 	s.finished = nil
-	return sw.in.db.ingest(h, files)
+	return sw.in.DB().Ingest(s.c.State, files)
 }
 
 func (sw *subtaskWriter) Element(state string, value []byte) error {
 	if sw.closed {
-		return errClosed
+		return rocksdbformat.ErrClosed
 	}
 	sw.in.AddElement(state, value)
 	return nil
@@ -412,7 +387,7 @@ func (sw *subtaskWriter) Element(state string, value []byte) error {
 
 func (sw *subtaskWriter) Raw(raw snapshot.RawState) error {
 	if sw.closed {
-		return errClosed
+		return rocksdbformat.ErrClosed
 	}
 	sw.in.SetRaw(raw)
 	return nil
@@ -434,7 +409,7 @@ func (sw *subtaskWriter) Close() error {
 	return nil
 }
 
-func (sw *subtaskWriter) finish() (*handle, *snapshot.Subtask, error) {
+func (sw *subtaskWriter) finish() (*rocksdbformat.Handle, *snapshot.Subtask, error) {
 	if err := sw.flushAll(); err != nil {
 		return nil, nil, err
 	}
@@ -444,15 +419,15 @@ func (sw *subtaskWriter) finish() (*handle, *snapshot.Subtask, error) {
 		}
 	}
 	if sw.unordered {
-		sw.in.db.compact()
+		sw.in.DB().Compact()
 	}
-	h, _, err := sw.in.upload(sw.ctx, sw.w.target(sw.in), sw.tmp)
+	h, _, err := sw.in.Upload(sw.ctx, sw.w.target(sw.in), sw.tmp)
 	if err != nil {
 		return nil, nil, err
 	}
-	sub := sw.in.subtaskModel()
+	sub := sw.in.SubtaskModel()
 	sub.Keyed = sw.stats
-	sub.KeyGroupStats = fullRange(sw.in.kgs, sw.kgStats)
+	sub.KeyGroupStats = fullRange(sw.in.KeyGroups(), sw.kgStats)
 	return h, sub, nil
 }
 
@@ -467,7 +442,7 @@ func (sw *subtaskWriter) discard() {
 		}
 		s.buf, s.recs = nil, nil
 	}
-	sw.in.destroy()
+	sw.in.Destroy()
 	os.RemoveAll(sw.tmp)
 }
 
@@ -496,7 +471,7 @@ type backgroundSyncs struct {
 func (b *backgroundSyncs) start(path string) {
 	b.wg.Go(func() {
 		b.running <- struct{}{}
-		err := syncPath(path)
+		err := rocksdb.SyncPath(path)
 		<-b.running
 		if err != nil {
 			b.mu.Lock()

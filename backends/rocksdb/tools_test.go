@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/hex"
-	"github.com/stateutil/stateutil/backends/internal/chkdir"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +11,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stateutil/stateutil/internal/chkdir"
+	"github.com/stateutil/stateutil/internal/rocksdb"
+	"github.com/stateutil/stateutil/internal/rocksdbformat"
+	"github.com/stateutil/stateutil/internal/rocksdbformat/rockstest"
 	"github.com/stateutil/stateutil/keygroup"
 	"github.com/stateutil/stateutil/snapshot"
 	"github.com/stateutil/stateutil/storage"
@@ -39,31 +42,31 @@ func run(t *testing.T, bin string, args ...string) string {
 func TestRealToolsAgree(t *testing.T) {
 	ldb, sstDump := tool(t, "ldb"), tool(t, "sst_dump")
 	ctx := context.Background()
-	op := testOperator("0e0f", 1, 4096)
+	op := rockstest.Operator("0e0f", 1, 4096)
 	loc := filepath.Join(t.TempDir(), "sp")
-	writeSnapshot(t, loc, op, testEntries(t, op, 300, 9))
+	writeSnapshot(t, loc, op, rockstest.Entries(t, op, 300, 9))
 
 	d0 := chkdir.At(storage.Local(), loc)
-	m, err := readMetadata(ctx, d0)
+	m, err := rocksdbformat.ReadMetadata(ctx, d0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	h := m.Handles[0]
 	dir := filepath.Join(t.TempDir(), "restored")
-	if err := downloadHandle(ctx, d0, h, dir); err != nil {
+	if err := rocksdbformat.DownloadHandle(ctx, d0, h, dir); err != nil {
 		t.Fatal(err)
 	}
 
 	// Our view of every column family, raw.
-	d, err := openReadOnly(dir, false)
+	d, err := rocksdb.OpenReadOnly(dir, rocksdb.ReadOnlyOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ours := map[string][]string{}
-	for _, cf := range d.columnFamilies() {
-		it := d.newIter(d.cfs[cf], nil, nil)
-		for ; it.valid(); it.next() {
-			ours[cf] = append(ours[cf], "0x"+strings.ToUpper(hex.EncodeToString(it.key()))+" : 0x"+strings.ToUpper(hex.EncodeToString(it.value())))
+	for _, cf := range d.ColumnFamilies() {
+		it := d.NewIterator(cf, nil, nil)
+		for ; it.Valid(); it.Next() {
+			ours[cf] = append(ours[cf], "0x"+strings.ToUpper(hex.EncodeToString(it.Key()))+" : 0x"+strings.ToUpper(hex.EncodeToString(it.Value())))
 		}
 		it.Close()
 	}
@@ -121,26 +124,26 @@ func TestRealToolsAgree(t *testing.T) {
 func TestLdbAgreesWithEntries(t *testing.T) {
 	ldb := tool(t, "ldb")
 	ctx := context.Background()
-	op := testOperator("0e0f", 1, 128)
+	op := rockstest.Operator("0e0f", 1, 128)
 	loc := filepath.Join(t.TempDir(), "sp")
-	entries := testEntries(t, op, 200, 11)
+	entries := rockstest.Entries(t, op, 200, 11)
 	writeSnapshot(t, loc, op, entries)
 	d0 := chkdir.At(storage.Local(), loc)
-	m, err := readMetadata(ctx, d0)
+	m, err := rocksdbformat.ReadMetadata(ctx, d0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(t.TempDir(), "restored")
-	if err := downloadHandle(ctx, d0, m.Handles[0], dir); err != nil {
+	if err := rocksdbformat.DownloadHandle(ctx, d0, m.Handles[0], dir); err != nil {
 		t.Fatal(err)
 	}
 	kgs := keygroup.Range{Start: 10, End: 40}
-	cs := codecs(op)
+	cs := rocksdbformat.Codecs(op)
 	var fromLdb []snapshot.Entry
 	for _, ks := range op.KeyedStates {
 		c := cs[ks.Name]
 		out := run(t, ldb, "--db="+dir, "--column_family="+ks.Name, "scan", "--hex",
-			"--from=0x"+hex.EncodeToString(c.kgPrefix(kgs.Start)), "--to=0x"+hex.EncodeToString(c.upperBound(kgs.End)))
+			"--from=0x"+hex.EncodeToString(c.KeyGroupPrefix(kgs.Start)), "--to=0x"+hex.EncodeToString(c.UpperBound(kgs.End)))
 		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
 			if line == "" {
 				continue
@@ -149,10 +152,10 @@ func TestLdbAgreesWithEntries(t *testing.T) {
 			kb, _ := hex.DecodeString(strings.TrimPrefix(k, "0x"))
 			vb, _ := hex.DecodeString(strings.TrimPrefix(v, "0x"))
 			var e snapshot.Entry
-			if err := c.decodeKey(kb, &e); err != nil {
+			if err := c.DecodeKey(kb, &e); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := c.decodeValues(kb, vb, &e, func(e *snapshot.Entry) bool { fromLdb = append(fromLdb, e.Clone()); return true }); err != nil {
+			if _, err := c.DecodeValues(kb, vb, &e, func(e *snapshot.Entry) bool { fromLdb = append(fromLdb, e.Clone()); return true }); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -163,5 +166,5 @@ func TestLdbAgreesWithEntries(t *testing.T) {
 			want = append(want, e)
 		}
 	}
-	sameEntries(t, "ldb", want, fromLdb)
+	rockstest.SameEntries(t, "ldb", want, fromLdb)
 }

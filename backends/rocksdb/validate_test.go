@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/vmihailenco/msgpack/v5"
-
-	"github.com/stateutil/stateutil/backends/internal/chkdir"
+	"github.com/stateutil/stateutil/internal/chkdir"
+	"github.com/stateutil/stateutil/internal/rocksdbformat"
+	"github.com/stateutil/stateutil/internal/rocksdbformat/rockstest"
 	"github.com/stateutil/stateutil/snapshot"
 	"github.com/stateutil/stateutil/snapshot/verify"
 	"github.com/stateutil/stateutil/storage"
@@ -18,44 +18,44 @@ import (
 
 // editedSnapshot writes a snapshot of testOperator at parallelism 2 and
 // rewrites its _metadata with edit, as damage or another writer would.
-func editedSnapshot(t *testing.T, edit func(m *metadata)) string {
+func editedSnapshot(t *testing.T, edit func(m *rocksdbformat.Metadata)) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "snap")
-	op := testOperator("a1", 2, 128)
-	writeSnapshot(t, dir, op, testEntries(t, op, 30, 1))
-	var m metadata
-	if err := metaKind.ReadMsgpack(context.Background(), storage.Local(), filepath.Join(dir, MetadataName), metaBodyLimit, &m); err != nil {
-		t.Fatal(err)
-	}
-	edit(&m)
-	body, err := msgpack.Marshal(&m)
+	op := rockstest.Operator("a1", 2, 128)
+	writeSnapshot(t, dir, op, rockstest.Entries(t, op, 30, 1))
+	m, err := rocksdbformat.ReadMetadata(context.Background(), chkdir.At(storage.Local(), dir))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, chkdir.MetadataFile), metaKind.Encode(body), 0o644); err != nil {
+	edit(m)
+	data, err := rocksdbformat.EncodeMetadata(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, chkdir.MetadataFile), data, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return dir
 }
 
 func TestOpenRefusesInvalidMetadata(t *testing.T) {
-	op := func(m *metadata) *snapshot.Operator { return m.Snapshot.Operators[0] }
+	op := func(m *rocksdbformat.Metadata) *snapshot.Operator { return m.Snapshot.Operators[0] }
 	for _, tc := range []struct {
 		name string
-		edit func(m *metadata)
+		edit func(m *rocksdbformat.Metadata)
 		want string
 	}{
-		{"parallelism zero", func(m *metadata) { op(m).Parallelism = 0 }, "parallelism 0 must be at least 1"},
-		{"range not Flink's", func(m *metadata) { op(m).Subtasks[1].KeyGroups.Start-- }, "but Flink assigns it [64,127]"},
-		{"duplicate state", func(m *metadata) { op(m).KeyedStates[2].Name = "counts" }, `keyed state "counts" declared twice`},
-		{"unknown mode", func(m *metadata) { op(m).OperatorStates[0].Mode = "fanout" }, `unknown mode "fanout"`},
-		{"long uid", func(m *metadata) { op(m).UID = strings.Repeat("u", 70000) }, "msgpack string of 70000 bytes"},
+		{"parallelism zero", func(m *rocksdbformat.Metadata) { op(m).Parallelism = 0 }, "parallelism 0 must be at least 1"},
+		{"range not Flink's", func(m *rocksdbformat.Metadata) { op(m).Subtasks[1].KeyGroups.Start-- }, "but Flink assigns it [64,127]"},
+		{"duplicate state", func(m *rocksdbformat.Metadata) { op(m).KeyedStates[2].Name = "counts" }, `keyed state "counts" declared twice`},
+		{"unknown mode", func(m *rocksdbformat.Metadata) { op(m).OperatorStates[0].Mode = "fanout" }, `unknown mode "fanout"`},
+		{"long uid", func(m *rocksdbformat.Metadata) { op(m).UID = strings.Repeat("u", 70000) }, "msgpack string of 70000 bytes"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := editedSnapshot(t, tc.edit)
 			_, err := testReg.Open(context.Background(), dir, snapshot.OpenOptions{TempDir: t.TempDir()})
 			var ce *snapshot.CorruptError
-			if !errors.As(err, &ce) || ce.File != filepath.Join(dir, MetadataName) || !strings.Contains(err.Error(), tc.want) {
+			if !errors.As(err, &ce) || ce.File != filepath.Join(dir, chkdir.MetadataFile) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err = %v, want a CorruptError of _metadata saying %q", err, tc.want)
 			}
 		})
@@ -65,16 +65,16 @@ func TestOpenRefusesInvalidMetadata(t *testing.T) {
 // verify compares the format _metadata names and each subtask's file list
 // with the files its handle rebuilds the instance from.
 func TestVerifyComparesFormatAndFiles(t *testing.T) {
-	sub := func(m *metadata) *snapshot.Subtask { return m.Snapshot.Operators[0].Subtasks[1] }
+	sub := func(m *rocksdbformat.Metadata) *snapshot.Subtask { return m.Snapshot.Operators[0].Subtasks[1] }
 	for _, tc := range []struct {
 		name  string
-		edit  func(m *metadata)
+		edit  func(m *rocksdbformat.Metadata)
 		check string
 		want  string
 	}{
-		{"untouched", func(*metadata) {}, "", ""},
-		{"other format", func(m *metadata) { m.Snapshot.Format = "memory" }, verify.CheckFormat, `names format "memory", but the snapshot was read as "rocksdb"`},
-		{"SST file not listed", func(m *metadata) {
+		{"untouched", func(*rocksdbformat.Metadata) {}, "", ""},
+		{"other format", func(m *rocksdbformat.Metadata) { m.Snapshot.Format = "memory" }, verify.CheckFormat, `names format "memory", but the snapshot was read as "rocksdb"`},
+		{"SST file not listed", func(m *rocksdbformat.Metadata) {
 			for i, f := range sub(m).Files {
 				if strings.HasSuffix(f.Path, ".sst") {
 					sub(m).Files = append(sub(m).Files[:i], sub(m).Files[i+1:]...)
@@ -83,8 +83,8 @@ func TestVerifyComparesFormatAndFiles(t *testing.T) {
 			}
 			t.Fatal("no SST file")
 		}, verify.CheckFiles, "which the subtask's file list lacks"},
-		{"shared flag", func(m *metadata) { sub(m).Files[0].Shared = !sub(m).Files[0].Shared }, verify.CheckFiles, "is listed as"},
-		{"stray file", func(m *metadata) {
+		{"shared flag", func(m *rocksdbformat.Metadata) { sub(m).Files[0].Shared = !sub(m).Files[0].Shared }, verify.CheckFiles, "is listed as"},
+		{"stray file", func(m *rocksdbformat.Metadata) {
 			sub(m).Files = append(sub(m).Files, snapshot.FileRef{Path: "a1-1/000099.sst"})
 		}, verify.CheckFiles, `file "a1-1/000099.sst" is listed, but no state is read from it`},
 	} {

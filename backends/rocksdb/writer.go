@@ -5,8 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/stateutil/stateutil/backends/internal/chkdir"
-	"github.com/stateutil/stateutil/backends/internal/ledger"
 	"os"
 	"path"
 	"path/filepath"
@@ -14,6 +12,9 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/stateutil/stateutil/backends/internal/ledger"
+	"github.com/stateutil/stateutil/internal/chkdir"
+	"github.com/stateutil/stateutil/internal/rocksdbformat"
 	"github.com/stateutil/stateutil/keygroup"
 	"github.com/stateutil/stateutil/snapshot"
 	"github.com/stateutil/stateutil/storage"
@@ -40,17 +41,26 @@ type writer struct {
 	// token names subtask directories the replaced snapshot uses.
 	token string
 	// replaced is the snapshot a forced write replaces, if readable.
-	replaced *metadata
-	ledger   ledger.Ledger[*handle]
+	replaced *rocksdbformat.Metadata
+	ledger   ledger.Ledger[*rocksdbformat.Handle]
 	mu       sync.Mutex
-	handles  []*handle // of the subtasks finished, removed again by Abort
+	handles  []*rocksdbformat.Handle // of the subtasks finished, removed again by Abort
 	open     map[*subtaskWriter]bool
 	done     bool
 }
 
+// metaDir is the snapshot directory a writer's location names: the
+// directory itself, or the directory of a _metadata path.
+func metaDir(st storage.Storage, p string) chkdir.Dir {
+	if path.Base(p) == rocksdbformat.MetadataName {
+		p = path.Dir(p)
+	}
+	return chkdir.At(st, p)
+}
+
 func create(ctx context.Context, st storage.Storage, p string, opts snapshot.WriteOptions) (snapshot.Writer, error) {
 	d := metaDir(st, p)
-	w := &writer{d: d, token: randomName()[:8], open: map[*subtaskWriter]bool{}}
+	w := &writer{d: d, token: rocksdbformat.RandomName()[:8], open: map[*subtaskWriter]bool{}}
 	if ok, err := d.HasMetadata(ctx); err != nil {
 		return nil, err
 	} else if ok {
@@ -59,7 +69,7 @@ func create(ctx context.Context, st storage.Storage, p string, opts snapshot.Wri
 		}
 		// The old snapshot stays until the new one commits; an unreadable
 		// one keeps its files.
-		if m, err := readMetadata(ctx, d); err == nil {
+		if m, err := rocksdbformat.ReadMetadata(ctx, d); err == nil {
 			w.replaced = m
 		}
 	}
@@ -78,10 +88,10 @@ const stagingPrefix = ".stateutil-rocksdb-"
 // privDir is the directory of a subtask's private files: <op>-<subtask>,
 // or <op>-<subtask>-<token> when the replaced snapshot uses that name.
 func (w *writer) privDir(op string, subtask int) string {
-	name := subtaskDirName(op, subtask)
+	name := rocksdbformat.SubtaskDirName(op, subtask)
 	if w.replaced != nil {
 		for _, h := range w.replaced.Handles {
-			for _, f := range h.allFiles() {
+			for _, f := range h.AllFiles() {
 				if !f.Shared && strings.HasPrefix(f.Path, name+"/") {
 					return name + "-" + w.token
 				}
@@ -92,8 +102,8 @@ func (w *writer) privDir(op string, subtask int) string {
 }
 
 // target is where a subtask's instance is uploaded.
-func (w *writer) target(in *Instance) uploadTarget {
-	return uploadTarget{dir: w.d, priv: w.privDir(in.op.ID, in.index), link: w.link}
+func (w *writer) target(in *rocksdbformat.Instance) rocksdbformat.Target {
+	return rocksdbformat.Target{Dir: w.d, Priv: w.privDir(in.Operator().ID, in.Subtask()), Link: w.link}
 }
 
 // removeReplaced deletes, after the commit, the private files of the
@@ -106,14 +116,14 @@ func (w *writer) removeReplaced(ctx context.Context) {
 	}
 	keep, keepDirs := map[string]bool{}, map[string]bool{}
 	for _, h := range w.handles {
-		for _, f := range h.allFiles() {
+		for _, f := range h.AllFiles() {
 			keep[f.Path] = true
 			keepDirs[path.Dir(f.Path)] = true
 		}
 	}
 	dirs := map[string]bool{}
 	for _, h := range w.replaced.Handles {
-		for _, f := range h.allFiles() {
+		for _, f := range h.AllFiles() {
 			if f.Shared || keep[f.Path] {
 				continue
 			}
@@ -162,7 +172,7 @@ func (w *writer) subtaskIn(ctx context.Context, op *snapshot.Operator, index int
 	if err := prepare(dir); err != nil {
 		return nil, err
 	}
-	in, err := openInstance(dir, op, index, kgs)
+	in, err := rocksdbformat.OpenInstance(dir, op, index, kgs)
 	if err != nil {
 		return nil, err
 	}
@@ -176,13 +186,13 @@ func (w *writer) subtaskIn(ctx context.Context, op *snapshot.Operator, index int
 
 // finished records a closed subtask; h is nil when it failed, and then
 // the subtask stays unfinished, so Commit refuses.
-func (w *writer) finished(sw *subtaskWriter, h *handle, sub *snapshot.Subtask) {
+func (w *writer) finished(sw *subtaskWriter, h *rocksdbformat.Handle, sub *snapshot.Subtask) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	delete(w.open, sw)
 	if h != nil {
 		w.handles = append(w.handles, h)
-		w.ledger.Finish(sw.in.op, sw.in.index, sub, h)
+		w.ledger.Finish(sw.in.Operator(), sw.in.Subtask(), sub, h)
 	}
 }
 
@@ -200,7 +210,7 @@ func (w *writer) Commit(ctx context.Context, s *snapshot.Snapshot) error {
 	if err != nil {
 		return fmt.Errorf("rocksdb writer: %w", err)
 	}
-	var hs []*handle
+	var hs []*rocksdbformat.Handle
 	for _, op := range handles {
 		for _, h := range op {
 			if h != nil {
@@ -208,13 +218,13 @@ func (w *writer) Commit(ctx context.Context, s *snapshot.Snapshot) error {
 			}
 		}
 	}
-	slices.SortFunc(hs, func(x, y *handle) int {
+	slices.SortFunc(hs, func(x, y *rocksdbformat.Handle) int {
 		if x.Operator != y.Operator {
 			return cmp.Compare(x.Operator, y.Operator)
 		}
 		return x.Subtask - y.Subtask
 	})
-	if err := writeMetadata(ctx, w.d, &metadata{Snapshot: s, Handles: hs}); err != nil {
+	if err := rocksdbformat.WriteMetadata(ctx, w.d, &rocksdbformat.Metadata{Snapshot: s, Handles: hs}); err != nil {
 		return err
 	}
 	w.done = true
@@ -236,7 +246,7 @@ func (w *writer) Abort(ctx context.Context) error {
 	var errs []error
 	for _, h := range w.handles {
 		dirs := map[string]bool{}
-		for _, f := range h.allFiles() {
+		for _, f := range h.AllFiles() {
 			if !f.Shared {
 				dirs[path.Dir(f.Path)] = true
 			}

@@ -2,6 +2,7 @@ package rocksdb
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -10,6 +11,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stateutil/stateutil/internal/rocksdbformat"
+	"github.com/stateutil/stateutil/internal/rocksdbformat/rockstest"
+	"github.com/stateutil/stateutil/keygroup"
 	"github.com/stateutil/stateutil/snapshot"
 	"github.com/stateutil/stateutil/storage"
 )
@@ -52,7 +56,7 @@ func readAll(t *testing.T, loc string) [][]snapshot.Entry {
 	op := r.Snapshot().Operators[0]
 	var out [][]snapshot.Entry
 	for _, sub := range op.Subtasks {
-		out = append(out, collect(t, r.Entries(ctx, op, sub.Index, sub.KeyGroups)))
+		out = append(out, rockstest.Collect(t, r.Entries(ctx, op, sub.Index, sub.KeyGroups)))
 	}
 	return out
 }
@@ -79,13 +83,13 @@ func filesOf(t *testing.T, dir string) []string {
 // referencedFiles is _metadata plus every file loc's metadata lists.
 func referencedFiles(t *testing.T, loc string) []string {
 	t.Helper()
-	m, err := readMetadata(context.Background(), metaDir(storage.Local(), loc))
+	m, err := rocksdbformat.ReadMetadata(context.Background(), metaDir(storage.Local(), loc))
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := []string{MetadataName}
+	out := []string{rocksdbformat.MetadataName}
 	for _, h := range m.Handles {
-		for _, f := range h.allFiles() {
+		for _, f := range h.AllFiles() {
 			out = append(out, f.Path)
 		}
 	}
@@ -99,7 +103,7 @@ func sameAll(t *testing.T, what string, want, got [][]snapshot.Entry) {
 		t.Fatalf("%s: %d subtasks, want %d", what, len(got), len(want))
 	}
 	for i := range want {
-		sameEntries(t, fmt.Sprintf("%s subtask %d", what, i), want[i], got[i])
+		rockstest.SameEntries(t, fmt.Sprintf("%s subtask %d", what, i), want[i], got[i])
 	}
 }
 
@@ -108,15 +112,15 @@ func sameAll(t *testing.T, what string, want, got [][]snapshot.Entry) {
 // one that commits replaces it and leaves no file the new one does not
 // reference.
 func TestForcedWriteKeepsOldUntilCommit(t *testing.T) {
-	op := testOperator("0f", 2, 128)
+	op := rockstest.Operator("0f", 2, 128)
 	loc := filepath.Join(t.TempDir(), "sp")
-	old := testEntries(t, op, 200, 1)
+	old := rockstest.Entries(t, op, 200, 1)
 	writeSnapshot(t, loc, op, old)
 	oldFiles := filesOf(t, loc)
 	if want := referencedFiles(t, loc); !slices.Equal(oldFiles, want) {
 		t.Fatalf("files %v, want those referenced %v", oldFiles, want)
 	}
-	next := testEntries(t, op, 150, 2)
+	next := rockstest.Entries(t, op, 150, 2)
 
 	writeForced(t, loc, op, next, true, func() {
 		sameAll(t, "old snapshot during the forced write", old, readAll(t, loc))
@@ -134,7 +138,7 @@ func TestForcedWriteKeepsOldUntilCommit(t *testing.T) {
 		t.Errorf("after a committed forced write: files %v, want exactly those referenced %v", got, want)
 	}
 	for _, f := range filesOf(t, loc) {
-		if slices.Contains(oldFiles, f) && f != MetadataName {
+		if slices.Contains(oldFiles, f) && f != rocksdbformat.MetadataName {
 			t.Errorf("old file %s is still there", f)
 		}
 	}
@@ -162,7 +166,7 @@ func TestWriterSortsKeyGroups(t *testing.T) {
 		t.Run(fmt.Sprintf("budget=%d", budget), func(t *testing.T) {
 			defer func(b int) { sortBudget = b }(sortBudget)
 			sortBudget = budget
-			op := testOperator("0e", 1, 128)
+			op := rockstest.Operator("0e", 1, 128)
 			var in []snapshot.Entry
 			for kg := range 128 {
 				for round := range 3 {
@@ -190,7 +194,38 @@ func TestWriterSortsKeyGroups(t *testing.T) {
 			loc := filepath.Join(t.TempDir(), "sp")
 			writeSnapshot(t, loc, op, [][]snapshot.Entry{in})
 			got := readAll(t, loc)[0]
-			sameEntries(t, "entries", want, got)
+			rockstest.SameEntries(t, "entries", want, got)
 		})
+	}
+}
+
+// TestWriterValueSizeGuard is rocksdbformat's TestValueSizeGuard for the
+// writer's SST path: a merged list crossing the limit is refused.
+func TestWriterValueSizeGuard(t *testing.T) {
+	old := rocksdbformat.MaxValueSize
+	rocksdbformat.MaxValueSize = 64
+	defer func() { rocksdbformat.MaxValueSize = old }()
+	ctx := context.Background()
+	op := rockstest.Operator("01", 1, 128)
+	w, err := testReg.Create(ctx, Format, filepath.Join(t.TempDir(), "sp"), snapshot.WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Abort(ctx)
+	sw, err := w.Subtask(ctx, op, 0, keygroup.Range{Start: 0, End: 127})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sw.Close()
+	// Each element is 8+1+20 bytes.
+	el := snapshot.Entry{KeyGroup: 1, State: "events", Key: []byte("key"), Namespace: []byte("n"), Value: make([]byte, 20)}
+	for i := range 2 {
+		if err := sw.Entry(&el); err != nil {
+			t.Fatalf("element %d: %v", i, err)
+		}
+	}
+	err = sw.Entry(&el)
+	if !errors.Is(err, snapshot.ErrTooLarge) || !strings.Contains(err.Error(), "events") || !strings.Contains(err.Error(), "6b6579") { // hex of "key"
+		t.Errorf("writer list: error %v, want ErrTooLarge naming state and key", err)
 	}
 }

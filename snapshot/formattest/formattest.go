@@ -26,6 +26,7 @@ import (
 	"github.com/stateutil/stateutil/snapshot/report"
 	"github.com/stateutil/stateutil/snapshot/snaptest"
 	"github.com/stateutil/stateutil/storage"
+	"github.com/stateutil/stateutil/storage/s3"
 )
 
 // Config tunes the suite; zero fields take the defaults.
@@ -53,11 +54,12 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// Registry is a registry with local disk and HDFS storage and what the
-// given functions register (each backend's Register), for tests.
+// Registry is a registry with local disk, HDFS and S3 storage and what
+// the given functions register (each backend's Register), for tests.
 func Registry(register ...func(*snapshot.Registry)) *snapshot.Registry {
 	st := storage.NewRegistry()
 	st.Register("hdfs", storage.HDFS)
+	s3.Register(st, nil)
 	reg := snapshot.NewRegistry(st)
 	for _, r := range register {
 		r(reg)

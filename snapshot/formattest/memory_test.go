@@ -10,7 +10,7 @@ import (
 )
 
 // The memory format lives in backends/memory; its run of the suite is
-// here, with the suite, for local disk and HDFS.
+// here, with the suite, for local disk, HDFS and S3.
 
 func memoryFormat(t *testing.T) *snapshot.Format {
 	f, err := testReg.Lookup(memory.Name)
@@ -30,5 +30,12 @@ func TestMemoryConformanceHDFS(t *testing.T) {
 	formattest.HDFSAddr(t)
 	formattest.RunWith(t, func(t *testing.T) string {
 		return formattest.HDFSDir(t) + "/snapshot.dump"
+	}, memoryFormat(t), formattest.Config{Seeds: []uint64{1, 2}})
+}
+
+func TestMemoryConformanceS3(t *testing.T) {
+	formattest.S3Dir(t)
+	formattest.RunWith(t, func(t *testing.T) string {
+		return formattest.S3Dir(t) + "/snapshot.dump"
 	}, memoryFormat(t), formattest.Config{Seeds: []uint64{1, 2}})
 }

@@ -8,5 +8,5 @@ import (
 	"github.com/stateutil/stateutil/snapshot/formattest"
 )
 
-// testReg knows every format, and local disk and HDFS.
+// testReg knows every format, and local disk, HDFS and S3.
 var testReg = formattest.Registry(memory.Register, filesystem.Register, rocksdb.Register, flink.Register)

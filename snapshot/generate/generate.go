@@ -70,10 +70,16 @@ var (
 	tInt64   = snapshot.Type{Name: snapshot.TypeInt64}
 	tVoid    = snapshot.Type{Name: snapshot.TypeVoid}
 	tMsgpack = snapshot.Type{Name: snapshot.TypeMsgpack}
+	tBytes   = snapshot.Type{Name: snapshot.TypeBytes}
 )
 
 // Topology is the snapshot's metadata before any state is written.
 func Topology(c Config) *snapshot.Snapshot {
+	// A padded number is no longer an int64: its bytes are the type.
+	value := tInt64
+	if c.ValueBytes > 0 {
+		value = tBytes
+	}
 	ttl := func(d time.Duration, u snapshot.UpdateType, v snapshot.Visibility) *snapshot.TTL {
 		return &snapshot.TTL{TTLMillis: d.Milliseconds(), Update: u, Visibility: v}
 	}
@@ -92,12 +98,12 @@ func Topology(c Config) *snapshot.Snapshot {
 				ID: "2e588ce1c86a9d46e2e85186773ce4fd", UID: "word-counter", Name: "Keyed: count words",
 				Parallelism: c.Parallelism, MaxParallelism: c.MaxParallelism,
 				KeyedStates: []snapshot.KeyedState{
-					{Name: "count", Kind: snapshot.Value, KeyType: tString, NamespaceType: tVoid, ValueType: tInt64},
-					{Name: "recent", Kind: snapshot.List, KeyType: tString, NamespaceType: tVoid, ValueType: tInt64,
+					{Name: "count", Kind: snapshot.Value, KeyType: tString, NamespaceType: tVoid, ValueType: value},
+					{Name: "recent", Kind: snapshot.List, KeyType: tString, NamespaceType: tVoid, ValueType: value,
 						TTL: ttl(time.Hour, snapshot.OnCreateAndWrite, snapshot.NeverReturnExpired)},
-					{Name: "by-source", Kind: snapshot.Map, KeyType: tString, NamespaceType: tVoid, UserKeyType: tString, ValueType: tInt64,
+					{Name: "by-source", Kind: snapshot.Map, KeyType: tString, NamespaceType: tVoid, UserKeyType: tString, ValueType: value,
 						TTL: ttl(24*time.Hour, snapshot.OnReadAndWrite, snapshot.ReturnExpiredIfNotCleanedUp)},
-					{Name: "total-length", Kind: snapshot.Reducing, KeyType: tString, NamespaceType: tVoid, ValueType: tInt64},
+					{Name: "total-length", Kind: snapshot.Reducing, KeyType: tString, NamespaceType: tVoid, ValueType: value},
 					{Name: "mean-length", Kind: snapshot.Aggregating, KeyType: tString, NamespaceType: tVoid, ValueType: tMsgpack},
 				},
 			},
@@ -105,7 +111,7 @@ func Topology(c Config) *snapshot.Snapshot {
 				ID: "6cdc5bb954874d922eaee11a8e7ca5be", UID: "rules", Name: "Broadcast: rules per user",
 				Parallelism: 2, MaxParallelism: c.MaxParallelism,
 				KeyedStates: []snapshot.KeyedState{
-					{Name: "user-total", Kind: snapshot.Value, KeyType: tInt64, NamespaceType: tVoid, ValueType: tInt64},
+					{Name: "user-total", Kind: snapshot.Value, KeyType: tInt64, NamespaceType: tVoid, ValueType: value},
 				},
 				OperatorStates: []snapshot.OperatorState{
 					{Name: "rules", Mode: snapshot.Broadcast, ElementType: tMsgpack},

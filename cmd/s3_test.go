@@ -1,0 +1,295 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stateutil/stateutil/snapshot"
+	"github.com/stateutil/stateutil/snapshot/formattest"
+	"github.com/stateutil/stateutil/storage"
+)
+
+// Snapshots move between local disk and S3 in every writable format,
+// through convert and rescale, and come back entry for entry.
+func TestS3ConvertAndRescaleWithLocalDisk(t *testing.T) {
+	remote := formattest.S3Dir(t)
+	dir := t.TempDir()
+	src := filepath.Join(dir, "src.dump")
+	mustRun(t, "generate", "--output", src, "--keys", "2000", "--parallelism", "2")
+	for _, f := range writableFormats() {
+		up := remote + "/" + f
+		mustRun(t, "convert", src, "--to", f, "--output", up, "--verify", "--quiet")
+		if code, out, errOut := run(t, "verify", up); code != ExitOK {
+			t.Fatalf("verify %s: %s%s", up, out, errOut)
+		}
+		rescaled := remote + "/" + f + "-p3"
+		mustRun(t, "rescale", up, "--parallelism", "3", "--output", rescaled, "--quiet")
+		down := filepath.Join(dir, f+"-back")
+		mustRun(t, "convert", rescaled, "--to", f, "--output", down, "--quiet")
+		sameState(t, src, down)
+		if code, out, errOut := run(t, "diff", up, src); code != ExitOK {
+			t.Fatalf("diff %s %s: exit %d: %s%s", up, src, code, out, errOut)
+		}
+	}
+	// Flink's schemes name the same objects.
+	mustRun(t, "inspect", "s3a"+strings.TrimPrefix(remote, "s3")+"/filesystem")
+	mustRun(t, "inspect", "s3p"+strings.TrimPrefix(remote, "s3")+"/rocksdb")
+	if left := s3Leftovers(t, remote); len(left) > 0 {
+		t.Errorf("left %v", left)
+	}
+}
+
+// And between HDFS and S3, both ways, with a rescale on the way.
+func TestS3ConvertAndRescaleWithHDFS(t *testing.T) {
+	remote := formattest.S3Dir(t)
+	hdfs := formattest.HDFSDir(t)
+	src := filepath.Join(t.TempDir(), "src.dump")
+	mustRun(t, "generate", "--output", src, "--keys", "1500")
+	for _, f := range writableFormats() {
+		onHDFS := hdfs + "/" + f
+		mustRun(t, "convert", src, "--to", f, "--output", onHDFS, "--quiet")
+		onS3 := remote + "/" + f + "-from-hdfs"
+		mustRun(t, "rescale", onHDFS, "--parallelism", "3", "--output", onS3, "--quiet")
+		back := hdfs + "/" + f + "-from-s3"
+		mustRun(t, "convert", onS3, "--to", f, "--output", back, "--verify", "--quiet")
+		sameState(t, src, back)
+	}
+}
+
+// Real Flink savepoints copied to S3 inspect as they do on local disk and
+// convert from there, to S3 and to local disk.
+func TestS3FlinkSavepoint(t *testing.T) {
+	fixtures := filepath.Join("..", "..", "shared", "fixtures", "flink")
+	if _, err := os.Stat(fixtures); err != nil {
+		t.Skipf("no Flink fixtures at %s: %v", fixtures, err)
+	}
+	remote := formattest.S3Dir(t)
+	for i, name := range []string{
+		"new-stateful-udf-migration-itcase-flink1.17-rocksdb-savepoint",
+		"new-stateful-udf-migration-itcase-flink1.17-rocksdb-savepoint-native",
+		"new-stateful-udf-migration-itcase-flink1.17-hashmap-savepoint",
+	} {
+		local := filepath.Join(fixtures, name)
+		onS3 := remote + "/" + name
+		copyToS3(t, local, onS3)
+		for _, view := range [][]string{{}, {"--key-groups"}, {"--operator-state"}} {
+			want := mustRun(t, append([]string{"inspect", local}, view...)...)
+			got := mustRun(t, append([]string{"inspect", onS3}, view...)...)
+			if strings.ReplaceAll(got, onS3, "LOC") != strings.ReplaceAll(want, local, "LOC") {
+				t.Errorf("inspect %v of %s differs on S3:\n%s\nlocally:\n%s", view, name, got, want)
+			}
+		}
+		// One format each, S3 to S3, and filesystem to local disk.
+		f := writableFormats()[i%len(writableFormats())]
+		out := remote + "/" + name + "-" + f
+		mustRun(t, "convert", onS3, "--to", f, "--output", out, "--verify", "--quiet")
+		sameState(t, local, out)
+		down := filepath.Join(t.TempDir(), "down")
+		mustRun(t, "convert", onS3, "--to", "filesystem", "--output", down, "--quiet")
+		sameState(t, local, down)
+	}
+}
+
+// copyToS3 copies the files of a flat local directory to dst.
+func copyToS3(t *testing.T, dir, dst string) {
+	t.Helper()
+	st, p, err := testReg.Storage.Resolve(context.Background(), dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.MkdirAll(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := storage.WriteFile(context.Background(), st, path.Join(p, e.Name()), b); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// s3Leftovers lists the names with storage.TempPrefix below loc.
+func s3Leftovers(t *testing.T, loc string) []string {
+	t.Helper()
+	st, p, err := testReg.Storage.Resolve(context.Background(), loc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	var walk func(dir string)
+	walk = func(dir string) {
+		entries, err := st.List(context.Background(), dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			if strings.HasPrefix(e.Name, storage.TempPrefix) {
+				out = append(out, st.URI(e.Path))
+			} else if e.IsDir {
+				walk(e.Path)
+			}
+		}
+	}
+	walk(p)
+	return out
+}
+
+// A convert to S3 killed mid-write leaves no DST a reader accepts; once
+// the killed writer's claim is stale the same convert succeeds and leaves
+// nothing of the killed one.
+func TestS3KilledConvertLeavesNothing(t *testing.T) {
+	remote := formattest.S3Dir(t)
+	dir := t.TempDir()
+	src := filepath.Join(dir, "src.dump")
+	mustRun(t, "generate", "--output", src, "--keys", "3000")
+	for _, f := range writableFormats() {
+		dst := remote + "/" + f
+		args := []string{"convert", src, "--to", f, "--output", dst}
+		ready := filepath.Join(dir, "ready-"+f)
+		c := exec.Command(os.Args[0], "-test.run=^$")
+		c.Env = append(os.Environ(), crashEnv+"="+strings.Join(args, "\x1f"), crashEnv+"_READY="+ready,
+			"TMPDIR="+t.TempDir(), "STATEUTIL_S3_CLAIM_TTL=1s")
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(time.Minute)
+		for !exists(ready) {
+			if time.Now().After(deadline) {
+				c.Process.Kill()
+				t.Fatalf("%v: child never got to write", args)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		if err := c.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		var exit *exec.ExitError
+		if err := c.Wait(); !errors.As(err, &exit) {
+			t.Fatalf("%v: child was not killed: %v", args, err)
+		}
+		st, p, _ := testReg.Storage.Resolve(context.Background(), dst)
+		if _, err := st.Stat(context.Background(), path.Join(p, "_metadata")); !errors.Is(err, storage.ErrNotFound) {
+			t.Fatalf("%s: _metadata after the writer was killed: %v", dst, err)
+		}
+		if code, out, _ := run(t, "verify", dst); code == ExitOK {
+			t.Fatalf("%v: verify accepts what a killed write left:\n%s", args, out)
+		}
+		if r, err := testReg.Open(context.Background(), dst, snapshot.OpenOptions{}); err == nil {
+			r.Close()
+			t.Fatalf("%s opens after the writer was killed", dst)
+		}
+		// The killed writer's claim holds DST until it is stale.
+		for {
+			code, _, errOut := run(t, append(args, "--quiet")...)
+			if code == ExitOK {
+				break
+			}
+			if !strings.Contains(errOut, "in use") || time.Now().After(deadline) {
+				t.Fatalf("%v run again: exit %d: %s", args, code, errOut)
+			}
+			time.Sleep(250 * time.Millisecond)
+		}
+		sameState(t, src, dst)
+	}
+	if left := s3Leftovers(t, remote); len(left) > 0 {
+		t.Errorf("left %v", left)
+	}
+}
+
+// Two converts race for one DST on S3: while the first writes, the second
+// is refused as in use; after it, a third is refused because DST exists.
+// Exactly one snapshot is committed there: the first's.
+func TestS3RacingConverts(t *testing.T) {
+	remote := formattest.S3Dir(t)
+	dir := t.TempDir()
+	src := filepath.Join(dir, "src.dump")
+	mustRun(t, "generate", "--output", src, "--keys", "2000")
+	for i, to := range []string{"memory", "filesystem", "rocksdb"} {
+		dst := fmt.Sprintf("%s/dst-%d", remote, i)
+		pause := filepath.Join(dir, fmt.Sprintf("pause-%d", i))
+		first := exec.Command(os.Args[0], "-test.run=^$")
+		first.Env = append(os.Environ(), mainEnv+"="+strings.Join([]string{"convert", src, "--to", to, "--output", dst, "--quiet"}, "\x1f"), pauseEnv+"="+pause)
+		var firstErr strings.Builder
+		first.Stderr = &firstErr
+		if err := first.Start(); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(time.Minute)
+		for !exists(pause + ".paused") {
+			if time.Now().After(deadline) {
+				first.Process.Kill()
+				t.Fatalf("the first convert never started writing: %s", firstErr.String())
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		code, errOut := child(t, t.TempDir(), 0, "convert", src, "--to", "memory", "--output", dst, "--quiet")
+		if code != ExitUsage || !strings.Contains(errOut, "in use") {
+			t.Errorf("second convert to %s while the first writes: exit %d: %s", dst, code, errOut)
+		}
+		os.WriteFile(pause+".go", nil, 0o644)
+		if err := first.Wait(); err != nil {
+			t.Fatalf("first convert: %v: %s", err, firstErr.String())
+		}
+		code, errOut = child(t, t.TempDir(), 0, "convert", src, "--to", "memory", "--output", dst, "--quiet")
+		if code != ExitUsage || !strings.Contains(errOut, "already") {
+			t.Errorf("third convert to %s after the first: exit %d: %s", dst, code, errOut)
+		}
+		r, err := testReg.Open(context.Background(), dst, snapshot.OpenOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := r.Snapshot().Format; got != to {
+			t.Errorf("%s holds a %s snapshot, the first convert wrote %s", dst, got, to)
+		}
+		r.Close()
+		sameState(t, src, dst)
+	}
+	if left := s3Leftovers(t, remote); len(left) > 0 {
+		t.Errorf("left %v", left)
+	}
+}
+
+// --force over a snapshot of another format stages the new one beside DST
+// and moves it in; on S3 the move is a server-side copy. DST then holds the
+// new snapshot alone.
+func TestS3ForceReplacesAcrossFormats(t *testing.T) {
+	remote := formattest.S3Dir(t)
+	src := filepath.Join(t.TempDir(), "src.dump")
+	mustRun(t, "generate", "--output", src, "--keys", "800")
+	for _, pair := range [][2]string{{"filesystem", "rocksdb"}, {"rocksdb", "filesystem"}, {"memory", "filesystem"}} {
+		dst := remote + "/" + pair[0] + "-then-" + pair[1]
+		mustRun(t, "convert", src, "--to", pair[0], "--output", dst, "--quiet")
+		if code, _, errOut := run(t, "convert", src, "--to", pair[1], "--output", dst, "--quiet"); code != ExitUsage || !strings.Contains(errOut, "--force") {
+			t.Fatalf("convert over an existing snapshot without --force: exit %d: %s", code, errOut)
+		}
+		mustRun(t, "convert", src, "--to", pair[1], "--output", dst, "--force", "--quiet")
+		r, err := testReg.Open(context.Background(), dst, snapshot.OpenOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := r.Snapshot().Format; got != pair[1] {
+			t.Errorf("%s over %s reads as %s", pair[1], pair[0], got)
+		}
+		r.Close()
+		sameState(t, src, dst)
+	}
+	if left := s3Leftovers(t, remote); len(left) > 0 {
+		t.Errorf("left %v", left)
+	}
+}

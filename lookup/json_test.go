@@ -1,0 +1,79 @@
+package lookup
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"math/rand/v2"
+	"testing"
+	"time"
+)
+
+// AppendJSON writes what encoding/json writes, for every kind of value a
+// decoder makes.
+func TestAppendJSONMatchesEncodingJSON(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	str := func() string {
+		var b []byte
+		for range rng.IntN(12) {
+			b = append(b, []byte("aé\"\\\n\t\x01<>&\u2028😀\xff z")[rng.IntN(20)])
+		}
+		return string(b)
+	}
+	var value func(depth int) any
+	value = func(depth int) any {
+		switch n := rng.IntN(14); {
+		case n == 0:
+			return nil
+		case n == 1:
+			return rng.Int64() - math.MaxInt64/2
+		case n == 2:
+			return int32(rng.Uint32())
+		case n == 3:
+			return rng.NormFloat64() * math.Pow(10, float64(rng.IntN(50)-25))
+		case n == 4:
+			return rng.IntN(2) == 0
+		case n == 5:
+			return int8(rng.Uint32())
+		case n == 6:
+			return uint64(rng.Uint64())
+		case n == 7:
+			b := make([]byte, rng.IntN(40))
+			for i := range b {
+				b[i] = byte(rng.Uint32())
+			}
+			return hexBytes(b)
+		case n < 10 || depth > 3:
+			return str()
+		case n < 12:
+			var l []any
+			for range rng.IntN(4) {
+				l = append(l, value(depth+1))
+			}
+			return l
+		}
+		m := map[string]any{}
+		for range rng.IntN(4) {
+			m[str()] = value(depth + 1)
+		}
+		return m
+	}
+	for i := range 5000 {
+		rec := &Record{SchemaVersion: 1, Operator: "op", State: "s\"t", Kind: "map", Key: value(0), KeyGroup: i, Subtask: i % 3, Value: value(0)}
+		if i%3 == 0 {
+			rec.Namespace = value(0)
+		}
+		if i%4 == 0 {
+			rec.TTL = &TTL{ExpiresAt: time.UnixMilli(rng.Int64N(1 << 42)).UTC(), Expired: i%8 == 0, Now: time.UnixMilli(1 << 41).UTC()}
+		}
+		var want bytes.Buffer
+		enc := json.NewEncoder(&want)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(rec); err != nil {
+			t.Fatal(err)
+		}
+		if got := AppendJSON(nil, rec); !bytes.Equal(got, want.Bytes()) {
+			t.Fatalf("record %d:\n got %s\nwant %s", i, got, want.Bytes())
+		}
+	}
+}

@@ -1,0 +1,537 @@
+package s3_test
+
+// These tests talk to a real S3-compatible server (moto, on loopback):
+//
+//	scripts/s3-start.sh && . .cache/s3.env && go test ./storage/s3/
+//
+// Without it they skip, except under CI=true or STATEUTIL_REQUIRE_S3=1,
+// where they fail. TestServerStopsMidWrite restarts the server, which
+// empties it: it runs last, and nothing else may use the server meanwhile
+// (scripts/test.sh runs this package before the others).
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"os/exec"
+	"path"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/stateutil/stateutil/storage"
+	"github.com/stateutil/stateutil/storage/s3"
+	"github.com/stateutil/stateutil/storage/s3/s3test"
+	"github.com/stateutil/stateutil/storage/storagetest"
+)
+
+var ctx = context.Background()
+
+// TestMain also runs the children the kill tests start: with
+// STATEUTIL_S3_CHILD set it does that child's work instead of testing.
+func TestMain(m *testing.M) {
+	if mode := os.Getenv("STATEUTIL_S3_CHILD"); mode != "" {
+		child(mode, os.Getenv("STATEUTIL_S3_CHILD_LOC"))
+		return
+	}
+	os.Exit(m.Run())
+}
+
+// child claims a location, or starts uploading a file there, says so on
+// stdout and waits to be killed.
+func child(mode, loc string) {
+	st, p, err := s3test.Registry().Resolve(ctx, loc)
+	if err != nil {
+		fmt.Println("error:", err)
+		os.Exit(1)
+	}
+	switch mode {
+	case "claim":
+		if _, err := st.Claim(ctx, p); err != nil {
+			fmt.Println("error:", err)
+			os.Exit(1)
+		}
+		fmt.Println("claimed")
+	case "upload":
+		s3.PartSize = 5 << 20
+		w, err := st.Create(ctx, p)
+		if err == nil {
+			_, err = w.Write(bytes.Repeat([]byte("k"), 3*s3.PartSize+100))
+		}
+		if err != nil {
+			fmt.Println("error:", err)
+			os.Exit(1)
+		}
+		fmt.Println("written")
+	}
+	time.Sleep(time.Hour)
+}
+
+// startChild runs the test binary as a child in mode on loc and waits for
+// its first line, which must be want.
+func startChild(t *testing.T, mode, loc, want string, env ...string) *exec.Cmd {
+	t.Helper()
+	c := exec.Command(os.Args[0], "-test.run=^$")
+	c.Env = append(append(os.Environ(), "STATEUTIL_S3_CHILD="+mode, "STATEUTIL_S3_CHILD_LOC="+loc), env...)
+	out, err := c.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Stderr = os.Stderr
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Process.Kill(); c.Wait() })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if strings.TrimSpace(line) != want {
+		t.Fatalf("child %s: %q, %v; want %q", mode, line, err, want)
+	}
+	return c
+}
+
+func kill(t *testing.T, c *exec.Cmd) {
+	t.Helper()
+	if err := c.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	c.Wait()
+}
+
+func TestConformance(t *testing.T) {
+	s3test.Location(t)
+	storagetest.Run(t, func(t *testing.T) (storage.Storage, string) {
+		return s3test.Resolve(t, s3test.Dir(t))
+	})
+}
+
+// Flink's s3a:// and s3p:// name the same objects as s3://, and each
+// storage renders locations in the scheme it was reached by.
+func TestSchemesShareObjects(t *testing.T) {
+	dir := s3test.Dir(t)
+	st, p := s3test.Resolve(t, dir)
+	if err := storage.WriteFile(ctx, st, path.Join(p, "f"), []byte("same")); err != nil {
+		t.Fatal(err)
+	}
+	for _, scheme := range []string{"s3a", "s3p"} {
+		uri := scheme + strings.TrimPrefix(dir, "s3") + "/f"
+		other, q := s3test.Resolve(t, uri)
+		b, err := storage.ReadAll(ctx, other, q, 100)
+		if err != nil || string(b) != "same" {
+			t.Fatalf("%s: %q, %v", uri, b, err)
+		}
+		if got := other.URI(q); got != uri {
+			t.Fatalf("URI = %q, want %q", got, uri)
+		}
+	}
+}
+
+// proxy is a reverse proxy in front of the test server that counts what
+// passes: response bytes, and part uploads in flight.
+type proxy struct {
+	*httptest.Server
+	received atomic.Int64
+	gets     atomic.Int32 // GETs of objects
+	parts    atomic.Int32 // part uploads in flight
+	maxParts atomic.Int32
+	// gate, when set, holds every part upload until this many are in
+	// flight at once (or 30 s pass), proving they are sent in parallel.
+	gate     int32
+	gateOpen chan struct{}
+	gateOnce sync.Once
+}
+
+func newProxy(t *testing.T) *proxy {
+	t.Helper()
+	s3test.Location(t)
+	target, err := url.Parse(os.Getenv("AWS_ENDPOINT_URL"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &proxy{gateOpen: make(chan struct{})}
+	rp := httputil.NewSingleHostReverseProxy(target)
+	rp.ModifyResponse = func(r *http.Response) error {
+		r.Body = &countingBody{ReadCloser: r.Body, n: &p.received}
+		return nil
+	}
+	p.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet && !r.URL.Query().Has("list-type") {
+			p.gets.Add(1)
+		}
+		if r.Method == http.MethodPut && r.URL.Query().Get("partNumber") != "" {
+			n := p.parts.Add(1)
+			defer p.parts.Add(-1)
+			for m := p.maxParts.Load(); n > m && !p.maxParts.CompareAndSwap(m, n); m = p.maxParts.Load() {
+			}
+			if p.gate > 0 {
+				if n >= p.gate {
+					p.gateOnce.Do(func() { close(p.gateOpen) })
+				}
+				select {
+				case <-p.gateOpen:
+				case <-time.After(30 * time.Second):
+				}
+			}
+		}
+		rp.ServeHTTP(w, r)
+	}))
+	t.Cleanup(p.Close)
+	return p
+}
+
+type countingBody struct {
+	io.ReadCloser
+	n *atomic.Int64
+}
+
+func (b *countingBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	b.n.Add(int64(n))
+	return n, err
+}
+
+// via resolves uri through the proxy.
+func (p *proxy) via(t *testing.T, uri string) (storage.Storage, string) {
+	t.Helper()
+	r := storage.NewRegistry()
+	s3.Register(r, &s3.Options{Endpoint: p.URL})
+	st, q, err := r.Resolve(ctx, uri)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st, q
+}
+
+func setPartSize(t *testing.T, n int) {
+	old := s3.PartSize
+	s3.PartSize = n
+	t.Cleanup(func() { s3.PartSize = old })
+}
+
+// A file larger than a part goes up as a multipart upload whose parts are
+// in flight together, never more of them than s3.Uploads.
+func TestMultipartInParallel(t *testing.T) {
+	setPartSize(t, 5<<20)
+	px := newProxy(t)
+	px.gate = 2
+	st, p := px.via(t, s3test.Dir(t))
+	data := make([]byte, 6*s3.PartSize+12345)
+	rand.New(rand.NewSource(7)).Read(data)
+	f := path.Join(p, "big")
+	w, err := st.Create(ctx, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for b := data; len(b) > 0; {
+		n := min(len(b), 1<<20+3)
+		if _, err := w.Write(b[:n]); err != nil {
+			t.Fatal(err)
+		}
+		b = b[n:]
+	}
+	if _, err := st.Stat(ctx, f); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("Stat before Commit = %v, want not found", err)
+	}
+	if err := w.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-px.gateOpen:
+	default:
+		t.Fatal("no two parts were ever in flight at once")
+	}
+	if m := px.maxParts.Load(); m > int32(s3.Uploads) {
+		t.Fatalf("%d parts in flight at once, more than s3.Uploads = %d", m, s3.Uploads)
+	}
+	t.Logf("at most %d parts in flight", px.maxParts.Load())
+	got, err := storage.ReadAll(ctx, st, f, 1<<30)
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("read back %d bytes (%v), want the %d written", len(got), err, len(data))
+	}
+	api, bucket, key := rawClient(t, s3test.Location(t), f)
+	head, err := api.HeadObject(ctx, &awss3.HeadObjectInput{Bucket: &bucket, Key: &key})
+	if err != nil || !strings.HasSuffix(strings.Trim(*head.ETag, `"`), "-7") {
+		t.Fatalf("ETag %v (%v): want a 7-part multipart upload", head.ETag, err)
+	}
+}
+
+// rawClient is an SDK client for checks the storage does not expose.
+func rawClient(t *testing.T, base, p string) (*awss3.Client, string, string) {
+	t.Helper()
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := awss3.New(awss3.Options{Region: "us-east-1", BaseEndpoint: ptr(os.Getenv("AWS_ENDPOINT_URL")), UsePathStyle: true,
+		Credentials: credentials.NewStaticCredentialsProvider(os.Getenv("AWS_ACCESS_KEY_ID"), os.Getenv("AWS_SECRET_ACCESS_KEY"), "")})
+	return api, u.Host, strings.TrimPrefix(p, "/")
+}
+
+func ptr(s string) *string { return &s }
+
+// uploads lists the multipart uploads under way below prefix.
+func uploads(t *testing.T, api *awss3.Client, bucket, prefix string) int {
+	t.Helper()
+	out, err := api.ListMultipartUploads(ctx, &awss3.ListMultipartUploadsInput{Bucket: &bucket, Prefix: &prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(out.Uploads)
+}
+
+// Abort of a multipart upload leaves neither an object nor the upload.
+func TestAbortMultipart(t *testing.T) {
+	setPartSize(t, 5<<20)
+	dir := s3test.Dir(t)
+	st, p := s3test.Resolve(t, dir)
+	f := path.Join(p, "aborted")
+	w, err := st.Create(ctx, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Write(make([]byte, 3*s3.PartSize)); err != nil {
+		t.Fatal(err)
+	}
+	api, bucket, key := rawClient(t, dir, f)
+	if n := uploads(t, api, bucket, key); n != 1 {
+		t.Fatalf("%d uploads under way while writing, want 1", n)
+	}
+	if err := w.Abort(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Stat(ctx, f); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("Stat after Abort = %v, want not found", err)
+	}
+	if n := uploads(t, api, bucket, key); n != 0 {
+		t.Fatalf("%d uploads left after Abort", n)
+	}
+}
+
+// ReadAt fetches the bytes asked for, not the object: reading one key
+// group must not download a whole state file.
+func TestReadAtFetchesOnlyTheRange(t *testing.T) {
+	dir := s3test.Dir(t)
+	st, p := s3test.Resolve(t, dir)
+	data := make([]byte, 16<<20)
+	rand.New(rand.NewSource(3)).Read(data)
+	f := path.Join(p, "state")
+	if err := storage.WriteFile(ctx, st, f, data); err != nil {
+		t.Fatal(err)
+	}
+	px := newProxy(t)
+	pst, q := px.via(t, dir)
+	r, err := pst.Open(ctx, path.Join(q, "state"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	before := px.received.Load()
+	buf := make([]byte, 1000)
+	if _, err := r.ReadAt(buf, 10<<20); err != nil || !bytes.Equal(buf, data[10<<20:10<<20+1000]) {
+		t.Fatalf("ReadAt: %v, or wrong bytes", err)
+	}
+	if got := px.received.Load() - before; got > 64<<10 {
+		t.Fatalf("ReadAt of 1000 bytes fetched %d bytes", got)
+	}
+
+	// A scan in chunks, as the formats' readers make, continues one GET
+	// rather than making one per chunk.
+	gets := px.gets.Load()
+	chunk := make([]byte, 1<<20)
+	for off := int64(1 << 20); off < int64(len(data)); off += int64(len(chunk)) {
+		n, err := r.ReadAt(chunk, off)
+		if n != len(chunk) || (err != nil && err != io.EOF) || !bytes.Equal(chunk, data[off:off+int64(n)]) {
+			t.Fatalf("ReadAt(off %d) = %d, %v, or wrong bytes", off, n, err)
+		}
+	}
+	if got := px.gets.Load() - gets; got > 3 {
+		t.Fatalf("15 sequential ReadAts made %d GETs, want at most 3", got)
+	}
+}
+
+// Missing keys and buckets are storage.ErrNotFound, naming what is missing.
+func TestNotFound(t *testing.T) {
+	base := s3test.Location(t)
+	u, _ := url.Parse(base)
+	st, _ := s3test.Resolve(t, "s3://no-such-bucket-stateutil/x")
+	_, err := st.Stat(ctx, "/x")
+	if !errors.Is(err, storage.ErrNotFound) || !strings.Contains(err.Error(), "no-such-bucket-stateutil") {
+		t.Fatalf("Stat in a missing bucket = %v, want not found naming the bucket", err)
+	}
+	st, _ = s3test.Resolve(t, "s3://"+u.Host+"/")
+	_, err = st.Open(ctx, "/no/such/key")
+	if !errors.Is(err, storage.ErrNotFound) || !strings.Contains(err.Error(), "s3://"+u.Host+"/no/such/key") {
+		t.Fatalf("Open of a missing key = %v, want not found naming the URI", err)
+	}
+}
+
+// A closed loopback port stands in for an endpoint that is down.
+func TestUnreachableEndpoint(t *testing.T) {
+	s3test.Location(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	r := storage.NewRegistry()
+	s3.Register(r, &s3.Options{Endpoint: "http://" + addr})
+	st, p, err := r.Resolve(ctx, "s3://bucket/snapshots/1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = st.Stat(ctx, p)
+	if !errors.Is(err, storage.ErrUnavailable) || !strings.Contains(err.Error(), "storage unavailable") ||
+		!strings.Contains(err.Error(), "s3://bucket/snapshots/1") || !strings.Contains(err.Error(), addr) {
+		t.Fatalf("Stat against a closed port = %v, want storage unavailable naming the URI and endpoint", err)
+	}
+	t.Logf("error: %v", err)
+}
+
+// Credentials the server does not accept are storage.ErrPermission,
+// naming bucket and key. A second moto, with authentication on, answers.
+func TestAccessDenied(t *testing.T) {
+	s3test.Location(t)
+	server := strings.Fields(os.Getenv("STATEUTIL_TEST_S3_SERVER"))
+	if len(server) != 2 {
+		t.Fatal("STATEUTIL_TEST_S3_SERVER is not set (scripts/s3-start.sh writes it)")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	_, port, _ := net.SplitHostPort(addr)
+	c := exec.Command(server[0], server[1], "127.0.0.1", port, path.Join(t.TempDir(), "ready"))
+	c.Env = append(os.Environ(), "INITIAL_NO_AUTH_ACTION_COUNT=0")
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Process.Kill(); c.Wait() })
+	r := storage.NewRegistry()
+	s3.Register(r, &s3.Options{Endpoint: "http://" + addr})
+	st, p, err := r.Resolve(ctx, "s3://locked/dir/file")
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		err = storage.WriteFile(ctx, st, p, []byte("x"))
+		if !errors.Is(err, storage.ErrUnavailable) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(200 * time.Millisecond) // still starting
+	}
+	if !errors.Is(err, storage.ErrPermission) || !strings.Contains(err.Error(), `bucket "locked", key "dir/file"`) {
+		t.Fatalf("write with credentials the server rejects = %v, want permission denied naming bucket and key", err)
+	}
+	t.Logf("error: %v", err)
+}
+
+// The endpoint may come from Options alone (the --s3-endpoint flag), a
+// bare host:port is https, and STATEUTIL_S3_PATH_STYLE must be a boolean.
+func TestEndpointOption(t *testing.T) {
+	dir := s3test.Dir(t)
+	endpoint := os.Getenv("AWS_ENDPOINT_URL")
+	st, p := s3test.Resolve(t, dir)
+	if err := storage.WriteFile(ctx, st, path.Join(p, "f"), []byte("via env")); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("AWS_ENDPOINT_URL", "")
+	os.Unsetenv("AWS_ENDPOINT_URL")
+	t.Setenv("STATEUTIL_S3_PATH_STYLE", "true")
+	r := storage.NewRegistry()
+	s3.Register(r, &s3.Options{Endpoint: endpoint, PathStyle: true})
+	other, q, err := r.Resolve(ctx, dir+"/f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, err := storage.ReadAll(ctx, other, q, 100); err != nil || string(b) != "via env" {
+		t.Fatalf("read through Options.Endpoint: %q, %v", b, err)
+	}
+	t.Setenv("STATEUTIL_S3_PATH_STYLE", "maybe")
+	if _, _, err := r.Resolve(ctx, dir+"/f"); err == nil || !strings.Contains(err.Error(), "STATEUTIL_S3_PATH_STYLE") {
+		t.Fatalf("Resolve with STATEUTIL_S3_PATH_STYLE=maybe = %v, want an error naming it", err)
+	}
+}
+
+func TestLocationsNeedABucket(t *testing.T) {
+	for _, loc := range []string{"s3:///path", "s3://bucket:9000/path"} {
+		if _, _, err := s3test.Registry().Resolve(ctx, loc); err == nil {
+			t.Errorf("Resolve(%q) succeeded, want an error", loc)
+		}
+	}
+}
+
+// A writer killed mid-upload leaves no object, only an upload under way,
+// which RemoveAll of the directory aborts.
+func TestKilledUploadLeavesNothing(t *testing.T) {
+	dir := s3test.Dir(t)
+	st, p := s3test.Resolve(t, dir)
+	f := path.Join(p, "state")
+	c := startChild(t, "upload", dir+"/state", "written")
+	kill(t, c)
+	if _, err := st.Stat(ctx, f); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("Stat after the writer was killed = %v, want not found", err)
+	}
+	if names, err := st.List(ctx, p); err != nil || len(names) != 0 {
+		t.Fatalf("List after the writer was killed = %v, %v; want nothing", names, err)
+	}
+	api, bucket, key := rawClient(t, dir, p)
+	if n := uploads(t, api, bucket, key+"/"); n != 1 {
+		t.Fatalf("%d uploads under way after the kill, want the killed writer's 1", n)
+	}
+	if err := st.RemoveAll(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	if n := uploads(t, api, bucket, key+"/"); n != 0 {
+		t.Fatalf("%d uploads left after RemoveAll", n)
+	}
+}
+
+// The server stopping mid-write fails the write with storage unavailable,
+// naming the file. Runs last: the restart empties the server.
+func TestServerStopsMidWrite(t *testing.T) {
+	setPartSize(t, 5<<20)
+	old := s3.IOTimeout
+	s3.IOTimeout = 5 * time.Second
+	t.Cleanup(func() { s3.IOTimeout = old })
+	dir := s3test.Dir(t)
+	st, p := s3test.Resolve(t, dir)
+	f := path.Join(p, "state")
+	w, err := st.Create(ctx, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Write(make([]byte, 2*s3.PartSize)); err != nil {
+		t.Fatal(err)
+	}
+	s3test.StopServer(t)
+	t.Cleanup(func() { s3test.StartServer(t) })
+	_, err = w.Write(make([]byte, 2*s3.PartSize))
+	if err == nil {
+		err = w.Commit()
+	} else {
+		w.Abort()
+	}
+	if !errors.Is(err, storage.ErrUnavailable) || !strings.Contains(err.Error(), "storage unavailable") || !strings.Contains(err.Error(), dir+"/state") {
+		t.Fatalf("write with the server stopped = %v, want storage unavailable naming the file", err)
+	}
+	t.Logf("error: %v", err)
+}
