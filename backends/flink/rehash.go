@@ -137,7 +137,6 @@ func (p *pairSource) pairs(kg int, fn func(l *layout, body, value []byte) error)
 type keyHasher struct {
 	l     *layout
 	codec snapshot.Codec
-	fixed int    // the key's byte width, or -1
 	kind  string // serKind of the key serializer, for the common keys hashed here
 }
 
@@ -146,40 +145,27 @@ func newKeyHasher(l *layout, t snapshot.Type, codecs *snapshot.Codecs) (*keyHash
 	if err != nil {
 		return nil, err
 	}
-	return &keyHasher{l: l, codec: c, fixed: fixedLength(l.key), kind: serKind(l.key)}, nil
+	return &keyHasher{l: l, codec: c, kind: serKind(l.key)}, nil
 }
 
 // keyGroup is the key group of the pair's key at maxParallelism.
 func (h *keyHasher) keyGroup(body []byte, maxParallelism int) (int, error) {
-	if h.l.kind == KindTimer {
-		if len(body) < 8 {
-			return 0, fmt.Errorf("state %q: timer of %d bytes", h.l.name, len(body))
-		}
-		body = body[8:]
-	}
-	n := h.fixed
-	if n < 0 {
-		var ok bool
-		var err error
-		if n, ok, err = span(h.l.key, body); err != nil || !ok {
-			return 0, fmt.Errorf("state %q: cannot tell the key from the namespace in 0x%x", h.l.name, body)
-		}
-	}
-	if n > len(body) {
-		return 0, fmt.Errorf("state %q: key of %d bytes in %d", h.l.name, n, len(body))
+	key, _, _, ok := h.l.splitKey(body)
+	if !ok {
+		return 0, fmt.Errorf("state %q: cannot tell the key from the namespace in 0x%x", h.l.name, body)
 	}
 	var code int32
 	var err error
 	switch {
-	case h.kind == "Long" && n == 8:
-		code = keygroup.HashInt64(int64(binary.BigEndian.Uint64(body)))
-	case h.kind == "Integer" && n == 4:
-		code = int32(binary.BigEndian.Uint32(body))
+	case h.kind == "Long" && len(key) == 8:
+		code = keygroup.HashInt64(int64(binary.BigEndian.Uint64(key)))
+	case h.kind == "Integer" && len(key) == 4:
+		code = int32(binary.BigEndian.Uint32(key))
 	default:
-		code, err = h.codec.HashCode(body[:n])
+		code, err = h.codec.HashCode(key)
 	}
 	if err != nil {
-		return 0, fmt.Errorf("state %q: cannot hash key 0x%x: %w", h.l.name, body[:n], err)
+		return 0, fmt.Errorf("state %q: cannot hash key 0x%x: %w", h.l.name, key, err)
 	}
 	return keygroup.OfHash(code, maxParallelism), nil
 }

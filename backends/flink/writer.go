@@ -39,13 +39,13 @@ func MetadataVersionFor(flinkVersion string) (int, error) {
 	mn, err2 := strconv.Atoi(minor)
 	switch {
 	case err1 != nil || err2 != nil:
-		return 0, fmt.Errorf("Flink version %q: want X.Y, such as 1.20 or 2.1", flinkVersion)
+		return 0, fmt.Errorf("version %q of Flink: want X.Y, such as 1.20 or 2.1", flinkVersion)
 	case mj == 1 && mn >= 15:
 		return 4, nil
 	case mj == 2:
 		return 6, nil
 	}
-	return 0, fmt.Errorf("Flink version %q: stateutil writes savepoints for Flink 1.15 to 2.x", flinkVersion)
+	return 0, fmt.Errorf("version %q of Flink: stateutil writes savepoints for Flink 1.15 to 2.x", flinkVersion)
 }
 
 // writer is the snapshot.Writer of the flink format.

@@ -84,7 +84,6 @@ type subtaskWriter struct {
 	oper      *stateFile
 	operInfos []OperatorStateInfo
 	operIdx   map[string]int
-	lastState string
 
 	raw    *snapshot.RawState
 	keyedN snapshot.Stats
