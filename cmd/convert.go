@@ -11,6 +11,7 @@ import (
 
 type convertOptions struct {
 	source   sourceFlags
+	expiry   expiryFlags
 	report   outputFlag
 	to       string
 	output   string
@@ -37,6 +38,7 @@ state than the format's per-subtask cap. With --verify the result is read back a
 compared with SRC entry by entry. A progress bar is shown on stderr when it is a
 terminal, unless --quiet.
 
+` + expiryHelp + `
 ` + exitCodeHelp,
 		Example: `  stateutil convert ./snapshot.dump --to filesystem --output ./snapshot-fs
   stateutil convert hdfs://nn:9000/checkpoints/job/chk-7 --to jobmanager --output ./chk-7.dump --verify
@@ -56,6 +58,7 @@ terminal, unless --quiet.
 	o.source.add(c)
 	o.source.addSkip(c)
 	o.source.addFlinkVersion(c)
+	o.expiry.add(c)
 	f := c.Flags()
 	f.StringVar(&o.to, "to", "", "format to write: "+strings.Join(e.reg.WritableNames(), ", "))
 	f.StringVar(&o.output, "output", "", "where to write the converted snapshot (path, file:// or hdfs:// URI)")
@@ -88,10 +91,14 @@ func (o *convertOptions) run(c *cobra.Command, e *env, src string) error {
 	if err != nil {
 		return err
 	}
+	expiry, err := o.expiry.expiry()
+	if err != nil {
+		return err
+	}
 	bar := e.newProgress(c.ErrOrStderr(), o.quiet, "converting")
 	res, err := migrate.Run(c.Context(), e.reg, migrate.Request{
 		Source: src, Destination: o.output, Format: o.to, Force: o.force, Verify: o.verify, PathMap: pathMap, StateSizeCap: o.stateCap.bytes,
-		ReaderVersion:  o.source.flinkVersion,
+		ReaderVersion: o.source.flinkVersion, DropExpired: expiry,
 		SkipUnreadable: o.source.skipUnreadable, Start: bar.start, Progress: bar.add,
 	})
 	bar.finish()

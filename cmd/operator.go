@@ -12,6 +12,7 @@ import (
 
 type operatorEditOptions struct {
 	source   sourceFlags
+	expiry   expiryFlags
 	operator string
 	to       string
 	output   string
@@ -85,6 +86,7 @@ func newOperatorEditCommand(e *env, verb string) *cobra.Command {
 	o.source.add(c)
 	o.source.addSkip(c)
 	o.source.addFlinkVersion(c)
+	o.expiry.add(c)
 	_ = c.RegisterFlagCompletionFunc("operator", e.completeOperators)
 	_ = c.RegisterFlagCompletionFunc("format", e.completeFormats)
 	return c
@@ -111,6 +113,10 @@ func (o *operatorEditOptions) run(c *cobra.Command, e *env, verb, src string) er
 	if err != nil {
 		return err
 	}
+	expiry, err := o.expiry.expiry()
+	if err != nil {
+		return err
+	}
 	edit := migrate.Edit{Operator: o.operator, Remove: verb == "remove"}
 	switch verb {
 	case "rename":
@@ -121,7 +127,7 @@ func (o *operatorEditOptions) run(c *cobra.Command, e *env, verb, src string) er
 	res, err := migrate.Run(c.Context(), e.reg, migrate.Request{
 		Source: src, Destination: o.output, Format: o.format, Edits: []migrate.Edit{edit},
 		Force: o.force, Verify: o.verify, PathMap: pathMap, SkipUnreadable: o.source.skipUnreadable, StateSizeCap: o.stateCap.bytes,
-		ReaderVersion: o.source.flinkVersion,
+		ReaderVersion: o.source.flinkVersion, DropExpired: expiry,
 	})
 	if err != nil {
 		return err

@@ -14,6 +14,7 @@ import (
 
 type rescaleOptions struct {
 	source         sourceFlags
+	expiry         expiryFlags
 	report         outputFlag
 	parallelism    int
 	operators      []string
@@ -55,6 +56,7 @@ entries, bytes and skew, and where operator-state elements go) without writing.
 SRC is never modified; DST appears only when complete, and is claimed for this one
 writer (see convert). With --verify the result is read back and compared with SRC.
 
+` + expiryHelp + `
 ` + exitCodeHelp,
 		Example: `  stateutil rescale ./snapshot.dump --parallelism 4 --output ./rescaled.dump
   stateutil rescale ./snapshot.dump --parallelism 4 --operator kafka-source=1 --output ./r.dump --dry-run
@@ -74,6 +76,7 @@ writer (see convert). With --verify the result is read back and compared with SR
 	o.source.add(c)
 	o.source.addSkip(c)
 	o.source.addFlinkVersion(c)
+	o.expiry.add(c)
 	f := c.Flags()
 	f.IntVar(&o.parallelism, "parallelism", 0, "new parallelism of every operator")
 	f.StringArrayVar(&o.operators, "operator", nil, "new parallelism of one operator, as UID=N (repeatable)")
@@ -128,12 +131,16 @@ func (o *rescaleOptions) run(c *cobra.Command, e *env, src string, change redist
 	if err != nil {
 		return err
 	}
+	expiry, err := o.expiry.expiry()
+	if err != nil {
+		return err
+	}
 	bar := e.newProgress(c.ErrOrStderr(), o.quiet, "rescaling")
 	res, err := migrate.Run(c.Context(), e.reg, migrate.Request{
 		Source: src, Destination: o.output, Format: o.format, Change: change, Force: o.force, DryRun: o.dryRun,
 		Verify: o.verify, EntryByEntry: o.entryByEntry, TempDir: o.tempDir, PathMap: pathMap,
 		SkipUnreadable: o.source.skipUnreadable, StateSizeCap: o.stateCap.bytes, Start: bar.start, Progress: bar.add,
-		ReaderVersion: o.source.flinkVersion,
+		ReaderVersion: o.source.flinkVersion, DropExpired: expiry,
 	})
 	bar.finish()
 	if err != nil {

@@ -42,6 +42,9 @@ type Request struct {
 	// SkipUnreadable drops state the source has but stateutil cannot read
 	// (listed in Result.Dropped); without it such a source is refused.
 	SkipUnreadable bool
+	// DropExpired, if set, leaves out the TTL'd entries expired at its
+	// time (snapshot.WithoutExpired).
+	DropExpired *snapshot.Expiry
 	// Start, if set, is called once with the bytes of state to write,
 	// before writing; Progress as they are written.
 	Start    func(total int64)
@@ -82,6 +85,11 @@ func Run(ctx context.Context, reg *snapshot.Registry, req Request) (*Result, err
 		r, dropped = snapshot.WithoutUnreadable(r)
 	} else if err := snapshot.CheckReadable(r.Snapshot()); err != nil {
 		return nil, fmt.Errorf("%s: %w", req.Source, err)
+	}
+	if req.DropExpired != nil {
+		if r, err = snapshot.WithoutExpired(r, *req.DropExpired); err != nil {
+			return nil, fmt.Errorf("%s: %w", req.Source, err)
+		}
 	}
 	f, err := reg.Writable(cmpOr(req.Format, from))
 	if err != nil {
