@@ -89,14 +89,32 @@ func (fc *flinkCase) restore(name, job, snap string, want []flinkharness.Line, o
 // spa reads snap with the State Processor API and compares.
 func (fc *flinkCase) spa(name, job, snap string, want []flinkharness.Line) {
 	fc.t.Helper()
+	fc.spaWith(name, snap, want, flinkharness.SPAOptions{Job: job})
+}
+
+func (fc *flinkCase) spaWith(name, snap string, want []flinkharness.Line, o flinkharness.SPAOptions) {
+	fc.t.Helper()
 	dump := filepath.Join(fc.dir, name+".spa.jsonl")
-	if _, err := flinkharness.SPADump(fc.ctx, fc.v, flinkharness.SPAOptions{Job: job, Snapshot: snap, Dump: dump, Records: fc.records}); err != nil {
+	o.Snapshot, o.Dump, o.Records = snap, dump, fc.records
+	if _, err := flinkharness.SPADump(fc.ctx, fc.v, o); err != nil {
 		fc.t.Errorf("%s: the State Processor API of Flink %s did not read %s: %v", name, fc.v, snap, err)
 		return
 	}
 	if d := flinkharness.EqualDumps(want, dumpOf(fc.t, dump)); d != "" {
 		fc.t.Errorf("%s: the State Processor API of Flink %s read other state:\n%s", name, fc.v, d)
 	}
+}
+
+// renamed is lines with operator from named to.
+func renamed(lines []flinkharness.Line, from, to string) []flinkharness.Line {
+	out := make([]flinkharness.Line, len(lines))
+	for i, l := range lines {
+		if l.Operator == from {
+			l.Operator = to
+		}
+		out[i] = l
+	}
+	return out
 }
 
 func without(lines []flinkharness.Line, operator string) []flinkharness.Line {
@@ -133,6 +151,7 @@ func flinkWriterMatrix(t *testing.T, v string) {
 		dst := out("m4096")
 		fc.stateutil("rescale", basic.SnapshotDir(), "--max-parallelism", "4096", "--parallelism", "2", "--operator", "keyed=4", "--output", dst)
 		fc.restore("m4096", "basic", dst, basicDump, flinkharness.RestoreOptions{Parallelism: 4})
+		fc.spa("m4096", "basic", dst, basicDump)
 	})
 	t.Run("maxp-4096-to-128", func(t *testing.T) {
 		fc := *fc
@@ -157,6 +176,7 @@ func flinkWriterMatrix(t *testing.T, v string) {
 		fc.stateutil("rescale", tuple.SnapshotDir(), "--max-parallelism", "256", "--parallelism", "3", "--output", mid)
 		fc.stateutil("rescale", mid, "--max-parallelism", "200", "--parallelism", "4", "--output", dst)
 		fc.restore("t200", "tuplekeys", dst, want, flinkharness.RestoreOptions{Backend: "rocksdb", Parallelism: 4})
+		fc.spa("t200", "tuplekeys", dst, want)
 	})
 	t.Run("rowdata-keys-128-to-256", func(t *testing.T) {
 		fc := *fc
@@ -171,6 +191,7 @@ func flinkWriterMatrix(t *testing.T, v string) {
 		dst := out("rowdata-256")
 		fc.stateutil("rescale", snap, "--max-parallelism", "256", "--parallelism", "3", "--output", dst)
 		fc.restore("rowdata-256", "rowdata", dst, dumpOf(t, dump), flinkharness.RestoreOptions{Parallelism: 3})
+		fc.spa("rowdata-256", "rowdata", dst, dumpOf(t, dump))
 	})
 	t.Run("flink-version-2-to-1", func(t *testing.T) {
 		if !strings.HasPrefix(v, "1.") {
@@ -191,6 +212,7 @@ func flinkWriterMatrix(t *testing.T, v string) {
 		dst := out("for-1.x")
 		fc.stateutil("convert", src.SnapshotDir(), "--to", "flink", "--flink-version", "1.20", "--output", dst)
 		fc.restore("for-1.x", "basic", dst, dumpOf(t, src.File("dump.jsonl")), flinkharness.RestoreOptions{Parallelism: 2})
+		fc.spa("for-1.x", "basic", dst, dumpOf(t, src.File("dump.jsonl")))
 	})
 	t.Run("native-rocksdb-to-canonical", func(t *testing.T) {
 		fc := *fc
@@ -226,23 +248,26 @@ func flinkWriterMatrix(t *testing.T, v string) {
 			t.Errorf("the converted checkpoint is not a savepoint:\n%s", insp)
 		}
 		fc.restore("moved", "basic", final, dumpOf(t, chk.File("dump.jsonl")), flinkharness.RestoreOptions{Parallelism: 2})
+		fc.spa("moved", "basic", final, dumpOf(t, chk.File("dump.jsonl")))
 	})
 	t.Run("operator-rename", func(t *testing.T) {
 		fc := *fc
 		fc.t = t
 		const newUID = "keyed-renamed-by-stateutil-v2"
-		renamed, back := out("renamed"), out("renamed-back")
-		fc.stateutil("operator", "rename", basic.SnapshotDir(), "--operator", "keyed", "--to", newUID, "--output", renamed)
+		dst := out("renamed")
+		fc.stateutil("operator", "rename", basic.SnapshotDir(), "--operator", "keyed", "--to", newUID, "--output", dst)
 		// Flink finds the keyed state under the id of the new uid: a job
-		// whose keyed operator is still "keyed" cannot map it.
-		_, err := flinkharness.RestoreDump(ctx, v, flinkharness.RestoreOptions{Job: "basic", Snapshot: renamed, Backend: "hashmap",
+		// whose keyed operator is still "keyed" cannot map it, one whose
+		// operator has the new uid restores all of it.
+		_, err := flinkharness.RestoreDump(ctx, v, flinkharness.RestoreOptions{Job: "basic", Snapshot: dst, Backend: "hashmap",
 			Records: fc.records, Dump: out("renamed.jsonl")})
 		var he *flinkharness.Error
 		if id := keygroup.OperatorIDOfUID(newUID); !errors.As(err, &he) || !strings.Contains(he.Message, id) {
-			t.Errorf("Flink restored %s into a job without uid %s, or refused without naming id %s: %v", renamed, newUID, id, err)
+			t.Errorf("Flink restored %s into a job without uid %s, or refused without naming id %s: %v", dst, newUID, id, err)
 		}
-		fc.stateutil("operator", "rename", renamed, "--operator", newUID, "--to", "keyed", "--output", back)
-		fc.restore("renamed-back", "basic", back, basicDump, flinkharness.RestoreOptions{Parallelism: 2})
+		want := renamed(basicDump, "keyed", newUID)
+		fc.restore("renamed", "basic", dst, want, flinkharness.RestoreOptions{Parallelism: 2, RenameUID: "keyed=" + newUID})
+		fc.spaWith("renamed", dst, want, flinkharness.SPAOptions{Job: "basic", RenameUID: "keyed=" + newUID})
 	})
 	t.Run("operator-remove", func(t *testing.T) {
 		fc := *fc
@@ -250,5 +275,6 @@ func flinkWriterMatrix(t *testing.T, v string) {
 		dst := out("removed")
 		fc.stateutil("operator", "remove", basic.SnapshotDir(), "--operator", "broadcast", "--output", dst)
 		fc.restore("removed", "basic", dst, without(basicDump, "broadcast"), flinkharness.RestoreOptions{AllowNonRestored: true})
+		fc.spaWith("removed", dst, without(basicDump, "broadcast"), flinkharness.SPAOptions{Job: "basic", WithoutOperator: "broadcast"})
 	})
 }
