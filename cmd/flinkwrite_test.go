@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -106,11 +107,20 @@ func (fc *flinkCase) spaWith(name, snap string, want []flinkharness.Line, o flin
 }
 
 // renamed is lines with operator from named to.
-func renamed(lines []flinkharness.Line, from, to string) []flinkharness.Line {
+func renamed(t *testing.T, lines []flinkharness.Line, from, to string) []flinkharness.Line {
 	out := make([]flinkharness.Line, len(lines))
 	for i, l := range lines {
 		if l.Operator == from {
-			l.Operator = to
+			var m map[string]json.RawMessage
+			if err := json.Unmarshal([]byte(l.Raw), &m); err != nil {
+				t.Fatal(err)
+			}
+			m["operator"], _ = json.Marshal(to)
+			raw, err := json.Marshal(m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			l.Operator, l.Raw = to, string(raw)
 		}
 		out[i] = l
 	}
@@ -265,9 +275,25 @@ func flinkWriterMatrix(t *testing.T, v string) {
 		if id := keygroup.OperatorIDOfUID(newUID); !errors.As(err, &he) || !strings.Contains(he.Message, id) {
 			t.Errorf("Flink restored %s into a job without uid %s, or refused without naming id %s: %v", dst, newUID, id, err)
 		}
-		want := renamed(basicDump, "keyed", newUID)
+		want := renamed(t, basicDump, "keyed", newUID)
 		fc.restore("renamed", "basic", dst, want, flinkharness.RestoreOptions{Parallelism: 2, RenameUID: "keyed=" + newUID})
 		fc.spaWith("renamed", dst, want, flinkharness.SPAOptions{Job: "basic", RenameUID: "keyed=" + newUID})
+	})
+	t.Run("drop-expired-ttl", func(t *testing.T) {
+		fc := *fc
+		fc.t = t
+		dst := out("unexpired")
+		fc.stateutil("convert", basic.SnapshotDir(), "--to", "flink", "--drop-expired-ttl-at", "2100-01-01T00:00:00Z", "--ttl", "last=24h", "--output", dst)
+		var want []flinkharness.Line
+		for _, l := range basicDump {
+			if l.Operator != "keyed" || l.State != "last" {
+				want = append(want, l)
+			}
+		}
+		if len(want) == len(basicDump) {
+			t.Fatal("the job's dump has no TTL'd state last")
+		}
+		fc.restore("unexpired", "basic", dst, want, flinkharness.RestoreOptions{Parallelism: 2})
 	})
 	t.Run("operator-remove", func(t *testing.T) {
 		fc := *fc

@@ -211,13 +211,19 @@ func action(old, t Target) string {
 
 // planRaw refuses to move raw state, which only its operator can split.
 func planRaw(p *OperatorPlan, op *snapshot.Operator) error {
+	rawKeyed := false
 	for _, sub := range op.Subtasks {
 		if sub.RawKeyedBytes+sub.RawOperatorBytes > 0 {
 			p.HasRawState = true
 		}
+		rawKeyed = rawKeyed || sub.RawKeyedBytes > 0
 	}
 	if !p.HasRawState {
 		return nil
+	}
+	if p.New.MaxParallelism != p.Old.MaxParallelism && rawKeyed {
+		return fmt.Errorf("%w: it has raw (user-serialized) state, which only its operator can split into other key groups; keep max parallelism %d, or remove the operator",
+			ErrNotRedistributable, p.Old.MaxParallelism)
 	}
 	if p.Action != ActionKeep {
 		return fmt.Errorf("%w: it has raw (user-serialized) state, which only its operator can split; keep its parallelism (--operator %s=%d)",
