@@ -33,6 +33,12 @@ this one writer: a second convert to the same DST fails with "in use". An existi
 refused unless --force is given, which replaces it whole, whatever its format; a
 directory that holds anything but a snapshot is always refused.
 
+--to flink writes a Flink savepoint of a Flink checkpoint or savepoint: canonical (every
+Flink state backend restores it, from a native RocksDB or incremental checkpoint too),
+self-contained (absolute paths of the source become files inside DST), with everything
+stateutil does not change carried over (operator names and uids, master and coordinator
+state, serializer snapshots, TTL, timers, broadcast and raw state).
+
 Converting to the memory format fails before writing anything when a subtask holds more
 state than the format's per-subtask cap. With --verify the result is read back and
 compared with SRC entry by entry. A progress bar is shown on stderr when it is a
@@ -43,7 +49,8 @@ terminal, unless --quiet.
 		Example: `  stateutil convert ./snapshot.dump --to filesystem --output ./snapshot-fs
   stateutil convert hdfs://nn:9000/checkpoints/job/chk-7 --to jobmanager --output ./chk-7.dump --verify
   stateutil convert ./flink-chk --path-map file:/data/flink=/mnt/copy --to rocksdb --output ./rocks -o json
-  stateutil convert ./job/chk-42 --to flink --flink-version 1.20 --output ./savepoint-portable`,
+  stateutil convert ./job/chk-42 --to flink --flink-version 1.20 --output ./savepoint-portable
+  stateutil convert ./savepoint-native --to flink --drop-expired-ttl-at 2026-12-01T00:00:00Z --ttl sessions=30m --output ./sp`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			if err := o.validate(e); err != nil {
@@ -95,10 +102,14 @@ func (o *convertOptions) run(c *cobra.Command, e *env, src string) error {
 	if err != nil {
 		return err
 	}
+	readerVersion, err := o.source.readerVersion()
+	if err != nil {
+		return err
+	}
 	bar := e.newProgress(c.ErrOrStderr(), o.quiet, "converting")
 	res, err := migrate.Run(c.Context(), e.reg, migrate.Request{
 		Source: src, Destination: o.output, Format: o.to, Force: o.force, Verify: o.verify, PathMap: pathMap, StateSizeCap: o.stateCap.bytes,
-		ReaderVersion: o.source.flinkVersion, DropExpired: expiry,
+		ReaderVersion: readerVersion, DropExpired: expiry,
 		SkipUnreadable: o.source.skipUnreadable, Start: bar.start, Progress: bar.add,
 	})
 	bar.finish()

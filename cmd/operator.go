@@ -47,7 +47,8 @@ func newOperatorEditCommand(e *env, verb string) *cobra.Command {
 		Use:   verb + " SRC --operator UID --output DST",
 		Short: "Write a copy of SRC without operator UID",
 		Example: `  stateutil operator remove ./snapshot.dump --operator rules --output ./without-rules.dump
-  stateutil operator rename ./snapshot.dump --operator word-counter --to counter-v2 --output ./renamed.dump`,
+  stateutil operator rename ./snapshot.dump --operator word-counter --to counter-v2 --output ./renamed.dump
+  stateutil operator remove ./flink/savepoint-1a2b3c --operator dedup --output ./savepoint-without-dedup`,
 		Long: "Write a copy of SRC without operator UID (uid, id or name) and its state.\n\n" + exitCodeHelp,
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
@@ -117,6 +118,10 @@ func (o *operatorEditOptions) run(c *cobra.Command, e *env, verb, src string) er
 	if err != nil {
 		return err
 	}
+	readerVersion, err := o.source.readerVersion()
+	if err != nil {
+		return err
+	}
 	edit := migrate.Edit{Operator: o.operator, Remove: verb == "remove"}
 	switch verb {
 	case "rename":
@@ -127,7 +132,7 @@ func (o *operatorEditOptions) run(c *cobra.Command, e *env, verb, src string) er
 	res, err := migrate.Run(c.Context(), e.reg, migrate.Request{
 		Source: src, Destination: o.output, Format: o.format, Edits: []migrate.Edit{edit},
 		Force: o.force, Verify: o.verify, PathMap: pathMap, SkipUnreadable: o.source.skipUnreadable, StateSizeCap: o.stateCap.bytes,
-		ReaderVersion: o.source.flinkVersion, DropExpired: expiry,
+		ReaderVersion: readerVersion, DropExpired: expiry,
 	})
 	if err != nil {
 		return err

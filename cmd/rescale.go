@@ -51,6 +51,14 @@ With unchanged parallelism everything stays where it is, except union state.
 every key is hashed again (its key type must have a known Java hashCode), sorting in
 bounded memory with temporary files.
 
+A Flink checkpoint or savepoint is written as a Flink savepoint (canonical, state files
+relative to its _metadata) that Flink restores in a job whose max parallelism is unset or
+the new one; --flink-version X.Y writes it for another Flink (see README: "Writing Flink
+savepoints"). Keys are hashed again from their bytes with the Java hashCode their key
+serializer implies (String, Long, Integer, Short, Byte, Boolean, Character, Double, Float,
+Tuple and Row of these, the Table API's RowData); other key types, and raw state that
+would have to be split, are refused, naming them.
+
 --dry-run prints the plan (new key-group ranges, the old subtasks feeding each new one,
 entries, bytes and skew, and where operator-state elements go) without writing.
 SRC is never modified; DST appears only when complete, and is claimed for this one
@@ -60,7 +68,9 @@ writer (see convert). With --verify the result is read back and compared with SR
 ` + exitCodeHelp,
 		Example: `  stateutil rescale ./snapshot.dump --parallelism 4 --output ./rescaled.dump
   stateutil rescale ./snapshot.dump --parallelism 4 --operator kafka-source=1 --output ./r.dump --dry-run
-  stateutil rescale ./snapshot.dump --max-parallelism 4096 --output ./wide.dump -o json`,
+  stateutil rescale ./snapshot.dump --max-parallelism 4096 --output ./wide.dump -o json
+  stateutil rescale ./flink/savepoint-1a2b3c --max-parallelism 4096 --operator counter=8 --output ./savepoint-4096
+  stateutil rescale ./flink/chk-42 --max-parallelism 256 --flink-version 1.20 --drop-expired-ttl-at 2026-12-01T00:00:00Z --ttl last-seen=24h --output ./sp`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			req, err := o.validate(c)
@@ -135,12 +145,16 @@ func (o *rescaleOptions) run(c *cobra.Command, e *env, src string, change redist
 	if err != nil {
 		return err
 	}
+	readerVersion, err := o.source.readerVersion()
+	if err != nil {
+		return err
+	}
 	bar := e.newProgress(c.ErrOrStderr(), o.quiet, "rescaling")
 	res, err := migrate.Run(c.Context(), e.reg, migrate.Request{
 		Source: src, Destination: o.output, Format: o.format, Change: change, Force: o.force, DryRun: o.dryRun,
 		Verify: o.verify, EntryByEntry: o.entryByEntry, TempDir: o.tempDir, PathMap: pathMap,
 		SkipUnreadable: o.source.skipUnreadable, StateSizeCap: o.stateCap.bytes, Start: bar.start, Progress: bar.add,
-		ReaderVersion: o.source.flinkVersion, DropExpired: expiry,
+		ReaderVersion: readerVersion, DropExpired: expiry,
 	})
 	bar.finish()
 	if err != nil {
