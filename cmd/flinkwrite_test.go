@@ -294,6 +294,7 @@ func flinkWriterMatrix(t *testing.T, v string) {
 			t.Fatal("the job's dump has no TTL'd state last")
 		}
 		fc.restore("unexpired", "basic", dst, want, flinkharness.RestoreOptions{Parallelism: 2})
+		fc.spa("unexpired", "basic", dst, want)
 	})
 	t.Run("operator-remove", func(t *testing.T) {
 		fc := *fc
