@@ -3,6 +3,7 @@ package flink
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 
 	"github.com/stateutil/stateutil/keygroup"
@@ -115,7 +116,10 @@ func (p *pairSource) pairs(kg int, fn func(l *layout, body, value []byte) error)
 			return bad("state %q: key says key group %d", l.name, got)
 		}
 		if err := fn(l, key[p.prefix:], value); err != nil {
-			return err
+			if errors.Is(err, keygroup.ErrUnknownKeyType) {
+				return err
+			}
+			return bad("%v", err)
 		}
 		if key[0]&0x80 != 0 {
 			if len(b) < 2 {

@@ -23,7 +23,7 @@ func registry() *snapshot.Registry {
 	return reg
 }
 
-func corpus(t *testing.T) []flinkharness.Entry {
+func corpus(t testing.TB) []flinkharness.Entry {
 	t.Helper()
 	es, err := flinkharness.ReadCorpus(filepath.Join("..", "..", "testdata", "flink"))
 	if err != nil || len(es) == 0 {
