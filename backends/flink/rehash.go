@@ -141,6 +141,7 @@ func (p *pairSource) pairs(kg int, fn func(l *layout, body, value []byte) error)
 type keyHasher struct {
 	l     *layout
 	codec snapshot.Codec
+	fixed int    // the key's byte width, or -1
 	kind  string // serKind of the key serializer, for the common keys hashed here
 }
 
@@ -149,12 +150,29 @@ func newKeyHasher(l *layout, t snapshot.Type, codecs *snapshot.Codecs) (*keyHash
 	if err != nil {
 		return nil, err
 	}
-	return &keyHasher{l: l, codec: c, kind: serKind(l.key)}, nil
+	return &keyHasher{l: l, codec: c, fixed: fixedLength(l.key), kind: serKind(l.key)}, nil
+}
+
+// key is the key of a stored pair: its leading bytes where the key
+// serializer has a fixed width (the common case, and the fast one), else
+// as the reader splits key from namespace.
+func (h *keyHasher) key(body []byte) ([]byte, bool) {
+	if h.fixed >= 0 {
+		if h.l.kind == KindTimer {
+			body = body[min(8, len(body)):]
+		}
+		if h.fixed > len(body) {
+			return nil, false
+		}
+		return body[:h.fixed], true
+	}
+	key, _, _, ok := h.l.splitKey(body)
+	return key, ok
 }
 
 // keyGroup is the key group of the pair's key at maxParallelism.
 func (h *keyHasher) keyGroup(body []byte, maxParallelism int) (int, error) {
-	key, _, _, ok := h.l.splitKey(body)
+	key, ok := h.key(body)
 	if !ok {
 		return 0, fmt.Errorf("state %q: cannot tell the key from the namespace in 0x%x", h.l.name, body)
 	}
