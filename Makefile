@@ -15,9 +15,9 @@ deps:
 build: deps
 	$(GO) build -o $(BIN) .
 
+# gofmt, go vet, staticcheck and deadcode (pinned; installed on first use).
 lint: deps
-	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
-	$(GO) vet ./...
+	@scripts/lint.sh
 
 # Everything, with real RocksDB, a real HDFS (MiniDFSCluster) and an
 # S3-compatible server (moto, scripts/s3-start.sh), both on loopback.

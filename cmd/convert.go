@@ -19,6 +19,7 @@ type convertOptions struct {
 	stateCap sizeFlag
 	verify   bool
 	quiet    bool
+	shard    shardFlags
 }
 
 func newConvertCommand(e *env) *cobra.Command {
@@ -44,13 +45,21 @@ state than the format's per-subtask cap. With --verify the result is read back a
 compared with SRC entry by entry. A progress bar is shown on stderr when it is a
 terminal, unless --quiet.
 
+For state too large for one machine, the copy runs in shards: --plan-only PLAN
+--shards N writes the plan (source, target, new subtasks, who reads what) for
+stateutil shard PLAN --shard I/N, run anywhere, and stateutil commit PLAN; --yarn
+http://RM:8088 --shards N runs the N shards as one YARN application (Hadoop's
+DistributedShell; the destination on HDFS), waits for it and commits. A failed shard's
+error names it and shows the end of its log.
+
 ` + expiryHelp + `
 ` + exitCodeHelp,
 		Example: `  stateutil convert ./snapshot.dump --to filesystem --output ./snapshot-fs
   stateutil convert hdfs://nn:9000/checkpoints/job/chk-7 --to jobmanager --output ./chk-7.dump --verify
   stateutil convert ./flink-chk --path-map file:/data/flink=/mnt/copy --to rocksdb --output ./rocks -o json
   stateutil convert ./job/chk-42 --to flink --flink-version 1.20 --output ./savepoint-portable
-  stateutil convert ./savepoint-native --to flink --drop-expired-ttl-at 2026-12-01T00:00:00Z --ttl sessions=30m --output ./sp`,
+  stateutil convert ./savepoint-native --to flink --drop-expired-ttl-at 2026-12-01T00:00:00Z --ttl sessions=30m --output ./sp
+  stateutil convert hdfs://nn:8020/sp/job-7 --to rocksdb --output hdfs://nn:8020/sp/job-7-rocks --yarn http://rm:8088 --shards 20`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			if err := o.validate(e); err != nil {
@@ -73,6 +82,7 @@ terminal, unless --quiet.
 	addStateSizeCap(f, &o.stateCap)
 	f.BoolVar(&o.verify, "verify", false, "read the result back and compare it with SRC entry by entry")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no progress bar")
+	o.shard.add(c)
 	_ = c.RegisterFlagCompletionFunc("to", e.completeFormats)
 	return c
 }
@@ -90,7 +100,7 @@ func (o *convertOptions) validate(e *env) error {
 	if o.output == "" {
 		return usageErrorf("--output is required")
 	}
-	return nil
+	return o.shard.validate(false)
 }
 
 func (o *convertOptions) run(c *cobra.Command, e *env, src string) error {
@@ -106,16 +116,28 @@ func (o *convertOptions) run(c *cobra.Command, e *env, src string) error {
 	if err != nil {
 		return err
 	}
-	bar := e.newProgress(c.ErrOrStderr(), o.quiet, "converting")
-	res, err := migrate.Run(c.Context(), e.reg, migrate.Request{
+	req := migrate.Request{
 		Source: src, Destination: o.output, Format: o.to, Force: o.force, Verify: o.verify, PathMap: pathMap, StateSizeCap: o.stateCap.bytes,
-		ReaderVersion: readerVersion, DropExpired: expiry,
-		SkipUnreadable: o.source.skipUnreadable, Start: bar.start, Progress: bar.add,
-	})
+		SkipUnreadable: o.source.skipUnreadable,
+		ReaderVersion:  readerVersion, DropExpired: expiry,
+	}
+	if o.shard.active() {
+		if expiry != nil || readerVersion != "" {
+			return usageErrorf("--drop-expired-ttl-at and --flink-version do not run in shards")
+		}
+		return o.shard.run(c, e, req, o.report, func(res *migrate.Result) error { return o.print(c, src, res) })
+	}
+	bar := e.newProgress(c.ErrOrStderr(), o.quiet, "converting")
+	req.Start, req.Progress = bar.start, bar.add
+	res, err := migrate.Run(c.Context(), e.reg, req)
 	bar.finish()
 	if err != nil {
 		return err
 	}
+	return o.print(c, src, res)
+}
+
+func (o *convertOptions) print(c *cobra.Command, src string, res *migrate.Result) error {
 	warnDropped(c.ErrOrStderr(), res.Dropped)
 	if o.report.json() {
 		return writeJSON(c.OutOrStdout(), convertReport(res))

@@ -31,8 +31,9 @@ added, removed and changed (kind, types, TTL, mode), and entries per keyed state
 elements per operator state.
 
 With --entries, keyed entries are compared key by key and the keys that differ are
-listed (with --values, their old and new values, decoded as stateutil get shows them)listed (added, removed, changed). B is brought to A's layout first, so snapshots at
-different parallelism compare by content; both are read one key group at a time.
+listed (added, removed, changed); --values adds their old and new values, decoded as
+stateutil get shows them. B is brought to A's layout first, so snapshots at different
+parallelism compare by content; both are read one key group at a time.
 
 Exit code 0 means the snapshots are equal, 1 that they differ; 2 and up are errors.
 

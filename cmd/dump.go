@@ -41,8 +41,9 @@ an array, a map's entries as an object.
 
 -o jsonl (default) writes one JSON document per line; csv a header and one row per key,
 key, namespace and value as JSON; table an ASCII table, which holds every row until the
-end (give it a --limit). Memory is otherwise bounded by one key group. Piped into head, dump stops when the reader does, with exit code 0. A progress
-bar is shown on stderr when it is a terminal, unless --quiet.
+end (give it a --limit). Memory is otherwise bounded by one key group per subtask read at
+once. Piped into head, dump stops when the reader does, with exit code 0. A progress bar
+is shown on stderr when it is a terminal, unless --quiet.
 
 ` + exitCodeHelp,
 		Example: `  stateutil dump ./snapshot.dump --operator word-counter --state count | head

@@ -129,14 +129,18 @@ func printRecord(w io.Writer, r *lookup.Record) error {
 	}
 	switch v := r.Value.(type) {
 	case []any:
-		fmt.Fprintf(w, "value:      %d elements\n", len(v))
+		fmt.Fprintf(w, "value:      %s\n", plural(len(v), "element"))
 		rows := make([][]string, len(v))
 		for i, x := range v {
 			rows[i] = []string{strconv.Itoa(i), jsonText(x)}
 		}
 		return table(w, []string{"#", "ELEMENT"}, rows)
 	case map[string]any:
-		fmt.Fprintf(w, "value:      %d entries\n", len(v))
+		entries := fmt.Sprintf("%d entries", len(v))
+		if len(v) == 1 {
+			entries = "1 entry"
+		}
+		fmt.Fprintf(w, "value:      %s\n", entries)
 		var rows [][]string
 		for _, k := range sortedKeys(v) {
 			rows = append(rows, []string{k, jsonText(v[k])})

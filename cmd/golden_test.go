@@ -28,12 +28,23 @@ func runGolden(t *testing.T, name string, args ...string) {
 // golden file then serves arguments that differ (temporary paths).
 func runGoldenAs(t *testing.T, name, shown string, args ...string) {
 	t.Helper()
-	var stdout, stderr bytes.Buffer
-	code := Run(context.Background(), args, &stdout, &stderr)
-	out, errOut := stdout.String(), stderr.String()
+	var r func(string) string
 	if shown != strings.Join(args, " ") && len(args) > 1 {
 		// The snapshot's path is not shown: it is not in the output either.
-		out, errOut = strings.ReplaceAll(out, args[1], "SNAP"), strings.ReplaceAll(errOut, args[1], "SNAP")
+		r = strings.NewReplacer(args[1], "SNAP").Replace
+	}
+	runGoldenReplacing(t, name, r, args...)
+}
+
+// runGoldenReplacing is runGolden with r applied to the command line and
+// everything printed (temporary paths, random ids), if r is not nil.
+func runGoldenReplacing(t *testing.T, name string, r func(string) string, args ...string) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	code := Run(context.Background(), args, &stdout, &stderr)
+	shown, out, errOut := strings.Join(args, " "), stdout.String(), stderr.String()
+	if r != nil {
+		shown, out, errOut = r(shown), r(out), r(errOut)
 	}
 	got := fmt.Sprintf("$ stateutil %s\nexit: %d\n--- stdout\n%s--- stderr\n%s", shown, code, out, errOut)
 	path := filepath.Join(goldenDir, name+".txt")

@@ -28,6 +28,7 @@ type rescaleOptions struct {
 	quiet          bool
 	entryByEntry   bool
 	tempDir        string
+	shard          shardFlags
 }
 
 func newRescaleCommand(e *env) *cobra.Command {
@@ -64,13 +65,22 @@ entries, bytes and skew, and where operator-state elements go) without writing.
 SRC is never modified; DST appears only when complete, and is claimed for this one
 writer (see convert). With --verify the result is read back and compared with SRC.
 
+For state too large for one machine, the copy runs in shards: --plan-only PLAN
+--shards N writes the plan (source, target, new subtasks, who reads what) for
+stateutil shard PLAN --shard I/N, run anywhere, and stateutil commit PLAN; --yarn
+http://RM:8088 --shards N runs the N shards as one YARN application (Hadoop's
+DistributedShell; the destination on HDFS), waits for it and commits. A failed shard's
+error names it and shows the end of its log.
+
 ` + expiryHelp + `
 ` + exitCodeHelp,
 		Example: `  stateutil rescale ./snapshot.dump --parallelism 4 --output ./rescaled.dump
   stateutil rescale ./snapshot.dump --parallelism 4 --operator kafka-source=1 --output ./r.dump --dry-run
   stateutil rescale ./snapshot.dump --max-parallelism 4096 --output ./wide.dump -o json
   stateutil rescale ./flink/savepoint-1a2b3c --max-parallelism 4096 --operator counter=8 --output ./savepoint-4096
-  stateutil rescale ./flink/chk-42 --max-parallelism 256 --flink-version 1.20 --drop-expired-ttl-at 2026-12-01T00:00:00Z --ttl last-seen=24h --output ./sp`,
+  stateutil rescale ./flink/chk-42 --max-parallelism 256 --flink-version 1.20 --drop-expired-ttl-at 2026-12-01T00:00:00Z --ttl last-seen=24h --output ./sp
+  stateutil rescale hdfs://nn:8020/sp/job-7 --max-parallelism 4096 --output hdfs://nn:8020/sp/job-7-wide --yarn http://rm:8088 --shards 100 --queue batch
+  stateutil rescale s3://bucket/sp/job-7 --parallelism 64 --output s3://bucket/sp/job-7-p64 --plan-only plan.json --shards 8`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			req, err := o.validate(c)
@@ -100,6 +110,7 @@ writer (see convert). With --verify the result is read back and compared with SR
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no progress bar")
 	f.BoolVar(&o.entryByEntry, "entry-by-entry", false, "move keyed state entry by entry even where a faster path exists (RocksDB to RocksDB copies SST data), to compare the two")
 	f.StringVar(&o.tempDir, "temp-dir", "", "where a max-parallelism change spills sorted runs (default: the system's)")
+	o.shard.add(c)
 	_ = c.RegisterFlagCompletionFunc("operator", e.completeOperators)
 	_ = c.RegisterFlagCompletionFunc("format", e.completeFormats)
 	return c
@@ -133,7 +144,7 @@ func (o *rescaleOptions) validate(c *cobra.Command) (redistribute.Request, error
 	if o.output == "" && !o.dryRun {
 		return req, usageErrorf("--output is required")
 	}
-	return req, nil
+	return req, o.shard.validate(o.dryRun)
 }
 
 func (o *rescaleOptions) run(c *cobra.Command, e *env, src string, change redistribute.Request) error {
@@ -149,17 +160,29 @@ func (o *rescaleOptions) run(c *cobra.Command, e *env, src string, change redist
 	if err != nil {
 		return err
 	}
-	bar := e.newProgress(c.ErrOrStderr(), o.quiet, "rescaling")
-	res, err := migrate.Run(c.Context(), e.reg, migrate.Request{
+	req := migrate.Request{
 		Source: src, Destination: o.output, Format: o.format, Change: change, Force: o.force, DryRun: o.dryRun,
 		Verify: o.verify, EntryByEntry: o.entryByEntry, TempDir: o.tempDir, PathMap: pathMap,
-		SkipUnreadable: o.source.skipUnreadable, StateSizeCap: o.stateCap.bytes, Start: bar.start, Progress: bar.add,
+		SkipUnreadable: o.source.skipUnreadable, StateSizeCap: o.stateCap.bytes,
 		ReaderVersion: readerVersion, DropExpired: expiry,
-	})
+	}
+	if o.shard.active() {
+		if expiry != nil || readerVersion != "" {
+			return usageErrorf("--drop-expired-ttl-at and --flink-version do not run in shards")
+		}
+		return o.shard.run(c, e, req, o.report, func(res *migrate.Result) error { return o.print(c, res) })
+	}
+	bar := e.newProgress(c.ErrOrStderr(), o.quiet, "rescaling")
+	req.Start, req.Progress = bar.start, bar.add
+	res, err := migrate.Run(c.Context(), e.reg, req)
 	bar.finish()
 	if err != nil {
 		return err
 	}
+	return o.print(c, res)
+}
+
+func (o *rescaleOptions) print(c *cobra.Command, res *migrate.Result) error {
 	warnDropped(c.ErrOrStderr(), res.Dropped)
 	if o.report.json() {
 		return writeJSON(c.OutOrStdout(), res.Plan.Plan)

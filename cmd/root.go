@@ -185,6 +185,8 @@ s3://bucket/path URIs (s3a:// and s3p:// too, as Flink writes them).
 		newVersionCommand(e),
 		newGetCommand(e),
 		newDumpCommand(e),
+		newShardCommand(e),
+		newCommitCommand(e),
 	)
 	root.Args = cobra.NoArgs
 	root.RunE = func(c *cobra.Command, _ []string) error { return c.Help() }

@@ -30,6 +30,10 @@ type ExecuteOptions struct {
 	EntryByEntry bool
 	// Codecs hash keys when max parallelism changes.
 	Codecs *snapshot.Codecs
+	// Subtasks, when set, limits Execute to one shard's part of the plan:
+	// Subtasks[i] lists, ascending, the new subtasks of plan operator i to
+	// write. nil writes every subtask.
+	Subtasks [][]int
 }
 
 // Execute writes every new subtask of plan to w: state streams from r to
@@ -49,10 +53,14 @@ func Execute(ctx context.Context, r snapshot.Reader, w snapshot.Writer, plan *Pl
 			return fmt.Errorf("plan operator %d is %q, the snapshot's is %q", i, p.UID, op.Label())
 		}
 		newOp := plan.output(i)
-		if newOp == nil {
-			continue // removed
+		if newOp == nil || (opts.Subtasks != nil && len(opts.Subtasks[i]) == 0) {
+			continue // removed, or another shard's
 		}
-		if err := executeOperator(ctx, r, w, op, newOp, p, opts); err != nil {
+		var only []int
+		if opts.Subtasks != nil {
+			only = opts.Subtasks[i]
+		}
+		if err := executeOperator(ctx, r, w, op, newOp, p, only, opts); err != nil {
 			return err
 		}
 	}
@@ -64,7 +72,9 @@ func Commit(ctx context.Context, w snapshot.Writer, plan *Plan) error {
 	return w.Commit(ctx, plan.committed())
 }
 
-func executeOperator(ctx context.Context, r snapshot.Reader, w snapshot.Writer, op, newOp *snapshot.Operator, p *redistribute.OperatorPlan, opts ExecuteOptions) error {
+// executeOperator writes the new subtasks of one operator: those in only,
+// or all when only is nil.
+func executeOperator(ctx context.Context, r snapshot.Reader, w snapshot.Writer, op, newOp *snapshot.Operator, p *redistribute.OperatorPlan, only []int, opts ExecuteOptions) error {
 	pieces := make([][][]redistribute.Piece, p.New.Parallelism)
 	for j := range pieces {
 		pieces[j] = make([][]redistribute.Piece, len(p.OperatorStates))
@@ -77,14 +87,20 @@ func executeOperator(ctx context.Context, r snapshot.Reader, w snapshot.Writer, 
 	// then moves operator and raw state only.
 	rc, fast := unwrapWriter(w).(snapshot.RehashingCopier)
 	fast = fast && !opts.EntryByEntry && p.New.MaxParallelism != p.Old.MaxParallelism && len(op.KeyedStates) > 0 && rc.CanRehash(r, op, newOp)
-	a, err := redistribute.OpenPlanned(ctx, r, op, p.New, pieces, redistribute.Options{TempDir: opts.TempDir, MemoryLimit: opts.MemoryLimit, Codecs: opts.Codecs, SkipKeyed: fast})
+	a, err := redistribute.OpenPlanned(ctx, r, op, p.New, pieces, redistribute.Options{TempDir: opts.TempDir, MemoryLimit: opts.MemoryLimit, Codecs: opts.Codecs, SkipKeyed: fast, Only: only})
 	if err != nil {
 		return err
 	}
 	defer a.Close()
 	n := a.Parallelism()
+	if only != nil {
+		n = len(only)
+	}
 	opts.Progress = serialized(opts.Progress, n)
 	return forEachSubtask(ctx, n, func(ctx context.Context, j int) error {
+		if only != nil {
+			j = only[j]
+		}
 		if fast {
 			sw, err := rc.SubtaskRehashed(ctx, r, op, newOp, j, a.KeyGroups(j), opts.Codecs)
 			if err != nil {

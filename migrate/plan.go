@@ -76,11 +76,16 @@ func (p *Plan) committed() *snapshot.Snapshot {
 // format: the redistribution, then the edits. It reads state only where
 // the format records no figures, or where max parallelism changes.
 func NewPlan(ctx context.Context, r snapshot.Reader, format *snapshot.Format, change redistribute.Request, edits []Edit) (*Plan, error) {
-	s := r.Snapshot()
 	rp, err := redistribute.NewPlan(ctx, r, change)
 	if err != nil {
 		return nil, err
 	}
+	return planFrom(r.Snapshot(), rp, format, edits)
+}
+
+// planFrom is NewPlan with the redistribution given: a shard's plan, read
+// from the plan file rather than computed again.
+func planFrom(s *snapshot.Snapshot, rp *redistribute.Plan, format *snapshot.Format, edits []Edit) (*Plan, error) {
 	p := &Plan{Plan: rp, Format: format.Name, Removed: []string{}, out: Rewritten(s)}
 	p.outputOf = make([]*snapshot.Operator, len(s.Operators))
 	for i, op := range p.out.Operators {

@@ -25,6 +25,10 @@ type Request struct {
 	MaxParallelism int
 	// Codecs hash keys when max parallelism changes.
 	Codecs *snapshot.Codecs
+	// EstimateRehash plans a max-parallelism change from the key groups'
+	// figures (see estimateRehash) instead of hashing every key: a plan
+	// for shards, which must not read the whole snapshot on one machine.
+	EstimateRehash bool
 }
 
 // Target is where one operator goes.
@@ -65,6 +69,9 @@ type OperatorPlan struct {
 	KeyedSkew        float64             `json:"keyed_skew"`
 	OperatorElements int64               `json:"operator_elements"`
 	HasRawState      bool                `json:"has_raw_state"`
+	// Estimated is set when the keyed figures of a max-parallelism change
+	// are estimates (Request.EstimateRehash), not counts.
+	Estimated bool `json:"estimated,omitempty"`
 }
 
 // Label is how tools name the operator: its uid, else its name, else its id.
@@ -154,7 +161,7 @@ func NewPlan(ctx context.Context, r snapshot.Reader, req Request) (*Plan, error)
 	}
 	p := &Plan{SchemaVersion: SchemaVersion, Operators: []OperatorPlan{}}
 	for i, op := range s.Operators {
-		opPlan, err := planOperator(ctx, r, op, targets[i], req.Codecs)
+		opPlan, err := planOperator(ctx, r, op, targets[i], req)
 		if err != nil {
 			return nil, fmt.Errorf("operator %q: %w", op.Label(), err)
 		}
@@ -163,7 +170,7 @@ func NewPlan(ctx context.Context, r snapshot.Reader, req Request) (*Plan, error)
 	return p, nil
 }
 
-func planOperator(ctx context.Context, r snapshot.Reader, op *snapshot.Operator, t Target, codecs *snapshot.Codecs) (*OperatorPlan, error) {
+func planOperator(ctx context.Context, r snapshot.Reader, op *snapshot.Operator, t Target, req Request) (*OperatorPlan, error) {
 	old := Target{Parallelism: op.Parallelism, MaxParallelism: op.MaxParallelism}
 	if len(op.Subtasks) != op.Parallelism {
 		return nil, snapshot.Corrupt(op.Label(), -1, "parallelism %d but %d subtasks", op.Parallelism, len(op.Subtasks))
@@ -177,10 +184,13 @@ func planOperator(ctx context.Context, r snapshot.Reader, op *snapshot.Operator,
 		return nil, err
 	}
 	var err error
-	if t.MaxParallelism == old.MaxParallelism {
+	switch {
+	case t.MaxParallelism == old.MaxParallelism:
 		err = planKeyed(ctx, r, op, p)
-	} else {
-		err = planRehash(ctx, r, op, p, codecs)
+	case req.EstimateRehash:
+		err = estimateRehash(ctx, r, op, p, req.Codecs)
+	default:
+		err = planRehash(ctx, r, op, p, req.Codecs)
 	}
 	if err != nil {
 		return nil, err
@@ -319,11 +329,16 @@ func checkHashable(op *snapshot.Operator, codecs *snapshot.Codecs) error {
 // rehashed streams an old subtask's entries with their key group
 // recomputed for target's max parallelism.
 func rehashed(ctx context.Context, r snapshot.Reader, op *snapshot.Operator, sub *snapshot.Subtask, t Target, codecs *snapshot.Codecs, fn func(*snapshot.Entry) error) error {
+	return rehashedIn(ctx, r, op, sub, sub.KeyGroups, t, codecs, fn)
+}
+
+// rehashedIn is rehashed for the old subtask's key groups in kgs only.
+func rehashedIn(ctx context.Context, r snapshot.Reader, op *snapshot.Operator, sub *snapshot.Subtask, kgs keygroup.Range, t Target, codecs *snapshot.Codecs, fn func(*snapshot.Entry) error) error {
 	types := make(map[string]snapshot.Type, len(op.KeyedStates))
 	for _, st := range op.KeyedStates {
 		types[st.Name] = st.KeyType
 	}
-	for e, err := range r.Entries(ctx, op, sub.Index, sub.KeyGroups) {
+	for e, err := range r.Entries(ctx, op, sub.Index, kgs) {
 		if err != nil {
 			return fmt.Errorf("subtask %d: %w", sub.Index, err)
 		}

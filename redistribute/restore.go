@@ -24,6 +24,11 @@ type Options struct {
 	// SkipKeyed leaves keyed state to the caller (a writer's fast path):
 	// nothing is re-hashed, and Entries must not be called.
 	SkipKeyed bool
+	// Only, when set, lists (ascending) the new subtasks that will be
+	// asked for, one shard's part: a max-parallelism change then reads only
+	// the old key groups that can feed them (see feeding) and keeps only
+	// their entries. Entries of any other subtask yields nothing.
+	Only []int
 }
 
 // Assignment is what each new subtask of one operator restores. The stream
@@ -190,9 +195,28 @@ func (a *Assignment) rehash(ctx context.Context, opts Options) error {
 	}
 	a.tmp = tmp
 	s := &sorter{dir: tmp, limit: cmpOr(opts.MemoryLimit, DefaultMemoryLimit)}
+	add := s.add
+	if opts.Only != nil {
+		keep := make([]bool, a.target.Parallelism)
+		for _, j := range opts.Only {
+			keep[j] = true
+		}
+		add = func(e *snapshot.Entry) error {
+			if !keep[keygroup.SubtaskOf(e.KeyGroup, a.target.MaxParallelism, a.target.Parallelism)] {
+				return nil
+			}
+			return s.add(e)
+		}
+	}
 	for _, sub := range a.op.Subtasks {
-		if err := rehashed(ctx, a.r, a.op, sub, a.target, opts.Codecs, s.add); err != nil {
-			return err
+		runs := []keygroup.Range{sub.KeyGroups}
+		if opts.Only != nil {
+			runs = feeding(sub.KeyGroups, a.op.MaxParallelism, a.target, opts.Only)
+		}
+		for _, kgs := range runs {
+			if err := rehashedIn(ctx, a.r, a.op, sub, kgs, a.target, opts.Codecs, add); err != nil {
+				return err
+			}
 		}
 	}
 	if err := s.finish(); err != nil {

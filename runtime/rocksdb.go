@@ -108,8 +108,6 @@ type opStateWriter struct {
 	lists map[string][][]byte
 }
 
-func (w *opStateWriter) incrementalCheckpoint() {}
-
 func (w *opStateWriter) Entry(*snapshot.Entry) error { return nil }
 func (w *opStateWriter) Element(state string, v []byte) error {
 	w.lists[state] = append(w.lists[state], slices.Clone(v))
@@ -326,7 +324,7 @@ func (b *RocksDBBackend) Restore(e *snapshot.Entry) error {
 // instance itself is the snapshot and nothing is written here; otherwise
 // (savepoints, the final digest) every live entry is copied to w.
 func (b *RocksDBBackend) Snapshot(ctx context.Context, w snapshot.SubtaskWriter, now int64) error {
-	if _, ok := w.(interface{ incrementalCheckpoint() }); ok {
+	if _, ok := w.(*opStateWriter); ok {
 		return nil
 	}
 	for e, err := range b.in.Entries(ctx, b.info.KeyGroups) {

@@ -119,6 +119,12 @@ say "fast $(med_s fast)s, entry by entry $(med_s slow)s: fast path $(ratio "$(me
 rm -rf "$work/rdb-fast" "$work/rdb-slow"
 say ""
 
+# The sharded path and YARN: scripts/shard-bench.sh.
+. scripts/shard-bench.sh
+
+# get, dump: scripts/lookup-bench.sh.
+. scripts/lookup-bench.sh
+
 # S3: scripts/s3-bench.sh (BENCH_S3=0 skips it).
 if [ "${BENCH_S3:-1}" != 0 ]; then
   . scripts/s3-bench.sh

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Starts the HDFS test harness (testenv/hdfs: one NameNode + one DataNode on
+# Starts the HDFS test harness (testenv/hdfs: one NameNode + one DataNode, a
+# YARN ResourceManager, and a NodeManager in a JVM of its own, all on
 # 127.0.0.1) in the background and writes .cache/hdfs.env for the Go tests:
 #
 #   scripts/hdfs-start.sh && . .cache/hdfs.env && go test ./storage/...; scripts/hdfs-stop.sh
@@ -9,6 +10,7 @@
 #   STATEUTIL_HDFS_PORT           fixed NameNode RPC port (default: a free one)
 #   STATEUTIL_HDFS_START_TIMEOUT  seconds to wait for the cluster (default 120)
 #   STATEUTIL_HDFS_JAVA           java binary (default: a Java 17 if found, else java)
+#   STATEUTIL_YARN                0 starts HDFS alone, without YARN (default 1)
 #
 # Exits non-zero, with the tail of the harness log, if the cluster does not
 # come up. If a harness started from this tree still runs, it is reused.
@@ -48,12 +50,18 @@ stop() {
 # is_harness PID: true if PID is a live harness JVM (guards against reused pids).
 is_harness() {
 	[[ -n ${1:-} ]] && kill -0 "$1" 2>/dev/null &&
-		tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null | grep -q 'stateutil.testenv.HdfsHarness'
+		tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null | grep -q "stateutil.testenv.${2:-HdfsHarness}"
 }
+yarn=${STATEUTIL_YARN:-1}
+nmpidfile="$state/nodemanager.pid"
+nmlog="$state/nodemanager.log"
+nmaddrfile="$state/nm-addr"
+yarnconf="$state/yarn-conf"
 
 mkdir -p "$state"
 
-if [[ -f $pidfile && -f $envfile ]] && is_harness "$(cat "$pidfile")"; then
+if [[ -f $pidfile && -f $envfile ]] && is_harness "$(cat "$pidfile")" &&
+	{ [[ $yarn == 0 ]] || is_harness "$(cat "$nmpidfile" 2>/dev/null)" YarnHarness; }; then
 	say "already running (pid $(cat "$pidfile")); reusing $envfile"
 	exit 0
 fi
@@ -83,8 +91,9 @@ javahome=$(dirname "$(dirname "$(readlink -f "$java")")")
 # the jars; an unchanged harness costs no Maven run at all.
 cpfile="$harness/target/classpath.txt"
 stamp="$harness/target/.built"
+dsjar="$harness/target/lib/hadoop-yarn-applications-distributedshell-3.3.5.jar"
 needs_build() {
-	[[ -f $stamp && -f $cpfile ]] || return 0
+	[[ -f $stamp && -f $cpfile && -f $dsjar ]] || return 0
 	[[ -n $(find "$harness/pom.xml" "$harness/src" -newer "$stamp" -print -quit) ]] && return 0
 	local jar
 	while IFS= read -r -d: jar || [[ -n $jar ]]; do
@@ -100,6 +109,19 @@ if needs_build; then
 		JAVA_HOME=$javahome mvn "${mvnargs[@]}" >"$state/build.log" 2>&1 ||
 			{ cat "$state/build.log" >&2; die "harness build failed"; }
 	fi
+	# DistributedShell's POM names a parent the repository lacks, so it is no
+	# dependency of pom.xml: its jar alone (what it needs at run time is in
+	# pom.xml), copied from ~/.m2, fetched there first if need be (from a
+	# directory without a POM: in a project Maven insists on the parent).
+	m2jar="$HOME/.m2/repository/org/apache/hadoop/hadoop-yarn-applications-distributedshell/3.3.5/$(basename "$dsjar")"
+	if [[ ! -f $m2jar ]]; then
+		(cd "$state" && JAVA_HOME=$javahome mvn -q -B -Dstyle.color=never dependency:copy \
+			-Dartifact=org.apache.hadoop:hadoop-yarn-applications-distributedshell:3.3.5 \
+			-Dtransitive=false -DoutputDirectory="$harness/target/lib") >>"$state/build.log" 2>&1 ||
+			{ cat "$state/build.log" >&2; die "fetching DistributedShell failed"; }
+	fi
+	mkdir -p "$(dirname "$dsjar")"
+	[[ -f $dsjar ]] || cp "$m2jar" "$dsjar"
 	touch "$stamp"
 	say "built in $((SECONDS - t0))s"
 fi
@@ -111,13 +133,19 @@ for p in java.lang java.lang.reflect java.util java.util.concurrent java.nio jav
 	opens+=("--add-opens=java.base/$p=ALL-UNNAMED")
 done
 
-rm -rf "$state/data" "$addrfile" "$envfile"
+if [[ -f $nmpidfile ]] && is_harness "$(cat "$nmpidfile")" YarnHarness; then
+	stop "$(cat "$nmpidfile")"
+fi
+rm -rf "$state/data" "$addrfile" "$envfile" "$nmaddrfile" "$yarnconf"
 : >"$log"
-args=(--port "${STATEUTIL_HDFS_PORT:-0}" --base-dir "$state/data" "$addrfile")
+args=(--port "${STATEUTIL_HDFS_PORT:-0}" --base-dir "$state/data")
+[[ $yarn == 0 ]] || args+=(--yarn "$yarnconf")
+args+=("$addrfile")
+classpath="$harness/target/classes:$(cat "$cpfile"):$dsjar"
 # setsid: a Ctrl-C aimed at the caller (make, go test) must not half-kill
 # the cluster; hdfs-stop.sh stops it.
 setsid "$java" -Xmx512m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 "${opens[@]}" \
-	-cp "$harness/target/classes:$(cat "$cpfile")" stateutil.testenv.HdfsHarness "${args[@]}" \
+	-cp "$classpath" stateutil.testenv.HdfsHarness "${args[@]}" \
 	</dev/null >>"$log" 2>&1 &
 pid=$!
 echo "$pid" >"$pidfile"
@@ -141,12 +169,40 @@ if ! timeout 5 bash -c "exec 3<>/dev/tcp/${HDFS_NAMENODE%:*}/${HDFS_NAMENODE##*:
 	die "namenode $HDFS_NAMENODE does not accept connections"
 fi
 
+yarnenv=
+if [[ $yarn != 0 ]]; then
+	# The NodeManager in a JVM of its own: in the harness's JVM its web app
+	# would take the ResourceManager's REST calls.
+	: >"$nmlog"
+	setsid "$java" -Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 "${opens[@]}" \
+		-cp "$yarnconf:$classpath" stateutil.testenv.YarnHarness nodemanager "$yarnconf" "$nmaddrfile" \
+		</dev/null >>"$nmlog" 2>&1 &
+	nmpid=$!
+	echo "$nmpid" >"$nmpidfile"
+	# Registered once the ResourceManager lists the node as RUNNING.
+	until curl -fsS "http://$YARN_RM_WEB/ws/v1/cluster/nodes" 2>/dev/null | grep -q RUNNING; do
+		kill -0 "$nmpid" 2>/dev/null || { log=$nmlog; stop "$pid"; die "nodemanager (pid $nmpid) exited before registering"; }
+		if ((SECONDS >= deadline)); then
+			stop "$nmpid"
+			stop "$pid"
+			log=$nmlog
+			die "nodemanager not registered with http://$YARN_RM_WEB after ${timeout}s; stopped both"
+		fi
+		sleep 0.5
+	done
+	yarnenv="export STATEUTIL_TEST_YARN=http://$YARN_RM_WEB
+export STATEUTIL_TEST_YARN_CONF=$yarnconf
+export STATEUTIL_TEST_YARN_AM_CLASSPATH=$yarnconf:$classpath
+export STATEUTIL_TEST_YARN_NM_PID=$nmpid"
+fi
+
 cat >"$envfile.tmp" <<ENV
 # Written by scripts/hdfs-start.sh; removed by scripts/hdfs-stop.sh.
 export STATEUTIL_TEST_HDFS=$HDFS_NAMENODE
 export STATEUTIL_TEST_HDFS_CONTROL=$HDFS_CONTROL
 export STATEUTIL_TEST_HDFS_SUPERUSER=$(id -un)
 export STATEUTIL_TEST_HDFS_PID=$pid
+$yarnenv
 ENV
 mv "$envfile.tmp" "$envfile"
-say "namenode $HDFS_NAMENODE (control $HDFS_CONTROL, pid $pid) up in $((SECONDS - t0))s; env in $envfile"
+say "namenode $HDFS_NAMENODE (control $HDFS_CONTROL, pid $pid)${YARN_RM_WEB:+, resourcemanager http://$YARN_RM_WEB} up in $((SECONDS - t0))s; env in $envfile"

@@ -10,6 +10,21 @@ pidfile="$state/harness.pid"
 
 say() { echo "hdfs-stop: $*" >&2; }
 
+# The NodeManager first: it would retry a ResourceManager that is gone.
+nmpid=$(cat "$state/nodemanager.pid" 2>/dev/null || true)
+if [[ -n $nmpid ]] && kill -0 "$nmpid" 2>/dev/null &&
+	tr '\0' ' ' <"/proc/$nmpid/cmdline" 2>/dev/null | grep -q 'stateutil.testenv.YarnHarness'; then
+	kill -TERM "$nmpid"
+	for _ in $(seq 60); do
+		kill -0 "$nmpid" 2>/dev/null || break
+		sleep 0.5
+	done
+	kill -KILL "$nmpid" 2>/dev/null || true
+	say "stopped the nodemanager (pid $nmpid)"
+fi
+rm -f "$state/nodemanager.pid" "$state/nm-addr"
+rm -rf "$state/yarn-conf"
+
 pid=$(cat "$pidfile" 2>/dev/null || true)
 if [[ -n $pid ]] && kill -0 "$pid" 2>/dev/null &&
 	tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q 'stateutil.testenv.HdfsHarness'; then

@@ -99,6 +99,10 @@ type WriteOptions struct {
 	// the source was written for): for the flink format, the Flink
 	// version X.Y that must restore the result.
 	ReaderVersion string
+	// Staging writes subtasks for another writer to commit (see Stager):
+	// the writer names its files so that other staging writers at the same
+	// location never collide with them, and is ended by Staged.
+	Staging bool
 }
 
 // Format is one snapshot format. Its functions get the storage that holds

@@ -21,9 +21,8 @@ import (
 
 	"github.com/colinmarc/hdfs/v2"
 	"github.com/colinmarc/hdfs/v2/hadoopconf"
-	krb "github.com/jcmturner/gokrb5/v8/client"
-	krbconfig "github.com/jcmturner/gokrb5/v8/config"
-	"github.com/jcmturner/gokrb5/v8/credentials"
+
+	"github.com/stateutil/stateutil/internal/kerberos"
 )
 
 // HDFS client tuning. Variables so tests and callers with unusual clusters
@@ -81,8 +80,8 @@ func openHDFS(ctx context.Context, u *url.URL) (Storage, error) {
 		return nil, fmt.Errorf("%s names no namenode and no fs.defaultFS was found (HADOOP_CONF_DIR=%q)", u.String(), os.Getenv("HADOOP_CONF_DIR"))
 	}
 
-	if useKerberos(conf) {
-		kc, err := kerberosClient()
+	if kerberos.Wanted(conf["hadoop.security.authentication"]) {
+		kc, err := kerberos.Client()
 		if err != nil {
 			return nil, fail(ErrPermission, "kerberos: %v", err)
 		}
@@ -142,48 +141,6 @@ func hdfsConnectErr(prefix string, err error) error {
 		kind = ErrUnavailable
 	}
 	return fmt.Errorf("connect %s: %w: %w", prefix+"/", kind, err)
-}
-
-// useKerberos follows hadoop.security.authentication when the configuration
-// sets it, else the presence of a Kerberos environment.
-func useKerberos(conf hadoopconf.HadoopConf) bool {
-	switch strings.ToLower(conf["hadoop.security.authentication"]) {
-	case "kerberos":
-		return true
-	case "simple":
-		return false
-	}
-	return os.Getenv("KRB5CCNAME") != "" || os.Getenv("KRB5_CONFIG") != ""
-}
-
-// kerberosClient loads the MIT-style krb5.conf and credential cache.
-func kerberosClient() (*krb.Client, error) {
-	cfgPath := os.Getenv("KRB5_CONFIG")
-	if cfgPath == "" {
-		cfgPath = "/etc/krb5.conf"
-	}
-	cfg, err := krbconfig.Load(cfgPath)
-	if err != nil {
-		return nil, fmt.Errorf("config %s: %w", cfgPath, err)
-	}
-	ccPath := os.Getenv("KRB5CCNAME")
-	switch {
-	case strings.HasPrefix(ccPath, "FILE:"):
-		ccPath = strings.TrimPrefix(ccPath, "FILE:")
-	case strings.Contains(ccPath, ":"):
-		return nil, fmt.Errorf("credential cache %q: only FILE: caches are supported", ccPath)
-	case ccPath == "":
-		ccPath = fmt.Sprintf("/tmp/krb5cc_%d", os.Getuid())
-	}
-	cc, err := credentials.LoadCCache(ccPath)
-	if err != nil {
-		return nil, fmt.Errorf("credential cache %s: %w", ccPath, err)
-	}
-	kc, err := krb.NewFromCCache(cc, cfg, krb.DisablePAFXFAST(true))
-	if err != nil {
-		return nil, fmt.Errorf("credential cache %s: %w", ccPath, err)
-	}
-	return kc, nil
 }
 
 // timeoutConn gives every namenode read and write a deadline. After a

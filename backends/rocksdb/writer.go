@@ -47,6 +47,9 @@ type writer struct {
 	handles  []*rocksdbformat.Handle // of the subtasks finished, removed again by Abort
 	open     map[*subtaskWriter]bool
 	done     bool
+
+	// staging: the subtasks are for another writer to commit (Staged).
+	staging bool
 }
 
 // metaDir is the snapshot directory a writer's location names: the
@@ -60,7 +63,7 @@ func metaDir(st storage.Storage, p string) chkdir.Dir {
 
 func create(ctx context.Context, st storage.Storage, p string, opts snapshot.WriteOptions) (snapshot.Writer, error) {
 	d := metaDir(st, p)
-	w := &writer{d: d, token: rocksdbformat.RandomName()[:8], open: map[*subtaskWriter]bool{}}
+	w := &writer{d: d, token: rocksdbformat.RandomName()[:8], open: map[*subtaskWriter]bool{}, staging: opts.Staging}
 	if ok, err := d.HasMetadata(ctx); err != nil {
 		return nil, err
 	} else if ok {
@@ -89,6 +92,9 @@ const stagingPrefix = ".stateutil-rocksdb-"
 // or <op>-<subtask>-<token> when the replaced snapshot uses that name.
 func (w *writer) privDir(op string, subtask int) string {
 	name := rocksdbformat.SubtaskDirName(op, subtask)
+	if w.staging {
+		return name + "-" + w.token // other shards' writers share the directory
+	}
 	if w.replaced != nil {
 		for _, h := range w.replaced.Handles {
 			for _, f := range h.AllFiles() {

@@ -21,7 +21,9 @@ func LibraryVersion() string {
 }
 
 // fileCRC32C extends crc over p as the SST writer's file checksum does,
-// with the CPU's CRC32C instruction if it has one, unless portable.
+// with the CPU's CRC32C instruction if it has one, unless portable. Only
+// tests call it (a _test.go file cannot use cgo): scripts/lint.sh lists it
+// as a test hook.
 func fileCRC32C(crc uint32, p []byte, portable bool) uint32 {
 	return uint32(C.su_crc32c(C.uint32_t(crc), bytesPtr(p), C.size_t(len(p)), cBool(portable)))
 }

@@ -126,7 +126,7 @@ func TestMetadataRefusesEscapingReferences(t *testing.T) {
 		{Local: "../CURRENT", Path: "a/CURRENT"},
 	} {
 		m := &Metadata{Snapshot: &snapshot.Snapshot{}, Handles: []*Handle{{Operator: "01", PrefixBytes: 1, Files: []File{f}}}}
-		if err := m.validate("_metadata"); !errors.Is(err, snapshot.ErrCorrupt) {
+		if err := m.Validate("_metadata"); !errors.Is(err, snapshot.ErrCorrupt) {
 			t.Errorf("%+v: %v, want ErrCorrupt", f, err)
 		}
 	}

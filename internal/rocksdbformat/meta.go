@@ -131,14 +131,15 @@ func ReadMetadata(ctx context.Context, d chkdir.Dir) (*Metadata, error) {
 	if err := metaKind.ReadMsgpack(ctx, d.Storage, d.Metadata(), metaBodyLimit, &m); err != nil {
 		return nil, chkdir.NotFound(err)
 	}
-	if err := m.validate(file); err != nil {
+	if err := m.Validate(file); err != nil {
 		return nil, err
 	}
 	return &m, nil
 }
 
-// validate checks the model and references before anything follows them.
-func (m *Metadata) validate(name string) error {
+// Validate checks the model and references before anything follows them;
+// name is the file they came from, for the message.
+func (m *Metadata) Validate(name string) error {
 	if err := snapshot.Validate(m.Snapshot, name); err != nil {
 		return err
 	}

@@ -8,6 +8,9 @@ package ledger
 
 import (
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"sync"
 
 	"github.com/stateutil/stateutil/keygroup"
@@ -135,6 +138,47 @@ func (l *Ledger[T]) Commit(s *snapshot.Snapshot) ([][]T, error) {
 	}
 	l.done = true
 	return values, nil
+}
+
+// Finished is one finished subtask, as Closed lists it.
+type Finished[T any] struct {
+	OperatorID, Operator string // the operator's id and label
+	Index                int
+	Subtask              *snapshot.Subtask
+	Value                T
+}
+
+// Close marks the ledger done, as Commit does, and lists the finished
+// subtasks, by operator (in the order first started) and index: what a
+// staging writer hands to the writer that commits (snapshot.Stager). It
+// refuses a subtask started but not finished.
+func (l *Ledger[T]) Close() ([]Finished[T], error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.done {
+		return nil, fmt.Errorf("the writer has already committed or aborted")
+	}
+	ops := make([]*operator[T], len(l.ops))
+	ids := make([]string, len(l.ops))
+	for key, o := range l.ops {
+		ops[o.seq] = o
+		if id, ok := strings.CutPrefix(key, "id:"); ok {
+			ids[o.seq] = id
+		}
+	}
+	var out []Finished[T]
+	for i, o := range ops {
+		idx := slices.Sorted(maps.Keys(o.subtasks))
+		for _, j := range idx {
+			st := o.subtasks[j]
+			if !st.finished {
+				return nil, fmt.Errorf("operator %q: subtask %d was started but not closed", o.label, j)
+			}
+			out = append(out, Finished[T]{OperatorID: ids[i], Operator: o.label, Index: j, Subtask: st.sub, Value: st.value})
+		}
+	}
+	l.done = true
+	return out, nil
 }
 
 // Abort marks the ledger done: nothing is started or committed after it.

@@ -28,8 +28,12 @@ import sun.misc.Signal;
  * stateutil's HDFS storage tests.
  *
  * <pre>
- * HdfsHarness [--port N] [--control-port N] [--base-dir DIR] [--watch-stdin] ADDR_FILE
+ * HdfsHarness [--port N] [--control-port N] [--base-dir DIR] [--yarn CONF_DIR] [--watch-stdin] ADDR_FILE
  * </pre>
+ *
+ * With --yarn it also starts a YARN ResourceManager (see {@link YarnHarness}),
+ * writes its configuration to CONF_DIR and adds {@code YARN_RM_WEB=host:port}
+ * to what it announces.
  *
  * Once the cluster has written and read back a probe file it prints
  * {@code HDFS_NAMENODE=127.0.0.1:PORT} and {@code HDFS_CONTROL=127.0.0.1:PORT}
@@ -68,12 +72,14 @@ public final class HdfsHarness {
         String baseDir = null;
         boolean watchStdin = false;
         String addrFile = null;
+        String yarnConf = null;
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
                 case "--port" -> port = Integer.parseInt(args[++i]);
                 case "--control-port" -> controlPort = Integer.parseInt(args[++i]);
                 case "--base-dir" -> baseDir = args[++i];
                 case "--watch-stdin" -> watchStdin = true;
+                case "--yarn" -> yarnConf = args[++i];
                 default -> {
                     if (args[i].startsWith("-") || addrFile != null) {
                         usage("unexpected argument " + args[i]);
@@ -122,6 +128,13 @@ public final class HdfsHarness {
         cluster.waitActive();
         probe(cluster);
 
+        org.apache.hadoop.yarn.server.MiniYARNCluster yarn = null;
+        if (yarnConf != null) {
+            Configuration dfsConf = new Configuration(conf);
+            dfsConf.set("fs.defaultFS", "hdfs://" + LOOPBACK + ":" + cluster.getNameNodePort());
+            yarn = YarnHarness.startResourceManager(dfsConf, new File(base, "yarn"), new File(yarnConf));
+        }
+
         HdfsHarness h = new HdfsHarness(cluster);
         ServerSocket control = new ServerSocket(controlPort, 8, InetAddress.getByName(LOOPBACK));
         Thread acceptor = new Thread(() -> h.serve(control), "hdfs-harness-control");
@@ -130,7 +143,8 @@ public final class HdfsHarness {
 
         String out = "HDFS_NAMENODE=" + LOOPBACK + ":" + cluster.getNameNodePort() + "\n"
                 + "HDFS_CONTROL=" + LOOPBACK + ":" + control.getLocalPort() + "\n"
-                + "HDFS_PID=" + ProcessHandle.current().pid() + "\n";
+                + "HDFS_PID=" + ProcessHandle.current().pid() + "\n"
+                + (yarn == null ? "" : "YARN_RM_WEB=" + YarnHarness.webAddress(yarn) + "\n");
         Path target = Path.of(addrFile).toAbsolutePath();
         Path tmp = target.resolveSibling(target.getFileName() + ".tmp");
         Files.writeString(tmp, out, StandardCharsets.UTF_8);
@@ -157,6 +171,9 @@ public final class HdfsHarness {
         STOP.await();
         System.err.println("hdfs-harness: shutting down");
         control.close();
+        if (yarn != null) {
+            yarn.stop();
+        }
         cluster.shutdown(tempBase);
         Files.deleteIfExists(target);
         System.err.println("hdfs-harness: stopped");
@@ -165,7 +182,7 @@ public final class HdfsHarness {
 
     private static void usage(String why) {
         System.err.println("hdfs-harness: " + why);
-        System.err.println("usage: HdfsHarness [--port N] [--control-port N] [--base-dir DIR] [--watch-stdin] ADDR_FILE");
+        System.err.println("usage: HdfsHarness [--port N] [--control-port N] [--base-dir DIR] [--yarn CONF_DIR] [--watch-stdin] ADDR_FILE");
         System.exit(2);
     }
 

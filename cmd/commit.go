@@ -1,0 +1,85 @@
+package cmd
+
+import (
+	"fmt"
+	"os"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/stateutil/stateutil/migrate"
+)
+
+type commitOptions struct {
+	report outputFlag
+	verify bool
+}
+
+func newCommitCommand(e *env) *cobra.Command {
+	o := &commitOptions{}
+	c := &cobra.Command{
+		Use:   "commit PLAN",
+		Short: "Finish a planned rescale or convert once every shard has run",
+		Long: `Check that every shard of PLAN recorded its part (the shards missing are named, and
+nothing is written while any is), that every file the shards recorded is in the staging
+area with the size recorded, then write the format's metadata last, move the snapshot to
+the destination (a plan made with --force replaces what is there), and remove the
+staging area. What killed or superseded shard runs left is removed. A commit killed at
+any point leaves nothing at the destination that a reader accepts; run it again.
+--verify re-reads the result and compares it with the source entry by entry. While a
+shard is incomplete the commit exits 2, naming it; a plan whose source changed since
+it was planned is refused (exit 2) too.
+
+` + exitCodeHelp,
+		Example: `  stateutil commit plan.json
+  stateutil commit hdfs://nn:8020/sp/.stateutil-shards-0123456789ab-job-7-p64/plan.json --verify`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			if err := o.report.validate(); err != nil {
+				return err
+			}
+			defer limitHeap()()
+			return o.run(c, e, args[0])
+		},
+		ValidArgsFunction: completeFiles,
+	}
+	o.report.add(c)
+	c.Flags().BoolVar(&o.verify, "verify", false, "read the result back and compare it with the source entry by entry")
+	return c
+}
+
+// killCommitHook is for tests of a commit killed after it wrote the
+// metadata: with STATEUTIL_TEST_KILL_COMMIT=after-metadata the commit kills
+// itself (SIGKILL) there.
+func killCommitHook() func() {
+	if os.Getenv("STATEUTIL_TEST_KILL_COMMIT") != "after-metadata" {
+		return nil
+	}
+	return func() { _ = syscall.Kill(os.Getpid(), syscall.SIGKILL) }
+}
+
+func (o *commitOptions) run(c *cobra.Command, e *env, planFile string) error {
+	sp, err := migrate.ReadShardPlan(c.Context(), e.reg, planFile)
+	if err != nil {
+		return err
+	}
+	opts := migrate.CommitOptions{Verify: o.verify, BeforePlace: killCommitHook()}
+	res, err := migrate.CommitShards(c.Context(), e.reg, sp, opts)
+	if err != nil {
+		return err
+	}
+	if o.report.json() {
+		return writeJSON(c.OutOrStdout(), res)
+	}
+	t := res.Totals
+	note := ""
+	if res.AlreadyCommitted {
+		note = " (already committed by an earlier run; staging cleaned up)"
+	}
+	if res.Verified {
+		note += ", verified"
+	}
+	fmt.Fprintf(c.OutOrStdout(), "committed plan %s: %s (%s): %d operators, %d subtasks, %d keyed entries, %d operator-state elements, %s from %d shards%s\n",
+		sp.ID, sp.Destination, sp.Format, t.Operators, t.Subtasks, t.Entries, t.Elements, humanBytes(t.Bytes), len(sp.Shards), note)
+	return nil
+}
