@@ -189,3 +189,34 @@ func TestMetadataVersionFor(t *testing.T) {
 		}
 	}
 }
+
+// _metadata before version 5 (Flink 1.x) records operator ids only; an
+// operator is still found by its uid, through the id Flink derives from it.
+func TestOperatorByUIDWhereOnlyIDsAreRecorded(t *testing.T) {
+	reg := registry()
+	found := 0
+	for _, e := range corpus(t) {
+		if e.Name != "basic-hashmap-canonical" || !strings.HasPrefix(e.Manifest.FlinkVersion, "1.") {
+			continue
+		}
+		r, err := reg.Open(context.Background(), e.SnapshotDir(), snapshot.OpenOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := r.Snapshot()
+		for _, uid := range e.Manifest.KeyedOperators {
+			op, ok := s.Operator(uid)
+			if !ok || op.UID != "" || op.ID != keygroup.OperatorIDOfUID(uid) {
+				t.Errorf("Flink %s: operator %q: %+v, %v", e.Manifest.FlinkVersion, uid, op, ok)
+			}
+			found++
+		}
+		if _, ok := s.Operator("no-such-uid"); ok {
+			t.Errorf("Flink %s: a uid no operator has was found", e.Manifest.FlinkVersion)
+		}
+		r.Close()
+	}
+	if found == 0 {
+		t.Fatal("testdata/flink has no Flink 1.x basic-hashmap-canonical with keyed operators")
+	}
+}
