@@ -150,6 +150,10 @@ if [ -d "$fixtures" ]; then
   say ""
 fi
 
+if [ "${BENCH_FLINK:-1}" != 0 ]; then
+  scripts/bench-flink.sh "$bin"
+fi
+
 say "== Go benchmarks"
 go test -run '^$' -bench . -benchtime 3x ./backends/rocksdb/ ./internal/rocksdb/ ./runtime/ ./runtime/rocksstate/ ./backends/flink/ 2>&1 | grep -E '^(Benchmark|ok|FAIL)' | tee -a "$results"
 say "== filesystem format: write and read through the Go API vs a sequential copy of the same bytes, with and without fsync ($(mib "$big") MiB)"

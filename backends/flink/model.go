@@ -42,7 +42,7 @@ func (r *SnapshotReader) build(ctx context.Context) error {
 		s.Operators = append(s.Operators, o)
 	}
 	r.kindAndFormat(hints)
-	return nil
+	return r.carryOver(ctx) // for the flink writer: carry.go
 }
 
 // kindAndFormat fills Kind and the properties that tell how the snapshot
@@ -172,6 +172,7 @@ func (r *SnapshotReader) keyedStates(ctx context.Context, o *snapshot.Operator, 
 		ks := snapshot.KeyedState{Name: l.name, Kind: l.kind, KeyType: typeOf(l.key), NamespaceType: typeOf(l.ns), ValueType: typeOf(l.user)}
 		if l.kind == KindTimer {
 			ks.ValueType = typeOf(&SerializerSnapshot{Class: "org.apache.flink.api.common.typeutils.base.LongSerializer$LongSerializerSnapshot"})
+			ks.KeyType = timerKeyType(ks.KeyType, hdrs) // carry.go
 		}
 		if l.kind == snapshot.Map {
 			ks.UserKeyType = typeOf(l.userKey)
