@@ -5,7 +5,7 @@ GO      ?= go
 BIN     := bin/stateutil
 FUZZTIME ?= 30s
 
-.PHONY: all build deps test test-unit demo bench fuzz testdata lint clean
+.PHONY: all build deps test test-unit test-flink-matrix demo bench fuzz testdata lint clean
 
 all: build
 
@@ -27,6 +27,11 @@ test: lint
 # Everything that needs neither Java nor HDFS nor S3; those tests skip with a message.
 test-unit: lint
 	$(GO) test -count=1 ./...
+
+# The real-Flink matrices whole (make test runs one slice a day): every Flink
+# minor from 1.18, every backend, snapshot kind, compression and changelog.
+test-flink-matrix: deps
+	@scripts/flink-matrix.sh
 
 demo: build
 	@scripts/demo.sh $(BIN)

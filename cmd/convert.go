@@ -11,6 +11,7 @@ import (
 
 type convertOptions struct {
 	source   sourceFlags
+	expiry   expiryFlags
 	report   outputFlag
 	to       string
 	output   string
@@ -33,6 +34,12 @@ this one writer: a second convert to the same DST fails with "in use". An existi
 refused unless --force is given, which replaces it whole, whatever its format; a
 directory that holds anything but a snapshot is always refused.
 
+--to flink writes a Flink savepoint of a Flink checkpoint or savepoint: canonical (every
+Flink state backend restores it, from a native RocksDB or incremental checkpoint too),
+self-contained (absolute paths of the source become files inside DST), with everything
+stateutil does not change carried over (operator names and uids, master and coordinator
+state, serializer snapshots, TTL, timers, broadcast and raw state).
+
 Converting to the memory format fails before writing anything when a subtask holds more
 state than the format's per-subtask cap. With --verify the result is read back and
 compared with SRC entry by entry. A progress bar is shown on stderr when it is a
@@ -45,10 +52,13 @@ http://RM:8088 --shards N runs the N shards as one YARN application (Hadoop's
 DistributedShell; the destination on HDFS), waits for it and commits. A failed shard's
 error names it and shows the end of its log.
 
+` + expiryHelp + `
 ` + exitCodeHelp,
 		Example: `  stateutil convert ./snapshot.dump --to filesystem --output ./snapshot-fs
   stateutil convert hdfs://nn:9000/checkpoints/job/chk-7 --to jobmanager --output ./chk-7.dump --verify
   stateutil convert ./flink-chk --path-map file:/data/flink=/mnt/copy --to rocksdb --output ./rocks -o json
+  stateutil convert ./job/chk-42 --to flink --flink-version 1.20 --output ./savepoint-portable
+  stateutil convert ./savepoint-native --to flink --drop-expired-ttl-at 2026-12-01T00:00:00Z --ttl sessions=30m --output ./sp
   stateutil convert hdfs://nn:8020/sp/job-7 --to rocksdb --output hdfs://nn:8020/sp/job-7-rocks --yarn http://rm:8088 --shards 20`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
@@ -63,6 +73,8 @@ error names it and shows the end of its log.
 	o.report.add(c)
 	o.source.add(c)
 	o.source.addSkip(c)
+	o.source.addFlinkVersion(c)
+	o.expiry.add(c)
 	f := c.Flags()
 	f.StringVar(&o.to, "to", "", "format to write: "+strings.Join(e.reg.WritableNames(), ", "))
 	f.StringVar(&o.output, "output", "", "where to write the converted snapshot (path, file:// or hdfs:// URI)")
@@ -96,11 +108,23 @@ func (o *convertOptions) run(c *cobra.Command, e *env, src string) error {
 	if err != nil {
 		return err
 	}
+	expiry, err := o.expiry.expiry()
+	if err != nil {
+		return err
+	}
+	readerVersion, err := o.source.readerVersion()
+	if err != nil {
+		return err
+	}
 	req := migrate.Request{
 		Source: src, Destination: o.output, Format: o.to, Force: o.force, Verify: o.verify, PathMap: pathMap, StateSizeCap: o.stateCap.bytes,
 		SkipUnreadable: o.source.skipUnreadable,
+		ReaderVersion:  readerVersion, DropExpired: expiry,
 	}
 	if o.shard.active() {
+		if expiry != nil || readerVersion != "" {
+			return usageErrorf("--drop-expired-ttl-at and --flink-version do not run in shards")
+		}
 		return o.shard.run(c, e, req, o.report, func(res *migrate.Result) error { return o.print(c, src, res) })
 	}
 	bar := e.newProgress(c.ErrOrStderr(), o.quiet, "converting")

@@ -1,7 +1,9 @@
 package cmd
 
 import (
+	"encoding/hex"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -10,6 +12,7 @@ import (
 
 type operatorEditOptions struct {
 	source   sourceFlags
+	expiry   expiryFlags
 	operator string
 	to       string
 	output   string
@@ -31,10 +34,10 @@ modified, and the copy is written and committed as convert writes.
 ` + exitCodeHelp,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			return usageErrorf("operator needs a subcommand: remove or rename")
+			return usageErrorf("operator needs a subcommand: remove, rename or set-uid-hash")
 		},
 	}
-	c.AddCommand(newOperatorEditCommand(e, "remove"), newOperatorEditCommand(e, "rename"))
+	c.AddCommand(newOperatorEditCommand(e, "remove"), newOperatorEditCommand(e, "rename"), newOperatorEditCommand(e, "set-uid-hash"))
 	return c
 }
 
@@ -44,7 +47,8 @@ func newOperatorEditCommand(e *env, verb string) *cobra.Command {
 		Use:   verb + " SRC --operator UID --output DST",
 		Short: "Write a copy of SRC without operator UID",
 		Example: `  stateutil operator remove ./snapshot.dump --operator rules --output ./without-rules.dump
-  stateutil operator rename ./snapshot.dump --operator word-counter --to counter-v2 --output ./renamed.dump`,
+  stateutil operator rename ./snapshot.dump --operator word-counter --to counter-v2 --output ./renamed.dump
+  stateutil operator remove ./flink/savepoint-1a2b3c --operator dedup --output ./savepoint-without-dedup`,
 		Long: "Write a copy of SRC without operator UID (uid, id or name) and its state.\n\n" + exitCodeHelp,
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
@@ -56,11 +60,22 @@ func newOperatorEditCommand(e *env, verb string) *cobra.Command {
 		},
 		ValidArgsFunction: completeFiles,
 	}
-	if verb == "rename" {
+	switch verb {
+	case "rename":
 		c.Use = verb + " SRC --operator UID --to NEWUID --output DST"
 		c.Short = "Write a copy of SRC with operator UID's uid changed to NEWUID"
-		c.Long = "Write a copy of SRC with the uid of operator UID (uid, id or name) changed to NEWUID.\nIts operator id and state are kept.\n\n" + exitCodeHelp
+		c.Long = "Write a copy of SRC with the uid of operator UID (uid, id or name) changed to NEWUID.\n" +
+			"Its state is kept. Written as a Flink savepoint, the operator id is the one Flink derives\n" +
+			"from NEWUID (murmur3_128 of its UTF-8 bytes), so a job that sets uid(NEWUID) restores it;\n" +
+			"other formats keep the id.\n\n" + exitCodeHelp
 		c.Flags().StringVar(&o.to, "to", "", "the new uid")
+	case "set-uid-hash":
+		c.Use = verb + " SRC --operator UID --to HASH --output DST"
+		c.Short = "Write a copy of SRC with operator UID's id set to HASH"
+		c.Long = "Write a copy of SRC with the operator id of operator UID (uid, id or name) set to HASH\n" +
+			"(32 hex digits): what Flink's setUidHash(HASH) names, for operators that never had a uid.\n\n" + exitCodeHelp
+		c.Example = "  stateutil operator set-uid-hash ./savepoint --operator 2c4a0a1b69e7c1a5f5bd9e1a3d7b8c90 --to 6f1c0d7c1e5b4a3f2e1d0c9b8a796857 --output ./fixed"
+		c.Flags().StringVar(&o.to, "to", "", "the new operator id (32 hex digits)")
 	}
 	f := c.Flags()
 	f.StringVar(&o.operator, "operator", "", "the operator (uid, id or name)")
@@ -71,6 +86,8 @@ func newOperatorEditCommand(e *env, verb string) *cobra.Command {
 	f.BoolVar(&o.verify, "verify", false, "read the result back and compare it with SRC entry by entry")
 	o.source.add(c)
 	o.source.addSkip(c)
+	o.source.addFlinkVersion(c)
+	o.expiry.add(c)
 	_ = c.RegisterFlagCompletionFunc("operator", e.completeOperators)
 	_ = c.RegisterFlagCompletionFunc("format", e.completeFormats)
 	return c
@@ -80,8 +97,11 @@ func (o *operatorEditOptions) validate(verb string) error {
 	if o.operator == "" {
 		return usageErrorf("--operator is required")
 	}
-	if verb == "rename" && o.to == "" {
+	if verb != "remove" && o.to == "" {
 		return usageErrorf("--to is required")
+	}
+	if verb == "set-uid-hash" && !isOperatorID(o.to) {
+		return usageErrorf("--to %q is not an operator id (32 hex digits)", o.to)
 	}
 	if o.output == "" {
 		return usageErrorf("--output is required")
@@ -94,19 +114,46 @@ func (o *operatorEditOptions) run(c *cobra.Command, e *env, verb, src string) er
 	if err != nil {
 		return err
 	}
-	edit := migrate.Edit{Operator: o.operator, Remove: verb == "remove", UID: o.to}
+	expiry, err := o.expiry.expiry()
+	if err != nil {
+		return err
+	}
+	readerVersion, err := o.source.readerVersion()
+	if err != nil {
+		return err
+	}
+	edit := migrate.Edit{Operator: o.operator, Remove: verb == "remove"}
+	switch verb {
+	case "rename":
+		edit.UID = o.to
+	case "set-uid-hash":
+		edit.ID = strings.ToLower(o.to)
+	}
 	res, err := migrate.Run(c.Context(), e.reg, migrate.Request{
 		Source: src, Destination: o.output, Format: o.format, Edits: []migrate.Edit{edit},
 		Force: o.force, Verify: o.verify, PathMap: pathMap, SkipUnreadable: o.source.skipUnreadable, StateSizeCap: o.stateCap.bytes,
+		ReaderVersion: readerVersion, DropExpired: expiry,
 	})
 	if err != nil {
 		return err
 	}
 	warnDropped(c.ErrOrStderr(), res.Dropped)
-	if verb == "remove" {
+	switch verb {
+	case "remove":
 		fmt.Fprintf(c.OutOrStdout(), "wrote %s without operator %s\n", o.output, o.operator)
-	} else {
+	case "rename":
 		fmt.Fprintf(c.OutOrStdout(), "wrote %s with operator %s renamed to %s\n", o.output, o.operator, o.to)
+	default:
+		fmt.Fprintf(c.OutOrStdout(), "wrote %s with operator %s's id set to %s\n", o.output, o.operator, strings.ToLower(o.to))
 	}
 	return nil
+}
+
+// isOperatorID reports whether s is 32 hex digits.
+func isOperatorID(s string) bool {
+	if len(s) != 32 {
+		return false
+	}
+	_, err := hex.DecodeString(s)
+	return err == nil
 }

@@ -14,6 +14,7 @@ import (
 
 type rescaleOptions struct {
 	source         sourceFlags
+	expiry         expiryFlags
 	report         outputFlag
 	parallelism    int
 	operators      []string
@@ -51,6 +52,14 @@ With unchanged parallelism everything stays where it is, except union state.
 every key is hashed again (its key type must have a known Java hashCode), sorting in
 bounded memory with temporary files.
 
+A Flink checkpoint or savepoint is written as a Flink savepoint (canonical, state files
+relative to its _metadata) that Flink restores in a job whose max parallelism is unset or
+the new one; --flink-version X.Y writes it for another Flink (see README: "Writing Flink
+savepoints"). Keys are hashed again from their bytes with the Java hashCode their key
+serializer implies (String, Long, Integer, Short, Byte, Boolean, Character, Double, Float,
+Tuple and Row of these, the Table API's RowData); other key types, and raw state that
+would have to be split, are refused, naming them.
+
 --dry-run prints the plan (new key-group ranges, the old subtasks feeding each new one,
 entries, bytes and skew, and where operator-state elements go) without writing.
 SRC is never modified; DST appears only when complete, and is claimed for this one
@@ -63,10 +72,13 @@ http://RM:8088 --shards N runs the N shards as one YARN application (Hadoop's
 DistributedShell; the destination on HDFS), waits for it and commits. A failed shard's
 error names it and shows the end of its log.
 
+` + expiryHelp + `
 ` + exitCodeHelp,
 		Example: `  stateutil rescale ./snapshot.dump --parallelism 4 --output ./rescaled.dump
   stateutil rescale ./snapshot.dump --parallelism 4 --operator kafka-source=1 --output ./r.dump --dry-run
   stateutil rescale ./snapshot.dump --max-parallelism 4096 --output ./wide.dump -o json
+  stateutil rescale ./flink/savepoint-1a2b3c --max-parallelism 4096 --operator counter=8 --output ./savepoint-4096
+  stateutil rescale ./flink/chk-42 --max-parallelism 256 --flink-version 1.20 --drop-expired-ttl-at 2026-12-01T00:00:00Z --ttl last-seen=24h --output ./sp
   stateutil rescale hdfs://nn:8020/sp/job-7 --max-parallelism 4096 --output hdfs://nn:8020/sp/job-7-wide --yarn http://rm:8088 --shards 100 --queue batch
   stateutil rescale s3://bucket/sp/job-7 --parallelism 64 --output s3://bucket/sp/job-7-p64 --plan-only plan.json --shards 8`,
 		Args: cobra.ExactArgs(1),
@@ -83,6 +95,8 @@ error names it and shows the end of its log.
 	o.report.add(c)
 	o.source.add(c)
 	o.source.addSkip(c)
+	o.source.addFlinkVersion(c)
+	o.expiry.add(c)
 	f := c.Flags()
 	f.IntVar(&o.parallelism, "parallelism", 0, "new parallelism of every operator")
 	f.StringArrayVar(&o.operators, "operator", nil, "new parallelism of one operator, as UID=N (repeatable)")
@@ -138,12 +152,24 @@ func (o *rescaleOptions) run(c *cobra.Command, e *env, src string, change redist
 	if err != nil {
 		return err
 	}
+	expiry, err := o.expiry.expiry()
+	if err != nil {
+		return err
+	}
+	readerVersion, err := o.source.readerVersion()
+	if err != nil {
+		return err
+	}
 	req := migrate.Request{
 		Source: src, Destination: o.output, Format: o.format, Change: change, Force: o.force, DryRun: o.dryRun,
 		Verify: o.verify, EntryByEntry: o.entryByEntry, TempDir: o.tempDir, PathMap: pathMap,
 		SkipUnreadable: o.source.skipUnreadable, StateSizeCap: o.stateCap.bytes,
+		ReaderVersion: readerVersion, DropExpired: expiry,
 	}
 	if o.shard.active() {
+		if expiry != nil || readerVersion != "" {
+			return usageErrorf("--drop-expired-ttl-at and --flink-version do not run in shards")
+		}
 		return o.shard.run(c, e, req, o.report, func(res *migrate.Result) error { return o.print(c, res) })
 	}
 	bar := e.newProgress(c.ErrOrStderr(), o.quiet, "rescaling")

@@ -72,7 +72,7 @@ func exitCode(err error) int {
 		return ExitInterrupted
 	case errors.Is(err, errUsage), errors.Is(err, keygroup.ErrInvalidParallelism), errors.Is(err, keygroup.ErrUnknownKeyType),
 		errors.Is(err, storage.ErrExist), errors.Is(err, storage.ErrInUse), errors.Is(err, migrate.ErrBadDestination),
-		errors.Is(err, migrate.ErrConflict), errors.Is(err, redistribute.ErrNotRedistributable):
+		errors.Is(err, migrate.ErrConflict), errors.Is(err, redistribute.ErrNotRedistributable), errors.As(err, new(*snapshot.ExpiryError)):
 		return ExitUsage
 	case errors.Is(err, snapshot.ErrNotFound):
 		return ExitNotFound

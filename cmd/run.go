@@ -129,7 +129,7 @@ func (o *runOptions) validate(e *env, name string) (*runtime.Job, runtime.Option
 	f, err := e.reg.Writable(o.backend)
 	var backend runtime.StateBackend = runtime.HeapStateBackend{}
 	switch {
-	case err != nil:
+	case err != nil || f.Name == "flink": // Flink's savepoints are written from Flink's state only
 		return nil, opts, usageErrorf("--backend must be memory, filesystem or rocksdb (or Flink's jobmanager, hashmap), not %q", o.backend)
 	case f.Name == "rocksdb":
 		backend = runtime.RocksDBStateBackend{LocalDir: o.localDir}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/stateutil/stateutil/backends/flink"
 	"github.com/stateutil/stateutil/snapshot"
 )
 
@@ -15,6 +16,22 @@ import (
 type sourceFlags struct {
 	pathMap        []string
 	skipUnreadable bool
+	flinkVersion   string
+}
+
+// addFlinkVersion adds --flink-version, for commands that write snapshots.
+func (s *sourceFlags) addFlinkVersion(c *cobra.Command) {
+	c.Flags().StringVar(&s.flinkVersion, "flink-version", "", "X.Y: write a Flink savepoint that this Flink version restores (1.x: _metadata v4, 2.x: v6; default: the source's version)")
+}
+
+// readerVersion is --flink-version, checked before anything is read.
+func (s *sourceFlags) readerVersion() (string, error) {
+	if s.flinkVersion != "" {
+		if _, err := flink.MetadataVersionFor(s.flinkVersion); err != nil {
+			return "", usageErrorf("--flink-version: %v", err)
+		}
+	}
+	return s.flinkVersion, nil
 }
 
 func (s *sourceFlags) add(c *cobra.Command) {

@@ -20,7 +20,7 @@ func TestVersion(t *testing.T) {
 	for _, f := range v.Formats {
 		formats[f.Name] = f
 	}
-	for name, write := range map[string]bool{"memory": true, "filesystem": true, "rocksdb": true, "flink": false} {
+	for name, write := range map[string]bool{"memory": true, "filesystem": true, "rocksdb": true, "flink": true} {
 		if f, ok := formats[name]; !ok || !f.Read || f.Write != write {
 			t.Errorf("format %s: %+v", name, f)
 		}

@@ -82,7 +82,12 @@ func executeOperator(ctx context.Context, r snapshot.Reader, w snapshot.Writer, 
 			pieces[j][s] = sp.Assignment[j]
 		}
 	}
-	a, err := redistribute.OpenPlanned(ctx, r, op, p.New, pieces, redistribute.Options{TempDir: opts.TempDir, MemoryLimit: opts.MemoryLimit, Codecs: opts.Codecs, Only: only})
+	// A writer that re-hashes from the stored pairs itself (the flink
+	// writer from a Flink snapshot) takes the keyed state; the assignment
+	// then moves operator and raw state only.
+	rc, fast := unwrapWriter(w).(snapshot.RehashingCopier)
+	fast = fast && !opts.EntryByEntry && p.New.MaxParallelism != p.Old.MaxParallelism && len(op.KeyedStates) > 0 && rc.CanRehash(r, op, newOp)
+	a, err := redistribute.OpenPlanned(ctx, r, op, p.New, pieces, redistribute.Options{TempDir: opts.TempDir, MemoryLimit: opts.MemoryLimit, Codecs: opts.Codecs, SkipKeyed: fast, Only: only})
 	if err != nil {
 		return err
 	}
@@ -95,6 +100,16 @@ func executeOperator(ctx context.Context, r snapshot.Reader, w snapshot.Writer, 
 	return forEachSubtask(ctx, n, func(ctx context.Context, j int) error {
 		if only != nil {
 			j = only[j]
+		}
+		if fast {
+			sw, err := rc.SubtaskRehashed(ctx, r, op, newOp, j, a.KeyGroups(j), opts.Codecs)
+			if err != nil {
+				return err
+			}
+			if opts.Progress != nil && j < len(p.Subtasks) {
+				opts.Progress(p.Subtasks[j].KeyedBytes)
+			}
+			return finishSubtask(ctx, a, sw, j, opts.Progress)
 		}
 		// Readers' errors name the old subtask, writers' the new one.
 		return writeSubtask(ctx, r, a, w, op, newOp, p, j, opts)
@@ -259,4 +274,12 @@ func finishSubtask(ctx context.Context, a *redistribute.Assignment, sw snapshot.
 		}
 	}
 	return sw.Close()
+}
+
+// unwrapWriter is the format's writer behind a claimed destination.
+func unwrapWriter(w snapshot.Writer) snapshot.Writer {
+	if d, ok := w.(*destination); ok {
+		return d.Writer
+	}
+	return w
 }

@@ -30,8 +30,12 @@ type Edit struct {
 	Operator string
 	// Remove leaves the operator and all its state out.
 	Remove bool
-	// UID, when set, is the operator's new uid (its id is kept).
+	// UID, when set, is the operator's new uid (its id is kept; the flink
+	// writer derives a new one from the uid, as Flink does).
 	UID string
+	// ID, when set, is the operator's new id (32 hex digits): Flink's
+	// setUidHash.
+	ID string
 }
 
 // Plan is what a copy writes: per source operator, its new parallelism
@@ -113,6 +117,13 @@ func (p *Plan) apply(s *snapshot.Snapshot, e Edit) error {
 	case e.Remove:
 		p.Removed = append(p.Removed, target.Label())
 		p.outputOf[i] = nil
+	case e.ID != "":
+		for j, other := range p.outputOf {
+			if j != i && other != nil && other.ID == e.ID {
+				return fmt.Errorf("%w: operator %q already has id %q", ErrConflict, other.Label(), e.ID)
+			}
+		}
+		p.outputOf[i].ID = e.ID
 	case e.UID != "":
 		for j, other := range p.outputOf {
 			if j != i && other != nil && (other.UID == e.UID || other.ID == e.UID || (other.UID == "" && other.Name == e.UID)) {

@@ -84,6 +84,7 @@ type PlannedEdit struct {
 	Operator string `json:"operator"`
 	Remove   bool   `json:"remove,omitempty"`
 	UID      string `json:"uid,omitempty"`
+	ID       string `json:"id,omitempty"`
 }
 
 // ShardAssignment is one shard's part of a plan.

@@ -221,13 +221,19 @@ func action(old, t Target) string {
 
 // planRaw refuses to move raw state, which only its operator can split.
 func planRaw(p *OperatorPlan, op *snapshot.Operator) error {
+	rawKeyed := false
 	for _, sub := range op.Subtasks {
 		if sub.RawKeyedBytes+sub.RawOperatorBytes > 0 {
 			p.HasRawState = true
 		}
+		rawKeyed = rawKeyed || sub.RawKeyedBytes > 0
 	}
 	if !p.HasRawState {
 		return nil
+	}
+	if p.New.MaxParallelism != p.Old.MaxParallelism && rawKeyed {
+		return fmt.Errorf("%w: it has raw (user-serialized) state, which only its operator can split into other key groups; keep max parallelism %d, or remove the operator",
+			ErrNotRedistributable, p.Old.MaxParallelism)
 	}
 	if p.Action != ActionKeep {
 		return fmt.Errorf("%w: it has raw (user-serialized) state, which only its operator can split; keep its parallelism (--operator %s=%d)",
@@ -270,6 +276,26 @@ func planRehash(ctx context.Context, r snapshot.Reader, op *snapshot.Operator, p
 	}
 	for _, sub := range op.Subtasks {
 		fed := make([]bool, len(p.Subtasks))
+		if rs, ok := r.(snapshot.RehashStater); ok && len(op.KeyedStates) > 0 {
+			stats, ok, err := rs.RehashedStats(ctx, op, sub.Index, p.New.MaxParallelism, codecs)
+			if err != nil {
+				return fmt.Errorf("subtask %d: %w", sub.Index, err)
+			}
+			if ok {
+				for _, g := range stats {
+					j := keygroup.SubtaskOf(g.KeyGroup, p.New.MaxParallelism, p.New.Parallelism)
+					fed[j] = true
+					p.Subtasks[j].KeyedEntries += g.Entries
+					p.Subtasks[j].KeyedBytes += g.Bytes
+				}
+				for j, ok := range fed {
+					if ok {
+						p.Subtasks[j].Sources = append(p.Subtasks[j].Sources, sub.Index)
+					}
+				}
+				continue
+			}
+		}
 		err := rehashed(ctx, r, op, sub, p.New, codecs, func(e *snapshot.Entry) error {
 			j := keygroup.SubtaskOf(e.KeyGroup, p.New.MaxParallelism, p.New.Parallelism)
 			fed[j] = true

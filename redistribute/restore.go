@@ -21,6 +21,9 @@ type Options struct {
 	// Codecs hash keys to their new key groups when max parallelism
 	// changes.
 	Codecs *snapshot.Codecs
+	// SkipKeyed leaves keyed state to the caller (a writer's fast path):
+	// nothing is re-hashed, and Entries must not be called.
+	SkipKeyed bool
 	// Only, when set, lists (ascending) the new subtasks that will be
 	// asked for, one shard's part: a max-parallelism change then reads only
 	// the old key groups that can feed them (see feeding) and keeps only
@@ -79,7 +82,7 @@ func OpenPlanned(ctx context.Context, r snapshot.Reader, op *snapshot.Operator, 
 	if err := planRaw(probe, op); err != nil {
 		return nil, fmt.Errorf("operator %q: %w", op.Label(), err)
 	}
-	if t.MaxParallelism != old.MaxParallelism && len(op.KeyedStates) > 0 {
+	if t.MaxParallelism != old.MaxParallelism && len(op.KeyedStates) > 0 && !opts.SkipKeyed {
 		if err := a.rehash(ctx, opts); err != nil {
 			a.Close()
 			return nil, fmt.Errorf("operator %q: %w", op.Label(), err)

@@ -6,21 +6,22 @@
 #   scripts/bench-flink-read.sh          # from scripts/bench.sh, or alone
 #
 # Environment (all optional):
-#   BENCH_FLINK_RECORDS   keys of the savepoint (default 1000000: one per record)
-#   BENCH_FLINK_VERSION   Flink version (default 2.3.0)
-#   BENCH_FLINK_ROUNDS    stateutil runs, median taken (default 5); the State
-#                         Processor API runs once per round too, up to 3
-#   BENCH_FLINK_XMX       the State Processor API JVM's heap (default 4g: it collects the dump)
-#   STATEUTIL_CACHE_DIR   where the savepoint is kept between runs
+#   BENCH_FLINK_READ_RECORDS  keys of the savepoint (default 1000000: one per record)
+#   BENCH_FLINK_VERSION       Flink version (default 2.3.0)
+#   BENCH_FLINK_READ_ROUNDS   stateutil runs, median taken (default 5); the State
+#                             Processor API runs once per round too, up to 3
+#   BENCH_FLINK_READ_XMX      the State Processor API JVM's heap (default 4g: it
+#                             collects the dump)
+#   STATEUTIL_CACHE_DIR       where the savepoint is kept between runs
 # Needs Java and Maven (scripts/flink-harness.sh); prints a note and exits 0
 # without them. Results go to stdout and, under bench.sh, bench-results.txt.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cache=${STATEUTIL_CACHE_DIR:-$root/.cache}
-records=${BENCH_FLINK_RECORDS:-1000000}
+records=${BENCH_FLINK_READ_RECORDS:-1000000}
 version=${BENCH_FLINK_VERSION:-2.3.0}
-rounds=${BENCH_FLINK_ROUNDS:-5}
+rounds=${BENCH_FLINK_READ_ROUNDS:-5}
 results=${results:-/dev/null}
 harness="$root/scripts/flink-harness.sh"
 
@@ -56,7 +57,7 @@ for i in $(seq "$rounds"); do
 	elapsed "$t0" >>"$work/su.s"
 	if ((i <= 3)); then
 		t0=$(date +%s.%N)
-		STATEUTIL_FLINK_XMX=${BENCH_FLINK_XMX:-4g} "$harness" "$version" spa-dump --job big --snapshot "$snap" --records "$records" \
+		STATEUTIL_FLINK_XMX=${BENCH_FLINK_READ_XMX:-4g} "$harness" "$version" spa-dump --job big --snapshot "$snap" --records "$records" \
 			--dump "$work/spa.jsonl" >/dev/null
 		elapsed "$t0" >>"$work/spa.s"
 	fi

@@ -54,4 +54,14 @@ if [ -d "$fixture" ]; then
   step inspect "$fixture" --key-groups
 fi
 
+# A canonical savepoint Flink 1.20.5 wrote (testdata/flink, made by testenv/flink's harness).
+flink_sp=$(echo "$root"/testdata/flink/1.20.5/basic-hashmap-canonical/snapshot/savepoint-*)
+note "a real Flink 1.20 savepoint: max parallelism 128 -> 256, which Flink itself cannot change; operator keyed (named by its uid, which this _metadata records only as a hash) to parallelism 3"
+step inspect "$flink_sp"
+step rescale "$flink_sp" --max-parallelism 256 --operator keyed=3 --output flink-maxp-256 --quiet
+note "the result is a Flink savepoint (relative state files) that Flink restores at max parallelism 256"
+step inspect flink-maxp-256 --subtasks
+step verify flink-maxp-256
+step diff "$flink_sp" flink-maxp-256 || true
+
 printf '\ndemo output is in %s\n' "$out"

@@ -95,6 +95,10 @@ type WriteOptions struct {
 	// InlineThreshold is the size below which state is kept inside the
 	// metadata file (filesystem format); 0 = default, negative = never.
 	InlineThreshold int64
+	// ReaderVersion is the version of the readers to write for ("" = what
+	// the source was written for): for the flink format, the Flink
+	// version X.Y that must restore the result.
+	ReaderVersion string
 	// Staging writes subtasks for another writer to commit (see Stager):
 	// the writer names its files so that other staging writers at the same
 	// location never collide with them, and is ended by Staged.
@@ -136,4 +140,24 @@ type KeyedCopier interface {
 	// that change how entries are stored); the caller then goes entry by
 	// entry.
 	SubtaskFrom(ctx context.Context, r Reader, op, newOp *Operator, index int, kgs keygroup.Range) (sw SubtaskWriter, ok bool, err error)
+}
+
+// RehashingCopier is implemented by a Writer that can build a new
+// subtask's keyed state at another max parallelism straight from an old
+// snapshot's stored pairs, re-hashing each key without decoding values:
+// the fast path of a max-parallelism change between snapshots of its own
+// format. CanRehash says, before anything is planned to be read, whether
+// it can for op of r (ok false: the caller goes entry by entry);
+// SubtaskRehashed then starts subtask index of newOp with its keyed state
+// complete, like KeyedCopier.SubtaskFrom.
+type RehashingCopier interface {
+	CanRehash(r Reader, op, newOp *Operator) bool
+	SubtaskRehashed(ctx context.Context, r Reader, op, newOp *Operator, index int, kgs keygroup.Range, codecs *Codecs) (SubtaskWriter, error)
+}
+
+// RehashStater is implemented by a Reader that can tell, faster than
+// entry by entry, how a subtask's entries fall into the key groups of
+// another max parallelism (ok false: it cannot for this subtask).
+type RehashStater interface {
+	RehashedStats(ctx context.Context, op *Operator, subtask int, maxParallelism int, codecs *Codecs) (stats []KeyGroupStat, ok bool, err error)
 }

@@ -83,6 +83,10 @@ type Snapshot struct {
 	Created      time.Time         `json:"created" msgpack:"created"`
 	Operators    []*Operator       `json:"operators" msgpack:"operators"`
 	Properties   map[string]string `json:"properties,omitempty" msgpack:"properties,omitempty"`
+	// Carried is what the snapshot's own format records beyond this model,
+	// for a writer of that format to carry over unchanged (Flink: master
+	// states, CheckpointProperties). Opaque to everything else; not shown.
+	Carried []byte `json:"-" msgpack:"carried,omitempty"`
 }
 
 // PropJobCheckpoints is the property a reader sets when it resolved a job
@@ -102,6 +106,9 @@ type Operator struct {
 	KeyedStates    []KeyedState    `json:"keyed_states" msgpack:"keyed_states"`
 	OperatorStates []OperatorState `json:"operator_states" msgpack:"operator_states"`
 	Subtasks       []*Subtask      `json:"subtasks" msgpack:"subtasks"`
+	// Carried is what the operator's format records beyond this model (Flink:
+	// serializer snapshots, coordinator state), as Snapshot.Carried.
+	Carried []byte `json:"-" msgpack:"carried,omitempty"`
 }
 
 // Label is how tools name an operator: its uid, else its name, else its id.
@@ -264,10 +271,18 @@ type RawState struct {
 	Operator []byte
 }
 
-// Operator finds an operator by uid, id or name.
+// Operator finds an operator by uid, id or name; else, for snapshots that
+// record only ids (Flink's `_metadata` before version 5), by the id Flink
+// derives from label as a uid.
 func (s *Snapshot) Operator(label string) (*Operator, bool) {
 	for _, o := range s.Operators {
 		if o.UID == label || o.ID == label || (o.UID == "" && o.Name == label) {
+			return o, true
+		}
+	}
+	id := keygroup.OperatorIDOfUID(label)
+	for _, o := range s.Operators {
+		if o.UID == "" && o.ID == id {
 			return o, true
 		}
 	}

@@ -291,6 +291,9 @@ func hashAny(r *reader, s *SerializerSnapshot, depth int) (int32, error) {
 		}
 		return h, nil
 	}
+	if h, ok := hashMore(r, s); ok { // codecs_hash.go
+		return h, nil
+	}
 	return 0, fmt.Errorf("%w (%s)", errNoHash, s.Name())
 }
 

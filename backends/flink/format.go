@@ -13,14 +13,15 @@ import (
 	"github.com/stateutil/stateutil/storage"
 )
 
-// Format is the read-only snapshot format "flink": a real Apache Flink
-// checkpoint or savepoint, given as its directory or its `_metadata` file,
-// on any storage.
+// Format is the snapshot format "flink": a real Apache Flink checkpoint or
+// savepoint, given as its directory or its `_metadata` file, on any
+// storage. It writes canonical savepoints (writer.go).
 var Format = &snapshot.Format{
 	Name:    "flink",
-	Summary: "Apache Flink checkpoint or savepoint (_metadata v2-7), read-only",
+	Summary: "Apache Flink checkpoint or savepoint (_metadata v2-7); writes canonical savepoints",
 	Probe:   probe,
 	Open:    open,
+	Create:  create,
 }
 
 // metadataPath turns a location into the path of its `_metadata` file.

@@ -42,7 +42,7 @@ func (r *SnapshotReader) build(ctx context.Context) error {
 		s.Operators = append(s.Operators, o)
 	}
 	r.kindAndFormat(hints)
-	return nil
+	return r.carryOver(ctx) // for the flink writer: carry.go
 }
 
 // kindAndFormat fills Kind and the properties that tell how the snapshot
@@ -210,6 +210,7 @@ func (r *SnapshotReader) keyedStates(ctx context.Context, o *snapshot.Operator, 
 		ks := snapshot.KeyedState{Name: l.name, Kind: l.kind, KeyType: typeOf(l.key), NamespaceType: typeOf(l.ns), ValueType: typeOf(l.user)}
 		if l.kind == KindTimer {
 			ks.ValueType = typeOf(&SerializerSnapshot{Class: "org.apache.flink.api.common.typeutils.base.LongSerializer$LongSerializerSnapshot"})
+			ks.KeyType = timerKeyType(ks.KeyType, hdrs) // carry.go
 		}
 		if l.kind == snapshot.Map {
 			ks.UserKeyType = typeOf(l.userKey)
@@ -539,6 +540,16 @@ func (l *layout) heapSized() bool {
 // unreadKey names unreadable state of a subtask: a scope and a state
 // name ("" is every state of the scope).
 type unreadKey struct{ scope, state string }
+
+// keyedUnread says whether some keyed state of a subtask is unreadable.
+func (r *SnapshotReader) keyedUnread(st *SubtaskState) bool {
+	for k := range r.unread[st] {
+		if k.scope == snapshot.ScopeKeyed {
+			return true
+		}
+	}
+	return false
+}
 
 // degrade marks state of a subtask unreadable, with the reason.
 func (r *SnapshotReader) degrade(st *SubtaskState, scope, state string, err error) {

@@ -273,6 +273,9 @@ type RestoreOptions struct {
 	Dump             string
 	AllowNonRestored bool
 	Changelog        bool
+	// RenameUID "OLD=NEW" runs the job's operator OLD under uid NEW, and
+	// the dump names it NEW.
+	RenameUID string
 }
 
 // RestoreDump starts the job from the snapshot in Flink, dumps every restored
@@ -293,6 +296,9 @@ func RestoreDump(ctx context.Context, version string, o RestoreOptions) (string,
 	if o.Changelog {
 		args = append(args, "--changelog")
 	}
+	if o.RenameUID != "" {
+		args = append(args, "--rename-uid", o.RenameUID)
+	}
 	_, err := Run(ctx, version, "restore-dump", args...)
 	return o.Dump, err
 }
@@ -301,6 +307,12 @@ func RestoreDump(ctx context.Context, version string, o RestoreOptions) (string,
 type SPAOptions struct {
 	Job, Snapshot, Dump string
 	Records             int64
+	// RenameUID "OLD=NEW" reads the job's operator OLD from uid NEW, and
+	// the dump names it NEW.
+	RenameUID string
+	// WithoutOperator is a uid of the job not read (an operator the
+	// snapshot no longer holds).
+	WithoutOperator string
 }
 
 // SPADump reads the snapshot with Flink's State Processor API (hashmap
@@ -311,6 +323,12 @@ func SPADump(ctx context.Context, version string, o SPAOptions) (string, error) 
 		return "", errors.New("flinkharness: SPAOptions.Dump is required")
 	}
 	args := appendCommon([]string{"--job", o.Job, "--snapshot", o.Snapshot, "--dump", o.Dump}, 0, o.Records)
+	if o.RenameUID != "" {
+		args = append(args, "--rename-uid", o.RenameUID)
+	}
+	if o.WithoutOperator != "" {
+		args = append(args, "--without-operator", o.WithoutOperator)
+	}
 	_, err := Run(ctx, version, "spa-dump", args...)
 	return o.Dump, err
 }

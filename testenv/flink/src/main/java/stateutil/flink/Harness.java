@@ -42,7 +42,9 @@ import stateutil.flink.jobs.Jobs;
  *              --dir OUT --dump DUMP.jsonl [--manifest FILE]
  * restore-dump --job J --snapshot PATH --backend B [--parallelism P] [--max-parallelism M|unset]
  *              [--records N] --dump DUMP.jsonl [--allow-non-restored] [--changelog]
- * spa-dump     --job J --snapshot PATH --dump DUMP.jsonl [--records N]
+ *              [--rename-uid OLD=NEW]
+ * spa-dump     --job J --snapshot PATH --dump DUMP.jsonl [--records N] [--rename-uid OLD=NEW]
+ *              [--without-operator UID]
  * spa-rewrite  --job J --snapshot PATH --max-parallelism M --out DIR [--records N]
  * version
  * </pre>
@@ -284,6 +286,78 @@ public final class Harness {
         return sg.getJobGraph();
     }
 
+    /**
+     * --rename-uid OLD=NEW: the job runs its operator OLD under uid NEW (to restore state an
+     * operator rename moved there), and its dump lines name it NEW.
+     */
+    static final class UidRename {
+        static final UidRename NONE = new UidRename("", "");
+        final String from, to;
+
+        private UidRename(String from, String to) {
+            this.from = from;
+            this.to = to;
+        }
+
+        static UidRename parse(String spec) throws UsageException {
+            if (spec.isEmpty()) {
+                return NONE;
+            }
+            int i = spec.indexOf('=');
+            if (i <= 0 || i == spec.length() - 1) {
+                throw new UsageException("--rename-uid wants OLD=NEW, not " + spec);
+            }
+            return new UidRename(spec.substring(0, i), spec.substring(i + 1));
+        }
+
+        /** Gives the job's operator of uid from uid to (before env builds its graph). */
+        void apply(StreamExecutionEnvironment env) throws UsageException {
+            if (this == NONE) {
+                return;
+            }
+            Set<org.apache.flink.api.dag.Transformation<?>> renamed = new java.util.HashSet<>();
+            Set<org.apache.flink.api.dag.Transformation<?>> seen = new java.util.HashSet<>();
+            java.util.ArrayDeque<org.apache.flink.api.dag.Transformation<?>> todo = new java.util.ArrayDeque<>(env.getTransformations());
+            while (!todo.isEmpty()) {
+                org.apache.flink.api.dag.Transformation<?> t = todo.pop();
+                if (!seen.add(t)) {
+                    continue;
+                }
+                if (from.equals(t.getUid())) {
+                    t.setUid(to);
+                    renamed.add(t);
+                }
+                todo.addAll(t.getInputs());
+            }
+            if (renamed.size() != 1) {
+                throw new UsageException("--rename-uid: the job has " + renamed.size() + " operators of uid " + from);
+            }
+        }
+
+        String uid(String uid) {
+            return this != NONE && uid.equals(from) ? to : uid;
+        }
+
+        private static String operatorField(String uid) {
+            StringBuilder sb = new StringBuilder("\"operator\":");
+            Json.string(uid, sb);
+            return sb.append(',').toString();
+        }
+
+        /** The dump lines with operator OLD named NEW. */
+        List<String> lines(List<String> lines) {
+            if (this == NONE) {
+                return lines;
+            }
+            String a = operatorField(from), b = operatorField(to);
+            List<String> out = new ArrayList<>(lines.size());
+            for (String l : lines) {
+                out.add(l.replace(a, b));
+            }
+            return out;
+        }
+    }
+
     /** Fails with the job's failure if it is no longer running. */
     static void checkRunning(MiniCluster mc, JobID id) throws Exception {
         JobStatus s = mc.getJobStatus(id).get(60, TimeUnit.SECONDS);
@@ -456,12 +530,17 @@ public final class Harness {
         String maxP = o.get("max-parallelism", "unset");
         Path dump = Paths.get(o.get("dump"));
         boolean allow = o.flag("allow-non-restored");
+        UidRename rename = UidRename.parse(o.get("rename-uid", ""));
+        if (rename != UidRename.NONE && job.dumpView() != null) {
+            throw new UsageException("--rename-uid: job " + job.name() + " dumps through a dump view");
+        }
         Configuration c = config(backend, p.parallelism, o, null);
         o.done();
         Dumps.mode = Dumps.Mode.RESTORE;
         long t0 = System.nanoTime();
         StreamExecutionEnvironment env = env(c, p, maxP);
         job.build(env, p);
+        rename.apply(env);
         JobGraph jg = graph(env, "stateutil-" + job.name() + "-restore");
         jg.setSavepointRestoreSettings(SavepointRestoreSettings.forPath(snap, allow));
         MiniCluster mc = cluster(c, p.parallelism);
@@ -475,7 +554,7 @@ public final class Harness {
         } finally {
             mc.close();
         }
-        List<String> lines = Dumps.restoreLines();
+        List<String> lines = rename.lines(Dumps.restoreLines());
         if (job.dumpView() != null) {
             // Flink restored the job itself above; the dump comes from the dump view.
             lines = restoreView(job, backend, snap, p, maxP, o.flag("changelog"));

@@ -88,17 +88,26 @@ final class Spa {
         Path dump = Paths.get(o.get("dump"));
         Params p = Harness.params(o);
         String backend = o.get("backend", "auto");
+        Harness.UidRename rename = Harness.UidRename.parse(o.get("rename-uid", ""));
+        // --without-operator: an operator the snapshot no longer has is not read.
+        String without = o.get("without-operator", "");
         o.done();
         long t0 = System.nanoTime();
         StreamExecutionEnvironment env = env(p);
         SavepointReader r = SavepointReader.read(env, snap, backend(backend, snap));
         DataStream<String> all = null;
         for (KeyedSpec ks : job.keyed(p)) {
-            DataStream<String> s = readKeyed(r, ks, new LineReader(ks), Types.STRING);
+            if (ks.uid.equals(without)) {
+                continue;
+            }
+            DataStream<String> s = readKeyed(r, ks, rename.uid(ks.uid), new LineReader(ks), Types.STRING);
             all = all == null ? s : all.union(s);
         }
         for (OperatorStateSpec os : job.operatorStates(p)) {
-            DataStream<String> s = readOperator(r, os).map(new OperatorLine(os)).returns(Types.STRING);
+            if (os.uid.equals(without)) {
+                continue;
+            }
+            DataStream<String> s = readOperator(r, os, rename.uid(os.uid)).map(new OperatorLine(os)).returns(Types.STRING);
             all = all == null ? s : all.union(s);
         }
         List<String> lines = new ArrayList<>();
@@ -107,20 +116,29 @@ final class Spa {
                 it.forEachRemaining(lines::add);
             }
         }
-        Harness.writeDump(dump, lines);
+        Harness.writeDump(dump, rename.lines(lines));
         System.err.printf("flink-harness: State Processor API read %d lines in %.1fs%n", lines.size(), (System.nanoTime() - t0) / 1e9);
         return 0;
     }
 
-    @SuppressWarnings({"unchecked", "rawtypes"})
     static <OUT> DataStream<OUT> readKeyed(SavepointReader r, KeyedSpec ks, SpaReaderBase<?, OUT> f, TypeInformation<OUT> out) throws Exception {
-        return r.readKeyedState(OperatorIdentifier.forUid(ks.uid), (SpaReaderBase) f, (TypeInformation) ks.keyType, out);
+        return readKeyed(r, ks, ks.uid, f, out);
+    }
+
+    /** The keyed state of ks read from the operator of uid (ks.uid unless renamed). */
+    @SuppressWarnings({"unchecked", "rawtypes"})
+    static <OUT> DataStream<OUT> readKeyed(SavepointReader r, KeyedSpec ks, String uid, SpaReaderBase<?, OUT> f, TypeInformation<OUT> out) throws Exception {
+        return r.readKeyedState(OperatorIdentifier.forUid(uid), (SpaReaderBase) f, (TypeInformation) ks.keyType, out);
     }
 
     /** The operator state's elements (split/union) or entries as Tuple2 (broadcast), as Objects. */
-    @SuppressWarnings({"unchecked", "rawtypes"})
     static DataStream<Object> readOperator(SavepointReader r, OperatorStateSpec os) throws Exception {
-        OperatorIdentifier id = OperatorIdentifier.forUid(os.uid);
+        return readOperator(r, os, os.uid);
+    }
+
+    @SuppressWarnings({"unchecked", "rawtypes"})
+    static DataStream<Object> readOperator(SavepointReader r, OperatorStateSpec os, String uid) throws Exception {
+        OperatorIdentifier id = OperatorIdentifier.forUid(uid);
         switch (os.mode) {
             case SPLIT: return (DataStream) r.readListState(id, os.name, os.type);
             case UNION: return (DataStream) r.readUnionState(id, os.name, os.type);

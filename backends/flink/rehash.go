@@ -1,0 +1,281 @@
+package flink
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/stateutil/stateutil/keygroup"
+	"github.com/stateutil/stateutil/snapshot"
+)
+
+// The fast path of a max-parallelism change between Flink snapshots: the
+// stored pairs of canonical key groups (key-group prefix, key, namespace,
+// user key; the value as stored, TTL and list joins included) are moved
+// whole, only their key re-hashed and their prefix rewritten. Values are
+// never decoded. It takes canonical key-groups streams (canonical
+// savepoints, RocksDB full snapshots); heap-format, native RocksDB and
+// changelog sources go entry by entry.
+//
+// When the new max parallelism is a multiple of the old one, the keys of
+// old key group g go to new key groups g, g+M, g+2M, ...; when it divides
+// the old one, new key group k holds old key groups k, k+M', ... whole.
+// Either way a new key group gathers in memory at most one old key group's
+// pairs (or, shrinking, the old key groups it is made of), and key groups
+// are written in the order they are complete, each at its own offset.
+
+// pairSource is one old subtask's canonical key-groups stream.
+type pairSource struct {
+	s      *kgStream
+	prefix int
+}
+
+// pairSources opens the canonical key-groups streams of a subtask; ok is
+// false when its keyed state is not canonical key groups (heap format,
+// native RocksDB, changelog, unreadable).
+func (r *SnapshotReader) pairSources(ctx context.Context, op *snapshot.Operator, subtask int) (_ []*pairSource, ok bool, err error) {
+	fo, st, err := r.subtaskState(op, subtask)
+	if err != nil {
+		return nil, false, err
+	}
+	if st == nil || st.ManagedKeyedState == nil {
+		return nil, true, nil
+	}
+	if r.keyedUnread(st) || st.ManagedKeyedState.KeyGroups == nil {
+		return nil, false, nil
+	}
+	s, err := openKGStream(ctx, r.res, st.ManagedKeyedState, fo.MaxParallelism)
+	if err != nil {
+		return nil, false, err
+	}
+	f, err := s.detect()
+	if err != nil || f == HeapFormat {
+		s.Close()
+		return nil, false, err
+	}
+	return []*pairSource{{s: s, prefix: s.prefix}}, true, nil
+}
+
+func closeSources(srcs []*pairSource) {
+	for _, p := range srcs {
+		p.s.Close()
+	}
+}
+
+// pairs calls fn for each stored pair of key group kg: the state's layout
+// (as the source's header names it), the key without its key-group
+// prefix, and the value.
+func (p *pairSource) pairs(kg int, fn func(l *layout, body, value []byte) error) error {
+	b, off, err := p.s.groupBytes(kg)
+	if err != nil || b == nil {
+		return err
+	}
+	at := p.s.base + off
+	if p.s.header.Compression {
+		if b, err = unsnappy(b, p.s.file, at); err != nil {
+			return err
+		}
+	}
+	bad := func(format string, args ...any) error {
+		return &CorruptError{File: p.s.file, Offset: at, Reason: fmt.Sprintf("key group %d: ", kg) + fmt.Sprintf(format, args...)}
+	}
+	if len(b) < 2 {
+		return bad("no state id")
+	}
+	id := int(binary.BigEndian.Uint16(b))
+	b = b[2:]
+	for {
+		if id >= len(p.s.layouts) {
+			return bad("state id %d, but the header has %d states", id, len(p.s.layouts))
+		}
+		l := p.s.layouts[id]
+		if len(b) < 4 {
+			return bad("truncated key length")
+		}
+		n := int(int32(binary.BigEndian.Uint32(b)))
+		if n < p.prefix || n > len(b)-4 {
+			return bad("key of %d bytes in %d", n, len(b)-4)
+		}
+		key := b[4 : 4+n]
+		b = b[4+n:]
+		if len(b) < 4 {
+			return bad("truncated value length")
+		}
+		m := int(int32(binary.BigEndian.Uint32(b)))
+		if m < 0 || m > len(b)-4 {
+			return bad("value of %d bytes in %d", m, len(b)-4)
+		}
+		value := b[4 : 4+m]
+		b = b[4+m:]
+		got := int(key[0] &^ 0x80)
+		if p.prefix == 2 {
+			got = got<<8 | int(key[1])
+		}
+		if got != kg {
+			return bad("state %q: key says key group %d", l.name, got)
+		}
+		if err := fn(l, key[p.prefix:], value); err != nil {
+			if errors.Is(err, keygroup.ErrUnknownKeyType) {
+				return err
+			}
+			return bad("%v", err)
+		}
+		if key[0]&0x80 != 0 {
+			if len(b) < 2 {
+				return bad("no state id after the last pair of a state")
+			}
+			id = int(binary.BigEndian.Uint16(b))
+			b = b[2:]
+			if id == endOfKeyGroupMark {
+				if len(b) != 0 {
+					return bad("%d bytes after the end-of-key-group mark", len(b))
+				}
+				return nil
+			}
+		}
+	}
+}
+
+// keyHasher hashes the key of a stored pair of one state.
+type keyHasher struct {
+	l     *layout
+	codec snapshot.Codec
+	fixed int    // the key's byte width, or -1
+	kind  string // serKind of the key serializer, for the common keys hashed here
+}
+
+func newKeyHasher(l *layout, t snapshot.Type, codecs *snapshot.Codecs) (*keyHasher, error) {
+	c, err := codecs.Codec(t)
+	if err != nil {
+		return nil, err
+	}
+	return &keyHasher{l: l, codec: c, fixed: fixedLength(l.key), kind: serKind(l.key)}, nil
+}
+
+// key is the key of a stored pair: its leading bytes where the key
+// serializer has a fixed width (the common case, and the fast one), else
+// as the reader splits key from namespace.
+func (h *keyHasher) key(body []byte) ([]byte, bool) {
+	if h.fixed >= 0 {
+		if h.l.kind == KindTimer {
+			body = body[min(8, len(body)):]
+		}
+		if h.fixed > len(body) {
+			return nil, false
+		}
+		return body[:h.fixed], true
+	}
+	key, _, _, ok := h.l.splitKey(body)
+	return key, ok
+}
+
+// keyGroup is the key group of the pair's key at maxParallelism.
+func (h *keyHasher) keyGroup(body []byte, maxParallelism int) (int, error) {
+	key, ok := h.key(body)
+	if !ok {
+		return 0, fmt.Errorf("state %q: cannot tell the key from the namespace in 0x%x", h.l.name, body)
+	}
+	var code int32
+	var err error
+	switch {
+	case h.kind == "Long" && len(key) == 8:
+		code = keygroup.HashInt64(int64(binary.BigEndian.Uint64(key)))
+	case h.kind == "Integer" && len(key) == 4:
+		code = int32(binary.BigEndian.Uint32(key))
+	default:
+		code, err = h.codec.HashCode(key)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("state %q: cannot hash key 0x%x: %w", h.l.name, key, err)
+	}
+	return keygroup.OfHash(code, maxParallelism), nil
+}
+
+// hashers builds the key hashers of a source's states by name, from the
+// key types op declares.
+func hashers(op *snapshot.Operator, srcs []*pairSource, codecs *snapshot.Codecs) (map[*layout]*keyHasher, error) {
+	out := map[*layout]*keyHasher{}
+	for _, p := range srcs {
+		for _, l := range p.s.layouts {
+			ks, ok := op.KeyedStateByName(l.name)
+			if !ok {
+				return nil, fmt.Errorf("operator %q: stored state %q is not declared", op.Label(), l.name)
+			}
+			h, err := newKeyHasher(l, ks.KeyType, codecs)
+			if err != nil {
+				return nil, fmt.Errorf("operator %q keyed state %q: %w", op.Label(), l.name, err)
+			}
+			out[l] = h
+		}
+	}
+	return out, nil
+}
+
+// RehashedStats counts a subtask's entries and bytes per key group of
+// another max parallelism from its stored pairs (snapshot.RehashStater).
+func (r *SnapshotReader) RehashedStats(ctx context.Context, op *snapshot.Operator, subtask int, maxParallelism int, codecs *snapshot.Codecs) ([]snapshot.KeyGroupStat, bool, error) {
+	srcs, ok, err := r.pairSources(ctx, op, subtask)
+	if err != nil || !ok {
+		return nil, false, err
+	}
+	defer closeSources(srcs)
+	hs, err := hashers(op, srcs, codecs)
+	if err != nil {
+		return nil, false, err
+	}
+	stats := map[int]*snapshot.KeyGroupStat{}
+	var order []int
+	for _, p := range srcs {
+		kr := p.s.h.Range
+		for kg := int(kr.Start); kg <= int(kr.End()); kg++ {
+			if err := ctx.Err(); err != nil {
+				return nil, false, err
+			}
+			err := p.pairs(kg, func(l *layout, body, value []byte) error {
+				nk := kg % maxParallelism
+				if op.MaxParallelism%maxParallelism != 0 {
+					var err error
+					if nk, err = hs[l].keyGroup(body, maxParallelism); err != nil {
+						return err
+					}
+				}
+				st := stats[nk]
+				if st == nil {
+					st = &snapshot.KeyGroupStat{KeyGroup: nk}
+					stats[nk] = st
+					order = append(order, nk)
+				}
+				st.Entries += l.storedEntries(value)
+				st.Bytes += int64(len(body) + len(value))
+				return nil
+			})
+			if err != nil {
+				return nil, false, fmt.Errorf("operator %q subtask %d: %w", op.Label(), subtask, err)
+			}
+		}
+	}
+	out := make([]snapshot.KeyGroupStat, 0, len(order))
+	for _, k := range order {
+		out = append(out, *stats[k])
+	}
+	return out, true, nil
+}
+
+// storedEntries is the number of entries one stored value holds: a list's
+// elements, else one.
+func (l *layout) storedEntries(value []byte) int64 {
+	if l.kind != snapshot.List {
+		return 1
+	}
+	n := int64(0)
+	for rest := value; len(rest) > 0; {
+		k, ok, err := span(l.elem, rest)
+		if err != nil || !ok || k >= len(rest) {
+			return n + 1
+		}
+		n++
+		rest = rest[k+1:] // the ',' between elements
+	}
+	return n
+}

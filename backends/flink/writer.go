@@ -1,0 +1,254 @@
+package flink
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/stateutil/stateutil/backends/internal/ledger"
+	"github.com/stateutil/stateutil/keygroup"
+	"github.com/stateutil/stateutil/snapshot"
+	"github.com/stateutil/stateutil/storage"
+)
+
+// The flink writer: a canonical (unified-format) savepoint, the layout
+// every Flink state backend restores since 1.13. A self-contained
+// directory: `_metadata`, written last, and per subtask one keyed state
+// file and one operator state file, referenced by paths relative to
+// `_metadata` (handle type 6), so the directory can be moved anywhere.
+//
+// It writes what it read from Flink: the descriptors' serializer
+// snapshots, coordinator and master state and raw state come from what
+// the reader carried (carry.go); a snapshot of another format carries
+// none of it and is refused.
+
+// ErrNotFromFlink reports a snapshot the flink writer cannot write: one
+// not read from Flink, which lacks the serializer snapshots Flink needs.
+var ErrNotFromFlink = fmt.Errorf("%w: the flink writer writes only state read from a Flink snapshot", snapshot.ErrUnsupportedVersion)
+
+// MetadataVersionFor is the `_metadata` version a Flink version reads and
+// writes: 4 for 1.x (Flink 1.20 refuses 6), 6 for 2.x.
+func MetadataVersionFor(flinkVersion string) (int, error) {
+	major, rest, _ := strings.Cut(strings.TrimPrefix(flinkVersion, "v"), ".")
+	minor, _, _ := strings.Cut(rest, ".")
+	mj, err1 := strconv.Atoi(major)
+	mn, err2 := strconv.Atoi(minor)
+	switch {
+	case err1 != nil || err2 != nil:
+		return 0, fmt.Errorf("version %q of Flink: want X.Y, such as 1.20 or 2.1", flinkVersion)
+	case mj == 1 && mn >= 15:
+		return 4, nil
+	case mj == 2:
+		return 6, nil
+	}
+	return 0, fmt.Errorf("version %q of Flink: stateutil writes savepoints for Flink 1.15 to 2.x", flinkVersion)
+}
+
+// writer is the snapshot.Writer of the flink format.
+type writer struct {
+	st      storage.Storage
+	dir     string
+	version int // 0: the source's
+
+	ledger ledger.Ledger[*subtaskOut]
+
+	mu         sync.Mutex
+	written    []string
+	done       bool
+	createdDir bool
+}
+
+// subtaskOut is what one subtask wrote: its handles, their paths relative
+// to the savepoint directory.
+type subtaskOut struct {
+	keyed, rawKeyed       *KeyedHandle
+	operator, rawOperator *OperatorStateHandle
+}
+
+func create(ctx context.Context, st storage.Storage, p string, opts snapshot.WriteOptions) (snapshot.Writer, error) {
+	w := &writer{st: st, dir: p}
+	if opts.ReaderVersion != "" {
+		v, err := MetadataVersionFor(opts.ReaderVersion)
+		if err != nil {
+			return nil, err
+		}
+		w.version = v
+	}
+	if info, err := st.Stat(ctx, path.Join(p, "_metadata")); err == nil && !info.IsDir && !opts.Force {
+		return nil, fmt.Errorf("%q already holds a savepoint (force to replace it): %w", st.URI(p), storage.ErrExist)
+	}
+	if _, err := st.Stat(ctx, p); errors.Is(err, storage.ErrNotFound) {
+		w.createdDir = true
+	}
+	if err := st.MkdirAll(ctx, p); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// Subtask starts writing subtask index of op.
+func (w *writer) Subtask(ctx context.Context, op *snapshot.Operator, index int, kgs keygroup.Range) (snapshot.SubtaskWriter, error) {
+	co, err := carriedOf(op)
+	switch {
+	case err != nil:
+		return nil, err
+	case co == nil:
+		return nil, fmt.Errorf("operator %q: %w (this one carries no Flink serializer snapshots)", op.Label(), ErrNotFromFlink)
+	case co.ChannelState:
+		return nil, fmt.Errorf("operator %q: %w: it holds in-flight data of an unaligned checkpoint, which a savepoint cannot hold; take an aligned checkpoint or a savepoint", op.Label(), snapshot.ErrUnsupportedVersion)
+	}
+	seq, err := w.ledger.Start(op, index, kgs)
+	if err != nil {
+		return nil, err
+	}
+	return newSubtaskWriter(ctx, w, op, co, seq, index, kgs)
+}
+
+// file starts a state file of the savepoint.
+func (w *writer) file(ctx context.Context, name string) (*stateFile, error) {
+	p, err := w.st.Create(ctx, path.Join(w.dir, name))
+	if err != nil {
+		return nil, err
+	}
+	return newStateFile(p, name), nil
+}
+
+func (w *writer) committed(name string) {
+	w.mu.Lock()
+	w.written = append(w.written, name)
+	w.mu.Unlock()
+}
+
+// Commit writes `_metadata`: every operator of s with the handles its
+// subtasks wrote.
+func (w *writer) Commit(ctx context.Context, s *snapshot.Snapshot) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.done {
+		return errors.New("flink writer: already committed or aborted")
+	}
+	outs, err := w.ledger.Commit(s)
+	if err != nil {
+		return fmt.Errorf("flink writer: %w", err)
+	}
+	m, props, err := w.assemble(s, outs)
+	if err != nil {
+		return err
+	}
+	data, err := EncodeMetadata(m, props)
+	if err != nil {
+		return err
+	}
+	if err := storage.WriteFile(ctx, w.st, path.Join(w.dir, "_metadata"), data); err != nil {
+		return err
+	}
+	w.done = true
+	s.Format = Format.Name
+	return nil
+}
+
+// assemble builds the `_metadata` of s.
+func (w *writer) assemble(s *snapshot.Snapshot, outs [][]*subtaskOut) (*Metadata, []byte, error) {
+	cs := carriedSnapshotOf(s)
+	if cs == nil {
+		return nil, nil, fmt.Errorf("snapshot: %w", ErrNotFromFlink)
+	}
+	m := &Metadata{Version: w.version, CheckpointID: s.CheckpointID, MasterStates: cs.MasterStates}
+	if m.Version == 0 {
+		m.Version = min(max(cs.MetadataVersion, 4), 6)
+	}
+	ids := map[OperatorID]string{}
+	for i, op := range s.Operators {
+		co, err := carriedOf(op)
+		if err != nil || co == nil {
+			return nil, nil, fmt.Errorf("operator %q: %w", op.Label(), ErrNotFromFlink)
+		}
+		fo, err := outputOperator(op, co)
+		if err != nil {
+			return nil, nil, err
+		}
+		if other, dup := ids[fo.ID]; dup {
+			return nil, nil, fmt.Errorf("operators %q and %q would both have id %s", other, op.Label(), fo.ID)
+		}
+		ids[fo.ID] = op.Label()
+		for j, so := range outs[i] {
+			if so == nil {
+				continue
+			}
+			fo.Subtasks = append(fo.Subtasks, &SubtaskState{Index: j, ManagedKeyedState: so.keyed, RawKeyedState: so.rawKeyed,
+				ManagedOperatorState: so.operator, RawOperatorState: so.rawOperator})
+		}
+		m.Operators = append(m.Operators, fo)
+	}
+	name, action, forced := "Savepoint", "NONE", true
+	if cs.Savepoint && cs.PostAction != "" && cs.TypeName != "" {
+		name, action, forced = cs.TypeName, cs.PostAction, cs.Flags["forced"]
+	}
+	props, err := savepointProperties(name, action, forced)
+	return m, props, err
+}
+
+// outputOperator is op as `_metadata` records it: its id (recomputed from
+// a new uid, as Flink derives it; or set explicitly), uid, name,
+// parallelism and coordinator state.
+func outputOperator(op *snapshot.Operator, co *carriedOperator) (*OperatorState, error) {
+	fo := &OperatorState{UID: op.UID, Name: op.Name, Parallelism: op.Parallelism, MaxParallelism: op.MaxParallelism}
+	id := op.ID
+	if id == co.ID && op.UID != co.UID && op.UID != "" {
+		id = keygroup.OperatorIDOfUID(op.UID)
+		if co.Name == "" || co.Name == co.UID {
+			fo.Name = op.UID
+		}
+	}
+	if err := parseOperatorID(id, &fo.ID); err != nil {
+		return nil, fmt.Errorf("operator %q: %w", op.Label(), err)
+	}
+	if co.HasCoordinator {
+		fo.CoordinatorState = &StreamHandle{Type: HandleByteStream, Name: co.CoordinatorName, Data: co.CoordinatorData, Size: int64(len(co.CoordinatorData))}
+	}
+	fo.FullyFinished = co.FullyFinished && op.Parallelism == co.Parallelism
+	if fo.FullyFinished {
+		fo.CoordinatorState = nil
+	}
+	return fo, nil
+}
+
+// ParseOperatorID reads an OperatorID in its hex form (32 digits).
+func parseOperatorID(s string, id *OperatorID) error {
+	if len(s) != 32 {
+		return fmt.Errorf("operator id %q is not 32 hex digits", s)
+	}
+	for i := range id {
+		v, err := strconv.ParseUint(s[2*i:2*i+2], 16, 8)
+		if err != nil {
+			return fmt.Errorf("operator id %q is not 32 hex digits", s)
+		}
+		id[i] = byte(v)
+	}
+	return nil
+}
+
+// Abort removes every file written.
+func (w *writer) Abort(ctx context.Context) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.done {
+		return nil
+	}
+	w.done = true
+	w.ledger.Abort()
+	var errs []error
+	for _, f := range w.written {
+		if err := w.st.Remove(ctx, path.Join(w.dir, f)); err != nil && !errors.Is(err, storage.ErrNotFound) {
+			errs = append(errs, err)
+		}
+	}
+	if w.createdDir {
+		w.st.Remove(ctx, w.dir) // only if empty
+	}
+	return errors.Join(errs...)
+}

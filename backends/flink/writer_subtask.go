@@ -1,0 +1,596 @@
+package flink
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"slices"
+
+	"github.com/stateutil/stateutil/keygroup"
+	"github.com/stateutil/stateutil/snapshot"
+	"github.com/stateutil/stateutil/storage"
+)
+
+// stateFile is one state file being written, with its position.
+type stateFile struct {
+	p    storage.Pending
+	bw   *bufio.Writer
+	name string
+	pos  int64
+}
+
+func newStateFile(p storage.Pending, name string) *stateFile {
+	return &stateFile{p: p, bw: bufio.NewWriterSize(p, 1<<20), name: name}
+}
+
+func (f *stateFile) write(b []byte) error {
+	n, err := f.bw.Write(b)
+	f.pos += int64(n)
+	return err
+}
+
+func (f *stateFile) commit() error {
+	if err := f.bw.Flush(); err != nil {
+		f.p.Abort()
+		return err
+	}
+	return f.p.Commit()
+}
+
+// handle is the relative-file handle of the finished file.
+func (f *stateFile) handle() *StreamHandle {
+	return &StreamHandle{Type: HandleRelativeFile, Path: f.name, Size: f.pos}
+}
+
+// keyedLayout is one keyed state as the subtask writes it.
+type keyedLayout struct {
+	id int
+	l  *layout
+}
+
+// record is one key/value pair of the key group being written: offsets
+// into the subtask's arena.
+type record struct {
+	state            int
+	key, keyEnd, val int
+	valEnd           int
+	seq              int
+}
+
+// subtaskWriter writes one subtask: keyed entries a key group at a time
+// (sorted by state and key, list elements merged, as Flink's full
+// snapshot writes them), operator-state elements as they come.
+type subtaskWriter struct {
+	ctx    context.Context
+	w      *writer
+	op     *snapshot.Operator
+	co     *carriedOperator
+	index  int
+	kgs    keygroup.Range
+	seq    int
+	prefix int
+	err    error
+	closed bool
+
+	states  map[string]keyedLayout
+	keyed   *stateFile
+	offsets []int64
+	cur     int
+	arena   []byte
+	recs    []record
+
+	oper      *stateFile
+	operInfos []OperatorStateInfo
+	operIdx   map[string]int
+	// bcast holds each broadcast state's entries (elements, as read),
+	// written as one map (entry count, then the entries) by finish.
+	bcast map[string]*broadcastMap
+
+	raw    *snapshot.RawState
+	keyedN snapshot.Stats
+	operN  snapshot.Stats
+	elems  snapshot.ElementCounts
+}
+
+func newSubtaskWriter(ctx context.Context, w *writer, op *snapshot.Operator, co *carriedOperator, seq, index int, kgs keygroup.Range) (*subtaskWriter, error) {
+	sw := &subtaskWriter{ctx: ctx, w: w, op: op, co: co, index: index, kgs: kgs, seq: seq, prefix: 1, cur: -1,
+		states: map[string]keyedLayout{}, keyedN: snapshot.Stats{Known: true}, operN: snapshot.Stats{Known: true}}
+	if op.MaxParallelism > 128 {
+		sw.prefix = 2
+	}
+	if len(op.KeyedStates) > 0 {
+		keySer, err := parseSerializerSnapshot(co.KeySerializer)
+		if err != nil {
+			return nil, fmt.Errorf("operator %q key serializer: %w", op.Label(), err)
+		}
+		for i, ks := range op.KeyedStates {
+			j := slices.IndexFunc(co.Keyed, func(m carriedMeta) bool { return m.Name == ks.Name })
+			if j < 0 {
+				return nil, fmt.Errorf("operator %q keyed state %q: %w (no serializer snapshots recorded)", op.Label(), ks.Name, ErrNotFromFlink)
+			}
+			sm, err := stateMetaOf(co.Keyed[j])
+			if err != nil {
+				return nil, fmt.Errorf("operator %q keyed state %q: cannot write it back: %w", op.Label(), ks.Name, err)
+			}
+			sw.states[ks.Name] = keyedLayout{id: i, l: newLayout(sm, keySer)}
+		}
+	}
+	return sw, nil
+}
+
+func (sw *subtaskWriter) fail(err error) error {
+	if sw.err == nil {
+		sw.err = err
+	}
+	return err
+}
+
+func (sw *subtaskWriter) name(kind string) string {
+	return fmt.Sprintf("op%d-%d-%s", sw.seq, sw.index, kind)
+}
+
+// keyedHeaders lists the keyed states' meta infos in state-id order.
+func (sw *subtaskWriter) keyedMetas() []carriedMeta {
+	out := make([]carriedMeta, 0, len(sw.op.KeyedStates))
+	for _, ks := range sw.op.KeyedStates {
+		j := slices.IndexFunc(sw.co.Keyed, func(m carriedMeta) bool { return m.Name == ks.Name })
+		out = append(out, sw.co.Keyed[j])
+	}
+	return out
+}
+
+func (sw *subtaskWriter) startKeyed() error {
+	hdr, err := encodeKeyedHeader(sw.co.KeySerializer, sw.keyedMetas())
+	if err != nil {
+		return fmt.Errorf("operator %q: %w", sw.op.Label(), err)
+	}
+	f, err := sw.w.file(sw.ctx, sw.name("keyed"))
+	if err != nil {
+		return err
+	}
+	sw.keyed = f
+	sw.offsets = make([]int64, max(sw.kgs.Len(), 0))
+	return f.write(hdr)
+}
+
+// Entry adds one keyed entry to the key group being gathered.
+func (sw *subtaskWriter) Entry(e *snapshot.Entry) error {
+	if sw.err != nil {
+		return sw.err
+	}
+	if !sw.kgs.Contains(e.KeyGroup) {
+		return sw.fail(fmt.Errorf("operator %q subtask %d: entry in key group %d outside the subtask's range %v", sw.op.Label(), sw.index, e.KeyGroup, sw.kgs))
+	}
+	if e.KeyGroup < sw.cur {
+		return sw.fail(fmt.Errorf("operator %q subtask %d: entry in key group %d after key group %d", sw.op.Label(), sw.index, e.KeyGroup, sw.cur))
+	}
+	st, ok := sw.states[e.State]
+	if !ok {
+		return sw.fail(fmt.Errorf("operator %q: entry of keyed state %q, which it does not declare", sw.op.Label(), e.State))
+	}
+	if sw.keyed == nil {
+		if err := sw.startKeyed(); err != nil {
+			return sw.fail(err)
+		}
+	}
+	if e.KeyGroup != sw.cur {
+		if err := sw.flush(); err != nil {
+			return sw.fail(err)
+		}
+		sw.cur = e.KeyGroup
+	}
+	l := st.l
+	r := record{state: st.id, key: len(sw.arena), seq: len(sw.recs)}
+	a := sw.arena
+	if l.kind == KindTimer {
+		if len(e.Value) != 8 {
+			return sw.fail(fmt.Errorf("operator %q timer state %q: timestamp of %d bytes", sw.op.Label(), e.State, len(e.Value)))
+		}
+		a = append(a, e.Value[0]^0x80)
+		a = append(a, e.Value[1:]...)
+		a = append(a, e.Key...)
+		a = append(a, e.Namespace...)
+	} else {
+		a = append(a, e.Key...)
+		if l.ambiguous {
+			a = appendLengthSuffix(a, len(e.Key))
+		}
+		a = append(a, e.Namespace...)
+		if l.ambiguous {
+			a = appendLengthSuffix(a, len(e.Namespace))
+		}
+		if l.kind == snapshot.Map {
+			a = append(a, e.UserKey...)
+		}
+	}
+	r.keyEnd, r.val = len(a), len(a)
+	switch {
+	case l.kind == KindTimer:
+	case l.kind == snapshot.Map && e.Value == nil:
+		a = append(a, 1)
+	case l.kind == snapshot.Map:
+		a = append(a, 0)
+		a = l.appendTTL(a, e.Value, e.ExpiresAt)
+	default:
+		a = l.appendTTL(a, e.Value, e.ExpiresAt)
+	}
+	r.valEnd = len(a)
+	sw.arena = a
+	sw.recs = append(sw.recs, r)
+	sw.keyedN.Entries++
+	sw.keyedN.Bytes += e.Size()
+	return nil
+}
+
+// appendTTL appends a stored value: with the last-access time Flink's TTL
+// serializer writes beside it, when the state has TTL.
+func (l *layout) appendTTL(a, v []byte, lastAccess int64) []byte {
+	switch {
+	case l.ttl == nil:
+		return append(a, v...)
+	case ttlTimestampFirst(l.ttl):
+		a = binary.BigEndian.AppendUint64(a, uint64(lastAccess))
+		return append(a, v...)
+	}
+	a = append(a, v...)
+	return binary.BigEndian.AppendUint64(a, uint64(lastAccess))
+}
+
+// appendLengthSuffix appends the length Flink writes after a key or
+// namespace when both are variable-length: low byte first, as many bytes
+// as it needs.
+func appendLengthSuffix(a []byte, n int) []byte {
+	for {
+		a = append(a, byte(n))
+		n >>= 8
+		if n == 0 {
+			return a
+		}
+	}
+}
+
+// flush writes the gathered key group: its offset, then per state its id
+// and its pairs in key order (a list's elements joined by ','), the
+// last pair before a state change or the end flagged on its key's first
+// byte, then the end-of-key-group mark.
+func (sw *subtaskWriter) flush() error {
+	if sw.cur < 0 || len(sw.recs) == 0 {
+		return nil
+	}
+	a := sw.arena
+	key := func(r record) []byte { return a[r.key:r.keyEnd] }
+	// Pairs of a state in key order; timers by their key and namespace, in
+	// the order they came (what order a restore reads them in does not
+	// matter; this one keeps a copy's timers in the source's order).
+	sortKey := func(r record) []byte {
+		if sw.stateLayout(r.state).kind == KindTimer {
+			return a[r.key+8 : r.keyEnd]
+		}
+		return key(r)
+	}
+	slices.SortFunc(sw.recs, func(x, y record) int {
+		if x.state != y.state {
+			return x.state - y.state
+		}
+		if c := bytes.Compare(sortKey(x), sortKey(y)); c != 0 {
+			return c
+		}
+		return x.seq - y.seq
+	})
+	f := sw.keyed
+	sw.offsets[sw.cur-sw.kgs.Start] = f.pos
+	var buf []byte
+	var prefix [2]byte
+	if sw.prefix == 1 {
+		prefix[0] = byte(sw.cur)
+	} else {
+		binary.BigEndian.PutUint16(prefix[:], uint16(sw.cur))
+	}
+	pairs := 0
+	for i := 0; i < len(sw.recs); {
+		r := sw.recs[i]
+		j := i + 1
+		list := sw.stateLayout(r.state).kind == snapshot.List
+		vlen := r.valEnd - r.val
+		if list {
+			for j < len(sw.recs) && sw.recs[j].state == r.state && bytes.Equal(key(sw.recs[j]), key(r)) {
+				vlen += 1 + sw.recs[j].valEnd - sw.recs[j].val
+				j++
+			}
+		}
+		if i == 0 || sw.recs[i-1].state != r.state {
+			buf = binary.BigEndian.AppendUint16(buf, uint16(r.state))
+		}
+		last := j == len(sw.recs) || sw.recs[j].state != r.state
+		buf = binary.BigEndian.AppendUint32(buf, uint32(sw.prefix+r.keyEnd-r.key))
+		at := len(buf)
+		buf = append(buf, prefix[:sw.prefix]...)
+		if last {
+			buf[at] |= 0x80
+		}
+		buf = append(buf, key(r)...)
+		buf = binary.BigEndian.AppendUint32(buf, uint32(vlen))
+		for k := i; k < j; k++ {
+			if k > i {
+				buf = append(buf, ',')
+			}
+			buf = append(buf, a[sw.recs[k].val:sw.recs[k].valEnd]...)
+		}
+		pairs++
+		if len(buf) >= 1<<20 {
+			if err := f.write(buf); err != nil {
+				return err
+			}
+			buf = buf[:0]
+		}
+		i = j
+	}
+	buf = binary.BigEndian.AppendUint16(buf, endOfKeyGroupMark)
+	sw.recs, sw.arena = sw.recs[:0], sw.arena[:0]
+	return f.write(buf)
+}
+
+func (sw *subtaskWriter) stateLayout(id int) *layout {
+	return sw.states[sw.op.KeyedStates[id].Name].l
+}
+
+// Element appends one operator-state element.
+func (sw *subtaskWriter) Element(state string, value []byte) error {
+	if sw.err != nil {
+		return sw.err
+	}
+	if sw.oper == nil {
+		if err := sw.startOperator(); err != nil {
+			return sw.fail(err)
+		}
+	}
+	i, ok := sw.operIdx[state]
+	if !ok {
+		return sw.fail(fmt.Errorf("operator %q: element of operator state %q, which it does not declare", sw.op.Label(), state))
+	}
+	info := &sw.operInfos[i]
+	sw.operN.Entries++
+	sw.operN.Bytes += int64(len(value))
+	sw.elems[state]++
+	if info.Mode == Broadcast {
+		if sw.bcast == nil {
+			sw.bcast = map[string]*broadcastMap{}
+		}
+		m := sw.bcast[state]
+		if m == nil {
+			m = &broadcastMap{}
+			sw.bcast[state] = m
+		}
+		m.n++
+		m.b = append(m.b, value...)
+		return nil
+	}
+	info.Offsets = append(info.Offsets, sw.oper.pos)
+	return sw.fail2(sw.oper.write(value))
+}
+
+// broadcastMap is a broadcast state's entries in one subtask.
+type broadcastMap struct {
+	n int
+	b []byte
+}
+
+// writeBroadcast writes every broadcast state as Flink does, one map per
+// subtask, empty ones too.
+func (sw *subtaskWriter) writeBroadcast() error {
+	for i := range sw.operInfos {
+		info := &sw.operInfos[i]
+		if info.Mode != Broadcast {
+			continue
+		}
+		m := sw.bcast[info.Name]
+		if m == nil {
+			m = &broadcastMap{}
+		}
+		info.Offsets = []int64{sw.oper.pos}
+		if err := sw.oper.write(append(binary.BigEndian.AppendUint32(nil, uint32(m.n)), m.b...)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (sw *subtaskWriter) fail2(err error) error {
+	if err != nil {
+		return sw.fail(err)
+	}
+	return nil
+}
+
+// startOperator writes the operator state file's header: every operator
+// state of the operator, list states first, then broadcast states.
+func (sw *subtaskWriter) startOperator() error {
+	var lists, bcasts []carriedMeta
+	sw.operIdx = map[string]int{}
+	sw.elems = snapshot.ElementCounts{}
+	for _, os := range sw.op.OperatorStates {
+		group := &lists
+		cands := sw.co.Operator
+		if os.Mode == snapshot.Broadcast {
+			group, cands = &bcasts, sw.co.Broadcast
+		}
+		j := slices.IndexFunc(cands, func(m carriedMeta) bool { return m.Name == os.Name })
+		if j < 0 {
+			return fmt.Errorf("operator %q operator state %q: %w (no serializer snapshots recorded)", sw.op.Label(), os.Name, ErrNotFromFlink)
+		}
+		*group = append(*group, cands[j])
+		sw.operIdx[os.Name] = len(sw.operInfos)
+		sw.operInfos = append(sw.operInfos, OperatorStateInfo{Name: os.Name, Mode: distributionMode(os.Mode), Offsets: []int64{}})
+		sw.elems[os.Name] = 0
+	}
+	hdr, err := encodeOperatorHeader(lists, bcasts)
+	if err != nil {
+		return fmt.Errorf("operator %q: %w", sw.op.Label(), err)
+	}
+	f, err := sw.w.file(sw.ctx, sw.name("operator"))
+	if err != nil {
+		return err
+	}
+	sw.oper = f
+	return f.write(hdr)
+}
+
+func distributionMode(m snapshot.Mode) DistributionMode {
+	switch m {
+	case snapshot.Union:
+		return Union
+	case snapshot.Broadcast:
+		return Broadcast
+	}
+	return SplitDistribute
+}
+
+// Raw sets the subtask's raw state: written back with the layout the
+// source recorded, which holds only while nothing moves it.
+func (sw *subtaskWriter) Raw(raw snapshot.RawState) error {
+	if sw.err != nil {
+		return sw.err
+	}
+	if len(raw.Keyed)+len(raw.Operator) == 0 {
+		return nil
+	}
+	cr := sw.co.Raw[sw.index]
+	if cr == nil || sw.op.Parallelism != sw.co.Parallelism || sw.op.MaxParallelism != sw.co.MaxParallelism {
+		return sw.fail(fmt.Errorf("operator %q subtask %d: raw (operator-written) state cannot be split or moved; keep parallelism %d and max parallelism %d: %w",
+			sw.op.Label(), sw.index, sw.co.Parallelism, sw.co.MaxParallelism, snapshot.ErrUnsupportedVersion))
+	}
+	sw.raw = &raw
+	return nil
+}
+
+func (sw *subtaskWriter) writeRaw() (*subtaskOut, error) {
+	so := &subtaskOut{}
+	if sw.raw == nil {
+		return so, nil
+	}
+	cr := sw.co.Raw[sw.index]
+	if cr.HasKeyed && sw.raw.Keyed != nil {
+		f, err := sw.w.file(sw.ctx, sw.name("raw-keyed"))
+		if err != nil {
+			return nil, err
+		}
+		if err := f.write(sw.raw.Keyed); err != nil {
+			f.p.Abort()
+			return nil, err
+		}
+		if err := f.commit(); err != nil {
+			return nil, err
+		}
+		sw.w.committed(f.name)
+		so.rawKeyed = &KeyedHandle{Type: HandleKeyGroups, KeyGroups: &KeyGroupsHandle{
+			Range: KeyGroupRange{Start: cr.KeyedStart, Count: int32(len(cr.KeyedOffsets))}, Offsets: rebase(cr.KeyedOffsets), Delegate: f.handle()}}
+	}
+	if cr.HasOperator && sw.raw.Operator != nil {
+		f, err := sw.w.file(sw.ctx, sw.name("raw-operator"))
+		if err != nil {
+			return nil, err
+		}
+		if err := f.write(sw.raw.Operator); err != nil {
+			f.p.Abort()
+			return nil, err
+		}
+		if err := f.commit(); err != nil {
+			return nil, err
+		}
+		sw.w.committed(f.name)
+		so.rawOperator = &OperatorStateHandle{Type: HandleOperatorState, Delegate: f.handle()}
+		for _, info := range cr.Operator {
+			so.rawOperator.States = append(so.rawOperator.States, OperatorStateInfo{Name: info.Name, Mode: DistributionMode(info.Mode), Offsets: info.Offsets})
+		}
+	}
+	return so, nil
+}
+
+// rebase makes raw key-group offsets relative to the stream that Raw
+// returned: the key groups' bytes in stream order, from the first.
+func rebase(offs []int64) []int64 {
+	if len(offs) == 0 {
+		return nil
+	}
+	lo := slices.Min(offs)
+	out := make([]int64, len(offs))
+	for i, o := range offs {
+		out[i] = o - lo
+	}
+	return out
+}
+
+// Close finishes the subtask's files and records its handles.
+func (sw *subtaskWriter) Close() error {
+	if sw.closed {
+		return sw.err
+	}
+	sw.closed = true
+	if sw.err != nil {
+		sw.abortFiles()
+		return sw.err
+	}
+	if err := sw.finish(); err != nil {
+		sw.abortFiles()
+		return sw.fail(err)
+	}
+	return nil
+}
+
+func (sw *subtaskWriter) abortFiles() {
+	for _, f := range []*stateFile{sw.keyed, sw.oper} {
+		if f != nil {
+			f.p.Abort()
+		}
+	}
+}
+
+func (sw *subtaskWriter) finish() error {
+	if err := sw.ctx.Err(); err != nil {
+		return err
+	}
+	if sw.keyed == nil && len(sw.op.KeyedStates) > 0 && sw.kgs.Len() > 0 {
+		if err := sw.startKeyed(); err != nil {
+			return err
+		}
+	}
+	if sw.oper == nil && len(sw.op.OperatorStates) > 0 {
+		if err := sw.startOperator(); err != nil {
+			return err
+		}
+	}
+	if sw.oper != nil {
+		if err := sw.writeBroadcast(); err != nil {
+			return err
+		}
+	}
+	so, err := sw.writeRaw()
+	if err != nil {
+		return err
+	}
+	sub := &snapshot.Subtask{Index: sw.index, KeyGroups: sw.kgs, Keyed: sw.keyedN, Operator: sw.operN, OperatorElements: sw.elems}
+	if sw.keyed != nil {
+		if err := sw.flush(); err != nil {
+			return err
+		}
+		if err := sw.keyed.commit(); err != nil {
+			return err
+		}
+		sw.w.committed(sw.keyed.name)
+		so.keyed = &KeyedHandle{Type: HandleSavepointKeyGroups, KeyGroups: &KeyGroupsHandle{
+			Range: KeyGroupRange{Start: int32(sw.kgs.Start), Count: int32(sw.kgs.Len())}, Offsets: sw.offsets, Delegate: sw.keyed.handle()}}
+		sub.Files = append(sub.Files, snapshot.FileRef{Path: sw.keyed.name, Size: sw.keyed.pos})
+	}
+	if sw.oper != nil {
+		if err := sw.oper.commit(); err != nil {
+			return err
+		}
+		sw.w.committed(sw.oper.name)
+		so.operator = &OperatorStateHandle{Type: HandleOperatorState, States: sw.operInfos, Delegate: sw.oper.handle()}
+		sub.Files = append(sub.Files, snapshot.FileRef{Path: sw.oper.name, Size: sw.oper.pos})
+	}
+	sw.w.ledger.Finish(sw.op, sw.index, sub, so)
+	return nil
+}

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# The flink writer's benchmark (make bench runs it; BENCH_FLINK=0 skips):
+# max parallelism 128 -> 4096 of a canonical Flink savepoint of
+# BENCH_FLINK_RECORDS records (default 10M: about 1.05 GiB), process start
+# to exit, side by side with `cp -r` of the savepoint (median of
+# BENCH_ROUNDS rounds, interleaved) and with Flink's State Processor API
+# doing the same job (spa-rewrite: read every state, write a savepoint at
+# 4096 with SavepointWriter; once, JVM start excluded by its own clock and
+# included by ours). The savepoint is made once by the harness's big job
+# and kept in $CACHE/bench-flink. Results are appended to bench-results.txt.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bin=$(realpath "${1:-bin/stateutil}")
+version=${BENCH_FLINK_VERSION:-2.3.0}
+records=${BENCH_FLINK_RECORDS:-10000000}
+rounds=${BENCH_ROUNDS:-3}
+cache=${STATEUTIL_CACHE_DIR:-$PWD/.cache}/bench-flink
+work=$(mktemp -d "${BENCH_DIR:-/var/tmp}/stateutil-bench-flink.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+results=bench-results.txt
+say() { printf '%s\n' "$*" | tee -a "$results"; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f\n", a / b}'; }
+median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+# timed NAME CMD...: "seconds peak-RSS-MiB" of one run, the seconds
+# including the sync of what it wrote, appended to $work/NAME.
+timed() {
+  local name=$1
+  shift
+  sync
+  /usr/bin/time -f '%e %M' -o "$work/time" "$@" >/dev/null
+  local t0 t1
+  t0=$(date +%s.%N)
+  sync
+  t1=$(date +%s.%N)
+  awk -v a="$t0" -v b="$t1" '{printf "%.2f %.0f\n", $1 + b - a, $2/1024}' "$work/time" >>"$work/t.$name"
+}
+med() { cut -d" " -f1 "$work/t.$1" | median; }
+rss() { cut -d" " -f2 "$work/t.$1" | sort -n | tail -1; }
+
+snapdir=$cache/$version-big-$records
+if [ ! -f "$snapdir/path" ]; then
+  rm -rf "$snapdir"
+  mkdir -p "$snapdir"
+  scripts/flink-harness.sh "$version" snapshot --job big --backend rocksdb --kind canonical \
+    --records "$records" --parallelism 2 --max-parallelism 128 --dir "$snapdir/out" >"$snapdir/path.tmp"
+  mv "$snapdir/path.tmp" "$snapdir/path"
+fi
+snap=$(cat "$snapdir/path")
+size=$(du -sb "$snap" | cut -f1)
+say "== flink: max parallelism 128 -> 4096 of a canonical Flink $version savepoint, $records entries x 2 states, $((size >> 20)) MiB (median of $rounds rounds)"
+for _ in $(seq "$rounds"); do
+  rm -rf "$work/cp" "$work/su"
+  timed cp cp -r "$snap" "$work/cp"
+  rm -rf "$work/cp"
+  timed su "$bin" rescale "$snap" --max-parallelism 4096 --output "$work/su" --quiet
+  rm -rf "$work/su"
+done
+say "cp -r:                          $(med cp)s   (runs: $(cut -d' ' -f1 "$work/t.cp" | tr '\n' ' '))"
+say "stateutil rescale:              $(med su)s   cp/stateutil = $(ratio "$(med cp)" "$(med su)")   peak RSS $(rss su) MiB   (runs: $(cut -d' ' -f1 "$work/t.su" | tr '\n' ' '))"
+if [ "${BENCH_FLINK_SPA:-1}" != 0 ]; then
+  t0=$(date +%s.%N)
+  /usr/bin/time -f '%e %M' -o "$work/spatime" scripts/flink-harness.sh "$version" spa-rewrite --job big --snapshot "$snap" \
+    --max-parallelism 4096 --out "$work/spa" --backend rocksdb >"$work/spa.out"
+  spa=$(awk '{print $1}' "$work/spatime")
+  spa_rss=$(awk '{printf "%.0f", $2/1024}' "$work/spatime")
+  inner=$(sed -n 's/^elapsed_seconds //p' "$work/spa.out")
+  say "State Processor API rewrite:    ${spa}s process (${inner}s read+write by its own clock)   peak RSS ${spa_rss} MiB"
+  say "State Processor API / stateutil = $(ratio "$spa" "$(med su)")   stateutil RSS / JVM RSS = $(ratio "$(rss su)" "$spa_rss")"
+fi
+say ""
