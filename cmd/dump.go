@@ -180,5 +180,5 @@ func (o *dumpOptions) table(ctx context.Context, r snapshot.Reader, codecs *snap
 		_, err := fmt.Fprintln(out, "No keys.")
 		return err
 	}
-	return table(out, []string{"OPERATOR", "STATE", "KIND", "KEY", "NAMESPACE", "KEY GROUP", "SUBTASK", "VALUE", "TTL EXPIRES", "EXPIRED"}, rows)
+	return table(out, []string{"OPERATOR", "STATE", "KIND", "KEY", "NAMESPACE", "KEY GROUP", "SUBTASK", "VALUE", "TTL EXPIRES", "EXPIRED", "LAST ACCESS"}, rows)
 }

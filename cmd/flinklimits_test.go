@@ -57,8 +57,8 @@ func TestFlinkWriterHonestLimits(t *testing.T) {
 		}, ExitUsage, []string{`operator "d5c8b168c6cbfe8c507a10f88b325243"`, "raw (user-serialized) state", "into other key groups", "keep max parallelism 4"}},
 		{"changelog not materialised", changelog, ExitUnsupported, []string{`operator "keyed" subtask 0, all keyed state`, "state changes not yet materialised"}},
 		{"undecodable", func(t *testing.T) []string {
-			return []string{"convert", sharedFlinkFixture(t, "new-stateful-udf-migration-itcase-flink1.4-savepoint"), "--to", "flink"}
-		}, ExitUnsupported, []string{`operator "d5c8b168c6cbfe8c507a10f88b325243"`, "cannot be read", "--skip-unreadable"}},
+			return []string{"convert", sharedFlinkFixture(t, "new-stateful-udf-migration-itcase-flink1.7-savepoint"), "--to", "flink"}
+		}, ExitUnsupported, []string{`operator "41e91aae0bee218c44306cf7d21940ad"`, "cannot be read", "--skip-unreadable"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dst := filepath.Join(t.TempDir(), "out")

@@ -120,7 +120,9 @@ func printRecord(w io.Writer, r *lookup.Record) error {
 		fmt.Fprintf(w, "namespace:  %s\n", jsonText(r.Namespace))
 	}
 	fmt.Fprintf(w, "key group:  %d (subtask %d)\n", r.KeyGroup, r.Subtask)
-	if r.TTL != nil {
+	if r.TTL != nil && !r.TTL.LastAccess.IsZero() {
+		fmt.Fprintf(w, "ttl:        last access %s (the snapshot does not record the TTL duration)\n", r.TTL.LastAccess.Format(time.RFC3339Nano))
+	} else if r.TTL != nil {
 		state := "alive"
 		if r.TTL.Expired {
 			state = "expired"

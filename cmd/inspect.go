@@ -293,7 +293,7 @@ func keyedStatesCell(states []snapshot.KeyedState) string {
 	for i, s := range states {
 		parts[i] = s.Name + ": " + string(s.Kind)
 		if s.TTL != nil {
-			parts[i] += fmt.Sprintf(" (ttl %s, %s, %s)", time.Duration(s.TTL.TTLMillis)*time.Millisecond, s.TTL.Update, s.TTL.Visibility)
+			parts[i] += " (" + s.TTL.String() + ")"
 		}
 	}
 	return strings.Join(parts, "\n")

@@ -308,5 +308,8 @@ func ttl(t *snapshot.TTL) string {
 	if t == nil {
 		return "none"
 	}
+	if t.Unknown {
+		return "unknown"
+	}
 	return fmt.Sprintf("%dms %s %s", t.TTLMillis, t.Update, t.Visibility)
 }

@@ -9,8 +9,9 @@ import (
 )
 
 // CSVColumns are the columns of AppendCSV's rows: key, namespace and value
-// as JSON, the TTL split in two.
-var CSVColumns = []string{"operator", "state", "kind", "key", "namespace", "key_group", "subtask", "value", "ttl_expires_at", "ttl_expired"}
+// as JSON, the TTL split in three: a state whose TTL duration the snapshot
+// does not record has only its last access.
+var CSVColumns = []string{"operator", "state", "kind", "key", "namespace", "key_group", "subtask", "value", "ttl_expires_at", "ttl_expired", "ttl_last_access"}
 
 // AppendCSV appends rec as one CSV row, quoted as encoding/csv quotes.
 func AppendCSV(b []byte, rec *Record) []byte { return AppendCSVRow(b, rec.Fields()) }
@@ -19,15 +20,17 @@ func AppendCSV(b []byte, rec *Record) []byte { return AppendCSVRow(b, rec.Fields
 func (rec *Record) Fields() []string {
 	var scratch [64]byte
 	json := func(v any) string { return string(appendValue(scratch[:0], v)) }
-	ns, expires, expired := "", "", ""
+	ns, expires, expired, access := "", "", "", ""
 	if rec.Namespace != nil {
 		ns = json(rec.Namespace)
 	}
-	if rec.TTL != nil {
+	if rec.TTL != nil && !rec.TTL.LastAccess.IsZero() {
+		access = rec.TTL.LastAccess.Format(time.RFC3339Nano)
+	} else if rec.TTL != nil {
 		expires, expired = rec.TTL.ExpiresAt.Format(time.RFC3339Nano), strconv.FormatBool(rec.TTL.Expired)
 	}
 	return []string{rec.Operator, rec.State, string(rec.Kind), json(rec.Key), ns,
-		strconv.Itoa(rec.KeyGroup), strconv.Itoa(rec.Subtask), json(rec.Value), expires, expired}
+		strconv.Itoa(rec.KeyGroup), strconv.Itoa(rec.Subtask), json(rec.Value), expires, expired, access}
 }
 
 // AppendCSVRow appends one row of fields as encoding/csv's Writer does

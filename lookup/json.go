@@ -34,7 +34,13 @@ func AppendJSON(b []byte, rec *Record) []byte {
 	b = strconv.AppendInt(b, int64(rec.Subtask), 10)
 	b = append(b, `,"value":`...)
 	b = appendValue(b, rec.Value)
-	if t := rec.TTL; t != nil {
+	if t := rec.TTL; t != nil && !t.LastAccess.IsZero() {
+		b = append(b, `,"ttl":{"last_access":"`...)
+		b = t.LastAccess.AppendFormat(b, time.RFC3339Nano)
+		b = append(b, `","now":"`...)
+		b = t.Now.AppendFormat(b, time.RFC3339Nano)
+		b = append(b, `"}`...)
+	} else if t != nil {
 		b = append(b, `,"ttl":{"expires_at":"`...)
 		b = t.ExpiresAt.AppendFormat(b, time.RFC3339Nano)
 		b = append(b, `","expired":`...)

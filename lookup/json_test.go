@@ -63,8 +63,11 @@ func TestAppendJSONMatchesEncodingJSON(t *testing.T) {
 		if i%3 == 0 {
 			rec.Namespace = value(0)
 		}
-		if i%4 == 0 {
+		switch i % 8 {
+		case 0, 4:
 			rec.TTL = &TTL{ExpiresAt: time.UnixMilli(rng.Int64N(1 << 42)).UTC(), Expired: i%8 == 0, Now: time.UnixMilli(1 << 41).UTC()}
+		case 2:
+			rec.TTL = &TTL{LastAccess: time.UnixMilli(rng.Int64N(1 << 42)).UTC(), Now: time.UnixMilli(1 << 41).UTC()}
 		}
 		var want bytes.Buffer
 		enc := json.NewEncoder(&want)

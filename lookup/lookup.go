@@ -51,6 +51,23 @@ type TTL struct {
 	// Expired tells whether it has at Now.
 	Expired bool      `json:"expired"`
 	Now     time.Time `json:"now"`
+	// LastAccess is set instead of ExpiresAt and Expired for a state whose
+	// TTL duration the snapshot does not record (snapshot.TTL.Unknown):
+	// the last-access time stored with the value (the latest of a list's
+	// or map's elements). Whether it expired cannot be told.
+	LastAccess time.Time `json:"last_access,omitzero"`
+}
+
+// MarshalJSON leaves out expires_at and expired where they are unknown.
+func (t TTL) MarshalJSON() ([]byte, error) {
+	if !t.LastAccess.IsZero() {
+		return json.Marshal(struct {
+			LastAccess time.Time `json:"last_access"`
+			Now        time.Time `json:"now"`
+		}{t.LastAccess, t.Now})
+	}
+	type plain TTL
+	return json.Marshal(plain(t))
 }
 
 // KeyReader is implemented by readers that find one key's entries without
@@ -222,10 +239,29 @@ func (r *renderer) render(rec *Record, subtask int, entries []snapshot.Entry) {
 			m[keyText(r.userKey(x.UserKey))] = r.value(x.Value)
 		}
 		rec.Value = m
+	case snapshot.Timer:
+		// A key may have several timers: each is an entry of its own.
+		if len(entries) == 1 {
+			rec.Value = r.value(e.Value)
+			break
+		}
+		values := make([]any, len(entries))
+		for i, x := range entries {
+			values[i] = r.value(x.Value)
+		}
+		rec.Value = values
 	default:
 		rec.Value = r.value(entries[len(entries)-1].Value)
 	}
-	if expires := firstExpiry(entries); expires != 0 {
+	if r.st.TTL != nil && r.st.TTL.Unknown {
+		var last int64
+		for _, x := range entries {
+			last = max(last, x.ExpiresAt)
+		}
+		if last != 0 {
+			rec.TTL = &TTL{LastAccess: time.UnixMilli(last).UTC(), Now: r.now.UTC()}
+		}
+	} else if expires := firstExpiry(entries); expires != 0 {
 		at := time.UnixMilli(expires).UTC()
 		rec.TTL = &TTL{ExpiresAt: at, Expired: !r.now.Before(at), Now: r.now.UTC()}
 	}
@@ -267,7 +303,8 @@ type Filter struct {
 // ErrStop, returned by Dump's callback, ends Dump early without error.
 var ErrStop = errors.New("stop")
 
-// Dump calls fn with every key of the selected states, operator by
+// Dump calls fn with every key of the selected states (and every timer:
+// a key's timers are a record each), operator by
 // operator and subtask by subtask, in key-group order, a key group at a
 // time: it holds one key group's entries of one subtask at most. The
 // record and its values are valid until fn returns.
@@ -382,7 +419,8 @@ func (j job) run(ctx context.Context, r snapshot.Reader, codecs *snapshot.Codecs
 		for i := 0; i < len(g.order); {
 			first := &es[g.order[i]]
 			k := i + 1
-			for k < len(g.order) && sameKey(first, &es[g.order[k]]) {
+			timer := renderers[first.State].st.Kind == snapshot.Timer
+			for k < len(g.order) && sameKey(first, &es[g.order[k]]) && (!timer || bytes.Equal(first.Value, es[g.order[k]].Value)) {
 				k++
 			}
 			run = run[:0]

@@ -150,8 +150,12 @@ if [ -d "$fixtures" ]; then
   say ""
 fi
 
+# Flink (BENCH_FLINK=0 skips them): the writer's rescale, and reading a
+# real savepoint, both against the State Processor API.
 if [ "${BENCH_FLINK:-1}" != 0 ]; then
   scripts/bench-flink.sh "$bin"
+  results="$results" scripts/bench-flink-read.sh
+  say ""
 fi
 
 say "== Go benchmarks"

@@ -7,6 +7,7 @@
 package snapshot
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 	"time"
@@ -157,6 +158,21 @@ type TTL struct {
 	TTLMillis  int64      `json:"ttl_ms" msgpack:"ttl_ms"`
 	Update     UpdateType `json:"update" msgpack:"update"`
 	Visibility Visibility `json:"visibility" msgpack:"visibility"`
+	// Unknown says the snapshot records that the state has a TTL but not
+	// its settings (Flink stores the TTL wrapper and each entry's
+	// last-access time, never the duration). TTLMillis, Update and
+	// Visibility are then unset, and an entry's ExpiresAt holds its
+	// last-access time, not an expiry.
+	Unknown bool `json:"unknown,omitempty" msgpack:"unknown,omitempty"`
+}
+
+// String describes the configuration: "ttl 1h0m0s, OnCreateAndWrite,
+// NeverReturnExpired", or for Unknown what is known instead.
+func (t *TTL) String() string {
+	if t.Unknown {
+		return "ttl, duration not recorded: entries carry their last-access time"
+	}
+	return fmt.Sprintf("ttl %s, %s, %s", time.Duration(t.TTLMillis)*time.Millisecond, t.Update, t.Visibility)
 }
 
 // OperatorState describes one operator list (or broadcast) state.

@@ -25,6 +25,10 @@ type Unreadable struct {
 	// State names the state; "" is every state of the scope.
 	State  string `json:"state,omitempty" msgpack:"state,omitempty"`
 	Reason string `json:"reason" msgpack:"reason"`
+	// Damaged says the state's bytes are damaged (truncated, inconsistent),
+	// not merely in a form the reader does not know: what decides between
+	// "corrupt" and "unsupported" when a command refuses the snapshot.
+	Damaged bool `json:"damaged,omitempty" msgpack:"damaged,omitempty"`
 	// Bytes is what the state takes where it is stored, when known.
 	Bytes int64 `json:"bytes,omitempty" msgpack:"bytes,omitempty"`
 }
@@ -68,13 +72,19 @@ func UnreadableParts(s *Snapshot) []UnreadablePart {
 	return out
 }
 
-// CheckReadable fails, wrapping ErrUnsupportedVersion, when s has state
-// that cannot be read, naming it: what copies and comparisons call before
-// they start.
+// CheckReadable fails when s has state that cannot be read, naming it:
+// what copies and comparisons call before they start. The error wraps
+// ErrCorrupt when some of it is damaged, else ErrUnsupportedVersion.
 func CheckReadable(s *Snapshot) error {
 	parts := UnreadableParts(s)
 	if len(parts) == 0 {
 		return nil
+	}
+	class := ErrUnsupportedVersion
+	for _, p := range parts {
+		if p.Damaged {
+			class = ErrCorrupt
+		}
 	}
 	var lines []string
 	for _, p := range parts[:min(len(parts), 5)] {
@@ -85,7 +95,7 @@ func CheckReadable(s *Snapshot) error {
 		more = fmt.Sprintf("; and %d more", len(parts)-5)
 	}
 	return fmt.Errorf("%w: the snapshot has state stateutil cannot read, which would be missing from the result (--skip-unreadable drops it on purpose): %s%s",
-		ErrUnsupportedVersion, strings.Join(lines, "; "), more)
+		class, strings.Join(lines, "; "), more)
 }
 
 // WithoutUnreadable is r with its unreadable state dropped: the snapshot

@@ -2,6 +2,7 @@ package flink
 
 import (
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -48,6 +49,16 @@ func typeExpr(s *SerializerSnapshot) string {
 		return "enum"
 	case "Kryo":
 		return "kryo"
+	case "Pojo":
+		return "pojo"
+	case "RowData":
+		return "rowdata"
+	case "Avro":
+		return "avro"
+	case "Row", "GenericArray":
+		if len(s.Nested) > 0 {
+			return map[string]string{"Row": "row", "GenericArray": "array"}[k] + "(" + nested() + ")"
+		}
 	case "Tuple":
 		if len(s.Nested) > 0 {
 			if strings.Contains(s.Name(), "CaseClass") {
@@ -55,7 +66,7 @@ func typeExpr(s *SerializerSnapshot) string {
 			}
 			return "tuple(" + nested() + ")"
 		}
-	case "List", "Map", "Option", "Either", "Timer", "Broadcast":
+	case "List", "Map", "Option", "Either", "Timer", "Broadcast", "Entry":
 		if len(s.Nested) > 0 {
 			return strings.ToLower(k) + "(" + nested() + ")"
 		}
@@ -63,8 +74,18 @@ func typeExpr(s *SerializerSnapshot) string {
 		if len(s.Nested) == 2 {
 			return "ttl(" + nested() + ")"
 		}
+	default:
+		if e, ok := strings.CutPrefix(k, "Array:"); ok {
+			return arrayExprs[e]
+		}
 	}
 	return "bytes"
+}
+
+// arrayExprs names the arrays of primitives and strings.
+var arrayExprs = map[string]string{
+	"Boolean": "boolean[]", "Char": "char[]", "Double": "double[]", "Float": "float[]",
+	"Integer": "int[]", "Long": "long[]", "Short": "short[]", "String": "java.lang.String[]",
 }
 
 // typeOf maps a serializer onto a snapshot type.
@@ -115,8 +136,12 @@ var exprClasses = map[string]string{
 	"TimeWindow": "TimeWindow$Serializer", "enum": "typeutils.base.EnumSerializer",
 	"kryo": "KryoSerializer", "tuple": "TupleSerializerSnapshot", "caseclass": "CaseClassSerializer",
 	"list": "ListSerializerSnapshot", "map": "MapSerializerSnapshot", "option": "ScalaOptionSerializer",
-	"either": "EitherSerializer", "timer": "TimerSerializerSnapshot", "broadcast": broadcastClass,
-	"ttl": "TtlSerializerSnapshot",
+	"either": "EitherSerializer", "timer": "TimerSerializerSnapshot", "broadcast": broadcastClass, "entry": broadcastEntryClass,
+	"ttl":       "TtlSerializerSnapshot",
+	"boolean[]": "typeutils.base.array.BooleanPrimitiveArraySerializer", "char[]": "typeutils.base.array.CharPrimitiveArraySerializer",
+	"double[]": "typeutils.base.array.DoublePrimitiveArraySerializer", "float[]": "typeutils.base.array.FloatPrimitiveArraySerializer",
+	"int[]": "typeutils.base.array.IntPrimitiveArraySerializer", "long[]": "typeutils.base.array.LongPrimitiveArraySerializer",
+	"short[]": "typeutils.base.array.ShortPrimitiveArraySerializer", "java.lang.String[]": "typeutils.base.array.StringArraySerializer",
 }
 
 // parseTypeExpr turns a type expression back into the serializer snapshot
@@ -298,11 +323,54 @@ func decodeAny(r *reader, s *SerializerSnapshot, depth int) any {
 	case "TimeWindow":
 		return map[string]any{"start": r.i64("window start"), "end": r.i64("window end")}
 	case "IntEnum":
-		return r.i32("enum ordinal")
+		at := r.pos()
+		i := r.i32("enum ordinal")
+		if len(s.Constants) == 0 || r.err != nil {
+			return i
+		}
+		if i < 0 || int(i) >= len(s.Constants) {
+			r.failAt(at, "enum ordinal %d of %d constants", i, len(s.Constants))
+			return nil
+		}
+		return s.Constants[i]
 	case "Kryo":
 		if r.remaining() > 0 && (r.buf[r.off] == kryoLong || r.buf[r.off] == kryoInt) {
 			r.off++
 			return readKryoVarLong(r)
+		}
+		if depth == 0 {
+			// A whole value on its own: its bytes are all of what is left.
+			return kryoValue(s, r.take(r.remaining(), "Kryo value"))
+		}
+	case "Pojo":
+		if sized(s) {
+			v, _ := walkPojo(r, s, depth, true)
+			return v
+		}
+	case "Row":
+		if len(s.Nested) > 0 {
+			return walkRow(r, s, depth, true)
+		}
+	case "RowData":
+		if len(s.LogicalTypes) > 0 {
+			return decodeRowData(r, s)
+		}
+	case "Avro":
+		if sch, err := avroSchema(s.Schema); err == nil && s.Schema != "" {
+			return walkAvro(r, sch, 0, true)
+		}
+	case "GenericArray":
+		if len(s.Nested) == 1 {
+			n := r.count32(1, "array length")
+			out := make([]any, 0, n)
+			for i := 0; i < n && r.err == nil; i++ {
+				var v any
+				if r.bool("array element flag") {
+					v = decodeAny(r, s.Nested[0], depth+1)
+				}
+				out = append(out, v)
+			}
+			return out
 		}
 	case "Tuple":
 		if len(s.Nested) > 0 {
@@ -346,6 +414,11 @@ func decodeAny(r *reader, s *SerializerSnapshot, depth int) any {
 			}
 			return out
 		}
+	case "Entry":
+		if len(s.Nested) == 2 {
+			k := decodeAny(r, s.Nested[0], depth+1)
+			return map[string]any{"key": k, "value": decodeAny(r, s.Nested[1], depth+1)}
+		}
 	case "Broadcast":
 		if len(s.Nested) == 2 {
 			n := r.count32(2, "broadcast map size")
@@ -359,18 +432,35 @@ func decodeAny(r *reader, s *SerializerSnapshot, depth int) any {
 	case "Map":
 		if len(s.Nested) == 2 {
 			n := r.count32(2, "map size")
-			out := make([]any, 0, n)
+			out := make(map[string]any, n)
 			for i := 0; i < n && r.err == nil; i++ {
 				k := decodeAny(r, s.Nested[0], depth+1)
 				var v any
 				if !r.bool("map value null flag") {
 					v = decodeAny(r, s.Nested[1], depth+1)
 				}
-				out = append(out, []any{k, v})
+				out[mapKeyText(k)] = v
 			}
 			return out
+		}
+	default:
+		if e, ok := strings.CutPrefix(serKind(s), "Array:"); ok {
+			return walkArray(r, e, true)
 		}
 	}
 	r.fail("values of %s cannot be decoded", s.Name())
 	return nil
+}
+
+// mapKeyText renders a map key as a JSON object key: a string as it is,
+// anything else as its JSON text (as stateutil dump renders map state).
+func mapKeyText(k any) string {
+	if s, ok := k.(string); ok {
+		return s
+	}
+	b, err := json.Marshal(k)
+	if err != nil {
+		return fmt.Sprint(k)
+	}
+	return string(b)
 }

@@ -80,16 +80,17 @@ func TestMetadataParallelismOutOfRange(t *testing.T) {
 	}
 }
 
-// What the decoder reads correctly but no reader can make sense of is
-// refused by snapshot.Validate, as for every format.
+// What no reader can make sense of is refused as damage of _metadata: by
+// the decoder, at the offset, where it knows enough (subtask indexes), else
+// by snapshot.Validate, as for every format.
 func TestMetadataRefusedBySnapshotValidate(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		ops  []flinkOp
 		want string
 	}{
-		{"subtask index past parallelism", []flinkOp{{0xab, 2, 128, []int32{0, 2}}}, "subtask 2 is stored at position 1"},
-		{"subtask twice", []flinkOp{{0xab, 2, 128, []int32{1, 1}}}, "subtask 1 is stored at position 0"},
+		{"subtask index past parallelism", []flinkOp{{0xab, 2, 128, []int32{0, 2}}}, "at offset 75: operator abababababababababababababababab: subtask index 2: not one of 0..1"},
+		{"subtask twice", []flinkOp{{0xab, 2, 128, []int32{1, 1}}}, "at offset 75: operator abababababababababababababababab: subtask index 1: not one of 0..1, or listed twice"},
 		{"duplicate operator id", []flinkOp{{0xab, 1, 128, nil}, {0xab, 2, 128, nil}}, "is also operator 0's"},
 	} {
 		dir, err := openDir(t, map[string][]byte{"_metadata": metadataV3(c.ops...)})

@@ -49,7 +49,9 @@ func manifestVersions(t *testing.T, root string) map[string]int {
 //   - operator elements: the number of offsets per handle, counted by hand
 //     from `_metadata` with xxd for complexKeyed-flink1.16 (4 subtasks x 2
 //     operators with one "_default_" element each: 8) and the same job in
-//     every other version.
+//     every other version; a broadcast state counts its map's entries
+//     (the broadcast job's three states hold keys 0..3 in each of 4
+//     subtasks: 48 entries where `_metadata` lists 12 offsets).
 func TestSnapshotFigures(t *testing.T) {
 	root := fixtureRoot(t)
 	versions := manifestVersions(t, root)
@@ -70,7 +72,7 @@ func TestSnapshotFigures(t *testing.T) {
 		{"operatorstate/complexKeyed-flink1.16", snapshot.Savepoint, 4, 10, 8},
 		{"operatorstate/complexKeyed-flink1.9", snapshot.Checkpoint, 3, 10, 8},
 		{"operatorstate/nonKeyed-flink1.17", snapshot.Savepoint, 0, 0, 12},
-		{"new-stateful-broadcast-udf-migration-itcase-flink1.16-rocksdb-savepoint-native", snapshot.Savepoint, 0, 0, 28},
+		{"new-stateful-broadcast-udf-migration-itcase-flink1.16-rocksdb-savepoint-native", snapshot.Savepoint, 0, 0, 28 - 12 + 48},
 		{"stateful-scala-udf-migration-itcase-flink1.15-rocksdb-savepoint", snapshot.Savepoint, 0, 0, 0},
 	}
 	ctx := context.Background()

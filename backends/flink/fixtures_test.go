@@ -8,9 +8,8 @@ import (
 	"testing"
 )
 
-// fixtureRoot returns ../shared/fixtures/flink next to the repository root
-// (the folder holding go.mod), or skips the test when it is absent.
-func fixtureRoot(t testing.TB) string {
+// repoRoot returns the folder holding go.mod above this test source.
+func repoRoot(t testing.TB) string {
 	t.Helper()
 	_, here, _, ok := runtime.Caller(0)
 	if !ok {
@@ -19,7 +18,7 @@ func fixtureRoot(t testing.TB) string {
 	dir := filepath.Dir(here)
 	for {
 		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
+			return dir
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
@@ -27,7 +26,13 @@ func fixtureRoot(t testing.TB) string {
 		}
 		dir = parent
 	}
-	root := filepath.Join(dir, "..", "shared", "fixtures", "flink")
+}
+
+// fixtureRoot returns ../shared/fixtures/flink next to the repository root,
+// or skips the test when it is absent.
+func fixtureRoot(t testing.TB) string {
+	t.Helper()
+	root := filepath.Join(repoRoot(t), "..", "shared", "fixtures", "flink")
 	if st, err := os.Stat(root); err != nil || !st.IsDir() {
 		t.Skipf("Flink fixtures not found at %s (they live in ../shared next to the repository); skipping", root)
 	}

@@ -354,6 +354,11 @@ func (d *decoder) keyedHandle(what string, depth int) *KeyedHandle {
 	if r.err != nil {
 		return nil
 	}
+	if want := d.subtaskRange; depth == 0 && want != nil && h.Range() != *want {
+		kr := h.Range()
+		r.failAt(at, "%s: key groups %d..%d, but Flink assigns the subtask %d..%d", what, kr.Start, kr.End(), want.Start, want.End())
+		return nil
+	}
 	return h
 }
 

@@ -1,6 +1,7 @@
 package flink
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/stateutil/stateutil/snapshot"
@@ -14,9 +15,16 @@ import (
 
 // heapEntries decodes the sections of one heap key group (index removed,
 // decompressed) and emits its entries.
-func heapEntries(kg int, body []byte, file string, base int64, layouts []*layout, emit func(snapshot.Entry) bool) error {
+//
+// Sections come in the order of a Java HashMap over the states, the same
+// in every key group but not the id order; from the first state whose
+// values cannot be walked on, the rest of a key group cannot be read, so
+// reading stops at the first section of a state in stop. An unsizedError
+// lists the states whose sections came before it.
+func heapEntries(kg int, body []byte, file string, base int64, layouts []*layout, stop []bool, emit func(snapshot.Entry) bool) error {
 	r := newReader(body, file, base)
 	seen := map[int]bool{}
+	var before []string
 	for r.remaining() > 0 {
 		at := r.pos()
 		id := int(r.u16("state id"))
@@ -26,12 +34,19 @@ func heapEntries(kg int, body []byte, file string, base int64, layouts []*layout
 		if id >= len(layouts) {
 			return &CorruptError{File: file, Offset: at, Reason: fmt.Sprintf("state id %d, but the header has %d states", id, len(layouts))}
 		}
+		if stop != nil && stop[id] {
+			return nil
+		}
 		seen[id] = true
 		l := layouts[id]
 		n := r.count32(1, "entry count")
 		last := len(seen) == len(layouts)
 		for i := 0; i < n && r.err == nil; i++ {
 			cont, err := l.heapEntry(r, kg, last && i == n-1, emit)
+			var ue *unsizedError
+			if errors.As(err, &ue) {
+				ue.before = before
+			}
 			if err != nil || !cont {
 				return err
 			}
@@ -39,15 +54,27 @@ func heapEntries(kg int, body []byte, file string, base int64, layouts []*layout
 		if r.err != nil {
 			return r.err
 		}
+		before = append(before, l.name)
 	}
 	return nil
 }
 
 // errUnsized says why a heap state cannot be split.
 func (l *layout) errUnsized(r *reader, what string, s *SerializerSnapshot) error {
-	return fmt.Errorf("%q at offset %d: state %q: the %s serializer %s writes no length and stateutil cannot walk its values, so this heap key group cannot be split: %w",
-		r.file, r.pos(), l.name, what, s.Name(), ErrUnsupportedVersion)
+	return &unsizedError{state: l.name, err: fmt.Errorf("%q at offset %d: state %q: the %s serializer %s writes no length and stateutil cannot walk its values, so this heap key group cannot be split: %w",
+		r.file, r.pos(), l.name, what, s.Name(), ErrUnsupportedVersion)}
 }
+
+// unsizedError names the heap state whose values could not be walked.
+type unsizedError struct {
+	state string
+	err   error
+	// before names the states whose sections preceded it in the key group.
+	before []string
+}
+
+func (e *unsizedError) Error() string { return e.err.Error() }
+func (e *unsizedError) Unwrap() error { return e.err }
 
 // heapEntry reads one triple (or timer). lastOfGroup says nothing follows
 // it in the key group, so an unsized value may take the rest.

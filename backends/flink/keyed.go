@@ -268,6 +268,9 @@ func unsnappy(b []byte, file string, base int64) ([]byte, error) {
 	return out.Bytes(), nil
 }
 
+// snappyStreamID is the chunk that starts a Snappy framed stream.
+var snappyStreamID = []byte{0xff, 0x06, 0x00, 0x00, 's', 'N', 'a', 'P', 'p', 'Y'}
+
 const endOfKeyGroupMark = 0xFFFF
 
 // canonicalEntries splits canonical key-group data into entries. When the
@@ -286,7 +289,10 @@ func canonicalEntries(b []byte, file string, base int64, hdr *KeyedHeader, compr
 		return ""
 	}
 	state := name(int(r.u16("state id")))
-	var out []KeyedEntry
+	// Keys are copied (their first byte's flag cleared) into one arena:
+	// they fit in the data, so it never grows and no entry allocates.
+	arena := make([]byte, 0, len(b))
+	out := make([]KeyedEntry, 0, len(b)/64+1)
 	for r.err == nil {
 		k := r.bytes32("key")
 		v := r.bytes32("value")
@@ -297,7 +303,9 @@ func canonicalEntries(b []byte, file string, base int64, hdr *KeyedHeader, compr
 			r.fail("empty key")
 			break
 		}
-		key := append([]byte(nil), k...)
+		n := len(arena)
+		arena = append(arena, k...)
+		key := arena[n:len(arena):len(arena)]
 		last := key[0]&0x80 != 0
 		key[0] &^= 0x80
 		out = append(out, KeyedEntry{State: state, Key: key, Value: v})

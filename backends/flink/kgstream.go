@@ -33,6 +33,9 @@ type kgStream struct {
 	format KeyGroupFormat
 	// prefix is the key-group prefix width of canonical keys.
 	prefix int
+	// stop marks the heap states (by id) whose sections end the reading
+	// of a key group (see heapEntries); nil reads every section.
+	stop []bool
 }
 
 // openKGStream opens the stream of a key-groups handle and reads its header.
@@ -169,7 +172,7 @@ func (s *kgStream) entries(kg int, emit func(snapshot.Entry) bool, unsplit func(
 			}
 		}
 		cont := true
-		err := heapEntries(kg, body, s.file, at+4, s.layouts, func(e snapshot.Entry) bool {
+		err := heapEntries(kg, body, s.file, at+4, s.layouts, s.stop, func(e snapshot.Entry) bool {
 			cont = emit(e)
 			return cont
 		})

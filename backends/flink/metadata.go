@@ -35,6 +35,9 @@ type Metadata struct {
 	Operators    []*OperatorState `json:"operators"`
 	// Properties is the trailing CheckpointProperties object (version 4+).
 	Properties *CheckpointProperties `json:"properties,omitempty"`
+	// NullProperties is set when that object is a serialized null, as the
+	// State Processor API writes it.
+	NullProperties bool `json:"nullProperties,omitempty"`
 	// Size is the number of bytes decoded, which is the whole file.
 	Size int64 `json:"size"`
 }
@@ -117,7 +120,14 @@ func ReadMetadata(ctx context.Context, st storage.Storage, path string) (*Metada
 type decoder struct {
 	r       *reader
 	version int
+	// subtaskRange, while a subtask's state is decoded, is the key-group
+	// range Flink assigns that subtask: every keyed handle's must be it.
+	subtaskRange *KeyGroupRange
 }
+
+// maxPlausibleVersion bounds the format versions a later Flink may write
+// (it has used 1 to 6 in ten years): a version past it is damage.
+const maxPlausibleVersion = 64
 
 // ParseMetadata decodes the bytes of a `_metadata` file; file names it in
 // errors. The returned value shares memory with data (inline state).
@@ -134,7 +144,10 @@ func ParseMetadata(data []byte, file string) (*Metadata, error) {
 	if r.err != nil {
 		return nil, r.err
 	}
-	if version < MinMetadataVersion || version > MaxMetadataVersion {
+	switch {
+	case version < 1 || version > maxPlausibleVersion:
+		return nil, &CorruptError{File: file, Offset: 4, Reason: fmt.Sprintf("_metadata version %d is no version Flink could write", version)}
+	case version < MinMetadataVersion || version > MaxMetadataVersion:
 		return nil, &VersionError{File: file, What: "_metadata", Version: version}
 	}
 	d := &decoder{r: r, version: version}
@@ -162,9 +175,13 @@ func ParseMetadata(data []byte, file string) (*Metadata, error) {
 			return nil, err
 		}
 		r.off += used
-		m.Properties = checkpointPropertiesFrom(obj, classes, strs)
-		if m.Properties == nil {
-			r.failAt(at, "trailing Java object is not a CheckpointProperties")
+		// The State Processor API writes a null; Flink accepts it.
+		m.NullProperties = obj == nil
+		if !m.NullProperties {
+			m.Properties = checkpointPropertiesFrom(obj, classes, strs)
+			if m.Properties == nil {
+				r.failAt(at, "trailing Java object is not a CheckpointProperties")
+			}
 		}
 	}
 	if r.err == nil && r.remaining() > 0 {
@@ -257,13 +274,25 @@ func (d *decoder) operator() *OperatorState {
 		return op
 	}
 	cnt := r.count(int64(n), 4, "subtask count", at)
+	seen := map[int]bool{}
 	for i := 0; i < cnt && r.err == nil; i++ {
+		iat := r.pos()
 		idx := int(r.i32("subtask index"))
 		st := &SubtaskState{Index: idx}
 		if idx < 0 {
 			st.Index, st.Finished = -idx-1, true
-		} else {
+		}
+		if r.err == nil && (st.Index >= op.Parallelism || seen[st.Index]) {
+			r.failAt(iat, "operator %s: subtask index %d: not one of 0..%d, or listed twice", op.ID, st.Index, op.Parallelism-1)
+		}
+		seen[st.Index] = true
+		if idx >= 0 {
+			if idx < op.Parallelism {
+				kr := keygroup.RangeOf(op.MaxParallelism, op.Parallelism, idx)
+				d.subtaskRange = &KeyGroupRange{Start: int32(kr.Start), Count: int32(kr.Len())}
+			}
 			d.subtaskBody(st)
+			d.subtaskRange = nil
 		}
 		op.Subtasks = append(op.Subtasks, st)
 	}

@@ -1,15 +1,18 @@
 package flink
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
-	"github.com/stateutil/stateutil/storage"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/stateutil/stateutil/snapshot"
+	"github.com/stateutil/stateutil/storage"
 )
 
 // TestParseEveryFixture decodes every _metadata of the fixtures. ParseMetadata
@@ -117,10 +120,19 @@ func TestBadMagicAndVersion(t *testing.T) {
 	if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "magic") || !strings.Contains(err.Error(), `"x/_metadata"`) {
 		t.Errorf("bad magic: %v", err)
 	}
-	for _, v := range []int32{0, 1, 8, -3} {
+	// A version a Flink before or after these could write is unsupported;
+	// one no Flink could (not positive, or far past the last) is damage.
+	for _, v := range []int32{1, 8, 64} {
 		_, err := ParseMetadata(head(MetadataMagic, v), "m")
 		if !errors.Is(err, ErrUnsupportedVersion) || errors.Is(err, ErrCorrupt) ||
 			!strings.Contains(err.Error(), "unsupported _metadata version "+strconv.Itoa(int(v))) {
+			t.Errorf("version %d: %v", v, err)
+		}
+	}
+	for _, v := range []int32{0, -3, 65, 0x04000000} {
+		_, err := ParseMetadata(head(MetadataMagic, v), "m")
+		var ce *CorruptError
+		if !errors.As(err, &ce) || ce.Offset != 4 || !strings.Contains(err.Error(), "version "+strconv.Itoa(int(v))) {
 			t.Errorf("version %d: %v", v, err)
 		}
 	}
@@ -179,4 +191,46 @@ func FuzzMetadata(f *testing.F) {
 			t.Fatalf("accepted with %d of %d bytes", m.Size, len(data))
 		}
 	})
+}
+
+// TestNullCheckpointProperties: the State Processor API writes a Java null
+// where CheckpointProperties go (ac ed 00 05 70); Flink accepts that, and
+// so must the reader. The file is a real 1.20.5 savepoint's _metadata with
+// its properties replaced by that null.
+func TestNullCheckpointProperties(t *testing.T) {
+	src := filepath.Join(repoRoot(t), "testdata", "flink", "1.20.5", "basic-hashmap-canonical", "snapshot")
+	dirs, _ := filepath.Glob(filepath.Join(src, "savepoint-*"))
+	if len(dirs) != 1 {
+		t.Fatalf("savepoint under %s: %v", src, dirs)
+	}
+	data, err := os.ReadFile(filepath.Join(dirs[0], "_metadata"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := bytes.LastIndex(data, []byte{0xac, 0xed, 0x00, 0x05})
+	if i < 0 {
+		t.Fatal("no CheckpointProperties in the fixture")
+	}
+	dir := t.TempDir()
+	if err := os.CopyFS(dir, os.DirFS(dirs[0])); err != nil {
+		t.Fatal(err)
+	}
+	null := append(append([]byte(nil), data[:i]...), 0xac, 0xed, 0x00, 0x05, 0x70)
+	if err := os.WriteFile(filepath.Join(dir, "_metadata"), null, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m, err := ParseMetadata(null, "_metadata")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !m.NullProperties || m.Properties != nil {
+		t.Errorf("properties %+v, null %v", m.Properties, m.NullProperties)
+	}
+	r := openFixture(t, dir)
+	if k := r.Snapshot().Kind; k != snapshot.Savepoint {
+		t.Errorf("kind %s, want savepoint", k)
+	}
+	if _, err := ParseMetadata(append(null[:len(null)-1:len(null)-1], 0x71), "_metadata"); err == nil {
+		t.Error("a dangling back reference where the properties go was accepted")
+	}
 }

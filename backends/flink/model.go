@@ -63,6 +63,10 @@ func (r *SnapshotReader) kindAndFormat(hints map[string]bool) {
 		}
 	case hints["savepoint-key-groups"]:
 		s.Kind, p["kind_source"] = snapshot.Savepoint, "savepoint key-group handles"
+	case m.NullProperties:
+		// Only the State Processor API writes no properties, and what it
+		// writes are savepoints.
+		s.Kind, p["kind_source"] = snapshot.Savepoint, "null checkpoint properties (State Processor API)"
 	default:
 		k, ok := kindFromDir(r.res.MetadataFile)
 		s.Kind, p["kind_source"] = k, "directory name"
@@ -95,33 +99,67 @@ func (r *SnapshotReader) kindAndFormat(hints map[string]bool) {
 func (r *SnapshotReader) headers(ctx context.Context, op *OperatorState, hints map[string]bool) ([]*KeyedHeader, error) {
 	var out []*KeyedHeader
 	for _, st := range op.Subtasks {
-		for _, h := range managedKeyGroups(st.ManagedKeyedState) {
-			s, err := openKGStream(ctx, r.res, h, op.MaxParallelism)
-			if err != nil {
+		hs, err := r.subtaskHeaders(ctx, op, st, hints)
+		if err != nil {
+			if !degradable(err) {
 				return nil, err
 			}
-			f, err := s.detect()
-			s.Close()
-			if err != nil {
-				return nil, err
-			}
-			switch {
-			case f == HeapFormat:
-				hints["backend:heap"] = true
-			case f == CanonicalFormat && h.Type != HandleSavepointKeyGroups:
-				hints["backend:rocksdb"], hints["canonical"] = true, true
-			}
-			out = append(out, s.header)
+			// The other subtasks, and this one's operator state, still read.
+			r.degrade(st, snapshot.ScopeKeyed, "", err)
+			continue
 		}
-		if h := st.ManagedKeyedState; h != nil && h.Incremental != nil {
-			hdr, err := r.res.ReadNativeMeta(ctx, h.Incremental)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, hdr)
-		}
+		out = append(out, hs...)
 	}
 	return out, nil
+}
+
+func (r *SnapshotReader) subtaskHeaders(ctx context.Context, op *OperatorState, st *SubtaskState, hints map[string]bool) ([]*KeyedHeader, error) {
+	var out []*KeyedHeader
+	for _, h := range managedKeyGroups(st.ManagedKeyedState) {
+		s, err := openKGStream(ctx, r.res, h, op.MaxParallelism)
+		if err != nil {
+			return nil, err
+		}
+		f, err := s.detect()
+		s.Close()
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case f == HeapFormat:
+			hints["backend:heap"] = true
+		case f == CanonicalFormat && h.Type != HandleSavepointKeyGroups:
+			hints["backend:rocksdb"], hints["canonical"] = true, true
+		}
+		out = append(out, s.header)
+	}
+	if inc := nativeHandle(st.ManagedKeyedState); inc != nil {
+		hdr, err := r.res.ReadNativeMeta(ctx, inc)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, hdr)
+	}
+	return out, nil
+}
+
+// nativeHandle is the native RocksDB handle that holds a managed keyed
+// handle's state: the handle itself, or the materialized part of a
+// changelog handle (a native savepoint of the changelog backend).
+func nativeHandle(h *KeyedHandle) *IncrementalKeyedHandle {
+	switch {
+	case h == nil:
+		return nil
+	case h.Incremental != nil:
+		return h.Incremental
+	case h.Changelog != nil:
+		for _, m := range h.Changelog.Materialized {
+			if inc := nativeHandle(m); inc != nil {
+				return inc
+			}
+		}
+	}
+	return nil
 }
 
 // managedKeyGroups lists the key-groups handles that hold a managed keyed
@@ -149,7 +187,7 @@ func (r *SnapshotReader) keyedStates(ctx context.Context, o *snapshot.Operator, 
 		case h == nil:
 		case h.Type == HandleSavepointKeyGroups:
 			hints["savepoint-key-groups"] = true
-		case h.Incremental != nil:
+		case nativeHandle(h) != nil:
 			hints["native"], hints["backend:rocksdb"] = true, true
 		case h.Changelog != nil || h.ChangelogBytes != nil || h.ChangelogFiles != nil:
 			hints["backend:changelog"] = true
@@ -180,13 +218,18 @@ func (r *SnapshotReader) keyedStates(ctx context.Context, o *snapshot.Operator, 
 		if l.ttl != nil {
 			// Flink does not store the TTL settings in snapshots; only the
 			// values' last-access times are known.
-			ks.TTL = &snapshot.TTL{}
+			ks.TTL = &snapshot.TTL{Unknown: true}
 		}
 		o.KeyedStates = append(o.KeyedStates, ks)
 	}
 	return nil
 }
 
+// operatorStates lists an operator's operator-state descriptors with their
+// types, reading every subtask's operator-state stream: the header gives
+// the types, and a broadcast state's stored map its entry count. A stream
+// that cannot be read marks that subtask's operator state unreadable; the
+// rest of the snapshot still reads.
 func (r *SnapshotReader) operatorStates(ctx context.Context, o *snapshot.Operator, op *OperatorState) error {
 	typed := map[string]bool{}
 	for _, st := range op.Subtasks {
@@ -194,19 +237,18 @@ func (r *SnapshotReader) operatorStates(ctx context.Context, o *snapshot.Operato
 		if h == nil {
 			continue
 		}
-		var need bool
 		for _, info := range h.States {
 			if _, ok := o.OperatorStateByName(info.Name); !ok {
 				o.OperatorStates = append(o.OperatorStates, snapshot.OperatorState{Name: info.Name, Mode: modeOf(info.Mode), ElementType: snapshot.Type{Name: TypeBytes}})
 			}
-			need = need || !typed[info.Name]
-		}
-		if !need {
-			continue
 		}
 		f, err := r.res.ReadOperatorState(ctx, h)
 		if err != nil {
-			return err
+			if !degradable(err) {
+				return err
+			}
+			r.degrade(st, snapshot.ScopeOperator, "", err)
+			continue
 		}
 		for _, m := range f.States {
 			if os, ok := o.OperatorStateByName(m.Name); ok && !typed[m.Name] {
@@ -214,13 +256,46 @@ func (r *SnapshotReader) operatorStates(ctx context.Context, o *snapshot.Operato
 			}
 		}
 		for _, m := range f.BroadcastStates {
-			if os, ok := o.OperatorStateByName(m.Name); ok && !typed[m.Name] {
-				b := &SerializerSnapshot{Class: broadcastClass, Nested: []*SerializerSnapshot{m.Serializers["KEY_SERIALIZER"], m.Value()}}
-				os.ElementType, typed[m.Name] = typeOf(b), true
+			key, value, err := broadcastKV(m)
+			if os, ok := o.OperatorStateByName(m.Name); ok && !typed[m.Name] && err == nil {
+				os.ElementType, typed[m.Name] = typeOf(&SerializerSnapshot{Class: broadcastEntryClass, Nested: []*SerializerSnapshot{key, value}}), true
 			}
+		}
+		if r.opBytes == nil {
+			r.opBytes = map[*SubtaskState]int64{}
+		}
+		r.opBytes[st] += elementBytes(f)
+		for _, p := range f.Partitions {
+			if p.Mode != Broadcast {
+				continue
+			}
+			if _, _, err := broadcastKV(p.Meta); err != nil {
+				r.degrade(st, snapshot.ScopeOperator, p.Name, err)
+				continue
+			}
+			n, err := broadcastSize(p, f.File)
+			if err != nil {
+				r.degrade(st, snapshot.ScopeOperator, p.Name, err)
+				continue
+			}
+			if r.sizes == nil {
+				r.sizes = map[*SubtaskState]map[string]int64{}
+			}
+			if r.sizes[st] == nil {
+				r.sizes[st] = map[string]int64{}
+			}
+			r.sizes[st][p.Name] += n
 		}
 	}
 	return nil
+}
+
+// degradable says whether an error reading one state's bytes leaves the
+// rest of the snapshot readable: damage and unknown layouts do; a missing
+// file (most often an absolute path to map) or a cancelled read end the
+// whole read.
+func degradable(err error) bool {
+	return errors.Is(err, ErrCorrupt) || errors.Is(err, ErrUnsupportedVersion)
 }
 
 func modeOf(m DistributionMode) snapshot.Mode {
@@ -242,15 +317,20 @@ func (r *SnapshotReader) subtask(ctx context.Context, o *snapshot.Operator, op *
 			break
 		}
 	}
-	// Operator state figures come from the offsets in `_metadata`.
+	// Operator state figures come from the offsets in `_metadata`, a
+	// broadcast state's from its stored map.
 	sub.Operator = snapshot.Stats{Known: true}
 	if h := st.ManagedOperatorState; h != nil {
 		sub.OperatorElements = snapshot.ElementCounts{}
 		for _, info := range h.States {
-			sub.OperatorElements[info.Name] += int64(len(info.Offsets))
-			sub.Operator.Entries += int64(len(info.Offsets))
+			n := int64(len(info.Offsets))
+			if info.Mode == Broadcast {
+				n = r.sizes[st][info.Name]
+			}
+			sub.OperatorElements[info.Name] += n
+			sub.Operator.Entries += n
 		}
-		sub.Operator.Bytes = elementBytes(h)
+		sub.Operator.Bytes = r.opBytes[st]
 	}
 	if h := st.RawOperatorState; h != nil && h.Delegate != nil {
 		sub.RawOperatorBytes = h.Delegate.Size
@@ -264,26 +344,53 @@ func (r *SnapshotReader) subtask(ctx context.Context, o *snapshot.Operator, op *
 		return nil, err
 	}
 	sub.Keyed = keyed
-	if err := r.degraded[st]; err != nil {
-		// Known bytes, unknown entries: never an empty subtask.
-		sub.Unreadable = append(sub.Unreadable, snapshot.Unreadable{Scope: snapshot.ScopeKeyed, Reason: err.Error(), Bytes: keyed.Bytes})
-		sub.Keyed = snapshot.Stats{Bytes: keyed.Bytes}
+	u := r.unread[st]
+	keys := make([]unreadKey, 0, len(u))
+	for k := range u {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		return keys[i].scope < keys[j].scope || keys[i].scope == keys[j].scope && keys[i].state < keys[j].state
+	})
+	for _, k := range keys {
+		// Known bytes, unknown entries: never an empty state.
+		err := u[k]
+		un := snapshot.Unreadable{Scope: k.scope, State: k.state, Reason: err.Error(), Damaged: errors.Is(err, ErrCorrupt)}
+		switch {
+		case k.scope == snapshot.ScopeKeyed && k.state == "":
+			un.Bytes = keyed.Bytes
+			sub.Keyed = snapshot.Stats{Bytes: keyed.Bytes}
+		case k.scope == snapshot.ScopeKeyed:
+			sub.Keyed = snapshot.Stats{}
+		case k.state == "":
+			if h := st.ManagedOperatorState; h != nil && h.Delegate != nil {
+				un.Bytes = h.Delegate.Size
+			}
+			sub.Operator = snapshot.Stats{Known: true}
+			sub.OperatorElements = nil
+		default:
+			sub.Operator = snapshot.Stats{}
+			delete(sub.OperatorElements, k.state)
+		}
+		sub.Unreadable = append(sub.Unreadable, un)
 	}
 	return sub, nil
 }
 
-// elementBytes sizes the elements of an operator state handle: each runs to
-// the next offset, the last to the end of the stream.
-func elementBytes(h *OperatorStateHandle) int64 {
-	var offs []int64
-	for _, info := range h.States {
-		offs = append(offs, info.Offsets...)
+// elementBytes sizes the elements of an operator state file as they are
+// read (decompressed): a broadcast state's one element holds its map's
+// entry count, which belongs to no entry.
+func elementBytes(f *OperatorStateFile) int64 {
+	var n int64
+	for _, p := range f.Partitions {
+		for _, e := range p.Elements {
+			n += int64(len(e))
+			if p.Mode == Broadcast {
+				n -= 4
+			}
+		}
 	}
-	if len(offs) == 0 || h.Delegate == nil {
-		return 0
-	}
-	sort.Slice(offs, func(i, j int) bool { return offs[i] < offs[j] })
-	return max(h.Delegate.Size-offs[0], 0)
+	return n
 }
 
 // keyedFigures decides whether a subtask's keyed state can be scanned. It
@@ -292,16 +399,23 @@ func elementBytes(h *OperatorStateHandle) int64 {
 // bytes are given, and the subtask is marked degraded (see subtask).
 func (r *SnapshotReader) keyedFigures(ctx context.Context, o *snapshot.Operator, op *OperatorState, st *SubtaskState) (snapshot.Stats, error) {
 	h := st.ManagedKeyedState
+	if r.unread[st][unreadKey{snapshot.ScopeKeyed, ""}] != nil {
+		return snapshot.Stats{Known: true, Bytes: keyedBytes(h)}, nil
+	}
 	switch {
 	case h == nil:
 		return snapshot.Stats{Known: true}, nil
-	case h.Incremental != nil:
+	case nativeHandle(h) != nil && h.Changelog != nil && len(h.Changelog.NonMaterialized) == 0 && len(h.Changelog.Materialized) > 1:
+		err := fmt.Errorf("%s handle with %d materialized parts: %w", h.Type, len(h.Changelog.Materialized), ErrUnsupportedVersion)
+		r.degrade(st, snapshot.ScopeKeyed, "", err)
+		return snapshot.Stats{Known: true, Bytes: h.Changelog.CheckpointedSize}, nil
+	case nativeHandle(h) != nil && (h.Changelog == nil || len(h.Changelog.NonMaterialized) == 0):
 		return snapshot.Stats{}, nil
 	case h.Changelog != nil && len(h.Changelog.NonMaterialized) == 0:
 	case h.KeyGroups != nil:
 	default:
 		err := fmt.Errorf("%s handle: state changes not yet materialised, which stateutil does not apply (%w)", h.Type, ErrUnsupportedVersion)
-		r.degrade(st, err)
+		r.degrade(st, snapshot.ScopeKeyed, "", err)
 		size := int64(0)
 		if h.Changelog != nil {
 			size = h.Changelog.CheckpointedSize
@@ -311,16 +425,39 @@ func (r *SnapshotReader) keyedFigures(ctx context.Context, o *snapshot.Operator,
 	// Scan now only when some serializer cannot be walked: a heap key group
 	// may then be impossible to split, which must be known before anyone
 	// asks for entries.
+	if len(managedKeyGroups(h)) == 0 {
+		// A handle whose state no reader here can list is never empty state.
+		err := fmt.Errorf("%s handle holds no state stateutil can list: %w", h.Type, ErrUnsupportedVersion)
+		r.degrade(st, snapshot.ScopeKeyed, "", err)
+		return snapshot.Stats{Known: true, Bytes: keyedBytes(h)}, nil
+	}
 	need := false
 	var stored int64
+	var heap []string // the heap states
 	for _, kh := range managedKeyGroups(h) {
 		s, err := openKGStream(ctx, r.res, kh, op.MaxParallelism)
+		if err == nil {
+			_, err = s.detect()
+		}
 		if err != nil {
-			return snapshot.Stats{}, err
+			if s != nil {
+				s.Close()
+			}
+			if !degradable(err) {
+				return snapshot.Stats{}, err
+			}
+			r.degrade(st, snapshot.ScopeKeyed, "", err)
+			return snapshot.Stats{Known: true, Bytes: keyedBytes(h)}, nil
 		}
 		stored += s.storedBytes()
+		if s.format == HeapFormat && heap == nil {
+			for _, l := range s.layouts {
+				heap = append(heap, l.name)
+			}
+		}
 		for _, l := range s.layouts {
-			need = need || !l.heapSized()
+			// Kryo values walk only when they are boxed numbers.
+			need = need || !l.heapSized() || s.format == HeapFormat && l.hasKryo()
 		}
 		s.Close()
 	}
@@ -329,8 +466,30 @@ func (r *SnapshotReader) keyedFigures(ctx context.Context, o *snapshot.Operator,
 	}
 	stats := snapshot.Stats{Known: true}
 	for e, err := range r.keyGroupEntries(ctx, op, st, keygroup.Range{Start: 0, End: keygroup.UpperBoundMaxParallelism}) {
+		var ue *unsizedError
+		if errors.As(err, &ue) && slices.Contains(heap, ue.state) {
+			// Degrade per state: the states whose sections come before
+			// the first that cannot be walked still read, in every key
+			// group (the sections' order is the same in all).
+			if r.heapCut == nil {
+				r.heapCut = map[*SubtaskState]map[string]bool{}
+			}
+			r.heapCut[st] = map[string]bool{}
+			for _, name := range heap {
+				if slices.Contains(ue.before, name) {
+					continue
+				}
+				r.heapCut[st][name] = true
+				reason := err
+				if name != ue.state {
+					reason = fmt.Errorf("state %q comes after state %q in every heap key group, or has no section before it, and that one's values cannot be walked: %w", name, ue.state, ErrUnsupportedVersion)
+				}
+				r.degrade(st, snapshot.ScopeKeyed, name, reason)
+			}
+			return snapshot.Stats{}, nil
+		}
 		if errors.Is(err, ErrUnsupportedVersion) {
-			r.degrade(st, err)
+			r.degrade(st, snapshot.ScopeKeyed, "", err)
 			return snapshot.Stats{Known: true, Bytes: stored}, nil
 		}
 		if err != nil {
@@ -344,6 +503,30 @@ func (r *SnapshotReader) keyedFigures(ctx context.Context, o *snapshot.Operator,
 
 // heapSized reports whether every part of the state's heap entries can be
 // walked.
+func (l *layout) hasKryo() bool {
+	for _, s := range []*SerializerSnapshot{l.key, l.ns, l.userKey, l.elem} {
+		if hasKind(s, "Kryo", 0) {
+			return true
+		}
+	}
+	return false
+}
+
+func hasKind(s *SerializerSnapshot, kind string, depth int) bool {
+	if s == nil || depth > 16 {
+		return false
+	}
+	if serKind(s) == kind {
+		return true
+	}
+	for _, c := range s.Nested {
+		if hasKind(c, kind, depth+1) {
+			return true
+		}
+	}
+	return false
+}
+
 func (l *layout) heapSized() bool {
 	if !sized(l.key) || !sized(l.ns) {
 		return false
@@ -354,11 +537,31 @@ func (l *layout) heapSized() bool {
 	return l.kind == KindTimer || sized(l.elem)
 }
 
-func (r *SnapshotReader) degrade(st *SubtaskState, err error) {
-	if r.degraded == nil {
-		r.degraded = map[*SubtaskState]error{}
+// unreadKey names unreadable state of a subtask: a scope and a state
+// name ("" is every state of the scope).
+type unreadKey struct{ scope, state string }
+
+// keyedUnread says whether some keyed state of a subtask is unreadable.
+func (r *SnapshotReader) keyedUnread(st *SubtaskState) bool {
+	for k := range r.unread[st] {
+		if k.scope == snapshot.ScopeKeyed {
+			return true
+		}
 	}
-	r.degraded[st] = err
+	return false
+}
+
+// degrade marks state of a subtask unreadable, with the reason.
+func (r *SnapshotReader) degrade(st *SubtaskState, scope, state string, err error) {
+	if r.unread == nil {
+		r.unread = map[*SubtaskState]map[unreadKey]error{}
+	}
+	if r.unread[st] == nil {
+		r.unread[st] = map[unreadKey]error{}
+	}
+	if _, ok := r.unread[st][unreadKey{scope, state}]; !ok {
+		r.unread[st][unreadKey{scope, state}] = err
+	}
 }
 
 // files lists the files holding a subtask's state.
@@ -430,4 +633,30 @@ func withEmptySubtasks(o *snapshot.Operator) []*snapshot.Subtask {
 			Keyed: snapshot.Stats{Known: true}, Operator: snapshot.Stats{Known: true}})
 	}
 	return all
+}
+
+// keyedBytes is what a keyed handle's files take, as `_metadata` records.
+func keyedBytes(h *KeyedHandle) int64 {
+	switch {
+	case h == nil:
+		return 0
+	case h.KeyGroups != nil && h.KeyGroups.Delegate != nil:
+		return h.KeyGroups.Delegate.Size
+	case h.Changelog != nil:
+		return h.Changelog.CheckpointedSize
+	case h.Incremental != nil:
+		n := h.Incremental.Meta.sizeOrZero()
+		for _, f := range append(append([]NamedStreamHandle{}, h.Incremental.Shared...), h.Incremental.Private...) {
+			n += f.Handle.sizeOrZero()
+		}
+		return n
+	}
+	return 0
+}
+
+func (h *StreamHandle) sizeOrZero() int64 {
+	if h == nil {
+		return 0
+	}
+	return h.Size
 }

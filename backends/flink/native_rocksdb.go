@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/stateutil/stateutil/internal/rocksdb"
 	"github.com/stateutil/stateutil/keygroup"
@@ -69,6 +71,9 @@ func (r *SnapshotReader) openNative(ctx context.Context, op *OperatorState, st *
 	if err == nil {
 		err = n.open()
 	}
+	if err == nil {
+		err = r.checkFamilies(ctx, n, hdr, h)
+	}
 	if err != nil {
 		n.Close()
 		return nil, fmt.Errorf("native RocksDB state of subtask %d: %w", st.Index, err)
@@ -120,6 +125,35 @@ func (n *nativeDB) open() error {
 	}
 	n.db = db
 	return nil
+}
+
+// checkFamilies holds the instance to its meta data: Flink makes a column
+// family for every state it registers and none other, so a state without
+// one, or one without a state, is damage (a state name changed in the
+// meta data would otherwise read as a state with no entries).
+func (r *SnapshotReader) checkFamilies(ctx context.Context, n *nativeDB, hdr *KeyedHeader, h *IncrementalKeyedHandle) error {
+	declared := map[string]bool{}
+	for _, m := range hdr.States {
+		declared[m.Name] = true
+	}
+	var problem string
+	for _, cf := range n.db.ColumnFamilies() {
+		if !declared[cf] && problem == "" {
+			problem = fmt.Sprintf("the RocksDB instance has column family %q, which the meta data declares no state for", cf)
+		}
+		delete(declared, cf)
+	}
+	if names := slices.Sorted(maps.Keys(declared)); len(names) > 0 {
+		problem = fmt.Sprintf("state %q has no column family in the RocksDB instance", names[0])
+	}
+	if problem == "" {
+		return nil
+	}
+	loc, err := r.res.Locate(ctx, h.Meta)
+	if err != nil {
+		return err
+	}
+	return &CorruptError{File: loc.URI(), Offset: loc.Offset, Reason: "meta data: " + problem}
 }
 
 // Close frees the instance and removes its directory.

@@ -1,6 +1,7 @@
 package flink
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"sort"
@@ -89,6 +90,16 @@ func ParseOperatorState(data []byte, file string, base int64, h *OperatorStateHa
 	if of.Version >= 6 {
 		of.Compression = r.bool("compression flag")
 	}
+	if of.Compression {
+		// The elements are a Snappy framed stream: its identifier follows
+		// the header, and each element starts a chunk of its own (Flink
+		// flushes the stream to take each offset).
+		if end < len(snappyStreamID) || !bytes.Equal(data[end-len(snappyStreamID):end], snappyStreamID) {
+			return nil, &CorruptError{File: file, Offset: base + int64(end), Reason: "compressed operator state: no Snappy stream identifier before the first element"}
+		}
+		end -= len(snappyStreamID)
+		mr.end = end
+	}
 	var after contFunc
 	if of.Version >= 3 {
 		after = func(q int) bool {
@@ -135,9 +146,133 @@ func ParseOperatorState(data []byte, file string, base int64, h *OperatorStateHa
 	for _, s := range h.States {
 		p := &OperatorPartition{Name: s.Name, Mode: s.Mode, Meta: metas[s.Name], Offsets: s.Offsets}
 		for _, off := range s.Offsets {
-			p.Elements = append(p.Elements, data[off:next(off)])
+			el := data[off:next(off)]
+			if of.Compression {
+				b, err := unsnappy(append(append([]byte(nil), snappyStreamID...), el...), file, base+off)
+				if err != nil {
+					return nil, err
+				}
+				el = b
+			}
+			p.Elements = append(p.Elements, el)
 		}
 		of.Partitions = append(of.Partitions, p)
 	}
+	if of.Compression && len(all) > 0 {
+		resplitCompressed(of, data[all[0]:], file, base+all[0])
+	}
 	return of, nil
+}
+
+// resplitCompressed splits compressed operator state by walking its
+// elements in the decompressed stream, where their serializers allow.
+// Flink 1.18.1 took element offsets without flushing the compressed stream
+// (FLINK-34063): an offset then points at the chunk that holds its
+// element, not at the element, and several elements share a chunk. Walked
+// in offset order, the stream still gives every element exactly.
+func resplitCompressed(of *OperatorStateFile, stream []byte, file string, base int64) {
+	whole, err := unsnappy(append(append([]byte(nil), snappyStreamID...), stream...), file, base)
+	if err != nil {
+		return // the elements decompressed one by one stand
+	}
+	type ref struct {
+		p, i int
+		off  int64
+	}
+	var refs []ref
+	for pi, p := range of.Partitions {
+		for i, off := range p.Offsets {
+			refs = append(refs, ref{pi, i, off})
+		}
+	}
+	sort.SliceStable(refs, func(a, b int) bool { return refs[a].off < refs[b].off })
+	r := newReader(whole, file+" (decompressed operator state)", 0)
+	split := make([][][]byte, len(of.Partitions))
+	for pi, p := range of.Partitions {
+		split[pi] = make([][]byte, len(p.Offsets))
+	}
+	for _, x := range refs {
+		p := of.Partitions[x.p]
+		start := r.off
+		if p.Mode == Broadcast {
+			key, value, err := broadcastKV(p.Meta)
+			if err != nil {
+				return
+			}
+			n := r.count32(1, "broadcast state size")
+			for j := 0; j < n && r.err == nil; j++ {
+				skipValue(r, key, 0)
+				skipValue(r, value, 0)
+			}
+		} else if p.Meta == nil || !sized(p.Meta.Value()) || !skipValue(r, p.Meta.Value(), 0) {
+			return
+		}
+		if r.err != nil {
+			return
+		}
+		split[x.p][x.i] = whole[start:r.off:r.off]
+	}
+	if r.remaining() != 0 {
+		return
+	}
+	for pi, p := range of.Partitions {
+		p.Elements = split[pi]
+	}
+}
+
+// broadcastKV returns the key and value serializers of a broadcast state,
+// or an error saying why its entries cannot be told apart.
+func broadcastKV(m *StateMeta) (key, value *SerializerSnapshot, err error) {
+	if m == nil {
+		return nil, nil, fmt.Errorf("broadcast state without meta info in the header: %w", ErrUnsupportedVersion)
+	}
+	key, value = m.Serializers["KEY_SERIALIZER"], m.Value()
+	for _, s := range []*SerializerSnapshot{key, value} {
+		if !sized(s) {
+			return nil, nil, fmt.Errorf("broadcast state %q: the serializer %s writes no length and stateutil cannot walk its values, so its entries cannot be told apart: %w", m.Name, s.Name(), ErrUnsupportedVersion)
+		}
+	}
+	return key, value, nil
+}
+
+// broadcastEntries splits the stored map of a broadcast state (an int
+// count, then each key and value) into one element per entry.
+func broadcastEntries(p *OperatorPartition, file string) ([][]byte, error) {
+	key, value, err := broadcastKV(p.Meta)
+	if err != nil {
+		return nil, err
+	}
+	var out [][]byte
+	for i, el := range p.Elements {
+		r := newReader(el, file, p.Offsets[i])
+		n := r.count32(1, "broadcast state size")
+		for j := 0; j < n && r.err == nil; j++ {
+			start := r.off
+			skipValue(r, key, 0)
+			skipValue(r, value, 0)
+			if r.err == nil {
+				out = append(out, el[start:r.off:r.off])
+			}
+		}
+		if r.err == nil && r.remaining() > 0 {
+			r.fail("%d bytes after the %d entries of broadcast state %q", r.remaining(), n, p.Name)
+		}
+		if r.err != nil {
+			return nil, r.err
+		}
+	}
+	return out, nil
+}
+
+// broadcastSize reads the entry count of each stored broadcast map.
+func broadcastSize(p *OperatorPartition, file string) (int64, error) {
+	var n int64
+	for i, el := range p.Elements {
+		r := newReader(el, file, p.Offsets[i])
+		n += int64(r.count32(1, "broadcast state size"))
+		if r.err != nil {
+			return 0, r.err
+		}
+	}
+	return n, nil
 }

@@ -42,7 +42,7 @@ func (r *SnapshotReader) pairSources(ctx context.Context, op *snapshot.Operator,
 	if st == nil || st.ManagedKeyedState == nil {
 		return nil, true, nil
 	}
-	if r.degraded[st] != nil || st.ManagedKeyedState.KeyGroups == nil {
+	if r.keyedUnread(st) || st.ManagedKeyedState.KeyGroups == nil {
 		return nil, false, nil
 	}
 	s, err := openKGStream(ctx, r.res, st.ManagedKeyedState, fo.MaxParallelism)

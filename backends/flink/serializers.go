@@ -3,6 +3,7 @@ package flink
 import (
 	"encoding/binary"
 	"strings"
+	"sync/atomic"
 )
 
 // SerializerSnapshot describes a serializer as a state file's header records
@@ -20,12 +21,28 @@ type SerializerSnapshot struct {
 	// snapshot (tuple class, case class, array component class...).
 	OuterClass string                `json:"outerClass,omitempty"`
 	Nested     []*SerializerSnapshot `json:"nested,omitempty"`
+	// OuterVersion and Outer are a composite snapshot's outer version and
+	// outer snapshot bytes (RowSerializer's says whether rows carry a kind).
+	OuterVersion int32  `json:"outerVersion,omitempty"`
+	Outer        []byte `json:"-"`
+	// TypeClass is the class of the values (POJO, enum, Kryo, Avro).
+	TypeClass string `json:"typeClass,omitempty"`
+	// Fields names the POJO field of each nested snapshot (nil: missing).
+	Fields []string `json:"fields,omitempty"`
+	// Constants are an enum's constants by ordinal.
+	Constants []string `json:"constants,omitempty"`
+	// LogicalTypes are a RowData's field types.
+	LogicalTypes []LogicalType `json:"logicalTypes,omitempty"`
+	// Schema is an Avro schema (JSON).
+	Schema string `json:"schema,omitempty"`
 	// Opaque is set when the snapshot body was not understood and was skipped
 	// by finding where the next structure starts.
 	Opaque bool `json:"opaque,omitempty"`
 	// Raw is the stored snapshot, proxy version included (Flink 1.7+
 	// headers; nil for the legacy layouts). A view into the header bytes.
 	Raw []byte `json:"-"`
+	// memo is safe to fill from the goroutines reading subtasks at once.
+	memo atomic.Pointer[kindMemo]
 }
 
 // Name returns the most specific class name known: the serializer class, else
@@ -43,7 +60,26 @@ func (s *SerializerSnapshot) Name() string {
 // typeKey maps a snapshot to a short type name: "Long", "Integer", "String",
 // "Boolean", "Double", "Float", "Short", "Byte", "Char", "byte[]", "Void",
 // "VoidNamespace", "Tuple", "List", "Map", "TTL", "Timer", or "" when unknown.
-func (s *SerializerSnapshot) typeKey() string {
+func (s *SerializerSnapshot) typeKey() string { return s.kinds().typeKey }
+
+// kindMemo holds serKind and typeKey for the class names they were worked
+// out from: values are decoded by them entry by entry, and matching class
+// names each time cost most of a read.
+type kindMemo struct{ class, serializerClass, kind, typeKey string }
+
+// kinds returns the memo, working it out again when the names changed
+// (they are filled in while the header is parsed).
+func (s *SerializerSnapshot) kinds() *kindMemo {
+	if m := s.memo.Load(); m != nil && m.class == s.Class && m.serializerClass == s.SerializerClass {
+		return m
+	}
+	m := &kindMemo{class: s.Class, serializerClass: s.SerializerClass, typeKey: s.shortType()}
+	m.kind = classKind(s)
+	s.memo.Store(m)
+	return m
+}
+
+func (s *SerializerSnapshot) shortType() string {
 	n := s.Name()
 	if s.Class != "" && s.SerializerClass == "" {
 		n = s.Class
@@ -97,7 +133,22 @@ const legacyAdapterVersion = 0x7a53c4f0
 const (
 	compositeMagic = 911108  // starts the outer part of a composite snapshot
 	nestedMagic    = 1333245 // starts the nested snapshots of a composite snapshot
+	// compositeVersion is the version every CompositeTypeSerializerSnapshot
+	// is written with; lower ones are legacy layouts without the magic.
+	compositeVersion = 3
 )
+
+// compositeClasses are Flink's CompositeTypeSerializerSnapshot subclasses
+// (by simple name), whose snapshots of compositeVersion start with
+// compositeMagic.
+var compositeClasses = map[string]bool{
+	"ListSerializerSnapshot": true, "MapSerializerSnapshot": true, "TimerSerializerSnapshot": true,
+	"TtlStateFactory$TtlSerializerSnapshot": true, "GenericArraySerializerSnapshot": true,
+	"TupleSerializerSnapshot": true, "JavaEitherSerializerSnapshot": true, "NullableSerializer$NullableSerializerSnapshot": true,
+	"RowSerializer$RowSerializerSnapshot": true, "ArrayListSerializerSnapshot": true, "ScalaCaseClassSerializerSnapshot": true,
+	"Tuple2CaseClassSerializerSnapshot": true, "ScalaOptionSerializerSnapshot": true,
+	"StreamElementSerializer$StreamElementSerializerSnapshot": true,
+}
 
 // contFunc reports whether the structure that follows a serializer snapshot
 // plausibly starts at buffer index q. It lets the decoder skip snapshot bodies
@@ -143,8 +194,16 @@ func (sr *snapReader) versioned(cont contFunc, depth int) *SerializerSnapshot {
 
 func (sr *snapReader) body(s *SerializerSnapshot, cont contFunc, depth int) {
 	r := sr.r
+	if sr.exact(s, cont, depth) {
+		return
+	}
 	if r.remaining() >= 4 && int32(binary.BigEndian.Uint32(r.buf[r.off:])) == compositeMagic {
 		sr.composite(s, cont, depth)
+		return
+	}
+	if s.Version == compositeVersion && compositeClasses[s.Class[strings.LastIndex(s.Class, ".")+1:]] {
+		// Flink writes the magic for every composite snapshot of this version.
+		r.fail("%s: composite serializer snapshot without its magic number %d", s.Class, compositeMagic)
 		return
 	}
 	if s.Version == legacyAdapterVersion {
@@ -154,8 +213,11 @@ func (sr *snapReader) body(s *SerializerSnapshot, cont contFunc, depth int) {
 		r.i32("legacy serializer proxy version")
 		at := r.pos() + 4
 		if js := r.bytes32("legacy serializer"); r.err == nil {
-			if _, _, classes, _, err := ParseJavaObject(js, r.file, at); err == nil && len(classes) > 0 {
+			if obj, _, classes, _, err := ParseJavaObject(js, r.file, at); err == nil && len(classes) > 0 {
 				s.SerializerClass = classes[0]
+				if len(s.Nested) == 0 {
+					s.Nested = legacyTupleFields(obj)
+				}
 			}
 		}
 		r.i32("legacy config snapshot version")
@@ -182,12 +244,37 @@ func (sr *snapReader) body(s *SerializerSnapshot, cont contFunc, depth int) {
 	sr.skipTo(cont, "serializer snapshot "+s.Class)
 }
 
+// legacyTupleFields finds the field serializers a Java-serialized
+// TupleSerializer holds (Flink 1.3-1.7 savepoints carry no other snapshot
+// of them), so that its values can be walked: nil unless every field's
+// serializer is a plain object whose class names it.
+func legacyTupleFields(obj any) []*SerializerSnapshot {
+	o, ok := obj.(*JavaObject)
+	if !ok || !strings.HasSuffix(o.Class, ".TupleSerializer") {
+		return nil
+	}
+	arr, ok := o.Field("fieldSerializers").(*JavaArray)
+	if !ok || len(arr.Elements) == 0 {
+		return nil
+	}
+	var out []*SerializerSnapshot
+	for _, e := range arr.Elements {
+		f, ok := e.(*JavaObject)
+		if !ok || f.Class == "" {
+			return nil
+		}
+		out = append(out, &SerializerSnapshot{SerializerClass: f.Class})
+	}
+	return out
+}
+
 // composite reads a CompositeTypeSerializerSnapshot: magic, outer version,
 // outer snapshot, then nested snapshots.
 func (sr *snapReader) composite(s *SerializerSnapshot, cont contFunc, depth int) {
 	r := sr.r
 	r.i32("composite magic")
-	r.i32("composite outer version")
+	s.OuterVersion = r.i32("composite outer version")
+	outer := r.off
 	// The outer snapshot is class specific: a class name for tuples, case
 	// classes and arrays, nothing for lists, maps and TTL.
 	if r.remaining() >= 4 && int32(binary.BigEndian.Uint32(r.buf[r.off:])) != nestedMagic {
@@ -200,6 +287,9 @@ func (sr *snapReader) composite(s *SerializerSnapshot, cont contFunc, depth int)
 				return q+4 <= len(r.buf) && int32(binary.BigEndian.Uint32(r.buf[q:])) == nestedMagic
 			}, "composite outer snapshot "+s.Class)
 		}
+	}
+	if r.err == nil {
+		s.Outer = r.buf[outer:r.off:r.off]
 	}
 	at := r.pos()
 	if m := r.i32("nested snapshots magic"); r.err == nil && m != nestedMagic {
@@ -330,9 +420,10 @@ func (sr *snapReader) legacySerializers(what string) []*SerializerSnapshot {
 		}
 		// serializer: int proxy version, int length, Java serialization.
 		if co-so >= 8 {
-			_, _, classes, _, err := ParseJavaObject(blk[so+8:co], r.file, base+int64(so)+8)
+			obj, _, classes, _, err := ParseJavaObject(blk[so+8:co], r.file, base+int64(so)+8)
 			if err == nil && len(classes) > 0 {
 				s.SerializerClass = classes[0]
+				s.Nested = legacyTupleFields(obj)
 			} else if i := strings.Index(string(blk[so:co]), "sr\x00"); i >= 0 {
 				if name, _, ok := utfAt(blk[so:co], i+2); ok {
 					s.SerializerClass = name

@@ -14,12 +14,30 @@ func serKind(s *SerializerSnapshot) string {
 	if s == nil {
 		return ""
 	}
-	if s.Class == broadcastClass {
+	return s.kinds().kind
+}
+
+func classKind(s *SerializerSnapshot) string {
+	switch s.Class {
+	case broadcastClass:
 		return "Broadcast"
+	case broadcastEntryClass:
+		return "Entry"
 	}
 	for _, n := range []string{s.SerializerClass, s.Class} {
+		if k := arrayKind(n); k != "" {
+			return k
+		}
 		switch {
 		case n == "":
+		case strings.Contains(n, "PojoSerializer"):
+			return "Pojo"
+		case strings.Contains(n, "formats.avro.typeutils.AvroSerializer"):
+			return "Avro"
+		case strings.Contains(n, "runtime.RowSerializer"):
+			return "Row"
+		case strings.Contains(n, "typeutils.RowDataSerializer"):
+			return "RowData"
 		case strings.Contains(n, "GlobalWindow"):
 			return "GlobalWindow"
 		case strings.Contains(n, "TimeWindow"):
@@ -40,12 +58,16 @@ func serKind(s *SerializerSnapshot) string {
 			return "IntEnum"
 		}
 	}
-	return s.typeKey()
+	return s.shortType()
 }
 
 // broadcastClass marks the synthetic serializer of a broadcast state's
 // element: the whole map, an int count then key/value pairs.
 const broadcastClass = "stateutil.flink.BroadcastState"
+
+// broadcastEntryClass marks the synthetic serializer of one entry of a
+// broadcast state, the element the reader yields: its key, then its value.
+const broadcastEntryClass = "stateutil.flink.BroadcastEntry"
 
 // fixedLength is what Flink's serializer getLength() says: the byte width of
 // every value, or -1 for variable-length types. It decides whether canonical
@@ -107,11 +129,26 @@ func sizedDepth(s *SerializerSnapshot, depth int) bool {
 	if s == nil || depth > 16 {
 		return false
 	}
-	switch serKind(s) {
+	switch k := serKind(s); k {
 	case "Long", "Integer", "Short", "Byte", "Char", "Boolean", "Double", "Float", "String", "byte[]",
 		"VoidNamespace", "GlobalWindow", "TimeWindow", "IntEnum", "Kryo":
 		return true
-	case "Tuple", "TTL", "Timer", "Option", "Either":
+	case "Avro":
+		_, err := avroSchema(s.Schema)
+		return s.Schema != "" && err == nil
+	case "RowData":
+		return len(s.LogicalTypes) > 0
+	case "Pojo", "Row", "GenericArray":
+		if len(s.Nested) == 0 && k != "Pojo" {
+			return false
+		}
+		for _, c := range s.Nested {
+			if !sizedDepth(c, depth+1) {
+				return false
+			}
+		}
+		return k != "Pojo" || len(s.Fields) == len(s.Nested)
+	case "Tuple", "TTL", "Timer", "Option", "Either", "Entry":
 		if len(s.Nested) == 0 {
 			return false
 		}
@@ -125,8 +162,9 @@ func sizedDepth(s *SerializerSnapshot, depth int) bool {
 		return len(s.Nested) == 1 && sizedDepth(s.Nested[0], depth+1)
 	case "Map":
 		return len(s.Nested) == 2 && sizedDepth(s.Nested[0], depth+1) && sizedDepth(s.Nested[1], depth+1)
+	default:
+		return strings.HasPrefix(k, "Array:")
 	}
-	return false
 }
 
 // skipValue advances r past one value written by s. It returns false (with
@@ -155,7 +193,36 @@ func skipValue(r *reader, s *SerializerSnapshot, depth int) bool {
 		r.bytes32("byte array")
 	case "Kryo":
 		return skipKryo(r)
-	case "Tuple", "TTL", "Timer":
+	case "Pojo":
+		if !sized(s) {
+			return false
+		}
+		_, ok := walkPojo(r, s, depth, false)
+		return ok
+	case "Row":
+		walkRow(r, s, depth, false)
+	case "RowData":
+		if len(s.LogicalTypes) == 0 {
+			return false
+		}
+		r.bytes32("RowData")
+	case "Avro":
+		sch, err := avroSchema(s.Schema)
+		if err != nil || s.Schema == "" {
+			return false
+		}
+		walkAvro(r, sch, 0, false)
+	case "GenericArray":
+		if len(s.Nested) != 1 {
+			return false
+		}
+		n := r.count32(1, "array length")
+		for i := 0; i < n && r.err == nil; i++ {
+			if r.bool("array element flag") && !skipValue(r, s.Nested[0], depth+1) {
+				return false
+			}
+		}
+	case "Tuple", "TTL", "Timer", "Entry":
 		if len(s.Nested) == 0 {
 			return false
 		}
@@ -208,6 +275,10 @@ func skipValue(r *reader, s *SerializerSnapshot, depth int) bool {
 			}
 		}
 	default:
+		if k := serKind(s); strings.HasPrefix(k, "Array:") {
+			walkArray(r, k[len("Array:"):], false)
+			break
+		}
 		return false
 	}
 	return true

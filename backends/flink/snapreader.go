@@ -20,12 +20,18 @@ import (
 // Flink stores no TTL duration, so ExpiresAt of a TTL'd entry holds the
 // last-access time Flink stored.
 type SnapshotReader struct {
-	meta     *Metadata
-	res      *Resolver
-	snap     *snapshot.Snapshot
-	ops      map[*snapshot.Operator]*OperatorState
-	degraded map[*SubtaskState]error
-	tempDir  string
+	meta   *Metadata
+	res    *Resolver
+	snap   *snapshot.Snapshot
+	ops    map[*snapshot.Operator]*OperatorState
+	unread map[*SubtaskState]map[unreadKey]error
+	// heapCut names, per subtask, the heap states read no more (heapEntries).
+	heapCut map[*SubtaskState]map[string]bool
+	// sizes holds each broadcast state's entry count per subtask.
+	sizes map[*SubtaskState]map[string]int64
+	// opBytes holds the bytes of each subtask's operator-state elements.
+	opBytes map[*SubtaskState]int64
+	tempDir string
 
 	mu      sync.Mutex
 	natives map[nativeKey]*nativeDB
@@ -67,13 +73,31 @@ func (r *SnapshotReader) Entries(ctx context.Context, op *snapshot.Operator, sub
 	if st == nil || st.ManagedKeyedState == nil {
 		return func(func(snapshot.Entry, error) bool) {}
 	}
-	if err := r.degraded[st]; err != nil {
+	u := r.unread[st]
+	if err := u[unreadKey{snapshot.ScopeKeyed, ""}]; err != nil {
 		return snapshot.FailedEntries(err)
 	}
-	if h := st.ManagedKeyedState.Incremental; h != nil {
-		return r.nativeEntries(ctx, fo, st, h, kgs)
+	var es snapshot.Entries
+	if h := nativeHandle(st.ManagedKeyedState); h != nil {
+		es = r.nativeEntries(ctx, fo, st, h, kgs)
+	} else {
+		es = r.keyGroupEntries(ctx, fo, st, kgs)
 	}
-	return r.keyGroupEntries(ctx, fo, st, kgs)
+	if len(u) == 0 {
+		return es
+	}
+	// States marked unreadable are left out: what they would yield is
+	// wrong (parts that could not be told apart), and the snapshot says so.
+	return func(yield func(snapshot.Entry, error) bool) {
+		for e, err := range es {
+			if err == nil && u[unreadKey{snapshot.ScopeKeyed, e.State}] != nil {
+				continue
+			}
+			if !yield(e, err) {
+				return
+			}
+		}
+	}
 }
 
 // keyGroupEntries streams the entries of key-groups handles (full and
@@ -100,6 +124,12 @@ func (r *SnapshotReader) keyGroupEntries(ctx context.Context, op *OperatorState,
 			if err != nil {
 				yield(snapshot.Entry{}, err)
 				return
+			}
+			if cut := r.heapCut[st]; cut != nil {
+				s.stop = make([]bool, len(s.layouts))
+				for i, l := range s.layouts {
+					s.stop[i] = cut[l.name]
+				}
 			}
 			streams = append(streams, s)
 		}
@@ -145,11 +175,15 @@ func maxRangeEnd(ss []*kgStream) int {
 }
 
 // Elements streams a subtask's managed operator-state elements, state by
-// state in descriptor order. A broadcast state is one element: its whole
-// map, as Flink stores it.
+// state in descriptor order. A broadcast state yields one element per map
+// entry: its key and its value as their serializers wrote them.
 func (r *SnapshotReader) Elements(ctx context.Context, op *snapshot.Operator, subtask int) snapshot.Elements {
 	_, st, err := r.subtaskState(op, subtask)
 	if err != nil {
+		return snapshot.FailedElements(err)
+	}
+	u := r.unread[st]
+	if err := u[unreadKey{snapshot.ScopeOperator, ""}]; err != nil {
 		return snapshot.FailedElements(err)
 	}
 	return func(yield func(snapshot.Element, error) bool) {
@@ -162,11 +196,21 @@ func (r *SnapshotReader) Elements(ctx context.Context, op *snapshot.Operator, su
 			return
 		}
 		for _, d := range op.OperatorStates {
+			if u[unreadKey{snapshot.ScopeOperator, d.Name}] != nil {
+				continue
+			}
 			for _, p := range f.Partitions {
 				if p.Name != d.Name {
 					continue
 				}
-				for _, el := range p.Elements {
+				elements := p.Elements
+				if p.Mode == Broadcast {
+					if elements, err = broadcastEntries(p, f.File); err != nil {
+						yield(snapshot.Element{}, err)
+						return
+					}
+				}
+				for _, el := range elements {
 					if err := ctx.Err(); err != nil {
 						yield(snapshot.Element{}, err)
 						return

@@ -39,13 +39,18 @@ func decodeValue(r *reader, s *SerializerSnapshot, depth int) any {
 	case "Double":
 		return r.f64("double")
 	case "Float":
-		return float32frombits(uint32(r.i32("float")))
+		// As Java widens a float to a double: 0.1f is 0.10000000149011612.
+		return float64(float32frombits(uint32(r.i32("float"))))
 	case "String":
 		return readStringValue(r)
 	case "byte[]":
 		return append([]byte(nil), r.bytes32("byte array")...)
 	case "VoidNamespace":
-		r.u8("void namespace")
+		// Flink writes a 0 and reads past whatever is there.
+		at := r.pos()
+		if v := r.u8("void namespace"); r.err == nil && v != 0 {
+			r.failAt(at, "void namespace byte %d, Flink writes 0", v)
+		}
 		return nil
 	case "Tuple":
 		if len(s.Nested) == 0 {
@@ -83,6 +88,17 @@ func readStringValue(r *reader) any {
 	if n > uint64(r.remaining()) {
 		r.fail("string of %d characters, only %d bytes left", n, r.remaining())
 		return nil
+	}
+	// Each character is a variable-length int: ASCII is one byte each.
+	ascii := true
+	for _, c := range r.buf[r.off : r.off+int(n)] {
+		if c >= 0x80 {
+			ascii = false
+			break
+		}
+	}
+	if ascii {
+		return string(r.take(int(n), "string characters"))
 	}
 	units := make([]uint16, n)
 	for i := range units {

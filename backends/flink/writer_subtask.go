@@ -84,6 +84,9 @@ type subtaskWriter struct {
 	oper      *stateFile
 	operInfos []OperatorStateInfo
 	operIdx   map[string]int
+	// bcast holds each broadcast state's entries (elements, as read),
+	// written as one map (entry count, then the entries) by finish.
+	bcast map[string]*broadcastMap
 
 	raw    *snapshot.RawState
 	keyedN snapshot.Stats
@@ -348,14 +351,50 @@ func (sw *subtaskWriter) Element(state string, value []byte) error {
 		return sw.fail(fmt.Errorf("operator %q: element of operator state %q, which it does not declare", sw.op.Label(), state))
 	}
 	info := &sw.operInfos[i]
-	if info.Mode == Broadcast && len(info.Offsets) > 0 {
-		return sw.fail(fmt.Errorf("operator %q broadcast state %q: a second map in one subtask", sw.op.Label(), state))
-	}
-	info.Offsets = append(info.Offsets, sw.oper.pos)
 	sw.operN.Entries++
 	sw.operN.Bytes += int64(len(value))
 	sw.elems[state]++
+	if info.Mode == Broadcast {
+		if sw.bcast == nil {
+			sw.bcast = map[string]*broadcastMap{}
+		}
+		m := sw.bcast[state]
+		if m == nil {
+			m = &broadcastMap{}
+			sw.bcast[state] = m
+		}
+		m.n++
+		m.b = append(m.b, value...)
+		return nil
+	}
+	info.Offsets = append(info.Offsets, sw.oper.pos)
 	return sw.fail2(sw.oper.write(value))
+}
+
+// broadcastMap is a broadcast state's entries in one subtask.
+type broadcastMap struct {
+	n int
+	b []byte
+}
+
+// writeBroadcast writes every broadcast state as Flink does, one map per
+// subtask, empty ones too.
+func (sw *subtaskWriter) writeBroadcast() error {
+	for i := range sw.operInfos {
+		info := &sw.operInfos[i]
+		if info.Mode != Broadcast {
+			continue
+		}
+		m := sw.bcast[info.Name]
+		if m == nil {
+			m = &broadcastMap{}
+		}
+		info.Offsets = []int64{sw.oper.pos}
+		if err := sw.oper.write(append(binary.BigEndian.AppendUint32(nil, uint32(m.n)), m.b...)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (sw *subtaskWriter) fail2(err error) error {
@@ -519,6 +558,11 @@ func (sw *subtaskWriter) finish() error {
 	}
 	if sw.oper == nil && len(sw.op.OperatorStates) > 0 {
 		if err := sw.startOperator(); err != nil {
+			return err
+		}
+	}
+	if sw.oper != nil {
+		if err := sw.writeBroadcast(); err != nil {
 			return err
 		}
 	}

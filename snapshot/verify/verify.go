@@ -31,6 +31,7 @@ const (
 	CheckFormat  = "format"     // the format the metadata names is not the one it was read as
 	CheckKind    = "state-kind" // a keyed state of a kind no format knows
 	CheckFiles   = "files"      // Subtask.Files is not what the reader reads
+	CheckDecode  = "decode"     // bytes that do not decode as the type the snapshot records
 	// CheckUnreadable is state the format reader found but cannot read.
 	CheckUnreadable = "unreadable"
 )
@@ -246,11 +247,13 @@ func (c *opChecker) entries(ctx context.Context, sub *snapshot.Subtask) {
 	op := c.op
 	states := map[string]*snapshot.KeyedState{}
 	hashable := map[string]bool{}
+	decoders := map[string]*entryDecoder{}
 	for i := range op.KeyedStates {
 		st := &op.KeyedStates[i]
 		states[st.Name] = st
 		_, err := c.codecs.HashCode(st.KeyType, nil)
 		hashable[st.Name] = !errors.Is(err, keygroup.ErrUnknownKeyType)
+		decoders[st.Name] = c.entryDecoder(st)
 	}
 	var stats []snapshot.KeyGroupStat
 	var total snapshot.Stats
@@ -281,6 +284,11 @@ func (c *opChecker) entries(ctx context.Context, sub *snapshot.Subtask) {
 				c.add(CheckHash, sub, &kg, "state %q key %v hashes to key group %d", e.State, c.keyText(st, e.Key), want)
 			}
 		}
+		if ok {
+			if what, err := decoders[e.State].check(&e); err != nil {
+				c.add(CheckDecode, sub, &kg, "state %q key %v: %s does not decode as %s: %v", e.State, c.keyText(st, e.Key), what, decoders[e.State].typeOf(what), err)
+			}
+		}
 		if e.ExpiresAt < 0 {
 			c.add(CheckTTL, sub, &kg, "state %q key %v has a negative expiry %d", e.State, c.keyText(st, e.Key), e.ExpiresAt)
 		} else if ok && st.TTL == nil && e.ExpiresAt != 0 {
@@ -295,6 +303,69 @@ func (c *opChecker) entries(ctx context.Context, sub *snapshot.Subtask) {
 		total.Bytes += e.Size()
 	}
 	c.keyedFigures(sub, stats, total)
+}
+
+// entryDecoder decodes an entry's parts with the codecs of the types its
+// state records; a type no codec knows is not checked.
+type entryDecoder struct {
+	st                      *snapshot.KeyedState
+	key, ns, userKey, value snapshot.Codec
+}
+
+func (c *opChecker) entryDecoder(st *snapshot.KeyedState) *entryDecoder {
+	codec := func(t snapshot.Type) snapshot.Codec {
+		if t.Name == "" {
+			return nil
+		}
+		k, err := c.codecs.Codec(t)
+		if err != nil {
+			return nil
+		}
+		return k
+	}
+	d := &entryDecoder{st: st, key: codec(st.KeyType), value: codec(st.ValueType)}
+	if len(st.NamespaceType.Name) > 0 {
+		d.ns = codec(st.NamespaceType)
+	}
+	if st.Kind == snapshot.Map {
+		d.userKey = codec(st.UserKeyType)
+	}
+	return d
+}
+
+// check names the first part of e that does not decode.
+func (d *entryDecoder) check(e *snapshot.Entry) (string, error) {
+	for _, p := range []struct {
+		what  string
+		codec snapshot.Codec
+		b     []byte
+		skip  bool
+	}{
+		{"key", d.key, e.Key, false},
+		{"namespace", d.ns, e.Namespace, len(e.Namespace) == 0},
+		{"map key", d.userKey, e.UserKey, false},
+		{"value", d.value, e.Value, e.Value == nil},
+	} {
+		if p.codec == nil || p.skip {
+			continue
+		}
+		if _, err := p.codec.Decode(p.b); err != nil {
+			return p.what, err
+		}
+	}
+	return "", nil
+}
+
+func (d *entryDecoder) typeOf(what string) snapshot.Type {
+	switch what {
+	case "key":
+		return d.st.KeyType
+	case "namespace":
+		return d.st.NamespaceType
+	case "map key":
+		return d.st.UserKeyType
+	}
+	return d.st.ValueType
 }
 
 func (c *opChecker) keyText(st *snapshot.KeyedState, key []byte) any {
@@ -340,8 +411,16 @@ func (c *opChecker) elements(ctx context.Context, sub *snapshot.Subtask) {
 			return
 		}
 		c.res.Checked.Elements++
-		if _, ok := c.op.OperatorStateByName(el.State); !ok && counts[el.State] == 0 {
+		st, ok := c.op.OperatorStateByName(el.State)
+		if !ok && counts[el.State] == 0 {
 			c.add(CheckState, sub, nil, "element of undeclared operator state %q", el.State)
+		}
+		if ok && st.ElementType.Name != "" {
+			if codec, err := c.codecs.Codec(st.ElementType); err == nil {
+				if _, err := codec.Decode(el.Value); err != nil {
+					c.add(CheckDecode, sub, nil, "operator state %q: element %d does not decode as %s: %v", el.State, counts[el.State], st.ElementType, err)
+				}
+			}
 		}
 		counts[el.State]++
 		total.Entries++

@@ -1,0 +1,436 @@
+package flink
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"math/bits"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/stateutil/stateutil/internal/flinkharness"
+	"github.com/stateutil/stateutil/lookup"
+	"github.com/stateutil/stateutil/snapshot"
+	"github.com/stateutil/stateutil/snapshot/verify"
+)
+
+// The corpus tests read real Flink snapshots made by testenv/flink and
+// compare every entry stateutil reads with the dump the job itself wrote
+// while Flink took the snapshot (dump.jsonl, see testenv/flink/README.md).
+
+// recordLine maps what `stateutil dump` prints for one key (a
+// lookup.Record) onto a line of the harness's dump format: the one place
+// the two vocabularies meet. Timers are named by their domain there.
+func recordLine(rec *lookup.Record) (flinkharness.Line, error) {
+	m := map[string]any{"operator": rec.Operator, "state": rec.State, "kind": string(rec.Kind), "key": rec.Key, "value": rec.Value}
+	if rec.Namespace != nil {
+		m["namespace"] = rec.Namespace
+	}
+	if rec.Kind == snapshot.Timer {
+		switch {
+		case strings.HasPrefix(rec.State, "_timer_state/event_"):
+			m["state"] = "event-time"
+		case strings.HasPrefix(rec.State, "_timer_state/processing_"):
+			m["state"] = "processing-time"
+		}
+	}
+	if rec.TTL != nil {
+		m["ttl"] = true
+	}
+	return lineOf(m)
+}
+
+// elementLine maps one decoded operator-state element onto a dump line.
+func elementLine(op *snapshot.Operator, st *snapshot.OperatorState, subtask int, value any) (flinkharness.Line, error) {
+	return lineOf(map[string]any{"operator": op.Label(), "state": st.Name, "kind": string(st.Mode), "subtask": subtask, "value": value})
+}
+
+func lineOf(m map[string]any) (flinkharness.Line, error) {
+	raw, err := json.Marshal(m)
+	if err != nil {
+		return flinkharness.Line{}, err
+	}
+	ls, err := flinkharness.ParseDump(raw)
+	if err != nil || len(ls) != 1 {
+		return flinkharness.Line{}, fmt.Errorf("line %s: %v", raw, err)
+	}
+	return ls[0], nil
+}
+
+// readAsDump reads a whole snapshot the way `stateutil dump` and
+// `inspect --operator-state --values` do and returns it as dump lines,
+// and the unreadable parts the reader marked.
+func readAsDump(ctx context.Context, t testing.TB, location string, opts snapshot.OpenOptions) ([]flinkharness.Line, []snapshot.UnreadablePart, error) {
+	if opts.TempDir == "" {
+		opts.TempDir = t.TempDir()
+	}
+	r, err := testReg.Open(ctx, location, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer r.Close()
+	parts := snapshot.UnreadableParts(r.Snapshot())
+	var lines []flinkharness.Line
+	err = lookup.Dump(ctx, r, testReg.Codecs, lookup.Filter{Subtask: -1}, func(rec *lookup.Record) error {
+		l, err := recordLine(rec)
+		lines = append(lines, l)
+		return err
+	})
+	if err != nil {
+		return lines, parts, err
+	}
+	for _, op := range r.Snapshot().Operators {
+		for _, sub := range op.Subtasks {
+			for el, err := range r.Elements(ctx, op, sub.Index) {
+				if err != nil {
+					return lines, parts, fmt.Errorf("operator %q subtask %d: %w", op.Label(), sub.Index, err)
+				}
+				st, ok := op.OperatorStateByName(el.State)
+				if !ok {
+					return lines, parts, fmt.Errorf("operator %q: element of undeclared state %q", op.Label(), el.State)
+				}
+				l, err := elementLine(op, st, sub.Index, testReg.Codecs.Decode(st.ElementType, el.Value))
+				if err != nil {
+					return lines, parts, err
+				}
+				lines = append(lines, l)
+			}
+		}
+	}
+	return lines, parts, nil
+}
+
+// corpusResult is how one corpus entry read.
+type corpusResult struct {
+	entry flinkharness.Entry
+	fully bool   // every entry read and equals the job's dump
+	err   string // what differs or failed ("" when what was read is right)
+	parts []snapshot.UnreadablePart
+}
+
+// timerDomain names a timer state as the dump does.
+func timerDomain(state string) string {
+	switch {
+	case strings.HasPrefix(state, "_timer_state/event_"):
+		return "event-time"
+	case strings.HasPrefix(state, "_timer_state/processing_"):
+		return "processing-time"
+	}
+	return state
+}
+
+// checkEntry reads one corpus entry and compares it with its dump. State
+// the reader marked unreadable is left out of the comparison (and the
+// entry is not read fully); everything else must be equal.
+func checkEntry(ctx context.Context, t testing.TB, e flinkharness.Entry) corpusResult {
+	res := corpusResult{entry: e}
+	old, nw := e.PathMap()
+	lines, parts, err := readAsDump(ctx, t, e.SnapshotDir(), snapshot.OpenOptions{PathMap: map[string]string{old: nw}})
+	res.parts = parts
+	if err != nil {
+		res.err = "read: " + err.Error()
+		return res
+	}
+	want, err := flinkharness.ReadDump(e.File("dump.jsonl"))
+	if err != nil {
+		res.err = "dump.jsonl: " + err.Error()
+		return res
+	}
+	uids := map[string]string{}
+	for _, l := range want {
+		uids[uidHash(l.Operator)] = l.Operator
+	}
+	unread := func(l flinkharness.Line) bool {
+		for _, p := range parts {
+			op := p.Operator
+			if u, ok := uids[op]; ok {
+				op = u
+			}
+			scope := snapshot.ScopeOperator
+			if l.Keyed() {
+				scope = snapshot.ScopeKeyed
+			}
+			if op == l.Operator && p.Scope == scope && (p.State == "" || timerDomain(p.State) == l.State) {
+				return true
+			}
+		}
+		return false
+	}
+	var kept []flinkharness.Line
+	for _, l := range want {
+		if !unread(l) {
+			kept = append(kept, l)
+		}
+	}
+	res.err = flinkharness.EqualDumps(withoutKryoText(kept), withoutKryoText(byUID(lines, want)))
+	if res.err == "" {
+		res.err = verifyFindings(ctx, t, e.SnapshotDir(), snapshot.OpenOptions{PathMap: map[string]string{old: nw}, TempDir: t.TempDir()})
+	}
+	res.fully = res.err == "" && len(parts) == 0
+	return res
+}
+
+// verifyFindings checks a snapshot as `verify` does and lists its findings
+// but those on state the reader marked unreadable.
+func verifyFindings(ctx context.Context, t testing.TB, location string, opts snapshot.OpenOptions) string {
+	r, err := testReg.Open(ctx, location, opts)
+	if err != nil {
+		return "verify: " + err.Error()
+	}
+	defer r.Close()
+	res, err := verify.Check(ctx, location, r, testReg.Codecs)
+	if err != nil {
+		return "verify: " + err.Error()
+	}
+	var out []string
+	for _, f := range res.Findings {
+		if f.Check != verify.CheckUnreadable {
+			out = append(out, f.String())
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+// unmaterialized says whether an entry is a changelog checkpoint whose
+// keyed state is only changes not yet materialised: stateutil does not
+// apply changelog increments, so that state must be marked unreadable.
+func unmaterialized(m flinkharness.Manifest) bool {
+	return m.Changelog && m.Kind == "checkpoint" && m.Materialized != nil && !*m.Materialized
+}
+
+// kryoInHeap says whether the unreadable parts are a heap snapshot's states
+// cut off by a Kryo state's values, each named and not damage.
+func kryoInHeap(parts []snapshot.UnreadablePart) bool {
+	kryo := false
+	for _, p := range parts {
+		if p.Scope != snapshot.ScopeKeyed || p.State == "" || p.Damaged {
+			return false
+		}
+		kryo = kryo || strings.Contains(p.Reason, "KryoSerializer") && strings.Contains(p.Reason, "heap key group")
+	}
+	return kryo
+}
+
+// corpusTable renders read-fully counts by Flink version, backend and kind.
+func corpusTable(results []corpusResult) string {
+	type cell struct{ ok, total int }
+	cells := map[string]*cell{}
+	var keys []string
+	for _, r := range results {
+		m := r.entry.Manifest
+		kind := m.Kind
+		for _, f := range []struct {
+			on   bool
+			name string
+		}{{m.Incremental, "incremental"}, {m.Compression, "compressed"}, {m.Changelog, "changelog"}} {
+			if f.on {
+				kind += "+" + f.name
+			}
+		}
+		k := fmt.Sprintf("%-7s %-8s %-9s %s", m.FlinkVersion, m.Job, m.Backend, kind)
+		c := cells[k]
+		if c == nil {
+			c = &cell{}
+			cells[k] = c
+			keys = append(keys, k)
+		}
+		c.total++
+		if r.fully {
+			c.ok++
+		}
+	}
+	sort.Strings(keys)
+	var sb strings.Builder
+	ok, total := 0, 0
+	for _, k := range keys {
+		fmt.Fprintf(&sb, "%s: %d/%d\n", k, cells[k].ok, cells[k].total)
+		ok += cells[k].ok
+		total += cells[k].total
+	}
+	fmt.Fprintf(&sb, "read fully: %d of %d entries\n", ok, total)
+	return sb.String()
+}
+
+func checkCorpus(t *testing.T, root string) {
+	entries, err := flinkharness.ReadCorpus(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) == 0 {
+		t.Fatalf("no corpus entries under %s", root)
+	}
+	var results []corpusResult
+	for _, e := range entries {
+		t.Run(e.Manifest.FlinkVersion+"/"+e.Name, func(t *testing.T) {
+			res := checkEntry(context.Background(), t, e)
+			results = append(results, res)
+			switch {
+			case res.err != "":
+				t.Error(res.err)
+			case !res.fully && unmaterialized(e.Manifest):
+				// Marked, never empty: every keyed part must be named.
+				for _, p := range res.parts {
+					if p.Scope != snapshot.ScopeKeyed || p.State != "" || p.Bytes == 0 {
+						t.Errorf("unexpected unreadable part %v", p)
+					}
+				}
+				t.Logf("changelog increments not applied, marked unreadable: %d parts", len(res.parts))
+			case !res.fully && kryoInHeap(res.parts):
+				// Kryo writes no lengths and its class layouts are in no
+				// snapshot: in heap key groups the states whose sections
+				// follow a Kryo state's cannot be found. Marked, never empty.
+				t.Logf("heap key groups with Kryo values, marked unreadable: %d parts", len(res.parts))
+			case !res.fully:
+				t.Errorf("not read fully: %v", res.parts)
+			}
+		})
+	}
+	t.Logf("corpus %s:\n%s", root, corpusTable(results))
+}
+
+// TestCheckedInCorpusReads reads every entry of testdata/flink down to
+// every value.
+func TestCheckedInCorpusReads(t *testing.T) {
+	checkCorpus(t, filepath.Join(repoRoot(t), "testdata", "flink"))
+}
+
+// TestGeneratedCorpusReads reads a corpus made by scripts/flink-corpus.sh:
+// $STATEUTIL_FLINK_CORPUS, else <cache>/flink-corpus when it exists.
+func TestGeneratedCorpusReads(t *testing.T) {
+	root := os.Getenv("STATEUTIL_FLINK_CORPUS")
+	if root == "" {
+		cache := os.Getenv("STATEUTIL_CACHE_DIR")
+		if cache == "" {
+			cache = filepath.Join(repoRoot(t), ".cache")
+		}
+		root = filepath.Join(cache, "flink-corpus")
+	}
+	if _, err := os.Stat(root); err != nil {
+		t.Skipf("no generated corpus at %s (scripts/flink-corpus.sh makes one)", root)
+	}
+	checkCorpus(t, root)
+}
+
+// uidHash is the OperatorID Flink gives an operator with a uid (Guava's
+// murmur3_128 with seed 0 over the uid's UTF-8 bytes, FLINK-FORMATS.md
+// §8), as the hex of its 16 bytes: how a uid is found in a `_metadata`
+// older than version 5, which records no uids.
+func uidHash(uid string) string {
+	const c1, c2 = 0x87c37b91114253d5, 0x4cf5ad432745937f
+	data := []byte(uid)
+	var h1, h2 uint64
+	fmix := func(k uint64) uint64 {
+		k ^= k >> 33
+		k *= 0xff51afd7ed558ccd
+		k ^= k >> 33
+		k *= 0xc4ceb9fe1a85ec53
+		return k ^ k>>33
+	}
+	mixK1 := func(k uint64) uint64 { k *= c1; k = bits.RotateLeft64(k, 31); return k * c2 }
+	mixK2 := func(k uint64) uint64 { k *= c2; k = bits.RotateLeft64(k, 33); return k * c1 }
+	n := len(data)
+	for len(data) >= 16 {
+		k1, k2 := binary.LittleEndian.Uint64(data), binary.LittleEndian.Uint64(data[8:])
+		h1 ^= mixK1(k1)
+		h1 = bits.RotateLeft64(h1, 27) + h2
+		h1 = h1*5 + 0x52dce729
+		h2 ^= mixK2(k2)
+		h2 = bits.RotateLeft64(h2, 31) + h1
+		h2 = h2*5 + 0x38495ab5
+		data = data[16:]
+	}
+	var tail [16]byte
+	copy(tail[:], data)
+	if len(data) > 8 {
+		h2 ^= mixK2(binary.LittleEndian.Uint64(tail[8:]))
+	}
+	if len(data) > 0 {
+		h1 ^= mixK1(binary.LittleEndian.Uint64(tail[:]))
+	}
+	h1 ^= uint64(n)
+	h2 ^= uint64(n)
+	h1 += h2
+	h2 += h1
+	h1, h2 = fmix(h1), fmix(h2)
+	h1 += h2
+	h2 += h1
+	var out [16]byte
+	binary.LittleEndian.PutUint64(out[:], h1)
+	binary.LittleEndian.PutUint64(out[8:], h2)
+	return hex.EncodeToString(out[:])
+}
+
+// byUID renames operators of lines to the uid the dump knows them by,
+// where the snapshot records only the uid's hash.
+func byUID(lines []flinkharness.Line, want []flinkharness.Line) []flinkharness.Line {
+	ids := map[string]string{}
+	for _, l := range want {
+		ids[uidHash(l.Operator)] = l.Operator
+	}
+	out := make([]flinkharness.Line, 0, len(lines))
+	for _, l := range lines {
+		if uid, ok := ids[l.Operator]; ok {
+			var m map[string]json.RawMessage
+			_ = json.Unmarshal([]byte(l.Raw), &m)
+			m["operator"], _ = json.Marshal(uid)
+			raw, _ := json.Marshal(m)
+			if ls, err := flinkharness.ParseDump(raw); err == nil && len(ls) == 1 {
+				l = ls[0]
+			}
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
+func TestUIDHash(t *testing.T) {
+	// The operator ids Flink 1.20.5 wrote for these uids (testdata/flink).
+	for uid, id := range map[string]string{"keyed": "e7beec23fd9f6ed5e1b8395129d43728"} {
+		if got := uidHash(uid); got != id {
+			t.Errorf("uidHash(%q) = %s, want %s", uid, got, id)
+		}
+	}
+}
+
+// withoutKryoText keeps only the class of Kryo values: the job dumps a
+// Kryo value's toString, which its bytes cannot give (Kryo writes fields by
+// the class's own layout, which no snapshot records); stateutil shows the
+// class and the bytes.
+func withoutKryoText(lines []flinkharness.Line) []flinkharness.Line {
+	var strip func(v any) any
+	strip = func(v any) any {
+		switch x := v.(type) {
+		case map[string]any:
+			if _, ok := x["class"]; ok && len(x) == 2 && (x["toString"] != nil || x["bytes"] != nil) {
+				return map[string]any{"class": x["class"]}
+			}
+			for k, e := range x {
+				x[k] = strip(e)
+			}
+		case []any:
+			for i, e := range x {
+				x[i] = strip(e)
+			}
+		}
+		return v
+	}
+	out := make([]flinkharness.Line, 0, len(lines))
+	for _, l := range lines {
+		var m map[string]any
+		dec := json.NewDecoder(strings.NewReader(l.Raw))
+		dec.UseNumber()
+		if dec.Decode(&m) == nil {
+			m["value"] = strip(m["value"])
+			if nl, err := lineOf(m); err == nil {
+				l = nl
+			}
+		}
+		out = append(out, l)
+	}
+	return out
+}

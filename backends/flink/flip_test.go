@@ -1,0 +1,268 @@
+package flink
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stateutil/stateutil/internal/flinkharness"
+	"github.com/stateutil/stateutil/snapshot"
+	"github.com/stateutil/stateutil/snapshot/verify"
+)
+
+// The damage tests flip single bytes of, and truncate, every file of real
+// Flink snapshots (testdata/flink) and read each damaged copy as `verify`
+// does. Flink's files carry no checksums of their own (RocksDB's SST
+// blocks and MANIFEST records do), so a flip inside a value's bytes or in
+// metadata nothing reads back cannot be noticed; what may never happen is
+// a damaged copy passing with its structure (the states, keys, namespaces
+// and element counts) changed, a damage reported as anything but corrupt
+// (exit 2) at the snapshot's own file and offset, or a panic.
+
+// damageOutcome is how one damaged copy read.
+type damageOutcome int
+
+const (
+	detected     damageOutcome = iota // refused or findings: exit 2
+	harmless                          // read in full, every entry and value as before
+	valueChanged                      // read in full, a value differs, the structure the same
+	misreported                       // an error that is not corruption, or does not say where
+	structure                         // read without a finding, the structure changed
+	numOutcomes
+)
+
+var outcomeNames = [numOutcomes]string{"detected", "undetected, nothing changed", "undetected, value bytes changed", "MISREPORTED", "STRUCTURE CHANGED UNNOTICED"}
+
+// damageCase is one real snapshot to damage.
+type damageCase struct {
+	entry flinkharness.Entry
+	dir   string // the working copy of the entry's snapshot/ directory
+	want  []flinkharness.Line
+}
+
+func newDamageCase(t *testing.T, name string) *damageCase {
+	t.Helper()
+	root := filepath.Join(repoRoot(t), "testdata", "flink")
+	entries, err := flinkharness.ReadCorpus(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if e.Manifest.FlinkVersion+"/"+e.Name != name {
+			continue
+		}
+		c := &damageCase{entry: e, dir: filepath.Join(t.TempDir(), "snapshot")}
+		if err := os.CopyFS(c.dir, os.DirFS(filepath.Join(e.Dir, "snapshot"))); err != nil {
+			t.Fatal(err)
+		}
+		lines, res, err := c.read(t)
+		if err != nil || !res.OK {
+			t.Fatalf("%s undamaged: %v %v", name, err, res)
+		}
+		c.want = lines
+		return c
+	}
+	t.Fatalf("no corpus entry %s under %s", name, root)
+	return nil
+}
+
+// snapshotDir is the working copy's directory holding _metadata.
+func (c *damageCase) snapshotDir() string {
+	return filepath.Join(c.dir, filepath.FromSlash(c.entry.Manifest.SnapshotSubpath))
+}
+
+// files lists the working copy's files, relative to c.dir.
+func (c *damageCase) files(t *testing.T) []string {
+	var out []string
+	err := filepath.WalkDir(c.dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			rel, _ := filepath.Rel(c.dir, p)
+			out = append(out, rel)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// read opens the working copy and checks it as `verify` does, and reads
+// it as `dump` does when verify finds nothing.
+func (c *damageCase) read(t *testing.T) ([]flinkharness.Line, *verify.Result, error) {
+	ctx := context.Background()
+	opts := snapshot.OpenOptions{PathMap: map[string]string{c.entry.Manifest.OriginalDir: c.dir}, TempDir: t.TempDir()}
+	r, err := testReg.Open(ctx, c.snapshotDir(), opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	res, err := verify.Check(ctx, c.snapshotDir(), r, testReg.Codecs)
+	r.Close()
+	if err != nil || !res.OK {
+		return nil, res, err
+	}
+	lines, parts, err := readAsDump(ctx, t, c.snapshotDir(), opts)
+	if err == nil && len(parts) > 0 {
+		err = fmt.Errorf("verify passed, yet dump finds unreadable state: %v", parts)
+	}
+	return lines, res, err
+}
+
+// classify reads the copy with file rel damaged and says how it went.
+func (c *damageCase) classify(t *testing.T, rel string) (damageOutcome, string) {
+	lines, res, err := c.read(t)
+	switch {
+	case err != nil:
+		msg := err.Error()
+		file := filepath.Join(c.dir, rel)
+		if !errors.Is(err, snapshot.ErrCorrupt) || !strings.Contains(msg, "offset") ||
+			!strings.Contains(msg, file) || strings.Contains(msg, "stateutil-flink-rocksdb") {
+			return misreported, msg
+		}
+		return detected, ""
+	case !res.OK:
+		return detected, ""
+	}
+	if d := flinkharness.EqualDumps(c.want, lines); d == "" {
+		return harmless, ""
+	}
+	if d := flinkharness.EqualDumps(withoutValues(t, c.want), withoutValues(t, lines)); d != "" {
+		return structure, d
+	}
+	return valueChanged, ""
+}
+
+// withoutValues keeps what lines say about structure: state, key,
+// namespace, subtask, kind, a map's keys and a list's length; not the
+// values (nor a timer's timestamp, its value in a dump).
+func withoutValues(t *testing.T, ls []flinkharness.Line) []flinkharness.Line {
+	out := make([]flinkharness.Line, len(ls))
+	for i, l := range ls {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l.Raw), &m); err != nil {
+			t.Fatal(err)
+		}
+		switch v := m["value"].(type) {
+		case map[string]any:
+			if l.Kind == "map" {
+				for k := range v {
+					v[k] = nil
+				}
+				break
+			}
+			m["value"] = nil
+		case []any:
+			for k := range v {
+				v[k] = nil
+			}
+		default:
+			m["value"] = nil
+		}
+		nl, err := lineOf(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[i] = nl
+	}
+	return out
+}
+
+// damageStep is the stride between damaged offsets: every byte with
+// STATEUTIL_FLINK_DAMAGE_EVERY=1, else about limit offsets per file.
+func damageStep(size, limit int) int {
+	if s, err := strconv.Atoi(os.Getenv("STATEUTIL_FLINK_DAMAGE_EVERY")); err == nil && s > 0 {
+		return s
+	}
+	if testing.Short() {
+		limit /= 4
+	}
+	return max(1, size/limit)
+}
+
+// tally counts outcomes by file.
+type tally map[string]*[numOutcomes]int
+
+func (ty tally) add(file string, o damageOutcome) {
+	if ty[file] == nil {
+		ty[file] = new([numOutcomes]int)
+	}
+	ty[file][o]++
+}
+
+func (ty tally) String() string {
+	var files []string
+	for f := range ty {
+		files = append(files, f)
+	}
+	sort.Strings(files)
+	var sb strings.Builder
+	for _, f := range files {
+		n := 0
+		for _, k := range ty[f] {
+			n += k
+		}
+		fmt.Fprintf(&sb, "  %s: %d tried", f, n)
+		for o, k := range ty[f] {
+			if k > 0 {
+				fmt.Fprintf(&sb, "; %s %d", outcomeNames[o], k)
+			}
+		}
+		sb.WriteString("\n")
+	}
+	return sb.String()
+}
+
+// TestDamageDetection flips bytes of, and truncates, every file of a
+// canonical heap savepoint and of native RocksDB snapshots (an incremental
+// checkpoint and a native savepoint) and logs the detection table.
+func TestDamageDetection(t *testing.T) {
+	for _, name := range []string{"2.3.0/basic-hashmap-canonical", "2.3.0/basic-rocksdb-checkpoint-incremental", "1.20.5/basic-rocksdb-native"} {
+		t.Run(name, func(t *testing.T) {
+			c := newDamageCase(t, name)
+			flips, cuts := tally{}, tally{}
+			for _, rel := range c.files(t) {
+				path := filepath.Join(c.dir, rel)
+				orig, err := os.ReadFile(path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				damaged := make([]byte, len(orig))
+				for off := 0; off < len(orig); off += damageStep(len(orig), 160) {
+					copy(damaged, orig)
+					damaged[off] ^= 0xff
+					if err := os.WriteFile(path, damaged, 0o600); err != nil {
+						t.Fatal(err)
+					}
+					o, msg := c.classify(t, rel)
+					flips.add(rel, o)
+					if o == misreported || o == structure {
+						t.Errorf("%s: byte %d flipped: %s: %s", rel, off, outcomeNames[o], msg)
+					}
+				}
+				for n := 0; n < len(orig); n += damageStep(len(orig), 40) {
+					if err := os.WriteFile(path, orig[:n], 0o600); err != nil {
+						t.Fatal(err)
+					}
+					o, msg := c.classify(t, rel)
+					cuts.add(rel, o)
+					if o != detected {
+						t.Errorf("%s cut at %d of %d: %s %s", rel, n, len(orig), outcomeNames[o], msg)
+					}
+				}
+				if err := os.WriteFile(path, orig, 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			t.Logf("%s: single-byte flips (xor 0xff):\n%struncations:\n%s", name, flips, cuts)
+		})
+	}
+}

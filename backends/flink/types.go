@@ -1,0 +1,428 @@
+package flink
+
+import (
+	"encoding/hex"
+	"math"
+	"strings"
+	"sync"
+
+	"github.com/hamba/avro/v2"
+)
+
+// Serializers whose snapshots are parsed exactly, for what their values
+// need: a POJO's field names and serializers, an enum's constants, the
+// class of Kryo values, an Avro schema. A snapshot that does not parse
+// as its class says falls back to being skipped (its values then show as
+// bytes).
+
+// optionalMapHeader starts Flink's LinkedOptionalMap serialization.
+const optionalMapHeader = 0x4f2c69a3d70
+
+// exactParsers by the short class name of the snapshot (set in init: the
+// parsers read nested snapshots, which look parsers up).
+var exactParsers map[string]func(sr *snapReader, s *SerializerSnapshot, cont contFunc, depth int)
+
+func init() {
+	exactParsers = map[string]func(sr *snapReader, s *SerializerSnapshot, cont contFunc, depth int){
+		"RowDataSerializer$RowDataSerializerSnapshot": parseRowDataSnapshot,
+		"PojoSerializerSnapshot": func(sr *snapReader, s *SerializerSnapshot, cont contFunc, depth int) {
+			s.TypeClass = sr.r.utf("POJO class")
+			s.Fields, s.Nested = sr.optionalMap("POJO fields", depth, true)
+			sr.optionalMap("POJO registered subclasses", depth, false)
+			sr.optionalMap("POJO subclasses", depth, false)
+		},
+		"EnumSerializer$EnumSerializerSnapshot": func(sr *snapReader, s *SerializerSnapshot, cont contFunc, depth int) {
+			r := sr.r
+			s.TypeClass = r.utf("enum class")
+			n := r.count32(2, "enum constant count")
+			s.Constants = make([]string, 0, n)
+			for i := 0; i < n && r.err == nil; i++ {
+				s.Constants = append(s.Constants, r.utf("enum constant"))
+			}
+		},
+		"KryoSerializerSnapshot": func(sr *snapReader, s *SerializerSnapshot, cont contFunc, depth int) {
+			s.TypeClass = sr.r.utf("Kryo type class")
+			for _, what := range []string{"Kryo registrations", "Kryo default serializers", "Kryo default serializer classes"} {
+				sr.optionalMap(what, depth, false)
+			}
+		},
+		"AvroSerializerSnapshot": func(sr *snapReader, s *SerializerSnapshot, cont contFunc, depth int) {
+			if s.Version < 2 {
+				sr.r.fail("Avro serializer snapshot version %d", s.Version)
+				return
+			}
+			t, _ := readStringValue(sr.r).(string)
+			schema, _ := readStringValue(sr.r).(string)
+			s.TypeClass, s.Schema = t, schema
+			if sr.r.err == nil {
+				if _, err := avroSchema(schema); err != nil {
+					sr.r.fail("Avro schema: %v", err)
+				}
+			}
+		},
+	}
+}
+
+// exact parses the body of s by its class's layout, and reports whether
+// it did (with cont holding where it ended). On failure nothing is
+// consumed.
+func (sr *snapReader) exact(s *SerializerSnapshot, cont contFunc, depth int) bool {
+	parse := exactParsers[s.Class[strings.LastIndex(s.Class, ".")+1:]]
+	if parse == nil {
+		return false
+	}
+	saved := *sr.r
+	try := *sr.r
+	parse(&snapReader{r: &try}, s, cont, depth)
+	if try.err != nil || !cont(try.off) {
+		*sr.r = saved
+		s.TypeClass, s.Fields, s.Nested, s.Constants, s.Schema, s.LogicalTypes = "", nil, nil, nil, "", nil
+		return false
+	}
+	*sr.r = try
+	return true
+}
+
+// optionalMap reads a LinkedOptionalMap: a header, a count, then per
+// entry a name, an optional framed key and an optional framed value; with
+// snapshots set the values are versioned serializer snapshots.
+func (sr *snapReader) optionalMap(what string, depth int, snapshots bool) ([]string, []*SerializerSnapshot) {
+	r := sr.r
+	at := r.pos()
+	if h := r.i64(what + " header"); r.err == nil && h != optionalMapHeader {
+		r.failAt(at, "%s: header 0x%x, want 0x%x", what, h, optionalMapHeader)
+	}
+	n := r.count32(4, what+" size")
+	var names []string
+	var snaps []*SerializerSnapshot
+	for i := 0; i < n && r.err == nil; i++ {
+		names = append(names, r.utf(what+" name"))
+		if r.bool(what + " key flag") {
+			r.bytes32(what + " key")
+		}
+		var snap *SerializerSnapshot
+		if r.bool(what + " value flag") {
+			base := r.pos() + 4
+			frame := r.bytes32(what + " value")
+			if snapshots && r.err == nil {
+				fr := &snapReader{r: newReader(frame, r.file, base)}
+				snap = fr.versioned(func(q int) bool { return q == len(frame) }, depth+1)
+				if fr.r.err == nil && fr.r.remaining() > 0 {
+					fr.r.fail("%d bytes after the serializer snapshot", fr.r.remaining())
+				}
+				if fr.r.err != nil {
+					r.err = fr.r.err
+				}
+			}
+		}
+		snaps = append(snaps, snap)
+	}
+	return names, snaps
+}
+
+// primitiveArrays maps Flink's primitive array serializers onto their
+// element kinds.
+var primitiveArrays = map[string]string{
+	"BooleanPrimitiveArraySerializer": "Boolean", "CharPrimitiveArraySerializer": "Char",
+	"DoublePrimitiveArraySerializer": "Double", "FloatPrimitiveArraySerializer": "Float",
+	"IntPrimitiveArraySerializer": "Integer", "LongPrimitiveArraySerializer": "Long",
+	"ShortPrimitiveArraySerializer": "Short", "StringArraySerializer": "String",
+}
+
+// arrayKind classifies the serializers of arrays: "Array:<element kind>"
+// for primitive and String arrays, "GenericArray" for arrays of objects.
+func arrayKind(n string) string {
+	if strings.Contains(n, "GenericArraySerializer") {
+		return "GenericArray"
+	}
+	if !strings.Contains(n, "typeutils.base.array.") {
+		return ""
+	}
+	short := n[strings.LastIndex(n, ".")+1:]
+	if i := strings.IndexByte(short, '$'); i >= 0 {
+		short = short[:i]
+	}
+	if k, ok := primitiveArrays[short]; ok {
+		return "Array:" + k
+	}
+	return ""
+}
+
+// elementSnapshot is a snapshot of the element kind k, for walking arrays.
+func elementSnapshot(k string) *SerializerSnapshot {
+	class := exprClasses["java.lang."+k]
+	if k == "Char" {
+		class = exprClasses["java.lang.Character"]
+	}
+	return &SerializerSnapshot{Class: class}
+}
+
+// walkArray reads an array of primitives or strings: an int length, then
+// the elements (a String array's elements are StringValues, null as 0).
+func walkArray(r *reader, elem string, decode bool) []any {
+	n := r.count32(0, "array length")
+	if r.err != nil {
+		return nil
+	}
+	s := elementSnapshot(elem)
+	w := fixedLength(s)
+	if w > 0 && n > r.remaining()/w {
+		r.fail("array of %d elements of %d bytes, %d left", n, w, r.remaining())
+		return nil
+	}
+	var out []any
+	if decode {
+		out = make([]any, 0, min(n, r.remaining()+1))
+	}
+	for i := 0; i < n && r.err == nil; i++ {
+		if !decode {
+			skipValue(r, s, 1)
+			continue
+		}
+		out = append(out, decodeAny(r, s, 1))
+	}
+	return out
+}
+
+// rowKindBits says whether a Row serializer snapshot writes the row kind
+// (two bits) in front of the null mask: from outer version 3 on, and in
+// version 4 only where its outer snapshot's boolean says so.
+func rowKindBits(s *SerializerSnapshot) int {
+	switch {
+	case s.OuterVersion < 3:
+		return 0
+	case s.OuterVersion == 3:
+		return 2
+	case len(s.Outer) == 1 && s.Outer[0] == 0:
+		return 0
+	}
+	return 2
+}
+
+// walkRow reads a Row: a mask of row-kind bits and one null bit per
+// field (most significant bit first), then the fields that are not null.
+func walkRow(r *reader, s *SerializerSnapshot, depth int, decode bool) []any {
+	kind := rowKindBits(s)
+	bitsN := kind + len(s.Nested)
+	mask := r.take((bitsN+7)/8, "row null mask")
+	if r.err != nil {
+		return nil
+	}
+	var out []any
+	if decode {
+		out = make([]any, 0, len(s.Nested))
+	}
+	for i, f := range s.Nested {
+		bit := kind + i
+		if mask[bit/8]&(0x80>>(bit%8)) != 0 {
+			if decode {
+				out = append(out, nil)
+			}
+			continue
+		}
+		if !decode {
+			if !skipValue(r, f, depth+1) {
+				r.fail("row field %d: values of %s cannot be walked", i, f.Name())
+			}
+			continue
+		}
+		out = append(out, decodeAny(r, f, depth+1))
+	}
+	return out
+}
+
+// POJO flags (PojoSerializer).
+const (
+	pojoNull        = 1
+	pojoNoSubclass  = 2
+	pojoSubclass    = 4
+	pojoTaggedClass = 8
+)
+
+// walkPojo reads a POJO: a flags byte, then per field a null flag and the
+// field's value. Subclass values (written by serializers the snapshot
+// records apart) are refused.
+func walkPojo(r *reader, s *SerializerSnapshot, depth int, decode bool) (any, bool) {
+	at := r.pos()
+	flags := r.u8("POJO flags")
+	switch {
+	case r.err != nil:
+		return nil, true
+	case flags == pojoNull:
+		return nil, true
+	case flags&(pojoSubclass|pojoTaggedClass) != 0:
+		r.failAt(at, "POJO value of a subclass of %s, which stateutil does not walk", s.TypeClass)
+		return nil, false
+	case flags != pojoNoSubclass:
+		r.failAt(at, "POJO flags 0x%02x", flags)
+		return nil, true
+	}
+	var out map[string]any
+	if decode {
+		out = make(map[string]any, len(s.Nested))
+	}
+	for i, f := range s.Nested {
+		null := r.bool("POJO field null flag")
+		var v any
+		if !null && r.err == nil {
+			if f == nil {
+				r.fail("POJO field %q has no serializer in the snapshot", s.Fields[i])
+				return nil, false
+			}
+			if decode {
+				v = decodeAny(r, f, depth+1)
+			} else if !skipValue(r, f, depth+1) {
+				return nil, false
+			}
+		}
+		if decode {
+			out[s.Fields[i]] = v
+		}
+	}
+	return out, true
+}
+
+// avroSchemas caches parsed schemas by their text. Each is parsed with a
+// cache of its own, so that schemas of different snapshots that reuse a
+// name never see each other.
+var avroSchemas sync.Map // string -> avro.Schema or error
+
+func avroSchema(text string) (avro.Schema, error) {
+	if v, ok := avroSchemas.Load(text); ok {
+		if err, bad := v.(error); bad {
+			return nil, err
+		}
+		return v.(avro.Schema), nil
+	}
+	s, err := avro.ParseWithCache(text, "", &avro.SchemaCache{})
+	var v any = s
+	if err != nil {
+		v = err
+	}
+	avroSchemas.Store(text, v)
+	return s, err
+}
+
+// walkAvro reads one Avro datum the way Flink's AvroSerializer writes it
+// (its DataOutputEncoder: big-endian fixed-width numbers, an int length
+// before strings and bytes, an int union index, array and map blocks
+// counted by variable-length longs and ended by 0). The schema, and so the
+// datum's shape, comes from the Avro library.
+func walkAvro(r *reader, sch avro.Schema, depth int, decode bool) any {
+	if depth > 32 {
+		r.fail("Avro values nested deeper than 32")
+		return nil
+	}
+	switch s := sch.(type) {
+	case *avro.NullSchema:
+		return nil
+	case *avro.RefSchema:
+		return walkAvro(r, s.Schema(), depth+1, decode)
+	case *avro.RecordSchema:
+		var out map[string]any
+		if decode {
+			out = make(map[string]any, len(s.Fields()))
+		}
+		for _, f := range s.Fields() {
+			v := walkAvro(r, f.Type(), depth+1, decode)
+			if decode {
+				out[f.Name()] = v
+			}
+		}
+		return out
+	case *avro.UnionSchema:
+		at := r.pos()
+		i := r.i32("Avro union index")
+		if r.err == nil && (i < 0 || int(i) >= len(s.Types())) {
+			r.failAt(at, "Avro union index %d of %d branches", i, len(s.Types()))
+		}
+		if r.err != nil {
+			return nil
+		}
+		return walkAvro(r, s.Types()[i], depth+1, decode)
+	case *avro.EnumSchema:
+		at := r.pos()
+		i := r.i32("Avro enum index")
+		if r.err == nil && (i < 0 || int(i) >= len(s.Symbols())) {
+			r.failAt(at, "Avro enum index %d of %d symbols", i, len(s.Symbols()))
+			return nil
+		}
+		if r.err != nil {
+			return nil
+		}
+		return s.Symbols()[i]
+	case *avro.FixedSchema:
+		b := r.take(s.Size(), "Avro fixed")
+		return "0x" + hex.EncodeToString(b)
+	case *avro.ArraySchema:
+		var out []any
+		if decode {
+			out = []any{}
+		}
+		avroBlocks(r, func() {
+			v := walkAvro(r, s.Items(), depth+1, decode)
+			if decode {
+				out = append(out, v)
+			}
+		})
+		return out
+	case *avro.MapSchema:
+		var out map[string]any
+		if decode {
+			out = map[string]any{}
+		}
+		avroBlocks(r, func() {
+			k := string(r.bytes32("Avro map key"))
+			v := walkAvro(r, s.Values(), depth+1, decode)
+			if decode {
+				out[k] = v
+			}
+		})
+		return out
+	case *avro.PrimitiveSchema:
+		switch s.Type() {
+		case avro.Null:
+			return nil
+		case avro.Boolean:
+			return r.bool("Avro boolean")
+		case avro.Int:
+			return r.i32("Avro int")
+		case avro.Long:
+			return r.i64("Avro long")
+		case avro.Float:
+			return float64(math.Float32frombits(uint32(r.i32("Avro float"))))
+		case avro.Double:
+			return r.f64("Avro double")
+		case avro.Bytes:
+			return "0x" + hex.EncodeToString(r.bytes32("Avro bytes"))
+		case avro.String:
+			return string(r.bytes32("Avro string"))
+		}
+	}
+	r.fail("Avro schema type %s", sch.Type())
+	return nil
+}
+
+// avroBlocks reads blocks of items until a block of count 0.
+func avroBlocks(r *reader, item func()) {
+	for r.err == nil {
+		at := r.pos()
+		n := readVarUint(r, "Avro block count")
+		if r.err != nil || n == 0 {
+			return
+		}
+		if n > uint64(r.remaining()) {
+			r.failAt(at, "Avro block of %d items, %d bytes left", n, r.remaining())
+			return
+		}
+		for i := uint64(0); i < n && r.err == nil; i++ {
+			item()
+		}
+	}
+}
+
+// kryoValue is what a Kryo value shows as: Kryo writes objects by their
+// class's own field layout, which the snapshot does not record.
+func kryoValue(s *SerializerSnapshot, b []byte) map[string]any {
+	return map[string]any{"class": s.TypeClass, "bytes": "0x" + hex.EncodeToString(b)}
+}

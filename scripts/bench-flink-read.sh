@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Reading every entry of a real Flink savepoint: `stateutil dump` against
+# Flink's State Processor API (the harness's spa-dump) on the same
+# savepoint, each timed from process start to exit, reported as a ratio.
+#
+#   scripts/bench-flink-read.sh          # from scripts/bench.sh, or alone
+#
+# Environment (all optional):
+#   BENCH_FLINK_READ_RECORDS  keys of the savepoint (default 1000000: one per record)
+#   BENCH_FLINK_VERSION       Flink version (default 2.3.0)
+#   BENCH_FLINK_READ_ROUNDS   stateutil runs, median taken (default 5); the State
+#                             Processor API runs once per round too, up to 3
+#   BENCH_FLINK_READ_XMX      the State Processor API JVM's heap (default 4g: it
+#                             collects the dump)
+#   STATEUTIL_CACHE_DIR       where the savepoint is kept between runs
+# Needs Java and Maven (scripts/flink-harness.sh); prints a note and exits 0
+# without them. Results go to stdout and, under bench.sh, bench-results.txt.
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cache=${STATEUTIL_CACHE_DIR:-$root/.cache}
+records=${BENCH_FLINK_READ_RECORDS:-1000000}
+version=${BENCH_FLINK_VERSION:-2.3.0}
+rounds=${BENCH_FLINK_READ_ROUNDS:-5}
+results=${results:-/dev/null}
+harness="$root/scripts/flink-harness.sh"
+
+out() { printf '%s\n' "$*" | tee -a "$results"; }
+if ! command -v java >/dev/null || ! command -v mvn >/dev/null; then
+	out "flink read: skipped (no java or mvn for the Flink harness)"
+	exit 0
+fi
+
+bin="$cache/bench-flink/stateutil"
+mkdir -p "$cache/bench-flink"
+(cd "$root" && go build -o "$bin" .)
+
+# The savepoint: the harness's big job, RocksDB, canonical; made once.
+snapdir="$cache/bench-flink/big-$version-$records"
+if [[ ! -f $snapdir/path ]]; then
+	rm -rf "$snapdir"
+	mkdir -p "$snapdir"
+	"$harness" "$version" snapshot --job big --backend rocksdb --kind canonical --records "$records" \
+		--dir "$snapdir/snapshot" >"$snapdir/harness.out"
+	tail -n 1 "$snapdir/harness.out" >"$snapdir/path"
+fi
+snap=$(cat "$snapdir/path")
+work=$(mktemp -d "$cache/bench-flink/run.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+
+elapsed() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN {printf "%.3f\n", b - a}'; }
+median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+
+for i in $(seq "$rounds"); do
+	t0=$(date +%s.%N)
+	"$bin" dump "$snap" --now 0 -o jsonl >"$work/su.jsonl"
+	elapsed "$t0" >>"$work/su.s"
+	if ((i <= 3)); then
+		t0=$(date +%s.%N)
+		STATEUTIL_FLINK_XMX=${BENCH_FLINK_READ_XMX:-4g} "$harness" "$version" spa-dump --job big --snapshot "$snap" --records "$records" \
+			--dump "$work/spa.jsonl" >/dev/null
+		elapsed "$t0" >>"$work/spa.s"
+	fi
+done
+entries=$(wc -l <"$work/su.jsonl")
+spa_lines=$(wc -l <"$work/spa.jsonl")
+su=$(median <"$work/su.s")
+spa=$(median <"$work/spa.s")
+bytes=$(du -sb "$snap" | cut -f1)
+out "== reading every entry of a Flink $version canonical RocksDB savepoint ($records keys, $bytes bytes), process start to exit"
+out "$(printf 'stateutil dump:              %8.3f s  (%s records, median of %s)' "$su" "$entries" "$rounds")"
+out "$(printf 'State Processor API dump:    %8.3f s  (%s lines, median of %s)' "$spa" "$spa_lines" "$(wc -l <"$work/spa.s")")"
+out "$(awk -v a="$spa" -v b="$su" 'BEGIN {printf "stateutil is %.1fx faster\n", a / b}')"
