@@ -35,7 +35,7 @@ for d in "$1"/*/; do
   [ -f "$d/CURRENT" ] || continue
   for cf in $(ldb list_column_families --db="$d" | tail -1 | tr -d '{}' | tr ',' ' '); do
     [ "$cf" = default ] && continue
-    ldb --db="$d" --secondary_path="$2" --column_family="$cf" scan
+    ldb --db="$d" --secondary_path="$2" --column_family="$cf" scan ${3:+--hex}
   done
 done
 SCAN
@@ -47,13 +47,16 @@ say "== dump -o jsonl vs ldb scan (rocksdb, $(mib "$big") MiB, $entries records,
 for _ in $(seq "$rounds"); do
   round dump - "$bin" dump "$work/rdb" -o jsonl
   round ldb - "$work/ldb-scan" "$work/rdb" "$work/ldb-secondary"
+  round ldbhex - "$work/ldb-scan" "$work/rdb" "$work/ldb-secondary" hex
 done
 t_dump=$(med_s dump)
 t_ldb=$(med_s ldb)
+t_ldbhex=$(med_s ldbhex)
 say "dump:      ${t_dump}s   $(awk -v n="$entries" -v t="$t_dump" 'BEGIN {printf "%.0f", n / t}') records/s   peak RSS $(max_rss dump) MiB   (runs: $(cut -d' ' -f1 "$work/dump" | tr '\n' ' '))"
-say "ldb scan:  ${t_ldb}s   $(awk -v n="$scanned" -v t="$t_ldb" 'BEGIN {printf "%.0f", n / t}') entries/s   (runs: $(cut -d' ' -f1 "$work/ldb" | tr '\n' ' '))"
+say "ldb scan --hex (bytes as text, as dump writes them): ${t_ldbhex}s   $(awk -v n="$scanned" -v t="$t_ldbhex" 'BEGIN {printf "%.0f", n / t}') entries/s   (runs: $(cut -d' ' -f1 "$work/ldbhex" | tr '\n' ' '))"
+say "ldb scan (raw bytes):  ${t_ldb}s   $(awk -v n="$scanned" -v t="$t_ldb" 'BEGIN {printf "%.0f", n / t}') entries/s   (runs: $(cut -d' ' -f1 "$work/ldb" | tr '\n' ' '))"
 # A record is one key's value, list or map; RocksDB holds a map's entries
 # apart, so the two counts differ. Both read all of the same data.
-say "dump entries/s over ldb entries/s = $(awk -v a="$entries" -v b="$t_dump" -v c="$scanned" -v d="$t_ldb" 'BEGIN {printf "%.2f", (a / b) / (c / d)}');   ldb time / dump time = $(ratio "$t_ldb" "$t_dump")"
+say "dump entries/s over ldb entries/s = $(awk -v a="$entries" -v b="$t_dump" -v c="$scanned" -v d="$t_ldb" 'BEGIN {printf "%.2f", (a / b) / (c / d)}');   ldb time / dump time = $(ratio "$t_ldb" "$t_dump"), with --hex $(ratio "$t_ldbhex" "$t_dump")"
 rm -rf "$work/ldb-secondary"
 say ""
