@@ -109,6 +109,9 @@ func Get(ctx context.Context, r snapshot.Reader, codecs *snapshot.Codecs, q Quer
 	if sub == nil {
 		return nil, snapshot.Corrupt(op.Label(), -1, "no subtask owns key group %d", kg)
 	}
+	if err := unreadable(op, st.Name, sub.Index); err != nil {
+		return nil, err
+	}
 	var entries []snapshot.Entry
 	if kr, ok := r.(KeyReader); ok {
 		entries, err = kr.KeyEntries(ctx, op, sub.Index, kg, st.Name, key, ns)
@@ -153,6 +156,11 @@ func find(s *snapshot.Snapshot, label, state string) (*snapshot.Operator, *snaps
 	}
 	st, ok := op.KeyedStateByName(state)
 	if !ok {
+		// A state the reader could not read may be missing from the
+		// descriptors too: it is unreadable, not absent.
+		if err := unreadable(op, state, -1); err != nil {
+			return nil, nil, err
+		}
 		var names []string
 		for _, k := range op.KeyedStates {
 			names = append(names, k.Name)
@@ -160,6 +168,28 @@ func find(s *snapshot.Snapshot, label, state string) (*snapshot.Operator, *snaps
 		return nil, nil, fmt.Errorf("%w: operator %q has no keyed state %q (keyed states: %s)", snapshot.ErrNotFound, op.Label(), state, strings.Join(names, ", "))
 	}
 	return op, st, nil
+}
+
+// unreadable is the error for keyed state of op that the reader marked
+// unreadable in subtask sub (any subtask when sub < 0), or nil: a key of
+// such a state is neither found nor not found.
+func unreadable(op *snapshot.Operator, state string, sub int) error {
+	for _, s := range op.Subtasks {
+		if s == nil || (sub >= 0 && s.Index != sub) {
+			continue
+		}
+		for _, u := range s.Unreadable {
+			if u.Scope != snapshot.ScopeKeyed || (u.State != "" && u.State != state) {
+				continue
+			}
+			class := snapshot.ErrUnsupportedVersion
+			if u.Damaged {
+				class = snapshot.ErrCorrupt
+			}
+			return fmt.Errorf("%w: operator %q subtask %d: %s", class, op.Label(), s.Index, u)
+		}
+	}
+	return nil
 }
 
 func subtaskOf(op *snapshot.Operator, kg int) *snapshot.Subtask {

@@ -168,11 +168,21 @@ func (n *nativeDB) Close() error {
 	return err
 }
 
+// onlyKey is one key of one state: what a point read reads.
+type onlyKey struct {
+	state string
+	key   []byte
+}
+
 // nativeEntries streams the entries of a native RocksDB subtask, key group
 // by key group, each state's column family read in key order from the
 // first group's prefix; a key that sorts before its group's prefix (too
 // short to hold one) is passed over.
-func (r *SnapshotReader) nativeEntries(ctx context.Context, op *OperatorState, st *SubtaskState, h *IncrementalKeyedHandle, kgs keygroup.Range) snapshot.Entries {
+//
+// With only set, it reads only the entries of one key of one state: a
+// seek to the key's prefix in that state's column family (a timer's key
+// comes after its timestamp, so a timer state is read whole).
+func (r *SnapshotReader) nativeEntries(ctx context.Context, op *OperatorState, st *SubtaskState, h *IncrementalKeyedHandle, kgs keygroup.Range, only *onlyKey) snapshot.Entries {
 	return func(yield func(snapshot.Entry, error) bool) {
 		n, err := r.openNative(ctx, op, st, h)
 		if err != nil {
@@ -205,9 +215,15 @@ func (r *SnapshotReader) nativeEntries(ctx context.Context, op *OperatorState, s
 			}
 		}()
 		for _, l := range n.layouts {
-			if n.db.Has(l.name) {
-				its = append(its, cfIter{l, n.db.NewIterator(l.name, prefixOf(lo), upper)})
+			if !n.db.Has(l.name) || (only != nil && l.name != only.state) {
+				continue
 			}
+			lower, to := prefixOf(lo), upper
+			if only != nil && l.kind != snapshot.Timer {
+				lower = append(lower, only.key...)
+				to = rocksdb.PrefixEnd(lower)
+			}
+			its = append(its, cfIter{l, n.db.NewIterator(l.name, lower, to)})
 		}
 		stopped := false
 		emit := func(e snapshot.Entry) bool {

@@ -1,6 +1,7 @@
 package flink
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -64,6 +65,29 @@ func (r *SnapshotReader) subtaskState(op *snapshot.Operator, subtask int) (*Oper
 	return fo, nil, nil
 }
 
+// KeyEntries gives one key's entries of one state (lookup.KeyReader): in
+// a native RocksDB subtask a seek to the key in the state's column family,
+// elsewhere a scan of the key's group.
+func (r *SnapshotReader) KeyEntries(ctx context.Context, op *snapshot.Operator, subtask, kg int, state string, key, namespace []byte) ([]snapshot.Entry, error) {
+	group := keygroup.Range{Start: kg, End: kg}
+	es := r.Entries(ctx, op, subtask, group)
+	if fo, st, err := r.subtaskState(op, subtask); err == nil && st != nil && st.ManagedKeyedState != nil && len(r.unread[st]) == 0 {
+		if h := nativeHandle(st.ManagedKeyedState); h != nil {
+			es = r.nativeEntries(ctx, fo, st, h, group, &onlyKey{state, key})
+		}
+	}
+	var out []snapshot.Entry
+	for e, err := range es {
+		if err != nil {
+			return nil, err
+		}
+		if e.State == state && bytes.Equal(e.Key, key) && bytes.Equal(e.Namespace, namespace) {
+			out = append(out, e.Clone())
+		}
+	}
+	return out, nil
+}
+
 // Entries streams a subtask's keyed entries in the key groups kgs.
 func (r *SnapshotReader) Entries(ctx context.Context, op *snapshot.Operator, subtask int, kgs keygroup.Range) snapshot.Entries {
 	fo, st, err := r.subtaskState(op, subtask)
@@ -79,7 +103,7 @@ func (r *SnapshotReader) Entries(ctx context.Context, op *snapshot.Operator, sub
 	}
 	var es snapshot.Entries
 	if h := nativeHandle(st.ManagedKeyedState); h != nil {
-		es = r.nativeEntries(ctx, fo, st, h, kgs)
+		es = r.nativeEntries(ctx, fo, st, h, kgs, nil)
 	} else {
 		es = r.keyGroupEntries(ctx, fo, st, kgs)
 	}

@@ -332,34 +332,3 @@ func SPADump(ctx context.Context, version string, o SPAOptions) (string, error) 
 	_, err := Run(ctx, version, "spa-dump", args...)
 	return o.Dump, err
 }
-
-// SPARewrite rewrites every state of the snapshot with the State Processor
-// API into a new savepoint at maxParallelism under out, and returns the
-// savepoint's path and the time Flink took (the benchmark peer).
-func SPARewrite(ctx context.Context, version, job, snapshot string, maxParallelism int, out string) (string, time.Duration, error) {
-	stdout, err := Run(ctx, version, "spa-rewrite", "--job", job, "--snapshot", snapshot,
-		"--max-parallelism", strconv.Itoa(maxParallelism), "--out", out)
-	if err != nil {
-		return "", 0, err
-	}
-	var path string
-	var elapsed time.Duration
-	for _, l := range strings.Split(stdout, "\n") {
-		if s, ok := strings.CutPrefix(l, "elapsed_seconds "); ok {
-			f, perr := strconv.ParseFloat(strings.TrimSpace(s), 64)
-			if perr != nil {
-				return "", 0, fmt.Errorf("flinkharness: bad elapsed line %q", l)
-			}
-			elapsed = time.Duration(f * float64(time.Second))
-		} else if strings.TrimSpace(l) != "" {
-			path = strings.TrimSpace(l)
-		}
-	}
-	return path, elapsed, nil
-}
-
-// Version returns the Flink version the harness for version runs (a build check).
-func Version(ctx context.Context, version string) (string, error) {
-	out, err := Run(ctx, version, "version")
-	return lastLine(out), err
-}
