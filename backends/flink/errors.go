@@ -20,6 +20,20 @@ var ErrUnsupportedVersion = snapshot.ErrUnsupportedVersion
 // snapshot.CorruptError, the one type every format reports damage with.
 type CorruptError = snapshot.CorruptError
 
+// unknownVersion is the error for a format version this package does not
+// read, at offset in file: unsupported when a later (or earlier) Flink
+// could have written it, damage when no Flink could.
+func unknownVersion(file string, offset int64, what string, version int) error {
+	if version < 1 || version > maxPlausibleVersion {
+		return &CorruptError{File: file, Offset: offset, Reason: fmt.Sprintf("%s version %d is no version Flink could write", what, version)}
+	}
+	return &VersionError{File: file, What: what, Version: version}
+}
+
+// maxPlausibleVersion bounds the format versions a later Flink may write
+// (_metadata has used 1 to 6 in ten years): a version past it is damage.
+const maxPlausibleVersion = 64
+
 // VersionError reports a format version this package cannot read.
 type VersionError struct {
 	File    string

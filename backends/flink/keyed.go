@@ -41,7 +41,7 @@ func ParseKeyedHeader(data []byte, file string, base int64, end int) (*KeyedHead
 	case h.Version >= 6 && h.Version <= 8:
 		mr.layout = "current"
 	default:
-		return nil, &VersionError{File: file, What: "keyed backend header", Version: h.Version}
+		return nil, unknownVersion(file, base, "keyed backend header", h.Version)
 	}
 	if h.Version >= 4 {
 		h.Compression = r.bool("compression flag")

@@ -125,10 +125,6 @@ type decoder struct {
 	subtaskRange *KeyGroupRange
 }
 
-// maxPlausibleVersion bounds the format versions a later Flink may write
-// (it has used 1 to 6 in ten years): a version past it is damage.
-const maxPlausibleVersion = 64
-
 // ParseMetadata decodes the bytes of a `_metadata` file; file names it in
 // errors. The returned value shares memory with data (inline state).
 func ParseMetadata(data []byte, file string) (*Metadata, error) {
@@ -144,11 +140,8 @@ func ParseMetadata(data []byte, file string) (*Metadata, error) {
 	if r.err != nil {
 		return nil, r.err
 	}
-	switch {
-	case version < 1 || version > maxPlausibleVersion:
-		return nil, &CorruptError{File: file, Offset: 4, Reason: fmt.Sprintf("_metadata version %d is no version Flink could write", version)}
-	case version < MinMetadataVersion || version > MaxMetadataVersion:
-		return nil, &VersionError{File: file, What: "_metadata", Version: version}
+	if version < MinMetadataVersion || version > MaxMetadataVersion {
+		return nil, unknownVersion(file, 4, "_metadata", version)
 	}
 	d := &decoder{r: r, version: version}
 	m := &Metadata{File: file, Version: version}

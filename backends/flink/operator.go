@@ -85,7 +85,7 @@ func ParseOperatorState(data []byte, file string, base int64, h *OperatorStateHa
 	case of.Version == 5 || of.Version == 6:
 		mr.layout = "current"
 	default:
-		return nil, &VersionError{File: file, What: "operator backend header", Version: of.Version}
+		return nil, unknownVersion(file, base, "operator backend header", of.Version)
 	}
 	if of.Version >= 6 {
 		of.Compression = r.bool("compression flag")
