@@ -48,7 +48,12 @@ type Codec struct {
 	keyW   int
 	nsW    int
 	void   bool
-	ttl    int64 // 0 when the state has no TTL
+	// hasTTL: values carry Flink's 8-byte last-access time. ttl is the
+	// TTL, added to it to give an entry's expiry; 0 where the snapshot
+	// does not record it (snapshot.TTL.Unknown: ExpiresAt is then the
+	// last access itself).
+	hasTTL bool
+	ttl    int64
 }
 
 func newCodec(ks *snapshot.KeyedState, maxParallelism int) *Codec {
@@ -64,7 +69,7 @@ func newCodec(ks *snapshot.KeyedState, maxParallelism int) *Codec {
 		c.keyW = -1
 	}
 	if ks.TTL != nil {
-		c.ttl = ks.TTL.TTLMillis
+		c.hasTTL, c.ttl = true, ks.TTL.TTLMillis
 	}
 	return c
 }
@@ -140,14 +145,19 @@ func (c *Codec) EncodeKey(dst []byte, e *snapshot.Entry) ([]byte, error) {
 	if c.Kind != snapshot.Map && len(e.UserKey) > 0 {
 		return nil, fmt.Errorf("rocksdb: state %q is %s state, entry has a user key", c.State, c.Kind)
 	}
-	if c.ttl == 0 && e.ExpiresAt != 0 {
+	if !c.hasTTL && e.ExpiresAt != 0 {
 		return nil, fmt.Errorf("rocksdb: state %q has no TTL, entry expires at %d", c.State, e.ExpiresAt)
 	}
 	dst = append(dst, c.KeyGroupPrefix(e.KeyGroup)...)
 	dst = appendPart(dst, e.Key, c.keyW, false)
 	dst = appendPart(dst, e.Namespace, c.nsW, c.void)
-	if c.Kind == snapshot.Map {
+	switch c.Kind {
+	case snapshot.Map:
 		dst = append(dst, e.UserKey...)
+	case snapshot.Timer:
+		// A key has many timers: the timer itself is part of what
+		// identifies the entry, as Flink's own layout has it.
+		dst = append(dst, e.Value...)
 	}
 	return dst, nil
 }
@@ -191,9 +201,12 @@ func (c *Codec) DecodeKey(k []byte, e *snapshot.Entry) error {
 		e.Namespace = nil
 	}
 	e.UserKey = nil
-	if c.Kind == snapshot.Map {
+	switch {
+	case c.Kind == snapshot.Map:
 		e.UserKey = rest
-	} else if len(rest) > 0 {
+	case c.Kind == snapshot.Timer:
+		// The timer again, as the stored value holds it.
+	case len(rest) > 0:
 		return c.corrupt(k, "%d trailing bytes", len(rest))
 	}
 	return nil
@@ -209,7 +222,7 @@ func (c *Codec) CheckSize(e *snapshot.Entry, n int64) error {
 }
 
 func (c *Codec) appendTTL(dst []byte, e *snapshot.Entry) []byte {
-	if c.ttl == 0 {
+	if !c.hasTTL {
 		return dst
 	}
 	// Flink stores the last access; wrapping arithmetic inverts exactly.
@@ -220,7 +233,7 @@ func (c *Codec) appendTTL(dst []byte, e *snapshot.Entry) []byte {
 // entry: [8-byte last access if TTL] value.
 func (c *Codec) EncodeValue(dst []byte, e *snapshot.Entry) ([]byte, error) {
 	n := int64(len(e.Value))
-	if c.ttl != 0 {
+	if c.hasTTL {
 		n += ttlBytes
 	}
 	if err := c.CheckSize(e, n); err != nil {
@@ -233,7 +246,7 @@ func (c *Codec) EncodeValue(dst []byte, e *snapshot.Entry) ([]byte, error) {
 // the list is not empty).
 func (c *Codec) elementSize(e *snapshot.Entry, listLen int) int64 {
 	n := int64(len(e.Value)) + int64(uvarintLen(uint64(len(e.Value))))
-	if c.ttl != 0 {
+	if c.hasTTL {
 		n += ttlBytes
 	}
 	if listLen > 0 {
@@ -271,7 +284,7 @@ func uvarintLen(v uint64) int {
 // value v of key k (0 when the state has no TTL) and returns the rest.
 func (c *Codec) TakeTTL(k, v []byte, e *snapshot.Entry) ([]byte, error) {
 	e.ExpiresAt = 0
-	if c.ttl == 0 {
+	if !c.hasTTL {
 		return v, nil
 	}
 	if len(v) < ttlBytes {
