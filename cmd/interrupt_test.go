@@ -342,45 +342,53 @@ func TestRacingConvertsToOneDestination(t *testing.T) {
 	mustRun(t, "generate", "--output", src, "--keys", "2000")
 	for i, to := range []string{"memory", "filesystem", "rocksdb", "filesystem", "rocksdb"} {
 		dst := filepath.Join(dir, fmt.Sprintf("dst-%d", i))
-		pause := filepath.Join(dir, fmt.Sprintf("pause-%d", i))
-		first := exec.Command(os.Args[0], "-test.run=^$")
-		first.Env = append(os.Environ(), mainEnv+"="+strings.Join([]string{"convert", src, "--to", to, "--output", dst, "--quiet"}, "\x1f"), pauseEnv+"="+pause)
-		var firstErr strings.Builder
-		first.Stderr = &firstErr
-		if err := first.Start(); err != nil {
-			t.Fatal(err)
-		}
-		deadline := time.Now().Add(time.Minute)
-		for !exists(pause + ".paused") {
-			if time.Now().After(deadline) {
-				first.Process.Kill()
-				t.Fatalf("the first convert never started writing: %s", firstErr.String())
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-		code, errOut := child(t, t.TempDir(), 0, "convert", src, "--to", "memory", "--output", dst, "--quiet")
-		if code != ExitUsage || !strings.Contains(errOut, "in use") {
-			t.Errorf("second convert to %s while the first writes: exit %d: %s", dst, code, errOut)
-		}
-		os.WriteFile(pause+".go", nil, 0o644)
-		if err := first.Wait(); err != nil {
-			t.Fatalf("first convert: %v: %s", err, firstErr.String())
-		}
-		code, errOut = child(t, t.TempDir(), 0, "convert", src, "--to", "memory", "--output", dst, "--quiet")
-		if code != ExitUsage || !strings.Contains(errOut, "already") {
-			t.Errorf("third convert to %s after the first: exit %d: %s", dst, code, errOut)
-		}
-		r, err := testReg.Open(context.Background(), dst, snapshot.OpenOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := r.Snapshot().Format; got != to {
-			t.Errorf("%s holds a %s snapshot, the first convert wrote %s", dst, got, to)
-		}
-		r.Close()
-		sameState(t, src, dst)
+		raceConverts(t, src, dst, to, filepath.Join(dir, fmt.Sprintf("pause-%d", i)))
 		if left := leftovers(t, dir); len(left) > 0 {
 			t.Errorf("left %v", left)
 		}
 	}
+}
+
+// raceConverts starts a convert of src to dst in format to and holds it
+// mid-write (pause names its pause files); a second convert to dst must
+// fail "in use" meanwhile, the first must finish, a third must find dst
+// "already" there, and dst must hold the first's snapshot.
+func raceConverts(t *testing.T, src, dst, to, pause string) {
+	t.Helper()
+	first := exec.Command(os.Args[0], "-test.run=^$")
+	first.Env = append(os.Environ(), mainEnv+"="+strings.Join([]string{"convert", src, "--to", to, "--output", dst, "--quiet"}, "\x1f"), pauseEnv+"="+pause)
+	var firstErr strings.Builder
+	first.Stderr = &firstErr
+	if err := first.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for !exists(pause + ".paused") {
+		if time.Now().After(deadline) {
+			first.Process.Kill()
+			t.Fatalf("the first convert never started writing: %s", firstErr.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	code, errOut := child(t, t.TempDir(), 0, "convert", src, "--to", "memory", "--output", dst, "--quiet")
+	if code != ExitUsage || !strings.Contains(errOut, "in use") {
+		t.Errorf("second convert to %s while the first writes: exit %d: %s", dst, code, errOut)
+	}
+	os.WriteFile(pause+".go", nil, 0o644)
+	if err := first.Wait(); err != nil {
+		t.Fatalf("first convert: %v: %s", err, firstErr.String())
+	}
+	code, errOut = child(t, t.TempDir(), 0, "convert", src, "--to", "memory", "--output", dst, "--quiet")
+	if code != ExitUsage || !strings.Contains(errOut, "already") {
+		t.Errorf("third convert to %s after the first: exit %d: %s", dst, code, errOut)
+	}
+	r, err := testReg.Open(context.Background(), dst, snapshot.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := r.Snapshot().Format; got != to {
+		t.Errorf("%s holds a %s snapshot, the first convert wrote %s", dst, got, to)
+	}
+	r.Close()
+	sameState(t, src, dst)
 }
