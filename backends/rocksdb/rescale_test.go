@@ -214,9 +214,9 @@ func checkFiles(t *testing.T, loc string) {
 		if err := rocksdbformat.DownloadHandle(ctx, d, h, dir); err != nil {
 			t.Fatal(err)
 		}
-		run(t, ldb, "--db="+dir, "checkconsistency")
-		run(t, sstDump, "--file="+dir, "--command=verify")
-		out := run(t, sstDump, "--file="+dir, "--command=scan", "--output_hex")
+		rockstest.Run(t, ldb, "--db="+dir, "checkconsistency")
+		rockstest.Run(t, sstDump, "--file="+dir, "--command=verify")
+		out := rockstest.Run(t, sstDump, "--file="+dir, "--command=scan", "--output_hex")
 		keys := 0
 		for _, line := range strings.Split(out, "\n") {
 			k, _, ok := strings.Cut(line, " seq:")

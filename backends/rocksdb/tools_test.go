@@ -20,27 +20,10 @@ import (
 	"github.com/stateutil/stateutil/storage"
 )
 
-func tool(t *testing.T, name string) string {
-	p, err := exec.LookPath(name)
-	if err != nil {
-		t.Skipf("%s not found (install rocksdb-tools): the RocksDB witness test needs it", name)
-	}
-	return p
-}
-
-func run(t *testing.T, bin string, args ...string) string {
-	t.Helper()
-	out, err := exec.Command(bin, args...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("%s %s: %v\n%s", bin, strings.Join(args, " "), err, out)
-	}
-	return string(out)
-}
-
 // TestRealToolsAgree restores a subtask's files the way Restore does and
 // lets RocksDB's own ldb and sst_dump read them.
 func TestRealToolsAgree(t *testing.T) {
-	ldb, sstDump := tool(t, "ldb"), tool(t, "sst_dump")
+	ldb, sstDump := rockstest.Tool(t, "ldb"), rockstest.Tool(t, "sst_dump")
 	ctx := context.Background()
 	op := rockstest.Operator("0e0f", 1, 4096)
 	loc := filepath.Join(t.TempDir(), "sp")
@@ -72,14 +55,14 @@ func TestRealToolsAgree(t *testing.T) {
 	}
 	d.Close()
 
-	out := run(t, ldb, "--db="+dir, "list_column_families")
+	out := rockstest.Run(t, ldb, "--db="+dir, "list_column_families")
 	for _, ks := range op.KeyedStates {
 		if !strings.Contains(out, ks.Name) {
 			t.Errorf("ldb list_column_families lacks %q:\n%s", ks.Name, out)
 		}
 	}
 	for _, ks := range op.KeyedStates {
-		out := run(t, ldb, "--db="+dir, "--column_family="+ks.Name, "scan", "--hex")
+		out := rockstest.Run(t, ldb, "--db="+dir, "--column_family="+ks.Name, "scan", "--hex")
 		lines := strings.Split(strings.TrimSpace(out), "\n")
 		if !slices.Equal(lines, ours[ks.Name]) {
 			t.Errorf("ldb scan of %q disagrees: %d lines, stateutil %d\nldb: %.300s\nours: %.300v", ks.Name, len(lines), len(ours[ks.Name]), out, ours[ks.Name])
@@ -93,7 +76,7 @@ func TestRealToolsAgree(t *testing.T) {
 	for _, f := range h.Files {
 		if strings.HasSuffix(f.Local, ".sst") {
 			ssts++
-			out := run(t, sstDump, "--file="+filepath.Join(dir, f.Local), "--command=check", "--verify_checksum")
+			out := rockstest.Run(t, sstDump, "--file="+filepath.Join(dir, f.Local), "--command=check", "--verify_checksum")
 			if strings.Contains(strings.ToLower(out), "corrupt") {
 				t.Errorf("sst_dump check of %s: %s", f.Local, out)
 			}
@@ -122,7 +105,7 @@ func TestRealToolsAgree(t *testing.T) {
 // TestLdbAgreesWithEntries decodes ldb's scan of a key-group range with
 // our codec and compares with Reader.Entries.
 func TestLdbAgreesWithEntries(t *testing.T) {
-	ldb := tool(t, "ldb")
+	ldb := rockstest.Tool(t, "ldb")
 	ctx := context.Background()
 	op := rockstest.Operator("0e0f", 1, 128)
 	loc := filepath.Join(t.TempDir(), "sp")
@@ -142,7 +125,7 @@ func TestLdbAgreesWithEntries(t *testing.T) {
 	var fromLdb []snapshot.Entry
 	for _, ks := range op.KeyedStates {
 		c := cs[ks.Name]
-		out := run(t, ldb, "--db="+dir, "--column_family="+ks.Name, "scan", "--hex",
+		out := rockstest.Run(t, ldb, "--db="+dir, "--column_family="+ks.Name, "scan", "--hex",
 			"--from=0x"+hex.EncodeToString(c.KeyGroupPrefix(kgs.Start)), "--to=0x"+hex.EncodeToString(c.UpperBound(kgs.End)))
 		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
 			if line == "" {

@@ -7,37 +7,20 @@ import (
 	"hash/crc32"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/stateutil/stateutil/internal/envelope"
+	"github.com/stateutil/stateutil/internal/rocksdbformat/rockstest"
 )
-
-func tool(t *testing.T, name string) string {
-	p, err := exec.LookPath(name)
-	if err != nil {
-		t.Skipf("%s not found (install rocksdb-tools): the RocksDB witness test needs it", name)
-	}
-	return p
-}
-
-func run(t *testing.T, bin string, args ...string) string {
-	t.Helper()
-	out, err := exec.Command(bin, args...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("%s %s: %v\n%s", bin, strings.Join(args, " "), err, out)
-	}
-	return string(out)
-}
 
 // TestSSTWriterReportsFileChecksum checks the size and CRC32C the SST
 // writer reports against the finished file read back, and that RocksDB's
 // sst_dump reads every pair and the compression asked for.
 func TestSSTWriterReportsFileChecksum(t *testing.T) {
-	sstDump := tool(t, "sst_dump")
+	sstDump := rockstest.Tool(t, "sst_dump")
 	rng := rand.New(rand.NewPCG(7, 11))
 	for trial := range 12 {
 		lz4 := trial%2 == 0
@@ -80,7 +63,7 @@ func TestSSTWriterReportsFileChecksum(t *testing.T) {
 			t.Fatalf("trial %d: writer reported size %d crc %08x, the file has %d bytes, crc %08x",
 				trial, w.size, w.CRC32C(), len(data), crc32.Checksum(data, envelope.Castagnoli))
 		}
-		scan := run(t, sstDump, "--file="+p, "--command=scan", "--output_hex")
+		scan := rockstest.Run(t, sstDump, "--file="+p, "--command=scan", "--output_hex")
 		var lines []string
 		for _, l := range strings.Split(scan, "\n") {
 			if strings.HasPrefix(l, "'") {
@@ -96,7 +79,7 @@ func TestSSTWriterReportsFileChecksum(t *testing.T) {
 				t.Fatalf("trial %d pair %d: sst_dump shows\n%s\nwant\n%s", trial, i, l, want)
 			}
 		}
-		props := run(t, sstDump, "--file="+p, "--show_properties")
+		props := rockstest.Run(t, sstDump, "--file="+p, "--show_properties")
 		wantComp := map[bool]string{true: "LZ4", false: "NoCompression"}[lz4]
 		if !strings.Contains(props, "SST file compression algo: "+wantComp) {
 			t.Fatalf("trial %d: sst_dump properties do not name %s:\n%s", trial, wantComp, props)

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"runtime"
 	"runtime/debug"
 	"slices"
@@ -215,4 +216,25 @@ func BenchBytes(b *testing.B) int64 {
 		return n
 	}
 	return 64 << 20
+}
+
+// Tool is the path of one of RocksDB's own tools (ldb, sst_dump), the
+// witnesses of the tests that compare with RocksDB; deps.sh installs them.
+func Tool(t testing.TB, name string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err != nil {
+		t.Skipf("%s not found (install rocksdb-tools): the RocksDB witness test needs it", name)
+	}
+	return p
+}
+
+// Run runs a tool and returns its output, failing the test if it fails.
+func Run(t testing.TB, bin string, args ...string) string {
+	t.Helper()
+	out, err := exec.Command(bin, args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s %s: %v\n%s", bin, strings.Join(args, " "), err, out)
+	}
+	return string(out)
 }
