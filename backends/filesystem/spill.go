@@ -87,7 +87,7 @@ func (s *spill) finish() (blob, error) {
 	if err != nil {
 		return blob{}, err
 	}
-	s.w.committed(s.name)
+	s.w.written.Add(s.name)
 	return blob{File: s.name, Size: s.total, CRC32C: crc}, nil
 }
 

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"path"
-	"slices"
 	"sync"
 
 	"github.com/stateutil/stateutil/backends/internal/ledger"
@@ -31,7 +30,7 @@ type Writer struct {
 
 	mu         sync.Mutex
 	open       map[*spill]struct{}
-	written    []string // committed files, removed again by Abort
+	written    ledger.Files
 	replaced   []string // files of the snapshot a forced write replaces
 	createdDir bool
 	done       bool
@@ -103,12 +102,6 @@ func (w *Writer) untrack(s *spill) {
 	w.mu.Unlock()
 }
 
-func (w *Writer) committed(name string) {
-	w.mu.Lock()
-	w.written = append(w.written, name)
-	w.mu.Unlock()
-}
-
 // Commit fills in s's subtasks from what was written and writes _metadata.
 func (w *Writer) Commit(ctx context.Context, s *snapshot.Snapshot) error {
 	w.mu.Lock()
@@ -132,7 +125,7 @@ func (w *Writer) Commit(ctx context.Context, s *snapshot.Snapshot) error {
 	}
 	w.done = true
 	for _, f := range w.replaced {
-		if !slices.Contains(w.written, f) {
+		if !w.written.Has(f) {
 			w.dir.Storage.Remove(ctx, path.Join(w.dir.Path, f)) // best effort: stale files do no harm
 		}
 	}
@@ -180,14 +173,5 @@ func (w *Writer) Abort(ctx context.Context) error {
 	for s := range w.open {
 		s.abort()
 	}
-	var errs []error
-	for _, f := range w.written {
-		if err := w.dir.Storage.Remove(ctx, path.Join(w.dir.Path, f)); err != nil && !errors.Is(err, storage.ErrNotFound) {
-			errs = append(errs, err)
-		}
-	}
-	if w.createdDir {
-		w.dir.Storage.Remove(ctx, w.dir.Path) // only if empty; a non-empty one is not ours alone
-	}
-	return errors.Join(errs...)
+	return w.written.Remove(ctx, w.dir.Storage, w.dir.Path, w.createdDir)
 }

@@ -56,8 +56,8 @@ type writer struct {
 
 	ledger ledger.Ledger[*subtaskOut]
 
+	written    ledger.Files
 	mu         sync.Mutex
-	written    []string
 	done       bool
 	createdDir bool
 }
@@ -115,12 +115,6 @@ func (w *writer) file(ctx context.Context, name string) (*stateFile, error) {
 		return nil, err
 	}
 	return newStateFile(p, name), nil
-}
-
-func (w *writer) committed(name string) {
-	w.mu.Lock()
-	w.written = append(w.written, name)
-	w.mu.Unlock()
 }
 
 // Commit writes `_metadata`: every operator of s with the handles its
@@ -241,14 +235,5 @@ func (w *writer) Abort(ctx context.Context) error {
 	}
 	w.done = true
 	w.ledger.Abort()
-	var errs []error
-	for _, f := range w.written {
-		if err := w.st.Remove(ctx, path.Join(w.dir, f)); err != nil && !errors.Is(err, storage.ErrNotFound) {
-			errs = append(errs, err)
-		}
-	}
-	if w.createdDir {
-		w.st.Remove(ctx, w.dir) // only if empty
-	}
-	return errors.Join(errs...)
+	return w.written.Remove(ctx, w.st, w.dir, w.createdDir)
 }

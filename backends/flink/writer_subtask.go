@@ -483,7 +483,7 @@ func (sw *subtaskWriter) writeRaw() (*subtaskOut, error) {
 		if err := f.commit(); err != nil {
 			return nil, err
 		}
-		sw.w.committed(f.name)
+		sw.w.written.Add(f.name)
 		so.rawKeyed = &KeyedHandle{Type: HandleKeyGroups, KeyGroups: &KeyGroupsHandle{
 			Range: KeyGroupRange{Start: cr.KeyedStart, Count: int32(len(cr.KeyedOffsets))}, Offsets: rebase(cr.KeyedOffsets), Delegate: f.handle()}}
 	}
@@ -499,7 +499,7 @@ func (sw *subtaskWriter) writeRaw() (*subtaskOut, error) {
 		if err := f.commit(); err != nil {
 			return nil, err
 		}
-		sw.w.committed(f.name)
+		sw.w.written.Add(f.name)
 		so.rawOperator = &OperatorStateHandle{Type: HandleOperatorState, Delegate: f.handle()}
 		for _, info := range cr.Operator {
 			so.rawOperator.States = append(so.rawOperator.States, OperatorStateInfo{Name: info.Name, Mode: DistributionMode(info.Mode), Offsets: info.Offsets})
@@ -578,7 +578,7 @@ func (sw *subtaskWriter) finish() error {
 		if err := sw.keyed.commit(); err != nil {
 			return err
 		}
-		sw.w.committed(sw.keyed.name)
+		sw.w.written.Add(sw.keyed.name)
 		so.keyed = &KeyedHandle{Type: HandleSavepointKeyGroups, KeyGroups: &KeyGroupsHandle{
 			Range: KeyGroupRange{Start: int32(sw.kgs.Start), Count: int32(sw.kgs.Len())}, Offsets: sw.offsets, Delegate: sw.keyed.handle()}}
 		sub.Files = append(sub.Files, snapshot.FileRef{Path: sw.keyed.name, Size: sw.keyed.pos})
@@ -587,7 +587,7 @@ func (sw *subtaskWriter) finish() error {
 		if err := sw.oper.commit(); err != nil {
 			return err
 		}
-		sw.w.committed(sw.oper.name)
+		sw.w.written.Add(sw.oper.name)
 		so.operator = &OperatorStateHandle{Type: HandleOperatorState, States: sw.operInfos, Delegate: sw.oper.handle()}
 		sub.Files = append(sub.Files, snapshot.FileRef{Path: sw.oper.name, Size: sw.oper.pos})
 	}
