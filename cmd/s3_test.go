@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path"
@@ -329,4 +330,24 @@ func exists3(t *testing.T, loc string) bool {
 	}
 	_, err = st.Stat(context.Background(), p)
 	return err == nil
+}
+
+// On S3 as on disk: a location with nothing there exits 3 naming it, and
+// an endpoint that is down is "storage unavailable", naming the location
+// (exit 2, as every failed read).
+func TestS3ExitCodes(t *testing.T) {
+	missing := formattest.S3Dir(t) + "/no-such-snapshot"
+	if code, _, errOut := run(t, "inspect", missing); code != ExitNotFound || !strings.Contains(errOut, missing) {
+		t.Errorf("inspect %s: exit %d: %s; want %d naming it", missing, code, errOut, ExitNotFound)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := "http://" + ln.Addr().String()
+	ln.Close()
+	code, _, errOut := run(t, "--s3-endpoint", down, "inspect", missing)
+	if code != ExitCorrupt || !strings.Contains(errOut, "storage unavailable") || !strings.Contains(errOut, missing) {
+		t.Errorf("inspect %s with the endpoint %s down: exit %d: %s; want %d, storage unavailable naming it", missing, down, code, errOut, ExitCorrupt)
+	}
 }

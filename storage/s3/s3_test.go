@@ -595,6 +595,46 @@ func TestEndpointOption(t *testing.T) {
 	}
 }
 
+// A listing of more keys than S3 returns at once (1000) follows its
+// pages, and removing the tree deletes them all.
+func TestListingsFollowPages(t *testing.T) {
+	dir := s3test.Dir(t)
+	st, p := s3test.Resolve(t, dir)
+	const n = 1001
+	if err := st.MkdirAll(ctx, path.Join(p, "d")); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for w := range 8 {
+		wg.Go(func() {
+			for i := w; i < n; i += 8 {
+				if err := storage.WriteFile(ctx, st, path.Join(p, "d", fmt.Sprintf("f%04d", i)), nil); err != nil {
+					errs <- err
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		t.Fatal(err)
+	}
+	entries, err := st.List(ctx, path.Join(p, "d"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != n || entries[0].Name != "f0000" || entries[n-1].Name != fmt.Sprintf("f%04d", n-1) {
+		t.Fatalf("List of %d files: %d entries", n, len(entries))
+	}
+	if err := st.RemoveAll(ctx, path.Join(p, "d")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Stat(ctx, path.Join(p, "d")); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("Stat after RemoveAll of %d files = %v, want not found", n, err)
+	}
+}
+
 func TestLocationsNeedABucket(t *testing.T) {
 	for _, loc := range []string{"s3:///path", "s3://bucket:9000/path"} {
 		if _, _, err := s3test.Registry().Resolve(ctx, loc); err == nil {
