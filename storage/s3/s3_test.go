@@ -635,6 +635,45 @@ func TestListingsFollowPages(t *testing.T) {
 	}
 }
 
+// Credentials come from the SDK's standard chain: with none in the
+// environment, from the profile AWS_PROFILE names in the shared
+// credentials file.
+func TestCredentialsFromProfile(t *testing.T) {
+	dir := s3test.Dir(t)
+	st, p := s3test.Resolve(t, dir)
+	if err := storage.WriteFile(ctx, st, path.Join(p, "f"), []byte("chain")); err != nil {
+		t.Fatal(err)
+	}
+	px := newProxy(t)
+	var auth atomic.Value
+	px.intercept = func(_ http.ResponseWriter, r *http.Request) bool {
+		auth.Store(r.Header.Get("Authorization"))
+		return false
+	}
+	for _, v := range []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"} {
+		t.Setenv(v, "")
+		os.Unsetenv(v)
+	}
+	read := func() (string, error) {
+		st, q := px.via(t, dir+"/f")
+		b, err := storage.ReadAll(ctx, st, q, 100)
+		return string(b), err
+	}
+
+	creds := path.Join(t.TempDir(), "credentials")
+	if err := os.WriteFile(creds, []byte("[stateutil]\naws_access_key_id = from-profile\naws_secret_access_key = secret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", creds)
+	t.Setenv("AWS_PROFILE", "stateutil")
+	if b, err := read(); err != nil || b != "chain" {
+		t.Fatalf("read with the profile's credentials: %q, %v", b, err)
+	}
+	if a := auth.Load().(string); !strings.Contains(a, "Credential=from-profile/") {
+		t.Fatalf("request signed as %q, want the profile's key", a)
+	}
+}
+
 func TestLocationsNeedABucket(t *testing.T) {
 	for _, loc := range []string{"s3:///path", "s3://bucket:9000/path"} {
 		if _, _, err := s3test.Registry().Resolve(ctx, loc); err == nil {
