@@ -260,8 +260,8 @@ func TestS3ForceReplacesAcrossFormats(t *testing.T) {
 	}
 }
 
-// A run checkpointing to S3 is killed once a checkpoint is complete there
-// (the next one is then likely on its way up). Every checkpoint the job
+// A run checkpointing to S3 is killed (SIGKILL) at its first progress
+// report after a checkpoint is complete there. Every checkpoint the job
 // directory shows as complete verifies, and the run restored from the job
 // directory ends with the state of a run never killed.
 func TestS3RunKilledRestores(t *testing.T) {
