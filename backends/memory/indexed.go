@@ -38,20 +38,11 @@ const indexedVersion = 2
 // indexedKind frames version 2.
 var indexedKind = envelope.Kind{Magic: Kind.Magic, Version: indexedVersion, Name: Kind.Name}
 
-type indexedHead struct {
-	Snapshot *snapshot.Snapshot `msgpack:"snapshot"`
-	State    []indexedOp        `msgpack:"state"`
-}
-
-type indexedOp struct {
-	Subtasks []indexedSubtask `msgpack:"subtasks"`
-}
+type indexedHead = document[indexedSubtask]
 
 type indexedSubtask struct {
-	Groups      []group       `msgpack:"groups"`
-	Lists       []elementList `msgpack:"lists"`
-	RawKeyed    []byte        `msgpack:"raw_keyed,omitempty"`
-	RawOperator []byte        `msgpack:"raw_operator,omitempty"`
+	Groups []group `msgpack:"groups"`
+	Parts
 }
 
 // group locates one key group's entries.
@@ -66,14 +57,14 @@ type group struct {
 // encodeIndexed is the version 2 file of s, whose operators' subtasks
 // hold states (entries in key-group order).
 func encodeIndexed(s *snapshot.Snapshot, states [][]subtaskState) ([]byte, error) {
-	head := indexedHead{Snapshot: s, State: make([]indexedOp, len(states))}
+	head := indexedHead{Snapshot: s, State: make([]operatorState[indexedSubtask], len(states))}
 	var groups bytes.Buffer
 	enc := msgpack.NewEncoder(&groups)
 	for i, subs := range states {
 		head.State[i].Subtasks = make([]indexedSubtask, len(subs))
 		for j, st := range subs {
 			h := &head.State[i].Subtasks[j]
-			h.Lists, h.RawKeyed, h.RawOperator = st.Lists, st.RawKeyed, st.RawOperator
+			h.Parts = st.Parts
 			for es := st.Entries; len(es) > 0; {
 				n := 1
 				for n < len(es) && es[n].KeyGroup == es[0].KeyGroup {
@@ -209,11 +200,7 @@ func (x *indexed) entries(op *snapshot.Operator, sub *indexedSubtask, kgs keygro
 				return
 			}
 			for k := range es {
-				e := &es[k]
-				if !yield(snapshot.Entry{
-					KeyGroup: e.KeyGroup, State: op.KeyedStates[e.State].Name,
-					Key: e.Key, Namespace: e.Namespace, UserKey: e.UserKey, Value: e.Value, ExpiresAt: e.ExpiresAt,
-				}, nil) {
+				if !yield(es[k].of(op), nil) {
 					return
 				}
 			}

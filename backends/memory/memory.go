@@ -27,21 +27,31 @@ const maxBody = 1 << 32
 // read; the writer writes version 2 (indexedKind).
 var Kind = envelope.Kind{Magic: [8]byte{'S', 'T', 'U', 'T', 'M', 'E', 'M', 0}, Version: 1, Name: "stateutil memory dump"}
 
-// body is the msgpack document inside the envelope of version 1 (see
-// indexed.go for version 2). State is parallel to Snapshot.Operators, and
-// each opState's Subtasks to the operator's.
-type body struct {
+// document is the msgpack document of a dump: the metadata, and each
+// operator's (parallel to Snapshot.Operators) subtasks' (parallel to the
+// operator's) state S.
+type document[S any] struct {
 	Snapshot *snapshot.Snapshot `msgpack:"snapshot"`
-	State    []opState          `msgpack:"state"`
+	State    []operatorState[S] `msgpack:"state"`
 }
 
-type opState struct {
-	Subtasks []subtaskState `msgpack:"subtasks"`
+type operatorState[S any] struct {
+	Subtasks []S `msgpack:"subtasks"`
 }
+
+// body is the body of version 1 (see indexed.go for version 2).
+type body = document[subtaskState]
+
+type opState = operatorState[subtaskState]
 
 type subtaskState struct {
 	// Entries are in non-decreasing key-group order.
-	Entries     []entry       `msgpack:"entries"`
+	Entries []entry `msgpack:"entries"`
+	Parts
+}
+
+// Parts is a subtask's operator and raw state, in every version.
+type Parts struct {
 	Lists       []elementList `msgpack:"lists"`
 	RawKeyed    []byte        `msgpack:"raw_keyed,omitempty"`
 	RawOperator []byte        `msgpack:"raw_operator,omitempty"`
@@ -57,6 +67,13 @@ type entry struct {
 	UserKey   []byte
 	Value     []byte
 	ExpiresAt int64
+}
+
+func (e *entry) of(op *snapshot.Operator) snapshot.Entry {
+	return snapshot.Entry{
+		KeyGroup: e.KeyGroup, State: op.KeyedStates[e.State].Name,
+		Key: e.Key, Namespace: e.Namespace, UserKey: e.UserKey, Value: e.Value, ExpiresAt: e.ExpiresAt,
+	}
 }
 
 type elementList struct {
@@ -119,15 +136,15 @@ func openWhole(ctx context.Context, st storage.Storage, path string) (snapshot.R
 	if err := snapshot.Validate(b.Snapshot, location); err != nil {
 		return nil, err
 	}
-	if err := b.validate(); err != nil {
+	if err := validateWhole(&b); err != nil {
 		return nil, snapshot.Corrupt(location, envelope.HeaderSize, "%v", err)
 	}
 	return newReader(b.Snapshot, b.State, nil), nil
 }
 
-// validate checks the structure a reader indexes into, so that no later
+// validateWhole checks the structure a reader indexes into, so that no later
 // access can go out of bounds; snapshot.Validate has checked the metadata.
-func (b *body) validate() error {
+func validateWhole(b *body) error {
 	if len(b.State) != len(b.Snapshot.Operators) {
 		return fmt.Errorf("%d operators but state for %d", len(b.Snapshot.Operators), len(b.State))
 	}

@@ -63,12 +63,13 @@ func (r *reader) subtask(op *snapshot.Operator, index int) (int, error) {
 
 // parts is a subtask's operator and raw state.
 func (r *reader) parts(i, index int) ([]elementList, snapshot.RawState) {
+	var p *Parts
 	if r.x != nil {
-		s := &r.x.subs[i][index]
-		return s.Lists, snapshot.RawState{Keyed: s.RawKeyed, Operator: s.RawOperator}
+		p = &r.x.subs[i][index].Parts
+	} else {
+		p = &r.whole[i].Subtasks[index].Parts
 	}
-	s := &r.whole[i].Subtasks[index]
-	return s.Lists, snapshot.RawState{Keyed: s.RawKeyed, Operator: s.RawOperator}
+	return p.Lists, snapshot.RawState{Keyed: p.RawKeyed, Operator: p.RawOperator}
 }
 
 func (r *reader) Entries(_ context.Context, op *snapshot.Operator, index int, kgs keygroup.Range) snapshot.Entries {
@@ -83,11 +84,7 @@ func (r *reader) Entries(_ context.Context, op *snapshot.Operator, index int, kg
 	return func(yield func(snapshot.Entry, error) bool) {
 		es := sub.Entries
 		for i := sort.Search(len(es), func(i int) bool { return es[i].KeyGroup >= kgs.Start }); i < len(es) && es[i].KeyGroup <= kgs.End; i++ {
-			e := &es[i]
-			if !yield(snapshot.Entry{
-				KeyGroup: e.KeyGroup, State: op.KeyedStates[e.State].Name,
-				Key: e.Key, Namespace: e.Namespace, UserKey: e.UserKey, Value: e.Value, ExpiresAt: e.ExpiresAt,
-			}, nil) {
+			if !yield(es[i].of(op), nil) {
 				return
 			}
 		}
