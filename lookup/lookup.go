@@ -229,6 +229,10 @@ type renderer struct {
 	st                      *snapshot.KeyedState
 	key, ns, userKey, value func([]byte) any
 	now                     time.Time
+	// shared renders a map's entries into members, reused from record to
+	// record, instead of a map each.
+	shared  bool
+	members object
 }
 
 // newRenderer resolves st's decoders; shared lets the values it renders
@@ -237,7 +241,7 @@ func newRenderer(codecs *snapshot.Codecs, op *snapshot.Operator, st *snapshot.Ke
 	if now.IsZero() {
 		now = time.Now()
 	}
-	r := &renderer{op: op, st: st, now: now,
+	r := &renderer{op: op, st: st, now: now, shared: shared,
 		key: codecs.Decoder(st.KeyType), ns: codecs.Decoder(st.NamespaceType),
 		userKey: codecs.Decoder(st.UserKeyType), value: codecs.Decoder(st.ValueType)}
 	if st.ValueType.Name == snapshot.TypeBytes && shared {
@@ -264,6 +268,15 @@ func (r *renderer) render(rec *Record, subtask int, entries []snapshot.Entry) {
 		}
 		rec.Value = values
 	case snapshot.Map:
+		if r.shared {
+			r.members = r.members[:0]
+			for _, x := range entries {
+				r.members = append(r.members, member{keyText(r.userKey(x.UserKey)), r.value(x.Value)})
+			}
+			r.members.sortKeys()
+			rec.Value = &r.members
+			break
+		}
 		m := make(map[string]any, len(entries))
 		for _, x := range entries {
 			m[keyText(r.userKey(x.UserKey))] = r.value(x.Value)
