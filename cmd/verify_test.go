@@ -13,11 +13,12 @@ import (
 
 func TestGoldenVerify(t *testing.T) {
 	cases := map[string][]string{
-		"verify-example":      {"verify", example},
-		"verify-example-json": {"verify", "../testdata/memory/maxp4096.dump", "-o", "json"},
-		"verify-bad-checksum": {"verify", "../testdata/memory/bad-checksum.dump"},
-		"verify-missing":      {"verify", "../testdata/memory/missing.dump"},
-		"verify-wrong-format": {"verify", "../testdata/memory/wrong-format.dump"},
+		"verify-example":       {"verify", example},
+		"verify-example-json":  {"verify", "../testdata/memory/maxp4096.dump", "-o", "json"},
+		"verify-bad-checksum":  {"verify", "../testdata/memory/bad-checksum.dump"},
+		"verify-bad-key-group": {"verify", "../testdata/memory/bad-key-group.dump"},
+		"verify-missing":       {"verify", "../testdata/memory/missing.dump"},
+		"verify-wrong-format":  {"verify", "../testdata/memory/wrong-format.dump"},
 	}
 	for name, args := range cases {
 		t.Run(name, func(t *testing.T) { runGolden(t, name, args...) })

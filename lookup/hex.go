@@ -6,12 +6,15 @@ import (
 )
 
 // appendHexDigits appends src in lowercase hex, as hex.AppendEncode does,
-// eight bytes at a time: dump writes every bytes-typed value this way, and
-// a byte-at-a-time table lookup is most of its time.
+// 16 bytes at a time where the CPU has byte shuffles, else eight: dump
+// writes every bytes-typed value this way, and a byte-at-a-time table
+// lookup is most of its time.
 func appendHexDigits(dst, src []byte) []byte {
 	n := len(dst)
 	dst = slices.Grow(dst, 2*len(src))[:n+2*len(src)]
 	out := dst[n:]
+	done := hexBlocks(out, src)
+	src, out = src[done:], out[2*done:]
 	for len(src) >= 8 {
 		binary.BigEndian.PutUint64(out, hexWord(binary.BigEndian.Uint32(src)))
 		binary.BigEndian.PutUint64(out[8:], hexWord(binary.BigEndian.Uint32(src[4:])))

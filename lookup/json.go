@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 )
@@ -90,6 +91,17 @@ func appendValue(b []byte, v any) []byte {
 			b = appendValue(b, e)
 		}
 		return append(b, ']')
+	case *object:
+		b = append(b, '{')
+		for i, m := range *x {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendString(b, m.key)
+			b = append(b, ':')
+			b = appendValue(b, m.value)
+		}
+		return append(b, '}')
 	case map[string]any:
 		if x == nil {
 			return append(b, "null"...)
@@ -204,3 +216,29 @@ func appendString(b []byte, s string) []byte {
 	b = append(b, s[start:]...)
 	return append(b, '"')
 }
+
+// object is a map state's entries as dump renders them: the JSON object
+// of the map[string]any get renders, without a map made per record.
+type object []member
+
+type member struct {
+	key   string
+	value any
+}
+
+// sortKeys orders the members by key and keeps the last of equal keys,
+// as a map assigned them in order would hold them.
+func (o *object) sortKeys() {
+	ms := *o
+	slices.SortStableFunc(ms, func(a, b member) int { return strings.Compare(a.key, b.key) })
+	out := ms[:0]
+	for i, m := range ms {
+		if i+1 < len(ms) && ms[i+1].key == m.key {
+			continue
+		}
+		out = append(out, m)
+	}
+	*o = out
+}
+
+func (o *object) MarshalJSON() ([]byte, error) { return appendValue(nil, o), nil }

@@ -80,3 +80,32 @@ func TestAppendJSONMatchesEncodingJSON(t *testing.T) {
 		}
 	}
 }
+
+// A map state's entries dumped as an object are the JSON of the map get
+// renders from the same entries: keys sorted, the last of equal keys kept.
+func TestObjectIsTheMapsJSON(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for i := range 3000 {
+		m := map[string]any{}
+		var o object
+		for range rng.IntN(8) {
+			k := string([]byte("ab<\"é")[:rng.IntN(4)])
+			v := any(rng.Int64N(100))
+			if rng.IntN(3) == 0 {
+				v = hexBytes{byte(rng.Uint32())}
+			}
+			m[k] = v
+			o = append(o, member{k, v})
+		}
+		o.sortKeys()
+		var want bytes.Buffer
+		enc := json.NewEncoder(&want)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(m); err != nil {
+			t.Fatal(err)
+		}
+		if got := string(appendValue(nil, &o)) + "\n"; got != want.String() {
+			t.Fatalf("case %d: object %s, map %s", i, got, want.String())
+		}
+	}
+}

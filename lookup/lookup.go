@@ -225,6 +225,10 @@ type renderer struct {
 	st                      *snapshot.KeyedState
 	key, ns, userKey, value func([]byte) any
 	now                     time.Time
+	// shared renders a map's entries into members, reused from record to
+	// record, instead of a map each.
+	shared  bool
+	members object
 }
 
 // newRenderer resolves st's decoders; shared lets the values it renders
@@ -233,7 +237,7 @@ func newRenderer(codecs *snapshot.Codecs, op *snapshot.Operator, st *snapshot.Ke
 	if now.IsZero() {
 		now = time.Now()
 	}
-	r := &renderer{op: op, st: st, now: now,
+	r := &renderer{op: op, st: st, now: now, shared: shared,
 		key: codecs.Decoder(st.KeyType), ns: codecs.Decoder(st.NamespaceType),
 		userKey: codecs.Decoder(st.UserKeyType), value: codecs.Decoder(st.ValueType)}
 	if st.ValueType.Name == snapshot.TypeBytes && shared {
@@ -260,6 +264,15 @@ func (r *renderer) render(rec *Record, subtask int, entries []snapshot.Entry) {
 		}
 		rec.Value = values
 	case snapshot.Map:
+		if r.shared {
+			r.members = r.members[:0]
+			for _, x := range entries {
+				r.members = append(r.members, member{keyText(r.userKey(x.UserKey)), r.value(x.Value)})
+			}
+			r.members.sortKeys()
+			rec.Value = &r.members
+			break
+		}
 		m := make(map[string]any, len(entries))
 		for _, x := range entries {
 			m[keyText(r.userKey(x.UserKey))] = r.value(x.Value)
@@ -335,12 +348,13 @@ var ErrStop = errors.New("stop")
 // time: it holds one key group's entries of one subtask at most. The
 // record and its values are valid until fn returns.
 func Dump(ctx context.Context, r snapshot.Reader, codecs *snapshot.Codecs, f Filter, fn func(*Record) error) error {
-	jobs, err := plan(r.Snapshot(), f)
+	jobs, err := plan(r.Snapshot(), &f)
 	if err != nil {
 		return err
 	}
+	var g keyGroup
 	for _, j := range jobs {
-		err := j.run(ctx, r, codecs, f, fn)
+		err := j.run(ctx, r, codecs, f, &g, fn)
 		if errors.Is(err, ErrStop) {
 			return nil
 		}
@@ -359,8 +373,12 @@ type job struct {
 	states  map[string]*snapshot.KeyedState
 }
 
-// plan lists what Dump reads, in the order it reads it.
-func plan(s *snapshot.Snapshot, f Filter) ([]job, error) {
+// plan lists what Dump reads, in the order it reads it, and sets f.Now
+// where it is zero: every record is judged at the same time.
+func plan(s *snapshot.Snapshot, f *Filter) ([]job, error) {
+	if f.Now.IsZero() {
+		f.Now = time.Now()
+	}
 	ops := s.Operators
 	if f.Operator != "" {
 		op, ok := s.Operator(f.Operator)
@@ -393,12 +411,50 @@ func plan(s *snapshot.Snapshot, f Filter) ([]job, error) {
 			if f.KeyGroups != nil {
 				kgs = kgs.Intersect(*f.KeyGroups)
 			}
-			if kgs.Len() > 0 {
-				jobs = append(jobs, job{op: op, subtask: sub.Index, kgs: kgs, states: states})
+			for _, piece := range pieces(sub, kgs) {
+				jobs = append(jobs, job{op: op, subtask: sub.Index, kgs: piece, states: states})
 			}
 		}
 	}
 	return jobs, nil
+}
+
+// pieceBytes is about how much state one job of a subtask reads where
+// the metadata records each key group's size; elsewhere a subtask is cut
+// into piecesPerSubtask jobs. Stream reads jobs in parallel, each at most
+// chunksAhead chunks ahead of the writer: jobs much larger than that
+// would leave all but one goroutine waiting.
+const (
+	pieceBytes       = 4 << 20
+	piecesPerSubtask = 16
+)
+
+// pieces cuts the key groups kgs of sub into consecutive ranges, the
+// jobs of a dump.
+func pieces(sub *snapshot.Subtask, kgs keygroup.Range) []keygroup.Range {
+	if kgs.Len() <= 0 {
+		return nil
+	}
+	var out []keygroup.Range
+	start := kgs.Start
+	if sub.KeyGroupStats != nil {
+		var bytes int64
+		for _, g := range sub.KeyGroupStats {
+			if g.KeyGroup < start || g.KeyGroup >= kgs.End {
+				continue
+			}
+			if bytes += g.Bytes; bytes >= pieceBytes {
+				out = append(out, keygroup.Range{Start: start, End: g.KeyGroup})
+				start, bytes = g.KeyGroup+1, 0
+			}
+		}
+		return append(out, keygroup.Range{Start: start, End: kgs.End})
+	}
+	step := max(1, (kgs.Len()+piecesPerSubtask-1)/piecesPerSubtask)
+	for ; start <= kgs.End; start += step {
+		out = append(out, keygroup.Range{Start: start, End: min(start+step-1, kgs.End)})
+	}
+	return out
 }
 
 // keyGroup holds one key group's entries, their bytes in one arena that
@@ -406,10 +462,60 @@ func plan(s *snapshot.Snapshot, f Filter) ([]job, error) {
 type keyGroup struct {
 	arena   []byte
 	entries []snapshot.Entry
-	order   []int // entries by (state, key, namespace), stable
+	runs    [][]snapshot.Entry // ascending runs of entries
+	order   []int              // entries by (state, key, namespace), stable
+	sorted  []snapshot.Entry   // the entries in that order
 }
 
-func (g *keyGroup) reset() { g.arena, g.entries, g.order = g.arena[:0], g.entries[:0], g.order[:0] }
+func (g *keyGroup) reset() { g.arena, g.entries = g.arena[:0], g.entries[:0] }
+
+// inOrder returns the entries by (state, key, namespace), in the order
+// they were added among equals. Formats store a key group's states one
+// after another, each in key order (RocksDB's column families), so the
+// entries are most often a few ascending runs that do not overlap: those
+// are put in order without a sort.
+func (g *keyGroup) inOrder() []snapshot.Entry {
+	es := g.entries
+	g.runs = g.runs[:0]
+	start := 0
+	for i := 1; i <= len(es); i++ {
+		if i == len(es) || compareKeys(es[i-1], es[i]) > 0 {
+			g.runs = append(g.runs, es[start:i])
+			start = i
+		}
+	}
+	if len(g.runs) <= 1 {
+		return es
+	}
+	slices.SortStableFunc(g.runs, func(a, b []snapshot.Entry) int { return compareKeys(a[0], b[0]) })
+	g.sorted = g.sorted[:0]
+	for i, run := range g.runs {
+		if i > 0 && compareKeys(g.runs[i-1][len(g.runs[i-1])-1], run[0]) >= 0 {
+			return g.sort()
+		}
+		g.sorted = append(g.sorted, run...)
+	}
+	return g.sorted
+}
+
+// sort is inOrder for entries in any order.
+func (g *keyGroup) sort() []snapshot.Entry {
+	es := g.entries
+	g.order = g.order[:0]
+	for i := range es {
+		g.order = append(g.order, i)
+	}
+	slices.SortStableFunc(g.order, func(a, b int) int { return compareKeys(es[a], es[b]) })
+	g.sorted = g.sorted[:0]
+	for _, i := range g.order {
+		g.sorted = append(g.sorted, es[i])
+	}
+	return g.sorted
+}
+
+func compareKeys(a, b snapshot.Entry) int {
+	return cmp.Or(strings.Compare(a.State, b.State), bytes.Compare(a.Key, b.Key), bytes.Compare(a.Namespace, b.Namespace))
+}
 
 func (g *keyGroup) add(e *snapshot.Entry) {
 	keep := func(b []byte) []byte {
@@ -423,36 +529,26 @@ func (g *keyGroup) add(e *snapshot.Entry) {
 	g.entries = append(g.entries, c)
 }
 
-// run dumps the job, calling fn with each record.
-func (j job) run(ctx context.Context, r snapshot.Reader, codecs *snapshot.Codecs, f Filter, fn func(rec *Record) error) error {
+// run dumps the job, calling fn with each record; g is scratch space,
+// kept from job to job.
+func (j job) run(ctx context.Context, r snapshot.Reader, codecs *snapshot.Codecs, f Filter, g *keyGroup, fn func(rec *Record) error) error {
 	renderers := map[string]*renderer{}
 	for name, st := range j.states {
 		renderers[name] = newRenderer(codecs, j.op, st, f.Now, true)
 	}
-	var g keyGroup
+	g.reset()
 	cur := -1
 	var rec Record
 	flush := func() error {
-		es := g.entries
-		g.order = g.order[:0]
-		for i := range es {
-			g.order = append(g.order, i)
-		}
-		slices.SortStableFunc(g.order, func(a, b int) int {
-			return cmp.Or(strings.Compare(es[a].State, es[b].State), bytes.Compare(es[a].Key, es[b].Key), bytes.Compare(es[a].Namespace, es[b].Namespace))
-		})
-		var run []snapshot.Entry
-		for i := 0; i < len(g.order); {
-			first := &es[g.order[i]]
+		es := g.inOrder()
+		for i := 0; i < len(es); {
+			first := &es[i]
 			k := i + 1
 			timer := renderers[first.State].st.Kind == snapshot.Timer
-			for k < len(g.order) && sameKey(first, &es[g.order[k]]) && (!timer || bytes.Equal(first.Value, es[g.order[k]].Value)) {
+			for k < len(es) && sameKey(first, &es[k]) && (!timer || bytes.Equal(first.Value, es[k].Value)) {
 				k++
 			}
-			run = run[:0]
-			for _, x := range g.order[i:k] {
-				run = append(run, es[x])
-			}
+			run := es[i:k]
 			i = k
 			renderers[first.State].render(&rec, j.subtask, run)
 			if f.KeyPrefix != "" && !strings.HasPrefix(keyText(rec.Key), f.KeyPrefix) {

@@ -17,9 +17,10 @@ type Encoder func(b []byte, rec *Record) []byte
 // chunkBytes is about how much a chunk of encoded records holds.
 const chunkBytes = 256 << 10
 
-// chunksAhead is how many chunks a subtask may encode before the writer
-// takes them.
-const chunksAhead = 2
+// chunksAhead is how many chunks a job may encode before the writer
+// takes them: about a job's worth (see pieceBytes), so that the jobs
+// after the one being written are read meanwhile.
+const chunksAhead = 32
 
 // chunk is encoded records: ends[i] is where record i ends in b.
 type chunk struct {
@@ -29,13 +30,13 @@ type chunk struct {
 
 // Stream encodes what Dump yields with enc and calls write with the
 // encoded records in Dump's order, a chunk of about 256 KiB at a time
-// holding n whole records. Subtasks are read and encoded on up to
-// GOMAXPROCS goroutines at once, each at most a few chunks ahead of
-// write, so memory stays bounded by a key group and a few chunks per
+// holding n whole records. Pieces of subtasks are read and encoded on up
+// to GOMAXPROCS goroutines at once, each at most chunksAhead chunks ahead
+// of write, so memory stays bounded by a key group and a few MiB per
 // goroutine. limit, when positive, stops Stream after that many records.
 // A write returning ErrStop ends Stream without error.
 func Stream(ctx context.Context, r snapshot.Reader, codecs *snapshot.Codecs, f Filter, limit int64, enc Encoder, write func(b []byte, n int) error) error {
-	jobs, err := plan(r.Snapshot(), f)
+	jobs, err := plan(r.Snapshot(), &f)
 	if err != nil {
 		return err
 	}
@@ -46,18 +47,28 @@ func Stream(ctx context.Context, r snapshot.Reader, codecs *snapshot.Codecs, f F
 	for i := range outs {
 		outs[i] = make(chan *chunk, chunksAhead)
 	}
+	// A job is started only when fewer than window jobs are started and
+	// not yet written: a worker never runs far ahead of the writer.
+	workers := min(runtime.GOMAXPROCS(0), len(jobs))
+	window := make(chan struct{}, workers+1)
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel() // before Wait: a worker blocked on a full channel returns
-	for range min(runtime.GOMAXPROCS(0), len(jobs)) {
+	for range workers {
 		wg.Go(func() {
+			var g keyGroup
 			for ctx.Err() == nil {
+				select {
+				case window <- struct{}{}:
+				case <-ctx.Done():
+					return
+				}
 				i := int(next.Add(1) - 1)
 				if i >= len(jobs) {
 					return
 				}
-				errs[i] = s.encode(jobs[i], r, codecs, f, enc, outs[i])
+				errs[i] = s.encode(jobs[i], r, codecs, f, &g, enc, outs[i])
 				close(outs[i]) // after errs[i] is set: the writer reads it then
 			}
 		})
@@ -88,6 +99,7 @@ func Stream(ctx context.Context, r snapshot.Reader, codecs *snapshot.Codecs, f F
 		if errs[i] != nil {
 			return errs[i]
 		}
+		<-window
 	}
 	return nil
 }
@@ -133,10 +145,10 @@ func (s *streamer) send(out chan<- *chunk, c *chunk) bool {
 }
 
 // encode runs one job, sending its records to out in chunks.
-func (s *streamer) encode(j job, r snapshot.Reader, codecs *snapshot.Codecs, f Filter, enc Encoder, out chan<- *chunk) (err error) {
+func (s *streamer) encode(j job, r snapshot.Reader, codecs *snapshot.Codecs, f Filter, g *keyGroup, enc Encoder, out chan<- *chunk) (err error) {
 	defer recovered.Capture(&err)
 	c := s.get()
-	err = j.run(s.ctx, r, codecs, f, func(rec *Record) error {
+	err = j.run(s.ctx, r, codecs, f, g, func(rec *Record) error {
 		c.b = enc(c.b, rec)
 		c.ends = append(c.ends, len(c.b))
 		if len(c.b) < chunkBytes {

@@ -48,26 +48,31 @@ snap=$(cat "$snapdir/path")
 work=$(mktemp -d "$cache/bench-flink/run.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
-elapsed() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN {printf "%.3f\n", b - a}'; }
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+# timed NAME CMD...: appends "wall-seconds cpu-seconds" (user + system, the
+# process and its children) of one run of CMD to $work/NAME.
+timed() {
+	local name=$1
+	shift
+	/usr/bin/time -f '%e %U %S' -o "$work/time" "$@"
+	awk '{printf "%.3f %.2f\n", $1, $2 + $3}' "$work/time" >>"$work/$name"
+}
 
 for i in $(seq "$rounds"); do
-	t0=$(date +%s.%N)
-	"$bin" dump "$snap" --now 0 -o jsonl >"$work/su.jsonl"
-	elapsed "$t0" >>"$work/su.s"
+	timed su "$bin" dump "$snap" --now 0 -o jsonl >"$work/su.jsonl"
 	if ((i <= 3)); then
-		t0=$(date +%s.%N)
-		STATEUTIL_FLINK_XMX=${BENCH_FLINK_READ_XMX:-4g} "$harness" "$version" spa-dump --job big --snapshot "$snap" --records "$records" \
+		STATEUTIL_FLINK_XMX=${BENCH_FLINK_READ_XMX:-4g} timed spa "$harness" "$version" spa-dump --job big --snapshot "$snap" --records "$records" \
 			--dump "$work/spa.jsonl" >/dev/null
-		elapsed "$t0" >>"$work/spa.s"
 	fi
 done
 entries=$(wc -l <"$work/su.jsonl")
 spa_lines=$(wc -l <"$work/spa.jsonl")
-su=$(median <"$work/su.s")
-spa=$(median <"$work/spa.s")
+su=$(cut -d' ' -f1 "$work/su" | median)
+spa=$(cut -d' ' -f1 "$work/spa" | median)
+su_cpu=$(cut -d' ' -f2 "$work/su" | median)
+spa_cpu=$(cut -d' ' -f2 "$work/spa" | median)
 bytes=$(du -sb "$snap" | cut -f1)
-out "== reading every entry of a Flink $version canonical RocksDB savepoint ($records keys, $bytes bytes), process start to exit"
-out "$(printf 'stateutil dump:              %8.3f s  (%s records, median of %s)' "$su" "$entries" "$rounds")"
-out "$(printf 'State Processor API dump:    %8.3f s  (%s lines, median of %s)' "$spa" "$spa_lines" "$(wc -l <"$work/spa.s")")"
-out "$(awk -v a="$spa" -v b="$su" 'BEGIN {printf "stateutil is %.1fx faster\n", a / b}')"
+out "== reading every entry of a Flink $version canonical RocksDB savepoint ($records keys, $bytes bytes), process start to exit, medians"
+out "$(printf 'stateutil dump:              %8.3f s  %7.2f CPU-s  (%s records, %s runs: %s)' "$su" "$su_cpu" "$entries" "$rounds" "$(cut -d' ' -f1 "$work/su" | tr '\n' ' ')")"
+out "$(printf 'State Processor API dump:    %8.3f s  %7.2f CPU-s  (%s lines, %s runs: %s)' "$spa" "$spa_cpu" "$spa_lines" "$(wc -l <"$work/spa")" "$(cut -d' ' -f1 "$work/spa" | tr '\n' ' ')")"
+out "$(awk -v a="$spa" -v b="$su" -v c="$spa_cpu" -v d="$su_cpu" 'BEGIN {printf "stateutil is %.1fx faster (%.1fx in CPU-seconds)\n", a / b, c / d}')"

@@ -34,6 +34,13 @@ type FormatRecorder interface {
 	RecordedFormat() string
 }
 
+// WholeChecker is implemented by a Reader whose format checksums the
+// whole snapshot beyond the parts reading its state checks. CheckWhole
+// reads it all, for verify.
+type WholeChecker interface {
+	CheckWhole(ctx context.Context) error
+}
+
 // FileFollower is implemented by a Reader whose metadata lists each
 // subtask's files (Subtask.Files) apart from the references the reader
 // follows to read its state. FollowedFiles returns the files the reader

@@ -215,7 +215,7 @@ func ParseKeyGroups(data []byte, file string, base int64, kg *KeyGroupsHandle) (
 		}
 		if out.Format == HeapFormat {
 			g.Raw = body
-		} else if g.Entries, err = canonicalEntries(body, file, bodyBase, hdr, hdr.Compression); err != nil {
+		} else if g.Entries, err = canonicalEntries(body, file, bodyBase, hdr, hdr.Compression, nil); err != nil {
 			return nil, err
 		}
 		out.KeyGroups = append(out.KeyGroups, g)
@@ -238,7 +238,7 @@ func allCanonical(data []byte, file string, base int64, kg *KeyGroupsHandle, off
 				return false
 			}
 		}
-		if _, err := canonicalEntries(body, file, base+o, hdr, hdr.Compression); err != nil {
+		if _, err := canonicalEntries(body, file, base+o, hdr, hdr.Compression, nil); err != nil {
 			return false
 		}
 	}
@@ -273,9 +273,17 @@ var snappyStreamID = []byte{0xff, 0x06, 0x00, 0x00, 's', 'N', 'a', 'P', 'p', 'Y'
 
 const endOfKeyGroupMark = 0xFFFF
 
+// entryBuf is memory canonicalEntries reuses from key group to key group.
+type entryBuf struct {
+	arena []byte
+	out   []KeyedEntry
+}
+
 // canonicalEntries splits canonical key-group data into entries. When the
 // data was decompressed, offsets in errors are those of the compressed chunk.
-func canonicalEntries(b []byte, file string, base int64, hdr *KeyedHeader, compressed bool) ([]KeyedEntry, error) {
+// With buf, the entries are in its memory and last until the next call
+// with it.
+func canonicalEntries(b []byte, file string, base int64, hdr *KeyedHeader, compressed bool, buf *entryBuf) ([]KeyedEntry, error) {
 	r := newReader(b, file, base)
 	if compressed {
 		r.file = file + " (decompressed key group at offset " + fmt.Sprint(base) + ")"
@@ -291,8 +299,14 @@ func canonicalEntries(b []byte, file string, base int64, hdr *KeyedHeader, compr
 	state := name(int(r.u16("state id")))
 	// Keys are copied (their first byte's flag cleared) into one arena:
 	// they fit in the data, so it never grows and no entry allocates.
-	arena := make([]byte, 0, len(b))
-	out := make([]KeyedEntry, 0, len(b)/64+1)
+	if buf == nil {
+		buf = &entryBuf{}
+	}
+	if cap(buf.arena) < len(b) {
+		buf.arena = make([]byte, 0, len(b))
+	}
+	arena, out := buf.arena[:0], buf.out[:0]
+	defer func() { buf.arena, buf.out = arena, out }()
 	for r.err == nil {
 		k := r.bytes32("key")
 		v := r.bytes32("value")

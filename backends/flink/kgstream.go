@@ -36,6 +36,8 @@ type kgStream struct {
 	// stop marks the heap states (by id) whose sections end the reading
 	// of a key group (see heapEntries); nil reads every section.
 	stop []bool
+	// scratch holds a canonical key group's entries until the next one.
+	scratch entryBuf
 }
 
 // openKGStream opens the stream of a key-groups handle and reads its header.
@@ -244,7 +246,7 @@ func (s *kgStream) canonical(b []byte, at int64) ([]KeyedEntry, error) {
 			return nil, err
 		}
 	}
-	return canonicalEntries(body, s.file, at, s.header, s.header.Compression)
+	return canonicalEntries(body, s.file, at, s.header, s.header.Compression, &s.scratch)
 }
 
 func prefixGroup(key []byte, n int) int {

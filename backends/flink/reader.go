@@ -135,6 +135,13 @@ func (r *reader) count32(minSize int, what string) int {
 
 // bytes32 reads an int length and that many bytes (a view into the buffer).
 func (r *reader) bytes32(what string) []byte {
+	if r.err == nil && r.remaining() >= 4 {
+		// Most often: no message to name, so none is made.
+		if n := int32(binary.BigEndian.Uint32(r.buf[r.off:])); n >= 0 && int(n) <= r.remaining()-4 {
+			r.off += 4
+			return r.take(int(n), what)
+		}
+	}
 	n := r.count32(1, what+" length")
 	return r.take(n, what)
 }

@@ -23,23 +23,35 @@ const DefaultStateSizeCap = 5 << 20
 // maxBody bounds the dump a reader accepts before it allocates.
 const maxBody = 1 << 32
 
-// Kind is the framing of a memory dump.
+// Kind is the framing of a memory dump of version 1, which readers still
+// read; the writer writes version 2 (indexedKind).
 var Kind = envelope.Kind{Magic: [8]byte{'S', 'T', 'U', 'T', 'M', 'E', 'M', 0}, Version: 1, Name: "stateutil memory dump"}
 
-// body is the msgpack document inside the envelope. State is parallel to
-// Snapshot.Operators, and each opState's Subtasks to the operator's.
-type body struct {
+// document is the msgpack document of a dump: the metadata, and each
+// operator's (parallel to Snapshot.Operators) subtasks' (parallel to the
+// operator's) state S.
+type document[S any] struct {
 	Snapshot *snapshot.Snapshot `msgpack:"snapshot"`
-	State    []opState          `msgpack:"state"`
+	State    []operatorState[S] `msgpack:"state"`
 }
 
-type opState struct {
-	Subtasks []subtaskState `msgpack:"subtasks"`
+type operatorState[S any] struct {
+	Subtasks []S `msgpack:"subtasks"`
 }
+
+// body is the body of version 1 (see indexed.go for version 2).
+type body = document[subtaskState]
+
+type opState = operatorState[subtaskState]
 
 type subtaskState struct {
 	// Entries are in non-decreasing key-group order.
-	Entries     []entry       `msgpack:"entries"`
+	Entries []entry `msgpack:"entries"`
+	Parts
+}
+
+// Parts is a subtask's operator and raw state, in every version.
+type Parts struct {
 	Lists       []elementList `msgpack:"lists"`
 	RawKeyed    []byte        `msgpack:"raw_keyed,omitempty"`
 	RawOperator []byte        `msgpack:"raw_operator,omitempty"`
@@ -55,6 +67,13 @@ type entry struct {
 	UserKey   []byte
 	Value     []byte
 	ExpiresAt int64
+}
+
+func (e *entry) of(op *snapshot.Operator) snapshot.Entry {
+	return snapshot.Entry{
+		KeyGroup: e.KeyGroup, State: op.KeyedStates[e.State].Name,
+		Key: e.Key, Namespace: e.Namespace, UserKey: e.UserKey, Value: e.Value, ExpiresAt: e.ExpiresAt,
+	}
 }
 
 type elementList struct {
@@ -74,30 +93,58 @@ var Format = &snapshot.Format{
 	StateSizeCap: DefaultStateSizeCap,
 }
 
-// Open reads a memory dump, verifying its framing before decoding.
+// Open reads a memory dump's metadata, verifying its framing first. A
+// version 2 dump's key groups are read when asked for, each checked
+// against its checksum; a version 1 dump is read and checked whole.
 func Open(ctx context.Context, st storage.Storage, path string, _ snapshot.OpenOptions) (snapshot.Reader, error) {
-	location := st.URI(path)
-	var b body
-	if err := Kind.ReadMsgpack(ctx, st, path, maxBody, &b); err != nil {
+	f, err := st.Open(ctx, path)
+	if err != nil {
 		if errors.Is(err, storage.ErrNotFound) {
 			return nil, fmt.Errorf("%w: %w", snapshot.ErrNotFound, err)
 		}
 		return nil, err
 	}
+	version, bodyLen, err := Kind.ReadHeader(f, f.Size(), f.Name())
+	switch {
+	case err == nil && version == indexedVersion:
+		s, x, err := openIndexed(f, bodyLen)
+		if err != nil {
+			f.Close()
+			return nil, err
+		}
+		return newReader(s, nil, x), nil
+	case err == nil && version != Kind.Version:
+		// A damaged version field is damage, not a newer format.
+		if err = envelope.CheckSum(f, f.Size(), f.Name()); err == nil {
+			err = fmt.Errorf("%q: %w: %s version %d (this stateutil reads versions %d and %d)", f.Name(), snapshot.ErrUnsupportedVersion, Kind.Name, version, Kind.Version, indexedVersion)
+		}
+	}
+	f.Close()
+	if err != nil {
+		return nil, err
+	}
+	return openWhole(ctx, st, path)
+}
+
+// openWhole reads a version 1 dump.
+func openWhole(ctx context.Context, st storage.Storage, path string) (snapshot.Reader, error) {
+	location := st.URI(path)
+	var b body
+	if err := Kind.ReadMsgpack(ctx, st, path, maxBody, &b); err != nil {
+		return nil, err
+	}
 	if err := snapshot.Validate(b.Snapshot, location); err != nil {
 		return nil, err
 	}
-	if err := b.validate(); err != nil {
+	if err := validateWhole(&b); err != nil {
 		return nil, snapshot.Corrupt(location, envelope.HeaderSize, "%v", err)
 	}
-	r := &reader{b: b, recorded: b.Snapshot.Format}
-	b.Snapshot.Format = Name
-	return r, nil
+	return newReader(b.Snapshot, b.State, nil), nil
 }
 
-// validate checks the structure a reader indexes into, so that no later
+// validateWhole checks the structure a reader indexes into, so that no later
 // access can go out of bounds; snapshot.Validate has checked the metadata.
-func (b *body) validate() error {
+func validateWhole(b *body) error {
 	if len(b.State) != len(b.Snapshot.Operators) {
 		return fmt.Errorf("%d operators but state for %d", len(b.Snapshot.Operators), len(b.State))
 	}

@@ -5,8 +5,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/vmihailenco/msgpack/v5"
-
 	"github.com/stateutil/stateutil/backends/internal/ledger"
 	"github.com/stateutil/stateutil/keygroup"
 	"github.com/stateutil/stateutil/snapshot"
@@ -55,18 +53,12 @@ func (w *writer) Commit(ctx context.Context, s *snapshot.Snapshot) error {
 	if err != nil {
 		return fmt.Errorf("memory writer: %w", err)
 	}
-	b := body{Snapshot: s, State: make([]opState, len(s.Operators))}
-	for i := range s.Operators {
-		b.State[i].Subtasks = states[i]
-	}
 	s.Format = Name
-	var buf bytes.Buffer
-	enc := msgpack.NewEncoder(&buf)
-	enc.SetSortMapKeys(true) // the same snapshot always gives the same bytes
-	if err := enc.Encode(&b); err != nil {
+	data, err := encodeIndexed(s, states)
+	if err != nil {
 		return err
 	}
-	return storage.WriteFile(ctx, w.st, w.path, Kind.Encode(buf.Bytes()))
+	return storage.WriteFile(ctx, w.st, w.path, data)
 }
 
 func (w *writer) Abort(context.Context) error {

@@ -38,11 +38,17 @@ type Kind struct {
 // Encode frames body.
 func (k Kind) Encode(body []byte) []byte {
 	out := make([]byte, 0, HeaderSize+len(body)+TrailerSize)
-	out = append(out, k.Magic[:]...)
-	out = binary.BigEndian.AppendUint32(out, k.Version)
-	out = binary.BigEndian.AppendUint64(out, uint64(len(body)))
+	out = append(out, k.Header(uint64(len(body)))...)
 	out = append(out, body...)
 	return binary.BigEndian.AppendUint32(out, crc32.Checksum(out, Castagnoli))
+}
+
+// Header is the header of a file framing a body of bodyLen bytes.
+func (k Kind) Header(bodyLen uint64) []byte {
+	h := make([]byte, 0, HeaderSize)
+	h = append(h, k.Magic[:]...)
+	h = binary.BigEndian.AppendUint32(h, k.Version)
+	return binary.BigEndian.AppendUint64(h, bodyLen)
 }
 
 // Matches reports whether the first bytes of a file carry k's magic.
@@ -74,32 +80,61 @@ func (k Kind) Read(ctx context.Context, st storage.Storage, path string, bodyLim
 	return k.Decode(f, f.Size(), f.Name(), bodyLimit)
 }
 
-// Decode verifies a framed file of the given size read through r.
-func (k Kind) Decode(r io.ReaderAt, size int64, name string, bodyLimit int64) ([]byte, error) {
+// ReadHeader checks the magic and the body length of a framed file of
+// the given size read through r, and returns the version and the body
+// length it records: the version is not yet checked by any checksum.
+func (k Kind) ReadHeader(r io.ReaderAt, size int64, name string) (version uint32, bodyLen uint64, err error) {
 	if size == 0 {
-		return nil, snapshot.Corrupt(name, 0, "empty file, expected a %s", k.Name)
+		return 0, 0, snapshot.Corrupt(name, 0, "empty file, expected a %s", k.Name)
 	}
 	var head [HeaderSize]byte
 	n, err := r.ReadAt(head[:], 0)
 	if n < len(k.Magic) {
 		if err != nil && err != io.EOF {
-			return nil, fmt.Errorf("%q: %w", name, err)
+			return 0, 0, fmt.Errorf("%q: %w", name, err)
 		}
-		return nil, snapshot.Corrupt(name, int64(n), "truncated: %d bytes, too short for a %s", size, k.Name)
+		return 0, 0, snapshot.Corrupt(name, int64(n), "truncated: %d bytes, too short for a %s", size, k.Name)
 	}
 	if !k.Matches(head[:n]) {
-		return nil, snapshot.Corrupt(name, 0, "bad magic %x, not a %s", head[:len(k.Magic)], k.Name)
+		return 0, 0, snapshot.Corrupt(name, 0, "bad magic %x, not a %s", head[:len(k.Magic)], k.Name)
 	}
 	if n < HeaderSize {
-		return nil, snapshot.Corrupt(name, int64(n), "truncated header of a %s", k.Name)
+		return 0, 0, snapshot.Corrupt(name, int64(n), "truncated header of a %s", k.Name)
 	}
-	bodyLen := binary.BigEndian.Uint64(head[12:])
+	bodyLen = binary.BigEndian.Uint64(head[12:])
 	avail := size - HeaderSize - TrailerSize
 	if avail < 0 || bodyLen > uint64(avail) {
-		return nil, snapshot.Corrupt(name, 12, "body length %d exceeds the %d bytes the file holds (truncated?)", bodyLen, max(avail, 0))
+		return 0, 0, snapshot.Corrupt(name, 12, "body length %d exceeds the %d bytes the file holds (truncated?)", bodyLen, max(avail, 0))
 	}
 	if bodyLen < uint64(avail) {
-		return nil, snapshot.Corrupt(name, int64(HeaderSize)+int64(bodyLen)+TrailerSize, "%d unexpected bytes after the checksum", uint64(avail)-bodyLen)
+		return 0, 0, snapshot.Corrupt(name, int64(HeaderSize)+int64(bodyLen)+TrailerSize, "%d unexpected bytes after the checksum", uint64(avail)-bodyLen)
+	}
+	return binary.BigEndian.Uint32(head[8:]), bodyLen, nil
+}
+
+// CheckSum reads a framed file of the given size through r, a piece at a
+// time, and checks its CRC32C (ReadHeader has checked its framing).
+func CheckSum(r io.ReaderAt, size int64, name string) error {
+	end := size - TrailerSize
+	h := crc32.New(Castagnoli)
+	if _, err := io.Copy(h, io.NewSectionReader(r, 0, end)); err != nil {
+		return fmt.Errorf("%q: %w", name, err)
+	}
+	var sum [TrailerSize]byte
+	if _, err := r.ReadAt(sum[:], end); err != nil {
+		return fmt.Errorf("%q: %w", name, err)
+	}
+	if got, want := h.Sum32(), binary.BigEndian.Uint32(sum[:]); got != want {
+		return snapshot.Corrupt(name, end, "checksum mismatch: stored crc32c %08x, computed %08x", want, got)
+	}
+	return nil
+}
+
+// Decode verifies a framed file of the given size read through r.
+func (k Kind) Decode(r io.ReaderAt, size int64, name string, bodyLimit int64) ([]byte, error) {
+	version, bodyLen, err := k.ReadHeader(r, size, name)
+	if err != nil {
+		return nil, err
 	}
 	if int64(bodyLen) > bodyLimit {
 		return nil, fmt.Errorf("%q: %w: %s body of %d bytes exceeds the %d-byte limit", name, snapshot.ErrTooLarge, k.Name, bodyLen, bodyLimit)
@@ -112,8 +147,8 @@ func (k Kind) Decode(r io.ReaderAt, size int64, name string, bodyLimit int64) ([
 	if got, sum := crc32.Checksum(buf[:end], Castagnoli), binary.BigEndian.Uint32(buf[end:]); got != sum {
 		return nil, snapshot.Corrupt(name, int64(end), "checksum mismatch: stored crc32c %08x, computed %08x", sum, got)
 	}
-	if v := binary.BigEndian.Uint32(head[8:]); v != k.Version {
-		return nil, fmt.Errorf("%q: %w: %s version %d (this stateutil reads version %d)", name, snapshot.ErrUnsupportedVersion, k.Name, v, k.Version)
+	if version != k.Version {
+		return nil, fmt.Errorf("%q: %w: %s version %d (this stateutil reads version %d)", name, snapshot.ErrUnsupportedVersion, k.Name, version, k.Version)
 	}
 	return buf[HeaderSize:end], nil
 }

@@ -8,6 +8,7 @@ import (
 	"encoding/binary"
 	"flag"
 	"fmt"
+	"hash/crc32"
 	"maps"
 	"os"
 	"path/filepath"
@@ -88,13 +89,15 @@ func damaged(good []byte) map[string][]byte {
 		"truncated.dump":    good[:len(good)/2],
 		"short-header.dump": good[:10],
 		"bad-magic.dump":    edit(func(b []byte) []byte { b[0] = 'X'; return b }),
-		"unknown-version.dump": func() []byte {
-			newer := memory.Kind
-			newer.Version = 99
-			return newer.Encode(good[20 : len(good)-4]) // the body, framed as a newer version
-
-		}(),
-		"bad-checksum.dump": edit(func(b []byte) []byte { b[len(b)/2] ^= 0x01; return b }),
+		"unknown-version.dump": edit(func(b []byte) []byte { // framed as a newer version
+			binary.BigEndian.PutUint32(b[8:], 99)
+			binary.BigEndian.PutUint32(b[len(b)-4:], crc32.Checksum(b[:len(b)-4], castagnoli))
+			return b
+		}),
+		// In the head (metadata and index): no reader gets past it.
+		"bad-checksum.dump": edit(func(b []byte) []byte { b[30] ^= 0x01; return b }),
+		// In the last key group: only reading it finds the damage.
+		"bad-key-group.dump": edit(func(b []byte) []byte { b[len(b)-8] ^= 0x01; return b }),
 		"huge-length.dump": edit(func(b []byte) []byte {
 			binary.BigEndian.PutUint64(b[12:], 1<<62)
 			return b
@@ -150,11 +153,13 @@ func invalid(good []byte) (map[string][]byte, error) {
 }
 
 // edited is the dump good with edit applied to its snapshot metadata,
-// framed again (the body lies between the 20-byte header and the 4-byte
-// checksum).
+// framed again. The body of a version 2 dump: a 4-byte head length, the
+// msgpack head, its CRC32C (of the file up to there), the key groups.
 func edited(good []byte, edit func(s map[string]any)) ([]byte, error) {
+	headLen := int(binary.BigEndian.Uint32(good[20:]))
+	groups := good[24+headLen+4 : len(good)-4]
 	var doc map[string]any
-	if err := msgpack.Unmarshal(good[20:len(good)-4], &doc); err != nil {
+	if err := msgpack.Unmarshal(good[24:24+headLen], &doc); err != nil {
 		return nil, err
 	}
 	edit(doc["snapshot"].(map[string]any))
@@ -164,8 +169,17 @@ func edited(good []byte, edit func(s map[string]any)) ([]byte, error) {
 	if err := enc.Encode(doc); err != nil {
 		return nil, err
 	}
-	return memory.Kind.Encode(buf.Bytes()), nil
+	head := buf.Bytes()
+	out := append([]byte(nil), good[:20]...)
+	binary.BigEndian.PutUint64(out[12:], uint64(4+len(head)+4+len(groups)))
+	out = binary.BigEndian.AppendUint32(out, uint32(len(head)))
+	out = append(out, head...)
+	out = binary.BigEndian.AppendUint32(out, crc32.Checksum(out, castagnoli))
+	out = append(out, groups...)
+	return binary.BigEndian.AppendUint32(out, crc32.Checksum(out, castagnoli)), nil
 }
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 func operator(s map[string]any, i int) map[string]any {
 	return s["operators"].([]any)[i].(map[string]any)

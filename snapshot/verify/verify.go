@@ -89,6 +89,11 @@ func Check(ctx context.Context, location string, r snapshot.Reader, codecs *snap
 			res.add(Finding{Check: CheckFormat, Message: fmt.Sprintf("the metadata names format %q, but the snapshot was read as %q", rec, res.Format)})
 		}
 	}
+	if wc, ok := r.(snapshot.WholeChecker); ok {
+		if err := wc.CheckWhole(ctx); err != nil {
+			res.add(Finding{Check: CheckRead, Message: err.Error()})
+		}
+	}
 	// The format's own reader says which files it follows; once unreadable
 	// state is set aside, operators are copies it does not know.
 	ff, _ := r.(snapshot.FileFollower)

@@ -1,0 +1,93 @@
+package lookup
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/stateutil/stateutil/keygroup"
+	"github.com/stateutil/stateutil/snapshot"
+)
+
+// inOrder gives the order a stable sort by (state, key, namespace) gives,
+// whatever runs the entries come in: sorted, states one after another,
+// or shuffled.
+func TestKeyGroupInOrder(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	var g keyGroup
+	for round := range 2000 {
+		n := rng.IntN(40)
+		es := make([]snapshot.Entry, n)
+		for i := range es {
+			es[i] = snapshot.Entry{
+				State:     []string{"a", "b", "c"}[rng.IntN(3)],
+				Key:       []byte{byte(rng.IntN(4)), byte(rng.IntN(3))}[:1+rng.IntN(2)],
+				Namespace: []byte{byte(rng.IntN(2))},
+				Value:     []byte(fmt.Sprint(i)), // tells equal keys apart
+			}
+		}
+		switch round % 3 {
+		case 0: // each state in key order, states in any order
+			slices.SortStableFunc(es, compareKeys)
+			perm := rng.Perm(3)
+			slices.SortStableFunc(es, func(a, b snapshot.Entry) int { return perm[a.State[0]-'a'] - perm[b.State[0]-'a'] })
+		case 1:
+			slices.SortStableFunc(es, compareKeys)
+		}
+		want := slices.Clone(es)
+		slices.SortStableFunc(want, compareKeys)
+		g.reset()
+		for i := range es {
+			g.add(&es[i])
+		}
+		got := g.inOrder()
+		if len(got) != len(want) {
+			t.Fatalf("round %d: %d entries, want %d", round, len(got), len(want))
+		}
+		for i := range want {
+			if !got[i].Equal(&want[i]) {
+				t.Fatalf("round %d: entry %d is %+v, want %+v", round, i, got[i], want[i])
+			}
+		}
+	}
+}
+
+// pieces cut a subtask's key groups into consecutive ranges that cover
+// each key group once, of about pieceBytes where sizes are recorded.
+func TestPieces(t *testing.T) {
+	sub := &snapshot.Subtask{KeyGroups: keygroup.Range{Start: 0, End: 99}}
+	for kg := range 100 {
+		sub.KeyGroupStats = append(sub.KeyGroupStats, snapshot.KeyGroupStat{KeyGroup: kg, Bytes: pieceBytes / 2})
+	}
+	for _, tc := range []struct {
+		stats []snapshot.KeyGroupStat
+		kgs   keygroup.Range
+		want  int
+	}{
+		{sub.KeyGroupStats, keygroup.Range{Start: 0, End: 99}, 50},
+		{sub.KeyGroupStats, keygroup.Range{Start: 10, End: 12}, 2},
+		{sub.KeyGroupStats, keygroup.Range{Start: 7, End: 7}, 1},
+		{nil, keygroup.Range{Start: 0, End: 16*piecesPerSubtask - 1}, piecesPerSubtask},
+		{nil, keygroup.Range{Start: 0, End: 99}, 15},
+		{nil, keygroup.Range{Start: 3, End: 5}, 3},
+		{nil, keygroup.Range{Start: 5, End: 4}, 0},
+	} {
+		s := *sub
+		s.KeyGroupStats = tc.stats
+		ps := pieces(&s, tc.kgs)
+		if len(ps) != tc.want {
+			t.Errorf("%v, stats %v: %d pieces %v, want %d", tc.kgs, tc.stats != nil, len(ps), ps, tc.want)
+		}
+		next := tc.kgs.Start
+		for _, p := range ps {
+			if p.Start != next || p.End < p.Start {
+				t.Fatalf("%v: pieces %v do not tile it", tc.kgs, ps)
+			}
+			next = p.End + 1
+		}
+		if len(ps) > 0 && next != tc.kgs.End+1 {
+			t.Fatalf("%v: pieces %v end at %d", tc.kgs, ps, next-1)
+		}
+	}
+}
