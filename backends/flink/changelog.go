@@ -362,7 +362,7 @@ func (a *applier) register(changes []stateChange) error {
 	hdr := a.s.header
 	for _, m := range metas {
 		if s := m.Value(); hdr.KeySerializer == nil && m.Type == PriorityQueueState && s != nil && serKind(s) == "Timer" && len(s.Nested) == 2 {
-			hdr.KeySerializer = s.Nested[0]
+			hdr.KeySerializer = proxied(s.Nested[0])
 		}
 	}
 	for _, m := range hdr.States {
@@ -375,6 +375,23 @@ func (a *applier) register(changes []stateChange) error {
 		}
 	}
 	return nil
+}
+
+// proxied gives a nested snapshot the proxy framing a keyed header stores
+// a key serializer with (proxy version 2, then the versioned snapshot), so
+// that it can be written as one.
+func proxied(n *SerializerSnapshot) *SerializerSnapshot {
+	if len(n.Versioned) == 0 {
+		return n
+	}
+	raw := binary.BigEndian.AppendUint32(nil, 2)
+	raw = append(raw, n.Versioned...)
+	r := newReader(raw, "", 0)
+	s := (&snapReader{r: r}).snapshotProxy(func(q int) bool { return q == len(raw) })
+	if r.err != nil || s == nil || r.remaining() != 0 {
+		return n
+	}
+	return s
 }
 
 // parseChangeMeta reads a METADATA change: the state's meta info, for
