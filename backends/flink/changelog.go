@@ -70,9 +70,10 @@ func (res *Resolver) changes(ctx context.Context, h *ChangelogHandle) ([]stateCh
 				if err != nil {
 					return nil, err
 				}
-				cs, err := f.changeSet(oh.Offset)
-				if err != nil {
-					return nil, err
+				cs, ok := f.sets[oh.Offset]
+				if !ok {
+					return nil, &CorruptError{File: f.file, Offset: f.base + max(0, min(oh.Offset, int64(len(f.data)))),
+						Reason: fmt.Sprintf("_metadata lists a change set at offset %d, where none starts", oh.Offset)}
 				}
 				out = append(out, cs...)
 			}
@@ -83,11 +84,13 @@ func (res *Resolver) changes(ctx context.Context, h *ChangelogHandle) ([]stateCh
 	return out, nil
 }
 
-// changelogFile is a changelog file's stream, decompressed.
+// changelogFile is a changelog file's stream, decompressed, and its
+// change sets by offset: the stream is change sets end to end.
 type changelogFile struct {
 	data []byte
 	file string
 	base int64 // offset of data[0] in the file (0 when decompressed)
+	sets map[int64][]stateChange
 }
 
 func (res *Resolver) changelogFile(ctx context.Context, h *StreamHandle, cache map[string]*changelogFile) (*changelogFile, error) {
@@ -126,15 +129,22 @@ func (res *Resolver) changelogFile(ctx context.Context, h *StreamHandle, cache m
 	if h.Size > 0 && int64(len(f.data)) != h.Size {
 		return nil, &CorruptError{File: file, Offset: base + 1, Reason: fmt.Sprintf("changelog stream is %d bytes, _metadata says %d", len(f.data), h.Size)}
 	}
+	f.sets = map[int64][]stateChange{}
+	for off := int64(0); off < int64(len(f.data)); {
+		cs, n, err := f.changeSet(off)
+		if err != nil {
+			return nil, err
+		}
+		f.sets[off] = cs
+		off += n
+	}
 	cache[key] = f
 	return f, nil
 }
 
-// changeSet reads the change set at offset of the (decompressed) stream.
-func (f *changelogFile) changeSet(offset int64) ([]stateChange, error) {
-	if offset < 0 || offset >= int64(len(f.data)) {
-		return nil, &CorruptError{File: f.file, Offset: f.base, Reason: fmt.Sprintf("change set offset %d outside a stream of %d bytes", offset, len(f.data))}
-	}
+// changeSet reads the change set at offset of the (decompressed) stream
+// and says how long it is.
+func (f *changelogFile) changeSet(offset int64) ([]stateChange, int64, error) {
 	r := newReader(f.data[offset:], f.file, f.base+offset)
 	var out []stateChange
 	groups := r.count32(8, "change set group count")
@@ -148,7 +158,7 @@ func (f *changelogFile) changeSet(offset int64) ([]stateChange, error) {
 			}
 		}
 	}
-	return out, r.err
+	return out, int64(r.off), r.err
 }
 
 // changelogState is a subtask's keyed state with its changes applied.
