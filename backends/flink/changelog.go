@@ -129,17 +129,25 @@ func (res *Resolver) changelogFile(ctx context.Context, h *StreamHandle, cache m
 	if h.Size > 0 && int64(len(f.data)) != h.Size {
 		return nil, &CorruptError{File: file, Offset: base + 1, Reason: fmt.Sprintf("changelog stream is %d bytes, _metadata says %d", len(f.data), h.Size)}
 	}
+	if err := f.split(); err != nil {
+		return nil, err
+	}
+	cache[key] = f
+	return f, nil
+}
+
+// split reads the stream's change sets, end to end.
+func (f *changelogFile) split() error {
 	f.sets = map[int64][]stateChange{}
 	for off := int64(0); off < int64(len(f.data)); {
 		cs, n, err := f.changeSet(off)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		f.sets[off] = cs
 		off += n
 	}
-	cache[key] = f
-	return f, nil
+	return nil
 }
 
 // changeSet reads the change set at offset of the (decompressed) stream
@@ -322,14 +330,23 @@ func (r *SnapshotReader) applyChangelog(ctx context.Context, op *OperatorState, 
 	if err != nil {
 		return nil, err
 	}
+	if err := s.apply(ctx, base, changes); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// apply loads the materialized entries base (nil: none), then applies the
+// changes in order.
+func (s *changelogState) apply(ctx context.Context, base snapshot.Entries, changes []stateChange) error {
 	a := &applier{s: s, byName: map[string]*layout{}, byID: map[int16]*layout{}}
 	if err := a.register(changes); err != nil {
-		return nil, err
+		return err
 	}
 	if base != nil {
 		for e, err := range base {
 			if err != nil {
-				return nil, err
+				return err
 			}
 			if l := a.byName[e.State]; l != nil {
 				a.load(l, e.Clone())
@@ -338,13 +355,13 @@ func (r *SnapshotReader) applyChangelog(ctx context.Context, op *OperatorState, 
 	}
 	for _, c := range changes {
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return err
 		}
 		if err := a.apply(c); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return s, nil
+	return nil
 }
 
 // applier applies changes to a changelogState.
