@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/stateutil/stateutil/keygroup"
+	"github.com/stateutil/stateutil/snapshot"
 )
 
 // realChangelog is the changelog file of a real Flink 2.3.0 checkpoint
@@ -220,4 +221,55 @@ func FuzzChangelog(f *testing.F) {
 			}
 		}
 	})
+}
+
+// Changes apply on top of the materialized part: a value the changes set
+// replaces the materialized one, list elements and map entries the
+// changes add come after (or next to) those materialized.
+func TestChangelogOnMaterializedBase(t *testing.T) {
+	const kg = 102
+	key := str("user-16")
+	base := []snapshot.Entry{
+		{KeyGroup: kg, State: "count", Key: key, Namespace: []byte{0}, Value: long(99)},
+		{KeyGroup: kg, State: "events", Key: key, Namespace: []byte{0}, Value: str("a")},
+		{KeyGroup: kg, State: "by-bucket", Key: key, Namespace: []byte{0}, UserKey: str("zz"), Value: long(1)},
+		{KeyGroup: kg, State: "by-bucket", Key: key, Namespace: []byte{0}, UserKey: str("b0"), Value: long(-1)},
+	}
+	entries := func(yield func(snapshot.Entry, error) bool) {
+		for _, e := range base {
+			if !yield(e, nil) {
+				return
+			}
+		}
+	}
+	s := &changelogState{rng: KeyGroupRange{Start: 64, Count: 64}, groups: map[int]*changedGroup{}, broken: map[string]error{}, header: &KeyedHeader{}}
+	if err := s.apply(context.Background(), entries, changesOf(t, realChangelog(t))); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string][][]byte{}
+	for e, err := range s.entries(context.Background(), keygroup.Range{Start: kg, End: kg}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bytes.Equal(e.Key, key) {
+			got[e.State] = append(got[e.State], append(append([]byte{}, e.UserKey...), e.Value...))
+		}
+	}
+	// The job's dump of user-16 (testdata/flink/2.3.0/basic-hashmap-checkpoint-changelog).
+	want := map[string][][]byte{
+		"count":     {long(10)},
+		"events":    {str("a"), str("e16"), str("e36"), str("e56"), str("e76"), str("e96"), str("e116"), str("e136"), str("e156"), str("e176"), str("e196")},
+		"by-bucket": {append(str("zz"), long(1)...), append(str("b0"), long(288)...), append(str("b1"), long(424)...), append(str("b2"), long(348)...)},
+	}
+	for state, w := range want {
+		if len(got[state]) != len(w) {
+			t.Errorf("state %q: %x, want %x", state, got[state], w)
+			continue
+		}
+		for i := range w {
+			if !bytes.Equal(got[state][i], w[i]) {
+				t.Errorf("state %q entry %d: %x, want %x", state, i, got[state][i], w[i])
+			}
+		}
+	}
 }
