@@ -104,10 +104,12 @@ func (res *Resolver) changelogFile(ctx context.Context, h *StreamHandle, cache m
 	if f, ok := cache[key]; ok {
 		return f, nil
 	}
-	// The handle's size counts the stream after the flag byte, as written
-	// before compression.
+	// A file handle's size counts the stream after the flag byte, as
+	// written before compression: it is checked below, not against the file.
 	declared := *h
-	declared.Size = 0
+	if h.Type == HandleFile || h.Type == HandleRelativeFile {
+		declared.Size = 0
+	}
 	data, file, base, err := res.Bytes(ctx, &declared)
 	if err != nil {
 		return nil, err
@@ -126,7 +128,7 @@ func (res *Resolver) changelogFile(ctx context.Context, h *StreamHandle, cache m
 	default:
 		return nil, &CorruptError{File: file, Offset: base, Reason: fmt.Sprintf("changelog compression flag %d, want 0 or 1", data[0])}
 	}
-	if h.Size > 0 && int64(len(f.data)) != h.Size {
+	if (h.Type == HandleFile || h.Type == HandleRelativeFile) && h.Size > 0 && int64(len(f.data)) != h.Size {
 		return nil, &CorruptError{File: file, Offset: base + 1, Reason: fmt.Sprintf("changelog stream is %d bytes, _metadata says %d", len(f.data), h.Size)}
 	}
 	if err := f.split(); err != nil {
