@@ -77,7 +77,7 @@ error names it and shows the end of its log.
 	o.expiry.add(c)
 	f := c.Flags()
 	f.StringVar(&o.to, "to", "", "format to write: "+strings.Join(e.reg.WritableNames(), ", "))
-	f.StringVar(&o.output, "output", "", "where to write the converted snapshot (path, file:// or hdfs:// URI)")
+	f.StringVar(&o.output, "output", "", "where to write the converted snapshot (path, file://, hdfs:// or s3:// URI)")
 	f.BoolVar(&o.force, "force", false, "replace an existing snapshot at --output, whatever its format")
 	addStateSizeCap(f, &o.stateCap)
 	f.BoolVar(&o.verify, "verify", false, "read the result back and compare it with SRC entry by entry")

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/stateutil/stateutil/diff"
+	"github.com/stateutil/stateutil/runtime"
 	"github.com/stateutil/stateutil/snapshot"
 	"github.com/stateutil/stateutil/storage"
 )
@@ -30,6 +31,9 @@ const (
 	// pauseEnv names a file: at its first progress report the child
 	// creates NAME.paused and waits until NAME.go exists.
 	pauseEnv = "STATEUTIL_PAUSE"
+	// killAfterCheckpointEnv names a job directory: at the first progress
+	// report after a checkpoint is complete there, the child kills itself.
+	killAfterCheckpointEnv = "STATEUTIL_KILL_AFTER_CHECKPOINT"
 )
 
 func interruptedMain(args []string) int {
@@ -51,6 +55,13 @@ func interruptedMain(args []string) int {
 				syscall.Kill(os.Getpid(), syscall.SIGINT)
 				// Let the signal arrive before the next step runs.
 				time.Sleep(50 * time.Millisecond)
+			}
+		}
+	}
+	if jobDir := os.Getenv(killAfterCheckpointEnv); jobDir != "" {
+		progressHook = func() {
+			if _, err := runtime.LatestCheckpoint(context.Background(), testReg.Storage, jobDir); err == nil {
+				syscall.Kill(os.Getpid(), syscall.SIGKILL)
 			}
 		}
 	}

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -255,5 +257,97 @@ func TestS3ForceReplacesAcrossFormats(t *testing.T) {
 	}
 	if left := s3Leftovers(t, remote); len(left) > 0 {
 		t.Errorf("left %v", left)
+	}
+}
+
+// A run checkpointing to S3 is killed (SIGKILL) at its first progress
+// report after a checkpoint is complete there. Every checkpoint the job
+// directory shows as complete verifies, and the run restored from the job
+// directory ends with the state of a run never killed.
+func TestS3RunKilledRestores(t *testing.T) {
+	remote := formattest.S3Dir(t)
+	for _, backend := range []string{"rocksdb", "filesystem", "memory"} {
+		chk := remote + "/" + backend
+		jobDir := chk + "/job"
+		records := map[string]string{"rocksdb": "300000", "filesystem": "3000000", "memory": "3000000"}[backend]
+		every := map[string]string{"rocksdb": "40000", "filesystem": "400000", "memory": "400000"}[backend]
+		args := []string{"run", "wordcount", "--backend", backend, "--records", records, "--partitions", "3", "-p", "2",
+			"--checkpoint-every", every, "--checkpoint-dir", chk, "--job-id", "job", "--retain", "3", "--quiet"}
+		t.Setenv(killAfterCheckpointEnv, jobDir)
+		code, errOut := child(t, t.TempDir(), 0, args...)
+		os.Unsetenv(killAfterCheckpointEnv)
+		if code != -1 {
+			t.Fatalf("%v: exit %d, want killed after its first checkpoint: %s", args, code, errOut)
+		}
+		st, p, err := testReg.Storage.Resolve(context.Background(), jobDir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		entries, err := st.List(context.Background(), p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var complete, partial []string
+		for _, e := range entries {
+			loc := jobDir + "/" + e.Name
+			if !strings.HasPrefix(e.Name, "chk-") {
+				continue
+			}
+			if e.IsDir && !exists3(t, loc+"/_metadata") {
+				partial = append(partial, e.Name)
+				continue
+			}
+			complete = append(complete, e.Name)
+			if code, out, errOut := run(t, "verify", loc); code != ExitOK {
+				t.Errorf("%s, complete on S3 after the kill, does not verify: %s%s", loc, out, errOut)
+			}
+		}
+		if len(complete) == 0 {
+			t.Fatalf("%s: no complete checkpoint after the kill: %v", jobDir, entries)
+		}
+		t.Logf("%s: killed with checkpoints %v complete, %v without _metadata", backend, complete, partial)
+		want := runResult(t, "run", "wordcount", "--records", records, "--partitions", "3", "-p", "2")
+		got := runResult(t, append(args[:len(args)-1], "--restore", jobDir, "-p", "3")...)
+		if !strings.HasPrefix(got.RestoredFrom, jobDir+"/chk-") {
+			t.Errorf("%s: restored from %q, want a checkpoint in %s", backend, got.RestoredFrom, jobDir)
+		}
+		if got.StateDigest != want.StateDigest || got.StateEntries != want.StateEntries {
+			t.Errorf("%s: restored run ends with %d entries, digest %s; a run never killed with %d, %s",
+				backend, got.StateEntries, got.StateDigest, want.StateEntries, want.StateDigest)
+		}
+		if got.Records <= 0 || strconv.FormatInt(got.Records, 10) == records {
+			t.Errorf("%s: restored run read %d records of %s, want the rest after its checkpoint", backend, got.Records, records)
+		}
+	}
+}
+
+// exists3 reports whether loc, a storage location, exists.
+func exists3(t *testing.T, loc string) bool {
+	t.Helper()
+	st, p, err := testReg.Storage.Resolve(context.Background(), loc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = st.Stat(context.Background(), p)
+	return err == nil
+}
+
+// On S3 as on disk: a location with nothing there exits 3 naming it, and
+// an endpoint that is down is "storage unavailable", naming the location
+// (exit 2, as every failed read).
+func TestS3ExitCodes(t *testing.T) {
+	missing := formattest.S3Dir(t) + "/no-such-snapshot"
+	if code, _, errOut := run(t, "inspect", missing); code != ExitNotFound || !strings.Contains(errOut, missing) {
+		t.Errorf("inspect %s: exit %d: %s; want %d naming it", missing, code, errOut, ExitNotFound)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := "http://" + ln.Addr().String()
+	ln.Close()
+	code, _, errOut := run(t, "--s3-endpoint", down, "inspect", missing)
+	if code != ExitCorrupt || !strings.Contains(errOut, "storage unavailable") || !strings.Contains(errOut, missing) {
+		t.Errorf("inspect %s with the endpoint %s down: exit %d: %s; want %d, storage unavailable naming it", missing, down, code, errOut, ExitCorrupt)
 	}
 }

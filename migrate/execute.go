@@ -12,6 +12,7 @@ import (
 	"github.com/stateutil/stateutil/internal/recovered"
 	"github.com/stateutil/stateutil/redistribute"
 	"github.com/stateutil/stateutil/snapshot"
+	"github.com/stateutil/stateutil/storage"
 )
 
 // ExecuteOptions tune Execute.
@@ -39,10 +40,24 @@ type ExecuteOptions struct {
 // Execute writes every new subtask of plan to w: state streams from r to
 // w operator by operator, up to maxSubtaskWriters subtasks of an operator
 // at a time (see forEachSubtask); only a max-parallelism change buffers
-// entries (on disk beyond a memory limit). It neither commits nor aborts w
-// (Commit, and the caller on failure, do). plan must come from NewPlan on
-// the same snapshot.
+// entries (on disk beyond a memory limit). A storage may finish a file's
+// upload while the next ones are written (storage.DeferCommits); Execute
+// returns once every file it wrote is in place or failed, so that the
+// metadata written after it never refers to a missing file, and an abort
+// after it removes them all. It neither commits nor aborts w (Commit, and
+// the caller on failure, do). plan must come from NewPlan on the same
+// snapshot.
 func Execute(ctx context.Context, r snapshot.Reader, w snapshot.Writer, plan *Plan, opts ExecuteOptions) error {
+	ctx, commits := storage.DeferCommits(ctx)
+	err := execute(ctx, r, w, plan, opts)
+	// A failed write is what to report, not the commits it cut short.
+	if werr := commits.Wait(); err == nil {
+		err = werr
+	}
+	return err
+}
+
+func execute(ctx context.Context, r snapshot.Reader, w snapshot.Writer, plan *Plan, opts ExecuteOptions) error {
 	s := r.Snapshot()
 	if len(plan.Operators) != len(s.Operators) {
 		return fmt.Errorf("the plan has %d operators, the snapshot %d: plan another snapshot", len(plan.Operators), len(s.Operators))

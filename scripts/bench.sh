@@ -15,16 +15,17 @@ results=bench-results.txt
 : > "$results"
 
 say() { printf '%s\n' "$*" | tee -a "$results"; }
-# rss_seconds CMD...: "seconds peak-RSS-MiB" of one run, the seconds
-# including the sync of what it wrote (earlier writes are synced first).
+# rss_seconds CMD...: "seconds peak-RSS-MiB CPU-seconds" of one run, the
+# seconds including the sync of what it wrote (earlier writes are synced
+# first), the CPU-seconds user and system time.
 rss_seconds() {
   sync
-  /usr/bin/time -f '%e %M' -o "$work/time" "$@" >/dev/null
+  /usr/bin/time -f '%e %M %U %S' -o "$work/time" "$@" >/dev/null
   local t0 t1
   t0=$(date +%s.%N)
   sync
   t1=$(date +%s.%N)
-  awk -v a="$t0" -v b="$t1" '{printf "%.2f %.0f\n", $1 + b - a, $2/1024}' "$work/time"
+  awk -v a="$t0" -v b="$t1" '{printf "%.2f %.0f %.2f\n", $1 + b - a, $2/1024, $3 + $4}' "$work/time"
 }
 # median_ms N CMD...: median wall-clock milliseconds over N runs.
 median_ms() {
@@ -67,6 +68,7 @@ round() {
   rss_seconds "$@" >>"$work/$name"
 }
 med_s() { cut -d' ' -f1 "$work/$1" | median; }
+med_cpu() { cut -d' ' -f3 "$work/$1" | median; }
 max_rss() { cut -d' ' -f2 "$work/$1" | sort -n | tail -1; }
 
 say "== filesystem format vs cp ($(mib "$big") MiB, median of $rounds rounds)"
@@ -133,9 +135,9 @@ fi
 if [ "$huge" -gt 0 ]; then
   say "== peak memory of convert at $(mib "$huge") MiB"
   generate filesystem "$huge" "$work/fs-huge"
-  read -r t rss < <(rss_seconds "$bin" convert "$work/fs-huge" --to rocksdb --output "$work/rdb-huge" --quiet)
+  read -r t rss _ < <(rss_seconds "$bin" convert "$work/fs-huge" --to rocksdb --output "$work/rdb-huge" --quiet)
   say "filesystem -> rocksdb:          ${t}s   peak RSS ${rss} MiB"
-  read -r t rss < <(rss_seconds "$bin" convert "$work/rdb-huge" --to filesystem --output "$work/fs-huge2" --quiet)
+  read -r t rss _ < <(rss_seconds "$bin" convert "$work/rdb-huge" --to filesystem --output "$work/fs-huge2" --quiet)
   say "rocksdb -> filesystem:          ${t}s   peak RSS ${rss} MiB"
   rm -rf "$work/fs-huge" "$work/rdb-huge" "$work/fs-huge2"
   say ""

@@ -25,19 +25,33 @@ fi
 bench_s3="$STATEUTIL_TEST_S3/bench-$$"
 aws() { "$awscli/bin/aws" "$@"; }
 s3_clear() { aws s3 rm --recursive --quiet "$1" >/dev/null; }
+# The server's CPU-seconds so far: on a loaded machine the clients and the
+# server share the cores, so what each client makes the server spend
+# counts as much as its own time.
+server_cpu() { awk '{printf "%.2f\n", ($14 + $15) / 100}' "/proc/$STATEUTIL_TEST_S3_PID/stat"; }
+# s3_round NAME OUT CMD...: round, with the server's CPU-seconds during
+# it appended to $work/NAME-server.
+s3_round() {
+  local before
+  before=$(server_cpu)
+  round "$@"
+  awk -v a="$before" -v b="$(server_cpu)" 'BEGIN {printf "%.2f\n", b - a}' >>"$work/$1-server"
+}
+# s3_line NAME: "Ns (CPU c s, server CPU s s)", medians.
+s3_line() { echo "$(med_s "$1")s (CPU $(med_cpu "$1") s, server CPU $(median <"$work/$1-server") s)"; }
 
 say "== S3 (moto on loopback): convert to S3 and back vs aws s3 cp --recursive ($(mib "$big") MiB, median of $rounds rounds)"
 for i in $(seq "$rounds"); do
   s3_clear "$bench_s3/"
-  round s3up - "$bin" convert "$work/fs" --to filesystem --output "$bench_s3/su" --quiet
-  round cliup - aws s3 cp --recursive --quiet "$work/fs" "$bench_s3/cli"
-  round s3down "$work/s3-down" "$bin" convert "$bench_s3/su" --to filesystem --output "$work/s3-down" --quiet
-  round clidown "$work/cli-down" aws s3 cp --recursive --quiet "$bench_s3/cli" "$work/cli-down"
+  s3_round s3up - "$bin" convert "$work/fs" --to filesystem --output "$bench_s3/su" --quiet
+  s3_round cliup - "$awscli/bin/aws" s3 cp --recursive --quiet "$work/fs" "$bench_s3/cli"
+  s3_round s3down "$work/s3-down" "$bin" convert "$bench_s3/su" --to filesystem --output "$work/s3-down" --quiet
+  s3_round clidown "$work/cli-down" "$awscli/bin/aws" s3 cp --recursive --quiet "$bench_s3/cli" "$work/cli-down"
 done
 s3_clear "$bench_s3/"
 rm -rf "$work/s3-down" "$work/cli-down"
-say "local -> S3:  stateutil convert $(med_s s3up)s, aws s3 cp $(med_s cliup)s: ratio $(ratio "$(med_s cliup)" "$(med_s s3up)")   peak RSS $(max_rss s3up) MiB vs $(max_rss cliup) MiB   (runs: $(cut -d' ' -f1 "$work/s3up" | tr '\n' ' ')/ $(cut -d' ' -f1 "$work/cliup" | tr '\n' ' '))"
-say "S3 -> local:  stateutil convert $(med_s s3down)s, aws s3 cp $(med_s clidown)s: ratio $(ratio "$(med_s clidown)" "$(med_s s3down)")   peak RSS $(max_rss s3down) MiB vs $(max_rss clidown) MiB   (runs: $(cut -d' ' -f1 "$work/s3down" | tr '\n' ' ')/ $(cut -d' ' -f1 "$work/clidown" | tr '\n' ' '))"
+say "local -> S3:  stateutil convert $(s3_line s3up), aws s3 cp $(s3_line cliup): ratio $(ratio "$(med_s cliup)" "$(med_s s3up)")   peak RSS $(max_rss s3up) MiB vs $(max_rss cliup) MiB   (runs: $(cut -d' ' -f1 "$work/s3up" | tr '\n' ' ')/ $(cut -d' ' -f1 "$work/cliup" | tr '\n' ' '))"
+say "S3 -> local:  stateutil convert $(s3_line s3down), aws s3 cp $(s3_line clidown): ratio $(ratio "$(med_s clidown)" "$(med_s s3down)")   peak RSS $(max_rss s3down) MiB vs $(max_rss clidown) MiB   (runs: $(cut -d' ' -f1 "$work/s3down" | tr '\n' ' ')/ $(cut -d' ' -f1 "$work/clidown" | tr '\n' ' '))"
 if [ -n "$s3_started" ]; then
   scripts/s3-stop.sh
   trap 'rm -rf "$work"' EXIT

@@ -49,9 +49,11 @@ var (
 	// 5 MiB); past 1000 parts each further thousand is one PartSize larger,
 	// so that S3's 10,000 parts reach 440 GiB.
 	PartSize = 8 << 20
-	// Uploads bounds the parts in flight per store, across all files being
-	// written: with the file buffers, what bounds memory.
-	Uploads = 4
+	// Uploads bounds the requests with a body in flight per store (parts,
+	// and the PUTs of deferred commits), across all files being written:
+	// with the file buffers, what bounds memory. 10, like PartSize 8 MiB,
+	// is the AWS CLI's default.
+	Uploads = 10
 	// ClaimTTL is how long a claim stays valid without a refresh; its
 	// holder refreshes it every ClaimTTL/4. STATEUTIL_S3_CLAIM_TTL (a Go
 	// duration) overrides it.

@@ -13,8 +13,11 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/base64"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"math/rand"
 	"net"
@@ -34,6 +37,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/stateutil/stateutil/storage"
 	"github.com/stateutil/stateutil/storage/s3"
@@ -154,6 +158,9 @@ type proxy struct {
 	gate     int32
 	gateOpen chan struct{}
 	gateOnce sync.Once
+	// intercept, when set, sees every request first; it answers those it
+	// returns true for itself.
+	intercept func(w http.ResponseWriter, r *http.Request) bool
 }
 
 func newProxy(t *testing.T) *proxy {
@@ -170,6 +177,9 @@ func newProxy(t *testing.T) *proxy {
 		return nil
 	}
 	p.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if p.intercept != nil && p.intercept(w, r) {
+			return
+		}
 		if r.Method == http.MethodGet && !r.URL.Query().Has("list-type") {
 			p.gets.Add(1)
 		}
@@ -264,9 +274,123 @@ func TestMultipartInParallel(t *testing.T) {
 		t.Fatalf("read back %d bytes (%v), want the %d written", len(got), err, len(data))
 	}
 	api, bucket, key := rawClient(t, s3test.Location(t), f)
-	head, err := api.HeadObject(ctx, &awss3.HeadObjectInput{Bucket: &bucket, Key: &key})
+	head, err := api.HeadObject(ctx, &awss3.HeadObjectInput{Bucket: &bucket, Key: &key, ChecksumMode: types.ChecksumModeEnabled})
 	if err != nil || !strings.HasSuffix(strings.Trim(*head.ETag, `"`), "-7") {
 		t.Fatalf("ETag %v (%v): want a 7-part multipart upload", head.ETag, err)
+	}
+	// The store kept the parts' CRC32s, not one it computed over the whole
+	// object on completion.
+	if head.ChecksumCRC32 == nil {
+		t.Fatal("no CRC32 checksum on the object, want the composite of its parts'")
+	}
+	var crcs []byte
+	for b := data; len(b) > 0; b = b[min(len(b), s3.PartSize):] {
+		crcs = binary.BigEndian.AppendUint32(crcs, crc32.ChecksumIEEE(b[:min(len(b), s3.PartSize)]))
+	}
+	want := base64.StdEncoding.EncodeToString(binary.BigEndian.AppendUint32(nil, crc32.ChecksumIEEE(crcs)))
+	if got, _, _ := strings.Cut(*head.ChecksumCRC32, "-"); got != want {
+		t.Fatalf("composite CRC32 %s, want %s (the CRC32 of the parts' CRC32s)", *head.ChecksumCRC32, want)
+	}
+}
+
+// isCompletion reports whether r completes the multipart upload of an
+// object whose key ends in name.
+func isCompletion(r *http.Request, name string) bool {
+	return r.Method == http.MethodPost && r.URL.Query().Has("uploadId") && strings.HasSuffix(r.URL.Path, "/"+name)
+}
+
+// writeFile writes data to p of st through a Pending created under ctx.
+func writeFile(t *testing.T, ctx context.Context, st storage.Storage, p string, data []byte) storage.Pending {
+	t.Helper()
+	w, err := st.Create(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Write(data); err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// Under storage.DeferCommits a multipart upload completes in the
+// background: its Commit returns with the object not yet in place, the
+// next file goes up meanwhile, and Wait returns once both are there. The
+// proxy holds the first file's completion until the second file arrives.
+func TestDeferredCommitOverlapsNextFile(t *testing.T) {
+	setPartSize(t, 5<<20)
+	px := newProxy(t)
+	secondSent := make(chan struct{})
+	var once sync.Once
+	var overlapped atomic.Bool
+	px.intercept = func(_ http.ResponseWriter, r *http.Request) bool {
+		switch {
+		case r.Method == http.MethodPut && strings.HasSuffix(r.URL.Path, "/second"):
+			once.Do(func() { close(secondSent) })
+		case isCompletion(r, "first"):
+			select {
+			case <-secondSent:
+				overlapped.Store(true)
+			case <-time.After(30 * time.Second):
+			}
+		}
+		return false
+	}
+	st, p := px.via(t, s3test.Dir(t))
+	dctx, commits := storage.DeferCommits(ctx)
+	first := bytes.Repeat([]byte("first "), s3.PartSize/3)
+	if err := writeFile(t, dctx, st, path.Join(p, "first"), first).Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Stat(ctx, path.Join(p, "first")); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("Stat of first while its completion is held = %v, want not found", err)
+	}
+	if err := writeFile(t, dctx, st, path.Join(p, "second"), []byte("second")).Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if err := commits.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if !overlapped.Load() {
+		t.Fatal("first's upload completed before second was sent")
+	}
+	for name, want := range map[string][]byte{"first": first, "second": []byte("second")} {
+		got, err := storage.ReadAll(ctx, st, path.Join(p, name), 1<<30)
+		if err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("%s read back: %d bytes (%v), want the %d written", name, len(got), err, len(want))
+		}
+	}
+}
+
+// A deferred commit that fails is Wait's error, naming the file, and
+// leaves neither the object nor its upload.
+func TestDeferredCommitFailureIsReported(t *testing.T) {
+	setPartSize(t, 5<<20)
+	px := newProxy(t)
+	px.intercept = func(w http.ResponseWriter, r *http.Request) bool {
+		if !isCompletion(r, "refused") {
+			return false
+		}
+		w.WriteHeader(http.StatusForbidden)
+		io.WriteString(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>AccessDenied</Code><Message>Access Denied</Message></Error>`)
+		return true
+	}
+	dir := s3test.Dir(t)
+	st, p := px.via(t, dir)
+	f := path.Join(p, "refused")
+	dctx, commits := storage.DeferCommits(ctx)
+	if err := writeFile(t, dctx, st, f, make([]byte, 2*s3.PartSize+1)).Commit(); err != nil {
+		t.Fatal(err)
+	}
+	err := commits.Wait()
+	if !errors.Is(err, storage.ErrPermission) || !strings.Contains(err.Error(), dir+"/refused") {
+		t.Fatalf("Wait = %v, want permission denied naming the file", err)
+	}
+	if _, err := st.Stat(ctx, f); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("Stat after the failed completion = %v, want not found", err)
+	}
+	api, bucket, key := rawClient(t, dir, f)
+	if n := uploads(t, api, bucket, key); n != 0 {
+		t.Fatalf("%d uploads left after the failed completion", n)
 	}
 }
 
@@ -468,6 +592,85 @@ func TestEndpointOption(t *testing.T) {
 	t.Setenv("STATEUTIL_S3_PATH_STYLE", "maybe")
 	if _, _, err := r.Resolve(ctx, dir+"/f"); err == nil || !strings.Contains(err.Error(), "STATEUTIL_S3_PATH_STYLE") {
 		t.Fatalf("Resolve with STATEUTIL_S3_PATH_STYLE=maybe = %v, want an error naming it", err)
+	}
+}
+
+// A listing of more keys than S3 returns at once (1000) follows its
+// pages, and removing the tree deletes them all.
+func TestListingsFollowPages(t *testing.T) {
+	dir := s3test.Dir(t)
+	st, p := s3test.Resolve(t, dir)
+	const n = 1001
+	if err := st.MkdirAll(ctx, path.Join(p, "d")); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for w := range 8 {
+		wg.Go(func() {
+			for i := w; i < n; i += 8 {
+				if err := storage.WriteFile(ctx, st, path.Join(p, "d", fmt.Sprintf("f%04d", i)), nil); err != nil {
+					errs <- err
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		t.Fatal(err)
+	}
+	entries, err := st.List(ctx, path.Join(p, "d"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != n || entries[0].Name != "f0000" || entries[n-1].Name != fmt.Sprintf("f%04d", n-1) {
+		t.Fatalf("List of %d files: %d entries", n, len(entries))
+	}
+	if err := st.RemoveAll(ctx, path.Join(p, "d")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Stat(ctx, path.Join(p, "d")); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("Stat after RemoveAll of %d files = %v, want not found", n, err)
+	}
+}
+
+// Credentials come from the SDK's standard chain: with none in the
+// environment, from the profile AWS_PROFILE names in the shared
+// credentials file.
+func TestCredentialsFromProfile(t *testing.T) {
+	dir := s3test.Dir(t)
+	st, p := s3test.Resolve(t, dir)
+	if err := storage.WriteFile(ctx, st, path.Join(p, "f"), []byte("chain")); err != nil {
+		t.Fatal(err)
+	}
+	px := newProxy(t)
+	var auth atomic.Value
+	px.intercept = func(_ http.ResponseWriter, r *http.Request) bool {
+		auth.Store(r.Header.Get("Authorization"))
+		return false
+	}
+	for _, v := range []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"} {
+		t.Setenv(v, "")
+		os.Unsetenv(v)
+	}
+	read := func() (string, error) {
+		st, q := px.via(t, dir+"/f")
+		b, err := storage.ReadAll(ctx, st, q, 100)
+		return string(b), err
+	}
+
+	creds := path.Join(t.TempDir(), "credentials")
+	if err := os.WriteFile(creds, []byte("[stateutil]\naws_access_key_id = from-profile\naws_secret_access_key = secret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", creds)
+	t.Setenv("AWS_PROFILE", "stateutil")
+	if b, err := read(); err != nil || b != "chain" {
+		t.Fatalf("read with the profile's credentials: %q, %v", b, err)
+	}
+	if a := auth.Load().(string); !strings.Contains(a, "Credential=from-profile/") {
+		t.Fatalf("request signed as %q, want the profile's key", a)
 	}
 }
 

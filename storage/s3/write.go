@@ -21,15 +21,19 @@ import (
 // multipart upload whose parts are sent while the caller goes on writing,
 // at most Uploads at once per store. Either way S3 shows nothing at the
 // key until Commit: a PUT that never ran, or an upload never completed,
-// leaves no object.
+// leaves no object. Created under storage.DeferCommits, Commit hands the
+// PUT or the last part to an upload slot and returns; the upload
+// completes in the background.
 type pending struct {
-	s    *store
-	ctx  context.Context // cancels part uploads on Abort
-	stop context.CancelFunc
-	path string
-	key  string
-	buf  []byte
-	done bool
+	s       *store
+	ctx     context.Context // cancels part uploads on Abort
+	stop    context.CancelFunc
+	commits *storage.Commits // set when Commit is deferred
+	detach  func() bool      // ends the Create context's hold on ctx
+	path    string
+	key     string
+	buf     []byte
+	done    bool
 
 	upload *string // multipart upload id, once started
 	next   int32   // number of the next part
@@ -40,6 +44,12 @@ type pending struct {
 }
 
 var bufPool sync.Pool
+
+// partChecksum is the checksum every part carries and the upload declares
+// up front, as the AWS CLI does: the store checks each part as it arrives
+// and keeps a checksum of the part checksums, instead of checksumming the
+// whole object again when the upload completes.
+const partChecksum = types.ChecksumAlgorithmCrc32
 
 func (s *store) Create(ctx context.Context, p string) (storage.Pending, error) {
 	k := key(p)
@@ -61,8 +71,16 @@ func (s *store) Create(ctx context.Context, p string) (storage.Pending, error) {
 		}
 		s.rememberDir(parent)
 	}
-	wctx, stop := context.WithCancel(ctx)
-	return &pending{s: s, ctx: wctx, stop: stop, path: p, key: k, next: 1}, nil
+	w := &pending{s: s, path: p, key: k, next: 1, commits: storage.DeferredCommits(ctx)}
+	if w.commits == nil {
+		w.ctx, w.stop = context.WithCancel(ctx)
+		return w, nil
+	}
+	// Until Commit, ending ctx stops the upload; after it, only the
+	// group's context does.
+	w.ctx, w.stop = context.WithCancel(w.commits.Context())
+	w.detach = context.AfterFunc(ctx, w.stop)
+	return w, nil
 }
 
 // partSize is the size of part n (1-based).
@@ -128,7 +146,8 @@ func (w *pending) fail(err error) {
 // is free: a writer faster than the network waits here.
 func (w *pending) sendPart() error {
 	if w.upload == nil {
-		out, err := w.s.c.api.CreateMultipartUpload(w.ctx, &awss3.CreateMultipartUploadInput{Bucket: &w.s.bucket, Key: &w.key})
+		out, err := w.s.c.api.CreateMultipartUpload(w.ctx, &awss3.CreateMultipartUploadInput{Bucket: &w.s.bucket, Key: &w.key,
+			ChecksumAlgorithm: partChecksum})
 		if err != nil {
 			err = w.s.wrap("write", w.path, err)
 			w.fail(err)
@@ -136,10 +155,7 @@ func (w *pending) sendPart() error {
 		}
 		w.upload = out.UploadId
 	}
-	select {
-	case w.s.c.uploads <- struct{}{}:
-	case <-w.ctx.Done():
-		err := w.s.wrap("write", w.path, w.ctx.Err())
+	if err := w.slot(); err != nil {
 		w.fail(err)
 		return err
 	}
@@ -152,7 +168,7 @@ func (w *pending) sendPart() error {
 		defer func() { <-w.s.c.uploads }()
 		defer putBuf(buf)
 		out, err := w.s.c.api.UploadPart(w.ctx, &awss3.UploadPartInput{
-			Bucket: &w.s.bucket, Key: &w.key, UploadId: w.upload, PartNumber: aws.Int32(n),
+			Bucket: &w.s.bucket, Key: &w.key, UploadId: w.upload, PartNumber: aws.Int32(n), ChecksumAlgorithm: partChecksum,
 			Body: bytes.NewReader(buf), ContentLength: aws.Int64(int64(len(buf))),
 		})
 		if err != nil {
@@ -168,33 +184,91 @@ func (w *pending) sendPart() error {
 	return nil
 }
 
+// slot waits for one of the store's upload slots; whoever gets it frees
+// it when its request is done.
+func (w *pending) slot() error {
+	select {
+	case w.s.c.uploads <- struct{}{}:
+		return nil
+	case <-w.ctx.Done():
+		return w.s.wrap("write", w.path, w.ctx.Err())
+	}
+}
+
 // Commit puts the object in place: one PUT, or the last part and the
-// upload's completion.
+// upload's completion. A deferred Commit returns once the PUT or the last
+// part holds an upload slot.
 func (w *pending) Commit() error {
 	if w.done {
 		return fmt.Errorf("commit %s: already committed or aborted", w.s.URI(w.path))
 	}
 	w.done = true
-	defer w.stop()
-	if w.upload == nil {
-		body := w.buf
-		w.buf = nil
-		_, err := w.s.c.api.PutObject(w.ctx, &awss3.PutObjectInput{
-			Bucket: &w.s.bucket, Key: &w.key, Body: bytes.NewReader(body), ContentLength: aws.Int64(int64(len(body))),
-		})
-		if err != nil {
-			return w.s.wrap("commit", w.path, err)
+	if w.commits == nil {
+		defer w.stop()
+		if w.upload == nil {
+			return w.put()
 		}
-		w.s.rememberDir(path.Dir(w.key))
+		if err := w.sendLast(); err != nil {
+			return err
+		}
+		return w.complete()
+	}
+	w.detach()
+	if w.upload == nil {
+		// The body waits for a slot here, not in the background: what
+		// deferred files hold stays bounded by the slots.
+		if err := w.slot(); err != nil {
+			w.stop()
+			return err
+		}
+		w.commits.Go(func() error {
+			defer w.stop()
+			defer func() { <-w.s.c.uploads }()
+			return w.put()
+		})
 		return nil
 	}
-	if len(w.buf) > 0 && w.failed() == nil {
-		if err := w.sendPart(); err != nil {
-			w.stop()
-			w.wg.Wait()
-			return errors.Join(err, w.abortUpload())
-		}
+	if err := w.sendLast(); err != nil {
+		w.stop()
+		return err
 	}
+	w.commits.Go(func() error {
+		defer w.stop()
+		return w.complete()
+	})
+	return nil
+}
+
+func (w *pending) put() error {
+	body := w.buf
+	w.buf = nil
+	_, err := w.s.c.api.PutObject(w.ctx, &awss3.PutObjectInput{
+		Bucket: &w.s.bucket, Key: &w.key, Body: bytes.NewReader(body), ContentLength: aws.Int64(int64(len(body))),
+	})
+	if err != nil {
+		return w.s.wrap("commit", w.path, err)
+	}
+	w.s.rememberDir(path.Dir(w.key))
+	return nil
+}
+
+// sendLast sends what is buffered as the last part; on failure the
+// upload is aborted.
+func (w *pending) sendLast() error {
+	if len(w.buf) == 0 || w.failed() != nil {
+		return nil
+	}
+	if err := w.sendPart(); err != nil {
+		w.stop()
+		w.wg.Wait()
+		return errors.Join(err, w.abortUpload())
+	}
+	return nil
+}
+
+// complete waits for the parts in flight and completes the upload, or
+// aborts it if a part failed.
+func (w *pending) complete() error {
 	w.wg.Wait()
 	if err := w.failed(); err != nil {
 		return errors.Join(err, w.abortUpload())
@@ -218,6 +292,9 @@ func (w *pending) Abort() error {
 		return nil
 	}
 	w.done = true
+	if w.detach != nil {
+		w.detach()
+	}
 	w.stop()
 	w.wg.Wait()
 	putBuf(w.buf)
