@@ -30,14 +30,16 @@ func flinkSnapshot(t *testing.T, version, entry string) string {
 // The golden output of get and dump on real Flink snapshots: canonical
 // (heap and RocksDB, compressed), native RocksDB, an incremental checkpoint
 // moved from where Flink wrote it, and String, Long and Tuple2 keys; the
-// operator named by its uid although _metadata records only its id. A
-// changelog checkpoint whose state is not materialised is refused, never
-// answered "not found".
+// operator named by its uid although _metadata records only its id; a
+// changelog checkpoint, its logged changes applied, moved too.
 func TestGoldenGetDumpFlink(t *testing.T) {
 	const v = "1.20.5"
 	incremental := flinkSnapshot(t, v, "basic-rocksdb-checkpoint-incremental")
 	written := "/work/wt-flink/testdata/.flink.new/1.20.5/.basic-rocksdb-checkpoint-incremental.tmp/snapshot"
 	moved := filepath.Join("..", "testdata", "flink", v, "basic-rocksdb-checkpoint-incremental", "snapshot")
+	changelog := flinkSnapshot(t, v, "basic-hashmap-checkpoint-changelog")
+	changelogMap := "/work/wt-flink/testdata/.flink.new/1.20.5/.basic-hashmap-checkpoint-changelog.tmp/snapshot=" +
+		filepath.Join("..", "testdata", "flink", v, "basic-hashmap-checkpoint-changelog", "snapshot")
 	cases := map[string][]string{
 		"flink-get-canonical-map":      {"get", flinkSnapshot(t, v, "basic-hashmap-canonical"), "--operator", "keyed", "--state", "by-bucket", "--key", "user-1"},
 		"flink-get-canonical-list":     {"get", flinkSnapshot(t, v, "basic-hashmap-canonical"), "--operator", "keyed", "--state", "events", "--key", "user-3", "-o", "json"},
@@ -47,11 +49,11 @@ func TestGoldenGetDumpFlink(t *testing.T) {
 		"flink-get-incremental":        {"get", incremental, "--path-map", written + "=" + moved, "--operator", "keyed", "--state", "sum", "--key", "user-2"},
 		"flink-get-long-key":           {"get", flinkSnapshot(t, v, "longkeys-hashmap-canonical"), "--operator", "keyed", "--state", "by-record", "--key", "-10", "-o", "json"},
 		"flink-get-tuple-key":          {"get", flinkSnapshot(t, v, "tuplekeys-hashmap-canonical"), "--operator", "keyed", "--state", "records", "--key", `["g0",14]`, "-o", "json"},
-		"flink-get-changelog":          {"get", flinkSnapshot(t, v, "basic-hashmap-checkpoint-changelog"), "--operator", "keyed", "--state", "count", "--key", "user-1"},
+		"flink-get-changelog":          {"get", changelog, "--path-map", changelogMap, "--operator", "keyed", "--state", "count", "--key", "user-1"},
 		"flink-dump-canonical":         {"dump", flinkSnapshot(t, v, "basic-hashmap-canonical"), "--operator", "keyed", "--state", "count", "--limit", "4"},
 		"flink-dump-native-key-groups": {"dump", flinkSnapshot(t, v, "basic-rocksdb-native"), "--operator", "keyed", "--key-group", "1-3", "--now", "2026-01-01T00:00:00Z", "-o", "csv"},
 		"flink-dump-tuple-table":       {"dump", flinkSnapshot(t, v, "tuplekeys-hashmap-canonical"), "--state", "count", "--limit", "3", "-o", "table"},
-		"flink-dump-changelog":         {"dump", flinkSnapshot(t, v, "basic-hashmap-checkpoint-changelog")},
+		"flink-dump-changelog":         {"dump", changelog, "--path-map", changelogMap, "--operator", "keyed", "--key-group", "0-9", "--now", "2026-01-01T00:00:00Z"},
 	}
 	for name, args := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -165,6 +165,15 @@ func flinkWriterMatrix(t *testing.T, v string) {
 		fc.restore("m256-set", "basic", dst, basicDump, flinkharness.RestoreOptions{MaxParallelism: 256, Parallelism: 2})
 		fc.spa("m256", "basic", dst, basicDump)
 	})
+	t.Run("changelog-checkpoint", func(t *testing.T) {
+		fc := *fc
+		fc.t = t
+		cl := fc.entry("basic-hashmap-checkpoint-changelog")
+		old, nw := cl.PathMap()
+		dst := out("changelog")
+		fc.stateutil("convert", cl.SnapshotDir(), "--path-map", old+"="+nw, "--to", "flink", "--output", dst)
+		fc.restore("changelog", "basic", dst, dumpOf(t, cl.File("dump.jsonl")), flinkharness.RestoreOptions{Parallelism: 2})
+	})
 	t.Run("maxp-128-to-4096", func(t *testing.T) {
 		fc := *fc
 		fc.t = t

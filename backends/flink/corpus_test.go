@@ -196,13 +196,6 @@ func verifyFindings(ctx context.Context, t testing.TB, location string, opts sna
 	return strings.Join(out, "\n")
 }
 
-// unmaterialized says whether an entry is a changelog checkpoint whose
-// keyed state is only changes not yet materialised: stateutil does not
-// apply changelog increments, so that state must be marked unreadable.
-func unmaterialized(m flinkharness.Manifest) bool {
-	return m.Changelog && m.Kind == "checkpoint" && m.Materialized != nil && !*m.Materialized
-}
-
 // kryoInHeap says whether the unreadable parts are a heap snapshot's states
 // cut off by a Kryo state's values, each named and not damage.
 func kryoInHeap(parts []snapshot.UnreadablePart) bool {
@@ -272,14 +265,6 @@ func checkCorpus(t *testing.T, root string) {
 			switch {
 			case res.err != "":
 				t.Error(res.err)
-			case !res.fully && unmaterialized(e.Manifest):
-				// Marked, never empty: every keyed part must be named.
-				for _, p := range res.parts {
-					if p.Scope != snapshot.ScopeKeyed || p.State != "" || p.Bytes == 0 {
-						t.Errorf("unexpected unreadable part %v", p)
-					}
-				}
-				t.Logf("changelog increments not applied, marked unreadable: %d parts", len(res.parts))
 			case !res.fully && kryoInHeap(res.parts):
 				// Kryo writes no lengths and its class layouts are in no
 				// snapshot: in heap key groups the states whose sections

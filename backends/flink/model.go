@@ -114,6 +114,13 @@ func (r *SnapshotReader) headers(ctx context.Context, op *OperatorState, hints m
 }
 
 func (r *SnapshotReader) subtaskHeaders(ctx context.Context, op *OperatorState, st *SubtaskState, hints map[string]bool) ([]*KeyedHeader, error) {
+	if pendingChanges(st.ManagedKeyedState) {
+		s, err := r.changelog(ctx, op, st)
+		if err != nil {
+			return nil, err
+		}
+		return []*KeyedHeader{s.header}, nil
+	}
 	var out []*KeyedHeader
 	for _, h := range managedKeyGroups(st.ManagedKeyedState) {
 		s, err := openKGStream(ctx, r.res, h, op.MaxParallelism)
@@ -405,6 +412,8 @@ func (r *SnapshotReader) keyedFigures(ctx context.Context, o *snapshot.Operator,
 	switch {
 	case h == nil:
 		return snapshot.Stats{Known: true}, nil
+	case pendingChanges(h):
+		return r.changelogFigures(ctx, op, st)
 	case nativeHandle(h) != nil && h.Changelog != nil && len(h.Changelog.NonMaterialized) == 0 && len(h.Changelog.Materialized) > 1:
 		err := fmt.Errorf("%s handle with %d materialized parts: %w", h.Type, len(h.Changelog.Materialized), ErrUnsupportedVersion)
 		r.degrade(st, snapshot.ScopeKeyed, "", err)
@@ -414,13 +423,9 @@ func (r *SnapshotReader) keyedFigures(ctx context.Context, o *snapshot.Operator,
 	case h.Changelog != nil && len(h.Changelog.NonMaterialized) == 0:
 	case h.KeyGroups != nil:
 	default:
-		err := fmt.Errorf("%s handle: state changes not yet materialised, which stateutil does not apply (%w)", h.Type, ErrUnsupportedVersion)
+		err := fmt.Errorf("%s handle: no materialized state stateutil reads (%w)", h.Type, ErrUnsupportedVersion)
 		r.degrade(st, snapshot.ScopeKeyed, "", err)
-		size := int64(0)
-		if h.Changelog != nil {
-			size = h.Changelog.CheckpointedSize
-		}
-		return snapshot.Stats{Known: true, Bytes: size}, nil
+		return snapshot.Stats{Known: true, Bytes: keyedBytes(h)}, nil
 	}
 	// Scan now only when some serializer cannot be walked: a heap key group
 	// may then be impossible to split, which must be known before anyone

@@ -10,8 +10,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/stateutil/stateutil/internal/rocksdb"
+	"github.com/stateutil/stateutil/internal/sstcheck"
 	"github.com/stateutil/stateutil/keygroup"
 	"github.com/stateutil/stateutil/snapshot"
 	"github.com/stateutil/stateutil/storage"
@@ -74,6 +76,9 @@ func (r *SnapshotReader) openNative(ctx context.Context, op *OperatorState, st *
 	if err == nil {
 		err = r.checkFamilies(ctx, n, hdr, h)
 	}
+	if err == nil {
+		err = r.checkLiveFiles(n, files)
+	}
 	if err != nil {
 		n.Close()
 		return nil, fmt.Errorf("native RocksDB state of subtask %d: %w", st.Index, err)
@@ -90,10 +95,17 @@ func (r *SnapshotReader) placeNative(ctx context.Context, dir string, f NativeFi
 		return &CorruptError{File: r.res.MetadataFile, Offset: -1, Reason: fmt.Sprintf("native file name %q is not a plain file name", f.LocalName)}
 	}
 	dst := filepath.Join(dir, name)
+	// RocksDB asserts on some damaged blocks: its tables are checked first.
+	table := strings.HasSuffix(name, ".sst")
 	if f.Location.Inline || f.Location.Offset != 0 {
-		data, _, _, err := r.res.Bytes(ctx, f.Handle)
+		data, file, base, err := r.res.Bytes(ctx, f.Handle)
 		if err != nil {
 			return err
+		}
+		if table {
+			if err := sstcheck.Verify(bytes.NewReader(data), int64(len(data)), file, base); err != nil {
+				return err
+			}
 		}
 		return os.WriteFile(dst, data, 0o600)
 	}
@@ -102,6 +114,11 @@ func (r *SnapshotReader) placeNative(ctx context.Context, dir string, f NativeFi
 		return err
 	}
 	defer src.f.Close()
+	if table {
+		if err := sstcheck.Verify(io.NewSectionReader(src.f, src.off, src.size), src.size, src.file, src.off); err != nil {
+			return err
+		}
+	}
 	if f.Location.Storage == storage.Local() {
 		if err := os.Link(f.Location.Path, dst); err == nil {
 			return nil
@@ -154,6 +171,39 @@ func (r *SnapshotReader) checkFamilies(ctx context.Context, n *nativeDB, hdr *Ke
 		return err
 	}
 	return &CorruptError{File: loc.URI(), Offset: loc.Offset, Reason: "meta data: " + problem}
+}
+
+// checkLiveFiles holds the instance to the files its handle lists: Flink
+// uploads exactly the SSTs live in the instance, so one that no column
+// family holds is damage (a MANIFEST whose last edit was lost would
+// otherwise leave it, and its entries, out).
+func (r *SnapshotReader) checkLiveFiles(n *nativeDB, files []NativeFile) error {
+	live := map[string]bool{}
+	for _, cf := range n.db.ColumnFamilies() {
+		fs, ok := n.db.LiveFiles(cf)
+		if !ok {
+			return nil
+		}
+		for _, f := range fs {
+			live[f.Name] = true
+		}
+	}
+	for _, f := range files {
+		if !strings.HasSuffix(f.LocalName, ".sst") || live[f.LocalName] {
+			continue
+		}
+		for _, m := range files {
+			if strings.HasPrefix(m.LocalName, "MANIFEST-") {
+				file, off := r.res.MetadataFile, m.Handle.DataOffset
+				if !m.Location.Inline {
+					file, off = m.Location.URI(), m.Location.Offset
+				}
+				return &CorruptError{File: file, Offset: off, Reason: fmt.Sprintf("RocksDB %s: no column family holds %s, which _metadata lists as a file of the instance", m.LocalName, f.LocalName)}
+			}
+		}
+		return &CorruptError{File: r.res.MetadataFile, Offset: -1, Reason: fmt.Sprintf("no column family of the RocksDB instance holds %s, which _metadata lists as one of its files", f.LocalName)}
+	}
+	return nil
 }
 
 // Close frees the instance and removes its directory.

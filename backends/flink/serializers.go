@@ -41,6 +41,9 @@ type SerializerSnapshot struct {
 	// Raw is the stored snapshot, proxy version included (Flink 1.7+
 	// headers; nil for the legacy layouts). A view into the header bytes.
 	Raw []byte `json:"-"`
+	// Versioned is the stored class name, version and body: how a nested
+	// snapshot is written. A view into the stored bytes.
+	Versioned []byte `json:"-"`
 	// memo is safe to fill from the goroutines reading subtasks at once.
 	memo atomic.Pointer[kindMemo]
 }
@@ -183,12 +186,16 @@ func (sr *snapReader) versioned(cont contFunc, depth int) *SerializerSnapshot {
 		r.fail("serializer snapshots nested deeper than 32")
 		return nil
 	}
+	start := r.off
 	s := &SerializerSnapshot{Class: r.utf("serializer snapshot class")}
 	s.Version = r.i32("serializer snapshot version")
 	if r.err != nil {
 		return nil
 	}
 	sr.body(s, cont, depth)
+	if r.err == nil {
+		s.Versioned = r.buf[start:r.off:r.off]
+	}
 	return s
 }
 

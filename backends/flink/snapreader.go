@@ -36,6 +36,8 @@ type SnapshotReader struct {
 
 	mu      sync.Mutex
 	natives map[nativeKey]*nativeDB
+	// applied holds each changelog subtask's state, changes applied.
+	applied map[*SubtaskState]appliedChangelog
 }
 
 // Metadata is the decoded `_metadata` the snapshot was read from.
@@ -71,7 +73,7 @@ func (r *SnapshotReader) subtaskState(op *snapshot.Operator, subtask int) (*Oper
 func (r *SnapshotReader) KeyEntries(ctx context.Context, op *snapshot.Operator, subtask, kg int, state string, key, namespace []byte) ([]snapshot.Entry, error) {
 	group := keygroup.Range{Start: kg, End: kg}
 	es := r.Entries(ctx, op, subtask, group)
-	if fo, st, err := r.subtaskState(op, subtask); err == nil && st != nil && st.ManagedKeyedState != nil && len(r.unread[st]) == 0 {
+	if fo, st, err := r.subtaskState(op, subtask); err == nil && st != nil && st.ManagedKeyedState != nil && len(r.unread[st]) == 0 && !pendingChanges(st.ManagedKeyedState) {
 		if h := nativeHandle(st.ManagedKeyedState); h != nil {
 			es = r.nativeEntries(ctx, fo, st, h, group, &onlyKey{state, key})
 		}
@@ -102,7 +104,9 @@ func (r *SnapshotReader) Entries(ctx context.Context, op *snapshot.Operator, sub
 		return snapshot.FailedEntries(err)
 	}
 	var es snapshot.Entries
-	if h := nativeHandle(st.ManagedKeyedState); h != nil {
+	if pendingChanges(st.ManagedKeyedState) {
+		es = r.changelogEntries(ctx, fo, st, kgs)
+	} else if h := nativeHandle(st.ManagedKeyedState); h != nil {
 		es = r.nativeEntries(ctx, fo, st, h, kgs, nil)
 	} else {
 		es = r.keyGroupEntries(ctx, fo, st, kgs)
