@@ -65,12 +65,14 @@ func closeSources(srcs []*pairSource) {
 
 // pairs calls fn for each stored pair of key group kg: the state's layout
 // (as the source's header names it), the key without its key-group
-// prefix, and the value.
-func (p *pairSource) pairs(kg int, fn func(l *layout, body, value []byte) error) error {
-	b, off, err := p.s.groupBytes(kg)
+// prefix, and the value. The key group's bytes are read into *scratch,
+// which it grows as needed, so a caller can reuse its memory.
+func (p *pairSource) pairs(kg int, scratch *[]byte, fn func(l *layout, body, value []byte) error) error {
+	b, off, err := p.s.groupBytesInto(*scratch, kg)
 	if err != nil || b == nil {
 		return err
 	}
+	*scratch = b
 	at := p.s.base + off
 	if p.s.header.Compression {
 		if b, err = unsnappy(b, p.s.file, at); err != nil {
@@ -226,13 +228,14 @@ func (r *SnapshotReader) RehashedStats(ctx context.Context, op *snapshot.Operato
 	}
 	stats := map[int]*snapshot.KeyGroupStat{}
 	var order []int
+	var scratch []byte
 	for _, p := range srcs {
 		kr := p.s.h.Range
 		for kg := int(kr.Start); kg <= int(kr.End()); kg++ {
 			if err := ctx.Err(); err != nil {
 				return nil, false, err
 			}
-			err := p.pairs(kg, func(l *layout, body, value []byte) error {
+			err := p.pairs(kg, &scratch, func(l *layout, body, value []byte) error {
 				nk := kg % maxParallelism
 				if op.MaxParallelism%maxParallelism != 0 {
 					var err error
@@ -258,6 +261,26 @@ func (r *SnapshotReader) RehashedStats(ctx context.Context, op *snapshot.Operato
 	out := make([]snapshot.KeyGroupStat, 0, len(order))
 	for _, k := range order {
 		out = append(out, *stats[k])
+	}
+	return out, true, nil
+}
+
+// StoredKeyGroupBytes gives the stored bytes of each non-empty key group
+// of a subtask's canonical key groups from the offsets `_metadata`
+// records (snapshot.KeyGroupSizer); ok is false for other keyed state.
+func (r *SnapshotReader) StoredKeyGroupBytes(ctx context.Context, op *snapshot.Operator, subtask int) ([]snapshot.KeyGroupStat, bool, error) {
+	srcs, ok, err := r.pairSources(ctx, op, subtask)
+	if err != nil || !ok {
+		return nil, false, err
+	}
+	defer closeSources(srcs)
+	var out []snapshot.KeyGroupStat
+	for _, p := range srcs {
+		for i, o := range p.s.h.Offsets {
+			if e := nextOffset(p.s.offs, o, int(p.s.size)); o > 0 && e > o {
+				out = append(out, snapshot.KeyGroupStat{KeyGroup: int(p.s.h.Range.Start) + i, Bytes: e - o})
+			}
+		}
 	}
 	return out, true, nil
 }

@@ -22,7 +22,7 @@ type stateFile struct {
 }
 
 func newStateFile(p storage.Pending, name string) *stateFile {
-	return &stateFile{p: p, bw: bufio.NewWriterSize(p, 1<<20), name: name}
+	return &stateFile{p: p, bw: bufio.NewWriterSize(p, 64<<10), name: name}
 }
 
 func (f *stateFile) write(b []byte) error {
