@@ -68,19 +68,47 @@ func closeSources(srcs []*pairSource) {
 // prefix, and the value. The key group's bytes are read into *scratch,
 // which it grows as needed, so a caller can reuse its memory.
 func (p *pairSource) pairs(kg int, scratch *[]byte, fn func(l *layout, body, value []byte) error) error {
+	g, err := p.group(kg, scratch)
+	if err != nil {
+		return err
+	}
+	return g.each(func(id, _ int, body, value []byte) error { return fn(p.s.layouts[id], body, value) })
+}
+
+// storedGroup is the stored pairs of one key group of a pairSource.
+type storedGroup struct {
+	p  *pairSource
+	kg int
+	b  []byte // nil: empty
+	at int64  // where b starts in the file, for errors
+}
+
+// group reads key group kg into *scratch (see pairs).
+func (p *pairSource) group(kg int, scratch *[]byte) (storedGroup, error) {
 	b, off, err := p.s.groupBytesInto(*scratch, kg)
 	if err != nil || b == nil {
-		return err
+		return storedGroup{}, err
 	}
 	*scratch = b
 	at := p.s.base + off
 	if p.s.header.Compression {
 		if b, err = unsnappy(b, p.s.file, at); err != nil {
-			return err
+			return storedGroup{}, err
 		}
 	}
+	return storedGroup{p: p, kg: kg, b: b, at: at}, nil
+}
+
+// each calls fn for each pair of the group: the state's id in the
+// source's header, where the pair (its key's length) starts in g.b, the
+// key without its key-group prefix, and the value.
+func (g storedGroup) each(fn func(id, at int, body, value []byte) error) error {
+	if g.b == nil {
+		return nil
+	}
+	p, b, kg := g.p, g.b, g.kg
 	bad := func(format string, args ...any) error {
-		return &CorruptError{File: p.s.file, Offset: at, Reason: fmt.Sprintf("key group %d: ", kg) + fmt.Sprintf(format, args...)}
+		return &CorruptError{File: p.s.file, Offset: g.at, Reason: fmt.Sprintf("key group %d: ", kg) + fmt.Sprintf(format, args...)}
 	}
 	if len(b) < 2 {
 		return bad("no state id")
@@ -91,10 +119,10 @@ func (p *pairSource) pairs(kg int, scratch *[]byte, fn func(l *layout, body, val
 		if id >= len(p.s.layouts) {
 			return bad("state id %d, but the header has %d states", id, len(p.s.layouts))
 		}
-		l := p.s.layouts[id]
 		if len(b) < 4 {
 			return bad("truncated key length")
 		}
+		at := len(g.b) - len(b)
 		n := int(int32(binary.BigEndian.Uint32(b)))
 		if n < p.prefix || n > len(b)-4 {
 			return bad("key of %d bytes in %d", n, len(b)-4)
@@ -115,9 +143,9 @@ func (p *pairSource) pairs(kg int, scratch *[]byte, fn func(l *layout, body, val
 			got = got<<8 | int(key[1])
 		}
 		if got != kg {
-			return bad("state %q: key says key group %d", l.name, got)
+			return bad("state %q: key says key group %d", p.s.layouts[id].name, got)
 		}
-		if err := fn(l, key[p.prefix:], value); err != nil {
+		if err := fn(id, at, key[p.prefix:], value); err != nil {
 			if errors.Is(err, keygroup.ErrUnknownKeyType) {
 				return err
 			}

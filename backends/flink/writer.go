@@ -108,9 +108,14 @@ func (w *writer) Subtask(ctx context.Context, op *snapshot.Operator, index int, 
 	return newSubtaskWriter(ctx, w, op, co, seq, index, kgs)
 }
 
-// file starts a state file of the savepoint.
-func (w *writer) file(ctx context.Context, name string) (*stateFile, error) {
-	p, err := w.st.Create(ctx, path.Join(w.dir, name))
+// file starts a state file of the savepoint; once for a large one written
+// once (storage.CreateOnce: on local disk, around the page cache).
+func (w *writer) file(ctx context.Context, name string, once bool) (*stateFile, error) {
+	create := w.st.Create
+	if once {
+		create = func(ctx context.Context, p string) (storage.Pending, error) { return storage.CreateOnce(ctx, w.st, p) }
+	}
+	p, err := create(ctx, path.Join(w.dir, name))
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"math"
 	"runtime"
 	"slices"
 	"sync"
@@ -60,6 +61,7 @@ func (w *writer) SubtasksRehashed(ctx context.Context, r snapshot.Reader, op, ne
 			return fail(err)
 		}
 		sw := s.(*subtaskWriter)
+		sw.cached = len(subtasks) > directFiles
 		rh.out = append(rh.out, sw)
 		if kgs[i].Len() > 0 {
 			if err := sw.startKeyed(); err != nil {
@@ -82,14 +84,17 @@ func (w *writer) SubtasksRehashed(ctx context.Context, r snapshot.Reader, op, ne
 	return sws, counts, nil
 }
 
+// directFiles is how many keyed files a pass writes around the page
+// cache at most: each holds two 4 MiB chunks (storage.CreateOnce).
+const directFiles = 8
+
 // rehash is one pass over an operator's stored pairs.
 type rehash struct {
 	op     *snapshot.Operator
 	m, m2  int
 	out    []*subtaskWriter
 	srcs   []*pairSource
-	hs     map[*layout]*keyHasher
-	ids    map[*layout]int // the new state id of each stored state
+	by     []rehashSource // per source, in srcs order
 	states int
 	// dest is the index in out of the subtask writing new key group k,
 	// -1 for none.
@@ -114,15 +119,17 @@ func (rh *rehash) open(ctx context.Context, sr *SnapshotReader, newOp *snapshot.
 	if err != nil {
 		return err
 	}
-	rh.hs, rh.ids, rh.states = hs, map[*layout]int{}, len(newOp.KeyedStates)
+	rh.states = len(newOp.KeyedStates)
 	for _, p := range rh.srcs {
+		src := rehashSource{p: p}
 		for _, l := range p.s.layouts {
 			id := slices.IndexFunc(newOp.KeyedStates, func(k snapshot.KeyedState) bool { return k.Name == l.name })
 			if id < 0 {
 				return fmt.Errorf("operator %q: stored state %q is not in the new operator", rh.op.Label(), l.name)
 			}
-			rh.ids[l] = id
+			src.ids, src.hs = append(src.ids, id), append(src.hs, hs[l])
 		}
+		rh.by = append(rh.by, src)
 	}
 	rh.dest = make([]int, rh.m2)
 	for k := range rh.dest {
@@ -164,13 +171,21 @@ func (rh *rehash) children(u int) []int {
 	return []int{u}
 }
 
-func (rh *rehash) sourceOf(g int) *pairSource {
-	for _, p := range rh.srcs {
+func (rh *rehash) sourceOf(g int) *rehashSource {
+	for i, p := range rh.srcs {
 		if r := p.s.h.Range; g >= int(r.Start) && g <= int(r.End()) {
-			return p
+			return &rh.by[i]
 		}
 	}
 	return nil
+}
+
+// rehashSource is what routing needs of one source, by its header's
+// state ids: the new state id and the key hasher of each stored state.
+type rehashSource struct {
+	p   *pairSource
+	ids []int
+	hs  []*keyHasher
 }
 
 // routed is one unit's output: per subtask written, its new key groups'
@@ -180,11 +195,30 @@ type routed struct {
 	out    [][]byte
 	starts [][]groupAt
 	counts []snapshot.Stats
-	// per new key group of the unit and new state id, the pairs, and
+	// The unit's old key groups, read into reads.
+	groups []unitGroup
+	reads  [][]byte
+	// The pairs of the subtasks written, in the order read.
+	pairs []routedPair
+	// Per slot, its pairs' bytes, where the next pair goes in out, and
 	// where the last pair's key starts (to flag it).
-	pairs [][]byte
-	last  []int
-	read  []byte
+	sizes, pos, last []int
+}
+
+// routedPair is where one pair comes from and goes to: its slot (the new
+// key group's index among the unit's, growing, times the states, plus its
+// new state id), its new key group, the old key group (index in groups),
+// and where in that group's bytes the pair, its key's body and its end
+// lie.
+type routedPair struct {
+	slot, kg, group int32
+	at, body, end   int32
+}
+
+// unitGroup is one old key group of a unit, with its source.
+type unitGroup struct {
+	g   storedGroup
+	src *rehashSource
 }
 
 type groupAt struct {
@@ -275,112 +309,154 @@ func (rh *rehash) write(ctx context.Context, done []chan *routed, free chan *rou
 	return nil
 }
 
-// route gathers the pairs of unit u by new key group and state, then
-// lays them out per subtask written as Flink's full snapshot writes a key
-// group.
+// route lays out the pairs of unit u by new key group and state, as
+// Flink's full snapshot writes a key group, in two passes over the old
+// key groups: the first hashes each key to its slot and sizes the slots,
+// the second copies each pair to its place in the output.
 func (rh *rehash) route(u int, rt *routed) error {
-	kids := rh.children(u)
-	slot := func(k int) int { return (k - u) / rh.m } // growing: child index
-	if rh.m2%rh.m != 0 {
-		slot = func(int) int { return 0 }
+	growing := rh.m2%rh.m == 0
+	nslots := rh.states
+	if growing {
+		nslots *= rh.m2 / rh.m
 	}
-	n := len(kids) * rh.states
-	if rh.m2%rh.m == 0 {
-		n = rh.m2 / rh.m * rh.states
-	}
-	rt.pairs = slices.Grow(rt.pairs[:0], n)[:n]
-	rt.last = slices.Grow(rt.last[:0], n)[:n]
-	for i := range rt.pairs {
-		rt.pairs[i] = rt.pairs[i][:0]
-	}
+	rt.sizes = resize(rt.sizes, nslots)
+	rt.pos = resize(rt.pos, nslots)
+	rt.last = resize(rt.last, nslots)
+	clear(rt.sizes)
+	rt.pairs = rt.pairs[:0]
 	outs := len(rh.out)
-	rt.out = slices.Grow(rt.out[:0], outs)[:outs]
-	rt.starts = slices.Grow(rt.starts[:0], outs)[:outs]
-	rt.counts = slices.Grow(rt.counts[:0], outs)[:outs]
+	rt.out = resize(rt.out, outs)
+	rt.starts = resize(rt.starts, outs)
+	rt.counts = resize(rt.counts, outs)
 	for j := range outs {
 		rt.out[j], rt.starts[j], rt.counts[j] = rt.out[j][:0], rt.starts[j][:0], snapshot.Stats{}
+	}
+	if err := rt.read(rh, u); err != nil {
+		return err
 	}
 	prefix := 1
 	if rh.m2 > 128 {
 		prefix = 2
 	}
-	add := func(k int, l *layout, body, value []byte) {
-		i := slot(k)*rh.states + rh.ids[l]
-		buf := binary.BigEndian.AppendUint32(rt.pairs[i], uint32(prefix+len(body)))
-		rt.last[i] = len(buf)
-		if prefix == 1 {
-			buf = append(buf, byte(k))
-		} else {
-			buf = binary.BigEndian.AppendUint16(buf, uint16(k))
-		}
-		buf = append(buf, body...)
-		buf = binary.BigEndian.AppendUint32(buf, uint32(len(value)))
-		rt.pairs[i] = append(buf, value...)
-		c := &rt.counts[rh.dest[k]]
-		c.Entries += l.storedEntries(value)
-		c.Bytes += int64(len(body) + len(value))
-	}
-	if rh.m2%rh.m == 0 {
-		g := u
-		if p := rh.sourceOf(g); p != nil {
-			err := p.pairs(g, &rt.read, func(l *layout, body, value []byte) error {
-				k, err := rh.hs[l].keyGroup(body, rh.m2)
-				if err != nil {
+	for gi, ug := range rt.groups {
+		src, g := ug.src, ug.g.kg
+		err := ug.g.each(func(id, at int, body, value []byte) error {
+			k := u
+			if growing {
+				var err error
+				if k, err = src.hs[id].keyGroup(body, rh.m2); err != nil {
 					return err
 				}
 				if k%rh.m != g {
-					return fmt.Errorf("state %q: key 0x%x stored in key group %d hashes to %d of %d", l.name, body, g, k%rh.m, rh.m)
+					return fmt.Errorf("state %q: key 0x%x stored in key group %d hashes to %d of %d", src.hs[id].l.name, body, g, k%rh.m, rh.m)
 				}
-				if rh.dest[k] >= 0 {
-					add(k, l, body, value)
-				}
+			}
+			j := rh.dest[k]
+			if j < 0 {
 				return nil
-			})
-			if err != nil {
-				return err
 			}
-		}
-	} else {
-		k := u
-		for g := k; g < rh.m; g += rh.m2 {
-			p := rh.sourceOf(g)
-			if p == nil {
-				continue
+			slot := (k-u)/rh.m*rh.states + src.ids[id]
+			rt.sizes[slot] += 8 + prefix + len(body) + len(value)
+			c := &rt.counts[j]
+			if l := src.hs[id].l; l.kind == snapshot.List {
+				c.Entries += l.storedEntries(value)
+			} else {
+				c.Entries++
 			}
-			err := p.pairs(g, &rt.read, func(l *layout, body, value []byte) error {
-				add(k, l, body, value)
-				return nil
-			})
-			if err != nil {
-				return err
-			}
+			c.Bytes += int64(len(body) + len(value))
+			bodyAt := at + 4 + ug.g.p.prefix
+			rt.pairs = append(rt.pairs, routedPair{slot: int32(slot), kg: int32(k), group: int32(gi),
+				at: int32(at), body: int32(bodyAt), end: int32(bodyAt + len(body) + 4 + len(value))})
+			return nil
+		})
+		if err != nil {
+			return err
 		}
 	}
-	for _, k := range kids {
-		rt.layOut(k, slot(k)*rh.states, rh.states, rh.dest[k])
+	rt.place(rh, u)
+	for _, pr := range rt.pairs {
+		from := rt.groups[pr.group].g.b
+		b := rt.out[rh.dest[pr.kg]]
+		at := rt.pos[pr.slot]
+		// The key's length changes with the prefix; the pair's key says
+		// its new key group, and its flag is set below for the last one.
+		keyLen := int(binary.BigEndian.Uint32(from[pr.at:])) - int(pr.body-pr.at-4) + prefix
+		binary.BigEndian.PutUint32(b[at:], uint32(keyLen))
+		rt.last[pr.slot] = at + 4
+		if prefix == 1 {
+			b[at+4] = byte(pr.kg)
+		} else {
+			binary.BigEndian.PutUint16(b[at+4:], uint16(pr.kg))
+		}
+		rt.pos[pr.slot] = at + 4 + prefix + copy(b[at+4+prefix:], from[pr.body:pr.end])
+	}
+	for slot, size := range rt.sizes {
+		if size > 0 {
+			k := u + slot/rh.states*rh.m
+			rt.out[rh.dest[k]][rt.last[slot]] |= 0x80
+		}
 	}
 	return nil
 }
 
-// layOut appends new key group k (its pairs from index at, per state) to
-// the output of subtask j: per state its id and its pairs, the last one
-// flagged on its key's first byte, then the end-of-key-group mark. An
-// empty key group is left out (its offset stays 0).
-func (rt *routed) layOut(k, at, states, j int) {
-	out := rt.out[j]
-	start := len(out)
-	for id := range states {
-		data := rt.pairs[at+id]
-		if len(data) == 0 {
+// read reads the old key groups of unit u: growing, u itself; shrinking,
+// u, u+M', ... of new key group u.
+func (rt *routed) read(rh *rehash, u int) error {
+	rt.groups = rt.groups[:0]
+	olds := []int{u}
+	if rh.m2%rh.m != 0 {
+		olds = olds[:0]
+		for g := u; g < rh.m; g += rh.m2 {
+			olds = append(olds, g)
+		}
+	}
+	for _, g := range olds {
+		src := rh.sourceOf(g)
+		if src == nil {
 			continue
 		}
-		data[rt.last[at+id]] |= 0x80
-		out = binary.BigEndian.AppendUint16(out, uint16(id))
-		out = append(out, data...)
+		i := len(rt.groups)
+		if i == len(rt.reads) {
+			rt.reads = append(rt.reads, nil)
+		}
+		sg, err := src.p.group(g, &rt.reads[i])
+		if err != nil {
+			return err
+		}
+		if len(sg.b) > math.MaxInt32 {
+			return &CorruptError{File: src.p.s.file, Offset: sg.at, Reason: fmt.Sprintf("key group %d holds %d bytes, more than a re-hash moves at once", g, len(sg.b))}
+		}
+		rt.groups = append(rt.groups, unitGroup{g: sg, src: src})
 	}
-	if len(out) == start {
-		return
+	return nil
+}
+
+// place lays out the unit's new key groups in the outputs of their
+// subtasks: per new key group, per state with pairs its id and room for
+// them, then the end-of-key-group mark; an empty key group is left out
+// (its offset stays 0).
+func (rt *routed) place(rh *rehash, u int) {
+	for _, k := range rh.children(u) {
+		j := rh.dest[k]
+		at := (k - u) / rh.m * rh.states
+		b := rt.out[j]
+		start := len(b)
+		for id := range rh.states {
+			if size := rt.sizes[at+id]; size > 0 {
+				b = binary.BigEndian.AppendUint16(b, uint16(id))
+				rt.pos[at+id] = len(b)
+				b = slices.Grow(b, size)[:len(b)+size]
+			}
+		}
+		if len(b) > start {
+			rt.starts[j] = append(rt.starts[j], groupAt{kg: k, off: int64(start)})
+			b = binary.BigEndian.AppendUint16(b, endOfKeyGroupMark)
+		}
+		rt.out[j] = b
 	}
-	rt.starts[j] = append(rt.starts[j], groupAt{kg: k, off: int64(start)})
-	rt.out[j] = binary.BigEndian.AppendUint16(out, endOfKeyGroupMark)
+}
+
+// resize is s with length n, reusing its memory.
+func resize[T any](s []T, n int) []T {
+	return slices.Grow(s[:0], n)[:n]
 }

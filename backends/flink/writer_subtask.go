@@ -74,7 +74,10 @@ type subtaskWriter struct {
 	err    error
 	closed bool
 
-	states  map[string]keyedLayout
+	states map[string]keyedLayout
+	// cached writes the keyed state file through the page cache, not
+	// around it (storage.CreateOnce), which holds buffers per file.
+	cached  bool
 	keyed   *stateFile
 	offsets []int64
 	cur     int
@@ -146,7 +149,7 @@ func (sw *subtaskWriter) startKeyed() error {
 	if err != nil {
 		return fmt.Errorf("operator %q: %w", sw.op.Label(), err)
 	}
-	f, err := sw.w.file(sw.ctx, sw.name("keyed"))
+	f, err := sw.w.file(sw.ctx, sw.name("keyed"), !sw.cached)
 	if err != nil {
 		return err
 	}
@@ -429,7 +432,7 @@ func (sw *subtaskWriter) startOperator() error {
 	if err != nil {
 		return fmt.Errorf("operator %q: %w", sw.op.Label(), err)
 	}
-	f, err := sw.w.file(sw.ctx, sw.name("operator"))
+	f, err := sw.w.file(sw.ctx, sw.name("operator"), false)
 	if err != nil {
 		return err
 	}
@@ -472,7 +475,7 @@ func (sw *subtaskWriter) writeRaw() (*subtaskOut, error) {
 	}
 	cr := sw.co.Raw[sw.index]
 	if cr.HasKeyed && sw.raw.Keyed != nil {
-		f, err := sw.w.file(sw.ctx, sw.name("raw-keyed"))
+		f, err := sw.w.file(sw.ctx, sw.name("raw-keyed"), false)
 		if err != nil {
 			return nil, err
 		}
@@ -488,7 +491,7 @@ func (sw *subtaskWriter) writeRaw() (*subtaskOut, error) {
 			Range: KeyGroupRange{Start: cr.KeyedStart, Count: int32(len(cr.KeyedOffsets))}, Offsets: rebase(cr.KeyedOffsets), Delegate: f.handle()}}
 	}
 	if cr.HasOperator && sw.raw.Operator != nil {
-		f, err := sw.w.file(sw.ctx, sw.name("raw-operator"))
+		f, err := sw.w.file(sw.ctx, sw.name("raw-operator"), false)
 		if err != nil {
 			return nil, err
 		}
