@@ -171,8 +171,9 @@ func (g storedGroup) each(fn func(id, at int, body, value []byte) error) error {
 type keyHasher struct {
 	l     *layout
 	codec snapshot.Codec
-	fixed int    // the key's byte width, or -1
-	kind  string // serKind of the key serializer, for the common keys hashed here
+	fixed int // the key's byte width, or -1
+	// long and integer mark the common keys hashed here, not by codec.
+	long, integer bool
 }
 
 func newKeyHasher(l *layout, t snapshot.Type, codecs *snapshot.Codecs) (*keyHasher, error) {
@@ -180,7 +181,8 @@ func newKeyHasher(l *layout, t snapshot.Type, codecs *snapshot.Codecs) (*keyHash
 	if err != nil {
 		return nil, err
 	}
-	return &keyHasher{l: l, codec: c, fixed: fixedLength(l.key), kind: serKind(l.key)}, nil
+	kind := serKind(l.key)
+	return &keyHasher{l: l, codec: c, fixed: fixedLength(l.key), long: kind == "Long", integer: kind == "Integer"}, nil
 }
 
 // key is the key of a stored pair: its leading bytes where the key
@@ -209,9 +211,9 @@ func (h *keyHasher) keyGroup(body []byte, maxParallelism int) (int, error) {
 	var code int32
 	var err error
 	switch {
-	case h.kind == "Long" && len(key) == 8:
+	case h.long && len(key) == 8:
 		code = keygroup.HashInt64(int64(binary.BigEndian.Uint64(key)))
-	case h.kind == "Integer" && len(key) == 4:
+	case h.integer && len(key) == 4:
 		code = int32(binary.BigEndian.Uint32(key))
 	default:
 		code, err = h.codec.HashCode(key)

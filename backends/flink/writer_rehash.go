@@ -127,7 +127,7 @@ func (rh *rehash) open(ctx context.Context, sr *SnapshotReader, newOp *snapshot.
 			if id < 0 {
 				return fmt.Errorf("operator %q: stored state %q is not in the new operator", rh.op.Label(), l.name)
 			}
-			src.ids, src.hs = append(src.ids, id), append(src.hs, hs[l])
+			src.ids, src.hs, src.list = append(src.ids, id), append(src.hs, hs[l]), append(src.list, l.kind == snapshot.List)
 		}
 		rh.by = append(rh.by, src)
 	}
@@ -183,9 +183,10 @@ func (rh *rehash) sourceOf(g int) *rehashSource {
 // rehashSource is what routing needs of one source, by its header's
 // state ids: the new state id and the key hasher of each stored state.
 type rehashSource struct {
-	p   *pairSource
-	ids []int
-	hs  []*keyHasher
+	p    *pairSource
+	ids  []int
+	hs   []*keyHasher
+	list []bool // list states, whose stored values hold several entries
 }
 
 // routed is one unit's output: per subtask written, its new key groups'
@@ -341,13 +342,13 @@ func (rh *rehash) route(u int, rt *routed) error {
 	for gi, ug := range rt.groups {
 		src, g := ug.src, ug.g.kg
 		err := ug.g.each(func(id, at int, body, value []byte) error {
-			k := u
+			k, child := u, 0
 			if growing {
 				var err error
 				if k, err = src.hs[id].keyGroup(body, rh.m2); err != nil {
 					return err
 				}
-				if k%rh.m != g {
+				if child = k / rh.m; k-child*rh.m != g {
 					return fmt.Errorf("state %q: key 0x%x stored in key group %d hashes to %d of %d", src.hs[id].l.name, body, g, k%rh.m, rh.m)
 				}
 			}
@@ -355,11 +356,11 @@ func (rh *rehash) route(u int, rt *routed) error {
 			if j < 0 {
 				return nil
 			}
-			slot := (k-u)/rh.m*rh.states + src.ids[id]
+			slot := child*rh.states + src.ids[id]
 			rt.sizes[slot] += 8 + prefix + len(body) + len(value)
 			c := &rt.counts[j]
-			if l := src.hs[id].l; l.kind == snapshot.List {
-				c.Entries += l.storedEntries(value)
+			if src.list[id] {
+				c.Entries += src.hs[id].l.storedEntries(value)
 			} else {
 				c.Entries++
 			}
