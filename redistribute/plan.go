@@ -242,7 +242,9 @@ func action(old, t Target) string {
 	return ActionKeep
 }
 
-// planRaw refuses to move raw state, which only its operator can split.
+// planRaw refuses to move raw state, which only its operator can split:
+// raw operator state stays with its subtask while the parallelism does,
+// raw keyed state while the key groups do too.
 func planRaw(p *OperatorPlan, op *snapshot.Operator) error {
 	rawKeyed := false
 	for _, sub := range op.Subtasks {
@@ -258,7 +260,7 @@ func planRaw(p *OperatorPlan, op *snapshot.Operator) error {
 		return fmt.Errorf("%w: it has raw (user-serialized) state, which only its operator can split into other key groups; keep max parallelism %d, or remove the operator",
 			ErrNotRedistributable, p.Old.MaxParallelism)
 	}
-	if p.Action != ActionKeep {
+	if p.New.Parallelism != p.Old.Parallelism {
 		return fmt.Errorf("%w: it has raw (user-serialized) state, which only its operator can split; keep its parallelism (--operator %s=%d)",
 			ErrNotRedistributable, op.Label(), op.Parallelism)
 	}

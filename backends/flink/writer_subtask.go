@@ -451,7 +451,9 @@ func distributionMode(m snapshot.Mode) DistributionMode {
 }
 
 // Raw sets the subtask's raw state: written back with the layout the
-// source recorded, which holds only while nothing moves it.
+// source recorded, which holds only while nothing moves it: raw operator
+// state while the parallelism stays, raw keyed state while the key groups
+// do too.
 func (sw *subtaskWriter) Raw(raw snapshot.RawState) error {
 	if sw.err != nil {
 		return sw.err
@@ -460,8 +462,8 @@ func (sw *subtaskWriter) Raw(raw snapshot.RawState) error {
 		return nil
 	}
 	cr := sw.co.Raw[sw.index]
-	if cr == nil || sw.op.Parallelism != sw.co.Parallelism || sw.op.MaxParallelism != sw.co.MaxParallelism {
-		return sw.fail(fmt.Errorf("operator %q subtask %d: raw (operator-written) state cannot be split or moved; keep parallelism %d and max parallelism %d: %w",
+	if cr == nil || sw.op.Parallelism != sw.co.Parallelism || (len(raw.Keyed) > 0 && sw.op.MaxParallelism != sw.co.MaxParallelism) {
+		return sw.fail(fmt.Errorf("operator %q subtask %d: raw (operator-written) state cannot be split or moved; keep parallelism %d (and max parallelism %d for raw keyed state): %w",
 			sw.op.Label(), sw.index, sw.co.Parallelism, sw.co.MaxParallelism, snapshot.ErrUnsupportedVersion))
 	}
 	sw.raw = &raw
