@@ -131,6 +131,9 @@ func (sw *subtaskWriter) fail(err error) error {
 }
 
 func (sw *subtaskWriter) name(kind string) string {
+	if sw.w.token != "" {
+		return fmt.Sprintf("op%d-%d.%s-%s", sw.seq, sw.index, sw.w.token, kind)
+	}
 	return fmt.Sprintf("op%d-%d-%s", sw.seq, sw.index, kind)
 }
 
