@@ -4,11 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path"
-	"strings"
 
 	"github.com/vmihailenco/msgpack/v5"
 
+	"github.com/stateutil/stateutil/backends/internal/ledger"
 	"github.com/stateutil/stateutil/snapshot"
 )
 
@@ -53,26 +52,19 @@ func (w *writer) Staged(context.Context) ([]snapshot.StagedSubtask, error) {
 	if w.done {
 		return nil, errors.New("flink writer: already committed or aborted")
 	}
-	done, err := w.ledger.Close()
+	out, err := w.ledger.Staged(w.dir, func(so *subtaskOut) any { return handlesOf(so) },
+		func(f ledger.Finished[*subtaskOut]) ([]snapshot.FileRef, error) {
+			return handlesOf(f.Value).files(), nil
+		})
 	if err != nil {
 		return nil, fmt.Errorf("flink writer: %w", err)
 	}
 	w.done = true
-	out := make([]snapshot.StagedSubtask, 0, len(done))
-	for _, f := range done {
-		h := stagedHandles{Keyed: f.Value.keyed, RawKeyed: f.Value.rawKeyed, Operator: f.Value.operator, RawOperator: f.Value.rawOperator}
-		layout, err := msgpack.Marshal(&h)
-		if err != nil {
-			return nil, err
-		}
-		s := snapshot.StagedSubtask{OperatorID: f.OperatorID, Operator: f.Operator, Index: f.Index, Subtask: f.Subtask, Layout: layout}
-		for _, ref := range h.files() {
-			ref.Path = path.Join(w.dir, ref.Path)
-			s.Files = append(s.Files, ref)
-		}
-		out = append(out, s)
-	}
 	return out, nil
+}
+
+func handlesOf(so *subtaskOut) *stagedHandles {
+	return &stagedHandles{Keyed: so.keyed, RawKeyed: so.rawKeyed, Operator: so.operator, RawOperator: so.rawOperator}
 }
 
 // Adopt records a subtask another writer staged in w's directory; see
@@ -85,14 +77,9 @@ func (w *writer) Adopt(_ context.Context, op *snapshot.Operator, s snapshot.Stag
 	if err := msgpack.Unmarshal(s.Layout, &h); err != nil {
 		return fmt.Errorf("flink writer: operator %q subtask %d: staged handles: %w", op.Label(), s.Index, err)
 	}
-	for _, ref := range h.files() {
-		if strings.ContainsAny(ref.Path, `/\`) || ref.Path == "." || ref.Path == ".." {
-			return fmt.Errorf("flink writer: operator %q subtask %d: staged file %q is not a plain name", op.Label(), s.Index, ref.Path)
-		}
-	}
-	if _, err := w.ledger.Start(op, s.Index, s.Subtask.KeyGroups); err != nil {
+	so := &subtaskOut{keyed: h.Keyed, rawKeyed: h.RawKeyed, operator: h.Operator, rawOperator: h.RawOperator}
+	if err := w.ledger.Adopt(op, s.Index, s.Subtask, h.files(), so); err != nil {
 		return fmt.Errorf("flink writer: %w", err)
 	}
-	w.ledger.Finish(op, s.Index, s.Subtask, &subtaskOut{keyed: h.Keyed, rawKeyed: h.RawKeyed, operator: h.Operator, rawOperator: h.RawOperator})
 	return nil
 }
