@@ -64,3 +64,5 @@ require (
 	golang.org/x/net v0.12.0 // indirect
 	google.golang.org/protobuf v1.31.0 // indirect
 )
+
+replace github.com/colinmarc/hdfs/v2 => ./third_party/colinmarc-hdfs

@@ -182,11 +182,7 @@ func unreadable(op *snapshot.Operator, state string, sub int) error {
 			if u.Scope != snapshot.ScopeKeyed || (u.State != "" && u.State != state) {
 				continue
 			}
-			class := snapshot.ErrUnsupportedVersion
-			if u.Damaged {
-				class = snapshot.ErrCorrupt
-			}
-			return fmt.Errorf("%w: operator %q subtask %d: %s", class, op.Label(), s.Index, u)
+			return &snapshot.UnreadableError{Damaged: u.Damaged, Message: fmt.Sprintf("operator %q subtask %d: %s", op.Label(), s.Index, u)}
 		}
 	}
 	return nil

@@ -38,11 +38,15 @@ scripts/flink-corpus.sh --versions "$STATEUTIL_FLINK_VERSIONS" --slice "$flink_s
 
 # The storage tests stop and restart the DataNode; run them before the
 # packages that write to HDFS, not beside them.
-# -v so that the log shows each HDFS test running against the cluster.
-go test -count=1 -timeout 30m -v ./storage/... 2>&1 | grep -E '^(=== RUN|--- |ok|FAIL|PASS|panic)|_test\.go:[0-9]+:'
+# -v so that the log shows each HDFS test running against the cluster. The
+# whole output of each go test is kept in the cache; the lines shown include
+# every failure's messages, from test helpers' files too.
+logs=${STATEUTIL_CACHE_DIR:-.cache}
+go test -count=1 -timeout 30m -v ./storage/... 2>&1 | tee "$logs/go-test-storage.log" |
+  grep -E '^\s*(=== RUN|--- )|^(ok|FAIL|PASS|panic)|\.go:[0-9]+: '
 
 # -v again so that the log names every HDFS and S3 test and every skip; other
 # passing tests show only in their package's ok line.
-go test -count=1 -timeout 60m -v $(go list ./... | grep -v '/storage') 2>&1 |
-  grep -E '^(ok|FAIL|panic)|^\s*--- (FAIL|SKIP)|^\s*--- PASS: \S*(HDFS|Hdfs|S3|YARN)|_test\.go:[0-9]+:'
+go test -count=1 -timeout 60m -v $(go list ./... | grep -v '/storage') 2>&1 | tee "$logs/go-test.log" |
+  grep -E '^(ok|FAIL|panic)|^\s*--- (FAIL|SKIP)|^\s*--- PASS: \S*(HDFS|Hdfs|S3|YARN)|\.go:[0-9]+: '
 

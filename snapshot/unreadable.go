@@ -80,11 +80,9 @@ func CheckReadable(s *Snapshot) error {
 	if len(parts) == 0 {
 		return nil
 	}
-	class := ErrUnsupportedVersion
+	damaged := false
 	for _, p := range parts {
-		if p.Damaged {
-			class = ErrCorrupt
-		}
+		damaged = damaged || p.Damaged
 	}
 	var lines []string
 	for _, p := range parts[:min(len(parts), 5)] {
@@ -94,8 +92,25 @@ func CheckReadable(s *Snapshot) error {
 	if len(parts) > 5 {
 		more = fmt.Sprintf("; and %d more", len(parts)-5)
 	}
-	return fmt.Errorf("%w: the snapshot has state stateutil cannot read, which would be missing from the result (--skip-unreadable drops it on purpose): %s%s",
-		class, strings.Join(lines, "; "), more)
+	return &UnreadableError{Damaged: damaged, Message: fmt.Sprintf("the snapshot has state stateutil cannot read, which would be missing from the result (--skip-unreadable drops it on purpose): %s%s",
+		strings.Join(lines, "; "), more)}
+}
+
+// UnreadableError refuses unreadable state. errors.Is finds ErrCorrupt in
+// it when some of that state is damaged, else ErrUnsupportedVersion; its
+// message is the parts' own reasons alone, since those name the class.
+type UnreadableError struct {
+	Damaged bool
+	Message string
+}
+
+func (e *UnreadableError) Error() string { return e.Message }
+
+func (e *UnreadableError) Unwrap() error {
+	if e.Damaged {
+		return ErrCorrupt
+	}
+	return ErrUnsupportedVersion
 }
 
 // WithoutUnreadable is r with its unreadable state dropped: the snapshot

@@ -20,6 +20,7 @@ import java.util.concurrent.CountDownLatch;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.hdfs.MiniDFSCluster;
+import org.apache.hadoop.hdfs.server.datanode.DataNodeTestUtils;
 
 import sun.misc.Signal;
 
@@ -39,8 +40,10 @@ import sun.misc.Signal;
  * {@code HDFS_NAMENODE=127.0.0.1:PORT} and {@code HDFS_CONTROL=127.0.0.1:PORT}
  * to stdout and (atomically) to ADDR_FILE. The control port takes one
  * command per line and answers one line ("ok ..." or "error ..."):
- * {@code stop-datanode}, {@code start-datanode}, {@code status},
- * {@code shutdown}. The cluster stops on SIGTERM, on {@code shutdown}, and,
+ * {@code stop-datanode}, {@code start-datanode}, {@code pause-block-reports},
+ * {@code resume-block-reports} (the DataNode holds back, then sends, the
+ * reports that tell the NameNode a block is stored, as a busy DataNode
+ * does), {@code status}, {@code shutdown}. The cluster stops on SIGTERM, on {@code shutdown}, and,
  * with --watch-stdin, when stdin closes.
  */
 public final class HdfsHarness {
@@ -267,6 +270,17 @@ public final class HdfsHarness {
                     cluster.waitActive();
                 }
                 return "ok datanode=up";
+            case "pause-block-reports":
+            case "resume-block-reports":
+                if (stoppedDataNode != null) {
+                    return "error the datanode is down";
+                }
+                if (cmd.startsWith("pause")) {
+                    DataNodeTestUtils.pauseIBR(cluster.getDataNodes().get(0));
+                    return "ok block-reports=paused";
+                }
+                DataNodeTestUtils.resumeIBR(cluster.getDataNodes().get(0));
+                return "ok block-reports=sent";
             case "status":
                 return "ok datanode=" + (stoppedDataNode == null ? "up" : "down")
                         + " namenode=" + LOOPBACK + ":" + cluster.getNameNodePort();
