@@ -19,7 +19,6 @@ func TestGoldenFlinkWriter(t *testing.T) {
 		"flink-convert-ttl-alone":     {"convert", flinkSavepoint, "--to", "flink", "--ttl", "last=24h", "--output", "x"},
 		"flink-set-uid-hash-bad-hash": {"operator", "set-uid-hash", flinkSavepoint, "--operator", "keyed", "--to", "not-a-hash", "--output", "x"},
 		"flink-rename-unknown":        {"operator", "rename", flinkSavepoint, "--operator", "nope", "--to", "keyed-v2", "--output", "x"},
-		"flink-rescale-ttl-shards":    {"rescale", flinkSavepoint, "--max-parallelism", "256", "--drop-expired-ttl-at", "0", "--ttl", "last=24h", "--shards", "2", "--plan-only", "plan.json", "--output", "x"},
 		"help-rescale":                {"rescale", "--help"},
 		"help-convert":                {"convert", "--help"},
 		"help-operator-rename":        {"operator", "rename", "--help"},

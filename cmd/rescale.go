@@ -167,9 +167,6 @@ func (o *rescaleOptions) run(c *cobra.Command, e *env, src string, change redist
 		ReaderVersion: readerVersion, DropExpired: expiry,
 	}
 	if o.shard.active() {
-		if expiry != nil || readerVersion != "" {
-			return usageErrorf("--drop-expired-ttl-at and --flink-version do not run in shards")
-		}
 		return o.shard.run(c, e, req, o.report, func(res *migrate.Result) error { return o.print(c, res) })
 	}
 	bar := e.newProgress(c.ErrOrStderr(), o.quiet, "rescaling")

@@ -99,7 +99,7 @@ func CommitShards(ctx context.Context, reg *snapshot.Registry, sp *ShardPlan, op
 	if err := removeUnkept(ctx, st, path.Join(staging, stagingData), keep); err != nil {
 		return nil, err
 	}
-	w, err := f.Create(ctx, st, data, snapshot.WriteOptions{})
+	w, err := f.Create(ctx, st, data, snapshot.WriteOptions{ReaderVersion: sp.ReaderVersion})
 	if err != nil {
 		return nil, err
 	}

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/stateutil/stateutil/internal/recovered"
+	"github.com/stateutil/stateutil/keygroup"
 	"github.com/stateutil/stateutil/redistribute"
 	"github.com/stateutil/stateutil/snapshot"
 	"github.com/stateutil/stateutil/storage"
@@ -112,23 +113,61 @@ func executeOperator(ctx context.Context, r snapshot.Reader, w snapshot.Writer, 
 		n = len(only)
 	}
 	opts.Progress = serialized(opts.Progress, n)
-	return forEachSubtask(ctx, n, func(ctx context.Context, j int) error {
+	index := func(j int) int {
 		if only != nil {
-			j = only[j]
+			return only[j]
 		}
-		if fast {
-			sw, err := rc.SubtaskRehashed(ctx, r, op, newOp, j, a.KeyGroups(j), opts.Codecs)
-			if err != nil {
-				return err
-			}
-			if opts.Progress != nil && j < len(p.Subtasks) {
-				opts.Progress(p.Subtasks[j].KeyedBytes)
-			}
-			return finishSubtask(ctx, a, sw, j, opts.Progress)
-		}
-		// Readers' errors name the old subtask, writers' the new one.
-		return writeSubtask(ctx, r, a, w, op, newOp, p, j, opts)
+		return j
+	}
+	if fast {
+		return executeRehashed(ctx, r, a, rc, op, newOp, p, n, index, opts)
+	}
+	// Readers' errors name the old subtask, writers' the new one.
+	return forEachSubtask(ctx, n, func(ctx context.Context, j int) error {
+		return writeSubtask(ctx, r, a, w, op, newOp, p, index(j), opts)
 	})
+}
+
+// rehashBatch is how many new subtasks one pass of a re-hashing writer
+// writes: each holds an open file and its buffers until the pass ends.
+const rehashBatch = 64
+
+// executeRehashed writes n new subtasks (index(0..n-1)) through a
+// re-hashing writer, rehashBatch at a time, each batch one read of the
+// old stored pairs; their operator and raw state follow as elsewhere.
+// Where the plan's keyed figures were estimates and every subtask is
+// written, the counts replace them.
+func executeRehashed(ctx context.Context, r snapshot.Reader, a *redistribute.Assignment, rc snapshot.RehashingCopier, op, newOp *snapshot.Operator, p *redistribute.OperatorPlan, n int, index func(int) int, opts ExecuteOptions) error {
+	counted := make([]snapshot.Stats, 0, n)
+	for lo := 0; lo < n; lo += rehashBatch {
+		batch := make([]int, 0, rehashBatch)
+		var kgs []keygroup.Range
+		for j := lo; j < min(n, lo+rehashBatch); j++ {
+			batch = append(batch, index(j))
+			kgs = append(kgs, a.KeyGroups(index(j)))
+		}
+		sws, counts, err := rc.SubtasksRehashed(ctx, r, op, newOp, batch, kgs, opts.Codecs)
+		if err != nil {
+			return err
+		}
+		err = forEachSubtask(ctx, len(batch), func(ctx context.Context, i int) error {
+			if opts.Progress != nil {
+				opts.Progress(counts[i].Bytes)
+			}
+			return finishSubtask(ctx, a, sws[i], batch[i], opts.Progress)
+		})
+		if err != nil {
+			for _, sw := range sws {
+				sw.Close() // a no-op for those finished; the writer's abort removes them all
+			}
+			return err
+		}
+		counted = append(counted, counts...)
+	}
+	if p.Estimated && n == len(p.Subtasks) {
+		p.Counted(counted)
+	}
+	return nil
 }
 
 // maxSubtaskWriters caps the subtasks written at once. Each subtask

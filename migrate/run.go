@@ -101,6 +101,9 @@ func Run(ctx context.Context, reg *snapshot.Registry, req Request) (*Result, err
 		f = &capped
 	}
 	req.Change.Codecs = reg.Codecs
+	// A writer of the source's format may re-hash the stored pairs itself
+	// and count them as it goes (executeRehashed): then no scan plans it.
+	req.Change.EstimateStored = !req.DryRun && !req.EntryByEntry && f.Name == from
 	plan, err := NewPlan(ctx, r, f, req.Change, req.Edits)
 	if err != nil {
 		return nil, err

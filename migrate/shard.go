@@ -93,7 +93,7 @@ func RunShard(ctx context.Context, reg *snapshot.Registry, sp *ShardPlan, shard 
 	if err := st.MkdirAll(ctx, path.Dir(data)); err != nil {
 		return nil, err
 	}
-	w, err := f.Create(ctx, st, data, snapshot.WriteOptions{Staging: true})
+	w, err := f.Create(ctx, st, data, snapshot.WriteOptions{Staging: true, ReaderVersion: sp.ReaderVersion})
 	if err != nil {
 		return nil, err
 	}
@@ -236,6 +236,11 @@ func rebuild(ctx context.Context, reg *snapshot.Registry, sp *ShardPlan, r *snap
 		*r, _ = snapshot.WithoutUnreadable(*r)
 	} else if err := snapshot.CheckReadable((*r).Snapshot()); err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", sp.Source, err)
+	}
+	if x := sp.DropExpired; x != nil {
+		if *r, err = snapshot.WithoutExpired(*r, snapshot.Expiry{At: x.At, TTL: x.TTL}); err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", sp.Source, err)
+		}
 	}
 	f, err := reg.Writable(sp.Format)
 	if err != nil {

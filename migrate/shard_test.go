@@ -6,15 +6,19 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stateutil/stateutil/backends/filesystem"
+	"github.com/stateutil/stateutil/backends/flink"
 	"github.com/stateutil/stateutil/diff"
 	"github.com/stateutil/stateutil/redistribute"
 	"github.com/stateutil/stateutil/snapshot"
 	"github.com/stateutil/stateutil/snapshot/generate"
+	"github.com/stateutil/stateutil/storage"
 )
 
 // generated writes generate's example snapshot in the filesystem format.
@@ -246,4 +250,112 @@ func TestCommitChecksRecordedFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	sameEntries(t, single, dst)
+}
+
+// A Flink savepoint is written in shards as in one process, also for
+// another Flink's `_metadata` version and with expired TTL entries left
+// out: the sharded savepoint's `_metadata` and state files are byte for
+// byte the single process's, but for the names of the files.
+func TestShardedFlinkEqualsSingleProcess(t *testing.T) {
+	ctx := context.Background()
+	src := filepath.Join("..", "testdata", "flink", "1.20.5", "basic-hashmap-canonical", "snapshot", "savepoint-58fe20-3983f452098d")
+	dir := t.TempDir()
+	req := Request{Source: src, Change: redistribute.Request{MaxParallelism: 256, Parallelism: 3}, ReaderVersion: "2.1",
+		DropExpired: &snapshot.Expiry{At: time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC), TTL: map[string]time.Duration{"last": 24 * time.Hour}}}
+	req.Destination = filepath.Join(dir, "single")
+	if _, err := Run(ctx, testReg, req); err != nil {
+		t.Fatal(err)
+	}
+	single := flinkFiles(t, req.Destination)
+	if single.meta.Version != 6 {
+		t.Fatalf("_metadata version %d, want 6 (Flink 2.1)", single.meta.Version)
+	}
+	r := openSnap(t, src)
+	keyed, _ := r.Snapshot().Operator("keyed")
+	if n := countEntries(t, r, keyed, "last"); n == 0 {
+		t.Fatal("the source has no entries of TTL state last: the test shows nothing about leaving them out")
+	}
+	for _, n := range []int{1, 3} {
+		req.Destination = filepath.Join(dir, fmt.Sprintf("sharded-%d", n))
+		sharded(t, req, n)
+		got := flinkFiles(t, req.Destination)
+		if !reflect.DeepEqual(got.meta, single.meta) {
+			t.Errorf("%d shards: _metadata differs from the single process's but for file names", n)
+		}
+		if !reflect.DeepEqual(got.data, single.data) {
+			t.Errorf("%d shards: state files differ from the single process's", n)
+		}
+		out := openSnap(t, req.Destination)
+		op, _ := out.Snapshot().Operator("keyed")
+		if left := countEntries(t, out, op, "last"); left != 0 {
+			t.Errorf("%d shards: %d entries of state last, all expired", n, left)
+		}
+	}
+}
+
+// savepointFiles is a Flink savepoint's `_metadata` with the names of its
+// state files (and so where inline data lies in it) left out, and those
+// files' bytes in the order it lists them.
+type savepointFiles struct {
+	meta *flink.Metadata
+	data [][]byte
+}
+
+func flinkFiles(t *testing.T, dir string) savepointFiles {
+	t.Helper()
+	m, err := flink.ReadMetadata(context.Background(), storage.Local(), filepath.Join(dir, "_metadata"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.File, m.Size = "", 0 // the file's size goes with the names' lengths
+	var out savepointFiles
+	take := func(d *flink.StreamHandle) {
+		if d == nil {
+			return
+		}
+		d.DataOffset = 0 // where inline data lies in _metadata
+		if d.Type != flink.HandleRelativeFile {
+			return
+		}
+		b, err := os.ReadFile(filepath.Join(dir, d.Path))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out.data = append(out.data, b)
+		d.Path = ""
+	}
+	for _, op := range m.Operators {
+		take(op.CoordinatorState)
+		for _, st := range op.Subtasks {
+			for _, k := range []*flink.KeyedHandle{st.ManagedKeyedState, st.RawKeyedState} {
+				if k != nil && k.KeyGroups != nil {
+					take(k.KeyGroups.Delegate)
+				}
+			}
+			for _, o := range []*flink.OperatorStateHandle{st.ManagedOperatorState, st.RawOperatorState} {
+				if o != nil {
+					take(o.Delegate)
+				}
+			}
+		}
+	}
+	out.meta = m
+	return out
+}
+
+// countEntries counts op's entries of one keyed state.
+func countEntries(t *testing.T, r snapshot.Reader, op *snapshot.Operator, state string) int {
+	t.Helper()
+	n := 0
+	for _, sub := range op.Subtasks {
+		for e, err := range r.Entries(context.Background(), op, sub.Index, sub.KeyGroups) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e.State == state {
+				n++
+			}
+		}
+	}
+	return n
 }

@@ -13,6 +13,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/vmihailenco/msgpack/v5"
 
@@ -64,6 +65,9 @@ type ShardPlan struct {
 	PathMap        map[string]string `json:"path_map,omitempty"`
 	SkipUnreadable bool              `json:"skip_unreadable,omitempty"`
 	EntryByEntry   bool              `json:"entry_by_entry,omitempty"`
+	// ReaderVersion and DropExpired: see Request.
+	ReaderVersion string         `json:"reader_version,omitempty"`
+	DropExpired   *PlannedExpiry `json:"drop_expired,omitempty"`
 	// Shards lists, per shard (1..N), the new subtasks it writes.
 	Shards []ShardAssignment `json:"shards"`
 	// Plan is the copy's plan: per operator its new subtasks, their key
@@ -77,6 +81,13 @@ type PlannedChange struct {
 	Parallelism    int            `json:"parallelism,omitempty"`
 	Operators      map[string]int `json:"operators,omitempty"`
 	MaxParallelism int            `json:"max_parallelism,omitempty"`
+}
+
+// PlannedExpiry is a snapshot.Expiry as data: the time, and the time to
+// live of states whose snapshot records none, in nanoseconds.
+type PlannedExpiry struct {
+	At  time.Time                `json:"at"`
+	TTL map[string]time.Duration `json:"ttl_ns,omitempty"`
 }
 
 // PlannedEdit is an Edit as data.
@@ -137,6 +148,11 @@ func PlanShards(ctx context.Context, reg *snapshot.Registry, req ShardRequest) (
 	} else if err := snapshot.CheckReadable(r.Snapshot()); err != nil {
 		return nil, fmt.Errorf("%s: %w", req.Source, err)
 	}
+	if req.DropExpired != nil {
+		if r, err = snapshot.WithoutExpired(r, *req.DropExpired); err != nil {
+			return nil, fmt.Errorf("%s: %w", req.Source, err)
+		}
+	}
 	f, err := reg.Writable(cmpOr(req.Format, from))
 	if err != nil {
 		return nil, err
@@ -164,7 +180,11 @@ func PlanShards(ctx context.Context, reg *snapshot.Registry, req ShardRequest) (
 		Change:  PlannedChange{Parallelism: req.Change.Parallelism, Operators: req.Change.Operators, MaxParallelism: req.Change.MaxParallelism},
 		Edits:   []PlannedEdit{},
 		PathMap: req.PathMap, SkipUnreadable: req.SkipUnreadable, EntryByEntry: req.EntryByEntry,
-		Plan: plan,
+		ReaderVersion: req.ReaderVersion,
+		Plan:          plan,
+	}
+	if x := req.DropExpired; x != nil {
+		sp.DropExpired = &PlannedExpiry{At: x.At, TTL: x.TTL}
 	}
 	for _, e := range req.Edits {
 		sp.Edits = append(sp.Edits, PlannedEdit(e))

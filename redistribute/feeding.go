@@ -64,8 +64,9 @@ func gcd(a, b int) int {
 // g = gcd(old, new max parallelism) (see feeding), newMax/g of them, and
 // with hashed keys each gets an equal share. The old subtasks feeding a
 // new one are exact up to empty key groups; entries and bytes are
-// estimates (OperatorPlan.Estimated).
-func estimateRehash(ctx context.Context, r snapshot.Reader, op *snapshot.Operator, p *OperatorPlan, codecs *snapshot.Codecs) error {
+// estimates (OperatorPlan.Estimated). With sizes, the old key groups'
+// figures are their stored bytes alone (see storedSizes).
+func estimateRehash(ctx context.Context, r snapshot.Reader, op *snapshot.Operator, p *OperatorPlan, codecs *snapshot.Codecs, sizes snapshot.KeyGroupSizer) error {
 	if err := checkHashable(op, codecs); err != nil {
 		return err
 	}
@@ -79,7 +80,13 @@ func estimateRehash(ctx context.Context, r snapshot.Reader, op *snapshot.Operato
 		if len(op.KeyedStates) == 0 {
 			continue
 		}
-		stats, err := snapshot.KeyGroupStats(ctx, r, op, sub)
+		var stats []snapshot.KeyGroupStat
+		var err error
+		if sizes != nil {
+			stats, _, err = sizes.StoredKeyGroupBytes(ctx, op, sub.Index)
+		} else {
+			stats, err = snapshot.KeyGroupStats(ctx, r, op, sub)
+		}
 		if err != nil {
 			return fmt.Errorf("subtask %d: %w", sub.Index, err)
 		}
@@ -111,4 +118,21 @@ func estimateRehash(ctx context.Context, r snapshot.Reader, op *snapshot.Operato
 		p.Subtasks[j].KeyedBytes = int64(math.Round(bytes[j]))
 	}
 	return nil
+}
+
+// storedSizes reports whether r records the stored sizes of every key
+// group of op (snapshot.KeyGroupSizer) and one max parallelism divides
+// the other, as a writer re-hashing stored pairs needs.
+func storedSizes(ctx context.Context, r snapshot.Reader, op *snapshot.Operator, t Target) bool {
+	ks, ok := r.(snapshot.KeyGroupSizer)
+	m, m2 := op.MaxParallelism, t.MaxParallelism
+	if !ok || len(op.KeyedStates) == 0 || (m2%m != 0 && m%m2 != 0) {
+		return false
+	}
+	for _, sub := range op.Subtasks {
+		if _, ok, err := ks.StoredKeyGroupBytes(ctx, op, sub.Index); err != nil || !ok {
+			return false
+		}
+	}
+	return true
 }

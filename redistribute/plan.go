@@ -29,6 +29,11 @@ type Request struct {
 	// figures (see estimateRehash) instead of hashing every key: a plan
 	// for shards, which must not read the whole snapshot on one machine.
 	EstimateRehash bool
+	// EstimateStored plans a max-parallelism change from the key-group
+	// sizes a snapshot.KeyGroupSizer records, without reading state, where
+	// it records them: for a writer that re-hashes the stored pairs, whose
+	// counts then replace the estimates (OperatorPlan.Counted).
+	EstimateStored bool
 }
 
 // Target is where one operator goes.
@@ -188,7 +193,9 @@ func planOperator(ctx context.Context, r snapshot.Reader, op *snapshot.Operator,
 	case t.MaxParallelism == old.MaxParallelism:
 		err = planKeyed(ctx, r, op, p)
 	case req.EstimateRehash:
-		err = estimateRehash(ctx, r, op, p, req.Codecs)
+		err = estimateRehash(ctx, r, op, p, req.Codecs, nil)
+	case req.EstimateStored && storedSizes(ctx, r, op, t):
+		err = estimateRehash(ctx, r, op, p, req.Codecs, r.(snapshot.KeyGroupSizer))
 	default:
 		err = planRehash(ctx, r, op, p, req.Codecs)
 	}
@@ -198,6 +205,13 @@ func planOperator(ctx context.Context, r snapshot.Reader, op *snapshot.Operator,
 	if err := planOperatorState(ctx, r, op, p); err != nil {
 		return nil, err
 	}
+	p.total()
+	return p, nil
+}
+
+// total sums the subtasks' figures into the operator's.
+func (p *OperatorPlan) total() {
+	p.KeyedEntries, p.KeyedBytes, p.OperatorElements = 0, 0, 0
 	bytes := make([]int64, len(p.Subtasks))
 	for j, sp := range p.Subtasks {
 		p.KeyedEntries += sp.KeyedEntries
@@ -206,7 +220,16 @@ func planOperator(ctx context.Context, r snapshot.Reader, op *snapshot.Operator,
 		bytes[j] = sp.KeyedBytes
 	}
 	p.KeyedSkew = snapshot.Skew(bytes)
-	return p, nil
+}
+
+// Counted replaces estimated keyed figures (Estimated) with what the new
+// subtasks were found to hold once written: counts[j] of subtask j.
+func (p *OperatorPlan) Counted(counts []snapshot.Stats) {
+	for j, c := range counts {
+		p.Subtasks[j].KeyedEntries, p.Subtasks[j].KeyedBytes = c.Entries, c.Bytes
+	}
+	p.Estimated = false
+	p.total()
 }
 
 func action(old, t Target) string {
@@ -219,7 +242,9 @@ func action(old, t Target) string {
 	return ActionKeep
 }
 
-// planRaw refuses to move raw state, which only its operator can split.
+// planRaw refuses to move raw state, which only its operator can split:
+// raw operator state stays with its subtask while the parallelism does,
+// raw keyed state while the key groups do too.
 func planRaw(p *OperatorPlan, op *snapshot.Operator) error {
 	rawKeyed := false
 	for _, sub := range op.Subtasks {
@@ -235,7 +260,7 @@ func planRaw(p *OperatorPlan, op *snapshot.Operator) error {
 		return fmt.Errorf("%w: it has raw (user-serialized) state, which only its operator can split into other key groups; keep max parallelism %d, or remove the operator",
 			ErrNotRedistributable, p.Old.MaxParallelism)
 	}
-	if p.Action != ActionKeep {
+	if p.New.Parallelism != p.Old.Parallelism {
 		return fmt.Errorf("%w: it has raw (user-serialized) state, which only its operator can split; keep its parallelism (--operator %s=%d)",
 			ErrNotRedistributable, op.Label(), op.Parallelism)
 	}

@@ -40,7 +40,8 @@ type Assignment struct {
 	op     *snapshot.Operator
 	target Target
 	pieces [][][]Piece // [new subtask][state]
-	keep   bool
+	// keepRaw: the parallelism stays, so each subtask keeps its raw state.
+	keepRaw bool
 
 	// Set when max parallelism changed: the re-hashed entries of each new
 	// subtask, in memory (small state) or in files under tmp.
@@ -77,7 +78,7 @@ func Open(ctx context.Context, r snapshot.Reader, op *snapshot.Operator, target 
 // what each restores.
 func OpenPlanned(ctx context.Context, r snapshot.Reader, op *snapshot.Operator, t Target, pieces [][][]Piece, opts Options) (*Assignment, error) {
 	old := Target{Parallelism: op.Parallelism, MaxParallelism: op.MaxParallelism}
-	a := &Assignment{r: r, op: op, target: t, pieces: pieces, keep: old == t}
+	a := &Assignment{r: r, op: op, target: t, pieces: pieces, keepRaw: old.Parallelism == t.Parallelism}
 	probe := &OperatorPlan{Action: action(old, t), Subtasks: make([]SubtaskPlan, t.Parallelism)}
 	if err := planRaw(probe, op); err != nil {
 		return nil, fmt.Errorf("operator %q: %w", op.Label(), err)
@@ -164,10 +165,10 @@ func (a *Assignment) Elements(ctx context.Context, i int) snapshot.Elements {
 	}
 }
 
-// Raw is new subtask i's raw state: the old subtask's when nothing changes
-// (Open refuses to move raw state), else none.
+// Raw is new subtask i's raw state: the old subtask's while the
+// parallelism stays (Open refuses to move raw state), else none.
 func (a *Assignment) Raw(ctx context.Context, i int) (snapshot.RawState, error) {
-	if !a.keep {
+	if !a.keepRaw {
 		return snapshot.RawState{}, nil
 	}
 	return a.r.Raw(ctx, a.op, i)

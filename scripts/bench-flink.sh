@@ -21,20 +21,21 @@ results=bench-results.txt
 say() { printf '%s\n' "$*" | tee -a "$results"; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f\n", a / b}'; }
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-# timed NAME CMD...: "seconds peak-RSS-MiB" of one run, the seconds
-# including the sync of what it wrote, appended to $work/NAME.
+# timed NAME CMD...: "seconds peak-RSS-MiB CPU-seconds" of one run, the
+# seconds including the sync of what it wrote, appended to $work/NAME.
 timed() {
   local name=$1
   shift
   sync
-  /usr/bin/time -f '%e %M' -o "$work/time" "$@" >/dev/null
+  /usr/bin/time -f '%e %M %U %S' -o "$work/time" "$@" >/dev/null
   local t0 t1
   t0=$(date +%s.%N)
   sync
   t1=$(date +%s.%N)
-  awk -v a="$t0" -v b="$t1" '{printf "%.2f %.0f\n", $1 + b - a, $2/1024}' "$work/time" >>"$work/t.$name"
+  awk -v a="$t0" -v b="$t1" '{printf "%.2f %.0f %.2f\n", $1 + b - a, $2/1024, $3 + $4}' "$work/time" >>"$work/t.$name"
 }
 med() { cut -d" " -f1 "$work/t.$1" | median; }
+cpu() { cut -d" " -f3 "$work/t.$1" | median; }
 rss() { cut -d" " -f2 "$work/t.$1" | sort -n | tail -1; }
 
 snapdir=$cache/$version-big-$records
@@ -55,8 +56,8 @@ for _ in $(seq "$rounds"); do
   timed su "$bin" rescale "$snap" --max-parallelism 4096 --output "$work/su" --quiet
   rm -rf "$work/su"
 done
-say "cp -r:                          $(med cp)s   (runs: $(cut -d' ' -f1 "$work/t.cp" | tr '\n' ' '))"
-say "stateutil rescale:              $(med su)s   cp/stateutil = $(ratio "$(med cp)" "$(med su)")   peak RSS $(rss su) MiB   (runs: $(cut -d' ' -f1 "$work/t.su" | tr '\n' ' '))"
+say "cp -r:                          $(med cp)s   CPU $(cpu cp)s   (runs: $(cut -d' ' -f1 "$work/t.cp" | tr '\n' ' '))"
+say "stateutil rescale:              $(med su)s   CPU $(cpu su)s   cp/stateutil = $(ratio "$(med cp)" "$(med su)")   peak RSS $(rss su) MiB   (runs: $(cut -d' ' -f1 "$work/t.su" | tr '\n' ' '))"
 if [ "${BENCH_FLINK_SPA:-1}" != 0 ]; then
   t0=$(date +%s.%N)
   /usr/bin/time -f '%e %M' -o "$work/spatime" scripts/flink-harness.sh "$version" spa-rewrite --job big --snapshot "$snap" \

@@ -149,17 +149,20 @@ type KeyedCopier interface {
 	SubtaskFrom(ctx context.Context, r Reader, op, newOp *Operator, index int, kgs keygroup.Range) (sw SubtaskWriter, ok bool, err error)
 }
 
-// RehashingCopier is implemented by a Writer that can build a new
-// subtask's keyed state at another max parallelism straight from an old
+// RehashingCopier is implemented by a Writer that can build new
+// subtasks' keyed state at another max parallelism straight from an old
 // snapshot's stored pairs, re-hashing each key without decoding values:
 // the fast path of a max-parallelism change between snapshots of its own
 // format. CanRehash says, before anything is planned to be read, whether
 // it can for op of r (ok false: the caller goes entry by entry);
-// SubtaskRehashed then starts subtask index of newOp with its keyed state
-// complete, like KeyedCopier.SubtaskFrom.
+// SubtasksRehashed then starts the given subtasks of newOp (kgs[i] the
+// key groups of subtasks[i]) with their keyed state complete, like
+// KeyedCopier.SubtaskFrom, reading op's stored pairs once for all of
+// them. counts[i] are the entries and bytes subtasks[i] got, as
+// KeyGroupStats counts them.
 type RehashingCopier interface {
 	CanRehash(r Reader, op, newOp *Operator) bool
-	SubtaskRehashed(ctx context.Context, r Reader, op, newOp *Operator, index int, kgs keygroup.Range, codecs *Codecs) (SubtaskWriter, error)
+	SubtasksRehashed(ctx context.Context, r Reader, op, newOp *Operator, subtasks []int, kgs []keygroup.Range, codecs *Codecs) (sws []SubtaskWriter, counts []Stats, err error)
 }
 
 // RehashStater is implemented by a Reader that can tell, faster than
@@ -167,4 +170,13 @@ type RehashingCopier interface {
 // another max parallelism (ok false: it cannot for this subtask).
 type RehashStater interface {
 	RehashedStats(ctx context.Context, op *Operator, subtask int, maxParallelism int, codecs *Codecs) (stats []KeyGroupStat, ok bool, err error)
+}
+
+// KeyGroupSizer is implemented by a Reader whose metadata records where
+// each key group's stored bytes lie (Flink's key-group offsets):
+// StoredKeyGroupBytes gives a subtask's stored bytes per non-empty key
+// group without reading them, Entries left 0 (ok false: it does not know
+// for this subtask, or the bytes are not pairs a RehashingCopier moves).
+type KeyGroupSizer interface {
+	StoredKeyGroupBytes(ctx context.Context, op *Operator, subtask int) (stats []KeyGroupStat, ok bool, err error)
 }

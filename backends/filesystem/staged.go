@@ -4,11 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path"
-	"strings"
 
 	"github.com/vmihailenco/msgpack/v5"
 
+	"github.com/stateutil/stateutil/backends/internal/ledger"
 	"github.com/stateutil/stateutil/snapshot"
 )
 
@@ -29,24 +28,12 @@ func (w *Writer) Staged(context.Context) ([]snapshot.StagedSubtask, error) {
 	if len(w.open) > 0 {
 		return nil, fmt.Errorf("filesystem writer: %d subtask blobs still open (Close every subtask first)", len(w.open))
 	}
-	done, err := w.ledger.Close()
+	out, err := w.ledger.Staged(w.dir.Path, func(l subtaskLayout) any { return &l },
+		func(f ledger.Finished[subtaskLayout]) ([]snapshot.FileRef, error) { return f.Value.files(), nil })
 	if err != nil {
 		return nil, fmt.Errorf("filesystem writer: %w", err)
 	}
 	w.done = true
-	out := make([]snapshot.StagedSubtask, 0, len(done))
-	for _, f := range done {
-		layout, err := msgpack.Marshal(&f.Value)
-		if err != nil {
-			return nil, err
-		}
-		s := snapshot.StagedSubtask{OperatorID: f.OperatorID, Operator: f.Operator, Index: f.Index, Subtask: f.Subtask, Layout: layout}
-		for _, ref := range f.Value.files() {
-			ref.Path = path.Join(w.dir.Path, ref.Path)
-			s.Files = append(s.Files, ref)
-		}
-		out = append(out, s)
-	}
 	return out, nil
 }
 
@@ -60,16 +47,10 @@ func (w *Writer) Adopt(_ context.Context, op *snapshot.Operator, s snapshot.Stag
 	if err := msgpack.Unmarshal(s.Layout, &l); err != nil {
 		return fmt.Errorf("filesystem writer: operator %q subtask %d: staged layout: %w", op.Label(), s.Index, err)
 	}
-	for _, ref := range l.files() {
-		if strings.ContainsAny(ref.Path, `/\`) || ref.Path == "." || ref.Path == ".." {
-			return fmt.Errorf("filesystem writer: operator %q subtask %d: staged file %q is not a plain name", op.Label(), s.Index, ref.Path)
-		}
-	}
-	if _, err := w.ledger.Start(op, s.Index, s.Subtask.KeyGroups); err != nil {
-		return fmt.Errorf("filesystem writer: %w", err)
-	}
 	sub := *s.Subtask
 	sub.Files = l.files()
-	w.ledger.Finish(op, s.Index, &sub, l)
+	if err := w.ledger.Adopt(op, s.Index, &sub, sub.Files, l); err != nil {
+		return fmt.Errorf("filesystem writer: %w", err)
+	}
 	return nil
 }

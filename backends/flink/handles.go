@@ -1,6 +1,9 @@
 package flink
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // HandleType is the type byte Flink writes before each state handle in
 // `_metadata`.
@@ -45,6 +48,20 @@ func (t HandleType) String() string {
 
 // MarshalText renders the type by name in JSON.
 func (t HandleType) MarshalText() ([]byte, error) { return []byte(t.String()), nil }
+
+// UnmarshalText reads a type MarshalText wrote.
+func (t *HandleType) UnmarshalText(b []byte) error {
+	if i := slices.Index(handleTypeNames[:], string(b)); i >= 0 {
+		*t = HandleType(i)
+		return nil
+	}
+	var n byte
+	if _, err := fmt.Sscanf(string(b), "handle-type-%d", &n); err != nil {
+		return fmt.Errorf("not a handle type: %q", b)
+	}
+	*t = HandleType(n)
+	return nil
+}
 
 // maxHandleDepth bounds recursion through nested handles (changelog handles
 // hold keyed handles, key-groups handles hold stream handles).
@@ -209,6 +226,22 @@ func (m DistributionMode) String() string {
 
 // MarshalText renders the mode by name in JSON.
 func (m DistributionMode) MarshalText() ([]byte, error) { return []byte(m.String()), nil }
+
+// UnmarshalText reads a mode MarshalText wrote.
+func (m *DistributionMode) UnmarshalText(b []byte) error {
+	for _, c := range []DistributionMode{SplitDistribute, Union, Broadcast} {
+		if c.String() == string(b) {
+			*m = c
+			return nil
+		}
+	}
+	var n byte
+	if _, err := fmt.Sscanf(string(b), "MODE_%d", &n); err != nil {
+		return fmt.Errorf("not a distribution mode: %q", b)
+	}
+	*m = DistributionMode(n)
+	return nil
+}
 
 // OperatorStateInfo lists, for one named operator state, its distribution
 // mode and the offset of each element in the state stream.

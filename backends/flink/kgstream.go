@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 
 	"github.com/stateutil/stateutil/snapshot"
@@ -115,10 +116,15 @@ func (s *kgStream) Close() error {
 }
 
 func (s *kgStream) read(off, n int64) ([]byte, error) {
+	return s.readInto(nil, off, n)
+}
+
+// readInto is read into buf's memory where it is large enough.
+func (s *kgStream) readInto(buf []byte, off, n int64) ([]byte, error) {
 	if off < 0 || n < 0 || off+n > s.size {
 		return nil, &CorruptError{File: s.file, Offset: s.base + off, Reason: fmt.Sprintf("%d bytes do not fit in a stream of %d", n, s.size)}
 	}
-	b := make([]byte, n)
+	b := slices.Grow(buf[:0], int(n))[:n]
 	if _, err := s.ra.ReadAt(b, s.at+off); err != nil && !(errors.Is(err, io.EOF) && n == 0) {
 		if errors.Is(err, io.EOF) {
 			return nil, &CorruptError{File: s.file, Offset: s.base + off, Reason: fmt.Sprintf("file ends inside a key group of %d bytes", n)}
@@ -130,6 +136,11 @@ func (s *kgStream) read(off, n int64) ([]byte, error) {
 
 // groupBytes returns the stored bytes of key group kg (nil when empty).
 func (s *kgStream) groupBytes(kg int) ([]byte, int64, error) {
+	return s.groupBytesInto(nil, kg)
+}
+
+// groupBytesInto is groupBytes into buf's memory where it is large enough.
+func (s *kgStream) groupBytesInto(buf []byte, kg int) ([]byte, int64, error) {
 	i := kg - int(s.h.Range.Start)
 	if i < 0 || i >= len(s.h.Offsets) {
 		return nil, 0, nil
@@ -142,7 +153,7 @@ func (s *kgStream) groupBytes(kg int) ([]byte, int64, error) {
 	if e == o {
 		return nil, 0, nil
 	}
-	b, err := s.read(o, e-o)
+	b, err := s.readInto(buf, o, e-o)
 	return b, o, err
 }
 

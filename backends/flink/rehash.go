@@ -65,20 +65,50 @@ func closeSources(srcs []*pairSource) {
 
 // pairs calls fn for each stored pair of key group kg: the state's layout
 // (as the source's header names it), the key without its key-group
-// prefix, and the value.
-func (p *pairSource) pairs(kg int, fn func(l *layout, body, value []byte) error) error {
-	b, off, err := p.s.groupBytes(kg)
-	if err != nil || b == nil {
+// prefix, and the value. The key group's bytes are read into *scratch,
+// which it grows as needed, so a caller can reuse its memory.
+func (p *pairSource) pairs(kg int, scratch *[]byte, fn func(l *layout, body, value []byte) error) error {
+	g, err := p.group(kg, scratch)
+	if err != nil {
 		return err
 	}
+	return g.each(func(id, _ int, body, value []byte) error { return fn(p.s.layouts[id], body, value) })
+}
+
+// storedGroup is the stored pairs of one key group of a pairSource.
+type storedGroup struct {
+	p  *pairSource
+	kg int
+	b  []byte // nil: empty
+	at int64  // where b starts in the file, for errors
+}
+
+// group reads key group kg into *scratch (see pairs).
+func (p *pairSource) group(kg int, scratch *[]byte) (storedGroup, error) {
+	b, off, err := p.s.groupBytesInto(*scratch, kg)
+	if err != nil || b == nil {
+		return storedGroup{}, err
+	}
+	*scratch = b
 	at := p.s.base + off
 	if p.s.header.Compression {
 		if b, err = unsnappy(b, p.s.file, at); err != nil {
-			return err
+			return storedGroup{}, err
 		}
 	}
+	return storedGroup{p: p, kg: kg, b: b, at: at}, nil
+}
+
+// each calls fn for each pair of the group: the state's id in the
+// source's header, where the pair (its key's length) starts in g.b, the
+// key without its key-group prefix, and the value.
+func (g storedGroup) each(fn func(id, at int, body, value []byte) error) error {
+	if g.b == nil {
+		return nil
+	}
+	p, b, kg := g.p, g.b, g.kg
 	bad := func(format string, args ...any) error {
-		return &CorruptError{File: p.s.file, Offset: at, Reason: fmt.Sprintf("key group %d: ", kg) + fmt.Sprintf(format, args...)}
+		return &CorruptError{File: p.s.file, Offset: g.at, Reason: fmt.Sprintf("key group %d: ", kg) + fmt.Sprintf(format, args...)}
 	}
 	if len(b) < 2 {
 		return bad("no state id")
@@ -89,10 +119,10 @@ func (p *pairSource) pairs(kg int, fn func(l *layout, body, value []byte) error)
 		if id >= len(p.s.layouts) {
 			return bad("state id %d, but the header has %d states", id, len(p.s.layouts))
 		}
-		l := p.s.layouts[id]
 		if len(b) < 4 {
 			return bad("truncated key length")
 		}
+		at := len(g.b) - len(b)
 		n := int(int32(binary.BigEndian.Uint32(b)))
 		if n < p.prefix || n > len(b)-4 {
 			return bad("key of %d bytes in %d", n, len(b)-4)
@@ -113,9 +143,9 @@ func (p *pairSource) pairs(kg int, fn func(l *layout, body, value []byte) error)
 			got = got<<8 | int(key[1])
 		}
 		if got != kg {
-			return bad("state %q: key says key group %d", l.name, got)
+			return bad("state %q: key says key group %d", p.s.layouts[id].name, got)
 		}
-		if err := fn(l, key[p.prefix:], value); err != nil {
+		if err := fn(id, at, key[p.prefix:], value); err != nil {
 			if errors.Is(err, keygroup.ErrUnknownKeyType) {
 				return err
 			}
@@ -141,8 +171,9 @@ func (p *pairSource) pairs(kg int, fn func(l *layout, body, value []byte) error)
 type keyHasher struct {
 	l     *layout
 	codec snapshot.Codec
-	fixed int    // the key's byte width, or -1
-	kind  string // serKind of the key serializer, for the common keys hashed here
+	fixed int // the key's byte width, or -1
+	// long and integer mark the common keys hashed here, not by codec.
+	long, integer bool
 }
 
 func newKeyHasher(l *layout, t snapshot.Type, codecs *snapshot.Codecs) (*keyHasher, error) {
@@ -150,7 +181,8 @@ func newKeyHasher(l *layout, t snapshot.Type, codecs *snapshot.Codecs) (*keyHash
 	if err != nil {
 		return nil, err
 	}
-	return &keyHasher{l: l, codec: c, fixed: fixedLength(l.key), kind: serKind(l.key)}, nil
+	kind := serKind(l.key)
+	return &keyHasher{l: l, codec: c, fixed: fixedLength(l.key), long: kind == "Long", integer: kind == "Integer"}, nil
 }
 
 // key is the key of a stored pair: its leading bytes where the key
@@ -179,9 +211,9 @@ func (h *keyHasher) keyGroup(body []byte, maxParallelism int) (int, error) {
 	var code int32
 	var err error
 	switch {
-	case h.kind == "Long" && len(key) == 8:
+	case h.long && len(key) == 8:
 		code = keygroup.HashInt64(int64(binary.BigEndian.Uint64(key)))
-	case h.kind == "Integer" && len(key) == 4:
+	case h.integer && len(key) == 4:
 		code = int32(binary.BigEndian.Uint32(key))
 	default:
 		code, err = h.codec.HashCode(key)
@@ -226,13 +258,14 @@ func (r *SnapshotReader) RehashedStats(ctx context.Context, op *snapshot.Operato
 	}
 	stats := map[int]*snapshot.KeyGroupStat{}
 	var order []int
+	var scratch []byte
 	for _, p := range srcs {
 		kr := p.s.h.Range
 		for kg := int(kr.Start); kg <= int(kr.End()); kg++ {
 			if err := ctx.Err(); err != nil {
 				return nil, false, err
 			}
-			err := p.pairs(kg, func(l *layout, body, value []byte) error {
+			err := p.pairs(kg, &scratch, func(l *layout, body, value []byte) error {
 				nk := kg % maxParallelism
 				if op.MaxParallelism%maxParallelism != 0 {
 					var err error
@@ -258,6 +291,26 @@ func (r *SnapshotReader) RehashedStats(ctx context.Context, op *snapshot.Operato
 	out := make([]snapshot.KeyGroupStat, 0, len(order))
 	for _, k := range order {
 		out = append(out, *stats[k])
+	}
+	return out, true, nil
+}
+
+// StoredKeyGroupBytes gives the stored bytes of each non-empty key group
+// of a subtask's canonical key groups from the offsets `_metadata`
+// records (snapshot.KeyGroupSizer); ok is false for other keyed state.
+func (r *SnapshotReader) StoredKeyGroupBytes(ctx context.Context, op *snapshot.Operator, subtask int) ([]snapshot.KeyGroupStat, bool, error) {
+	srcs, ok, err := r.pairSources(ctx, op, subtask)
+	if err != nil || !ok {
+		return nil, false, err
+	}
+	defer closeSources(srcs)
+	var out []snapshot.KeyGroupStat
+	for _, p := range srcs {
+		for i, o := range p.s.h.Offsets {
+			if e := nextOffset(p.s.offs, o, int(p.s.size)); o > 0 && e > o {
+				out = append(out, snapshot.KeyGroupStat{KeyGroup: int(p.s.h.Range.Start) + i, Bytes: e - o})
+			}
+		}
 	}
 	return out, true, nil
 }

@@ -2,6 +2,8 @@ package flink
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"path"
@@ -56,7 +58,11 @@ type writer struct {
 
 	ledger ledger.Ledger[*subtaskOut]
 
-	written    ledger.Files
+	written ledger.Files
+	// token names the files of a staging writer (WriteOptions.Staging),
+	// so that the writers of other shards, or another run of this one,
+	// never collide with them; "" for others.
+	token      string
 	mu         sync.Mutex
 	done       bool
 	createdDir bool
@@ -71,6 +77,11 @@ type subtaskOut struct {
 
 func create(ctx context.Context, st storage.Storage, p string, opts snapshot.WriteOptions) (snapshot.Writer, error) {
 	w := &writer{st: st, dir: p}
+	if opts.Staging {
+		var tok [4]byte
+		_, _ = rand.Read(tok[:])
+		w.token = hex.EncodeToString(tok[:])
+	}
 	if opts.ReaderVersion != "" {
 		v, err := MetadataVersionFor(opts.ReaderVersion)
 		if err != nil {
@@ -108,9 +119,14 @@ func (w *writer) Subtask(ctx context.Context, op *snapshot.Operator, index int, 
 	return newSubtaskWriter(ctx, w, op, co, seq, index, kgs)
 }
 
-// file starts a state file of the savepoint.
-func (w *writer) file(ctx context.Context, name string) (*stateFile, error) {
-	p, err := w.st.Create(ctx, path.Join(w.dir, name))
+// file starts a state file of the savepoint; once for a large one written
+// once (storage.CreateOnce: on local disk, around the page cache).
+func (w *writer) file(ctx context.Context, name string, once bool) (*stateFile, error) {
+	create := w.st.Create
+	if once {
+		create = func(ctx context.Context, p string) (storage.Pending, error) { return storage.CreateOnce(ctx, w.st, p) }
+	}
+	p, err := create(ctx, path.Join(w.dir, name))
 	if err != nil {
 		return nil, err
 	}

@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"math"
+	"runtime"
 	"slices"
+	"sync"
 
 	"github.com/stateutil/stateutil/keygroup"
 	"github.com/stateutil/stateutil/snapshot"
@@ -30,189 +33,431 @@ func (w *writer) CanRehash(r snapshot.Reader, op, newOp *snapshot.Operator) bool
 	return true
 }
 
-// bucket gathers the pairs of one new key group, per new state id.
-type bucket struct {
-	states [][]byte
-	last   []int // per state: where its last pair's key starts
-}
-
-// SubtaskRehashed writes subtask index of newOp with every stored pair of
-// op whose key hashes into kgs at newOp's max parallelism.
-func (w *writer) SubtaskRehashed(ctx context.Context, r snapshot.Reader, op, newOp *snapshot.Operator, index int, kgs keygroup.Range, codecs *snapshot.Codecs) (snapshot.SubtaskWriter, error) {
+// SubtasksRehashed writes the given subtasks of newOp with every stored
+// pair of op whose key hashes into their key groups at newOp's max
+// parallelism, reading op's stored pairs once: a unit of work (growing:
+// one old key group, which spreads over new g, g+M, ...; shrinking: one
+// new key group, made of old k, k+M', ... whole) is routed by one of a
+// few workers, and the units are written in order, so the files do not
+// depend on the workers' timing. Memory holds the units in flight, a few
+// old key groups.
+func (w *writer) SubtasksRehashed(ctx context.Context, r snapshot.Reader, op, newOp *snapshot.Operator, subtasks []int, kgs []keygroup.Range, codecs *snapshot.Codecs) ([]snapshot.SubtaskWriter, []snapshot.Stats, error) {
 	sr, ok := r.(*SnapshotReader)
 	if !ok {
-		return nil, fmt.Errorf("flink writer: no Flink snapshot to re-hash from")
+		return nil, nil, fmt.Errorf("flink writer: no Flink snapshot to re-hash from")
 	}
-	s, err := w.Subtask(ctx, newOp, index, kgs)
-	if err != nil {
-		return nil, err
+	rh := &rehash{op: op, m: op.MaxParallelism, m2: newOp.MaxParallelism}
+	defer func() { closeSources(rh.srcs) }()
+	fail := func(err error) ([]snapshot.SubtaskWriter, []snapshot.Stats, error) {
+		for _, sw := range rh.out {
+			sw.fail(err)
+			sw.Close()
+		}
+		return nil, nil, err
 	}
-	sw := s.(*subtaskWriter)
-	if err := sw.rehashFrom(ctx, sr, op, codecs); err != nil {
-		sw.fail(err)
-		sw.Close()
-		return nil, err
+	for i, j := range subtasks {
+		s, err := w.Subtask(ctx, newOp, j, kgs[i])
+		if err != nil {
+			return fail(err)
+		}
+		sw := s.(*subtaskWriter)
+		sw.cached = len(subtasks) > directFiles
+		rh.out = append(rh.out, sw)
+		if kgs[i].Len() > 0 {
+			if err := sw.startKeyed(); err != nil {
+				return fail(err)
+			}
+		}
 	}
-	return sw, nil
+	if err := rh.open(ctx, sr, newOp, codecs); err != nil {
+		return fail(err)
+	}
+	if err := rh.run(ctx); err != nil {
+		return fail(err)
+	}
+	sws := make([]snapshot.SubtaskWriter, len(rh.out))
+	counts := make([]snapshot.Stats, len(rh.out))
+	for i, sw := range rh.out {
+		sw.keyedN.Known = false
+		sws[i], counts[i] = sw, sw.keyedN
+	}
+	return sws, counts, nil
 }
 
-func (sw *subtaskWriter) rehashFrom(ctx context.Context, sr *SnapshotReader, op *snapshot.Operator, codecs *snapshot.Codecs) error {
-	if sw.kgs.Len() <= 0 {
-		return nil
-	}
-	if err := sw.startKeyed(); err != nil {
-		return err
-	}
-	var srcs []*pairSource
-	defer func() { closeSources(srcs) }()
-	for _, sub := range op.Subtasks {
-		ps, ok, err := sr.pairSources(ctx, op, sub.Index)
+// directFiles is how many keyed files a pass writes around the page
+// cache at most: each holds two 4 MiB chunks (storage.CreateOnce).
+const directFiles = 8
+
+// rehash is one pass over an operator's stored pairs.
+type rehash struct {
+	op     *snapshot.Operator
+	m, m2  int
+	out    []*subtaskWriter
+	srcs   []*pairSource
+	by     []rehashSource // per source, in srcs order
+	states int
+	// dest is the index in out of the subtask writing new key group k,
+	// -1 for none.
+	dest []int
+	// units are the old key groups (growing) or new ones (shrinking) to
+	// route, in writing order.
+	units []int
+}
+
+func (rh *rehash) open(ctx context.Context, sr *SnapshotReader, newOp *snapshot.Operator, codecs *snapshot.Codecs) error {
+	for _, sub := range rh.op.Subtasks {
+		ps, ok, err := sr.pairSources(ctx, rh.op, sub.Index)
 		if err != nil {
 			return err
 		}
 		if !ok {
-			return fmt.Errorf("operator %q subtask %d: its keyed state is not canonical key groups", op.Label(), sub.Index)
+			return fmt.Errorf("operator %q subtask %d: its keyed state is not canonical key groups", rh.op.Label(), sub.Index)
 		}
-		srcs = append(srcs, ps...)
+		rh.srcs = append(rh.srcs, ps...)
 	}
-	hs, err := hashers(op, srcs, codecs)
+	hs, err := hashers(rh.op, rh.srcs, codecs)
 	if err != nil {
 		return err
 	}
-	ids := map[*layout]int{}
-	for _, p := range srcs {
+	rh.states = len(newOp.KeyedStates)
+	for _, p := range rh.srcs {
+		src := rehashSource{p: p}
 		for _, l := range p.s.layouts {
-			id := slices.IndexFunc(sw.op.KeyedStates, func(k snapshot.KeyedState) bool { return k.Name == l.name })
+			id := slices.IndexFunc(newOp.KeyedStates, func(k snapshot.KeyedState) bool { return k.Name == l.name })
 			if id < 0 {
-				return fmt.Errorf("operator %q: stored state %q is not in the new operator", op.Label(), l.name)
+				return fmt.Errorf("operator %q: stored state %q is not in the new operator", rh.op.Label(), l.name)
 			}
-			ids[l] = id
+			src.ids, src.hs, src.list = append(src.ids, id), append(src.hs, hs[l]), append(src.list, l.kind == snapshot.List)
+		}
+		rh.by = append(rh.by, src)
+	}
+	rh.dest = make([]int, rh.m2)
+	for k := range rh.dest {
+		rh.dest[k] = -1
+	}
+	for i, sw := range rh.out {
+		for k := sw.kgs.Start; k <= sw.kgs.End; k++ {
+			rh.dest[k] = i
 		}
 	}
-	sourceOf := func(g int) *pairSource {
-		for _, p := range srcs {
-			if r := p.s.h.Range; g >= int(r.Start) && g <= int(r.End()) {
-				return p
+	if rh.m2%rh.m == 0 {
+		for g := range rh.m {
+			if rh.children(g) != nil {
+				rh.units = append(rh.units, g)
 			}
 		}
 		return nil
 	}
-	m, m2 := op.MaxParallelism, sw.op.MaxParallelism
-	buckets := map[int]*bucket{}
-	add := func(k int, l *layout, body, value []byte) {
-		b := buckets[k]
-		if b == nil {
-			b = &bucket{states: make([][]byte, len(sw.op.KeyedStates)), last: make([]int, len(sw.op.KeyedStates))}
-			buckets[k] = b
-		}
-		id := ids[l]
-		buf := b.states[id]
-		buf = binary.BigEndian.AppendUint32(buf, uint32(sw.prefix+len(body)))
-		b.last[id] = len(buf)
-		if sw.prefix == 1 {
-			buf = append(buf, byte(k))
-		} else {
-			buf = binary.BigEndian.AppendUint16(buf, uint16(k))
-		}
-		buf = append(buf, body...)
-		buf = binary.BigEndian.AppendUint32(buf, uint32(len(value)))
-		b.states[id] = append(buf, value...)
-		sw.keyedN.Entries++
-		sw.keyedN.Bytes += int64(len(body) + len(value))
-	}
-	flush := func(k int) error {
-		b := buckets[k]
-		if b == nil {
-			return nil
-		}
-		delete(buckets, k)
-		sw.offsets[k-sw.kgs.Start] = sw.keyed.pos
-		var out []byte
-		for id, data := range b.states {
-			if len(data) == 0 {
-				continue
-			}
-			data[b.last[id]] |= 0x80
-			out = binary.BigEndian.AppendUint16(out, uint16(id))
-			if err := sw.keyed.write(out); err != nil {
-				return err
-			}
-			out = out[:0]
-			if err := sw.keyed.write(data); err != nil {
-				return err
-			}
-		}
-		return sw.keyed.write(binary.BigEndian.AppendUint16(out, endOfKeyGroupMark))
-	}
-	if m2%m == 0 {
-		// Growing: old key group g spreads over new g, g+m, ...
-		for g := range m {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			if !rangeHasResidue(sw.kgs, g, m) {
-				continue
-			}
-			p := sourceOf(g)
-			if p == nil {
-				continue
-			}
-			err := p.pairs(g, func(l *layout, body, value []byte) error {
-				k, err := hs[l].keyGroup(body, m2)
-				if err != nil {
-					return err
-				}
-				if k%m != g {
-					return fmt.Errorf("state %q: key 0x%x stored in key group %d hashes to %d of %d", l.name, body, g, k%m, m)
-				}
-				if sw.kgs.Contains(k) {
-					add(k, l, body, value)
-				}
-				return nil
-			})
-			if err != nil {
-				return fmt.Errorf("operator %q: %w", op.Label(), err)
-			}
-			for k := g; k < m2; k += m {
-				if err := flush(k); err != nil {
-					return err
-				}
-			}
-		}
-		sw.keyedN.Known = false
-		return nil
-	}
-	// Shrinking: new key group k is old k, k+m2, ... whole.
-	for k := sw.kgs.Start; k <= sw.kgs.End; k++ {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		for g := k; g < m; g += m2 {
-			p := sourceOf(g)
-			if p == nil {
-				continue
-			}
-			err := p.pairs(g, func(l *layout, body, value []byte) error {
-				add(k, l, body, value)
-				return nil
-			})
-			if err != nil {
-				return fmt.Errorf("operator %q: %w", op.Label(), err)
-			}
-		}
-		if err := flush(k); err != nil {
-			return err
+	for _, sw := range rh.out {
+		for k := sw.kgs.Start; k <= sw.kgs.End; k++ {
+			rh.units = append(rh.units, k)
 		}
 	}
-	sw.keyedN.Known = false
 	return nil
 }
 
-// rangeHasResidue reports whether some k in r has k % m == g.
-func rangeHasResidue(r keygroup.Range, g, m int) bool {
-	if r.Len() >= m {
-		return true
+// children are the new key groups a unit writes, in writing order: those
+// of the subtasks written.
+func (rh *rehash) children(u int) []int {
+	var out []int
+	if rh.m2%rh.m == 0 {
+		for k := u; k < rh.m2; k += rh.m {
+			if rh.dest[k] >= 0 {
+				out = append(out, k)
+			}
+		}
+		return out
 	}
-	k := r.Start + ((g-r.Start)%m+m)%m
-	return k <= r.End
+	return []int{u}
+}
+
+func (rh *rehash) sourceOf(g int) *rehashSource {
+	for i, p := range rh.srcs {
+		if r := p.s.h.Range; g >= int(r.Start) && g <= int(r.End()) {
+			return &rh.by[i]
+		}
+	}
+	return nil
+}
+
+// rehashSource is what routing needs of one source, by its header's
+// state ids: the new state id and the key hasher of each stored state.
+type rehashSource struct {
+	p    *pairSource
+	ids  []int
+	hs   []*keyHasher
+	list []bool // list states, whose stored values hold several entries
+}
+
+// routed is one unit's output: per subtask written, its new key groups'
+// bytes, one after the other, and where each starts.
+type routed struct {
+	err    error
+	out    [][]byte
+	starts [][]groupAt
+	counts []snapshot.Stats
+	// The unit's old key groups, read into reads.
+	groups []unitGroup
+	reads  [][]byte
+	// The pairs of the subtasks written, in the order read.
+	pairs []routedPair
+	// Per slot, its pairs' bytes, where the next pair goes in out, and
+	// where the last pair's key starts (to flag it).
+	sizes, pos, last []int
+}
+
+// routedPair is where one pair comes from and goes to: its slot (the new
+// key group's index among the unit's, growing, times the states, plus its
+// new state id), its new key group, the old key group (index in groups),
+// and where in that group's bytes the pair, its key's body and its end
+// lie.
+type routedPair struct {
+	slot, kg, group int32
+	at, body, end   int32
+}
+
+// unitGroup is one old key group of a unit, with its source.
+type unitGroup struct {
+	g   storedGroup
+	src *rehashSource
+}
+
+type groupAt struct {
+	kg  int
+	off int64
+}
+
+// run routes the units on a few workers and writes them in order.
+func (rh *rehash) run(ctx context.Context) error {
+	workers := max(1, min(runtime.GOMAXPROCS(0), 4))
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	// The units in flight, each holding a routed: the feeder takes a free
+	// one, in unit order, before a unit starts, and the writer gives it
+	// back once the unit is written, so the unit it waits for always has
+	// one.
+	free := make(chan *routed, workers+1)
+	for range cap(free) {
+		free <- &routed{}
+	}
+	done := make([]chan *routed, len(rh.units))
+	for i := range done {
+		done[i] = make(chan *routed, 1)
+	}
+	type job struct {
+		i  int
+		rt *routed
+	}
+	next := make(chan job)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		defer close(next)
+		for i := range rh.units {
+			var rt *routed
+			select {
+			case rt = <-free:
+			case <-ctx.Done():
+				return
+			}
+			select {
+			case next <- job{i, rt}:
+			case <-ctx.Done():
+				return
+			}
+		}
+	})
+	for range workers {
+		wg.Go(func() {
+			for j := range next {
+				j.rt.err = rh.route(rh.units[j.i], j.rt)
+				done[j.i] <- j.rt
+			}
+		})
+	}
+	err := rh.write(ctx, done, free)
+	cancel()
+	wg.Wait()
+	return err
+}
+
+// write writes the routed units in order.
+func (rh *rehash) write(ctx context.Context, done []chan *routed, free chan *routed) error {
+	for i := range rh.units {
+		var rt *routed
+		select {
+		case rt = <-done[i]:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		if rt.err != nil {
+			return fmt.Errorf("operator %q: %w", rh.op.Label(), rt.err)
+		}
+		for j, sw := range rh.out {
+			if len(rt.out[j]) == 0 {
+				continue
+			}
+			for _, at := range rt.starts[j] {
+				sw.offsets[at.kg-sw.kgs.Start] = sw.keyed.pos + at.off
+			}
+			if err := sw.keyed.write(rt.out[j]); err != nil {
+				return err
+			}
+			sw.keyedN.Entries += rt.counts[j].Entries
+			sw.keyedN.Bytes += rt.counts[j].Bytes
+		}
+		free <- rt
+	}
+	return nil
+}
+
+// route lays out the pairs of unit u by new key group and state, as
+// Flink's full snapshot writes a key group, in two passes over the old
+// key groups: the first hashes each key to its slot and sizes the slots,
+// the second copies each pair to its place in the output.
+func (rh *rehash) route(u int, rt *routed) error {
+	growing := rh.m2%rh.m == 0
+	nslots := rh.states
+	if growing {
+		nslots *= rh.m2 / rh.m
+	}
+	rt.sizes = resize(rt.sizes, nslots)
+	rt.pos = resize(rt.pos, nslots)
+	rt.last = resize(rt.last, nslots)
+	clear(rt.sizes)
+	rt.pairs = rt.pairs[:0]
+	outs := len(rh.out)
+	rt.out = resize(rt.out, outs)
+	rt.starts = resize(rt.starts, outs)
+	rt.counts = resize(rt.counts, outs)
+	for j := range outs {
+		rt.out[j], rt.starts[j], rt.counts[j] = rt.out[j][:0], rt.starts[j][:0], snapshot.Stats{}
+	}
+	if err := rt.read(rh, u); err != nil {
+		return err
+	}
+	prefix := 1
+	if rh.m2 > 128 {
+		prefix = 2
+	}
+	for gi, ug := range rt.groups {
+		src, g := ug.src, ug.g.kg
+		err := ug.g.each(func(id, at int, body, value []byte) error {
+			k, child := u, 0
+			if growing {
+				var err error
+				if k, err = src.hs[id].keyGroup(body, rh.m2); err != nil {
+					return err
+				}
+				if child = k / rh.m; k-child*rh.m != g {
+					return fmt.Errorf("state %q: key 0x%x stored in key group %d hashes to %d of %d", src.hs[id].l.name, body, g, k%rh.m, rh.m)
+				}
+			}
+			j := rh.dest[k]
+			if j < 0 {
+				return nil
+			}
+			slot := child*rh.states + src.ids[id]
+			rt.sizes[slot] += 8 + prefix + len(body) + len(value)
+			c := &rt.counts[j]
+			if src.list[id] {
+				c.Entries += src.hs[id].l.storedEntries(value)
+			} else {
+				c.Entries++
+			}
+			c.Bytes += int64(len(body) + len(value))
+			bodyAt := at + 4 + ug.g.p.prefix
+			rt.pairs = append(rt.pairs, routedPair{slot: int32(slot), kg: int32(k), group: int32(gi),
+				at: int32(at), body: int32(bodyAt), end: int32(bodyAt + len(body) + 4 + len(value))})
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	rt.place(rh, u)
+	for _, pr := range rt.pairs {
+		from := rt.groups[pr.group].g.b
+		b := rt.out[rh.dest[pr.kg]]
+		at := rt.pos[pr.slot]
+		// The key's length changes with the prefix; the pair's key says
+		// its new key group, and its flag is set below for the last one.
+		keyLen := int(binary.BigEndian.Uint32(from[pr.at:])) - int(pr.body-pr.at-4) + prefix
+		binary.BigEndian.PutUint32(b[at:], uint32(keyLen))
+		rt.last[pr.slot] = at + 4
+		if prefix == 1 {
+			b[at+4] = byte(pr.kg)
+		} else {
+			binary.BigEndian.PutUint16(b[at+4:], uint16(pr.kg))
+		}
+		rt.pos[pr.slot] = at + 4 + prefix + copy(b[at+4+prefix:], from[pr.body:pr.end])
+	}
+	for slot, size := range rt.sizes {
+		if size > 0 {
+			k := u + slot/rh.states*rh.m
+			rt.out[rh.dest[k]][rt.last[slot]] |= 0x80
+		}
+	}
+	return nil
+}
+
+// read reads the old key groups of unit u: growing, u itself; shrinking,
+// u, u+M', ... of new key group u.
+func (rt *routed) read(rh *rehash, u int) error {
+	rt.groups = rt.groups[:0]
+	olds := []int{u}
+	if rh.m2%rh.m != 0 {
+		olds = olds[:0]
+		for g := u; g < rh.m; g += rh.m2 {
+			olds = append(olds, g)
+		}
+	}
+	for _, g := range olds {
+		src := rh.sourceOf(g)
+		if src == nil {
+			continue
+		}
+		i := len(rt.groups)
+		if i == len(rt.reads) {
+			rt.reads = append(rt.reads, nil)
+		}
+		sg, err := src.p.group(g, &rt.reads[i])
+		if err != nil {
+			return err
+		}
+		if len(sg.b) > math.MaxInt32 {
+			return &CorruptError{File: src.p.s.file, Offset: sg.at, Reason: fmt.Sprintf("key group %d holds %d bytes, more than a re-hash moves at once", g, len(sg.b))}
+		}
+		rt.groups = append(rt.groups, unitGroup{g: sg, src: src})
+	}
+	return nil
+}
+
+// place lays out the unit's new key groups in the outputs of their
+// subtasks: per new key group, per state with pairs its id and room for
+// them, then the end-of-key-group mark; an empty key group is left out
+// (its offset stays 0).
+func (rt *routed) place(rh *rehash, u int) {
+	for _, k := range rh.children(u) {
+		j := rh.dest[k]
+		at := (k - u) / rh.m * rh.states
+		b := rt.out[j]
+		start := len(b)
+		for id := range rh.states {
+			if size := rt.sizes[at+id]; size > 0 {
+				b = binary.BigEndian.AppendUint16(b, uint16(id))
+				rt.pos[at+id] = len(b)
+				b = slices.Grow(b, size)[:len(b)+size]
+			}
+		}
+		if len(b) > start {
+			rt.starts[j] = append(rt.starts[j], groupAt{kg: k, off: int64(start)})
+			b = binary.BigEndian.AppendUint16(b, endOfKeyGroupMark)
+		}
+		rt.out[j] = b
+	}
+}
+
+// resize is s with length n, reusing its memory.
+func resize[T any](s []T, n int) []T {
+	return slices.Grow(s[:0], n)[:n]
 }

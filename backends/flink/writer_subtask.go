@@ -22,7 +22,7 @@ type stateFile struct {
 }
 
 func newStateFile(p storage.Pending, name string) *stateFile {
-	return &stateFile{p: p, bw: bufio.NewWriterSize(p, 1<<20), name: name}
+	return &stateFile{p: p, bw: bufio.NewWriterSize(p, 64<<10), name: name}
 }
 
 func (f *stateFile) write(b []byte) error {
@@ -74,7 +74,10 @@ type subtaskWriter struct {
 	err    error
 	closed bool
 
-	states  map[string]keyedLayout
+	states map[string]keyedLayout
+	// cached writes the keyed state file through the page cache, not
+	// around it (storage.CreateOnce), which holds buffers per file.
+	cached  bool
 	keyed   *stateFile
 	offsets []int64
 	cur     int
@@ -128,6 +131,9 @@ func (sw *subtaskWriter) fail(err error) error {
 }
 
 func (sw *subtaskWriter) name(kind string) string {
+	if sw.w.token != "" {
+		return fmt.Sprintf("op%d-%d.%s-%s", sw.seq, sw.index, sw.w.token, kind)
+	}
 	return fmt.Sprintf("op%d-%d-%s", sw.seq, sw.index, kind)
 }
 
@@ -146,7 +152,7 @@ func (sw *subtaskWriter) startKeyed() error {
 	if err != nil {
 		return fmt.Errorf("operator %q: %w", sw.op.Label(), err)
 	}
-	f, err := sw.w.file(sw.ctx, sw.name("keyed"))
+	f, err := sw.w.file(sw.ctx, sw.name("keyed"), !sw.cached)
 	if err != nil {
 		return err
 	}
@@ -429,7 +435,7 @@ func (sw *subtaskWriter) startOperator() error {
 	if err != nil {
 		return fmt.Errorf("operator %q: %w", sw.op.Label(), err)
 	}
-	f, err := sw.w.file(sw.ctx, sw.name("operator"))
+	f, err := sw.w.file(sw.ctx, sw.name("operator"), false)
 	if err != nil {
 		return err
 	}
@@ -448,7 +454,9 @@ func distributionMode(m snapshot.Mode) DistributionMode {
 }
 
 // Raw sets the subtask's raw state: written back with the layout the
-// source recorded, which holds only while nothing moves it.
+// source recorded, which holds only while nothing moves it: raw operator
+// state while the parallelism stays, raw keyed state while the key groups
+// do too.
 func (sw *subtaskWriter) Raw(raw snapshot.RawState) error {
 	if sw.err != nil {
 		return sw.err
@@ -457,8 +465,8 @@ func (sw *subtaskWriter) Raw(raw snapshot.RawState) error {
 		return nil
 	}
 	cr := sw.co.Raw[sw.index]
-	if cr == nil || sw.op.Parallelism != sw.co.Parallelism || sw.op.MaxParallelism != sw.co.MaxParallelism {
-		return sw.fail(fmt.Errorf("operator %q subtask %d: raw (operator-written) state cannot be split or moved; keep parallelism %d and max parallelism %d: %w",
+	if cr == nil || sw.op.Parallelism != sw.co.Parallelism || (len(raw.Keyed) > 0 && sw.op.MaxParallelism != sw.co.MaxParallelism) {
+		return sw.fail(fmt.Errorf("operator %q subtask %d: raw (operator-written) state cannot be split or moved; keep parallelism %d (and max parallelism %d for raw keyed state): %w",
 			sw.op.Label(), sw.index, sw.co.Parallelism, sw.co.MaxParallelism, snapshot.ErrUnsupportedVersion))
 	}
 	sw.raw = &raw
@@ -472,7 +480,7 @@ func (sw *subtaskWriter) writeRaw() (*subtaskOut, error) {
 	}
 	cr := sw.co.Raw[sw.index]
 	if cr.HasKeyed && sw.raw.Keyed != nil {
-		f, err := sw.w.file(sw.ctx, sw.name("raw-keyed"))
+		f, err := sw.w.file(sw.ctx, sw.name("raw-keyed"), false)
 		if err != nil {
 			return nil, err
 		}
@@ -488,7 +496,7 @@ func (sw *subtaskWriter) writeRaw() (*subtaskOut, error) {
 			Range: KeyGroupRange{Start: cr.KeyedStart, Count: int32(len(cr.KeyedOffsets))}, Offsets: rebase(cr.KeyedOffsets), Delegate: f.handle()}}
 	}
 	if cr.HasOperator && sw.raw.Operator != nil {
-		f, err := sw.w.file(sw.ctx, sw.name("raw-operator"))
+		f, err := sw.w.file(sw.ctx, sw.name("raw-operator"), false)
 		if err != nil {
 			return nil, err
 		}

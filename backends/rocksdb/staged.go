@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path"
 
 	"github.com/vmihailenco/msgpack/v5"
 
+	"github.com/stateutil/stateutil/backends/internal/ledger"
 	"github.com/stateutil/stateutil/internal/rocksdbformat"
 	"github.com/stateutil/stateutil/snapshot"
 )
@@ -29,27 +29,19 @@ func (w *writer) Staged(context.Context) ([]snapshot.StagedSubtask, error) {
 	if len(w.open) > 0 {
 		return nil, fmt.Errorf("rocksdb: %d subtask writers are not closed", len(w.open))
 	}
-	done, err := w.ledger.Close()
+	out, err := w.ledger.Staged(w.d.Path, func(h *rocksdbformat.Handle) any { return h }, func(f ledger.Finished[*rocksdbformat.Handle]) ([]snapshot.FileRef, error) {
+		refs := f.Value.Refs()
+		for _, ref := range refs {
+			if ref.Shared {
+				return nil, fmt.Errorf("operator %q subtask %d: a staged subtask references shared file %q", f.Operator, f.Index, ref.Path)
+			}
+		}
+		return refs, nil
+	})
 	if err != nil {
 		return nil, fmt.Errorf("rocksdb writer: %w", err)
 	}
 	w.done = true
-	out := make([]snapshot.StagedSubtask, 0, len(done))
-	for _, f := range done {
-		layout, err := msgpack.Marshal(f.Value)
-		if err != nil {
-			return nil, err
-		}
-		s := snapshot.StagedSubtask{OperatorID: f.OperatorID, Operator: f.Operator, Index: f.Index, Subtask: f.Subtask, Layout: layout}
-		for _, ref := range f.Value.Refs() {
-			if ref.Shared {
-				return nil, fmt.Errorf("rocksdb writer: operator %q subtask %d: a staged subtask references shared file %q", f.Operator, f.Index, ref.Path)
-			}
-			ref.Path = path.Join(w.d.Path, ref.Path)
-			s.Files = append(s.Files, ref)
-		}
-		out = append(out, s)
-	}
 	return out, nil
 }
 

@@ -1,0 +1,85 @@
+package flink
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/stateutil/stateutil/backends/internal/ledger"
+	"github.com/stateutil/stateutil/snapshot"
+)
+
+// A Flink savepoint's subtasks are written in shards as in one process:
+// each staging writer names its files with a token of its own
+// (op<k>-<i>.<token>-<kind>), so the writers of different shards share the
+// savepoint directory without colliding. Staged hands each subtask's
+// handles on (their files relative to the directory, as `_metadata`
+// records them); the committing writer adopts them and writes `_metadata`.
+
+// stagedHandles is a subtaskOut as a staged subtask's layout (msgpack).
+type stagedHandles struct {
+	Keyed, RawKeyed       *KeyedHandle
+	Operator, RawOperator *OperatorStateHandle
+}
+
+// files are the state files the handles refer to.
+func (h *stagedHandles) files() []snapshot.FileRef {
+	var out []snapshot.FileRef
+	add := func(d *StreamHandle) {
+		if d != nil && d.Type == HandleRelativeFile {
+			out = append(out, snapshot.FileRef{Path: d.Path, Size: d.Size})
+		}
+	}
+	for _, k := range []*KeyedHandle{h.Keyed, h.RawKeyed} {
+		if k != nil && k.KeyGroups != nil {
+			add(k.KeyGroups.Delegate)
+		}
+	}
+	for _, o := range []*OperatorStateHandle{h.Operator, h.RawOperator} {
+		if o != nil {
+			add(o.Delegate)
+		}
+	}
+	return out
+}
+
+// Staged ends w and lists what its subtasks wrote; see snapshot.Stager.
+func (w *writer) Staged(context.Context) ([]snapshot.StagedSubtask, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.done {
+		return nil, errors.New("flink writer: already committed or aborted")
+	}
+	out, err := w.ledger.Staged(w.dir, func(so *subtaskOut) any { return handlesOf(so) },
+		func(f ledger.Finished[*subtaskOut]) ([]snapshot.FileRef, error) {
+			return handlesOf(f.Value).files(), nil
+		})
+	if err != nil {
+		return nil, fmt.Errorf("flink writer: %w", err)
+	}
+	w.done = true
+	return out, nil
+}
+
+func handlesOf(so *subtaskOut) *stagedHandles {
+	return &stagedHandles{Keyed: so.keyed, RawKeyed: so.rawKeyed, Operator: so.operator, RawOperator: so.rawOperator}
+}
+
+// Adopt records a subtask another writer staged in w's directory; see
+// snapshot.Adopter.
+func (w *writer) Adopt(_ context.Context, op *snapshot.Operator, s snapshot.StagedSubtask) error {
+	if s.Subtask == nil {
+		return fmt.Errorf("flink writer: operator %q subtask %d: staged without figures", op.Label(), s.Index)
+	}
+	var h stagedHandles
+	if err := msgpack.Unmarshal(s.Layout, &h); err != nil {
+		return fmt.Errorf("flink writer: operator %q subtask %d: staged handles: %w", op.Label(), s.Index, err)
+	}
+	so := &subtaskOut{keyed: h.Keyed, rawKeyed: h.RawKeyed, operator: h.Operator, rawOperator: h.RawOperator}
+	if err := w.ledger.Adopt(op, s.Index, s.Subtask, h.files(), so); err != nil {
+		return fmt.Errorf("flink writer: %w", err)
+	}
+	return nil
+}
