@@ -674,6 +674,74 @@ func TestCredentialsFromProfile(t *testing.T) {
 	}
 }
 
+// Web identity (IRSA): with only a token file and a role in the
+// environment, the credentials come from STS's AssumeRoleWithWebIdentity,
+// here moto's STS behind the proxy (AWS_ENDPOINT_URL_STS), and requests are
+// signed with the temporary key it returns.
+func TestCredentialsFromWebIdentity(t *testing.T) {
+	dir := s3test.Dir(t)
+	st, p := s3test.Resolve(t, dir)
+	if err := storage.WriteFile(ctx, st, path.Join(p, "f"), []byte("chain")); err != nil {
+		t.Fatal(err)
+	}
+	px := newProxy(t)
+	var mu sync.Mutex
+	var assumed url.Values
+	var s3Auth string
+	px.intercept = func(_ http.ResponseWriter, r *http.Request) bool {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		mu.Lock()
+		defer mu.Unlock()
+		if form, err := url.ParseQuery(string(body)); err == nil && form.Get("Action") == "AssumeRoleWithWebIdentity" {
+			assumed = form
+		} else if r.Method == http.MethodGet {
+			s3Auth = r.Header.Get("Authorization")
+		}
+		return false
+	}
+	for _, v := range []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"} {
+		t.Setenv(v, "")
+		os.Unsetenv(v)
+	}
+	tmp := t.TempDir()
+	token := path.Join(tmp, "token")
+	empty := path.Join(tmp, "empty")
+	for _, f := range []string{token, empty} {
+		content := ""
+		if f == token {
+			content = "a-web-identity-token"
+		}
+		if err := os.WriteFile(f, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", empty)
+	t.Setenv("AWS_CONFIG_FILE", empty)
+	t.Setenv("AWS_WEB_IDENTITY_TOKEN_FILE", token)
+	t.Setenv("AWS_ROLE_ARN", "arn:aws:iam::123456789012:role/stateutil-reader")
+	t.Setenv("AWS_ROLE_SESSION_NAME", "stateutil-test")
+	t.Setenv("AWS_ENDPOINT_URL_STS", px.URL)
+
+	via, q := px.via(t, dir+"/f")
+	if b, err := storage.ReadAll(ctx, via, q, 100); err != nil || string(b) != "chain" {
+		t.Fatalf("read with web identity credentials: %q, %v", b, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if assumed == nil {
+		t.Fatal("no AssumeRoleWithWebIdentity call reached STS")
+	}
+	if assumed.Get("WebIdentityToken") != "a-web-identity-token" || assumed.Get("RoleArn") != "arn:aws:iam::123456789012:role/stateutil-reader" {
+		t.Fatalf("AssumeRoleWithWebIdentity with token %q and role %q, want the token file's and AWS_ROLE_ARN", assumed.Get("WebIdentityToken"), assumed.Get("RoleArn"))
+	}
+	// STS's temporary keys start with ASIA; nothing else here could sign
+	// with one.
+	if !strings.Contains(s3Auth, "Credential=ASIA") {
+		t.Fatalf("read signed as %q, want STS's temporary key", s3Auth)
+	}
+}
+
 func TestLocationsNeedABucket(t *testing.T) {
 	for _, loc := range []string{"s3:///path", "s3://bucket:9000/path"} {
 		if _, _, err := s3test.Registry().Resolve(ctx, loc); err == nil {
