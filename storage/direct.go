@@ -19,7 +19,7 @@ import (
 
 // directChunk is the size of a direct write, and how much a file holds
 // before it turns to direct I/O.
-const directChunk = 4 << 20
+const directChunk = 2 << 20
 
 // directAlign is the alignment direct I/O asks of buffers, offsets and
 // lengths (the logical block size of any common disk).

@@ -85,7 +85,7 @@ func (w *writer) SubtasksRehashed(ctx context.Context, r snapshot.Reader, op, ne
 }
 
 // directFiles is how many keyed files a pass writes around the page
-// cache at most: each holds two 4 MiB chunks (storage.CreateOnce).
+// cache at most: each holds two 2 MiB chunks (storage.CreateOnce).
 const directFiles = 8
 
 // rehash is one pass over an operator's stored pairs.
@@ -232,11 +232,13 @@ func (rh *rehash) run(ctx context.Context) error {
 	workers := max(1, min(runtime.GOMAXPROCS(0), 4))
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	// The units in flight, each holding a routed: the feeder takes a free
-	// one, in unit order, before a unit starts, and the writer gives it
-	// back once the unit is written, so the unit it waits for always has
-	// one.
-	free := make(chan *routed, workers+1)
+	// The units in flight, each holding a routed (an old key group in and
+	// its pairs out: most of the memory a rescale takes): the feeder takes
+	// a free one, in unit order, before a unit starts, and the writer gives
+	// it back once the unit is written, so the unit it waits for always
+	// has one. One per worker: a worker whose unit waits to be written
+	// idles rather than holding a third.
+	free := make(chan *routed, workers)
 	for range cap(free) {
 		free <- &routed{}
 	}
