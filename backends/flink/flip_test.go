@@ -6,14 +6,19 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"iter"
 	"os"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stateutil/stateutil/internal/flinkharness"
+	"github.com/stateutil/stateutil/keygroup"
 	"github.com/stateutil/stateutil/snapshot"
 	"github.com/stateutil/stateutil/snapshot/verify"
 )
@@ -34,12 +39,13 @@ const (
 	detected     damageOutcome = iota // refused or findings: exit 2
 	harmless                          // read in full, every entry and value as before
 	valueChanged                      // read in full, a value differs, the structure the same
+	keyMoved                          // read in full, a String key became another of its key group
 	misreported                       // an error that is not corruption, or does not say where
 	structure                         // read without a finding, the structure changed
 	numOutcomes
 )
 
-var outcomeNames = [numOutcomes]string{"detected", "undetected, nothing changed", "undetected, value bytes changed", "MISREPORTED", "STRUCTURE CHANGED UNNOTICED"}
+var outcomeNames = [numOutcomes]string{"detected", "undetected, nothing changed", "undetected, value bytes changed", "undetected, a key became another of its key group", "MISREPORTED", "STRUCTURE CHANGED UNNOTICED"}
 
 // damageCase is one real snapshot to damage.
 type damageCase struct {
@@ -136,9 +142,48 @@ func (c *damageCase) classify(t *testing.T, rel string) (damageOutcome, string) 
 		return harmless, ""
 	}
 	if d := flinkharness.EqualDumps(withoutValues(t, c.want), withoutValues(t, lines)); d != "" {
+		if c.onlyKeysMoved(t, lines) {
+			return keyMoved, d
+		}
 		return structure, d
 	}
 	return valueChanged, ""
+}
+
+// onlyKeysMoved reports whether lines differ from c.want in String keys
+// only, each changed key hashing to the key group of the one it replaced:
+// with no checksum over a key's bytes, no reader can tell.
+func (c *damageCase) onlyKeysMoved(t *testing.T, lines []flinkharness.Line) bool {
+	if c.entry.Manifest.MaxParallelism == nil {
+		return false
+	}
+	maxP := *c.entry.Manifest.MaxParallelism
+	byKeyGroup := func(ls []flinkharness.Line) ([]flinkharness.Line, bool) {
+		out := withoutValues(t, ls)
+		for i, l := range out {
+			var m map[string]any
+			if err := json.Unmarshal([]byte(l.Raw), &m); err != nil {
+				t.Fatal(err)
+			}
+			if m["key"] == nil {
+				continue
+			}
+			key, ok := m["key"].(string)
+			if !ok {
+				return nil, false
+			}
+			m["key"] = keygroup.OfHash(keygroup.HashString(key), maxP)
+			nl, err := lineOf(m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out[i] = nl
+		}
+		return out, true
+	}
+	a, okA := byKeyGroup(c.want)
+	b, okB := byKeyGroup(lines)
+	return okA && okB && flinkharness.EqualDumps(a, b) == ""
 }
 
 // withoutValues keeps what lines say about structure: state, key,
@@ -237,45 +282,86 @@ func (ty tally) String() string {
 func TestDamageDetection(t *testing.T) {
 	for _, name := range []string{"2.3.0/basic-hashmap-canonical", "2.3.0/basic-rocksdb-checkpoint-incremental", "1.20.5/basic-rocksdb-native", "2.3.0/basic-hashmap-checkpoint-changelog"} {
 		t.Run(name, func(t *testing.T) {
-			c := newDamageCase(t, name)
+			// One working copy per worker: each damages its own.
+			cases := make([]*damageCase, max(1, min(runtime.GOMAXPROCS(0), 4)))
+			for i := range cases {
+				cases[i] = newDamageCase(t, name)
+			}
 			flips, cuts := tally{}, tally{}
-			for _, rel := range c.files(t) {
+			for _, rel := range cases[0].files(t) {
 				if only := os.Getenv("STATEUTIL_FLINK_DAMAGE_FILE"); only != "" && !strings.Contains(rel, only) {
 					continue
 				}
-				path := filepath.Join(c.dir, rel)
-				orig, err := os.ReadFile(path)
+				orig, err := os.ReadFile(filepath.Join(cases[0].dir, rel))
 				if err != nil {
 					t.Fatal(err)
 				}
-				damaged := make([]byte, len(orig))
-				for off := 0; off < len(orig); off += damageStep(len(orig), 160) {
-					copy(damaged, orig)
+				flip := func(off int) []byte {
+					damaged := slices.Clone(orig)
 					damaged[off] ^= 0xff
-					if err := os.WriteFile(path, damaged, 0o600); err != nil {
-						t.Fatal(err)
-					}
-					o, msg := c.classify(t, rel)
-					flips.add(rel, o)
-					if o == misreported || o == structure {
-						t.Errorf("%s: byte %d flipped: %s: %s", rel, off, outcomeNames[o], msg)
+					return damaged
+				}
+				for off, r := range damageAll(t, cases, rel, orig, damageStep(len(orig), 160), flip) {
+					flips.add(rel, r.outcome)
+					if r.outcome == misreported || r.outcome == structure {
+						t.Errorf("%s: byte %d flipped: %s: %s", rel, off, outcomeNames[r.outcome], r.msg)
 					}
 				}
-				for n := 0; n < len(orig); n += damageStep(len(orig), 40) {
-					if err := os.WriteFile(path, orig[:n], 0o600); err != nil {
-						t.Fatal(err)
+				cut := func(n int) []byte { return orig[:n] }
+				for n, r := range damageAll(t, cases, rel, orig, damageStep(len(orig), 40), cut) {
+					cuts.add(rel, r.outcome)
+					if r.outcome != detected {
+						t.Errorf("%s cut at %d of %d: %s %s", rel, n, len(orig), outcomeNames[r.outcome], r.msg)
 					}
-					o, msg := c.classify(t, rel)
-					cuts.add(rel, o)
-					if o != detected {
-						t.Errorf("%s cut at %d of %d: %s %s", rel, n, len(orig), outcomeNames[o], msg)
-					}
-				}
-				if err := os.WriteFile(path, orig, 0o600); err != nil {
-					t.Fatal(err)
 				}
 			}
 			t.Logf("%s: single-byte flips (xor 0xff):\n%struncations:\n%s", name, flips, cuts)
 		})
+	}
+}
+
+// damageResult is how one damaged copy read.
+type damageResult struct {
+	outcome damageOutcome
+	msg     string
+}
+
+// damageAll writes damage(off) as file rel for every off in [0,
+// len(orig)) at the stride, spread over the working copies, and
+// classifies each; each copy's file is orig again afterwards. Results
+// come by offset, in order.
+func damageAll(t *testing.T, cases []*damageCase, rel string, orig []byte, step int, damage func(off int) []byte) iter.Seq2[int, damageResult] {
+	offs := make(chan int)
+	results := make([]damageResult, (len(orig)+step-1)/step)
+	var wg sync.WaitGroup
+	for _, c := range cases {
+		wg.Go(func() {
+			path := filepath.Join(c.dir, rel)
+			defer func() {
+				if err := os.WriteFile(path, orig, 0o600); err != nil {
+					t.Error(err)
+				}
+			}()
+			for off := range offs {
+				if err := os.WriteFile(path, damage(off), 0o600); err != nil {
+					t.Error(err)
+					continue
+				}
+				o, msg := c.classify(t, rel)
+				results[off/step] = damageResult{o, msg}
+			}
+		})
+	}
+	for off := 0; off < len(orig); off += step {
+		offs <- off
+	}
+	close(offs)
+	wg.Wait()
+	return func(yield func(int, damageResult) bool) {
+		for i, r := range results {
+			if !yield(i*step, r) {
+				return
+			}
+		}
 	}
 }
