@@ -9,6 +9,9 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+	"unsafe"
+
+	"github.com/stateutil/stateutil/snapshot"
 )
 
 // AppendJSON appends rec as one line of JSON, as encoding/json would write
@@ -61,6 +64,10 @@ func appendValue(b []byte, v any) []byte {
 		return appendString(b, x)
 	case hexBytes:
 		return appendHex(b, x)
+	case *snapshot.Scalar:
+		return appendScalar(b, x)
+	case *[]any:
+		return appendValue(b, *x)
 	case bool:
 		return strconv.AppendBool(b, x)
 	case int64:
@@ -127,6 +134,19 @@ func appendValue(b []byte, v any) []byte {
 		return appendString(b, err.Error())
 	}
 	return append(b, m...)
+}
+
+// appendScalar appends s as appendValue appends the value Decode makes.
+func appendScalar(b []byte, s *snapshot.Scalar) []byte {
+	switch s.Kind {
+	case snapshot.ScalarInt:
+		return strconv.AppendInt(b, s.Int, 10)
+	case snapshot.ScalarBool:
+		return strconv.AppendBool(b, s.Int != 0)
+	case snapshot.ScalarString:
+		return appendString(b, unsafe.String(unsafe.SliceData(s.Str), len(s.Str)))
+	}
+	return append(b, "null"...)
 }
 
 // hexBytes is a bytes-typed value, shown as the decoders show opaque bytes:

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/stateutil/stateutil/keygroup"
 	"github.com/stateutil/stateutil/snapshot"
@@ -215,7 +216,7 @@ func scanKey(ctx context.Context, r snapshot.Reader, op *snapshot.Operator, subt
 // order the format stores them) a Record.
 func Render(codecs *snapshot.Codecs, op *snapshot.Operator, st *snapshot.KeyedState, subtask int, entries []snapshot.Entry, now time.Time) *Record {
 	var rec Record
-	newRenderer(codecs, op, st, now, false).render(&rec, subtask, entries)
+	newRenderer(codecs, op, st, now, owned).render(&rec, subtask, entries)
 	return &rec
 }
 
@@ -229,28 +230,79 @@ type renderer struct {
 	// record, instead of a map each.
 	shared  bool
 	members object
+	// With scalars, the key, a map's user keys and the values are decoded
+	// by the codecs' DecodeScalar where they have one: into slots, a
+	// list's values into list, a map's non-string keys' text into text,
+	// all reused from record to record, so that a record of scalars
+	// allocates nothing. Only AppendJSON and AppendCSV take such records.
+	keyS, userKeyS, valueS func([]byte) (snapshot.Scalar, bool)
+	slots                  []snapshot.Scalar
+	list                   []any
+	text                   []byte
 }
 
-// newRenderer resolves st's decoders; shared lets the values it renders
-// share the entries' bytes.
-func newRenderer(codecs *snapshot.Codecs, op *snapshot.Operator, st *snapshot.KeyedState, now time.Time, shared bool) *renderer {
+// renderMode is what a renderer's records may share.
+type renderMode int
+
+const (
+	owned   renderMode = iota // values of their own, for any caller
+	shared                    // values may alias the entries' bytes
+	scalars                   // shared, and scalars are decoded into the renderer's memory
+)
+
+// newRenderer resolves st's decoders.
+func newRenderer(codecs *snapshot.Codecs, op *snapshot.Operator, st *snapshot.KeyedState, now time.Time, mode renderMode) *renderer {
 	if now.IsZero() {
 		now = time.Now()
 	}
-	r := &renderer{op: op, st: st, now: now, shared: shared,
+	r := &renderer{op: op, st: st, now: now, shared: mode != owned,
 		key: codecs.Decoder(st.KeyType), ns: codecs.Decoder(st.NamespaceType),
 		userKey: codecs.Decoder(st.UserKeyType), value: codecs.Decoder(st.ValueType)}
-	if st.ValueType.Name == snapshot.TypeBytes && shared {
+	if mode == scalars {
+		r.keyS, r.userKeyS, r.valueS = codecs.ScalarDecoder(st.KeyType), codecs.ScalarDecoder(st.UserKeyType), codecs.ScalarDecoder(st.ValueType)
+	}
+	if st.ValueType.Name == snapshot.TypeBytes && r.shared {
 		// As Decoder shows them, without building the string.
-		r.value = func(b []byte) any { return hexBytes(b) }
+		r.value, r.valueS = func(b []byte) any { return hexBytes(b) }, nil
 	}
 	return r
 }
 
+// decode is dec's value of b, or where sd decodes it, a pointer to its
+// Scalar in r.slots.
+func (r *renderer) decode(sd func([]byte) (snapshot.Scalar, bool), dec func([]byte) any, b []byte) any {
+	if sd != nil {
+		if s, ok := sd(b); ok {
+			// Growing slots leaves the earlier pointers on the old array,
+			// which still holds their values.
+			r.slots = append(r.slots, s)
+			return &r.slots[len(r.slots)-1]
+		}
+	}
+	return dec(b)
+}
+
+// memberKey is a map's user key b as a JSON object key (see keyText).
+func (r *renderer) memberKey(b []byte) string {
+	if r.userKeyS != nil {
+		if s, ok := r.userKeyS(b); ok {
+			if s.Kind == snapshot.ScalarString {
+				return unsafe.String(unsafe.SliceData(s.Str), len(s.Str))
+			}
+			start := len(r.text)
+			r.text = appendScalar(r.text, &s)
+			t := r.text[start:]
+			return unsafe.String(unsafe.SliceData(t), len(t))
+		}
+	}
+	return keyText(r.userKey(b))
+}
+
 func (r *renderer) render(rec *Record, subtask int, entries []snapshot.Entry) {
 	e := entries[0]
+	r.slots, r.text = r.slots[:0], r.text[:0]
 	*rec = Record{SchemaVersion: SchemaVersion, Operator: r.op.Label(), State: r.st.Name, Kind: r.st.Kind,
-		Key: r.key(e.Key), KeyGroup: e.KeyGroup, Subtask: subtask}
+		Key: r.decode(r.keyS, r.key, e.Key), KeyGroup: e.KeyGroup, Subtask: subtask}
 	if len(e.Namespace) > 0 {
 		if ns := r.ns(e.Namespace); ns != nil {
 			rec.Namespace = ns
@@ -258,6 +310,14 @@ func (r *renderer) render(rec *Record, subtask int, entries []snapshot.Entry) {
 	}
 	switch r.st.Kind {
 	case snapshot.List:
+		if r.valueS != nil {
+			r.list = r.list[:0]
+			for _, x := range entries {
+				r.list = append(r.list, r.decode(r.valueS, r.value, x.Value))
+			}
+			rec.Value = &r.list
+			break
+		}
 		values := make([]any, len(entries))
 		for i, x := range entries {
 			values[i] = r.value(x.Value)
@@ -267,7 +327,7 @@ func (r *renderer) render(rec *Record, subtask int, entries []snapshot.Entry) {
 		if r.shared {
 			r.members = r.members[:0]
 			for _, x := range entries {
-				r.members = append(r.members, member{keyText(r.userKey(x.UserKey)), r.value(x.Value)})
+				r.members = append(r.members, member{r.memberKey(x.UserKey), r.decode(r.valueS, r.value, x.Value)})
 			}
 			r.members.sortKeys()
 			rec.Value = &r.members
@@ -290,7 +350,7 @@ func (r *renderer) render(rec *Record, subtask int, entries []snapshot.Entry) {
 		}
 		rec.Value = values
 	default:
-		rec.Value = r.value(entries[len(entries)-1].Value)
+		rec.Value = r.decode(r.valueS, r.value, entries[len(entries)-1].Value)
 	}
 	if r.st.TTL != nil && r.st.TTL.Unknown {
 		var last int64
@@ -319,8 +379,14 @@ func firstExpiry(entries []snapshot.Entry) int64 {
 // keyText renders a map key as a JSON object key: strings as they are,
 // anything else as its JSON text.
 func keyText(v any) string {
-	if s, ok := v.(string); ok {
-		return s
+	switch x := v.(type) {
+	case string:
+		return x
+	case *snapshot.Scalar:
+		if x.Kind == snapshot.ScalarString {
+			return string(x.Str)
+		}
+		return string(appendScalar(nil, x))
 	}
 	return jsonText(v)
 }
@@ -354,7 +420,7 @@ func Dump(ctx context.Context, r snapshot.Reader, codecs *snapshot.Codecs, f Fil
 	}
 	var g keyGroup
 	for _, j := range jobs {
-		err := j.run(ctx, r, codecs, f, &g, fn)
+		err := j.run(ctx, r, codecs, f, shared, &g, fn)
 		if errors.Is(err, ErrStop) {
 			return nil
 		}
@@ -531,10 +597,20 @@ func (g *keyGroup) add(e *snapshot.Entry) {
 
 // run dumps the job, calling fn with each record; g is scratch space,
 // kept from job to job.
-func (j job) run(ctx context.Context, r snapshot.Reader, codecs *snapshot.Codecs, f Filter, g *keyGroup, fn func(rec *Record) error) error {
+func (j job) run(ctx context.Context, r snapshot.Reader, codecs *snapshot.Codecs, f Filter, mode renderMode, g *keyGroup, fn func(rec *Record) error) error {
 	renderers := map[string]*renderer{}
 	for name, st := range j.states {
-		renderers[name] = newRenderer(codecs, j.op, st, f.Now, true)
+		renderers[name] = newRenderer(codecs, j.op, st, f.Now, mode)
+	}
+	// Entries come a state at a time: the last state's renderer is
+	// looked up once, not per entry.
+	var lastState string
+	var last *renderer
+	rendererOf := func(state string) *renderer {
+		if last == nil || state != lastState {
+			lastState, last = state, renderers[state]
+		}
+		return last
 	}
 	g.reset()
 	cur := -1
@@ -544,13 +620,14 @@ func (j job) run(ctx context.Context, r snapshot.Reader, codecs *snapshot.Codecs
 		for i := 0; i < len(es); {
 			first := &es[i]
 			k := i + 1
-			timer := renderers[first.State].st.Kind == snapshot.Timer
+			rd := rendererOf(first.State)
+			timer := rd.st.Kind == snapshot.Timer
 			for k < len(es) && sameKey(first, &es[k]) && (!timer || bytes.Equal(first.Value, es[k].Value)) {
 				k++
 			}
 			run := es[i:k]
 			i = k
-			renderers[first.State].render(&rec, j.subtask, run)
+			rd.render(&rec, j.subtask, run)
 			if f.KeyPrefix != "" && !strings.HasPrefix(keyText(rec.Key), f.KeyPrefix) {
 				continue
 			}
@@ -565,7 +642,7 @@ func (j job) run(ctx context.Context, r snapshot.Reader, codecs *snapshot.Codecs
 		if err != nil {
 			return fmt.Errorf("operator %q subtask %d: %w", j.op.Label(), j.subtask, err)
 		}
-		if _, ok := j.states[e.State]; !ok {
+		if rendererOf(e.State) == nil {
 			continue
 		}
 		if e.KeyGroup != cur {

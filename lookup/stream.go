@@ -148,7 +148,7 @@ func (s *streamer) send(out chan<- *chunk, c *chunk) bool {
 func (s *streamer) encode(j job, r snapshot.Reader, codecs *snapshot.Codecs, f Filter, g *keyGroup, enc Encoder, out chan<- *chunk) (err error) {
 	defer recovered.Capture(&err)
 	c := s.get()
-	err = j.run(s.ctx, r, codecs, f, g, func(rec *Record) error {
+	err = j.run(s.ctx, r, codecs, f, scalars, g, func(rec *Record) error {
 		c.b = enc(c.b, rec)
 		c.ends = append(c.ends, len(c.b))
 		if len(c.b) < chunkBytes {

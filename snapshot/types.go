@@ -189,6 +189,45 @@ func (c *Codecs) Decoder(t Type) func(b []byte) any {
 	}
 }
 
+// ScalarDecoder is implemented by codecs that can decode some values
+// without allocating: what a dump of millions of entries decodes most.
+// ok is false where DecodeScalar cannot; the caller then decodes with
+// Decode, whose value a Scalar always equals where ok.
+type ScalarDecoder interface {
+	DecodeScalar(b []byte) (s Scalar, ok bool)
+}
+
+// Scalar is a null, an integer, a boolean or a string decoded without
+// allocating: a string's bytes alias the bytes it was decoded from.
+type Scalar struct {
+	Kind ScalarKind
+	Int  int64 // ScalarInt; ScalarBool: 1 for true
+	Str  []byte
+}
+
+// ScalarKind says which of Scalar's fields holds the value.
+type ScalarKind uint8
+
+// The kinds of Scalar.
+const (
+	ScalarNull ScalarKind = iota
+	ScalarInt
+	ScalarBool
+	ScalarString
+)
+
+// ScalarDecoder is type t's codec's DecodeScalar, nil when it has none.
+func (c *Codecs) ScalarDecoder(t Type) func(b []byte) (Scalar, bool) {
+	codec, err := c.Codec(t)
+	if err != nil {
+		return nil
+	}
+	if d, ok := codec.(ScalarDecoder); ok {
+		return d.DecodeScalar
+	}
+	return nil
+}
+
 // HashCode is the Java hashCode of key bytes b of type t.
 func (c *Codecs) HashCode(t Type, b []byte) (int32, error) {
 	codec, err := c.Codec(t)
@@ -244,6 +283,11 @@ func (c fixedWidth) read(b []byte) (int64, error) {
 
 func (c fixedWidth) Decode(b []byte) (any, error) { return c.read(b) }
 
+func (c fixedWidth) DecodeScalar(b []byte) (Scalar, bool) {
+	v, err := c.read(b)
+	return Scalar{Kind: ScalarInt, Int: v}, err == nil
+}
+
 func (c fixedWidth) Encode(v any) ([]byte, error) {
 	text, ok := TextOf(v)
 	if !ok {
@@ -277,6 +321,10 @@ func (stringCodec) Decode(b []byte) (any, error) {
 		return nil, errors.New("not UTF-8")
 	}
 	return string(b), nil
+}
+
+func (stringCodec) DecodeScalar(b []byte) (Scalar, bool) {
+	return Scalar{Kind: ScalarString, Str: b}, utf8.Valid(b)
 }
 
 func (stringCodec) HashCode(b []byte) (int32, error) {

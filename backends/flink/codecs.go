@@ -1,6 +1,7 @@
 package flink
 
 import (
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -209,6 +210,60 @@ func (c codec) Decode(b []byte) (any, error) {
 		return nil, fmt.Errorf("%d bytes after the value", r.remaining())
 	}
 	return v, nil
+}
+
+// DecodeScalar decodes, without allocating, the values Decode makes an
+// integer, a boolean, a null or an ASCII string (snapshot.ScalarDecoder).
+func (c codec) DecodeScalar(b []byte) (snapshot.Scalar, bool) {
+	var s snapshot.Scalar
+	switch serKind(c.s) {
+	case "Long":
+		if len(b) != 8 {
+			return s, false
+		}
+		s = snapshot.Scalar{Kind: snapshot.ScalarInt, Int: int64(binary.BigEndian.Uint64(b))}
+	case "Integer":
+		if len(b) != 4 {
+			return s, false
+		}
+		s = snapshot.Scalar{Kind: snapshot.ScalarInt, Int: int64(int32(binary.BigEndian.Uint32(b)))}
+	case "Short":
+		if len(b) != 2 {
+			return s, false
+		}
+		s = snapshot.Scalar{Kind: snapshot.ScalarInt, Int: int64(int16(binary.BigEndian.Uint16(b)))}
+	case "Byte":
+		if len(b) != 1 {
+			return s, false
+		}
+		s = snapshot.Scalar{Kind: snapshot.ScalarInt, Int: int64(int8(b[0]))}
+	case "Boolean":
+		if len(b) != 1 || b[0] > 1 {
+			return s, false
+		}
+		s = snapshot.Scalar{Kind: snapshot.ScalarBool, Int: int64(b[0])}
+	case "String":
+		r := reader{buf: b, file: "value"}
+		n := readVarUint(&r, "string length")
+		switch {
+		case r.err != nil:
+			return s, false
+		case n == 0:
+			return s, r.remaining() == 0 // null
+		case n-1 != uint64(r.remaining()):
+			return s, false
+		}
+		str := b[r.off:]
+		for _, ch := range str {
+			if ch >= 0x80 {
+				return s, false
+			}
+		}
+		s = snapshot.Scalar{Kind: snapshot.ScalarString, Str: str}
+	default:
+		return s, false
+	}
+	return s, true
 }
 
 var errNoHash = fmt.Errorf("%w: stateutil does not know the Java hashCode of this Flink type", keygroup.ErrUnknownKeyType)

@@ -273,8 +273,10 @@ var snappyStreamID = []byte{0xff, 0x06, 0x00, 0x00, 's', 'N', 'a', 'P', 'p', 'Y'
 
 const endOfKeyGroupMark = 0xFFFF
 
-// entryBuf is memory canonicalEntries reuses from key group to key group.
+// entryBuf is memory reused from key group to key group: a key group's
+// bytes as read, and canonicalEntries' keys and entries.
 type entryBuf struct {
+	group []byte
 	arena []byte
 	out   []KeyedEntry
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"slices"
 	"sort"
+	"sync"
 
 	"github.com/stateutil/stateutil/snapshot"
 )
@@ -37,9 +38,14 @@ type kgStream struct {
 	// stop marks the heap states (by id) whose sections end the reading
 	// of a key group (see heapEntries); nil reads every section.
 	stop []bool
-	// scratch holds a canonical key group's entries until the next one.
-	scratch entryBuf
+	// scratch holds a key group's bytes and canonical entries until the
+	// next one; it comes from scratchPool and goes back on Close.
+	scratch *entryBuf
 }
+
+// scratchPool keeps the scratch of closed streams: a dump opens a stream
+// per piece of a subtask, and each would otherwise grow its buffers anew.
+var scratchPool = sync.Pool{New: func() any { return &entryBuf{} }}
 
 // openKGStream opens the stream of a key-groups handle and reads its header.
 func openKGStream(ctx context.Context, res *Resolver, kh *KeyedHandle, maxParallelism int) (*kgStream, error) {
@@ -47,7 +53,7 @@ func openKGStream(ctx context.Context, res *Resolver, kh *KeyedHandle, maxParall
 		return nil, fmt.Errorf("not a key-groups handle with a stream")
 	}
 	h := kh.KeyGroups
-	s := &kgStream{h: h, typ: kh.Type, prefix: 1}
+	s := &kgStream{h: h, typ: kh.Type, prefix: 1, scratch: scratchPool.Get().(*entryBuf)}
 	if maxParallelism > 128 {
 		s.prefix = 2
 	}
@@ -107,6 +113,10 @@ func layoutsOf(h *KeyedHeader) ([]*layout, map[string]*layout) {
 
 // Close closes the stream's file.
 func (s *kgStream) Close() error {
+	if s.scratch != nil {
+		scratchPool.Put(s.scratch)
+		s.scratch = nil
+	}
 	if s.closer != nil {
 		err := s.closer.Close()
 		s.closer = nil
@@ -168,10 +178,11 @@ func (s *kgStream) storedBytes() int64 {
 // entries emits the entries of key group kg. unsplit is called with the
 // name of a state whose entries could not be taken fully apart.
 func (s *kgStream) entries(kg int, emit func(snapshot.Entry) bool, unsplit func(string)) (bool, error) {
-	b, off, err := s.groupBytes(kg)
+	b, off, err := s.groupBytesInto(s.scratch.group, kg)
 	if err != nil || b == nil {
 		return err == nil, err
 	}
+	s.scratch.group = b
 	at := s.base + off
 	s.decide(kg, b, at)
 	if s.format == HeapFormat {
@@ -257,7 +268,7 @@ func (s *kgStream) canonical(b []byte, at int64) ([]KeyedEntry, error) {
 			return nil, err
 		}
 	}
-	return canonicalEntries(body, s.file, at, s.header, s.header.Compression, &s.scratch)
+	return canonicalEntries(body, s.file, at, s.header, s.header.Compression, s.scratch)
 }
 
 func prefixGroup(key []byte, n int) int {
