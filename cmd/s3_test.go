@@ -101,6 +101,35 @@ func TestS3FlinkSavepoint(t *testing.T) {
 	}
 }
 
+// --path-map maps the absolute paths a Flink checkpoint records to S3: the
+// checkpoint's _metadata read from local disk, its state files from a copy
+// on S3, verify and dump as with a local copy.
+func TestS3PathMap(t *testing.T) {
+	remote := formattest.S3Dir(t)
+	const written = "/work/wt-flink/testdata/.flink.new/1.20.5/.basic-rocksdb-checkpoint-incremental.tmp/snapshot"
+	moved := filepath.Join("..", "testdata", "flink", "1.20.5", "basic-rocksdb-checkpoint-incremental", "snapshot")
+	copyToS3(t, moved, remote+"/moved")
+	chk := flinkSnapshot(t, "1.20.5", "basic-rocksdb-checkpoint-incremental")
+	dump := []string{"dump", chk, "--now", "2026-01-01T00:00:00Z", "--path-map"}
+	want := mustRun(t, append(dump, written+"="+moved)...)
+	if n := strings.Count(want, "\n"); n < 100 {
+		t.Fatalf("the local copy dumps %d lines, too few to compare", n)
+	}
+	for _, old := range []string{written, "file:" + written} {
+		mapped := old + "=" + remote + "/moved"
+		if got := mustRun(t, append(dump, mapped)...); got != want {
+			t.Errorf("--path-map %s: dump differs from the local copy's:\n%s\nlocally:\n%s", mapped, got, want)
+		}
+		if code, out, errOut := run(t, "verify", chk, "--path-map", mapped); code != ExitOK {
+			t.Errorf("verify --path-map %s: exit %d: %s%s", mapped, code, out, errOut)
+		}
+	}
+	// Unmapped, the recorded paths do not exist: not found, never empty.
+	if code, _, errOut := run(t, "dump", chk); code == ExitOK {
+		t.Errorf("dump without --path-map: exit 0: %s", errOut)
+	}
+}
+
 // The flink writer writes to S3 as to local disk: a real Flink savepoint
 // rescaled to a new max parallelism, and a native one made canonical, each
 // written to S3, verify there and dump equal to the same run written
@@ -139,28 +168,33 @@ func TestS3FlinkWriter(t *testing.T) {
 	}
 }
 
-// copyToS3 copies the files of a flat local directory to dst.
+// copyToS3 copies the files of a local directory tree to dst.
 func copyToS3(t *testing.T, dir, dst string) {
 	t.Helper()
 	st, p, err := testReg.Storage.Resolve(context.Background(), dst)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := st.MkdirAll(context.Background(), p); err != nil {
-		t.Fatal(err)
-	}
-	entries, err := os.ReadDir(dir)
+	err = filepath.WalkDir(dir, func(file string, e os.DirEntry, err error) error {
+		if err != nil || e.IsDir() {
+			return err
+		}
+		rel, err := filepath.Rel(dir, file)
+		if err != nil {
+			return err
+		}
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return err
+		}
+		to := path.Join(p, filepath.ToSlash(rel))
+		if err := st.MkdirAll(context.Background(), path.Dir(to)); err != nil {
+			return err
+		}
+		return storage.WriteFile(context.Background(), st, to, b)
+	})
 	if err != nil {
 		t.Fatal(err)
-	}
-	for _, e := range entries {
-		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := storage.WriteFile(context.Background(), st, path.Join(p, e.Name()), b); err != nil {
-			t.Fatal(err)
-		}
 	}
 }
 
