@@ -204,6 +204,11 @@ func (c codec) Decode(b []byte) (any, error) {
 	r := newReader(b, "value", 0)
 	v := decodeAny(r, c.s, 0)
 	if r.err != nil {
+		if typeExpr(c.s) == "bytes" {
+			// A serializer this package cannot walk: its values are
+			// bytes, not damage.
+			return "0x" + hex.EncodeToString(b), nil
+		}
 		return nil, r.err
 	}
 	if r.remaining() != 0 {

@@ -196,19 +196,6 @@ func verifyFindings(ctx context.Context, t testing.TB, location string, opts sna
 	return strings.Join(out, "\n")
 }
 
-// kryoInHeap says whether the unreadable parts are a heap snapshot's states
-// cut off by a Kryo state's values, each named and not damage.
-func kryoInHeap(parts []snapshot.UnreadablePart) bool {
-	kryo := false
-	for _, p := range parts {
-		if p.Scope != snapshot.ScopeKeyed || p.State == "" || p.Damaged {
-			return false
-		}
-		kryo = kryo || strings.Contains(p.Reason, "KryoSerializer") && strings.Contains(p.Reason, "heap key group")
-	}
-	return kryo
-}
-
 // corpusTable renders read-fully counts by Flink version, backend and kind.
 func corpusTable(results []corpusResult) string {
 	type cell struct{ ok, total int }
@@ -265,11 +252,6 @@ func checkCorpus(t *testing.T, root string) {
 			switch {
 			case res.err != "":
 				t.Error(res.err)
-			case !res.fully && kryoInHeap(res.parts):
-				// Kryo writes no lengths and its class layouts are in no
-				// snapshot: in heap key groups the states whose sections
-				// follow a Kryo state's cannot be found. Marked, never empty.
-				t.Logf("heap key groups with Kryo values, marked unreadable: %d parts", len(res.parts))
 			case !res.fully:
 				t.Errorf("not read fully: %v", res.parts)
 			}

@@ -34,7 +34,8 @@ type kgStream struct {
 	// format is decided by the first key group read ("" until then).
 	format KeyGroupFormat
 	// prefix is the key-group prefix width of canonical keys.
-	prefix int
+	prefix         int
+	maxParallelism int
 	// stop marks the heap states (by id) whose sections end the reading
 	// of a key group (see heapEntries); nil reads every section.
 	stop []bool
@@ -53,7 +54,7 @@ func openKGStream(ctx context.Context, res *Resolver, kh *KeyedHandle, maxParall
 		return nil, fmt.Errorf("not a key-groups handle with a stream")
 	}
 	h := kh.KeyGroups
-	s := &kgStream{h: h, typ: kh.Type, prefix: 1, scratch: scratchPool.Get().(*entryBuf)}
+	s := &kgStream{h: h, typ: kh.Type, prefix: 1, maxParallelism: maxParallelism, scratch: scratchPool.Get().(*entryBuf)}
 	if maxParallelism > 128 {
 		s.prefix = 2
 	}
@@ -196,7 +197,7 @@ func (s *kgStream) entries(kg int, emit func(snapshot.Entry) bool, unsplit func(
 			}
 		}
 		cont := true
-		err := heapEntries(kg, body, s.file, at+4, s.layouts, s.stop, func(e snapshot.Entry) bool {
+		err := heapEntries(kg, s.maxParallelism, body, s.file, at+4, s.layouts, s.stop, func(e snapshot.Entry) bool {
 			cont = emit(e)
 			return cont
 		})
