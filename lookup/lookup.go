@@ -7,11 +7,11 @@ package lookup
 import (
 	"bytes"
 	"cmp"
+	"container/heap"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 	"unsafe"
@@ -528,18 +528,18 @@ func pieces(sub *snapshot.Subtask, kgs keygroup.Range) []keygroup.Range {
 type keyGroup struct {
 	arena   []byte
 	entries []snapshot.Entry
-	runs    [][]snapshot.Entry // ascending runs of entries
-	order   []int              // entries by (state, key, namespace), stable
-	sorted  []snapshot.Entry   // the entries in that order
+	runs    [][]snapshot.Entry // ascending runs of entries, as added
+	heads   []int              // runs not yet merged, as a heap
+	sorted  []snapshot.Entry   // the entries in order
 }
 
 func (g *keyGroup) reset() { g.arena, g.entries = g.arena[:0], g.entries[:0] }
 
 // inOrder returns the entries by (state, key, namespace), in the order
 // they were added among equals. Formats store a key group's states one
-// after another, each in key order (RocksDB's column families), so the
-// entries are most often a few ascending runs that do not overlap: those
-// are put in order without a sort.
+// after another, each in an order of its own (RocksDB's column families
+// order keys by their stored form), so the entries are a few ascending
+// runs, merged here in O(n log runs).
 func (g *keyGroup) inOrder() []snapshot.Entry {
 	es := g.entries
 	g.runs = g.runs[:0]
@@ -553,30 +553,42 @@ func (g *keyGroup) inOrder() []snapshot.Entry {
 	if len(g.runs) <= 1 {
 		return es
 	}
-	slices.SortStableFunc(g.runs, func(a, b []snapshot.Entry) int { return compareKeys(a[0], b[0]) })
 	g.sorted = g.sorted[:0]
-	for i, run := range g.runs {
-		if i > 0 && compareKeys(g.runs[i-1][len(g.runs[i-1])-1], run[0]) >= 0 {
-			return g.sort()
+	g.heads = g.heads[:0]
+	for i := range g.runs {
+		g.heads = append(g.heads, i)
+	}
+	h := runHeap{g}
+	heap.Init(h)
+	for len(g.heads) > 0 {
+		i := g.heads[0]
+		g.sorted = append(g.sorted, g.runs[i][0])
+		if g.runs[i] = g.runs[i][1:]; len(g.runs[i]) == 0 {
+			heap.Pop(h)
+		} else {
+			heap.Fix(h, 0)
 		}
-		g.sorted = append(g.sorted, run...)
 	}
 	return g.sorted
 }
 
-// sort is inOrder for entries in any order.
-func (g *keyGroup) sort() []snapshot.Entry {
-	es := g.entries
-	g.order = g.order[:0]
-	for i := range es {
-		g.order = append(g.order, i)
-	}
-	slices.SortStableFunc(g.order, func(a, b int) int { return compareKeys(es[a], es[b]) })
-	g.sorted = g.sorted[:0]
-	for _, i := range g.order {
-		g.sorted = append(g.sorted, es[i])
-	}
-	return g.sorted
+// runHeap orders a key group's runs by their first entries, an earlier
+// run first among equals, so that the merge is stable.
+type runHeap struct{ g *keyGroup }
+
+func (h runHeap) Len() int { return len(h.g.heads) }
+func (h runHeap) Less(a, b int) bool {
+	ra, rb := h.g.heads[a], h.g.heads[b]
+	c := compareKeys(h.g.runs[ra][0], h.g.runs[rb][0])
+	return c < 0 || c == 0 && ra < rb
+}
+func (h runHeap) Swap(a, b int) { h.g.heads[a], h.g.heads[b] = h.g.heads[b], h.g.heads[a] }
+func (h runHeap) Push(x any)    { h.g.heads = append(h.g.heads, x.(int)) }
+func (h runHeap) Pop() any {
+	n := len(h.g.heads) - 1
+	x := h.g.heads[n]
+	h.g.heads = h.g.heads[:n]
+	return x
 }
 
 func compareKeys(a, b snapshot.Entry) int {

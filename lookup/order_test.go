@@ -11,29 +11,35 @@ import (
 )
 
 // inOrder gives the order a stable sort by (state, key, namespace) gives,
-// whatever runs the entries come in: sorted, states one after another,
-// or shuffled.
+// whatever runs the entries come in: sorted, states one after another
+// (each in key order, or in RocksDB's order of shorter keys first), or
+// shuffled.
 func TestKeyGroupInOrder(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	var g keyGroup
-	for round := range 2000 {
+	for round := range 4000 {
 		n := rng.IntN(40)
 		es := make([]snapshot.Entry, n)
 		for i := range es {
 			es[i] = snapshot.Entry{
 				State:     []string{"a", "b", "c"}[rng.IntN(3)],
-				Key:       []byte{byte(rng.IntN(4)), byte(rng.IntN(3))}[:1+rng.IntN(2)],
+				Key:       []byte{byte(rng.IntN(4)), byte(rng.IntN(3)), byte(rng.IntN(2))}[:1+rng.IntN(3)],
 				Namespace: []byte{byte(rng.IntN(2))},
 				Value:     []byte(fmt.Sprint(i)), // tells equal keys apart
 			}
 		}
-		switch round % 3 {
+		perm := rng.Perm(3)
+		byState := func(a, b snapshot.Entry) int { return perm[a.State[0]-'a'] - perm[b.State[0]-'a'] }
+		switch round % 4 {
 		case 0: // each state in key order, states in any order
 			slices.SortStableFunc(es, compareKeys)
-			perm := rng.Perm(3)
-			slices.SortStableFunc(es, func(a, b snapshot.Entry) int { return perm[a.State[0]-'a'] - perm[b.State[0]-'a'] })
+			slices.SortStableFunc(es, byState)
 		case 1:
 			slices.SortStableFunc(es, compareKeys)
+		case 2: // each state with shorter keys first, as RocksDB stores them
+			slices.SortStableFunc(es, compareKeys)
+			slices.SortStableFunc(es, func(a, b snapshot.Entry) int { return len(a.Key) - len(b.Key) })
+			slices.SortStableFunc(es, byState)
 		}
 		want := slices.Clone(es)
 		slices.SortStableFunc(want, compareKeys)
