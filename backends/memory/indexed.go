@@ -191,11 +191,10 @@ func (x *indexed) validate(h indexedHead, groups int64) error {
 func (x *indexed) entries(op *snapshot.Operator, sub *indexedSubtask, kgs keygroup.Range) snapshot.Entries {
 	return func(yield func(snapshot.Entry, error) bool) {
 		gs := sub.Groups
-		var buf []byte
 		var es []entry
 		for i := sort.Search(len(gs), func(i int) bool { return gs[i].KeyGroup >= kgs.Start }); i < len(gs) && gs[i].KeyGroup <= kgs.End; i++ {
 			g := &gs[i]
-			if err := x.read(g, &buf, &es, len(op.KeyedStates)); err != nil {
+			if err := x.read(g, &es, len(op.KeyedStates)); err != nil {
 				yield(snapshot.Entry{}, err)
 				return
 			}
@@ -208,13 +207,12 @@ func (x *indexed) entries(op *snapshot.Operator, sub *indexedSubtask, kgs keygro
 	}
 }
 
-// read reads key group g into *es, through *buf.
-func (x *indexed) read(g *group, buf *[]byte, es *[]entry, states int) error {
+// read reads key group g into *es. Each key group has a buffer of its
+// own, which its entries' bytes are slices of, so that they stay valid
+// after the next key group is read.
+func (x *indexed) read(g *group, es *[]entry, states int) error {
 	name, at := x.f.Name(), x.first+g.Offset
-	if int64(cap(*buf)) < g.Length {
-		*buf = make([]byte, g.Length)
-	}
-	b := (*buf)[:g.Length]
+	b := make([]byte, g.Length)
 	if _, err := x.f.ReadAt(b, at); err != nil && err != io.EOF {
 		return fmt.Errorf("%q: %w", name, err)
 	}
@@ -222,8 +220,8 @@ func (x *indexed) read(g *group, buf *[]byte, es *[]entry, states int) error {
 		return snapshot.Corrupt(name, at, "key group %d: checksum mismatch: the index records crc32c %08x, computed %08x", g.KeyGroup, g.CRC32C, got)
 	}
 	*es = (*es)[:0]
-	if err := decode(b, name, at, es); err != nil {
-		return err
+	if off, err := decodeEntries(b, es); err != nil {
+		return snapshot.Corrupt(name, at+off, "key group %d: %v", g.KeyGroup, err)
 	}
 	for _, e := range *es {
 		if e.KeyGroup != g.KeyGroup || e.State < 0 || e.State >= states {
