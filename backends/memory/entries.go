@@ -137,9 +137,6 @@ func (d *entryDecoder) int() int {
 	default:
 		d.fail(at, "type byte %#02x where an integer is", c)
 	}
-	if v < math.MinInt || v > math.MaxInt {
-		d.fail(at, "integer %d out of range", v)
-	}
 	return int(v)
 }
 
