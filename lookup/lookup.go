@@ -6,12 +6,11 @@ package lookup
 
 import (
 	"bytes"
-	"cmp"
-	"container/heap"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unsafe"
@@ -528,9 +527,10 @@ func pieces(sub *snapshot.Subtask, kgs keygroup.Range) []keygroup.Range {
 type keyGroup struct {
 	arena   []byte
 	entries []snapshot.Entry
-	runs    [][]snapshot.Entry // ascending runs of entries, as added
-	heads   []int              // runs not yet merged, as a heap
-	sorted  []snapshot.Entry   // the entries in order
+	runs    [][]snapshot.Entry    // ascending runs of one state each, as added
+	rounds  [2][][]snapshot.Entry // the runs of a merge's rounds
+	scratch [2][]snapshot.Entry   // where a merge's rounds put them
+	sorted  []snapshot.Entry      // the entries in order
 }
 
 func (g *keyGroup) reset() { g.arena, g.entries = g.arena[:0], g.entries[:0] }
@@ -538,61 +538,89 @@ func (g *keyGroup) reset() { g.arena, g.entries = g.arena[:0], g.entries[:0] }
 // inOrder returns the entries by (state, key, namespace), in the order
 // they were added among equals. Formats store a key group's states one
 // after another, each in an order of its own (RocksDB's column families
-// order keys by their stored form), so the entries are a few ascending
-// runs, merged here in O(n log runs).
+// order keys by their stored form, shorter first), so the entries are a
+// few ascending runs of one state each. The runs are ordered by state,
+// and each state's runs merged pairwise: O(n log runs), and a state that
+// is one run is copied as it is.
 func (g *keyGroup) inOrder() []snapshot.Entry {
 	es := g.entries
 	g.runs = g.runs[:0]
+	ordered := true // states ascend from run to run
 	start := 0
 	for i := 1; i <= len(es); i++ {
-		if i == len(es) || compareKeys(es[i-1], es[i]) > 0 {
-			g.runs = append(g.runs, es[start:i])
-			start = i
+		if i < len(es) && es[i].State == es[i-1].State && compareStored(&es[i-1], &es[i]) <= 0 {
+			continue
 		}
+		if i < len(es) && strings.Compare(es[i-1].State, es[i].State) >= 0 {
+			ordered = false
+		}
+		g.runs = append(g.runs, es[start:i])
+		start = i
 	}
-	if len(g.runs) <= 1 {
+	if ordered {
 		return es
 	}
+	slices.SortStableFunc(g.runs, func(a, b []snapshot.Entry) int { return strings.Compare(a[0].State, b[0].State) })
 	g.sorted = g.sorted[:0]
-	g.heads = g.heads[:0]
-	for i := range g.runs {
-		g.heads = append(g.heads, i)
-	}
-	h := runHeap{g}
-	heap.Init(h)
-	for len(g.heads) > 0 {
-		i := g.heads[0]
-		g.sorted = append(g.sorted, g.runs[i][0])
-		if g.runs[i] = g.runs[i][1:]; len(g.runs[i]) == 0 {
-			heap.Pop(h)
-		} else {
-			heap.Fix(h, 0)
+	for rs := g.runs; len(rs) > 0; {
+		n := 1
+		for n < len(rs) && rs[n][0].State == rs[0][0].State {
+			n++
 		}
+		g.sorted = g.mergeState(g.sorted, rs[:n])
+		rs = rs[n:]
 	}
 	return g.sorted
 }
 
-// runHeap orders a key group's runs by their first entries, an earlier
-// run first among equals, so that the merge is stable.
-type runHeap struct{ g *keyGroup }
-
-func (h runHeap) Len() int { return len(h.g.heads) }
-func (h runHeap) Less(a, b int) bool {
-	ra, rb := h.g.heads[a], h.g.heads[b]
-	c := compareKeys(h.g.runs[ra][0], h.g.runs[rb][0])
-	return c < 0 || c == 0 && ra < rb
+// mergeState appends the runs of one state to dst, merged stably:
+// adjacent runs are merged in pairs, round after round, the last round
+// into dst.
+func (g *keyGroup) mergeState(dst []snapshot.Entry, runs [][]snapshot.Entry) []snapshot.Entry {
+	for r := 0; len(runs) > 2; r ^= 1 {
+		// This round reads runs (in the entries, or in the other
+		// scratch buffer) and writes the other buffer of each pair.
+		buf, next := g.scratch[r][:0], g.rounds[r][:0]
+		for i := 0; i < len(runs); i += 2 {
+			from := len(buf)
+			if i+1 < len(runs) {
+				buf = merge2(buf, runs[i], runs[i+1])
+			} else {
+				buf = append(buf, runs[i]...)
+			}
+			next = append(next, buf[from:])
+		}
+		g.scratch[r], g.rounds[r] = buf, next
+		runs = next
+	}
+	if len(runs) == 1 {
+		return append(dst, runs[0]...)
+	}
+	return merge2(dst, runs[0], runs[1])
 }
-func (h runHeap) Swap(a, b int) { h.g.heads[a], h.g.heads[b] = h.g.heads[b], h.g.heads[a] }
-func (h runHeap) Push(x any)    { h.g.heads = append(h.g.heads, x.(int)) }
-func (h runHeap) Pop() any {
-	n := len(h.g.heads) - 1
-	x := h.g.heads[n]
-	h.g.heads = h.g.heads[:n]
-	return x
+
+// merge2 appends runs a and b of one state to dst, merged, a's entries
+// first among equals.
+func merge2(dst, a, b []snapshot.Entry) []snapshot.Entry {
+	if compareStored(&a[len(a)-1], &b[0]) <= 0 {
+		return append(append(dst, a...), b...)
+	}
+	for len(a) > 0 && len(b) > 0 {
+		if compareStored(&b[0], &a[0]) < 0 {
+			dst, b = append(dst, b[0]), b[1:]
+		} else {
+			dst, a = append(dst, a[0]), a[1:]
+		}
+	}
+	return append(append(dst, a...), b...)
 }
 
-func compareKeys(a, b snapshot.Entry) int {
-	return cmp.Or(strings.Compare(a.State, b.State), bytes.Compare(a.Key, b.Key), bytes.Compare(a.Namespace, b.Namespace))
+// compareStored orders two entries of one state by key, then namespace.
+func compareStored(a, b *snapshot.Entry) int {
+	if c := bytes.Compare(a.Key, b.Key); c != 0 {
+		return c
+	}
+	return bytes.Compare(a.Namespace, b.Namespace)
 }
 
 func (g *keyGroup) add(e *snapshot.Entry) {
