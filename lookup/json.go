@@ -64,6 +64,8 @@ func appendValue(b []byte, v any) []byte {
 		return appendString(b, x)
 	case hexBytes:
 		return appendHex(b, x)
+	case json.RawMessage:
+		return append(b, x...)
 	case *snapshot.Scalar:
 		return appendScalar(b, x)
 	case *[]any:

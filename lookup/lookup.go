@@ -238,6 +238,9 @@ type renderer struct {
 	slots                  []snapshot.Scalar
 	list                   []any
 	text                   []byte
+	// With scalars, msgpack values are written as JSON into text
+	// where msgpackJSON can.
+	msgpack *msgpackJSON
 }
 
 // renderMode is what a renderer's records may share.
@@ -259,6 +262,9 @@ func newRenderer(codecs *snapshot.Codecs, op *snapshot.Operator, st *snapshot.Ke
 		userKey: codecs.Decoder(st.UserKeyType), value: codecs.Decoder(st.ValueType)}
 	if mode == scalars {
 		r.keyS, r.userKeyS, r.valueS = codecs.ScalarDecoder(st.KeyType), codecs.ScalarDecoder(st.UserKeyType), codecs.ScalarDecoder(st.ValueType)
+		if st.ValueType.Name == snapshot.TypeMsgpack {
+			r.msgpack = &msgpackJSON{}
+		}
 	}
 	if st.ValueType.Name == snapshot.TypeBytes && r.shared {
 		// As Decoder shows them, without building the string.
@@ -279,6 +285,19 @@ func (r *renderer) decode(sd func([]byte) (snapshot.Scalar, bool), dec func([]by
 		}
 	}
 	return dec(b)
+}
+
+// decodeValue is a value as decode gives it, or a msgpack value's JSON
+// text in r.text.
+func (r *renderer) decodeValue(b []byte) any {
+	if r.msgpack != nil {
+		start := len(r.text)
+		if t, ok := r.msgpack.append(r.text, b); ok {
+			r.text = t
+			return json.RawMessage(t[start:len(t):len(t)])
+		}
+	}
+	return r.decode(r.valueS, r.value, b)
 }
 
 // memberKey is a map's user key b as a JSON object key (see keyText).
@@ -309,10 +328,10 @@ func (r *renderer) render(rec *Record, subtask int, entries []snapshot.Entry) {
 	}
 	switch r.st.Kind {
 	case snapshot.List:
-		if r.valueS != nil {
+		if r.valueS != nil || r.msgpack != nil {
 			r.list = r.list[:0]
 			for _, x := range entries {
-				r.list = append(r.list, r.decode(r.valueS, r.value, x.Value))
+				r.list = append(r.list, r.decodeValue(x.Value))
 			}
 			rec.Value = &r.list
 			break
@@ -326,7 +345,7 @@ func (r *renderer) render(rec *Record, subtask int, entries []snapshot.Entry) {
 		if r.shared {
 			r.members = r.members[:0]
 			for _, x := range entries {
-				r.members = append(r.members, member{r.memberKey(x.UserKey), r.decode(r.valueS, r.value, x.Value)})
+				r.members = append(r.members, member{r.memberKey(x.UserKey), r.decodeValue(x.Value)})
 			}
 			r.members.sortKeys()
 			rec.Value = &r.members
@@ -349,7 +368,7 @@ func (r *renderer) render(rec *Record, subtask int, entries []snapshot.Entry) {
 		}
 		rec.Value = values
 	default:
-		rec.Value = r.decode(r.valueS, r.value, entries[len(entries)-1].Value)
+		rec.Value = r.decodeValue(entries[len(entries)-1].Value)
 	}
 	if r.st.TTL != nil && r.st.TTL.Unknown {
 		var last int64
