@@ -42,7 +42,7 @@ func AppendJSON(b []byte, rec *Record) []byte {
 		b = append(b, `,"ttl":{"last_access":"`...)
 		b = t.LastAccess.AppendFormat(b, time.RFC3339Nano)
 		b = append(b, `","now":"`...)
-		b = t.Now.AppendFormat(b, time.RFC3339Nano)
+		b = t.appendNow(b)
 		b = append(b, `"}`...)
 	} else if t != nil {
 		b = append(b, `,"ttl":{"expires_at":"`...)
@@ -50,10 +50,17 @@ func AppendJSON(b []byte, rec *Record) []byte {
 		b = append(b, `","expired":`...)
 		b = strconv.AppendBool(b, t.Expired)
 		b = append(b, `,"now":"`...)
-		b = t.Now.AppendFormat(b, time.RFC3339Nano)
+		b = t.appendNow(b)
 		b = append(b, `"}`...)
 	}
 	return append(b, "}\n"...)
+}
+
+func (t *TTL) appendNow(b []byte) []byte {
+	if t.nowText != nil {
+		return append(b, t.nowText...)
+	}
+	return t.Now.AppendFormat(b, time.RFC3339Nano)
 }
 
 func appendValue(b []byte, v any) []byte {
@@ -64,8 +71,10 @@ func appendValue(b []byte, v any) []byte {
 		return appendString(b, x)
 	case hexBytes:
 		return appendHex(b, x)
-	case json.RawMessage:
-		return append(b, x...)
+	case *hexBytes:
+		return appendHex(b, *x)
+	case *json.RawMessage:
+		return append(b, *x...)
 	case *snapshot.Scalar:
 		return appendScalar(b, x)
 	case *[]any:

@@ -56,6 +56,8 @@ type TTL struct {
 	// the last-access time stored with the value (the latest of a list's
 	// or map's elements). Whether it expired cannot be told.
 	LastAccess time.Time `json:"last_access,omitzero"`
+	// nowText, where set, is Now as AppendJSON writes it.
+	nowText []byte
 }
 
 // MarshalJSON leaves out expires_at and expired where they are unknown.
@@ -241,6 +243,14 @@ type renderer struct {
 	// With scalars, msgpack values are written as JSON into text
 	// where msgpackJSON can.
 	msgpack *msgpackJSON
+	// Shared records point into these rather than box a slice or a TTL
+	// in an interface each: bytes-typed values (hex), JSON text, the TTL,
+	// and the time the TTL is judged at, as AppendJSON writes it.
+	hex     bool
+	hexes   []hexBytes
+	raws    []json.RawMessage
+	ttl     TTL
+	nowText []byte
 }
 
 // renderMode is what a renderer's records may share.
@@ -268,7 +278,10 @@ func newRenderer(codecs *snapshot.Codecs, op *snapshot.Operator, st *snapshot.Ke
 	}
 	if st.ValueType.Name == snapshot.TypeBytes && r.shared {
 		// As Decoder shows them, without building the string.
-		r.value, r.valueS = func(b []byte) any { return hexBytes(b) }, nil
+		r.value, r.valueS, r.hex = func(b []byte) any { return hexBytes(b) }, nil, true
+	}
+	if r.shared {
+		r.nowText = r.now.UTC().AppendFormat(nil, time.RFC3339Nano)
 	}
 	return r
 }
@@ -290,11 +303,18 @@ func (r *renderer) decode(sd func([]byte) (snapshot.Scalar, bool), dec func([]by
 // decodeValue is a value as decode gives it, or a msgpack value's JSON
 // text in r.text.
 func (r *renderer) decodeValue(b []byte) any {
+	// Growing hexes or raws leaves the earlier pointers on the old
+	// array, as with slots.
+	if r.hex {
+		r.hexes = append(r.hexes, b)
+		return &r.hexes[len(r.hexes)-1]
+	}
 	if r.msgpack != nil {
 		start := len(r.text)
 		if t, ok := r.msgpack.append(r.text, b); ok {
 			r.text = t
-			return json.RawMessage(t[start:len(t):len(t)])
+			r.raws = append(r.raws, t[start:len(t):len(t)])
+			return &r.raws[len(r.raws)-1]
 		}
 	}
 	return r.decode(r.valueS, r.value, b)
@@ -318,7 +338,7 @@ func (r *renderer) memberKey(b []byte) string {
 
 func (r *renderer) render(rec *Record, subtask int, entries []snapshot.Entry) {
 	e := entries[0]
-	r.slots, r.text = r.slots[:0], r.text[:0]
+	r.slots, r.text, r.hexes, r.raws = r.slots[:0], r.text[:0], r.hexes[:0], r.raws[:0]
 	*rec = Record{SchemaVersion: SchemaVersion, Operator: r.op.Label(), State: r.st.Name, Kind: r.st.Kind,
 		Key: r.decode(r.keyS, r.key, e.Key), KeyGroup: e.KeyGroup, Subtask: subtask}
 	if len(e.Namespace) > 0 {
@@ -328,7 +348,7 @@ func (r *renderer) render(rec *Record, subtask int, entries []snapshot.Entry) {
 	}
 	switch r.st.Kind {
 	case snapshot.List:
-		if r.valueS != nil || r.msgpack != nil {
+		if r.shared {
 			r.list = r.list[:0]
 			for _, x := range entries {
 				r.list = append(r.list, r.decodeValue(x.Value))
@@ -376,12 +396,21 @@ func (r *renderer) render(rec *Record, subtask int, entries []snapshot.Entry) {
 			last = max(last, x.ExpiresAt)
 		}
 		if last != 0 {
-			rec.TTL = &TTL{LastAccess: time.UnixMilli(last).UTC(), Now: r.now.UTC()}
+			rec.TTL = r.newTTL(TTL{LastAccess: time.UnixMilli(last).UTC(), Now: r.now.UTC()})
 		}
 	} else if expires := firstExpiry(entries); expires != 0 {
 		at := time.UnixMilli(expires).UTC()
-		rec.TTL = &TTL{ExpiresAt: at, Expired: !r.now.Before(at), Now: r.now.UTC()}
+		rec.TTL = r.newTTL(TTL{ExpiresAt: at, Expired: !r.now.Before(at), Now: r.now.UTC()})
 	}
+}
+
+// newTTL is t for a record: the renderer's own for a shared one.
+func (r *renderer) newTTL(t TTL) *TTL {
+	if !r.shared {
+		return &t
+	}
+	r.ttl, r.ttl.nowText = t, r.nowText
+	return &r.ttl
 }
 
 func firstExpiry(entries []snapshot.Entry) int64 {
@@ -544,7 +573,8 @@ func pieces(sub *snapshot.Subtask, kgs keygroup.Range) []keygroup.Range {
 // keyGroup holds one key group's entries, their bytes in one arena that
 // is reused from key group to key group.
 type keyGroup struct {
-	arena   []byte
+	keys    []byte // the entries' keys and namespaces
+	arena   []byte // their user keys and values
 	entries []snapshot.Entry
 	runs    [][]snapshot.Entry    // ascending runs of one state each, as added
 	rounds  [2][][]snapshot.Entry // the runs of a merge's rounds
@@ -552,7 +582,7 @@ type keyGroup struct {
 	sorted  []snapshot.Entry      // the entries in order
 }
 
-func (g *keyGroup) reset() { g.arena, g.entries = g.arena[:0], g.entries[:0] }
+func (g *keyGroup) reset() { g.keys, g.arena, g.entries = g.keys[:0], g.arena[:0], g.entries[:0] }
 
 // inOrder returns the entries by (state, key, namespace), in the order
 // they were added among equals. Formats store a key group's states one
@@ -643,15 +673,20 @@ func compareStored(a, b *snapshot.Entry) int {
 }
 
 func (g *keyGroup) add(e *snapshot.Entry) {
-	keep := func(b []byte) []byte {
-		start := len(g.arena)
-		g.arena = append(g.arena, b...)
-		return g.arena[start:len(g.arena):len(g.arena)]
-	}
-	// When the arena grows, earlier entries keep the old one alive.
 	c := *e
-	c.Key, c.Namespace, c.UserKey, c.Value = keep(e.Key), keep(e.Namespace), keep(e.UserKey), keep(e.Value)
+	// Keys and namespaces, which ordering compares, lie together apart
+	// from the values. When an arena grows, earlier entries keep the old
+	// one alive.
+	c.Key, c.Namespace = keep(&g.keys, e.Key), keep(&g.keys, e.Namespace)
+	c.UserKey, c.Value = keep(&g.arena, e.UserKey), keep(&g.arena, e.Value)
 	g.entries = append(g.entries, c)
+}
+
+// keep copies b to the end of arena.
+func keep(arena *[]byte, b []byte) []byte {
+	start := len(*arena)
+	*arena = append(*arena, b...)
+	return (*arena)[start:len(*arena):len(*arena)]
 }
 
 // run dumps the job, calling fn with each record; g is scratch space,
