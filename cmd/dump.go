@@ -45,6 +45,11 @@ end (give it a --limit). Memory is otherwise bounded by one key group per subtas
 once. Piped into head, dump stops when the reader does, with exit code 0. A progress bar
 is shown on stderr when it is a terminal, unless --quiet.
 
+Checksums are checked as state is read, before any of it is written, so a damaged part
+fails the dump: each key group's in the memory and filesystem formats, each block's in
+RocksDB (Flink's other files carry none). To check whole files as well, including parts
+no read touches, run stateutil verify.
+
 ` + exitCodeHelp,
 		Example: `  stateutil dump ./snapshot.dump --operator word-counter --state count | head
   stateutil dump ./savepoint --key-group 10-20 -o csv > keys.csv
@@ -117,6 +122,9 @@ func (o *dumpOptions) run(c *cobra.Command, e *env, location string, kgs *keygro
 	if err != nil {
 		return err
 	}
+	// What dump shows is checked block by block as it is read (see
+	// snapshot.OpenOptions.ChecksumReads); verify checks whole files.
+	opts.ChecksumReads = true
 	opened, err := e.reg.Open(ctx, location, opts)
 	if err != nil {
 		return err

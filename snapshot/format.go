@@ -91,6 +91,13 @@ type OpenOptions struct {
 	// directory (absolute paths and URIs a Flink checkpoint records).
 	// Registry.Open sets it.
 	Storage *storage.Registry
+	// ChecksumReads has a format that checks each block it reads against
+	// the block's own checksum (rocksdb) read a local file without first
+	// reading all of it to check it against the metadata's CRC32C. Damage
+	// in what is read still fails the read, before any of it is yielded,
+	// but damage in parts no read touches goes unseen: for reads that show
+	// state (dump), not for verify or copies.
+	ChecksumReads bool
 }
 
 // WriteOptions tune how a snapshot is written.

@@ -1,8 +1,10 @@
 package rocksdb
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -128,4 +130,137 @@ func TestKeyEntriesOfDamagedBlocks(t *testing.T) {
 		t.Fatalf("none of %d keys read a damaged block", len(want))
 	}
 	t.Logf("%d of %d keys read a damaged block", damaged, len(want))
+}
+
+// A read with ChecksumReads links the files unread and verifies each
+// block it reads: whatever byte of a file is damaged, the read fails as
+// corrupt or yields the entries written, never other ones. Read as verify
+// reads (whole files checked first), every damaged byte fails.
+func TestChecksumReadsOfDamagedFiles(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "snap")
+	op := rockstest.Operator("a1", 1, 128)
+	written := rockstest.Entries(t, op, 300, 5)
+	writeSnapshot(t, dir, op, written)
+	ssts, err := filepath.Glob(filepath.Join(dir, "*", "*.sst"))
+	if err != nil || len(ssts) == 0 {
+		t.Fatalf("no SST files (%v)", err)
+	}
+	sst := ssts[len(ssts)/2]
+	orig, err := os.ReadFile(sst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := rockstest.Canonical(written[0])
+	read := func(checksumReads bool) ([]snapshot.Entry, error) {
+		r, err := testReg.Open(ctx, dir, snapshot.OpenOptions{TempDir: t.TempDir(), ChecksumReads: checksumReads})
+		if err != nil {
+			return nil, err
+		}
+		defer r.Close()
+		var got []snapshot.Entry
+		for e, err := range r.Entries(ctx, r.Snapshot().Operators[0], 0, keygroup.Range{Start: 0, End: 127}) {
+			if err != nil {
+				return nil, err
+			}
+			got = append(got, e.Clone())
+		}
+		return got, nil
+	}
+	if got, err := read(true); err != nil {
+		t.Fatal(err)
+	} else {
+		rockstest.SameEntries(t, "undamaged", want, rockstest.Canonical(got))
+	}
+	// Bytes across the file, and every byte of its last 64 (the footer).
+	var positions []int
+	for p := 0; p < len(orig)-64; p += max(1, len(orig)/300) {
+		positions = append(positions, p)
+	}
+	for p := max(0, len(orig)-64); p < len(orig); p++ {
+		positions = append(positions, p)
+	}
+	unchanged := 0
+	for _, p := range positions {
+		b := slices.Clone(orig)
+		b[p] ^= 0x20
+		if err := os.WriteFile(sst, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		got, err := read(true)
+		switch {
+		case errors.Is(err, snapshot.ErrCorrupt):
+		case err != nil:
+			t.Fatalf("byte %d of %s damaged: %v, not corrupt", p, filepath.Base(sst), err)
+		default:
+			rockstest.SameEntries(t, fmt.Sprintf("byte %d damaged", p), want, rockstest.Canonical(got))
+			unchanged++
+			// Only the padding of the footer (its last 53 bytes: handles,
+			// padding, then format version and magic number) is read by
+			// nothing.
+			if p < len(orig)-53 || p >= len(orig)-12 {
+				t.Errorf("byte %d of %d damaged: the read did not see it", p, len(orig))
+			}
+		}
+		if _, err := read(false); !errors.Is(err, snapshot.ErrCorrupt) {
+			t.Fatalf("byte %d of %s damaged, whole files checked: %v, want corrupt", p, filepath.Base(sst), err)
+		}
+	}
+	if err := os.WriteFile(sst, orig, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d bytes of %d damaged one at a time: %d failed the read, %d changed nothing read", len(positions), len(orig), len(positions)-unchanged, unchanged)
+}
+
+// An SST file swapped for another of the same size, each block sound (the
+// same entries written by another run), is refused by a read with
+// ChecksumReads too: RocksDB checks the file's unique id against the
+// MANIFEST as it opens it.
+func TestChecksumReadsRefuseASwappedFile(t *testing.T) {
+	ctx := context.Background()
+	a, b := filepath.Join(t.TempDir(), "a"), filepath.Join(t.TempDir(), "b")
+	op := rockstest.Operator("a1", 1, 128)
+	written := rockstest.Entries(t, op, 300, 5)
+	writeSnapshot(t, a, op, written)
+	writeSnapshot(t, b, op, written)
+	sa, errA := filepath.Glob(filepath.Join(a, "*", "*.sst"))
+	sb, errB := filepath.Glob(filepath.Join(b, "*", "*.sst"))
+	if errA != nil || errB != nil || len(sa) == 0 {
+		t.Fatalf("SST files %v and %v (%v, %v)", sa, sb, errA, errB)
+	}
+	// The other run's file of the same size: the same pairs.
+	x, err := os.ReadFile(sa[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var y []byte
+	for _, f := range sb {
+		if y, err = os.ReadFile(f); err != nil {
+			t.Fatal(err)
+		}
+		if len(y) == len(x) {
+			break
+		}
+	}
+	if len(x) != len(y) || bytes.Equal(x, y) {
+		t.Fatalf("no file of the other run has other bytes of %s's size %d", sa[0], len(x))
+	}
+	if err := os.WriteFile(sa[0], y, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, err := testReg.Open(ctx, a, snapshot.OpenOptions{TempDir: t.TempDir(), ChecksumReads: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	n := 0
+	for _, err = range r.Entries(ctx, r.Snapshot().Operators[0], 0, keygroup.Range{Start: 0, End: 127}) {
+		if err != nil {
+			break
+		}
+		n++
+	}
+	if !errors.Is(err, snapshot.ErrCorrupt) || n != 0 {
+		t.Fatalf("swapped file: %d entries read, then %v; want none, and corrupt", n, err)
+	}
 }

@@ -20,24 +20,27 @@ import (
 // _metadata alone; a subtask's files are checked (size, CRC32C) and opened
 // read-only the first time its entries are asked for: on local disk in
 // place, through links in a temporary directory; elsewhere downloaded
-// into it. A point read of a local snapshot links the files unread
-// instead, its instance verifying each block it reads: it reads a few
-// blocks, not every byte.
+// into it. A point read of a local snapshot, and every read of one opened
+// with ChecksumReads, links the files unread instead, its instance
+// verifying each block it reads: a point read reads a few blocks, not
+// every byte, and a dump streams from the first block.
 type reader struct {
 	d        chkdir.Dir
 	m        *rocksdbformat.Metadata
 	recorded string // the format _metadata names
 	tmpRoot  string
-	mu       sync.Mutex
-	tmp      string
-	dbs      map[opening]*localDB
+	// checksumReads: see snapshot.OpenOptions.ChecksumReads.
+	checksumReads bool
+	mu            sync.Mutex
+	tmp           string
+	dbs           map[opening]*localDB
 }
 
-// opening names one local instance of a subtask: point is the instance
-// of point reads (see reader).
+// opening names one local instance of a subtask: unread is the one whose
+// files were linked unread (see reader).
 type opening struct {
-	h     *rocksdbformat.Handle
-	point bool
+	h      *rocksdbformat.Handle
+	unread bool
 }
 
 // localDB is a subtask's instance, opened by the first caller of local
@@ -69,7 +72,7 @@ func openReader(ctx context.Context, st storage.Storage, p string, opts snapshot
 		}
 	}
 	d.Describe(m.Snapshot)
-	r := &reader{d: d, m: m, recorded: m.Snapshot.Format, tmpRoot: opts.TempDir, dbs: map[opening]*localDB{}}
+	r := &reader{d: d, m: m, recorded: m.Snapshot.Format, tmpRoot: opts.TempDir, checksumReads: opts.ChecksumReads, dbs: map[opening]*localDB{}}
 	m.Snapshot.Format = FormatName
 	return r, nil
 }
@@ -115,16 +118,19 @@ func isEmpty(sub *snapshot.Subtask) bool {
 // local downloads and opens a subtask's instance once (a failed attempt
 // is forgotten, so that a later call tries again).
 func (r *reader) local(ctx context.Context, h *rocksdbformat.Handle) (*rocksdb.ReadOnlyDB, error) {
+	if r.checksumReads {
+		return r.unreadLocal(ctx, h)
+	}
 	return r.instance(ctx, opening{h: h})
 }
 
-// pointLocal is local for point reads: on local disk, an instance of its
-// own whose files were not read through.
-func (r *reader) pointLocal(ctx context.Context, h *rocksdbformat.Handle) (*rocksdb.ReadOnlyDB, error) {
+// unreadLocal is local for point reads and ChecksumReads: on local disk, an
+// instance of its own whose files were not read through.
+func (r *reader) unreadLocal(ctx context.Context, h *rocksdbformat.Handle) (*rocksdb.ReadOnlyDB, error) {
 	if r.d.Storage != storage.Local() {
-		return r.local(ctx, h) // downloading reads every byte anyway
+		return r.instance(ctx, opening{h: h}) // downloading reads every byte anyway
 	}
-	return r.instance(ctx, opening{h: h, point: true})
+	return r.instance(ctx, opening{h: h, unread: true})
 }
 
 func (r *reader) instance(ctx context.Context, o opening) (*rocksdb.ReadOnlyDB, error) {
@@ -184,8 +190,8 @@ func (r *reader) open(ctx context.Context, o opening) (*rocksdb.ReadOnlyDB, erro
 	dir := filepath.Join(tmp, rocksdbformat.SubtaskDirName(h.Operator, h.Subtask))
 	fetch := rocksdbformat.DownloadHandle
 	switch {
-	case o.point:
-		dir += "-point"
+	case o.unread:
+		dir += "-unread"
 		fetch = rocksdbformat.LinkHandleUnread
 	case r.d.Storage == storage.Local():
 		fetch = rocksdbformat.LinkHandle
@@ -195,8 +201,8 @@ func (r *reader) open(ctx context.Context, o opening) (*rocksdb.ReadOnlyDB, erro
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	// Unless the point instance, every file's CRC32C was checked.
-	d, err := rocksdb.OpenReadOnly(dir, rocksdb.ReadOnlyOptions{Verified: !o.point})
+	// Unless linked unread, every file's CRC32C was checked.
+	d, err := rocksdb.OpenReadOnly(dir, rocksdb.ReadOnlyOptions{Verified: !o.unread})
 	if err != nil {
 		return nil, fmt.Errorf("%w: operator %s subtask %d: %w", snapshot.ErrCorrupt, h.Operator, h.Subtask, err)
 	}
@@ -241,7 +247,7 @@ func (r *reader) KeyEntries(ctx context.Context, op *snapshot.Operator, subtask,
 	if !h.KeyGroups.Contains(kg) || len(h.Files) == 0 {
 		return nil, nil
 	}
-	d, err := r.pointLocal(ctx, h)
+	d, err := r.unreadLocal(ctx, h)
 	if err != nil {
 		return nil, err
 	}
