@@ -574,7 +574,8 @@ func pieces(sub *snapshot.Subtask, kgs keygroup.Range) []keygroup.Range {
 // is reused from key group to key group.
 type keyGroup struct {
 	keys    []byte // the entries' keys and namespaces
-	arena   []byte // their user keys and values
+	arena   []byte // their user keys and values, unless held
+	held    bool   // the entries' bytes stay valid until the key group is flushed
 	entries []snapshot.Entry
 	runs    [][]snapshot.Entry    // ascending runs of one state each, as added
 	rounds  [2][][]snapshot.Entry // the runs of a merge's rounds
@@ -678,7 +679,9 @@ func (g *keyGroup) add(e *snapshot.Entry) {
 	// from the values. When an arena grows, earlier entries keep the old
 	// one alive.
 	c.Key, c.Namespace = keep(&g.keys, e.Key), keep(&g.keys, e.Namespace)
-	c.UserKey, c.Value = keep(&g.arena, e.UserKey), keep(&g.arena, e.Value)
+	if !g.held {
+		c.UserKey, c.Value = keep(&g.arena, e.UserKey), keep(&g.arena, e.Value)
+	}
 	g.entries = append(g.entries, c)
 }
 
@@ -732,9 +735,21 @@ func (j job) run(ctx context.Context, r snapshot.Reader, codecs *snapshot.Codecs
 		g.reset()
 		return nil
 	}
-	for e, err := range r.Entries(ctx, j.op, j.subtask, j.kgs) {
+	entries := r.Entries
+	h, held := r.(snapshot.KeyGroupHolder)
+	if held {
+		entries = h.HeldEntries
+	}
+	g.held = held
+	for e, err := range entries(ctx, j.op, j.subtask, j.kgs) {
 		if err != nil {
 			return fmt.Errorf("operator %q subtask %d: %w", j.op.Label(), j.subtask, err)
+		}
+		if held && e.KeyGroup < 0 { // the end: the last key group is valid until this returns
+			if err := flush(); err != nil {
+				return err
+			}
+			continue
 		}
 		if rendererOf(e.State) == nil {
 			continue

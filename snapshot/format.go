@@ -41,6 +41,17 @@ type WholeChecker interface {
 	CheckWhole(ctx context.Context) error
 }
 
+// KeyGroupHolder is implemented by a Reader that can keep a key group's
+// entries valid together: HeldEntries streams what Entries does, but an
+// entry's bytes stay valid until the yield of the next key group's first
+// entry returns, not just until the next entry, so that a caller holding
+// a key group need not copy it. After the last entry it yields one whose
+// KeyGroup is -1, nothing else set, while the last key group is valid.
+// A key group's bytes are then in memory.
+type KeyGroupHolder interface {
+	HeldEntries(ctx context.Context, op *Operator, subtask int, kgs keygroup.Range) Entries
+}
+
 // FileFollower is implemented by a Reader whose metadata lists each
 // subtask's files (Subtask.Files) apart from the references the reader
 // follows to read its state. FollowedFiles returns the files the reader

@@ -264,3 +264,87 @@ func TestChecksumReadsRefuseASwappedFile(t *testing.T) {
 		t.Fatalf("swapped file: %d entries read, then %v; want none, and corrupt", n, err)
 	}
 }
+
+// HeldEntries keeps each key group's entries valid, uncopied, until the
+// first entry of the next key group has been taken, and the last key
+// group until the end is marked: they equal what Entries yields.
+func TestHeldEntriesStayValidPerKeyGroup(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "snap")
+	op := rockstest.Operator("a1", 1, 4) // key groups of many batches each
+	writeSnapshot(t, dir, op, rockstest.Entries(t, op, 40_000, 3))
+	r, err := testReg.Open(ctx, dir, snapshot.OpenOptions{TempDir: t.TempDir(), ChecksumReads: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	rop := r.Snapshot().Operators[0]
+	all := keygroup.Range{Start: 0, End: 3}
+	want := map[int][]snapshot.Entry{}
+	for e, err := range r.Entries(ctx, rop, 0, all) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[e.KeyGroup] = append(want[e.KeyGroup], e.Clone())
+	}
+	if len(want) != 4 {
+		t.Fatalf("%d key groups, want 4", len(want))
+	}
+	// held, the entries a caller holds uncopied, checked as each key
+	// group ends.
+	read := func(entries snapshot.Entries, marked bool) (intact bool) {
+		intact = true
+		var held []snapshot.Entry
+		check := func() {
+			if len(held) == 0 {
+				return
+			}
+			// Another read meanwhile takes batches from the pool: any
+			// the held entries lie in would be overwritten.
+			n := 0
+			for _, err := range r.Entries(ctx, rop, 0, all) {
+				if n++; err != nil || n == 20_000 {
+					break
+				}
+			}
+			kg := held[0].KeyGroup
+			w := want[kg]
+			if len(held) != len(w) {
+				t.Fatalf("key group %d: %d entries, want %d", kg, len(held), len(w))
+			}
+			for i := range w {
+				intact = intact && held[i].Equal(&w[i])
+			}
+			held = held[:0]
+		}
+		for e, err := range entries {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e.KeyGroup < 0 {
+				if !marked {
+					t.Fatal("an end marked where none should be")
+				}
+				check()
+				marked = false
+				continue
+			}
+			if len(held) > 0 && e.KeyGroup != held[0].KeyGroup {
+				check()
+			}
+			held = append(held, e)
+		}
+		if marked {
+			t.Fatal("the end was not marked")
+		}
+		check()
+		return intact
+	}
+	h := r.(snapshot.KeyGroupHolder)
+	if !read(h.HeldEntries(ctx, rop, 0, all), true) {
+		t.Error("held entries changed before their key group ended")
+	}
+	if read(r.Entries(ctx, rop, 0, all), false) {
+		t.Error("entries held uncopied from Entries stay intact too: the test cannot tell")
+	}
+}

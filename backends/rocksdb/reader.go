@@ -223,6 +223,16 @@ func (r *reader) tempDir() (string, error) {
 }
 
 func (r *reader) Entries(ctx context.Context, op *snapshot.Operator, subtask int, kgs keygroup.Range) snapshot.Entries {
+	return r.entries(ctx, op, subtask, kgs, false)
+}
+
+// HeldEntries is Entries holding each key group's pairs (see
+// snapshot.KeyGroupHolder).
+func (r *reader) HeldEntries(ctx context.Context, op *snapshot.Operator, subtask int, kgs keygroup.Range) snapshot.Entries {
+	return r.entries(ctx, op, subtask, kgs, true)
+}
+
+func (r *reader) entries(ctx context.Context, op *snapshot.Operator, subtask int, kgs keygroup.Range, hold bool) snapshot.Entries {
 	h, err := r.keyedHandle(op, subtask)
 	if err != nil {
 		return snapshot.FailedEntries(err)
@@ -235,7 +245,7 @@ func (r *reader) Entries(ctx context.Context, op *snapshot.Operator, subtask int
 	if err != nil {
 		return snapshot.FailedEntries(err)
 	}
-	return rocksdbformat.ScanEntries(ctx, d, op, kgs)
+	return rocksdbformat.ScanEntries(ctx, d, op, kgs, hold)
 }
 
 // KeyEntries reads one key's entries with a point read (lookup.KeyReader).

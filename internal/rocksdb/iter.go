@@ -15,18 +15,21 @@ import (
 // bounds it was made with. A read-only database's iterator is the shim's
 // and reads its pairs a batch per cgo call rather than four calls per
 // pair; a writable database's is grocksdb's. Key and Value are valid until
-// Next or Close. An iterator of a column family that does not exist
-// is empty. Close it before its database.
+// Next or Close, or with Retain until Release. An iterator of a column
+// family that does not exist is empty. Close it before its database.
 type Iterator struct {
 	// A read-only database's: the shim's iterator and the batch of pairs
 	// it filled, laid out as su_iter_fill does, in buf: *batch, or a larger
-	// buffer for a pair that does not fit.
+	// buffer for a pair that does not fit. With retain, the batches read
+	// before are kept.
 	n        *C.su_iter
 	batch    *[]byte
 	buf      []byte
 	pos, end int
 	k, v     []byte
 	ok       bool
+	retain   bool
+	kept     []*[]byte
 	// A writable database's.
 	g  *grocksdb.Iterator
 	ro *grocksdb.ReadOptions
@@ -75,6 +78,27 @@ func (it *Iterator) Value() []byte {
 	return it.v
 }
 
+// Retain keeps the pairs of a read-only database's iterator valid until
+// Release, not just until Next: the batches they lie in are kept rather
+// than reused. It reports false, changing nothing, for a writable
+// database's.
+func (it *Iterator) Retain() bool {
+	if it.g != nil {
+		return false
+	}
+	it.retain = true
+	return true
+}
+
+// Release ends Retain's hold on every pair but the current one.
+func (it *Iterator) Release() {
+	for _, b := range it.kept {
+		batches.Put(b)
+	}
+	clear(it.kept)
+	it.kept = it.kept[:0]
+}
+
 // Next moves to the next pair.
 func (it *Iterator) Next() {
 	if it.g != nil {
@@ -98,7 +122,12 @@ func (it *Iterator) fill() bool {
 	if it.n == nil {
 		return false
 	}
-	if len(it.buf) > batchBytes { // grown for a large pair, now used
+	switch {
+	case len(it.buf) > batchBytes: // a large pair's own, now read: the batch is free
+		it.buf = *it.batch
+	case it.retain: // the batch's pairs are held: fill another
+		it.kept = append(it.kept, it.batch)
+		it.batch = batches.Get().(*[]byte)
 		it.buf = *it.batch
 	}
 	for {
@@ -138,6 +167,7 @@ func (it *Iterator) Close() {
 	if it.n != nil {
 		C.su_iter_destroy(it.n)
 		it.n = nil
+		it.Release()
 		batches.Put(it.batch)
 	}
 	it.ok, it.k, it.v, it.buf, it.batch = false, nil, nil, nil, nil

@@ -142,7 +142,7 @@ func (in *Instance) Entries(ctx context.Context, kgs keygroup.Range) snapshot.En
 	if in.db == nil {
 		return snapshot.FailedEntries(ErrClosed)
 	}
-	return ScanEntries(ctx, in.db, in.op, kgs.Intersect(in.kgs))
+	return ScanEntries(ctx, in.db, in.op, kgs.Intersect(in.kgs), false)
 }
 
 // SetOperatorState replaces an operator list state's elements.

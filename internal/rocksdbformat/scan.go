@@ -22,8 +22,12 @@ type Scanned interface {
 // state by state in descriptor order, each in RocksDB key order. Each
 // state's iterator is bounded to the key-group prefixes of kgs, so only
 // those prefixes are read. An entry's bytes are the iterators', valid
-// until the next entry is yielded: clone what is kept.
-func ScanEntries(ctx context.Context, d Scanned, op *snapshot.Operator, kgs keygroup.Range) snapshot.Entries {
+// until the next entry is yielded: clone what is kept. With hold (d
+// read-only), they stay valid until the yield of the next key group's
+// first entry returns, and after the last entry comes one with key group
+// -1, nothing else set: the last key group is valid until its yield
+// returns. A key group's pairs are then held in memory.
+func ScanEntries(ctx context.Context, d Scanned, op *snapshot.Operator, kgs keygroup.Range, hold bool) snapshot.Entries {
 	return func(yield func(snapshot.Entry, error) bool) {
 		if kgs.Len() == 0 {
 			return
@@ -48,10 +52,27 @@ func ScanEntries(ctx context.Context, d Scanned, op *snapshot.Operator, kgs keyg
 			if !d.Has(c.State) {
 				continue // a state with no entries has no column family in older instances
 			}
-			cur = append(cur, cursor{c, d.NewIterator(c.State, c.KeyGroupPrefix(kgs.Start), c.UpperBound(kgs.End))})
+			it := d.NewIterator(c.State, c.KeyGroupPrefix(kgs.Start), c.UpperBound(kgs.End))
+			cur = append(cur, cursor{c, it})
+			if hold && !it.Retain() {
+				yield(snapshot.Entry{}, fmt.Errorf("rocksdb %q: a writable database's pairs cannot be held", d.Path()))
+				return
+			}
 		}
 		var e snapshot.Entry
-		emit := func(x *snapshot.Entry) bool { return yield(*x, nil) }
+		released := true // the pairs of earlier key groups, where held
+		emit := func(x *snapshot.Entry) bool {
+			more := yield(*x, nil)
+			if !released {
+				// The yield of a key group's first entry has returned: the
+				// consumer is done with the key groups before it.
+				for _, c := range cur {
+					c.it.Release()
+				}
+				released = true
+			}
+			return more
+		}
 		for kg := kgs.Start; kg >= 0; {
 			if err := ctx.Err(); err != nil {
 				yield(snapshot.Entry{}, err)
@@ -84,7 +105,10 @@ func ScanEntries(ctx context.Context, d Scanned, op *snapshot.Operator, kgs keyg
 					return
 				}
 			}
-			kg = next
+			kg, released = next, !hold
+		}
+		if hold {
+			yield(snapshot.Entry{KeyGroup: -1}, nil)
 		}
 	}
 }
