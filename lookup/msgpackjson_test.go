@@ -65,7 +65,7 @@ func TestMsgpackJSONMatchesDecoding(t *testing.T) {
 			t.Errorf("%d: refused", u)
 		}
 	}
-	floats := []float64{0, -0.0, 1.5, -2.25, 1e-7, 1e21, 123456789.125, math.SmallestNonzeroFloat64, math.MaxFloat64}
+	floats := []float64{0, math.Copysign(0, -1), 1.5, -2.25, 1e-7, 1e21, 123456789.125, math.SmallestNonzeroFloat64, math.MaxFloat64}
 	for _, f := range floats {
 		if !checkMsgpackJSON(t, &m, binary.BigEndian.AppendUint64([]byte{0xcb}, math.Float64bits(f))) {
 			t.Errorf("%v: refused", f)
