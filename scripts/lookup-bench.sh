@@ -40,9 +40,9 @@ for d in "$1"/*/; do
 done
 SCAN
 chmod +x "$work/ldb-scan"
-ldb_scan() { "$work/ldb-scan" "$1" "$work/ldb-secondary"; }
 entries=$("$bin" dump "$work/rdb" -o jsonl | wc -l)
-scanned=$(ldb_scan "$work/rdb" | wc -l)
+# Counted from the hex scan: raw values hold newline bytes.
+scanned=$("$work/ldb-scan" "$work/rdb" "$work/ldb-secondary" hex | wc -l)
 say "== dump -o jsonl vs ldb scan (rocksdb, $(mib "$big") MiB, $entries records, $scanned RocksDB entries; median of $rounds rounds)"
 for _ in $(seq "$rounds"); do
   round dump - "$bin" dump "$work/rdb" -o jsonl
@@ -52,11 +52,12 @@ done
 t_dump=$(med_s dump)
 t_ldb=$(med_s ldb)
 t_ldbhex=$(med_s ldbhex)
-say "dump:      ${t_dump}s   $(awk -v n="$entries" -v t="$t_dump" 'BEGIN {printf "%.0f", n / t}') records/s   peak RSS $(max_rss dump) MiB   (runs: $(cut -d' ' -f1 "$work/dump" | tr '\n' ' '))"
+say "dump:      ${t_dump}s   $(awk -v n="$scanned" -v t="$t_dump" 'BEGIN {printf "%.0f", n / t}') RocksDB entries/s as $(awk -v n="$entries" -v t="$t_dump" 'BEGIN {printf "%.0f", n / t}') records/s   peak RSS $(max_rss dump) MiB   (runs: $(cut -d' ' -f1 "$work/dump" | tr '\n' ' '))"
 say "ldb scan --hex (bytes as text, as dump writes them): ${t_ldbhex}s   $(awk -v n="$scanned" -v t="$t_ldbhex" 'BEGIN {printf "%.0f", n / t}') entries/s   (runs: $(cut -d' ' -f1 "$work/ldbhex" | tr '\n' ' '))"
 say "ldb scan (raw bytes):  ${t_ldb}s   $(awk -v n="$scanned" -v t="$t_ldb" 'BEGIN {printf "%.0f", n / t}') entries/s   (runs: $(cut -d' ' -f1 "$work/ldb" | tr '\n' ' '))"
-# A record is one key's value, list or map; RocksDB holds a map's entries
-# apart, so the two counts differ. Both read all of the same data.
-say "dump entries/s over ldb entries/s = $(awk -v a="$entries" -v b="$t_dump" -v c="$scanned" -v d="$t_ldb" 'BEGIN {printf "%.2f", (a / b) / (c / d)}');   ldb time / dump time = $(ratio "$t_ldb" "$t_dump"), with --hex $(ratio "$t_ldbhex" "$t_dump")"
+# Both read the same RocksDB entries, so their rates in entries/s compare
+# as their times do. A record is one key's value, list or map: RocksDB
+# holds a map's entries apart, so there are fewer records than entries.
+say "dump over ldb scan, RocksDB entries/s (= ldb time / dump time): $(ratio "$t_ldb" "$t_dump"), with --hex $(ratio "$t_ldbhex" "$t_dump");   dump records/s over ldb entries/s: $(awk -v a="$entries" -v b="$t_dump" -v c="$scanned" -v d="$t_ldb" 'BEGIN {printf "%.2f", (a / b) / (c / d)}')"
 rm -rf "$work/ldb-secondary"
 say ""
