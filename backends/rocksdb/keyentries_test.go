@@ -78,19 +78,27 @@ func TestKeyEntriesMatchTheScan(t *testing.T) {
 	}
 }
 
-// A point read does not read the files through, but every block it reads
-// is verified: a damaged block is an error, never a missing key or other
-// values.
-func TestKeyEntriesOfDamagedBlocks(t *testing.T) {
-	ctx := context.Background()
-	dir := filepath.Join(t.TempDir(), "snap")
+// oneSubtaskSnapshot writes keys keys' entries of every state as a
+// one-subtask snapshot, and lists its SST files.
+func oneSubtaskSnapshot(t *testing.T, keys int, seed uint64) (dir string, written [][]snapshot.Entry, ssts []string) {
+	t.Helper()
+	dir = filepath.Join(t.TempDir(), "snap")
 	op := rockstest.Operator("a1", 1, 128)
-	written := rockstest.Entries(t, op, 400, 9)
+	written = rockstest.Entries(t, op, keys, seed)
 	writeSnapshot(t, dir, op, written)
 	ssts, err := filepath.Glob(filepath.Join(dir, "*", "*.sst"))
 	if err != nil || len(ssts) == 0 {
 		t.Fatalf("no SST files (%v)", err)
 	}
+	return dir, written, ssts
+}
+
+// A point read does not read the files through, but every block it reads
+// is verified: a damaged block is an error, never a missing key or other
+// values.
+func TestKeyEntriesOfDamagedBlocks(t *testing.T) {
+	ctx := context.Background()
+	dir, written, ssts := oneSubtaskSnapshot(t, 400, 9)
 	for _, sst := range ssts { // a byte in the middle of each file's data blocks
 		b, err := os.ReadFile(sst)
 		if err != nil {
@@ -138,14 +146,7 @@ func TestKeyEntriesOfDamagedBlocks(t *testing.T) {
 // reads (whole files checked first), every damaged byte fails.
 func TestChecksumReadsOfDamagedFiles(t *testing.T) {
 	ctx := context.Background()
-	dir := filepath.Join(t.TempDir(), "snap")
-	op := rockstest.Operator("a1", 1, 128)
-	written := rockstest.Entries(t, op, 300, 5)
-	writeSnapshot(t, dir, op, written)
-	ssts, err := filepath.Glob(filepath.Join(dir, "*", "*.sst"))
-	if err != nil || len(ssts) == 0 {
-		t.Fatalf("no SST files (%v)", err)
-	}
+	dir, written, ssts := oneSubtaskSnapshot(t, 300, 5)
 	sst := ssts[len(ssts)/2]
 	orig, err := os.ReadFile(sst)
 	if err != nil {
@@ -218,16 +219,8 @@ func TestChecksumReadsOfDamagedFiles(t *testing.T) {
 // MANIFEST as it opens it.
 func TestChecksumReadsRefuseASwappedFile(t *testing.T) {
 	ctx := context.Background()
-	a, b := filepath.Join(t.TempDir(), "a"), filepath.Join(t.TempDir(), "b")
-	op := rockstest.Operator("a1", 1, 128)
-	written := rockstest.Entries(t, op, 300, 5)
-	writeSnapshot(t, a, op, written)
-	writeSnapshot(t, b, op, written)
-	sa, errA := filepath.Glob(filepath.Join(a, "*", "*.sst"))
-	sb, errB := filepath.Glob(filepath.Join(b, "*", "*.sst"))
-	if errA != nil || errB != nil || len(sa) == 0 {
-		t.Fatalf("SST files %v and %v (%v, %v)", sa, sb, errA, errB)
-	}
+	a, _, sa := oneSubtaskSnapshot(t, 300, 5)
+	_, _, sb := oneSubtaskSnapshot(t, 300, 5)
 	// The other run's file of the same size: the same pairs.
 	x, err := os.ReadFile(sa[0])
 	if err != nil {
