@@ -570,8 +570,9 @@ func pieces(sub *snapshot.Subtask, kgs keygroup.Range) []keygroup.Range {
 	return out
 }
 
-// keyGroup holds one key group's entries, their bytes in one arena that
-// is reused from key group to key group.
+// keyGroup holds one key group's entries: their keys and namespaces in
+// one arena and, unless the reader holds them (held), their user keys and
+// values in another, both reused from key group to key group.
 type keyGroup struct {
 	keys    []byte // the entries' keys and namespaces
 	arena   []byte // their user keys and values, unless held
@@ -628,8 +629,8 @@ func (g *keyGroup) inOrder() []snapshot.Entry {
 // into dst.
 func (g *keyGroup) mergeState(dst []snapshot.Entry, runs [][]snapshot.Entry) []snapshot.Entry {
 	for r := 0; len(runs) > 2; r ^= 1 {
-		// This round reads runs (in the entries, or in the other
-		// scratch buffer) and writes the other buffer of each pair.
+		// Round r reads runs (the entries', or those the round before
+		// wrote) and writes scratch[r], listing its runs in rounds[r].
 		buf, next := g.scratch[r][:0], g.rounds[r][:0]
 		for i := 0; i < len(runs); i += 2 {
 			from := len(buf)

@@ -45,8 +45,9 @@ type WholeChecker interface {
 // entries valid together: HeldEntries streams what Entries does, but an
 // entry's bytes stay valid until the yield of the next key group's first
 // entry returns, not just until the next entry, so that a caller holding
-// a key group need not copy it. After the last entry it yields one whose
-// KeyGroup is -1, nothing else set, while the last key group is valid.
+// a key group need not copy it. After its entries it yields one whose
+// KeyGroup is -1, nothing else set, while the last key group is valid (a
+// read that finds no entries may leave it out).
 // A key group's bytes are then in memory.
 type KeyGroupHolder interface {
 	HeldEntries(ctx context.Context, op *Operator, subtask int, kgs keygroup.Range) Entries
