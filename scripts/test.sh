@@ -4,15 +4,41 @@
 # than skip here if their server is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+# Each phase's wall time, printed as a table when the run ends (failed or
+# not), so that a slow phase shows.
+phases=()
+phase_start=$SECONDS
+run_start=$SECONDS
+phase() {
+  phases+=("$(printf '%-46s %6ss' "$1" $((SECONDS - phase_start)))")
+  phase_start=$SECONDS
+}
+print_phases() {
+  echo "make test phases (wall time):"
+  printf '  %s\n' "${phases[@]}"
+  if ((SECONDS > phase_start)); then
+    printf '  %-46s %6ss\n' "(the phase that was running at the end)" $((SECONDS - phase_start))
+  fi
+  printf '  %-46s %6ss\n' "total" $((SECONDS - run_start))
+}
+stop_servers() {
+  scripts/hdfs-stop.sh
+  scripts/s3-stop.sh
+  print_phases
+}
+
 scripts/hdfs-start.sh
-trap scripts/hdfs-stop.sh EXIT
+trap 'scripts/hdfs-stop.sh; print_phases' EXIT
+phase "HDFS and YARN harness (build, start)"
 . .cache/hdfs.env
 export STATEUTIL_REQUIRE_HDFS=1
 
 # S3: moto; storage/s3's tests restart it, so they run in the first go test
 # below, where nothing else uses it.
 scripts/s3-start.sh
-trap 'scripts/hdfs-stop.sh; scripts/s3-stop.sh' EXIT
+trap stop_servers EXIT
+phase "S3 server (moto: install, start)"
 . "${STATEUTIL_CACHE_DIR:-.cache}/s3.env"
 export STATEUTIL_REQUIRE_S3=1
 # Real Flink (testenv/flink, Flink's MiniCluster from Maven Central): one
@@ -30,11 +56,13 @@ export STATEUTIL_FLINK_VERSIONS=${STATEUTIL_FLINK_VERSIONS:-${flink_versions[day
 for v in $STATEUTIL_FLINK_VERSIONS; do
   scripts/flink-harness.sh "$v" build
 done
+phase "Flink harness build ($STATEUTIL_FLINK_VERSIONS)"
 flink_slice=${STATEUTIL_FLINK_SLICE:-$((day / 2 % 8 + 1))/8}
 export STATEUTIL_FLINK_CORPUS="${STATEUTIL_CACHE_DIR:-$PWD/.cache}/flink-corpus-slice"
 rm -rf "$STATEUTIL_FLINK_CORPUS"
 echo "real Flink: $STATEUTIL_FLINK_VERSIONS; corpus slice $flink_slice, into $STATEUTIL_FLINK_CORPUS"
 scripts/flink-corpus.sh --versions "$STATEUTIL_FLINK_VERSIONS" --slice "$flink_slice" --verify --out "$STATEUTIL_FLINK_CORPUS"
+phase "real-Flink corpus slice $flink_slice"
 
 # The storage tests stop and restart the DataNode; run them before the
 # packages that write to HDFS, not beside them.
@@ -44,9 +72,10 @@ scripts/flink-corpus.sh --versions "$STATEUTIL_FLINK_VERSIONS" --slice "$flink_s
 logs=${STATEUTIL_CACHE_DIR:-.cache}
 go test -count=1 -timeout 30m -v ./storage/... 2>&1 | tee "$logs/go-test-storage.log" |
   grep -E '^\s*(=== RUN|--- )|^(ok|FAIL|PASS|panic)|\.go:[0-9]+: '
+phase "go test ./storage/..."
 
 # -v again so that the log names every HDFS and S3 test and every skip; other
 # passing tests show only in their package's ok line.
 go test -count=1 -timeout 60m -v $(go list ./... | grep -v '/storage') 2>&1 | tee "$logs/go-test.log" |
   grep -E '^(ok|FAIL|panic)|^\s*--- (FAIL|SKIP)|^\s*--- PASS: \S*(HDFS|Hdfs|S3|YARN)|\.go:[0-9]+: '
-
+phase "go test (every other package)"
