@@ -22,6 +22,7 @@ import (
 	"github.com/stateutil/stateutil/backends/rocksdb"
 	"github.com/stateutil/stateutil/internal/recovered"
 	"github.com/stateutil/stateutil/keygroup"
+	"github.com/stateutil/stateutil/lookup"
 	"github.com/stateutil/stateutil/migrate"
 	"github.com/stateutil/stateutil/redistribute"
 	"github.com/stateutil/stateutil/snapshot"
@@ -72,7 +73,8 @@ func exitCode(err error) int {
 		return ExitInterrupted
 	case errors.Is(err, errUsage), errors.Is(err, keygroup.ErrInvalidParallelism), errors.Is(err, keygroup.ErrUnknownKeyType),
 		errors.Is(err, storage.ErrExist), errors.Is(err, storage.ErrInUse), errors.Is(err, migrate.ErrBadDestination),
-		errors.Is(err, migrate.ErrConflict), errors.Is(err, redistribute.ErrNotRedistributable), errors.As(err, new(*snapshot.ExpiryError)):
+		errors.Is(err, migrate.ErrConflict), errors.Is(err, redistribute.ErrNotRedistributable), errors.As(err, new(*snapshot.ExpiryError)),
+		errors.As(err, new(*lookup.QueryError)):
 		return ExitUsage
 	case errors.Is(err, snapshot.ErrNotFound):
 		return ExitNotFound
