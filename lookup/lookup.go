@@ -552,7 +552,7 @@ func plan(s *snapshot.Snapshot, f *Filter) ([]job, error) {
 			}
 			continue
 		}
-		keyGroups = append(keyGroups, fmt.Sprintf("%s: %s", op.Label(), keygroup.Range{Start: 0, End: op.MaxParallelism - 1}))
+		keyGroups = append(keyGroups, fmt.Sprintf("%s: 0-%d", op.Label(), op.MaxParallelism-1))
 		subtasks = append(subtasks, fmt.Sprintf("%s: 0-%d", op.Label(), op.Parallelism-1))
 		hasKeyGroups = hasKeyGroups || f.KeyGroups.Start < op.MaxParallelism
 		hasSubtask = hasSubtask || f.Subtask < op.Parallelism
@@ -573,7 +573,7 @@ func plan(s *snapshot.Snapshot, f *Filter) ([]job, error) {
 	case f.State != "" && keyGroups == nil:
 		return nil, fmt.Errorf("%w: no operator has keyed state %q (keyed states: %s)", snapshot.ErrNotFound, f.State, strings.Join(withState, ", "))
 	case keyGroups != nil && !hasKeyGroups:
-		return nil, queryErrorf("key groups %s: no operator dumped has them (key groups: %s)", f.KeyGroups, strings.Join(keyGroups, ", "))
+		return nil, queryErrorf("key groups %d-%d: no operator dumped has them (key groups: %s)", f.KeyGroups.Start, f.KeyGroups.End, strings.Join(keyGroups, ", "))
 	case keyGroups != nil && !hasSubtask:
 		return nil, queryErrorf("subtask %d: no operator dumped has it (subtasks: %s)", f.Subtask, strings.Join(subtasks, ", "))
 	}
