@@ -48,6 +48,8 @@ func TestGoldenGetDumpFlink(t *testing.T) {
 		"flink-get-native-missing":     {"get", flinkSnapshot(t, v, "basic-rocksdb-native"), "--operator", "keyed", "--state", "count", "--key", "user-999"},
 		"flink-get-incremental":        {"get", incremental, "--path-map", written + "=" + moved, "--operator", "keyed", "--state", "sum", "--key", "user-2"},
 		"flink-get-long-key":           {"get", flinkSnapshot(t, v, "longkeys-hashmap-canonical"), "--operator", "keyed", "--state", "by-record", "--key", "-10", "-o", "json"},
+		"flink-get-bad-long-key":       {"get", flinkSnapshot(t, v, "longkeys-hashmap-canonical"), "--operator", "keyed", "--state", "by-record", "--key", "abc"},
+		"flink-get-void-namespace":     {"get", flinkSnapshot(t, v, "basic-hashmap-canonical"), "--operator", "keyed", "--state", "count", "--key", "user-1", "--namespace", `{"start":0,"end":60000}`},
 		"flink-get-tuple-key":          {"get", flinkSnapshot(t, v, "tuplekeys-hashmap-canonical"), "--operator", "keyed", "--state", "records", "--key", `["g0",14]`, "-o", "json"},
 		"flink-get-changelog":          {"get", changelog, "--path-map", changelogMap, "--operator", "keyed", "--state", "count", "--key", "user-1"},
 		"flink-dump-canonical":         {"dump", flinkSnapshot(t, v, "basic-hashmap-canonical"), "--operator", "keyed", "--state", "count", "--limit", "4"},

@@ -35,8 +35,9 @@ Only the key group the key hashes to is read; in RocksDB snapshots it is a point
 
 KEY is encoded with the state's key serializer. Write composite keys as JSON: '["a",1]'
 for a Tuple2 of a String and an Integer; quote a string key that looks like JSON:
-'"42"'. --namespace takes a window as '{"start":0,"end":60000}'. --operator takes a
-uid, a name or an operator id.
+'"42"'; --key '' is the empty string. --namespace takes a window as
+'{"start":0,"end":60000}', for states that have namespaces. --operator takes a uid, a
+name or an operator id.
 
 ` + exitCodeHelp,
 		Example: `  stateutil get ./snapshot.dump --operator word-counter --state count --key hello
@@ -44,7 +45,7 @@ uid, a name or an operator id.
   stateutil get ./chk-7 --operator sessions --state recent --key user-1 --now 2026-01-02T00:00:00Z`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			now, err := o.validate()
+			now, err := o.validate(c)
 			if err != nil {
 				return err
 			}
@@ -64,7 +65,7 @@ uid, a name or an operator id.
 	return c
 }
 
-func (o *getOptions) validate() (time.Time, error) {
+func (o *getOptions) validate(c *cobra.Command) (time.Time, error) {
 	if err := o.output.validate(); err != nil {
 		return time.Time{}, err
 	}
@@ -72,6 +73,10 @@ func (o *getOptions) validate() (time.Time, error) {
 		if v == "" {
 			return time.Time{}, usageErrorf("%s is required", flag)
 		}
+	}
+	// --key "" is a key: the empty string.
+	if !c.Flags().Changed("key") {
+		return time.Time{}, usageErrorf("--key is required")
 	}
 	return parseNow(o.now)
 }

@@ -58,6 +58,14 @@ func TestGoldenGetDump(t *testing.T) {
 		"dump-prefix-csv":   {"dump", "SNAP", "--operator", "word-counter", "--key-prefix", "word-1", "--limit", "7", "--now", "2026-01-02T04:00:00Z", "-o", "csv"},
 		"dump-table":        {"dump", "SNAP", "--subtask", "1", "--state", "count", "--limit", "5", "-o", "table"},
 		"dump-bad-range":    {"dump", "SNAP", "--key-group", "9-3"},
+		// A key, namespace, state, key group or subtask that nothing has:
+		// usage errors or not found, never a silent empty result.
+		"get-no-key":                {"get", "SNAP", "--operator", "word-counter", "--state", "count"},
+		"get-key-not-utf8":          {"get", "SNAP", "--operator", "word-counter", "--state", "count", "--key", "word-\xff"},
+		"get-void-namespace":        {"get", "SNAP", "--operator", "word-counter", "--state", "count", "--key", "word-10", "--namespace", "garbage"},
+		"dump-unknown-state":        {"dump", "SNAP", "--state", "nope"},
+		"dump-key-group-above-maxp": {"dump", "SNAP", "--key-group", "999"},
+		"dump-subtask-above-p":      {"dump", "SNAP", "--operator", "rules", "--subtask", "2"},
 	}
 	for format, loc := range formatsOf(t) {
 		for name, args := range cases {

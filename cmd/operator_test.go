@@ -44,3 +44,30 @@ func TestOperatorRemoveAndRename(t *testing.T) {
 		t.Fatal("operator edits modified their source")
 	}
 }
+
+// --operator takes an operator's name as the help says, also where the
+// operator has a uid (Flink 2.x records both: uid "source", name "Source:
+// source"), in every command that takes it.
+func TestOperatorByName(t *testing.T) {
+	snap := flinkSnapshot(t, "2.3.0", "basic-hashmap-canonical")
+	for _, args := range [][]string{
+		{"inspect", snap, "--operator-state", "--operator", "Source: source"},
+		{"inspect", snap, "--key-groups", "--operator", "Source: source"},
+		{"dump", snap, "--operator", "Source: source"},
+		{"rescale", snap, "--operator", "Source: source=1", "--dry-run"},
+	} {
+		if code, _, errOut := run(t, args...); code != ExitOK {
+			t.Errorf("stateutil %s: exit %d: %s", strings.Join(args, " "), code, errOut)
+		}
+	}
+	code, _, errOut := run(t, "get", snap, "--operator", "Source: source", "--state", "count", "--key", "a")
+	if code != ExitNotFound || !strings.Contains(errOut, `operator "source" has no keyed state "count"`) {
+		t.Errorf("get on the source by its name: exit %d: %s; want the source found, without keyed state", code, errOut)
+	}
+	dst := filepath.Join(t.TempDir(), "out")
+	mustRun(t, "operator", "remove", snap, "--operator", "Source: source", "--output", dst)
+	out := mustRun(t, "inspect", dst)
+	if strings.Contains(out, "Source: source") || !strings.Contains(out, "rules-source") {
+		t.Fatalf("removing \"Source: source\" left:\n%s", out)
+	}
+}

@@ -22,6 +22,7 @@ import (
 	"github.com/stateutil/stateutil/backends/rocksdb"
 	"github.com/stateutil/stateutil/internal/recovered"
 	"github.com/stateutil/stateutil/keygroup"
+	"github.com/stateutil/stateutil/lookup"
 	"github.com/stateutil/stateutil/migrate"
 	"github.com/stateutil/stateutil/redistribute"
 	"github.com/stateutil/stateutil/snapshot"
@@ -72,7 +73,8 @@ func exitCode(err error) int {
 		return ExitInterrupted
 	case errors.Is(err, errUsage), errors.Is(err, keygroup.ErrInvalidParallelism), errors.Is(err, keygroup.ErrUnknownKeyType),
 		errors.Is(err, storage.ErrExist), errors.Is(err, storage.ErrInUse), errors.Is(err, migrate.ErrBadDestination),
-		errors.Is(err, migrate.ErrConflict), errors.Is(err, redistribute.ErrNotRedistributable), errors.As(err, new(*snapshot.ExpiryError)):
+		errors.Is(err, migrate.ErrConflict), errors.Is(err, redistribute.ErrNotRedistributable), errors.As(err, new(*snapshot.ExpiryError)),
+		errors.As(err, new(*lookup.QueryError)):
 		return ExitUsage
 	case errors.Is(err, snapshot.ErrNotFound):
 		return ExitNotFound
@@ -220,9 +222,18 @@ func Run(ctx context.Context, args []string, out, errOut io.Writer) (code int) {
 			code = ExitInternal
 		}
 	}()
-	root := NewRootCommand(out, errOut)
+	stdout := &writeRecorder{w: out}
+	root := NewRootCommand(stdout, errOut)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
+	var coded *codedError
+	if stdout.err != nil && !errors.Is(stdout.err, syscall.EPIPE) && (err == nil || errors.As(err, &coded)) {
+		// Output the command printed without looking at the error (tables,
+		// summaries, help) failed, or did where the result is only the
+		// exit code (diff's "differ"). A reader that stopped is no failure,
+		// and leaves such a result as it is.
+		err = fmt.Errorf("writing output: %w", stdout.err)
+	}
 	if err == nil || errors.Is(err, syscall.EPIPE) {
 		// A reader that stopped reading (dump | head) is no failure.
 		return ExitOK
@@ -230,7 +241,6 @@ func Run(ctx context.Context, args []string, out, errOut io.Writer) (code int) {
 	if cause := context.Cause(ctx); cause != nil && errors.Is(err, context.Canceled) {
 		err = fmt.Errorf("%w: %w", cause, err)
 	}
-	var coded *codedError
 	if errors.As(err, &coded) {
 		if coded.err != nil && coded.code != ExitOK {
 			fmt.Fprintln(errOut, "stateutil:", message(coded.err))
@@ -244,6 +254,21 @@ func Run(ctx context.Context, args []string, out, errOut io.Writer) (code int) {
 	}
 	fmt.Fprintln(errOut, "stateutil:", message(err))
 	return exitCode(err)
+}
+
+// writeRecorder is a command's stdout: it keeps the first write error, so
+// that a command fails when its output does even where it did not check.
+type writeRecorder struct {
+	w   io.Writer
+	err error
+}
+
+func (r *writeRecorder) Write(p []byte) (int, error) {
+	n, err := r.w.Write(p)
+	if err != nil && r.err == nil {
+		r.err = err
+	}
+	return n, err
 }
 
 // Main runs stateutil with the process's arguments. SIGINT or SIGTERM

@@ -26,6 +26,19 @@ const SchemaVersion = 1
 // snapshot.ErrNotFound.
 var ErrKeyNotFound = fmt.Errorf("%w: key", snapshot.ErrNotFound)
 
+// QueryError is a query or filter that asks for what cannot be: a key or
+// namespace that is not a value of the state's type, a namespace for a
+// state without namespaces, key groups or a subtask that nothing dumped
+// has. It is the user's to correct.
+type QueryError struct{ err error }
+
+func (e *QueryError) Error() string { return e.err.Error() }
+func (e *QueryError) Unwrap() error { return e.err }
+
+func queryErrorf(format string, args ...any) error {
+	return &QueryError{fmt.Errorf(format, args...)}
+}
+
 // Record is one key of one state: what `stateutil get` prints and
 // `stateutil dump` streams.
 type Record struct {
@@ -97,7 +110,7 @@ func Get(ctx context.Context, r snapshot.Reader, codecs *snapshot.Codecs, q Quer
 	}
 	key, err := codecs.EncodeKey(st.KeyType, q.Key)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", snapshot.ErrUnsupportedVersion, err)
+		return nil, encodeError("key", st, err)
 	}
 	ns, err := namespace(codecs, st, q.Namespace)
 	if err != nil {
@@ -141,9 +154,26 @@ func namespace(codecs *snapshot.Codecs, st *snapshot.KeyedState, text string) ([
 	}
 	b, err := codecs.EncodeKey(st.NamespaceType, text)
 	if err != nil {
-		return nil, fmt.Errorf("%w: namespace: %w", snapshot.ErrUnsupportedVersion, err)
+		return nil, encodeError("namespace", st, err)
+	}
+	// A namespace type without values (VoidNamespace) takes any text and
+	// keeps nothing of it.
+	if codec, err := codecs.Codec(st.NamespaceType); err == nil && text != "null" {
+		if v, err := codec.Decode(b); err == nil && v == nil {
+			return nil, queryErrorf("state %q has no namespace (its namespace type is %s), yet namespace %s was given", st.Name, st.NamespaceType, text)
+		}
 	}
 	return b, nil
+}
+
+// encodeError is the error of a key or namespace that could not be
+// encoded: the user's when the text is no value of the type, else a type
+// stateutil cannot write.
+func encodeError(what string, st *snapshot.KeyedState, err error) error {
+	if errors.Is(err, snapshot.ErrBadValue) {
+		return &QueryError{fmt.Errorf("%s of state %q: %w", what, st.Name, err)}
+	}
+	return fmt.Errorf("%w: %s of state %q: %w", snapshot.ErrUnsupportedVersion, what, st.Name, err)
 }
 
 // find resolves an operator label and a state name.
@@ -502,12 +532,18 @@ func plan(s *snapshot.Snapshot, f *Filter) ([]job, error) {
 		ops = []*snapshot.Operator{op}
 	}
 	var jobs []job
+	// What the operators dumped have, for a filter that selects nothing of
+	// it: a state, key groups or a subtask no operator has is an error,
+	// not an empty dump.
+	var withState, keyGroups, subtasks []string
+	hasKeyGroups, hasSubtask := f.KeyGroups == nil, f.Subtask < 0
 	for _, op := range ops {
 		states := map[string]*snapshot.KeyedState{}
 		for i := range op.KeyedStates {
 			if f.State == "" || op.KeyedStates[i].Name == f.State {
 				states[op.KeyedStates[i].Name] = &op.KeyedStates[i]
 			}
+			withState = append(withState, op.Label()+"/"+op.KeyedStates[i].Name)
 		}
 		if len(states) == 0 {
 			if f.State != "" && f.Operator != "" {
@@ -516,6 +552,10 @@ func plan(s *snapshot.Snapshot, f *Filter) ([]job, error) {
 			}
 			continue
 		}
+		keyGroups = append(keyGroups, fmt.Sprintf("%s: 0-%d", op.Label(), op.MaxParallelism-1))
+		subtasks = append(subtasks, fmt.Sprintf("%s: 0-%d", op.Label(), op.Parallelism-1))
+		hasKeyGroups = hasKeyGroups || f.KeyGroups.Start < op.MaxParallelism
+		hasSubtask = hasSubtask || f.Subtask < op.Parallelism
 		for _, sub := range op.Subtasks {
 			if sub == nil || (f.Subtask >= 0 && sub.Index != f.Subtask) {
 				continue
@@ -528,6 +568,14 @@ func plan(s *snapshot.Snapshot, f *Filter) ([]job, error) {
 				jobs = append(jobs, job{op: op, subtask: sub.Index, kgs: piece, states: states})
 			}
 		}
+	}
+	switch {
+	case f.State != "" && keyGroups == nil:
+		return nil, fmt.Errorf("%w: no operator has keyed state %q (keyed states: %s)", snapshot.ErrNotFound, f.State, strings.Join(withState, ", "))
+	case keyGroups != nil && !hasKeyGroups:
+		return nil, queryErrorf("key groups %d-%d: no operator dumped has them (key groups: %s)", f.KeyGroups.Start, f.KeyGroups.End, strings.Join(keyGroups, ", "))
+	case keyGroups != nil && !hasSubtask:
+		return nil, queryErrorf("subtask %d: no operator dumped has it (subtasks: %s)", f.Subtask, strings.Join(subtasks, ", "))
 	}
 	return jobs, nil
 }

@@ -3,11 +3,19 @@ package redistribute
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
+	"math/rand/v2"
 	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
 
 	"github.com/stateutil/stateutil/keygroup"
 	"github.com/stateutil/stateutil/snapshot"
+	"github.com/stateutil/stateutil/storage"
 )
 
 // Options tune Open.
@@ -48,6 +56,7 @@ type Assignment struct {
 	rehashed [][]snapshot.Entry
 	files    []string
 	tmp      string
+	tmpClaim storage.Claim
 }
 
 // Open prepares op (an operator of r's snapshot) to be restored at target,
@@ -180,8 +189,64 @@ func (a *Assignment) Close() error {
 		return nil
 	}
 	err := os.RemoveAll(a.tmp)
-	a.tmp, a.files = "", nil
+	if rerr := a.tmpClaim.Release(); err == nil {
+		err = rerr
+	}
+	a.tmp, a.tmpClaim, a.files = "", nil, nil
 	return err
+}
+
+// spillPrefix starts the name of a rehash's spill directory; the PID of
+// the process that spills there follows, so that a later run can tell
+// whether it is still running (see removeAbandoned).
+const spillPrefix = "stateutil-rehash-"
+
+// newSpillDir makes a spill directory in tempDir ("" is the system's),
+// claimed (storage's flock) from before it exists until Close, after
+// removing the ones that killed processes left there.
+func newSpillDir(ctx context.Context, tempDir string) (string, storage.Claim, error) {
+	if tempDir == "" {
+		tempDir = os.TempDir()
+	}
+	removeAbandoned(ctx, tempDir)
+	for {
+		dir := filepath.Join(tempDir, fmt.Sprintf("%s%d-%d", spillPrefix, os.Getpid(), rand.Uint32()))
+		claim, err := storage.Local().Claim(ctx, dir)
+		if err != nil {
+			return "", nil, err
+		}
+		if err = os.Mkdir(dir, 0o700); err == nil {
+			return dir, claim, nil
+		}
+		_ = claim.Release()
+		if !errors.Is(err, fs.ErrExist) {
+			return "", nil, err
+		}
+	}
+}
+
+// removeAbandoned removes the spill directories in tempDir whose process
+// is gone (kill(pid, 0) finds none; a PID reused since keeps the directory,
+// to be safe) and whose claim nobody holds (a process of another PID
+// namespace sharing tempDir holds its own). It is best effort: what it
+// cannot remove stays for a later run, and fails nothing.
+func removeAbandoned(ctx context.Context, tempDir string) {
+	entries, _ := os.ReadDir(tempDir)
+	for _, e := range entries {
+		rest, ok := strings.CutPrefix(e.Name(), spillPrefix)
+		pid, _, _ := strings.Cut(rest, "-")
+		n, err := strconv.Atoi(pid)
+		if !ok || !e.IsDir() || err != nil || n <= 0 || !errors.Is(syscall.Kill(n, 0), syscall.ESRCH) {
+			continue
+		}
+		dir := filepath.Join(tempDir, e.Name())
+		claim, err := storage.Local().Claim(ctx, dir)
+		if err != nil {
+			continue
+		}
+		_ = os.RemoveAll(dir)
+		_ = claim.Release()
+	}
 }
 
 // rehash hashes every entry to its new key group, sorts stably by it in
@@ -190,11 +255,11 @@ func (a *Assignment) rehash(ctx context.Context, opts Options) error {
 	if err := checkHashable(a.op, opts.Codecs); err != nil {
 		return err
 	}
-	tmp, err := os.MkdirTemp(opts.TempDir, "stateutil-rehash-")
+	tmp, claim, err := newSpillDir(ctx, opts.TempDir)
 	if err != nil {
 		return err
 	}
-	a.tmp = tmp
+	a.tmp, a.tmpClaim = tmp, claim
 	s := &sorter{dir: tmp, limit: cmpOr(opts.MemoryLimit, DefaultMemoryLimit)}
 	add := s.add
 	if opts.Only != nil {

@@ -26,6 +26,10 @@ var ErrTooLarge = errors.New("state too large")
 // ErrUnknownFormat reports a format name no registered format has.
 var ErrUnknownFormat = errors.New("unknown snapshot format")
 
+// ErrBadValue reports a key or namespace, as a user wrote it, that is not
+// a value of its type (or not UTF-8 text).
+var ErrBadValue = errors.New("bad value")
+
 // ErrReadOnly reports a format that stateutil reads but does not write.
 var ErrReadOnly = errors.New("read-only format")
 

@@ -271,14 +271,28 @@ type RawState struct {
 	Operator []byte
 }
 
-// Operator finds an operator by uid, id or name; else, for snapshots that
-// record only ids (Flink's `_metadata` before version 5), by the id Flink
-// derives from label as a uid.
+// Operator finds an operator by uid or id; else by name, if only one
+// operator has it (Flink's names need not be unique); else, for snapshots
+// that record only ids (Flink's `_metadata` before version 5), by the id
+// Flink derives from label as a uid.
 func (s *Snapshot) Operator(label string) (*Operator, bool) {
 	for _, o := range s.Operators {
-		if o.UID == label || o.ID == label || (o.UID == "" && o.Name == label) {
+		if o.UID == label || o.ID == label {
 			return o, true
 		}
+	}
+	var named *Operator
+	for _, o := range s.Operators {
+		if o.Name == label {
+			if named != nil {
+				named = nil
+				break
+			}
+			named = o
+		}
+	}
+	if named != nil {
+		return named, true
 	}
 	id := keygroup.OperatorIDOfUID(label)
 	for _, o := range s.Operators {

@@ -54,7 +54,7 @@ type Encoder interface {
 
 // EncodeKey encodes text, a key as a user writes it, as type t: JSON when
 // it parses as JSON (so '["a",1]' is a tuple and '"42"' a string), else
-// the text itself as a string.
+// the text itself as a string. Text that t cannot take is ErrBadValue.
 func (c *Codecs) EncodeKey(t Type, text string) ([]byte, error) {
 	codec, err := c.Codec(t)
 	if err != nil {
@@ -63,6 +63,9 @@ func (c *Codecs) EncodeKey(t Type, text string) ([]byte, error) {
 	enc, ok := codec.(Encoder)
 	if !ok {
 		return nil, fmt.Errorf("stateutil cannot write keys of type %s", t)
+	}
+	if !utf8.ValidString(text) {
+		return nil, fmt.Errorf("%w: %q is not UTF-8 text (write bytes as 0x-prefixed hex)", ErrBadValue, text)
 	}
 	var v any = text
 	dec := json.NewDecoder(strings.NewReader(text))
@@ -73,7 +76,7 @@ func (c *Codecs) EncodeKey(t Type, text string) ([]byte, error) {
 	}
 	b, err := enc.Encode(v)
 	if err != nil {
-		return nil, fmt.Errorf("key %s as %s: %w", text, t, err)
+		return nil, fmt.Errorf("%w: %s is not a %s: %w", ErrBadValue, text, t, err)
 	}
 	return b, nil
 }

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/stateutil/stateutil/internal/chkdir"
 	"github.com/stateutil/stateutil/snapshot"
 	"github.com/stateutil/stateutil/storage"
 )
@@ -84,11 +85,14 @@ func (res *Resolver) Locate(ctx context.Context, h *StreamHandle) (Location, err
 	case HandleByteStream:
 		return Location{Inline: true, Path: res.MetadataFile, Offset: h.DataOffset, Size: int64(len(h.Data))}, nil
 	case HandleRelativeFile:
-		rel := h.Path
-		if strings.HasPrefix(rel, "/") || strings.Contains(rel, `\`) || strings.HasPrefix(path.Clean(rel), "..") || path.Clean(rel) == "." {
-			return Location{}, snapshot.Corrupt(res.MetadataFile, -1, "relative state path %q leaves the checkpoint folder", h.Path)
+		// The other formats' rule for their references: a plain relative
+		// path whose symlinks, on local disk, stay inside the folder. It is
+		// relative to the folder of `_metadata` even in a chk-<N>.
+		p, err := chkdir.Dir{Storage: res.Storage, Path: res.Dir}.RefPath(h.Path)
+		if err != nil {
+			return Location{}, err
 		}
-		return Location{Storage: res.Storage, Path: path.Join(res.Dir, rel), Stored: h.Path, Size: h.Size}, nil
+		return Location{Storage: res.Storage, Path: p, Stored: h.Path, Size: h.Size}, nil
 	case HandleFile, HandleSegmentFile:
 		loc := Location{Stored: h.Path, Absolute: true, Size: h.Size}
 		if h.Type == HandleSegmentFile {
