@@ -186,7 +186,7 @@ func pickMaxParallelism(opts *Options, job *Job, snap *snapshot.Snapshot) int {
 	}
 	if snap != nil {
 		for _, s := range job.Stages {
-			if op, ok := snap.Operator(s.UID); ok {
+			if op, ok := snap.OperatorOfUID(s.UID); ok {
 				return op.MaxParallelism
 			}
 		}

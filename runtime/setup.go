@@ -98,7 +98,7 @@ func (ex *execution) matchSnapshot(snap *snapshot.Snapshot) ([]*snapshot.Operato
 	}
 	used := map[*snapshot.Operator]bool{}
 	for i, v := range ex.vertices {
-		op, ok := snap.Operator(v.uid)
+		op, ok := snap.OperatorOfUID(v.uid)
 		if !ok {
 			continue
 		}

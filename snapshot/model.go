@@ -271,30 +271,36 @@ type RawState struct {
 	Operator []byte
 }
 
-// Operator finds an operator by uid or id; else by name, if only one
-// operator has it (Flink's names need not be unique); else, for snapshots
-// that record only ids (Flink's `_metadata` before version 5), by the id
-// Flink derives from label as a uid.
+// Operator finds the operator a person names: as OperatorOfUID does, else
+// by name, if only one operator has it (Flink's names need not be unique).
 func (s *Snapshot) Operator(label string) (*Operator, bool) {
-	for _, o := range s.Operators {
-		if o.UID == label || o.ID == label {
-			return o, true
-		}
+	if o, ok := s.OperatorOfUID(label); ok {
+		return o, true
 	}
 	var named *Operator
 	for _, o := range s.Operators {
 		if o.Name == label {
 			if named != nil {
-				named = nil
-				break
+				return nil, false
 			}
 			named = o
 		}
 	}
-	if named != nil {
-		return named, true
+	return named, named != nil
+}
+
+// OperatorOfUID finds the operator that a job's operator with this uid
+// restores from, as Flink pairs them, never by a name: by uid or id (or the
+// name of an operator recorded without a uid); else, for snapshots that
+// record only ids (Flink's `_metadata` before version 5), by the id Flink
+// derives from the uid.
+func (s *Snapshot) OperatorOfUID(uid string) (*Operator, bool) {
+	for _, o := range s.Operators {
+		if o.UID == uid || o.ID == uid || (o.UID == "" && o.Name == uid) {
+			return o, true
+		}
 	}
-	id := keygroup.OperatorIDOfUID(label)
+	id := keygroup.OperatorIDOfUID(uid)
 	for _, o := range s.Operators {
 		if o.UID == "" && o.ID == id {
 			return o, true

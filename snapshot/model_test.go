@@ -30,3 +30,26 @@ func TestOperatorByLabel(t *testing.T) {
 		}
 	}
 }
+
+// A job's operator restores from the one with its uid, never from one that
+// only bears its uid as a name: Flink pairs operators by id.
+func TestOperatorOfUIDIgnoresNames(t *testing.T) {
+	s := &Snapshot{Operators: []*Operator{
+		{ID: "01", UID: "source", Name: "Source: source"},
+		{ID: "02", Name: "legacy"},
+	}}
+	for uid, want := range map[string]string{
+		"source":         "01",
+		"01":             "01",
+		"legacy":         "02", // recorded without a uid, so its name stands for one
+		"Source: source": "",
+	} {
+		op, ok := s.OperatorOfUID(uid)
+		switch {
+		case ok && op.ID != want:
+			t.Errorf("OperatorOfUID(%q) = %s, want %q", uid, op.ID, want)
+		case !ok && want != "":
+			t.Errorf("OperatorOfUID(%q) not found, want %s", uid, want)
+		}
+	}
+}
