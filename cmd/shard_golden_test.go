@@ -1,10 +1,15 @@
 package cmd
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -53,7 +58,96 @@ func TestGoldenShardPlan(t *testing.T) {
 	runGoldenReplacing(t, "commit-no-shard-ran", r, "commit", plan)
 	runGoldenReplacing(t, "convert-yarn-local-output", r,
 		"convert", example, "--to", "filesystem", "--output", out, "--yarn", "http://127.0.0.1:1", "--shards", "2")
+	written, err := os.ReadFile(plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A plan file is written exclusively: another plan to the same file
+	// is refused, and leaves no staging area of its own.
+	runGoldenReplacing(t, "rescale-plan-only-exists", r,
+		"rescale", example, "--parallelism", "3", "--output", out, "--plan-only", plan, "--shards", "2")
+	if again, err := os.ReadFile(plan); err != nil || !bytes.Equal(again, written) {
+		t.Fatalf("a refused --plan-only changed %s: %v", plan, err)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil || len(entries) != 2 || entries[0].Name() != ".stateutil-shards-"+planIDOf(t, plan)+"-out" || entries[1].Name() != "plan.json" {
+		t.Fatalf("after the refusals %s holds %v (%v), want the plan and its staging area alone", dir, entries, err)
+	}
+	// Aborted, the plan's staging area is gone and its shards refused.
+	runGoldenReplacing(t, "abort", r, "abort", plan)
+	runGoldenReplacing(t, "abort-again", r, "abort", plan)
+	runGoldenReplacing(t, "shard-after-abort", r, "shard", plan, "--shard", "1/2")
 	if entries, err := os.ReadDir(dir); err != nil || len(entries) != 1 {
-		t.Fatalf("after the refusals %s holds %v (%v), want the plan alone", dir, entries, err)
+		t.Fatalf("after abort %s holds %v (%v), want the plan alone", dir, entries, err)
+	}
+}
+
+func planIDOf(t *testing.T, plan string) string {
+	t.Helper()
+	data, err := os.ReadFile(plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sp struct{ ID string }
+	if err := json.Unmarshal(data, &sp); err != nil {
+		t.Fatal(err)
+	}
+	return sp.ID
+}
+
+// --plan-only never writes over the source, a file inside it, or what is
+// not a regular file, even with --force; --shards is between 1 and the new
+// subtasks written.
+func TestGoldenPlanOnlyRefusals(t *testing.T) {
+	dir := t.TempDir()
+	victim := filepath.Join(dir, "victim.dump")
+	orig, err := os.ReadFile(example)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(victim, orig, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fsSnap := filepath.Join(dir, "victimdir")
+	if code := Run(context.Background(), []string{"convert", victim, "--to", "filesystem", "--output", fsSnap}, io.Discard, io.Discard); code != 0 {
+		t.Fatalf("convert: exit %d", code)
+	}
+	meta := filepath.Join(fsSnap, "_metadata")
+	metaBytes, err := os.ReadFile(meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out")
+	r := strings.NewReplacer(dir, "TMP").Replace
+	runGoldenReplacing(t, "plan-only-over-source", r,
+		"rescale", victim, "--parallelism", "2", "--output", out, "--plan-only", victim, "--force")
+	runGoldenReplacing(t, "plan-only-over-destination", r,
+		"rescale", victim, "--parallelism", "2", "--output", out, "--plan-only", out)
+	runGoldenReplacing(t, "plan-only-inside-source", r,
+		"convert", fsSnap, "--to", "memory", "--output", out, "--plan-only", meta, "--force")
+	runGoldenReplacing(t, "plan-only-fifo", r,
+		"rescale", victim, "--parallelism", "2", "--output", out, "--plan-only", fifo, "--force")
+	runGoldenReplacing(t, "plan-only-directory", r,
+		"rescale", victim, "--parallelism", "2", "--output", out, "--plan-only", fsSnap, "--force")
+	runGoldenReplacing(t, "rescale-shards-zero", r,
+		"rescale", victim, "--parallelism", "2", "--output", out, "--plan-only", filepath.Join(dir, "p.json"), "--shards", "0")
+	runGoldenReplacing(t, "rescale-shards-too-many", r,
+		"rescale", victim, "--parallelism", "2", "--output", out, "--plan-only", filepath.Join(dir, "p.json"), "--shards", "100000")
+	if got, err := os.ReadFile(victim); err != nil || !bytes.Equal(got, orig) {
+		t.Errorf("the source %s changed: %v", victim, err)
+	}
+	if got, err := os.ReadFile(meta); err != nil || !bytes.Equal(got, metaBytes) {
+		t.Errorf("%s changed: %v", meta, err)
+	}
+	if info, err := os.Lstat(fifo); err != nil || info.Mode()&os.ModeNamedPipe == 0 {
+		t.Errorf("the FIFO %s is no longer one: %v", fifo, err)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil || len(entries) != 3 {
+		t.Errorf("after the refusals %s holds %v (%v), want the source, the snapshot and the FIFO alone", dir, entries, err)
 	}
 }
