@@ -35,20 +35,26 @@ func newShardCommand(e *env) *cobra.Command {
 		Short: "Write one shard's part of a planned rescale or convert",
 		Long: `Write the new subtasks that PLAN (from rescale or convert --plan-only PLAN --shards N)
 assigns to shard I of N, into the plan's staging area beside the destination (a
-.stateutil-shards-<plan>-<name> directory on the destination's storage), and record
-their files, sizes and checksums there. Shards run anywhere that reaches the source and
-the destination, in any order, at the same time or not; stateutil commit PLAN finishes
-once all have recorded their part.
+.stateutil-shards-<plan>-<name> directory on the destination's storage, opened by
+--plan-only), and record their files, sizes and checksums there. Shards run anywhere
+that reaches the source and the destination, in any order, at the same time or not;
+stateutil commit PLAN finishes once all have recorded their part, stateutil abort PLAN
+gives the plan up.
 
-A shard refuses a source whose metadata changed since it was planned. Running a shard
-again, or twice at once, is safe: each run writes files of its own and the last run to
-finish is the shard's record; what a killed or superseded run wrote is removed by the
-commit. A log of each run goes to the staging area's logs/.
+A shard refuses (exit 2) a plan edited since it was planned (its digest), a source whose
+metadata changed since then, a plan that does not hold exactly what planning its request
+on the source gives (every new subtask dealt to one shard, key groups, sources, where
+operator-state elements go; the field that differs is named), and a plan that is closed:
+committed or aborted, its staging area without the plan. Running a shard again, or twice
+at once, is safe: each run writes files of its own and the last run to finish is the
+shard's record; what a killed or superseded run wrote is removed by the commit. A log of
+each run goes to the staging area's logs/.
 
 ` + exitCodeHelp,
 		Example: `  stateutil rescale hdfs://nn:8020/sp/job-7 --parallelism 64 --output hdfs://nn:8020/sp/job-7-p64 --plan-only plan.json --shards 8
   stateutil shard plan.json --shard 3/8
-  stateutil commit plan.json`,
+  stateutil commit plan.json
+  stateutil abort plan.json`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			i, n, err := parseShard(o.shard)

@@ -13,7 +13,7 @@ import (
 	"testing"
 )
 
-// The help of shard and commit; usage errors of shard, commit and the --plan-only and --yarn flags, and
+// The help of shard, commit and abort; usage errors of shard, commit, abort and the --plan-only and --yarn flags, and
 // a bad plan file: each one line, with its exit code, before anything is
 // written.
 func TestGoldenShardErrors(t *testing.T) {
@@ -26,6 +26,9 @@ func TestGoldenShardErrors(t *testing.T) {
 		"shard-plan-missing":         {"shard", "../testdata/no-such-plan.json", "--shard", "1/2"},
 		"shard-not-a-plan":           {"shard", example, "--shard", "1/2"},
 		"commit-no-args":             {"commit"},
+		"abort-help":                 {"abort", "--help"},
+		"abort-no-args":              {"abort"},
+		"abort-plan-missing":         {"abort", "../testdata/no-such-plan.json"},
 		"commit-plan-missing":        {"commit", "../testdata/no-such-plan.json"},
 		"commit-not-a-plan":          {"commit", example},
 		"rescale-shards-alone":       {"rescale", example, "--parallelism", "3", "--output", "out", "--shards", "2"},
