@@ -204,7 +204,7 @@ type shardFlags struct {
 
 func (s *shardFlags) add(c *cobra.Command) {
 	f := c.Flags()
-	f.StringVar(&s.planOnly, "plan-only", "", "write the plan for --shards shards to this new file (path or URI; --force replaces a file) instead of copying; then run stateutil shard and stateutil commit")
+	f.StringVar(&s.planOnly, "plan-only", "", "write the plan for --shards shards to this new file (path or URI; --force replaces an earlier plan) instead of copying; then run stateutil shard and stateutil commit")
 	f.IntVar(&s.shards, "shards", 0, "number of shards to plan or run, at most the new subtasks written (with --plan-only: default 1)")
 	f.StringVar(&s.yarn, "yarn", "", "run the shards as one YARN application through this ResourceManager (http://host:8088), then commit")
 	f.StringVar(&s.queue, "queue", "default", "YARN queue (with --yarn)")
@@ -312,8 +312,8 @@ func printShardPlan(w io.Writer, sp *migrate.ShardPlan, planFile string) error {
 	for _, a := range sp.Shards {
 		subtasks += len(a.Subtasks)
 	}
-	fmt.Fprintf(w, "Plan %s: %s (%s) -> %s (%s), %d new subtasks in %d shards; written to %s\n",
-		sp.ID, sp.Source, sp.SourceFormat, sp.Destination, sp.Format, subtasks, len(sp.Shards), planFile)
+	fmt.Fprintf(w, "Plan %s: %s (%s) -> %s (%s), %d new subtasks in %d shards; written to %s, staging area %s\n",
+		sp.ID, sp.Source, sp.SourceFormat, sp.Destination, sp.Format, subtasks, len(sp.Shards), planFile, sp.Staging)
 	var rows [][]string
 	for _, a := range sp.Shards {
 		rows = append(rows, []string{strconv.Itoa(a.Shard), strconv.Itoa(len(a.Subtasks)), humanBytes(a.Bytes)})
@@ -321,7 +321,7 @@ func printShardPlan(w io.Writer, sp *migrate.ShardPlan, planFile string) error {
 	if err := table(w, []string{"SHARD", "SUBTASKS", "BYTES"}, rows); err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "Next: stateutil shard %s --shard I/%d for each I in 1..%d (anywhere, in any order), then stateutil commit %s\n",
-		planFile, len(sp.Shards), len(sp.Shards), planFile)
-	return nil
+	_, err := fmt.Fprintf(w, "Next: stateutil shard %s --shard I/%d for each I in 1..%d (anywhere, in any order), then stateutil commit %s (or stateutil abort %s to give the plan up)\n",
+		planFile, len(sp.Shards), len(sp.Shards), planFile, planFile)
+	return err
 }

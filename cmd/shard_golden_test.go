@@ -120,6 +120,11 @@ func TestGoldenPlanOnlyRefusals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A file that is no plan, outside the source.
+	other := filepath.Join(dir, "metadata-copy")
+	if err := os.WriteFile(other, metaBytes, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	fifo := filepath.Join(dir, "fifo")
 	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
 		t.Fatal(err)
@@ -134,6 +139,8 @@ func TestGoldenPlanOnlyRefusals(t *testing.T) {
 		"convert", fsSnap, "--to", "memory", "--output", out, "--plan-only", meta, "--force")
 	runGoldenReplacing(t, "plan-only-fifo", r,
 		"rescale", victim, "--parallelism", "2", "--output", out, "--plan-only", fifo, "--force")
+	runGoldenReplacing(t, "plan-only-not-a-plan", r,
+		"rescale", victim, "--parallelism", "2", "--output", out, "--plan-only", other, "--force")
 	runGoldenReplacing(t, "plan-only-directory", r,
 		"rescale", victim, "--parallelism", "2", "--output", out, "--plan-only", fsSnap, "--force")
 	runGoldenReplacing(t, "rescale-shards-zero", r,
@@ -143,14 +150,53 @@ func TestGoldenPlanOnlyRefusals(t *testing.T) {
 	if got, err := os.ReadFile(victim); err != nil || !bytes.Equal(got, orig) {
 		t.Errorf("the source %s changed: %v", victim, err)
 	}
-	if got, err := os.ReadFile(meta); err != nil || !bytes.Equal(got, metaBytes) {
-		t.Errorf("%s changed: %v", meta, err)
+	for _, f := range []string{meta, other} {
+		if got, err := os.ReadFile(f); err != nil || !bytes.Equal(got, metaBytes) {
+			t.Errorf("%s changed: %v", f, err)
+		}
 	}
 	if info, err := os.Lstat(fifo); err != nil || info.Mode()&os.ModeNamedPipe == 0 {
 		t.Errorf("the FIFO %s is no longer one: %v", fifo, err)
 	}
 	entries, err := os.ReadDir(dir)
-	if err != nil || len(entries) != 3 {
-		t.Errorf("after the refusals %s holds %v (%v), want the source, the snapshot and the FIFO alone", dir, entries, err)
+	if err != nil || len(entries) != 4 {
+		t.Errorf("after the refusals %s holds %v (%v), want the source, the snapshot, the copy of its metadata and the FIFO alone", dir, entries, err)
+	}
+}
+
+// --force replaces an earlier plan file, and nothing else: not a file a
+// Flink checkpoint reads from outside its directory (its shared state).
+func TestPlanOnlyForceReplacesPlansOnly(t *testing.T) {
+	dir := t.TempDir()
+	plan := filepath.Join(dir, "plan.json")
+	mustRun(t, "rescale", example, "--parallelism", "3", "--output", filepath.Join(dir, "out"), "--plan-only", plan)
+	first := planIDOf(t, plan)
+	mustRun(t, "rescale", example, "--parallelism", "2", "--output", filepath.Join(dir, "out"), "--plan-only", plan, "--force")
+	if planIDOf(t, plan) == first {
+		t.Fatalf("--force kept the earlier plan %s", first)
+	}
+
+	job := filepath.Join(dir, "job")
+	fixture := filepath.Join("..", "testdata", "flink", "1.20.5", "basic-rocksdb-checkpoint-incremental", "snapshot", "d814f7a91bbd89985e0d9f59d3e2f161")
+	if err := os.CopyFS(job, os.DirFS(fixture)); err != nil {
+		t.Fatal(err)
+	}
+	shared, err := filepath.Glob(filepath.Join(job, "shared", "*"))
+	if err != nil || len(shared) == 0 {
+		t.Fatalf("no shared state in %s: %v", job, err)
+	}
+	before, err := os.ReadFile(shared[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	pathMap := "file:/work/wt-flink/testdata/.flink.new/1.20.5/.basic-rocksdb-checkpoint-incremental.tmp/snapshot/d814f7a91bbd89985e0d9f59d3e2f161=" + job
+	mustRun(t, "inspect", filepath.Join(job, "chk-1"), "--path-map", pathMap)
+	code, _, errOut := run(t, "convert", filepath.Join(job, "chk-1"), "--path-map", pathMap, "--to", "flink", "--output", filepath.Join(dir, "sp"),
+		"--plan-only", shared[0], "--force")
+	if code != ExitUsage || !strings.Contains(errOut, "is not a plan file") {
+		t.Fatalf("--plan-only over the checkpoint's shared state: exit %d: %s", code, errOut)
+	}
+	if after, err := os.ReadFile(shared[0]); err != nil || !bytes.Equal(after, before) {
+		t.Fatalf("%s changed: %v", shared[0], err)
 	}
 }

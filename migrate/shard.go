@@ -55,7 +55,7 @@ func OpenStaging(ctx context.Context, reg *snapshot.Registry, sp *ShardPlan) err
 	if err := st.MkdirAll(ctx, staging); err != nil {
 		return err
 	}
-	return writeNew(ctx, st, path.Join(staging, StagingPlan), append(data, '\n'), false)
+	return writeNew(ctx, st, path.Join(staging, StagingPlan), append(data, '\n'), nil)
 }
 
 // CheckPlanOpen refuses a plan whose staging area holds no plan, or the

@@ -10,9 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -47,11 +45,13 @@ var ErrShardCount = errors.New("number of shards")
 var ErrShardsIncomplete = errors.New("shards incomplete")
 
 // ShardPlan is a plan file: everything a shard needs to write its part
-// of a copy, and the commit to finish it, as data. Shards re-read the
-// source's metadata (never its state) and check it against
-// SourceFingerprint; the redistribution itself (Plan) is taken from the
-// file, not computed again, so a max-parallelism change is not re-hashed
-// by every shard.
+// of a copy, and the commit to finish it, as data: what was asked for
+// (source, destination, change, edits, options) and what it came to
+// (formats, Plan, Staging, Shards). Shards and the commit re-read the
+// source's metadata (never its keyed state), check it against
+// SourceFingerprint, and plan the request again from it to refuse a plan
+// that differs (see rebuild); a max-parallelism change is estimated, not
+// re-hashed, as PlanShards estimated it.
 type ShardPlan struct {
 	SchemaVersion int    `json:"schema_version"`
 	Kind          string `json:"kind"`
@@ -176,7 +176,7 @@ func PlanShards(ctx context.Context, reg *snapshot.Registry, req ShardRequest) (
 		return nil, err
 	}
 	if req.PlanFile != "" {
-		if err := checkPlanFile(req.PlanFile, sp, r.Snapshot()); err != nil {
+		if err := checkPlanFile(req.PlanFile, sp); err != nil {
 			return nil, err
 		}
 	}
@@ -246,37 +246,16 @@ func (sp *ShardPlan) readable(r snapshot.Reader) (snapshot.Reader, error) {
 }
 
 // checkPlanFile refuses to write the plan over the source, the
-// destination or the staging area, inside one of them, or over a file the
-// source (of metadata s) reads. Locations are compared normalized, as
-// CheckLocations compares them.
-func checkPlanFile(planFile string, sp *ShardPlan, s *snapshot.Snapshot) error {
+// destination or the staging area, or inside one of them. Locations are
+// compared normalized, as CheckLocations compares them. (A file the
+// source reads elsewhere exists, and is no plan file: WriteShardPlan
+// never replaces it.)
+func checkPlanFile(planFile string, sp *ShardPlan) error {
 	p := NormalizeLocation(planFile)
 	for _, loc := range []struct{ role, at string }{{"the source", sp.Source}, {"the destination", sp.Destination}, {"the staging area", stagingFor(sp.Destination, sp.ID)}} {
 		at := NormalizeLocation(loc.at)
 		if p == at || strings.HasPrefix(p, strings.TrimSuffix(at, "/")+"/") {
 			return fmt.Errorf("%w: plan file %q is %s %q or lies inside it; write the plan somewhere else", ErrBadDestination, planFile, loc.role, loc.at)
-		}
-	}
-	// Relative files lie beside the metadata: in the source when it is a
-	// directory, else beside the source's file.
-	base := strings.TrimSuffix(sp.Source, "/")
-	if info, err := os.Stat(base); err == nil && !info.IsDir() {
-		base = filepath.Dir(base)
-	}
-	for _, op := range s.Operators {
-		for _, sub := range op.Subtasks {
-			for _, f := range sub.Files {
-				at := base + "/" + f.Path
-				if f.Absolute {
-					at = f.Path
-					if rest, ok := strings.CutPrefix(at, "file:"); ok && !strings.HasPrefix(rest, "//") {
-						at = rest
-					}
-				}
-				if NormalizeLocation(at) == p {
-					return fmt.Errorf("%w: plan file %q is %q, which the source %q reads; write the plan somewhere else", ErrBadDestination, planFile, f.Path, sp.Source)
-				}
-			}
 		}
 	}
 	return nil
@@ -410,8 +389,8 @@ func (sp *ShardPlan) digest() (string, error) {
 
 // WriteShardPlan writes sp to location (a path or URI) as indented JSON,
 // atomically and exclusively as every output is: a file there is refused
-// unless force, which replaces a regular file only; a directory, FIFO or
-// device never is.
+// unless force, which replaces an earlier plan file only, never another
+// file (one a snapshot reads), a directory, FIFO or device.
 func WriteShardPlan(ctx context.Context, reg *snapshot.Registry, location string, sp *ShardPlan, force bool) error {
 	data, err := json.MarshalIndent(sp, "", "  ")
 	if err != nil {
@@ -426,13 +405,24 @@ func WriteShardPlan(ctx context.Context, reg *snapshot.Registry, location string
 			return err
 		}
 	}
-	return writeNew(ctx, st, p, append(data, '\n'), force)
+	replace := func(ctx context.Context) error {
+		if !force {
+			return fmt.Errorf("%w: %s (--force replaces an earlier plan file)", storage.ErrExist, st.URI(p))
+		}
+		old, err := storage.ReadAll(ctx, st, p, maxPlanFile)
+		var plan struct{ Kind string }
+		if err != nil || json.Unmarshal(old, &plan) != nil || plan.Kind != ShardPlanKind {
+			return fmt.Errorf("%w: %s is not a plan file; --force replaces an earlier plan file only", storage.ErrExist, st.URI(p))
+		}
+		return nil
+	}
+	return writeNew(ctx, st, p, append(data, '\n'), replace)
 }
 
 // writeNew writes data to p atomically, claiming p while it looks and
-// writes: what is at p is refused unless force, which replaces a regular
-// file only.
-func writeNew(ctx context.Context, st storage.Storage, p string, data []byte, force bool) error {
+// writes: what is at p is refused, unless it is a regular file and
+// replace, if given, allows it.
+func writeNew(ctx context.Context, st storage.Storage, p string, data []byte, replace func(context.Context) error) error {
 	claim, err := st.Claim(ctx, p)
 	if err != nil {
 		return err
@@ -447,8 +437,12 @@ func writeNew(ctx context.Context, st storage.Storage, p string, data []byte, fo
 		return fmt.Errorf("%w: %s is %w", ErrBadDestination, st.URI(p), storage.ErrNotRegular)
 	case info.IsDir:
 		return fmt.Errorf("%w: %s is a directory", ErrBadDestination, st.URI(p))
-	case !force:
-		return fmt.Errorf("%w: %s (--force replaces it)", storage.ErrExist, st.URI(p))
+	case replace == nil:
+		return fmt.Errorf("%w: %s", storage.ErrExist, st.URI(p))
+	default:
+		if err := replace(ctx); err != nil {
+			return err
+		}
 	}
 	return storage.WriteFile(ctx, st, p, data)
 }
