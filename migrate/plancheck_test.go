@@ -436,17 +436,21 @@ func otherValues(v any) []any {
 // as it was; none changes the result silently, none panics.
 func TestEveryPlanFieldEdit(t *testing.T) {
 	src := generated(t, 60, 3)
+	// A Flink savepoint records no keyed figures: the shards take those
+	// from the plan.
+	savepoint := filepath.Join("..", "testdata", "flink", "1.20.5", "basic-hashmap-canonical", "snapshot", "savepoint-58fe20-3983f452098d")
 	for _, c := range []struct {
-		name   string
-		change redistribute.Request
-		edits  []Edit
+		name, src string
+		change    redistribute.Request
+		edits     []Edit
 	}{
 		// Split, union and broadcast state redistributed, new key-group
 		// ranges, an operator given a new uid.
-		{"rescale", redistribute.Request{Parallelism: 4}, []Edit{{Operator: "sink", UID: "printer"}}},
-		{"max-parallelism", redistribute.Request{Parallelism: 2, MaxParallelism: 64}, nil},
+		{"rescale", src, redistribute.Request{Parallelism: 4}, []Edit{{Operator: "sink", UID: "printer"}}},
+		{"max-parallelism", src, redistribute.Request{Parallelism: 2, MaxParallelism: 64}, nil},
+		{"flink-rescale", savepoint, redistribute.Request{Parallelism: 3}, nil},
 	} {
-		t.Run(c.name, func(t *testing.T) { everyPlanFieldEdit(t, src, c.change, c.edits) })
+		t.Run(c.name, func(t *testing.T) { everyPlanFieldEdit(t, c.src, c.change, c.edits) })
 	}
 }
 
