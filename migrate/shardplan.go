@@ -134,8 +134,8 @@ type ShardRequest struct {
 	// subtasks the copy writes.
 	Shards int
 	// PlanFile, when set, is where the plan will be written: it must not
-	// be the source, the destination or the staging area, lie inside one
-	// of them, or be a file the source reads.
+	// be the source, the destination or the staging area, or lie inside
+	// one of them (and WriteShardPlan replaces no file but a plan).
 	PlanFile string
 }
 
