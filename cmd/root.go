@@ -189,6 +189,7 @@ s3://bucket/path URIs (s3a:// and s3p:// too, as Flink writes them).
 		newDumpCommand(e),
 		newShardCommand(e),
 		newCommitCommand(e),
+		newAbortCommand(e),
 	)
 	root.Args = cobra.NoArgs
 	root.RunE = func(c *cobra.Command, _ []string) error { return c.Help() }

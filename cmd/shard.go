@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -34,20 +35,26 @@ func newShardCommand(e *env) *cobra.Command {
 		Short: "Write one shard's part of a planned rescale or convert",
 		Long: `Write the new subtasks that PLAN (from rescale or convert --plan-only PLAN --shards N)
 assigns to shard I of N, into the plan's staging area beside the destination (a
-.stateutil-shards-<plan>-<name> directory on the destination's storage), and record
-their files, sizes and checksums there. Shards run anywhere that reaches the source and
-the destination, in any order, at the same time or not; stateutil commit PLAN finishes
-once all have recorded their part.
+.stateutil-shards-<plan>-<name> directory on the destination's storage, opened by
+--plan-only), and record their files, sizes and checksums there. Shards run anywhere
+that reaches the source and the destination, in any order, at the same time or not;
+stateutil commit PLAN finishes once all have recorded their part, stateutil abort PLAN
+gives the plan up.
 
-A shard refuses a source whose metadata changed since it was planned. Running a shard
-again, or twice at once, is safe: each run writes files of its own and the last run to
-finish is the shard's record; what a killed or superseded run wrote is removed by the
-commit. A log of each run goes to the staging area's logs/.
+A shard refuses (exit 2) a plan edited since it was planned (its digest), a source whose
+metadata changed since then, a plan that does not hold exactly what planning its request
+on the source gives (every new subtask dealt to one shard, key groups, sources, where
+operator-state elements go; the field that differs is named), and a plan that is closed:
+committed or aborted, its staging area without the plan. Running a shard again, or twice
+at once, is safe: each run writes files of its own and the last run to finish is the
+shard's record; what a killed or superseded run wrote is removed by the commit. A log of
+each run goes to the staging area's logs/.
 
 ` + exitCodeHelp,
 		Example: `  stateutil rescale hdfs://nn:8020/sp/job-7 --parallelism 64 --output hdfs://nn:8020/sp/job-7-p64 --plan-only plan.json --shards 8
   stateutil shard plan.json --shard 3/8
-  stateutil commit plan.json`,
+  stateutil commit plan.json
+  stateutil abort plan.json`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			i, n, err := parseShard(o.shard)
@@ -88,6 +95,10 @@ func (o *shardOptions) run(c *cobra.Command, e *env, planFile string, i, n int) 
 	}
 	if n != len(sp.Shards) {
 		return usageErrorf("--shard %d/%d, but plan %s has %d shards", i, n, sp.ID, len(sp.Shards))
+	}
+	// A closed plan's shard writes nothing, not even its log.
+	if err := migrate.CheckPlanOpen(ctx, e.reg, sp); err != nil {
+		return err
 	}
 	// The run's log goes to stderr and, at the end, to the staging area,
 	// where it stays reachable after the container or machine is gone.
@@ -187,12 +198,14 @@ type shardFlags struct {
 	amJar       string
 	amClasspath string
 	shardEnv    []string
+	// given tells a flag given on the command line from its default.
+	given func(name string) bool
 }
 
 func (s *shardFlags) add(c *cobra.Command) {
 	f := c.Flags()
-	f.StringVar(&s.planOnly, "plan-only", "", "write the plan for --shards shards to this file (path or URI) instead of copying; then run stateutil shard and stateutil commit")
-	f.IntVar(&s.shards, "shards", 0, "number of shards to plan or run (with --plan-only: default 1)")
+	f.StringVar(&s.planOnly, "plan-only", "", "write the plan for --shards shards to this new file (path or URI; --force replaces an earlier plan) instead of copying; then run stateutil shard and stateutil commit")
+	f.IntVar(&s.shards, "shards", 0, "number of shards to plan or run, at most the new subtasks written (with --plan-only: default 1)")
 	f.StringVar(&s.yarn, "yarn", "", "run the shards as one YARN application through this ResourceManager (http://host:8088), then commit")
 	f.StringVar(&s.queue, "queue", "default", "YARN queue (with --yarn)")
 	f.IntVar(&s.retries, "yarn-retries", 2, "times a failed shard is started again in its container before the application fails")
@@ -204,13 +217,14 @@ func (s *shardFlags) add(c *cobra.Command) {
 	for _, name := range []string{"yarn-am-classpath", "yarn-shard-env"} {
 		_ = f.MarkHidden(name)
 	}
+	s.given = func(name string) bool { return f.Changed(name) }
 }
 
 func (s *shardFlags) active() bool { return s.planOnly != "" || s.yarn != "" }
 
 func (s *shardFlags) validate(dryRun bool) error {
 	switch {
-	case !s.active() && s.shards != 0:
+	case !s.active() && s.given("shards"):
 		return usageErrorf("--shards needs --plan-only or --yarn")
 	case s.planOnly != "" && s.yarn != "":
 		return usageErrorf("--plan-only and --yarn exclude each other")
@@ -218,7 +232,7 @@ func (s *shardFlags) validate(dryRun bool) error {
 		return usageErrorf("--dry-run and --%s exclude each other", map[bool]string{true: "plan-only", false: "yarn"}[s.planOnly != ""])
 	case s.yarn != "" && s.shards < 1:
 		return usageErrorf("--yarn needs --shards N (at least 1)")
-	case s.shards < 0:
+	case s.given("shards") && s.shards < 1:
 		return usageErrorf("--shards must be at least 1, not %d", s.shards)
 	}
 	for _, kv := range s.shardEnv {
@@ -229,17 +243,25 @@ func (s *shardFlags) validate(dryRun bool) error {
 	return nil
 }
 
-// run plans req for shards, and either writes the plan (--plan-only) or
-// runs the shards on YARN and commits; done prints a committed copy.
+// run plans req for shards, opens the plan's staging area, and either
+// writes the plan (--plan-only) or runs the shards on YARN and commits;
+// done prints a committed copy.
 func (s *shardFlags) run(c *cobra.Command, e *env, req migrate.Request, report outputFlag, done func(*migrate.Result) error) error {
 	ctx := c.Context()
-	sp, err := migrate.PlanShards(ctx, e.reg, migrate.ShardRequest{Request: req, Shards: max(s.shards, 1)})
+	sp, err := migrate.PlanShards(ctx, e.reg, migrate.ShardRequest{Request: req, Shards: max(s.shards, 1), PlanFile: s.planOnly})
+	if errors.Is(err, migrate.ErrShardCount) {
+		return fmt.Errorf("%w: %w", errUsage, err)
+	}
 	if err != nil {
 		return err
 	}
 	if s.planOnly != "" {
-		if err := migrate.WriteShardPlan(ctx, e.reg, s.planOnly, sp); err != nil {
+		if err := migrate.OpenStaging(ctx, e.reg, sp); err != nil {
 			return err
+		}
+		if err := migrate.WriteShardPlan(ctx, e.reg, s.planOnly, sp, req.Force); err != nil {
+			_, aerr := migrate.AbortShards(context.WithoutCancel(ctx), e.reg, sp)
+			return errors.Join(err, aerr)
 		}
 		if report.json() {
 			return writeJSON(c.OutOrStdout(), sp)
@@ -254,7 +276,7 @@ func (s *shardFlags) run(c *cobra.Command, e *env, req migrate.Request, report o
 	if !strings.HasPrefix(planFile, "hdfs://") {
 		return usageErrorf("--yarn needs the destination on HDFS, where YARN localizes the binary for the containers and they write their part; %s is not (plan with --plan-only and run stateutil shard by other means)", sp.Destination)
 	}
-	if err := migrate.WriteShardPlan(ctx, e.reg, planFile, sp); err != nil {
+	if err := migrate.OpenStaging(ctx, e.reg, sp); err != nil {
 		return err
 	}
 	client, err := yarn.NewClient(s.yarn)
@@ -276,7 +298,7 @@ func (s *shardFlags) run(c *cobra.Command, e *env, req migrate.Request, report o
 		Queue: s.queue, ContainerMemoryMB: s.memory, Retries: s.retries, AMJar: s.amJar, AMClasspath: s.amClasspath,
 		ShardEnv: env, Poll: time.Second, Log: c.ErrOrStderr()})
 	if err != nil {
-		return fmt.Errorf("%w (the shards' staging area %s stays for a look or a commit; stateutil commit %s finishes once all shards have recorded)", err, sp.Staging, planFile)
+		return fmt.Errorf("%w (the shards' staging area %s stays for a look or a commit; stateutil commit %s finishes once all shards have recorded, stateutil abort %s removes it)", err, sp.Staging, planFile, planFile)
 	}
 	res, err := migrate.CommitShards(ctx, e.reg, sp, migrate.CommitOptions{Verify: req.Verify, TempDir: req.TempDir, BeforePlace: killCommitHook()})
 	if err != nil {
@@ -290,8 +312,8 @@ func printShardPlan(w io.Writer, sp *migrate.ShardPlan, planFile string) error {
 	for _, a := range sp.Shards {
 		subtasks += len(a.Subtasks)
 	}
-	fmt.Fprintf(w, "Plan %s: %s (%s) -> %s (%s), %d new subtasks in %d shards; written to %s\n",
-		sp.ID, sp.Source, sp.SourceFormat, sp.Destination, sp.Format, subtasks, len(sp.Shards), planFile)
+	fmt.Fprintf(w, "Plan %s: %s (%s) -> %s (%s), %d new subtasks in %d shards; written to %s, staging area %s\n",
+		sp.ID, sp.Source, sp.SourceFormat, sp.Destination, sp.Format, subtasks, len(sp.Shards), planFile, sp.Staging)
 	var rows [][]string
 	for _, a := range sp.Shards {
 		rows = append(rows, []string{strconv.Itoa(a.Shard), strconv.Itoa(len(a.Subtasks)), humanBytes(a.Bytes)})
@@ -299,7 +321,7 @@ func printShardPlan(w io.Writer, sp *migrate.ShardPlan, planFile string) error {
 	if err := table(w, []string{"SHARD", "SUBTASKS", "BYTES"}, rows); err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "Next: stateutil shard %s --shard I/%d for each I in 1..%d (anywhere, in any order), then stateutil commit %s\n",
-		planFile, len(sp.Shards), len(sp.Shards), planFile)
-	return nil
+	_, err := fmt.Fprintf(w, "Next: stateutil shard %s --shard I/%d for each I in 1..%d (anywhere, in any order), then stateutil commit %s (or stateutil abort %s to give the plan up)\n",
+		planFile, len(sp.Shards), len(sp.Shards), planFile, planFile)
+	return err
 }

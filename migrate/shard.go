@@ -5,14 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"os"
 	"path"
 	"slices"
 	"strings"
 
-	"github.com/stateutil/stateutil/keygroup"
-	"github.com/stateutil/stateutil/redistribute"
 	"github.com/stateutil/stateutil/snapshot"
 	"github.com/stateutil/stateutil/storage"
 )
@@ -25,14 +22,74 @@ import (
 //	shards/shard-NNNN.json  what shard NNNN wrote (ShardRecord), written last
 //	                        and atomically by the shard; a retry replaces it
 //	logs/                   the shards' logs
-//	plan.json               the plan, when stateutil put it there (--yarn)
+//	plan.json               the plan, written when it was planned
+//	                        (OpenStaging): while it is there the plan is
+//	                        open, and shards and the commit may run
+//	COMMITTED               written by the commit before it moves the
+//	                        snapshot to the destination
 const (
 	stagingData   = "data"
 	stagingShards = "shards"
 	stagingLogs   = "logs"
 	// StagingPlan is the plan file's name inside the staging area.
 	StagingPlan = "plan.json"
+	// StagingCommitted is the mark of a committed plan in its staging area.
+	StagingCommitted = "COMMITTED"
 )
+
+// OpenStaging seals sp and opens its staging area: it creates it and
+// writes the plan there (StagingPlan), exclusively. Shards and the commit
+// run only while that file is there; abort removes it first.
+func OpenStaging(ctx context.Context, reg *snapshot.Registry, sp *ShardPlan) error {
+	if err := sp.Seal(); err != nil {
+		return err
+	}
+	st, staging, err := reg.Storage.Resolve(ctx, sp.Staging)
+	if err != nil {
+		return err
+	}
+	data, err := json.MarshalIndent(sp, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := st.MkdirAll(ctx, staging); err != nil {
+		return err
+	}
+	return writeNew(ctx, st, path.Join(staging, StagingPlan), append(data, '\n'), nil)
+}
+
+// CheckPlanOpen refuses a plan whose staging area holds no plan, or the
+// mark of its commit (ErrPlanClosed: committed or aborted), or holds
+// another plan than sp (ErrPlanMismatch): shards run only while it does
+// not.
+func CheckPlanOpen(ctx context.Context, reg *snapshot.Registry, sp *ShardPlan) error {
+	st, staging, err := reg.Storage.Resolve(ctx, sp.Staging)
+	if err != nil {
+		return err
+	}
+	switch _, err := st.Stat(ctx, path.Join(staging, StagingCommitted)); {
+	case err == nil:
+		return fmt.Errorf("%w: plan %s is committed; a shard has nothing left to write", ErrPlanClosed, sp.ID)
+	case !errors.Is(err, storage.ErrNotFound):
+		return err
+	}
+	p := path.Join(staging, StagingPlan)
+	data, err := storage.ReadAll(ctx, st, p, maxPlanFile)
+	if errors.Is(err, storage.ErrNotFound) {
+		return fmt.Errorf("%w: plan %s: its staging area %s holds no plan (committed or aborted); plan again", ErrPlanClosed, sp.ID, st.URI(staging))
+	}
+	if err != nil {
+		return err
+	}
+	staged, err := parseShardPlan(st.URI(p), data)
+	if err != nil {
+		return err
+	}
+	if staged.ID != sp.ID || staged.Digest != sp.Digest {
+		return fmt.Errorf("%w: %s is plan %s (%s), not the plan given (%s %s)", ErrPlanMismatch, st.URI(p), staged.ID, staged.Digest, sp.ID, sp.Digest)
+	}
+	return nil
+}
 
 // ShardRecord is what one shard wrote, as it records it in the staging
 // area once every file it wrote is in place.
@@ -66,8 +123,10 @@ type ShardOptions struct {
 }
 
 // RunShard writes shard's part (1..len(sp.Shards)) of sp into the
-// staging area and records it there. It refuses a source whose metadata
-// changed since the plan, and a plan its source no longer gives. On
+// staging area and records it there. It refuses a plan that is not open
+// (OpenStaging) or is committed (ErrPlanClosed), a source whose metadata
+// changed since the plan, and a plan its source does not give (see
+// rebuild). On
 // failure it removes what it wrote; a shard killed half way leaves files
 // no record lists, which the commit removes. Running a shard again, or
 // twice at once, is safe: each run writes files of its own, and the
@@ -75,6 +134,9 @@ type ShardOptions struct {
 func RunShard(ctx context.Context, reg *snapshot.Registry, sp *ShardPlan, shard int, opts ShardOptions) (*ShardRecord, error) {
 	if shard < 1 || shard > len(sp.Shards) {
 		return nil, fmt.Errorf("%w: shard %d of a plan of %d shards", ErrPlanMismatch, shard, len(sp.Shards))
+	}
+	if err := CheckPlanOpen(ctx, reg, sp); err != nil {
+		return nil, err
 	}
 	r, plan, f, err := openPlanned(ctx, reg, sp, opts.TempDir)
 	if err != nil {
@@ -145,6 +207,11 @@ func RunShard(ctx context.Context, reg *snapshot.Registry, sp *ShardPlan, shard 
 	if err := checkCoverage(sp.Shards[shard-1], rec); err != nil {
 		return nil, err
 	}
+	// Committed or aborted while this shard ran: its record would make a
+	// staging area again.
+	if err := CheckPlanOpen(ctx, reg, sp); err != nil {
+		return nil, errors.Join(err, w.Abort(context.WithoutCancel(ctx)))
+	}
 	body, err := json.MarshalIndent(rec, "", "  ")
 	if err != nil {
 		return nil, err
@@ -209,7 +276,7 @@ func checkCoverage(a ShardAssignment, rec *ShardRecord) error {
 }
 
 // openPlanned opens sp's source, checks it is the one planned, and
-// rebuilds the copy's plan from the file.
+// rebuilds the copy's plan from it.
 func openPlanned(ctx context.Context, reg *snapshot.Registry, sp *ShardPlan, tempDir string) (snapshot.Reader, *Plan, *snapshot.Format, error) {
 	r, err := reg.Open(ctx, sp.Source, snapshot.OpenOptions{PathMap: sp.PathMap, TempDir: tempDir})
 	if err != nil {
@@ -220,66 +287,4 @@ func openPlanned(ctx context.Context, reg *snapshot.Registry, sp *ShardPlan, tem
 		return nil, nil, nil, errors.Join(err, r.Close())
 	}
 	return r, plan, f, nil
-}
-
-// rebuild checks the source *r against sp and returns sp's plan for it;
-// *r is replaced by its readable part when the plan skips unreadable state.
-func rebuild(ctx context.Context, reg *snapshot.Registry, sp *ShardPlan, r *snapshot.Reader) (*Plan, *snapshot.Format, error) {
-	fp, err := Fingerprint((*r).Snapshot())
-	if err != nil {
-		return nil, nil, err
-	}
-	if fp != sp.SourceFingerprint {
-		return nil, nil, fmt.Errorf("%w: the source %s changed since it was planned (metadata %s, the plan has %s); plan again", ErrPlanMismatch, sp.Source, fp, sp.SourceFingerprint)
-	}
-	if sp.SkipUnreadable {
-		*r, _ = snapshot.WithoutUnreadable(*r)
-	} else if err := snapshot.CheckReadable((*r).Snapshot()); err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", sp.Source, err)
-	}
-	if x := sp.DropExpired; x != nil {
-		if *r, err = snapshot.WithoutExpired(*r, snapshot.Expiry{At: x.At, TTL: x.TTL}); err != nil {
-			return nil, nil, fmt.Errorf("%s: %w", sp.Source, err)
-		}
-	}
-	f, err := reg.Writable(sp.Format)
-	if err != nil {
-		return nil, nil, err
-	}
-	s := (*r).Snapshot()
-	rp := sp.Plan.Plan
-	targets, err := redistribute.Targets(s, sp.change(reg))
-	if err != nil {
-		return nil, nil, err
-	}
-	if len(rp.Operators) != len(s.Operators) {
-		return nil, nil, fmt.Errorf("%w: the plan has %d operators, the source %d", ErrPlanMismatch, len(rp.Operators), len(s.Operators))
-	}
-	for i, op := range s.Operators {
-		p := &rp.Operators[i]
-		old := redistribute.Target{Parallelism: op.Parallelism, MaxParallelism: op.MaxParallelism}
-		if p.ID != op.ID || p.UID != op.UID || p.Old != old || p.New != targets[i] || len(p.Subtasks) != p.New.Parallelism ||
-			len(p.OperatorStates) != len(op.OperatorStates) {
-			return nil, nil, fmt.Errorf("%w: plan operator %d (%q) does not fit the source's %q", ErrPlanMismatch, i, p.Label(), op.Label())
-		}
-		for j, sub := range p.Subtasks {
-			if sub.Index != j || sub.KeyGroups != keygroup.RangeOf(p.New.MaxParallelism, p.New.Parallelism, j) {
-				return nil, nil, fmt.Errorf("%w: plan operator %q subtask %d has key groups %v", ErrPlanMismatch, p.Label(), j, sub.KeyGroups)
-			}
-		}
-		for k, osp := range p.OperatorStates {
-			if osp.Name != op.OperatorStates[k].Name || len(osp.Assignment) != p.New.Parallelism {
-				return nil, nil, fmt.Errorf("%w: plan operator %q: operator state %q does not fit the source", ErrPlanMismatch, p.Label(), osp.Name)
-			}
-		}
-	}
-	plan, err := planFrom(s, rp, f, sp.edits())
-	if err != nil {
-		return nil, nil, err
-	}
-	if !slices.Equal(plan.Removed, sp.Plan.Removed) || !maps.Equal(plan.Renamed, sp.Plan.Renamed) {
-		return nil, nil, fmt.Errorf("%w: the plan's edits give other operators than the file lists", ErrPlanMismatch)
-	}
-	plan.Source, plan.Destination = sp.Source, sp.Destination
-	return plan, f, nil
 }

@@ -38,14 +38,25 @@ func generated(t *testing.T, keys, parallelism int) string {
 	return loc
 }
 
-// sharded plans req in n shards, runs each, and commits.
-func sharded(t *testing.T, req Request, n int) (*ShardPlan, *CommitResult) {
+// planned plans req in n shards and opens the plan's staging area.
+func planned(t *testing.T, req Request, n int) *ShardPlan {
 	t.Helper()
 	ctx := context.Background()
 	sp, err := PlanShards(ctx, testReg, ShardRequest{Request: req, Shards: n})
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := OpenStaging(ctx, testReg, sp); err != nil {
+		t.Fatal(err)
+	}
+	return sp
+}
+
+// sharded plans req in n shards, runs each, and commits.
+func sharded(t *testing.T, req Request, n int) (*ShardPlan, *CommitResult) {
+	t.Helper()
+	ctx := context.Background()
+	sp := planned(t, req, n)
 	for i := 1; i <= n; i++ {
 		if _, err := RunShard(ctx, testReg, sp, i, ShardOptions{}); err != nil {
 			t.Fatalf("shard %d: %v", i, err)
@@ -104,14 +115,11 @@ func TestCommitNamesMissingShards(t *testing.T) {
 	ctx := context.Background()
 	src := generated(t, 100, 3)
 	dst := filepath.Join(t.TempDir(), "dst")
-	sp, err := PlanShards(ctx, testReg, ShardRequest{Request: Request{Source: src, Destination: dst, Change: redistribute.Request{Parallelism: 4}}, Shards: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sp := planned(t, Request{Source: src, Destination: dst, Change: redistribute.Request{Parallelism: 4}}, 3)
 	if _, err := RunShard(ctx, testReg, sp, 2, ShardOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	_, err = CommitShards(ctx, testReg, sp, CommitOptions{})
+	_, err := CommitShards(ctx, testReg, sp, CommitOptions{})
 	if !errors.Is(err, ErrShardsIncomplete) || !strings.Contains(err.Error(), "shards 1, 3 of 3 have not finished") {
 		t.Fatalf("commit with shards 1 and 3 missing: %v", err)
 	}
@@ -151,10 +159,7 @@ func TestCommitNamesMissingShards(t *testing.T) {
 func TestShardRefusesAChangedSource(t *testing.T) {
 	ctx := context.Background()
 	src := generated(t, 50, 2)
-	sp, err := PlanShards(ctx, testReg, ShardRequest{Request: Request{Source: src, Destination: filepath.Join(t.TempDir(), "dst"), Change: redistribute.Request{Parallelism: 3}}, Shards: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sp := planned(t, Request{Source: src, Destination: filepath.Join(t.TempDir(), "dst"), Change: redistribute.Request{Parallelism: 3}}, 2)
 	// Rewrite the source with other keys: same shape, other figures.
 	if err := os.RemoveAll(src); err != nil {
 		t.Fatal(err)
@@ -180,10 +185,7 @@ func TestShardPlanEstimatesRehash(t *testing.T) {
 	ctx := context.Background()
 	src := generated(t, 400, 3)
 	change := redistribute.Request{Parallelism: 4, MaxParallelism: 256}
-	sp, err := PlanShards(ctx, testReg, ShardRequest{Request: Request{Source: src, Destination: filepath.Join(t.TempDir(), "d"), Change: change}, Shards: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sp := planned(t, Request{Source: src, Destination: filepath.Join(t.TempDir(), "d"), Change: change}, 2)
 	r := openSnap(t, src)
 	exact, err := newPlan(ctx, r, change)
 	if err != nil {
@@ -218,11 +220,9 @@ func TestCommitChecksRecordedFiles(t *testing.T) {
 	ctx := context.Background()
 	src := generated(t, 300, 3)
 	dst := filepath.Join(t.TempDir(), "dst")
-	sp, err := PlanShards(ctx, testReg, ShardRequest{Request: Request{Source: src, Destination: dst, Format: "rocksdb", Change: redistribute.Request{Parallelism: 4}}, Shards: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sp := planned(t, Request{Source: src, Destination: dst, Format: "rocksdb", Change: redistribute.Request{Parallelism: 4}}, 2)
 	var rec *ShardRecord
+	var err error
 	for i := 1; i <= 2; i++ {
 		if rec, err = RunShard(ctx, testReg, sp, i, ShardOptions{}); err != nil {
 			t.Fatal(err)

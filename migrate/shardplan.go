@@ -33,21 +33,34 @@ const ShardPlanKind = "stateutil-shard-plan"
 // staging, a shard count that is not the plan's.
 var ErrPlanMismatch = errors.New("plan mismatch")
 
+// ErrPlanClosed reports a plan whose staging area was committed or aborted.
+var ErrPlanClosed = errors.New("plan closed")
+
+// ErrShardCount reports a number of shards a plan cannot have: fewer than
+// one, or more than the new subtasks it writes.
+var ErrShardCount = errors.New("number of shards")
+
 // ErrShardsIncomplete reports a commit while shards have not finished;
 // the message names them.
 var ErrShardsIncomplete = errors.New("shards incomplete")
 
 // ShardPlan is a plan file: everything a shard needs to write its part
-// of a copy, and the commit to finish it, as data. Shards re-read the
-// source's metadata (never its state) and check it against
-// SourceFingerprint; the redistribution itself (Plan) is taken from the
-// file, not computed again, so a max-parallelism change is not re-hashed
-// by every shard.
+// of a copy, and the commit to finish it, as data: what was asked for
+// (source, destination, change, edits, options) and what it came to
+// (formats, Plan, Staging, Shards). Shards and the commit re-read the
+// source's metadata (never its keyed state), check it against
+// SourceFingerprint, and plan the request again from it to refuse a plan
+// that differs (see rebuild); a max-parallelism change is estimated, not
+// re-hashed, as PlanShards estimated it.
 type ShardPlan struct {
 	SchemaVersion int    `json:"schema_version"`
 	Kind          string `json:"kind"`
 	// ID names this plan: its staging area, its shards' records.
-	ID           string `json:"id"`
+	ID string `json:"id"`
+	// Digest is "sha256:" and the hex SHA-256 of the plan's JSON encoding
+	// with Digest empty (Seal): a plan edited since it was planned is
+	// refused.
+	Digest       string `json:"digest"`
 	Source       string `json:"source"`
 	SourceFormat string `json:"source_format"`
 	// SourceFingerprint is the SHA-256 of the source's metadata as read
@@ -117,18 +130,23 @@ type SubtaskRef struct {
 // ShardRequest is a copy to plan for shards.
 type ShardRequest struct {
 	Request
-	// Shards is the number of shards, at least 1.
+	// Shards is the number of shards: at least 1, at most the new
+	// subtasks the copy writes.
 	Shards int
+	// PlanFile, when set, is where the plan will be written: it must not
+	// be the source, the destination or the staging area, or lie inside
+	// one of them (and WriteShardPlan replaces no file but a plan).
+	PlanFile string
 }
 
 // PlanShards plans req for req.Shards shards: it opens the source (its
 // metadata, and its state only where NewPlan must), plans as Run does,
 // checks the destination could be written, and deals the new subtasks
 // out to the shards, largest first, each to the shard with the fewest
-// bytes so far. It writes nothing.
+// bytes so far. It writes nothing; the plan it returns is sealed.
 func PlanShards(ctx context.Context, reg *snapshot.Registry, req ShardRequest) (*ShardPlan, error) {
 	if req.Shards < 1 {
-		return nil, fmt.Errorf("%w: %d shards; at least 1", ErrPlanMismatch, req.Shards)
+		return nil, fmt.Errorf("%w: %d; at least 1", ErrShardCount, req.Shards)
 	}
 	if err := CheckLocations(req.Source, req.Destination); err != nil {
 		return nil, err
@@ -138,50 +156,15 @@ func PlanShards(ctx context.Context, reg *snapshot.Registry, req ShardRequest) (
 		return nil, err
 	}
 	defer r.Close()
-	from := r.Snapshot().Format
-	fp, err := Fingerprint(r.Snapshot())
-	if err != nil {
-		return nil, err
-	}
-	if req.SkipUnreadable {
-		r, _ = snapshot.WithoutUnreadable(r)
-	} else if err := snapshot.CheckReadable(r.Snapshot()); err != nil {
-		return nil, fmt.Errorf("%s: %w", req.Source, err)
-	}
-	if req.DropExpired != nil {
-		if r, err = snapshot.WithoutExpired(r, *req.DropExpired); err != nil {
-			return nil, fmt.Errorf("%s: %w", req.Source, err)
-		}
-	}
-	f, err := reg.Writable(cmpOr(req.Format, from))
-	if err != nil {
-		return nil, err
-	}
-	change := req.Change
-	change.Codecs = reg.Codecs
-	// A max-parallelism change is planned from the key groups' figures:
-	// hashing every key here would read the whole source on this machine
-	// before any shard starts. The shards hash what they write.
-	change.EstimateRehash = true
-	plan, err := NewPlan(ctx, r, f, change, req.Edits)
-	if err != nil {
-		return nil, err
-	}
-	plan.Source, plan.Destination = req.Source, req.Destination
-	if err := checkWritable(ctx, reg, req.Destination, req.Force); err != nil {
-		return nil, err
-	}
 	var id [6]byte
 	_, _ = rand.Read(id[:])
 	sp := &ShardPlan{
 		SchemaVersion: ShardPlanVersion, Kind: ShardPlanKind, ID: hex.EncodeToString(id[:]),
-		Source: req.Source, SourceFormat: from, SourceFingerprint: fp, Format: f.Name,
-		Destination: req.Destination, Force: req.Force,
+		Source: req.Source, Destination: req.Destination, Force: req.Force,
 		Change:  PlannedChange{Parallelism: req.Change.Parallelism, Operators: req.Change.Operators, MaxParallelism: req.Change.MaxParallelism},
 		Edits:   []PlannedEdit{},
 		PathMap: req.PathMap, SkipUnreadable: req.SkipUnreadable, EntryByEntry: req.EntryByEntry,
 		ReaderVersion: req.ReaderVersion,
-		Plan:          plan,
 	}
 	if x := req.DropExpired; x != nil {
 		sp.DropExpired = &PlannedExpiry{At: x.At, TTL: x.TTL}
@@ -189,9 +172,93 @@ func PlanShards(ctx context.Context, reg *snapshot.Registry, req ShardRequest) (
 	for _, e := range req.Edits {
 		sp.Edits = append(sp.Edits, PlannedEdit(e))
 	}
-	sp.Staging = stagingFor(req.Destination, sp.ID)
-	sp.Shards = assign(plan, req.Shards)
-	return sp, nil
+	if sp.SourceFingerprint, err = Fingerprint(r.Snapshot()); err != nil {
+		return nil, err
+	}
+	if req.PlanFile != "" {
+		if err := checkPlanFile(req.PlanFile, sp); err != nil {
+			return nil, err
+		}
+	}
+	sp.Format = cmpOr(req.Format, r.Snapshot().Format)
+	plan, err := sp.derive(ctx, reg, r, req.Shards)
+	if err != nil {
+		return nil, err
+	}
+	if n := plan.Totals().Subtasks; req.Shards > n {
+		return nil, fmt.Errorf("%w: %d for %d new subtasks to write; at most %d", ErrShardCount, req.Shards, n, n)
+	}
+	if err := checkWritable(ctx, reg, req.Destination, req.Force); err != nil {
+		return nil, err
+	}
+	return sp, sp.Seal()
+}
+
+// derive plans the copy sp asks for (its source, change, edits, format)
+// from the source r, into n shards: it fills in the source's format, the
+// copy's plan, the staging area and the shards, and returns the plan.
+// PlanShards and a shard (rebuild) derive a plan the same way, so that a
+// shard takes from a plan file nothing its source does not give.
+func (sp *ShardPlan) derive(ctx context.Context, reg *snapshot.Registry, r snapshot.Reader, n int) (*Plan, error) {
+	sp.SourceFormat = r.Snapshot().Format
+	r, err := sp.readable(r)
+	if err != nil {
+		return nil, err
+	}
+	f, err := reg.Writable(sp.Format)
+	if err != nil {
+		return nil, err
+	}
+	sp.Format = f.Name
+	change := sp.change(reg)
+	// A max-parallelism change is planned from the key groups' figures:
+	// hashing every key here would read the whole source on this machine
+	// before any shard starts. The shards hash what they write.
+	change.EstimateRehash = true
+	plan, err := NewPlan(ctx, r, f, change, sp.edits())
+	if err != nil {
+		return nil, err
+	}
+	plan.Source, plan.Destination = sp.Source, sp.Destination
+	sp.Plan = plan
+	sp.Staging = stagingFor(sp.Destination, sp.ID)
+	sp.Shards = assign(plan, n)
+	return plan, nil
+}
+
+// readable is the source r as sp copies it: without its unreadable
+// state if sp skips it (refused otherwise), without expired entries if sp
+// drops them.
+func (sp *ShardPlan) readable(r snapshot.Reader) (snapshot.Reader, error) {
+	if sp.SkipUnreadable {
+		r, _ = snapshot.WithoutUnreadable(r)
+	} else if err := snapshot.CheckReadable(r.Snapshot()); err != nil {
+		return nil, fmt.Errorf("%s: %w", sp.Source, err)
+	}
+	if x := sp.DropExpired; x != nil {
+		fresh, err := snapshot.WithoutExpired(r, snapshot.Expiry{At: x.At, TTL: x.TTL})
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", sp.Source, err)
+		}
+		r = fresh
+	}
+	return r, nil
+}
+
+// checkPlanFile refuses to write the plan over the source, the
+// destination or the staging area, or inside one of them. Locations are
+// compared normalized, as CheckLocations compares them. (A file the
+// source reads elsewhere exists, and is no plan file: WriteShardPlan
+// never replaces it.)
+func checkPlanFile(planFile string, sp *ShardPlan) error {
+	p := NormalizeLocation(planFile)
+	for _, loc := range []struct{ role, at string }{{"the source", sp.Source}, {"the destination", sp.Destination}, {"the staging area", stagingFor(sp.Destination, sp.ID)}} {
+		at := NormalizeLocation(loc.at)
+		if p == at || strings.HasPrefix(p, strings.TrimSuffix(at, "/")+"/") {
+			return fmt.Errorf("%w: plan file %q is %s %q or lies inside it; write the plan somewhere else", ErrBadDestination, planFile, loc.role, loc.at)
+		}
+	}
+	return nil
 }
 
 // checkWritable refuses, before any shard runs, a destination the commit
@@ -301,9 +368,30 @@ func Fingerprint(s *snapshot.Snapshot) (string, error) {
 // maxPlanFile bounds the plan file a shard reads.
 const maxPlanFile = 1 << 30
 
-// WriteShardPlan writes sp to location (a path or URI) atomically, as
-// indented JSON.
-func WriteShardPlan(ctx context.Context, reg *snapshot.Registry, location string, sp *ShardPlan) error {
+// Seal sets sp's Digest to the digest of its content.
+func (sp *ShardPlan) Seal() error {
+	d, err := sp.digest()
+	sp.Digest = d
+	return err
+}
+
+// digest is the digest of sp's JSON encoding with Digest empty.
+func (sp *ShardPlan) digest() (string, error) {
+	c := *sp
+	c.Digest = ""
+	data, err := json.Marshal(&c)
+	if err != nil {
+		return "", fmt.Errorf("encoding plan %s: %w", sp.ID, err)
+	}
+	sum := sha256.Sum256(data)
+	return "sha256:" + hex.EncodeToString(sum[:]), nil
+}
+
+// WriteShardPlan writes sp to location (a path or URI) as indented JSON,
+// atomically and exclusively as every output is: a file there is refused
+// unless force, which replaces an earlier plan file only, never another
+// file (one a snapshot reads), a directory, FIFO or device.
+func WriteShardPlan(ctx context.Context, reg *snapshot.Registry, location string, sp *ShardPlan, force bool) error {
 	data, err := json.MarshalIndent(sp, "", "  ")
 	if err != nil {
 		return err
@@ -317,10 +405,50 @@ func WriteShardPlan(ctx context.Context, reg *snapshot.Registry, location string
 			return err
 		}
 	}
-	return storage.WriteFile(ctx, st, p, append(data, '\n'))
+	replace := func(ctx context.Context) error {
+		if !force {
+			return fmt.Errorf("%w: %s (--force replaces an earlier plan file)", storage.ErrExist, st.URI(p))
+		}
+		old, err := storage.ReadAll(ctx, st, p, maxPlanFile)
+		var plan struct{ Kind string }
+		if err != nil || json.Unmarshal(old, &plan) != nil || plan.Kind != ShardPlanKind {
+			return fmt.Errorf("%w: %s is not a plan file; --force replaces an earlier plan file only", storage.ErrExist, st.URI(p))
+		}
+		return nil
+	}
+	return writeNew(ctx, st, p, append(data, '\n'), replace)
 }
 
-// ReadShardPlan reads a plan file written by WriteShardPlan.
+// writeNew writes data to p atomically, claiming p while it looks and
+// writes: what is at p is refused, unless it is a regular file and
+// replace, if given, allows it.
+func writeNew(ctx context.Context, st storage.Storage, p string, data []byte, replace func(context.Context) error) error {
+	claim, err := st.Claim(ctx, p)
+	if err != nil {
+		return err
+	}
+	defer claim.Release()
+	info, err := st.Stat(ctx, p)
+	switch {
+	case errors.Is(err, storage.ErrNotFound):
+	case err != nil:
+		return err
+	case info.Special:
+		return fmt.Errorf("%w: %s is %w", ErrBadDestination, st.URI(p), storage.ErrNotRegular)
+	case info.IsDir:
+		return fmt.Errorf("%w: %s is a directory", ErrBadDestination, st.URI(p))
+	case replace == nil:
+		return fmt.Errorf("%w: %s", storage.ErrExist, st.URI(p))
+	default:
+		if err := replace(ctx); err != nil {
+			return err
+		}
+	}
+	return storage.WriteFile(ctx, st, p, data)
+}
+
+// ReadShardPlan reads a plan file written by WriteShardPlan, refusing one
+// whose digest is not its content's: edited since it was planned.
 func ReadShardPlan(ctx context.Context, reg *snapshot.Registry, location string) (*ShardPlan, error) {
 	st, p, err := reg.Storage.Resolve(ctx, location)
 	if err != nil {
@@ -333,6 +461,11 @@ func ReadShardPlan(ctx context.Context, reg *snapshot.Registry, location string)
 		}
 		return nil, err
 	}
+	return parseShardPlan(location, data)
+}
+
+// parseShardPlan decodes and checks a plan file's content.
+func parseShardPlan(location string, data []byte) (*ShardPlan, error) {
 	var sp ShardPlan
 	dec := json.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&sp); err != nil {
@@ -343,6 +476,11 @@ func ReadShardPlan(ctx context.Context, reg *snapshot.Registry, location string)
 		return nil, snapshot.Corrupt(location, -1, "not a plan file (kind %q, want %q)", sp.Kind, ShardPlanKind)
 	case sp.SchemaVersion != ShardPlanVersion:
 		return nil, fmt.Errorf("%w: plan file %q has schema version %d; this stateutil reads %d", snapshot.ErrUnsupportedVersion, location, sp.SchemaVersion, ShardPlanVersion)
+	}
+	if d, err := sp.digest(); err != nil || d != sp.Digest {
+		return nil, snapshot.Corrupt(location, -1, "plan file was edited since it was planned (digest %q, its content's %s); plan again", sp.Digest, d)
+	}
+	switch {
 	case sp.Plan == nil || sp.Plan.Plan == nil || len(sp.Shards) == 0 || sp.ID == "" || sp.Staging == "" || sp.Destination == "":
 		return nil, snapshot.Corrupt(location, -1, "plan file without a plan, shards, id, staging or destination")
 	}
