@@ -65,6 +65,9 @@ var stdoutCases = map[string]func(t *testing.T, dir string) []string{
 		mustRunQuiet(t, "shard", plan, "--shard", "1/1")
 		return []string{"commit", plan}
 	},
+	"abort": func(t *testing.T, dir string) []string {
+		return []string{"abort", writePlan(t, dir)}
+	},
 	"help":                  func(*testing.T, string) []string { return []string{"help", "inspect"} },
 	"completion":            func(*testing.T, string) []string { return []string{"completion", "--help"} },
 	"completion bash":       func(*testing.T, string) []string { return []string{"completion", "bash"} },
