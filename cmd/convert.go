@@ -45,12 +45,7 @@ state than the format's per-subtask cap. With --verify the result is read back a
 compared with SRC entry by entry. A progress bar is shown on stderr when it is a
 terminal, unless --quiet.
 
-For state too large for one machine, the copy runs in shards: --plan-only PLAN
---shards N writes the plan (source, target, new subtasks, who reads what) for
-stateutil shard PLAN --shard I/N, run anywhere, and stateutil commit PLAN; --yarn
-http://RM:8088 --shards N runs the N shards as one YARN application (Hadoop's
-DistributedShell; the destination on HDFS), waits for it and commits. A failed shard's
-error names it and shows the end of its log.
+` + shardHelp + `
 
 ` + expiryHelp + `
 ` + exitCodeHelp,

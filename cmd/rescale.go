@@ -65,12 +65,7 @@ entries, bytes and skew, and where operator-state elements go) without writing.
 SRC is never modified; DST appears only when complete, and is claimed for this one
 writer (see convert). With --verify the result is read back and compared with SRC.
 
-For state too large for one machine, the copy runs in shards: --plan-only PLAN
---shards N writes the plan (source, target, new subtasks, who reads what) for
-stateutil shard PLAN --shard I/N, run anywhere, and stateutil commit PLAN; --yarn
-http://RM:8088 --shards N runs the N shards as one YARN application (Hadoop's
-DistributedShell; the destination on HDFS), waits for it and commits. A failed shard's
-error names it and shows the end of its log.
+` + shardHelp + `
 
 ` + expiryHelp + `
 ` + exitCodeHelp,

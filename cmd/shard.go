@@ -185,6 +185,18 @@ func killOnceHook(progress func(int64)) func(int64) {
 	}
 }
 
+// shardHelp is what rescale's and convert's help say of running in shards.
+const shardHelp = `For state too large for one machine, the copy runs in shards: --plan-only PLAN
+--shards N writes the plan (source, target, new subtasks, who reads what) for
+stateutil shard PLAN --shard I/N, run anywhere, and stateutil commit PLAN. The plan
+file is written as a new file (never over the source, the destination or a file
+that is not an earlier plan; --force replaces an earlier plan), sealed with a digest,
+and checked against the source by every shard and by the commit; stateutil abort
+PLAN gives it up and removes its staging area. --yarn http://RM:8088 --shards N
+runs the N shards as one YARN application (Hadoop's DistributedShell; the
+destination on HDFS), waits for it and commits. A failed shard's error names it and
+shows the end of its log.`
+
 // shardFlags are the flags of rescale and convert that plan a copy for
 // shards (--plan-only) or run it as shards on YARN (--yarn).
 type shardFlags struct {
