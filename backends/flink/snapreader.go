@@ -21,8 +21,11 @@ import (
 // Flink stores no TTL duration, so ExpiresAt of a TTL'd entry holds the
 // last-access time Flink stored.
 type SnapshotReader struct {
-	meta   *Metadata
-	res    *Resolver
+	meta *Metadata
+	res  *Resolver
+	// sums is the checksum manifest stateutil wrote beside _metadata, or
+	// nil (sidecar.go).
+	sums   *checksums
 	snap   *snapshot.Snapshot
 	ops    map[*snapshot.Operator]*OperatorState
 	unread map[*SubtaskState]map[unreadKey]error
