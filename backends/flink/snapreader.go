@@ -21,11 +21,8 @@ import (
 // Flink stores no TTL duration, so ExpiresAt of a TTL'd entry holds the
 // last-access time Flink stored.
 type SnapshotReader struct {
-	meta *Metadata
-	res  *Resolver
-	// sums is the checksum manifest stateutil wrote beside _metadata, or
-	// nil (sidecar.go).
-	sums   *checksums
+	meta   *Metadata
+	res    *Resolver
 	snap   *snapshot.Snapshot
 	ops    map[*snapshot.Operator]*OperatorState
 	unread map[*SubtaskState]map[unreadKey]error
@@ -36,6 +33,9 @@ type SnapshotReader struct {
 	// opBytes holds the bytes of each subtask's operator-state elements.
 	opBytes map[*SubtaskState]int64
 	tempDir string
+	// sums is the checksum manifest stateutil wrote beside _metadata, or
+	// nil (sidecar.go).
+	sums *checksums
 
 	mu      sync.Mutex
 	natives map[nativeKey]*nativeDB
