@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stateutil/stateutil/backends/flink"
 	"github.com/stateutil/stateutil/internal/flinkharness"
 	"github.com/stateutil/stateutil/keygroup"
 )
@@ -164,6 +165,22 @@ func flinkWriterMatrix(t *testing.T, v string) {
 		fc.restore("m256-unset", "basic", dst, basicDump, flinkharness.RestoreOptions{Backend: "rocksdb", Parallelism: 3})
 		fc.restore("m256-set", "basic", dst, basicDump, flinkharness.RestoreOptions{MaxParallelism: 256, Parallelism: 2})
 		fc.spa("m256", "basic", dst, basicDump)
+	})
+	t.Run("sharded-commit", func(t *testing.T) {
+		// Shards write the state files, the commit _metadata; Flink
+		// restores it with stateutil's checksum manifest beside it.
+		fc := *fc
+		fc.t = t
+		dst, plan := out("sharded"), out("sharded-plan.json")
+		fc.stateutil("rescale", basic.SnapshotDir(), "--parallelism", "3", "--output", dst, "--plan-only", plan, "--shards", "2")
+		fc.stateutil("shard", plan, "--shard", "1/2")
+		fc.stateutil("shard", plan, "--shard", "2/2")
+		fc.stateutil("commit", plan)
+		if _, err := os.Stat(filepath.Join(dst, flink.ChecksumsFile)); err != nil {
+			t.Fatalf("the committed savepoint has no checksum manifest: %v", err)
+		}
+		fc.stateutil("verify", dst)
+		fc.restore("sharded", "basic", dst, basicDump, flinkharness.RestoreOptions{Parallelism: 3})
 	})
 	t.Run("changelog-checkpoint", func(t *testing.T) {
 		fc := *fc

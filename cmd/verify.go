@@ -31,7 +31,9 @@ func newVerifyCommand(e *env) *cobra.Command {
   - the format the metadata names is the one it was read as, and each
     subtask's file list names exactly the files its state is read from
     (filesystem, rocksdb);
-  - whatever the format checks while reading (checksums, file references).
+  - whatever the format checks while reading (checksums, file references);
+  - for a Flink savepoint stateutil wrote, every file's size and CRC32C against
+    the checksum manifest beside _metadata (_stateutil-checksums.json).
 
 Metadata no reader can make sense of (parallelism outside 1..max parallelism,
 ranges that are not Flink's, duplicate operators or state names, unknown state

@@ -36,7 +36,8 @@ type FormatRecorder interface {
 
 // WholeChecker is implemented by a Reader whose format checksums the
 // whole snapshot beyond the parts reading its state checks. CheckWhole
-// reads it all, for verify.
+// reads it all, for verify, which reports each error that an
+// errors.Join of several holds as a finding of its own.
 type WholeChecker interface {
 	CheckWhole(ctx context.Context) error
 }

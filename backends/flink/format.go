@@ -60,18 +60,28 @@ func open(ctx context.Context, st storage.Storage, p string, opts snapshot.OpenO
 	if err != nil {
 		return nil, err
 	}
-	m, err := ReadMetadata(ctx, st, mp)
+	data, name, err := readMetadataFile(ctx, st, mp)
 	if err != nil {
 		if errors.Is(err, snapshot.ErrNotFound) {
 			return nil, fmt.Errorf("%w: %q", snapshot.ErrNotFound, st.URI(mp))
 		}
 		return nil, err
 	}
+	// Before a byte of _metadata is decoded: damage then reads as damage,
+	// not as whatever a flipped byte makes of it.
+	sums, err := openChecksums(ctx, st, mp, name, data)
+	if err != nil {
+		return nil, err
+	}
+	m, err := ParseMetadata(data, name)
+	if err != nil {
+		return nil, err
+	}
 	var maps []PathMapping
 	for old, nw := range opts.PathMap {
 		maps = append(maps, PathMapping{Old: old, New: nw})
 	}
-	r := &SnapshotReader{meta: m, res: NewResolver(st, mp, opts.Storage, maps...), tempDir: opts.TempDir, natives: map[nativeKey]*nativeDB{}}
+	r := &SnapshotReader{meta: m, sums: sums, res: NewResolver(st, mp, opts.Storage, maps...), tempDir: opts.TempDir, natives: map[nativeKey]*nativeDB{}}
 	if err := r.build(ctx); err != nil {
 		r.Close()
 		return nil, err

@@ -99,20 +99,30 @@ func (m *Metadata) IsSavepoint() bool { return m.Properties != nil && m.Properti
 
 // ReadMetadata reads and decodes the `_metadata` file at path in st.
 func ReadMetadata(ctx context.Context, st storage.Storage, path string) (*Metadata, error) {
-	f, err := st.Open(ctx, path)
+	data, name, err := readMetadataFile(ctx, st, path)
 	if err != nil {
 		return nil, err
+	}
+	return ParseMetadata(data, name)
+}
+
+// readMetadataFile reads the bytes of the `_metadata` file at path in st,
+// and names it.
+func readMetadataFile(ctx context.Context, st storage.Storage, path string) ([]byte, string, error) {
+	f, err := st.Open(ctx, path)
+	if err != nil {
+		return nil, "", err
 	}
 	defer f.Close()
 	name := st.URI(path)
 	if f.Size() > maxMetadataFile {
-		return nil, &CorruptError{File: name, Offset: -1, Reason: fmt.Sprintf("file of %d bytes is larger than the %d a _metadata may have", f.Size(), maxMetadataFile)}
+		return nil, name, &CorruptError{File: name, Offset: -1, Reason: fmt.Sprintf("file of %d bytes is larger than the %d a _metadata may have", f.Size(), maxMetadataFile)}
 	}
 	data := make([]byte, f.Size())
 	if _, err := io.ReadFull(f, data); err != nil {
-		return nil, fmt.Errorf("reading %q: %w", name, err)
+		return nil, name, fmt.Errorf("reading %q: %w", name, err)
 	}
-	return ParseMetadata(data, name)
+	return data, name, nil
 }
 
 // decoder carries the reader and the format version through the handle

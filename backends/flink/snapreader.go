@@ -33,6 +33,9 @@ type SnapshotReader struct {
 	// opBytes holds the bytes of each subtask's operator-state elements.
 	opBytes map[*SubtaskState]int64
 	tempDir string
+	// sums is the checksum manifest stateutil wrote beside _metadata, or
+	// nil (sidecar.go).
+	sums *checksums
 
 	mu      sync.Mutex
 	natives map[nativeKey]*nativeDB

@@ -6,12 +6,14 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"path"
 	"strconv"
 	"strings"
 	"sync"
 
 	"github.com/stateutil/stateutil/backends/internal/ledger"
+	"github.com/stateutil/stateutil/internal/envelope"
 	"github.com/stateutil/stateutil/keygroup"
 	"github.com/stateutil/stateutil/snapshot"
 	"github.com/stateutil/stateutil/storage"
@@ -69,10 +71,12 @@ type writer struct {
 }
 
 // subtaskOut is what one subtask wrote: its handles, their paths relative
-// to the savepoint directory.
+// to the savepoint directory, and its files with their sizes and CRC32C
+// by those paths, for the checksum manifest.
 type subtaskOut struct {
 	keyed, rawKeyed       *KeyedHandle
 	operator, rawOperator *OperatorStateHandle
+	files                 []snapshot.FileRef
 }
 
 func create(ctx context.Context, st storage.Storage, p string, opts snapshot.WriteOptions) (snapshot.Writer, error) {
@@ -133,8 +137,8 @@ func (w *writer) file(ctx context.Context, name string, once bool) (*stateFile, 
 	return newStateFile(p, name), nil
 }
 
-// Commit writes `_metadata`: every operator of s with the handles its
-// subtasks wrote.
+// Commit writes the checksum manifest (sidecar.go), then `_metadata`:
+// every operator of s with the handles its subtasks wrote.
 func (w *writer) Commit(ctx context.Context, s *snapshot.Snapshot) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -153,6 +157,18 @@ func (w *writer) Commit(ctx context.Context, s *snapshot.Snapshot) error {
 	if err != nil {
 		return err
 	}
+	files := []snapshot.FileRef{{Path: "_metadata", Size: int64(len(data)), CRC32C: crc32.Checksum(data, envelope.Castagnoli)}}
+	for _, op := range outs {
+		for _, so := range op {
+			if so != nil {
+				files = append(files, so.files...)
+			}
+		}
+	}
+	if err := storage.WriteFile(ctx, w.st, path.Join(w.dir, ChecksumsFile), encodeChecksums(files)); err != nil {
+		return err
+	}
+	w.written.Add(ChecksumsFile)
 	if err := storage.WriteFile(ctx, w.st, path.Join(w.dir, "_metadata"), data); err != nil {
 		return err
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path"
+	"slices"
 
 	"github.com/vmihailenco/msgpack/v5"
 
@@ -16,7 +18,8 @@ import (
 // (op<k>-<i>.<token>-<kind>), so the writers of different shards share the
 // savepoint directory without colliding. Staged hands each subtask's
 // handles on (their files relative to the directory, as `_metadata`
-// records them); the committing writer adopts them and writes `_metadata`.
+// records them) and its files with their sizes and CRC32C; the committing
+// writer adopts them and writes the checksum manifest and `_metadata`.
 
 // stagedHandles is a subtaskOut as a staged subtask's layout (msgpack).
 type stagedHandles struct {
@@ -54,7 +57,7 @@ func (w *writer) Staged(context.Context) ([]snapshot.StagedSubtask, error) {
 	}
 	out, err := w.ledger.Staged(w.dir, func(so *subtaskOut) any { return handlesOf(so) },
 		func(f ledger.Finished[*subtaskOut]) ([]snapshot.FileRef, error) {
-			return handlesOf(f.Value).files(), nil
+			return f.Value.files, nil
 		})
 	if err != nil {
 		return nil, fmt.Errorf("flink writer: %w", err)
@@ -68,7 +71,8 @@ func handlesOf(so *subtaskOut) *stagedHandles {
 }
 
 // Adopt records a subtask another writer staged in w's directory; see
-// snapshot.Adopter.
+// snapshot.Adopter. The checksum manifest takes each file's CRC32C from
+// what the staging writer recorded, which the caller has checked.
 func (w *writer) Adopt(_ context.Context, op *snapshot.Operator, s snapshot.StagedSubtask) error {
 	if s.Subtask == nil {
 		return fmt.Errorf("flink writer: operator %q subtask %d: staged without figures", op.Label(), s.Index)
@@ -78,7 +82,14 @@ func (w *writer) Adopt(_ context.Context, op *snapshot.Operator, s snapshot.Stag
 		return fmt.Errorf("flink writer: operator %q subtask %d: staged handles: %w", op.Label(), s.Index, err)
 	}
 	so := &subtaskOut{keyed: h.Keyed, rawKeyed: h.RawKeyed, operator: h.Operator, rawOperator: h.RawOperator}
-	if err := w.ledger.Adopt(op, s.Index, s.Subtask, h.files(), so); err != nil {
+	for _, f := range h.files() {
+		i := slices.IndexFunc(s.Files, func(r snapshot.FileRef) bool { return r.Path == path.Join(w.dir, f.Path) })
+		if i < 0 || s.Files[i].Size != f.Size {
+			return fmt.Errorf("flink writer: operator %q subtask %d: the staged files do not record %q as its handles do (%d bytes)", op.Label(), s.Index, f.Path, f.Size)
+		}
+		so.files = append(so.files, snapshot.FileRef{Path: f.Path, Size: f.Size, CRC32C: s.Files[i].CRC32C})
+	}
+	if err := w.ledger.Adopt(op, s.Index, s.Subtask, so.files, so); err != nil {
 		return fmt.Errorf("flink writer: %w", err)
 	}
 	return nil

@@ -90,8 +90,15 @@ func Check(ctx context.Context, location string, r snapshot.Reader, codecs *snap
 		}
 	}
 	if wc, ok := r.(snapshot.WholeChecker); ok {
-		if err := wc.CheckWhole(ctx); err != nil {
-			res.add(Finding{Check: CheckRead, Message: err.Error()})
+		err := wc.CheckWhole(ctx)
+		errs := []error{err}
+		if j, ok := err.(interface{ Unwrap() []error }); ok {
+			errs = j.Unwrap()
+		}
+		for _, err := range errs {
+			if err != nil {
+				res.add(Finding{Check: CheckRead, Message: err.Error()})
+			}
 		}
 	}
 	// The format's own reader says which files it follows; once unreadable
