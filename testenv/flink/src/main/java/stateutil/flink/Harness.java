@@ -160,6 +160,7 @@ public final class Harness {
             throw new UsageException("usage: snapshot|restore-dump|spa-dump|spa-rewrite|version [options]");
         }
         Opts o = new Opts(a, 1);
+        Jobs.readingBack = !a[0].equals("snapshot");
         switch (a[0]) {
             case "version":
                 o.done();

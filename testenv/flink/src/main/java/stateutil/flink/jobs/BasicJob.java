@@ -72,7 +72,7 @@ public final class BasicJob implements Job {
     }
 
     static KeyedSpec spec() {
-        StateTtlConfig ttl = Compat.ttl(Duration.ofDays(1))
+        StateTtlConfig ttl = Compat.ttl(Jobs.ttl(Duration.ofDays(1)))
                 .setUpdateType(StateTtlConfig.UpdateType.OnCreateAndWrite)
                 .setStateVisibility(StateTtlConfig.StateVisibility.NeverReturnExpired)
                 .build();

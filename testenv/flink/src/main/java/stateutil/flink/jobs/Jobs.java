@@ -1,5 +1,6 @@
 package stateutil.flink.jobs;
 
+import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.Map;
 
@@ -14,6 +15,19 @@ import stateutil.flink.PartitionSource;
 
 /** The job registry and what the jobs share. */
 public final class Jobs {
+    /**
+     * Set when the harness reads a snapshot back (restore-dump, spa-dump, spa-rewrite) rather
+     * than writing one: Flink keeps a state's time to live in the job, not in the snapshot, so
+     * a job that reads back gives its TTL'd states a century, and a snapshot recorded days ago
+     * shows every entry it holds.
+     */
+    public static volatile boolean readingBack;
+
+    /** The time to live of a TTL'd state: written, as the job declares it; read back, a century. */
+    public static Duration ttl(Duration declared) {
+        return readingBack ? Duration.ofDays(36_500) : declared;
+    }
+
     private Jobs() {}
 
     /** Partitions of every job's main source. */
