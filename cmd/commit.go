@@ -71,15 +71,24 @@ func (o *commitOptions) run(c *cobra.Command, e *env, planFile string) error {
 	if o.report.json() {
 		return writeJSON(c.OutOrStdout(), res)
 	}
+	if res.AlreadyCommitted {
+		how := "already committed by an earlier run"
+		if res.StagingGone && sp.Force {
+			how = "committed or aborted by an earlier run (its staging area is gone and the destination holds a snapshot)"
+		}
+		note := "; staging cleaned up"
+		if res.Verified {
+			note += ", verified"
+		}
+		fmt.Fprintf(c.OutOrStdout(), "plan %s: %s (%s) %s%s\n", sp.ID, sp.Destination, sp.Format, how, note)
+		return nil
+	}
 	t := res.Totals
 	note := ""
-	if res.AlreadyCommitted {
-		note = " (already committed by an earlier run; staging cleaned up)"
-	}
 	if res.Verified {
-		note += ", verified"
+		note = ", verified"
 	}
-	fmt.Fprintf(c.OutOrStdout(), "committed plan %s: %s (%s): %d operators, %d subtasks, %d keyed entries, %d operator-state elements, %s from %d shards%s\n",
+	fmt.Fprintf(c.OutOrStdout(), "committed plan %s: %s (%s): %d operators, %d subtasks, %d keyed entries, %d operator-state elements, %s written by %d shards%s\n",
 		sp.ID, sp.Destination, sp.Format, t.Operators, t.Subtasks, t.Entries, t.Elements, humanBytes(t.Bytes), len(sp.Shards), note)
 	return nil
 }

@@ -46,6 +46,7 @@ func sharded(t *testing.T, req Request, n int) (*ShardPlan, *CommitResult) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	openStaging(t, sp)
 	for i := 1; i <= n; i++ {
 		if _, err := RunShard(ctx, testReg, sp, i, ShardOptions{}); err != nil {
 			t.Fatalf("shard %d: %v", i, err)
@@ -108,6 +109,7 @@ func TestCommitNamesMissingShards(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	openStaging(t, sp)
 	if _, err := RunShard(ctx, testReg, sp, 2, ShardOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -222,6 +224,7 @@ func TestCommitChecksRecordedFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	openStaging(t, sp)
 	var rec *ShardRecord
 	for i := 1; i <= 2; i++ {
 		if rec, err = RunShard(ctx, testReg, sp, i, ShardOptions{}); err != nil {

@@ -6,19 +6,23 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"hash/crc32"
 	"slices"
 
+	"github.com/stateutil/stateutil/internal/envelope"
 	"github.com/stateutil/stateutil/keygroup"
 	"github.com/stateutil/stateutil/snapshot"
 	"github.com/stateutil/stateutil/storage"
 )
 
-// stateFile is one state file being written, with its position.
+// stateFile is one state file being written, with its position and the
+// CRC32C of what it holds so far.
 type stateFile struct {
 	p    storage.Pending
 	bw   *bufio.Writer
 	name string
 	pos  int64
+	crc  uint32
 }
 
 func newStateFile(p storage.Pending, name string) *stateFile {
@@ -28,6 +32,7 @@ func newStateFile(p storage.Pending, name string) *stateFile {
 func (f *stateFile) write(b []byte) error {
 	n, err := f.bw.Write(b)
 	f.pos += int64(n)
+	f.crc = crc32.Update(f.crc, envelope.Castagnoli, b[:n])
 	return err
 }
 
@@ -37,6 +42,11 @@ func (f *stateFile) commit() error {
 		return err
 	}
 	return f.p.Commit()
+}
+
+// ref is the finished file as a subtask lists it.
+func (f *stateFile) ref() snapshot.FileRef {
+	return snapshot.FileRef{Path: f.name, Size: f.pos, CRC32C: f.crc}
 }
 
 // handle is the relative-file handle of the finished file.
@@ -492,6 +502,7 @@ func (sw *subtaskWriter) writeRaw() (*subtaskOut, error) {
 			return nil, err
 		}
 		sw.w.written.Add(f.name)
+		so.files = append(so.files, f.ref())
 		so.rawKeyed = &KeyedHandle{Type: HandleKeyGroups, KeyGroups: &KeyGroupsHandle{
 			Range: KeyGroupRange{Start: cr.KeyedStart, Count: int32(len(cr.KeyedOffsets))}, Offsets: rebase(cr.KeyedOffsets), Delegate: f.handle()}}
 	}
@@ -508,6 +519,7 @@ func (sw *subtaskWriter) writeRaw() (*subtaskOut, error) {
 			return nil, err
 		}
 		sw.w.written.Add(f.name)
+		so.files = append(so.files, f.ref())
 		so.rawOperator = &OperatorStateHandle{Type: HandleOperatorState, Delegate: f.handle()}
 		for _, info := range cr.Operator {
 			so.rawOperator.States = append(so.rawOperator.States, OperatorStateInfo{Name: info.Name, Mode: DistributionMode(info.Mode), Offsets: info.Offsets})
@@ -589,7 +601,8 @@ func (sw *subtaskWriter) finish() error {
 		sw.w.written.Add(sw.keyed.name)
 		so.keyed = &KeyedHandle{Type: HandleSavepointKeyGroups, KeyGroups: &KeyGroupsHandle{
 			Range: KeyGroupRange{Start: int32(sw.kgs.Start), Count: int32(sw.kgs.Len())}, Offsets: sw.offsets, Delegate: sw.keyed.handle()}}
-		sub.Files = append(sub.Files, snapshot.FileRef{Path: sw.keyed.name, Size: sw.keyed.pos})
+		sub.Files = append(sub.Files, sw.keyed.ref())
+		so.files = append(so.files, sw.keyed.ref())
 	}
 	if sw.oper != nil {
 		if err := sw.oper.commit(); err != nil {
@@ -597,7 +610,8 @@ func (sw *subtaskWriter) finish() error {
 		}
 		sw.w.written.Add(sw.oper.name)
 		so.operator = &OperatorStateHandle{Type: HandleOperatorState, States: sw.operInfos, Delegate: sw.oper.handle()}
-		sub.Files = append(sub.Files, snapshot.FileRef{Path: sw.oper.name, Size: sw.oper.pos})
+		sub.Files = append(sub.Files, sw.oper.ref())
+		so.files = append(so.files, sw.oper.ref())
 	}
 	sw.w.ledger.Finish(sw.op, sw.index, sub, so)
 	return nil
