@@ -21,7 +21,7 @@ import (
 // the sealed plan in staging/plan.json.
 func openStaging(t *testing.T, sp *ShardPlan) {
 	t.Helper()
-	if err := WriteShardPlan(context.Background(), testReg, path.Join(sp.Staging, StagingPlan), sp); err != nil {
+	if err := WriteShardPlan(context.Background(), testReg, sp.Staging+"/"+StagingPlan, sp); err != nil {
 		t.Fatal(err)
 	}
 }
