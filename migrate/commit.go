@@ -22,8 +22,9 @@ type CommitOptions struct {
 	Verify bool
 	// TempDir: where the source unpacks what it must (see OpenOptions).
 	TempDir string
-	// BeforePlace, if set, is called once the metadata is written, before
-	// the snapshot moves to the destination: where tests kill a commit.
+	// BeforePlace, if set, is called once the metadata is written (and
+	// verified), before the plan is marked committed and the snapshot
+	// moves to the destination: where tests kill a commit.
 	BeforePlace func()
 }
 
