@@ -291,6 +291,9 @@ func killTrial(t *testing.T, tl *tally, rng *rand.Rand, bin, src, loc, where, vi
 		// A rerun after a kill must finish, not refuse.
 		v, why = bad, fmt.Sprintf("commit after the kill refused: %s", out)
 	}
+	if strings.Contains(string(out), "already committed") {
+		class += ", rerun finished its move"
+	}
 	if v == completed {
 		if out, err := stateutil(bin, "convert", src, "--to", "filesystem", "--output", dst, "--force", "-q"); err != nil {
 			v, why = bad, fmt.Sprintf("convert --force to the destination after the commit: %v: %s", err, out)
