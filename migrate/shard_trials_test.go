@@ -112,14 +112,24 @@ func TestShardTrials(t *testing.T) {
 }
 
 // damageTrials stages a plan of src in format once, then for every file
-// the shards recorded flips a byte at sampled offsets, truncates it, and
-// removes records and recorded subtasks, committing after each damage and
-// undoing it; last it commits the undamaged staging.
+// the shards recorded flips a byte at sampled offsets and truncates it,
+// and removes records and recorded subtasks, committing after each damage
+// from a fresh copy of the staging area; last it commits the undamaged
+// staging.
 func damageTrials(t *testing.T, tl *tally, rng *rand.Rand, format, src string, offsets int) {
 	ctx := context.Background()
 	dst := filepath.Join(t.TempDir(), "dst")
 	sp, recs := planAndRun(t, Request{Source: src, Destination: dst, Format: format, Change: redistribute.Request{Parallelism: 3}}, 2)
-	try := func(class string) {
+	pristine := filepath.Join(t.TempDir(), "pristine")
+	copyTree(t, sp.Staging, pristine)
+	try := func(class string, damage func()) {
+		for _, p := range []string{sp.Staging, dst} {
+			if err := os.RemoveAll(p); err != nil {
+				t.Fatal(err)
+			}
+		}
+		copyTree(t, pristine, sp.Staging)
+		damage()
 		_, err := CommitShards(ctx, testReg, sp, CommitOptions{})
 		v, why := judge(sp, err)
 		tl.add(format+" "+class, v, why)
@@ -128,40 +138,32 @@ func damageTrials(t *testing.T, tl *tally, rng *rand.Rand, format, src string, o
 		for _, s := range rec.Subtasks {
 			for _, f := range s.Files {
 				p := filepath.Join(sp.Staging, f.Path)
-				orig, err := os.ReadFile(p)
+				orig, err := os.ReadFile(filepath.Join(pristine, f.Path))
 				if err != nil || len(orig) == 0 {
 					continue
 				}
 				for range offsets {
 					b := slices.Clone(orig)
 					b[rng.IntN(len(b))] ^= byte(1 + rng.IntN(255))
-					writeBack(t, p, b)
-					try("flip")
+					try("flip", func() { writeBack(t, p, b) })
 				}
-				writeBack(t, p, orig[:len(orig)/2])
-				try("truncate")
-				writeBack(t, p, orig)
+				try("truncate", func() { writeBack(t, p, orig[:len(orig)/2]) })
 			}
 		}
 	}
 	for i, rec := range recs {
 		p := RecordPath(sp.Staging, i+1)
-		orig, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Remove(p); err != nil {
-			t.Fatal(err)
-		}
-		try("record removed")
+		try("record removed", func() {
+			if err := os.Remove(p); err != nil {
+				t.Fatal(err)
+			}
+		})
 		cut := *rec
 		cut.Subtasks = cut.Subtasks[1:]
 		body, _ := json.Marshal(&cut)
-		writeBack(t, p, body)
-		try("subtask removed from a record")
-		writeBack(t, p, orig)
+		try("subtask removed from a record", func() { writeBack(t, p, body) })
 	}
-	try("undamaged")
+	try("undamaged", func() {})
 }
 
 func writeBack(t *testing.T, p string, b []byte) {
