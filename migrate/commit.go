@@ -295,17 +295,6 @@ func checkFiles(ctx context.Context, st storage.Storage, staging string, records
 	return keep, nil
 }
 
-func verifyIf(ctx context.Context, reg *snapshot.Registry, r snapshot.Reader, plan *Plan, opts CommitOptions, res *Result) error {
-	if !opts.Verify {
-		return nil
-	}
-	if err := Verify(ctx, reg, r, plan); err != nil {
-		return err
-	}
-	res.Verified = true
-	return nil
-}
-
 // readRecords reads every shard's record, refusing, with the shards
 // named, while any is missing.
 func readRecords(ctx context.Context, st storage.Storage, staging string, sp *ShardPlan) ([]*ShardRecord, error) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"path"
 	"sync"
 
 	"github.com/stateutil/stateutil/internal/envelope"
@@ -33,7 +34,7 @@ func checkSums(ctx context.Context, st storage.Storage, staging string, records 
 	for _, rec := range records {
 		for _, s := range rec.Subtasks {
 			for _, f := range s.Files {
-				jobs = append(jobs, job{rec.Shard, storageJoin(staging, f.Path), f})
+				jobs = append(jobs, job{rec.Shard, path.Join(staging, f.Path), f})
 			}
 		}
 	}
@@ -117,9 +118,6 @@ func fileSumBuf(ctx context.Context, st storage.Storage, p string, buf []byte) (
 		}
 	}
 }
-
-// storageJoin is path.Join for a record's relative path below staging.
-func storageJoin(staging, rel string) string { return staging + "/" + rel }
 
 // checkCounts refuses records whose figures do not add up to what the
 // plan makes exact: per operator written, the keyed entries of the source
