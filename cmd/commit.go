@@ -24,7 +24,8 @@ func newCommitCommand(e *env) *cobra.Command {
 recorded its part (the shards missing are named, and nothing is written while any is),
 that every file the shards recorded is in the staging area with the size and CRC32C
 recorded, and that the keyed entries and operator-state elements the shards wrote add
-up to the source's; then write the format's metadata. --verify compares the staged
+up to the source's; then remove what killed or superseded shard runs left and write the
+format's metadata. --verify compares the staged
 snapshot with the source entry by entry before anything reaches the destination: on a
 difference nothing is written there and the staging area stays for inspection. Then
 the plan is marked committed, the snapshot moved to the destination (a plan made with
