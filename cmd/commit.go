@@ -20,15 +20,21 @@ func newCommitCommand(e *env) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "commit PLAN",
 		Short: "Finish a planned rescale or convert once every shard has run",
-		Long: `Check that every shard of PLAN recorded its part (the shards missing are named, and
-nothing is written while any is), that every file the shards recorded is in the staging
-area with the size recorded, then write the format's metadata last, move the snapshot to
-the destination (a plan made with --force replaces what is there), and remove the
-staging area. What killed or superseded shard runs left is removed. A commit killed at
-any point leaves nothing at the destination that a reader accepts; run it again.
---verify re-reads the result and compares it with the source entry by entry. While a
-shard is incomplete the commit exits 2, naming it; a plan whose source changed since
-it was planned is refused (exit 2) too.
+		Long: `Check that PLAN is open (its staging area holds the same plan), that every shard
+recorded its part (the shards missing are named, and nothing is written while any is),
+that every file the shards recorded is in the staging area with the size and CRC32C
+recorded, and that the keyed entries and operator-state elements the shards wrote add
+up to the source's; then remove what killed or superseded shard runs left and write the
+format's metadata. --verify compares the staged
+snapshot with the source entry by entry before anything reaches the destination: on a
+difference nothing is written there and the staging area stays for inspection. Then
+the plan is marked committed, the snapshot moved to the destination (a plan made with
+--force replaces what is there) and the staging area removed. The summary gives what
+the shards wrote. A commit killed at any point leaves nothing at the destination that a
+reader accepts but the whole snapshot; run it again: it finishes the move (also one an
+object store copied half way) and the cleanup. A damaged or incomplete shard is named
+(exit 2): run it again. An aborted plan, or a plan whose source changed since it was
+planned, is refused (exit 2).
 
 ` + exitCodeHelp,
 		Example: `  stateutil commit plan.json
@@ -71,15 +77,24 @@ func (o *commitOptions) run(c *cobra.Command, e *env, planFile string) error {
 	if o.report.json() {
 		return writeJSON(c.OutOrStdout(), res)
 	}
+	if res.AlreadyCommitted {
+		how := "already committed by an earlier run"
+		if res.StagingGone && sp.Force {
+			how = "committed or aborted by an earlier run (its staging area is gone and the destination holds a snapshot)"
+		}
+		note := "; staging cleaned up"
+		if res.Verified {
+			note += ", verified"
+		}
+		fmt.Fprintf(c.OutOrStdout(), "plan %s: %s (%s) %s%s\n", sp.ID, sp.Destination, sp.Format, how, note)
+		return nil
+	}
 	t := res.Totals
 	note := ""
-	if res.AlreadyCommitted {
-		note = " (already committed by an earlier run; staging cleaned up)"
-	}
 	if res.Verified {
-		note += ", verified"
+		note = ", verified"
 	}
-	fmt.Fprintf(c.OutOrStdout(), "committed plan %s: %s (%s): %d operators, %d subtasks, %d keyed entries, %d operator-state elements, %s from %d shards%s\n",
+	fmt.Fprintf(c.OutOrStdout(), "committed plan %s: %s (%s): %d operators, %d subtasks, %d keyed entries, %d operator-state elements, %s written by %d shards%s\n",
 		sp.ID, sp.Destination, sp.Format, t.Operators, t.Subtasks, t.Entries, t.Elements, humanBytes(t.Bytes), len(sp.Shards), note)
 	return nil
 }

@@ -37,7 +37,7 @@ func TestShardsStageOnS3(t *testing.T) {
 				t.Fatalf("inspect %s after a refused commit: exit %d", dst, code)
 			}
 			runShard(t, plan, "1/2")
-			if out := mustRun(t, "commit", plan); !strings.Contains(out, "from 2 shards") {
+			if out := mustRun(t, "commit", plan); !strings.Contains(out, "written by 2 shards") {
 				t.Fatalf("commit: %s", out)
 			}
 			single := filepath.Join(dir, c.name+"-single")

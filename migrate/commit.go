@@ -1,10 +1,12 @@
 package migrate
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"path"
 	"strconv"
 	"strings"
@@ -20,27 +22,41 @@ type CommitOptions struct {
 	Verify bool
 	// TempDir: where the source unpacks what it must (see OpenOptions).
 	TempDir string
-	// BeforePlace, if set, is called once the metadata is written, before
-	// the snapshot moves to the destination: where tests kill a commit.
+	// BeforePlace, if set, is called once the metadata is written (and
+	// verified), before the plan is marked committed and the snapshot
+	// moves to the destination: where tests kill a commit.
 	BeforePlace func()
 }
 
 // CommitResult is what a commit did.
 type CommitResult struct {
 	*Result
+	// Totals sum what the shards wrote, as their records count it; nil
+	// when an earlier commit had written it (AlreadyCommitted).
+	Totals *Totals `json:"totals,omitempty"`
 	// AlreadyCommitted is set when an earlier commit of the plan had put
-	// the snapshot in place (and this one only cleaned up after it).
+	// the snapshot in place, or begun to (this one finished the move and
+	// the cleanup).
 	AlreadyCommitted bool `json:"already_committed"`
+	// StagingGone is set when it found no staging area at all, only a
+	// snapshot at the destination: committed, or for a plan that
+	// replaces a snapshot, possibly aborted.
+	StagingGone bool `json:"staging_gone,omitempty"`
 }
 
-// CommitShards finishes sp: it claims the destination, checks that every
-// shard recorded its part (naming those that did not) and that every
-// file a record lists is there with the size recorded, removes what
-// killed or superseded shard runs left, writes the format's metadata from
-// the records, moves the snapshot to the destination (a forced write
-// replaces what is there as Run does) and removes the staging area.
-// Killed at any point, it leaves nothing at the destination that a reader
-// accepts, and running it again finishes the job.
+// CommitShards finishes sp, as the staging protocol says: it claims the
+// destination and requires the plan open (staging/plan.json, the same
+// plan); it checks that every shard recorded its part (naming those that
+// did not), that every file a record lists is there with the size and
+// CRC32C recorded, and that the figures the shards wrote add up to the
+// source's; it removes what killed or superseded shard runs left, writes
+// the format's metadata from the records and, with opts.Verify, compares
+// the staged snapshot with the source. Only then does it mark the plan
+// committed (staging/COMMITTED), move the snapshot to the destination (a
+// forced write replaces what is there) and remove the staging area,
+// COMMITTED last. Killed at any point, it leaves nothing at the
+// destination that a reader accepts but the whole snapshot; run again, it
+// finishes the job, a half-done move included.
 func CommitShards(ctx context.Context, reg *snapshot.Registry, sp *ShardPlan, opts CommitOptions) (*CommitResult, error) {
 	st, dst, err := reg.Storage.Resolve(ctx, sp.Destination)
 	if err != nil {
@@ -58,29 +74,30 @@ func CommitShards(ctx context.Context, reg *snapshot.Registry, sp *ShardPlan, op
 		return nil, err
 	}
 	defer r.Close()
-	res := &CommitResult{Result: &Result{Plan: plan, From: sp.SourceFormat, Totals: plan.Totals(), Dropped: []snapshot.UnreadablePart{}}}
+	res := &CommitResult{Result: &Result{Plan: plan, From: sp.SourceFormat, Dropped: []snapshot.UnreadablePart{}}}
 	claim, err := st.Claim(ctx, dst)
 	if err != nil {
 		return nil, err
 	}
 	defer claim.Release()
 	data := path.Join(staging, stagingData, path.Base(dst))
-	// The memory format stages parts beside the file it commits; the
-	// directory formats write into data itself.
-	if _, err := st.Stat(ctx, path.Dir(data)); errors.Is(err, storage.ErrNotFound) {
-		if _, _, _, detectErr := reg.Detect(ctx, sp.Destination); detectErr == nil {
-			if _, err := st.Stat(ctx, staging); err == nil {
-				// Moved in by a commit killed before it cleaned up.
-				if err := st.RemoveAll(ctx, staging); err != nil {
-					return nil, err
-				}
-			}
-			res.AlreadyCommitted = true
-			return res, verifyIf(ctx, reg, r, plan, opts, res.Result)
-		}
-		return nil, fmt.Errorf("%w: %s holds nothing of plan %s (no shard has run, or the staging area was removed); run the shards", ErrShardsIncomplete, st.URI(staging), sp.ID)
-	} else if err != nil {
+	committed, err := openedOrCommitted(ctx, reg, st, staging, sp)
+	if err != nil {
 		return nil, err
+	}
+	if _, err := st.Stat(ctx, staging); errors.Is(err, storage.ErrNotFound) {
+		res.StagingGone = true
+	}
+	if committed {
+		// An earlier commit got as far as COMMITTED: finish its move and
+		// its cleanup.
+		if err := publish(ctx, reg, st, dst, data, sp); err != nil {
+			return nil, err
+		}
+		if err := removeStaging(ctx, st, staging); err != nil {
+			return nil, err
+		}
+		return alreadyCommitted(ctx, reg, r, plan, opts, res)
 	}
 	records, err := readRecords(ctx, st, staging, sp)
 	if err != nil {
@@ -90,13 +107,18 @@ func CommitShards(ctx context.Context, reg *snapshot.Registry, sp *ShardPlan, op
 	if err != nil {
 		return nil, err
 	}
-	where, err := placement(ctx, reg, st, dst, sp)
-	if err != nil {
+	if err := checkCounts(r.Snapshot(), plan, sp, records); err != nil {
+		return nil, err
+	}
+	if err := placement(ctx, reg, st, dst, sp); err != nil {
 		return nil, err
 	}
 	// What killed or superseded runs wrote, and the metadata of a commit
 	// killed before it moved the snapshot: none of it is recorded.
 	if err := removeUnkept(ctx, st, path.Join(staging, stagingData), keep); err != nil {
+		return nil, err
+	}
+	if err := checkSums(ctx, st, staging, records); err != nil {
 		return nil, err
 	}
 	w, err := f.Create(ctx, st, data, snapshot.WriteOptions{ReaderVersion: sp.ReaderVersion})
@@ -120,16 +142,113 @@ func CommitShards(ctx context.Context, reg *snapshot.Registry, sp *ShardPlan, op
 	if err := Commit(ctx, w, plan); err != nil {
 		return nil, errors.Join(err, w.Abort(context.WithoutCancel(ctx)))
 	}
+	t := writtenTotals(plan, records)
+	res.Totals = &t
+	if opts.Verify {
+		// The staged snapshot, before anything is at the destination.
+		staged := *plan
+		rp := *plan.Plan
+		rp.Destination = st.URI(data)
+		staged.Plan = &rp
+		if err := Verify(ctx, reg, r, &staged); err != nil {
+			return nil, fmt.Errorf("%w; nothing was written to %s, the staging area %s stays for inspection (run stateutil abort to remove it)", err, sp.Destination, st.URI(staging))
+		}
+		res.Verified = true
+	}
 	if opts.BeforePlace != nil {
 		opts.BeforePlace()
 	}
-	if err := where.put(ctx, data); err != nil {
+	if err := storage.WriteFile(ctx, st, path.Join(staging, StagingCommitted), []byte(sp.ID+"\n")); err != nil {
 		return nil, err
 	}
-	if err := st.RemoveAll(ctx, staging); err != nil {
-		return nil, fmt.Errorf("committed %s; removing the staging area %s: %w", sp.Destination, st.URI(staging), err)
+	if err := publish(ctx, reg, st, dst, data, sp); err != nil {
+		return nil, err
 	}
-	return res, verifyIf(ctx, reg, r, plan, opts, res.Result)
+	if err := removeStaging(ctx, st, staging); err != nil {
+		return nil, fmt.Errorf("committed %s; removing the staging area %s: %w (commit again to finish)", sp.Destination, st.URI(staging), err)
+	}
+	return res, nil
+}
+
+// openedOrCommitted checks sp's staging area before a commit: whether an
+// earlier commit marked it committed, else that the plan is open there.
+// A staging area gone with a snapshot at the destination counts as
+// committed; one without plan.json, or gone with nothing at the
+// destination, is a closed plan.
+func openedOrCommitted(ctx context.Context, reg *snapshot.Registry, st storage.Storage, staging string, sp *ShardPlan) (bool, error) {
+	if _, err := st.Stat(ctx, staging); errors.Is(err, storage.ErrNotFound) {
+		if _, _, _, err := reg.Detect(ctx, sp.Destination); err == nil {
+			return true, nil
+		}
+		return false, fmt.Errorf("%w: plan %s is closed: its staging area %s is gone (committed or aborted) and %s holds no snapshot; plan again", ErrPlanClosed, sp.ID, st.URI(staging), sp.Destination)
+	} else if err != nil {
+		return false, err
+	}
+	mark := path.Join(staging, StagingCommitted)
+	id, err := storage.ReadAll(ctx, st, mark, 1<<10)
+	switch {
+	case err == nil && strings.TrimSpace(string(id)) == sp.ID:
+		return true, nil
+	case err == nil:
+		return false, fmt.Errorf("%w: %s marks plan %q committed, not plan %s", ErrPlanMismatch, st.URI(mark), strings.TrimSpace(string(id)), sp.ID)
+	case !errors.Is(err, storage.ErrNotFound):
+		return false, err
+	}
+	p := path.Join(staging, StagingPlan)
+	opened, err := ReadShardPlan(ctx, reg, st.URI(p))
+	if errors.Is(err, snapshot.ErrNotFound) {
+		return false, fmt.Errorf("%w: plan %s is closed: its staging area %s holds no plan (committed or aborted); plan again", ErrPlanClosed, sp.ID, st.URI(staging))
+	}
+	if err != nil {
+		return false, err
+	}
+	a, errA := json.Marshal(opened)
+	b, errB := json.Marshal(sp)
+	if err := errors.Join(errA, errB); err != nil {
+		return false, err
+	}
+	if !bytes.Equal(a, b) {
+		return false, fmt.Errorf("%w: %s holds plan %s, another plan than the one given (%s); commit the plan file the shards ran", ErrPlanMismatch, st.URI(p), opened.ID, sp.ID)
+	}
+	return false, nil
+}
+
+// alreadyCommitted reports a plan an earlier commit had put in place.
+func alreadyCommitted(ctx context.Context, reg *snapshot.Registry, r snapshot.Reader, plan *Plan, opts CommitOptions, res *CommitResult) (*CommitResult, error) {
+	res.AlreadyCommitted = true
+	if opts.Verify {
+		if err := Verify(ctx, reg, r, plan); err != nil {
+			return nil, err
+		}
+		res.Verified = true
+	}
+	return res, nil
+}
+
+// removeStaging removes a committed plan's staging area: plan.json first
+// (no shard or commit starts on it), COMMITTED last.
+func removeStaging(ctx context.Context, st storage.Storage, staging string) error {
+	entries, err := st.List(ctx, staging)
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if err := st.Remove(ctx, path.Join(staging, StagingPlan)); err != nil && !errors.Is(err, storage.ErrNotFound) {
+		return err
+	}
+	for _, e := range entries {
+		if e.Name != StagingCommitted && e.Name != StagingPlan {
+			if err := st.RemoveAll(ctx, e.Path); err != nil {
+				return err
+			}
+		}
+	}
+	if err := st.Remove(ctx, path.Join(staging, StagingCommitted)); err != nil && !errors.Is(err, storage.ErrNotFound) {
+		return err
+	}
+	return st.RemoveAll(ctx, staging)
 }
 
 // checkFiles checks that every file the records list is in the staging
@@ -169,17 +288,6 @@ func checkFiles(ctx context.Context, st storage.Storage, staging string, records
 		}
 	}
 	return keep, nil
-}
-
-func verifyIf(ctx context.Context, reg *snapshot.Registry, r snapshot.Reader, plan *Plan, opts CommitOptions, res *Result) error {
-	if !opts.Verify {
-		return nil
-	}
-	if err := Verify(ctx, reg, r, plan); err != nil {
-		return err
-	}
-	res.Verified = true
-	return nil
 }
 
 // readRecords reads every shard's record, refusing, with the shards
@@ -234,79 +342,201 @@ func storageRelative(p string) bool {
 	return strings.HasPrefix(p, stagingData+"/") && path.Clean(p) == p && !strings.Contains(p, "..")
 }
 
-// destPlacement is how the staged snapshot gets to the destination.
-type destPlacement struct {
-	st      storage.Storage
-	dst     string
-	replace bool // a snapshot is there: swap (Run's forced replace)
-	empty   bool // an empty directory is there: remove it first
-}
-
-// placement looks at the destination as Create does and says how the
-// staged snapshot goes there, refusing what Create refuses.
-func placement(ctx context.Context, reg *snapshot.Registry, st storage.Storage, dst string, sp *ShardPlan) (*destPlacement, error) {
-	pl := &destPlacement{st: st, dst: dst}
+// placement refuses, before a commit writes anything, a destination
+// that Create refuses, and clears what a killed writer left there.
+func placement(ctx context.Context, reg *snapshot.Registry, st storage.Storage, dst string, sp *ShardPlan) error {
 	info, err := st.Stat(ctx, dst)
 	switch {
 	case errors.Is(err, storage.ErrNotFound):
-		return pl, nil
+		return nil
 	case err != nil:
-		return nil, err
+		return err
 	case info.Special:
-		return nil, fmt.Errorf("%w: %q is %w", ErrBadDestination, sp.Destination, storage.ErrNotRegular)
+		return fmt.Errorf("%w: %q is %w", ErrBadDestination, sp.Destination, storage.ErrNotRegular)
 	}
 	if info.IsDir {
 		if err := removeDeadWrite(ctx, reg, st, dst, sp.Destination); err != nil {
-			return nil, err
+			return err
 		}
 		if _, err := st.Stat(ctx, dst); errors.Is(err, storage.ErrNotFound) {
-			return pl, nil
+			return nil
 		}
 		if err := removeLeftovers(ctx, st, dst); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	_, _, _, detectErr := reg.Detect(ctx, sp.Destination)
 	if detectErr == nil && info.IsDir {
 		if meta, err := st.Stat(ctx, path.Join(dst, "_metadata")); err != nil || meta.IsDir {
-			return nil, fmt.Errorf("%w: %q is a job directory of checkpoints; write to a new chk-<N> or savepoint directory", ErrBadDestination, sp.Destination)
+			return fmt.Errorf("%w: %q is a job directory of checkpoints; write to a new chk-<N> or savepoint directory", ErrBadDestination, sp.Destination)
 		}
 	}
 	switch {
 	case detectErr == nil && !sp.Force:
-		return nil, fmt.Errorf("%w: %q already holds a snapshot (plan with --force to replace it)", storage.ErrExist, sp.Destination)
+		return fmt.Errorf("%w: %q already holds a snapshot (plan with --force to replace it)", storage.ErrExist, sp.Destination)
 	case detectErr == nil, sp.Force && errors.Is(detectErr, snapshot.ErrCorrupt):
-		pl.replace = true
-		return pl, nil
+		return nil
 	case info.IsDir:
 		entries, err := st.List(ctx, dst)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if len(entries) > 0 {
-			return nil, fmt.Errorf("%w: %q is a directory that holds no snapshot but %s; write to a new or empty directory", ErrBadDestination, sp.Destination, someNames(entries))
+			return fmt.Errorf("%w: %q is a directory that holds no snapshot but %s; write to a new or empty directory", ErrBadDestination, sp.Destination, someNames(entries))
 		}
-		pl.empty = true
-		return pl, nil
+		return nil
 	}
-	return nil, fmt.Errorf("%w: %q already holds a file that is not a readable snapshot (plan with --force to replace it)", storage.ErrExist, sp.Destination)
+	return fmt.Errorf("%w: %q already holds a file that is not a readable snapshot (plan with --force to replace it)", storage.ErrExist, sp.Destination)
 }
 
-// put moves the committed snapshot at staged to the destination.
-func (pl *destPlacement) put(ctx context.Context, staged string) error {
+// commitPoint is the file whose presence makes the snapshot at p one: a
+// directory's _metadata, else the file itself. A move writes it last and,
+// on an object store, removes it from the old place first.
+func commitPoint(ctx context.Context, st storage.Storage, p string) (string, error) {
+	info, err := st.Stat(ctx, p)
+	if err != nil {
+		return "", err
+	}
+	if info.IsDir {
+		return path.Join(p, "_metadata"), nil
+	}
+	return p, nil
+}
+
+// publish moves the committed snapshot at data to dst, replacing what is
+// there as the plan allows, or finishes the move of a commit killed half
+// way: on an object store a move copies file by file, so dst may hold
+// part of the snapshot, which publish recognises (every file there is one
+// of data's, or of the old snapshot moved aside) and moves again.
+func publish(ctx context.Context, reg *snapshot.Registry, st storage.Storage, dst, data string, sp *ShardPlan) error {
+	point, err := commitPoint(ctx, st, data)
+	if errors.Is(err, storage.ErrNotFound) {
+		err = storage.ErrNotFound
+	} else if err == nil {
+		_, err = st.Stat(ctx, point)
+	}
 	switch {
-	case pl.replace:
-		d := &destination{st: pl.st, path: pl.dst, staged: staged}
-		return d.swap(ctx)
-	case pl.empty:
-		if err := pl.st.Remove(ctx, pl.dst); err != nil {
+	case errors.Is(err, storage.ErrNotFound):
+		// The move got its commit point across: the snapshot is in place.
+		if _, _, _, err := reg.Detect(ctx, sp.Destination); err != nil {
+			return fmt.Errorf("plan %s was committed, but %s holds no snapshot: %w", sp.ID, sp.Destination, err)
+		}
+		return removeStaged(ctx, st, dst)
+	case err != nil:
+		return err
+	}
+	info, err := st.Stat(ctx, dst)
+	switch {
+	case errors.Is(err, storage.ErrNotFound):
+	case err != nil:
+		return err
+	default:
+		there, err := commitPoint(ctx, st, dst)
+		if err != nil {
+			return err
+		}
+		if same, err := sameFile(ctx, st, point, there); err != nil {
+			return err
+		} else if same {
+			// Moved, but for the staged copy's removal.
+			return removeStaged(ctx, st, dst)
+		}
+		_, _, _, detectErr := reg.Detect(ctx, sp.Destination)
+		switch {
+		case detectErr == nil && !sp.Force:
+			return fmt.Errorf("%w: %q already holds a snapshot (plan with --force to replace it)", storage.ErrExist, sp.Destination)
+		case detectErr == nil, sp.Force && (errors.Is(detectErr, snapshot.ErrCorrupt) || !info.IsDir):
+			d := &destination{st: st, path: dst, staged: data}
+			if err := d.swap(ctx); err != nil {
+				return err
+			}
+			return removeStaged(ctx, st, dst)
+		case !info.IsDir:
+			return fmt.Errorf("%w: %q already holds a file that is not a readable snapshot (plan with --force to replace it)", storage.ErrExist, sp.Destination)
+		}
+		if err := removePartial(ctx, st, dst, data); err != nil {
 			return err
 		}
 	}
-	if dir := path.Dir(pl.dst); dir != pl.dst {
-		if err := pl.st.MkdirAll(ctx, dir); err != nil {
+	if dir := path.Dir(dst); dir != dst {
+		if err := st.MkdirAll(ctx, dir); err != nil {
 			return err
 		}
 	}
-	return pl.st.Rename(ctx, staged, pl.dst)
+	if err := st.Rename(ctx, data, dst); err != nil {
+		return err
+	}
+	return removeStaged(ctx, st, dst)
+}
+
+// removePartial removes the directory dst, which holds no snapshot, if
+// every file in it is one of the snapshot at data's, or of an old
+// snapshot moved aside from dst (what a killed move to dst or away from
+// it leaves), and refuses otherwise: dst then holds another's files.
+func removePartial(ctx context.Context, st storage.Storage, dst, data string) error {
+	ours, err := relFiles(ctx, st, data)
+	if err != nil {
+		return err
+	}
+	dir, base := path.Split(dst)
+	siblings, err := st.List(ctx, path.Clean(dir+"."))
+	if err != nil {
+		return err
+	}
+	for _, e := range siblings {
+		if isSibling(e.Name, "old", base) {
+			old, err := relFiles(ctx, st, e.Path)
+			if err != nil {
+				return err
+			}
+			maps.Copy(ours, old)
+		}
+	}
+	there, err := relFiles(ctx, st, dst)
+	if err != nil {
+		return err
+	}
+	for rel := range there {
+		if !ours[rel] && !strings.HasPrefix(path.Base(rel), storage.TempPrefix) {
+			return fmt.Errorf("%w: %q holds no snapshot but %q, which is not the committed snapshot's; move it away and commit again", ErrBadDestination, st.URI(dst), rel)
+		}
+	}
+	return st.RemoveAll(ctx, dst)
+}
+
+// relFiles lists the files below dir by their paths relative to it.
+func relFiles(ctx context.Context, st storage.Storage, dir string) (map[string]bool, error) {
+	out := map[string]bool{}
+	var walk func(string) error
+	walk = func(d string) error {
+		entries, err := st.List(ctx, d)
+		if err != nil {
+			return err
+		}
+		for _, e := range entries {
+			if e.IsDir {
+				if err := walk(e.Path); err != nil {
+					return err
+				}
+				continue
+			}
+			out[strings.TrimPrefix(e.Path, dir+"/")] = true
+		}
+		return nil
+	}
+	return out, walk(dir)
+}
+
+// sameFile reports whether the files at a and b have the same size and
+// CRC32C; b may be missing.
+func sameFile(ctx context.Context, st storage.Storage, a, b string) (bool, error) {
+	sa, ca, err := fileSum(ctx, st, a)
+	if err != nil {
+		return false, err
+	}
+	sb, cb, err := fileSum(ctx, st, b)
+	if errors.Is(err, storage.ErrNotFound) {
+		return false, nil
+	}
+	return err == nil && sa == sb && ca == cb, err
 }

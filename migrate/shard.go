@@ -33,7 +33,9 @@ const (
 	stagingLogs   = "logs"
 	// StagingPlan is the plan file's name inside the staging area.
 	StagingPlan = "plan.json"
-	// StagingCommitted is the mark of a committed plan in its staging area.
+	// StagingCommitted, in a staging area, marks its plan committed: the
+	// snapshot is, or is being, moved to the destination. It holds the
+	// plan's id, and the commit's cleanup removes it last.
 	StagingCommitted = "COMMITTED"
 )
 

@@ -53,6 +53,9 @@ func writeSavepoint(t *testing.T, src, dst string, change redistribute.Request, 
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := migrate.OpenStaging(ctx, testReg, sp); err != nil {
+		t.Fatal(err)
+	}
 	for i := 1; i <= shards; i++ {
 		if _, err := migrate.RunShard(ctx, testReg, sp, i, migrate.ShardOptions{}); err != nil {
 			t.Fatalf("shard %d: %v", i, err)

@@ -76,7 +76,9 @@ type writer struct {
 type subtaskOut struct {
 	keyed, rawKeyed       *KeyedHandle
 	operator, rawOperator *OperatorStateHandle
-	files                 []snapshot.FileRef
+	// files are the state files written, with their CRC32C, for a
+	// staging writer's record.
+	files []snapshot.FileRef
 }
 
 func create(ctx context.Context, st storage.Storage, p string, opts snapshot.WriteOptions) (snapshot.Writer, error) {

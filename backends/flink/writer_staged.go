@@ -56,9 +56,7 @@ func (w *writer) Staged(context.Context) ([]snapshot.StagedSubtask, error) {
 		return nil, errors.New("flink writer: already committed or aborted")
 	}
 	out, err := w.ledger.Staged(w.dir, func(so *subtaskOut) any { return handlesOf(so) },
-		func(f ledger.Finished[*subtaskOut]) ([]snapshot.FileRef, error) {
-			return f.Value.files, nil
-		})
+		func(f ledger.Finished[*subtaskOut]) ([]snapshot.FileRef, error) { return f.Value.files, nil })
 	if err != nil {
 		return nil, fmt.Errorf("flink writer: %w", err)
 	}

@@ -44,14 +44,14 @@ func (f *stateFile) commit() error {
 	return f.p.Commit()
 }
 
+// ref is the finished file as a subtask lists it.
+func (f *stateFile) ref() snapshot.FileRef {
+	return snapshot.FileRef{Path: f.name, Size: f.pos, CRC32C: f.crc}
+}
+
 // handle is the relative-file handle of the finished file.
 func (f *stateFile) handle() *StreamHandle {
 	return &StreamHandle{Type: HandleRelativeFile, Path: f.name, Size: f.pos}
-}
-
-// ref is the finished file by its name in the savepoint directory.
-func (f *stateFile) ref() snapshot.FileRef {
-	return snapshot.FileRef{Path: f.name, Size: f.pos, CRC32C: f.crc}
 }
 
 // keyedLayout is one keyed state as the subtask writes it.
@@ -601,7 +601,7 @@ func (sw *subtaskWriter) finish() error {
 		sw.w.written.Add(sw.keyed.name)
 		so.keyed = &KeyedHandle{Type: HandleSavepointKeyGroups, KeyGroups: &KeyGroupsHandle{
 			Range: KeyGroupRange{Start: int32(sw.kgs.Start), Count: int32(sw.kgs.Len())}, Offsets: sw.offsets, Delegate: sw.keyed.handle()}}
-		sub.Files = append(sub.Files, snapshot.FileRef{Path: sw.keyed.name, Size: sw.keyed.pos})
+		sub.Files = append(sub.Files, sw.keyed.ref())
 		so.files = append(so.files, sw.keyed.ref())
 	}
 	if sw.oper != nil {
@@ -610,7 +610,7 @@ func (sw *subtaskWriter) finish() error {
 		}
 		sw.w.written.Add(sw.oper.name)
 		so.operator = &OperatorStateHandle{Type: HandleOperatorState, States: sw.operInfos, Delegate: sw.oper.handle()}
-		sub.Files = append(sub.Files, snapshot.FileRef{Path: sw.oper.name, Size: sw.oper.pos})
+		sub.Files = append(sub.Files, sw.oper.ref())
 		so.files = append(so.files, sw.oper.ref())
 	}
 	sw.w.ledger.Finish(sw.op, sw.index, sub, so)
