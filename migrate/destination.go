@@ -334,6 +334,11 @@ func removeDeadWrite(ctx context.Context, reg *snapshot.Registry, st storage.Sto
 		return nil
 	}
 	keep := map[string]bool{path.Join(p, "_metadata"): true}
+	if c, ok := r.(snapshot.CompanionFiler); ok {
+		for _, name := range c.CompanionFiles() {
+			keep[path.Join(p, name)] = true
+		}
+	}
 	for _, op := range r.Snapshot().Operators {
 		for _, sub := range op.Subtasks {
 			for _, f := range sub.Files {

@@ -54,6 +54,15 @@ type KeyGroupHolder interface {
 	HeldEntries(ctx context.Context, op *Operator, subtask int, kgs keygroup.Range) Entries
 }
 
+// CompanionFiler is implemented by a Reader whose snapshot directory holds
+// files besides its metadata and its subtasks' files (Subtask.Files), such
+// as a checksum manifest. CompanionFiles names them, relative to the
+// snapshot's location, so that clearing what a killed writer left keeps
+// them.
+type CompanionFiler interface {
+	CompanionFiles() []string
+}
+
 // FileFollower is implemented by a Reader whose metadata lists each
 // subtask's files (Subtask.Files) apart from the references the reader
 // follows to read its state. FollowedFiles returns the files the reader

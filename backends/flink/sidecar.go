@@ -214,6 +214,15 @@ func (c *checksums) checkListing(ctx context.Context, st storage.Storage, dir st
 	return errors.Join(errs...)
 }
 
+// CompanionFiles names the checksum manifest, if the savepoint has one;
+// see snapshot.CompanionFiler.
+func (r *SnapshotReader) CompanionFiles() []string {
+	if r.sums == nil {
+		return nil
+	}
+	return []string{ChecksumsFile}
+}
+
 // CheckWhole checks every file the checksum manifest lists beside
 // `_metadata` (checked when the snapshot was opened) against its size and
 // CRC32C, for verify (snapshot.WholeChecker); each mismatch is an error of
