@@ -41,6 +41,9 @@ trap stop_servers EXIT
 phase "S3 server (moto: install, start)"
 . "${STATEUTIL_CACHE_DIR:-.cache}/s3.env"
 export STATEUTIL_REQUIRE_S3=1
+# The hostile trials of the sharded path run as a quick sample here
+# (scripts/shard-trials.sh runs them; STATEUTIL_TRIALS=full for all).
+export STATEUTIL_TRIALS=${STATEUTIL_TRIALS:-quick}
 # Real Flink (testenv/flink, Flink's MiniCluster from Maven Central): one
 # slice of the real-Flink matrices per run, so that successive days cover all
 # of it. A day's slice is one of the newest 1.20 and the newest 2.x (the
