@@ -168,6 +168,9 @@ func PlanShards(ctx context.Context, reg *snapshot.Registry, req ShardRequest) (
 		return nil, err
 	}
 	plan.Source, plan.Destination = req.Source, req.Destination
+	if err := plan.checkWrite(f, snapshot.WriteOptions{Force: req.Force, ReaderVersion: req.ReaderVersion}); err != nil {
+		return nil, err
+	}
 	if err := checkWritable(ctx, reg, req.Destination, req.Force); err != nil {
 		return nil, err
 	}
