@@ -79,3 +79,26 @@ func TestFlinkVersionRefusesWhatFlinkCannotRestore(t *testing.T) {
 		})
 	}
 }
+
+// Flink 1.15 writes and reads _metadata version 3, which has no
+// CheckpointProperties: what stateutil writes for it reads back whole.
+func TestFlinkVersion115WritesVersion3(t *testing.T) {
+	ctx := context.Background()
+	dst := filepath.Join(t.TempDir(), "out")
+	_, err := migrate.Run(ctx, registry(), migrate.Request{Source: savepointOf(t, "1.20.5", "basic-hashmap-canonical"), Destination: dst,
+		Format: "flink", ReaderVersion: "1.15", Verify: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(dst, "_metadata"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := flink.ParseMetadata(data, dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Version != 3 || m.Properties != nil {
+		t.Errorf("_metadata v%d, properties %v; want v3 without properties", m.Version, m.Properties)
+	}
+}
