@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stateutil/stateutil/internal/flinkharness"
 	"github.com/stateutil/stateutil/snapshot"
 	"github.com/stateutil/stateutil/storage"
 )
@@ -143,5 +144,74 @@ func TestMetadataVersionsSummary(t *testing.T) {
 	const want = "v3 for 1.15, v4 for 1.16-1.20, v5 for 2.0, v6 for 2.1-2.3"
 	if got := MetadataVersions(); got != want {
 		t.Errorf("MetadataVersions() = %q, want %q", got, want)
+	}
+}
+
+// snapshotClasses is what real Flink writes: every serializer snapshot of
+// the harness's basic and types jobs, taken by each Flink version run
+// (make test-flink-matrix: the newest release of every line), is one of
+// them, of the version the table gives. That is what lets a savepoint
+// be written for another line of its major with its snapshots unchanged.
+func TestSerializerTableIsWhatFlinkWrites(t *testing.T) {
+	flinkharness.Require(t)
+	if !flinkharness.Required() {
+		t.Skip("real-Flink snapshots are taken with STATEUTIL_REQUIRE_FLINK=1")
+	}
+	ctx := context.Background()
+	reg := snapshot.NewRegistry(storage.NewRegistry())
+	Register(reg)
+	for _, v := range flinkharness.Versions() {
+		for _, job := range []string{"basic", "types"} {
+			t.Run(v+"/"+job, func(t *testing.T) {
+				snap, _, err := flinkharness.Snapshot(ctx, v, flinkharness.SnapshotOptions{Job: job, Backend: "hashmap", Kind: "canonical",
+					Records: 50, Dir: t.TempDir()})
+				if err != nil {
+					t.Fatal(err)
+				}
+				r, err := reg.Open(ctx, snap, snapshot.OpenOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer r.Close()
+				n := 0
+				var walk func(where string, s *SerializerSnapshot)
+				walk = func(where string, s *SerializerSnapshot) {
+					k, ok := snapshotClasses[s.Class]
+					switch {
+					case !ok:
+						t.Errorf("%s: Flink %s wrote serializer %s (version %d), which the table lacks", where, v, s.Class, s.Version)
+					case s.Version != k.version:
+						t.Errorf("%s: Flink %s wrote %s of version %d; the table says %d", where, v, s.Class, s.Version, k.version)
+					}
+					n++
+					for _, c := range s.Nested {
+						walk(where, c)
+					}
+				}
+				for _, op := range r.Snapshot().Operators {
+					co, err := carriedOf(op)
+					if err != nil || co == nil {
+						t.Fatalf("operator %s: %v", op.Label(), err)
+					}
+					raws := map[string][]byte{"key serializer": co.KeySerializer}
+					for _, m := range append(append(co.Keyed, co.Operator...), co.Broadcast...) {
+						for _, s := range m.Serializers {
+							raws[m.Name+" "+s.Key] = s.Raw
+						}
+					}
+					for where, raw := range raws {
+						if len(raw) == 0 {
+							continue
+						}
+						s, err := parseSerializerSnapshot(raw)
+						if err != nil {
+							t.Fatalf("%s %s: %v", op.Label(), where, err)
+						}
+						walk(op.Label()+" "+where, s)
+					}
+				}
+				t.Logf("Flink %s, %s job: %d serializer snapshots, each in the table", v, job, n)
+			})
+		}
 	}
 }
