@@ -21,7 +21,8 @@ import (
 // writes for its line; what stateutil writes for it from the checked-in
 // 1.20.5 and 2.3.0 savepoints, Flink V restores with the job's state;
 // the next _metadata version it refuses; and a savepoint of the other
-// major version with Kryo state stateutil refuses to write (exit 4).
+// major version with Kryo state, or a POJO with a List field, stateutil
+// refuses to write (exit 4).
 func TestFlinkVersionRestoresInFlink(t *testing.T) {
 	flinkharness.Require(t)
 	if !flinkharness.Required() {
@@ -106,6 +107,30 @@ func flinkVersionCells(t *testing.T, v string) {
 			})
 		}
 	}
+	t.Run("pojo-list-field-to-the-other-major", func(t *testing.T) {
+		// Written unchecked, Flink 1.20.5 refuses the 2.3.0 one: "For heap
+		// backends, the new state serializer (PojoSerializer) must not be
+		// incompatible with the old state serializer".
+		snap, _, err := flinkharness.Snapshot(ctx, v, flinkharness.SnapshotOptions{Job: "pojolist", Backend: "hashmap", Kind: "canonical",
+			Records: 40, Dir: filepath.Join(fc.dir, "pojolist")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var other flink.Release
+		for _, r := range flink.Releases {
+			if r.Major != line.Major {
+				other = r
+			}
+		}
+		dst := filepath.Join(fc.dir, "pojolist-for-"+other.Line)
+		code, _, errOut := run(t, "convert", snap, "--to", "flink", "--flink-version", other.Line, "--output", dst)
+		if code != ExitUnsupported || !strings.Contains(errOut, `keyed state "tagged" has a POJO field`) {
+			t.Errorf("convert for Flink %s: exit %d, %s; want exit %d naming the POJO field", other.Line, code, errOut, ExitUnsupported)
+		}
+		if _, err := os.Stat(dst); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s was written", dst)
+		}
+	})
 	t.Run("refuses-the-next-version", func(t *testing.T) {
 		var next *flink.Release
 		for i, r := range flink.Releases {

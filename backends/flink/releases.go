@@ -242,14 +242,14 @@ func (c *restoreCheck) why(s *SerializerSnapshot, pojoField bool) string {
 	k, known := snapshotClasses[s.Class]
 	across := c.from != c.to.Major
 	switch {
+	case across && pojoField && !k.field:
+		return fmt.Sprintf("a POJO field of serializer %s, which Flink %d.x may serialize otherwise (Flink 2 no longer uses Kryo for List, Map and Set fields)", s.Class, c.to.Major)
 	case !known && across:
 		return fmt.Sprintf("serializer %s (snapshot version %d), not one stateutil has checked across Flink's major versions", s.Class, s.Version)
 	case known && across && s.Version != k.version, known && c.to.Serializers && s.Version > k.version:
 		return fmt.Sprintf("serializer %s of snapshot version %d, where Flink 1.18 to 2.3 write version %d", s.Class, s.Version, k.version)
 	case known && across && k.acrossMajors != "":
 		return fmt.Sprintf("serializer %s: %s", s.Class, k.acrossMajors)
-	case known && across && pojoField && !k.field:
-		return fmt.Sprintf("a POJO field of serializer %s, which Flink %d.x may serialize otherwise (Flink 2 no longer uses Kryo for List, Map and Set fields)", s.Class, c.to.Major)
 	}
 	pojo := s.Class == runtimeTU+"PojoSerializerSnapshot"
 	for _, n := range s.Nested {
