@@ -141,9 +141,10 @@ func (e *RestoreError) Unwrap() error { return snapshot.ErrUnsupportedVersion }
 // checkWrite refuses, before anything is written, a snapshot whose
 // serializer snapshots the Flink of opts.ReaderVersion would not restore:
 // across majors, every snapshot (nested ones too) must be one of
-// snapshotClasses that restores across them; within a major, those
-// classes must have the version the checked lines write (others, such as
-// a job's own serializers, are not checked there).
+// snapshotClasses that restores across them, of its version, and parsed
+// whole; within a major, those classes must have no newer version than the
+// checked lines write (others, such as a job's own serializers, are not
+// checked there).
 func checkWrite(s *snapshot.Snapshot, opts snapshot.WriteOptions) error {
 	if opts.ReaderVersion == "" {
 		return nil
@@ -244,6 +245,8 @@ func (c *restoreCheck) why(s *SerializerSnapshot, pojoField bool) string {
 	switch {
 	case across && pojoField && !k.field:
 		return fmt.Sprintf("a POJO field of serializer %s, which Flink %d.x may serialize otherwise (Flink 2 no longer uses Kryo for List, Map and Set fields)", s.Class, c.to.Major)
+	case across && s.Opaque && len(s.Nested) == 0:
+		return fmt.Sprintf("serializer %s, whose snapshot stateutil cannot read whole to check it", s.Class)
 	case !known && across:
 		return fmt.Sprintf("serializer %s (snapshot version %d), not one stateutil has checked across Flink's major versions", s.Class, s.Version)
 	case known && across && s.Version != k.version, known && c.to.Serializers && s.Version > k.version:

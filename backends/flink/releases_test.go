@@ -101,6 +101,11 @@ func TestPojoCollectionFieldsStayInTheirMajor(t *testing.T) {
 	if why := to19.why(list, false); why != "" {
 		t.Errorf("a List state: %s", why)
 	}
+	// A POJO snapshot stateutil did not parse shows no fields to check.
+	unread := &SerializerSnapshot{Class: pojo.Class, Version: pojo.Version, Opaque: true}
+	if why := to19.why(unread, false); !strings.Contains(why, "cannot read whole") {
+		t.Errorf("an unparsed POJO snapshot for Flink 1.19: %q", why)
+	}
 	pojo.Nested[0] = list
 	if why := to19.why(pojo, false); !strings.Contains(why, "POJO field") || !strings.Contains(why, list.Class) {
 		t.Errorf("a POJO with a List field for Flink 1.19: %q", why)
