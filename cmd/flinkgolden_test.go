@@ -8,11 +8,21 @@ import (
 // flinkSavepoint is a canonical savepoint Flink 1.20.5 wrote (testdata/flink).
 var flinkSavepoint = filepath.Join("..", "testdata", "flink", "1.20.5", "basic-hashmap-canonical", "snapshot", "savepoint-58fe20-3983f452098d")
 
+// flinkTypes23 and flinkTypes120 are savepoints of the harness's types
+// job, with a Kryo state, of Flink 2.3.0 and 1.20.5 (testdata/flink).
+var (
+	flinkTypes23  = filepath.Join("..", "testdata", "flink", "2.3.0", "types-hashmap-canonical", "snapshot", "savepoint-f9d9da-2fc270d6d6bb")
+	flinkTypes120 = filepath.Join("..", "testdata", "flink", "1.20.5", "types-hashmap-canonical", "snapshot", "savepoint-5b5afd-4dc9a1a465e4")
+)
+
 func TestGoldenFlinkWriter(t *testing.T) {
 	cases := map[string][]string{
 		"flink-rescale-dry-run-maxp":  {"rescale", flinkSavepoint, "--max-parallelism", "256", "--operator", "keyed=3", "--dry-run"},
 		"flink-rescale-bad-version":   {"rescale", flinkSavepoint, "--max-parallelism", "256", "--flink-version", "3", "--output", "x"},
 		"flink-convert-old-version":   {"convert", flinkSavepoint, "--to", "flink", "--flink-version", "1.12", "--output", "x"},
+		"flink-convert-new-version":   {"convert", flinkSavepoint, "--to", "flink", "--flink-version", "2.4", "--output", "x"},
+		"flink-convert-kryo-to-1.x":   {"convert", flinkTypes23, "--to", "flink", "--flink-version", "1.19", "--output", "x"},
+		"flink-rescale-kryo-to-2.x":   {"rescale", flinkTypes120, "--parallelism", "3", "--flink-version", "2.0", "--output", "x"},
 		"flink-convert-ttl-unknown":   {"convert", flinkSavepoint, "--to", "flink", "--drop-expired-ttl-at", "2100-01-01T00:00:00Z", "--output", "x"},
 		"flink-convert-ttl-bad-time":  {"convert", flinkSavepoint, "--to", "flink", "--drop-expired-ttl-at", "tomorrow", "--output", "x"},
 		"flink-convert-ttl-bad-spec":  {"convert", flinkSavepoint, "--to", "flink", "--drop-expired-ttl-at", "0", "--ttl", "last", "--output", "x"},

@@ -239,32 +239,6 @@ func flinkWriterMatrix(t *testing.T, v string) {
 		fc.restore("rowdata-256", "rowdata", dst, dumpOf(t, dump), flinkharness.RestoreOptions{Parallelism: 3})
 		fc.spa("rowdata-256", "rowdata", dst, dumpOf(t, dump))
 	})
-	t.Run("flink-version-of-the-other-major", func(t *testing.T) {
-		// A savepoint of the other major version, written with
-		// --flink-version for this one (_metadata v6 -> v4 or v4 -> v6).
-		fc := *fc
-		fc.t = t
-		major, _, _ := strings.Cut(v, ".")
-		var src flinkharness.Entry
-		es, err := flinkharness.ReadCorpus(filepath.Join("..", "testdata", "flink"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, e := range es {
-			if e.Name == "basic-hashmap-canonical" && !strings.HasPrefix(e.Manifest.FlinkVersion, major+".") {
-				src = e
-			}
-		}
-		if src.Dir == "" {
-			t.Fatalf("testdata/flink has no basic-hashmap-canonical of a Flink other than %s.x", major)
-		}
-		minor, _, _ := strings.Cut(strings.TrimPrefix(v, major+"."), ".")
-		dst := out("for-" + v)
-		fc.stateutil("convert", src.SnapshotDir(), "--to", "flink", "--flink-version", major+"."+minor, "--output", dst)
-		want := dumpOf(t, src.File("dump.jsonl"))
-		fc.restore("for-"+v, "basic", dst, want, flinkharness.RestoreOptions{Parallelism: 2})
-		fc.spa("for-"+v, "basic", dst, want)
-	})
 	t.Run("native-rocksdb-to-canonical", func(t *testing.T) {
 		fc := *fc
 		fc.t = t
@@ -333,6 +307,12 @@ func flinkWriterMatrix(t *testing.T, v string) {
 		}
 		if len(want) == len(basicDump) {
 			t.Fatal("the job's dump has no TTL'd state last")
+		}
+		// What Flink restores of a TTL'd state depends on its TTL as the
+		// job reading it back declares it: that no expired entry was
+		// written, the savepoint itself shows.
+		if got := fc.stateutil("dump", dst, "--operator", "keyed", "--state", "last"); got != "" {
+			t.Errorf("expired entries of state last were written:\n%s", got)
 		}
 		fc.restore("unexpired", "basic", dst, want, flinkharness.RestoreOptions{Parallelism: 2})
 		fc.spa("unexpired", "basic", dst, want)

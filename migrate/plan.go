@@ -179,6 +179,15 @@ func (p *Plan) checkCapacity(format *snapshot.Format) error {
 	return nil
 }
 
+// checkWrite has format refuse, before anything is written, what it
+// cannot write of the plan as opts ask (Format.CheckWrite).
+func (p *Plan) checkWrite(format *snapshot.Format, opts snapshot.WriteOptions) error {
+	if format.CheckWrite == nil {
+		return nil
+	}
+	return format.CheckWrite(p.committed(), opts)
+}
+
 // Totals are a plan's figures: what the copy holds.
 type Totals struct {
 	Operators int   `json:"operators"`

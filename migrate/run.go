@@ -109,6 +109,10 @@ func Run(ctx context.Context, reg *snapshot.Registry, req Request) (*Result, err
 		return nil, err
 	}
 	plan.Source, plan.Destination, plan.DryRun = req.Source, req.Destination, req.DryRun
+	wopts := snapshot.WriteOptions{Force: req.Force, StateSizeCap: f.StateSizeCap, ReaderVersion: req.ReaderVersion}
+	if err := plan.checkWrite(f, wopts); err != nil {
+		return nil, err
+	}
 	res := &Result{Plan: plan, From: from, Totals: plan.Totals(), Dropped: dropped}
 	if res.Dropped == nil {
 		res.Dropped = []snapshot.UnreadablePart{}
@@ -116,7 +120,7 @@ func Run(ctx context.Context, reg *snapshot.Registry, req Request) (*Result, err
 	if req.DryRun {
 		return res, nil
 	}
-	w, err := Create(ctx, reg, f, req.Destination, snapshot.WriteOptions{Force: req.Force, StateSizeCap: f.StateSizeCap, ReaderVersion: req.ReaderVersion})
+	w, err := Create(ctx, reg, f, req.Destination, wopts)
 	if err != nil {
 		return nil, err
 	}

@@ -220,6 +220,9 @@ func (sp *ShardPlan) derive(ctx context.Context, reg *snapshot.Registry, r snaps
 		return nil, err
 	}
 	plan.Source, plan.Destination = sp.Source, sp.Destination
+	if err := plan.checkWrite(f, snapshot.WriteOptions{Force: sp.Force, ReaderVersion: sp.ReaderVersion}); err != nil {
+		return nil, err
+	}
 	sp.Plan = plan
 	sp.Staging = stagingFor(sp.Destination, sp.ID)
 	sp.Shards = assign(plan, n)

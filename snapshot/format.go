@@ -157,6 +157,10 @@ type Format struct {
 	Open func(ctx context.Context, st storage.Storage, path string, opts OpenOptions) (Reader, error)
 	// Create starts a new snapshot at path; nil for read-only formats.
 	Create func(ctx context.Context, st storage.Storage, path string, opts WriteOptions) (Writer, error)
+	// CheckWrite, if set, refuses before anything is written what the
+	// format cannot write of s (the snapshot a copy would commit, without
+	// subtasks) as opts ask; nil if it can.
+	CheckWrite func(s *Snapshot, opts WriteOptions) error
 	// StateSizeCap is the default limit of state per subtask the format
 	// accepts when writing; 0 for none.
 	StateSizeCap int64

@@ -22,6 +22,8 @@ var Format = &snapshot.Format{
 	Probe:   probe,
 	Open:    open,
 	Create:  create,
+	// CheckWrite: releases.go.
+	CheckWrite: checkWrite,
 }
 
 // metadataPath turns a location into the path of its `_metadata` file.

@@ -9,7 +9,6 @@ import (
 	"hash/crc32"
 	"path"
 	"strconv"
-	"strings"
 	"sync"
 
 	"github.com/stateutil/stateutil/backends/internal/ledger"
@@ -33,24 +32,6 @@ import (
 // ErrNotFromFlink reports a snapshot the flink writer cannot write: one
 // not read from Flink, which lacks the serializer snapshots Flink needs.
 var ErrNotFromFlink = fmt.Errorf("%w: the flink writer writes only state read from a Flink snapshot", snapshot.ErrUnsupportedVersion)
-
-// MetadataVersionFor is the `_metadata` version a Flink version reads and
-// writes: 4 for 1.x (Flink 1.20 refuses 6), 6 for 2.x.
-func MetadataVersionFor(flinkVersion string) (int, error) {
-	major, rest, _ := strings.Cut(strings.TrimPrefix(flinkVersion, "v"), ".")
-	minor, _, _ := strings.Cut(rest, ".")
-	mj, err1 := strconv.Atoi(major)
-	mn, err2 := strconv.Atoi(minor)
-	switch {
-	case err1 != nil || err2 != nil:
-		return 0, fmt.Errorf("version %q of Flink: want X.Y, such as 1.20 or 2.1", flinkVersion)
-	case mj == 1 && mn >= 15:
-		return 4, nil
-	case mj == 2:
-		return 6, nil
-	}
-	return 0, fmt.Errorf("version %q of Flink: stateutil writes savepoints for Flink 1.15 to 2.x", flinkVersion)
-}
 
 // writer is the snapshot.Writer of the flink format.
 type writer struct {

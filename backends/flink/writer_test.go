@@ -65,6 +65,14 @@ func TestWriterRoundTripsRealSnapshots(t *testing.T) {
 				verify := !(c.want < 5 && strings.HasPrefix(e.Manifest.FlinkVersion, "2."))
 				_, err := migrate.Run(ctx, reg, migrate.Request{Source: e.SnapshotDir(), Destination: dst, Format: "flink",
 					Change: c.change, Verify: verify, PathMap: map[string]string{old: nw}, ReaderVersion: c.version})
+				// The types job's Kryo state stays in its major version.
+				var re *flink.RestoreError
+				if strings.HasPrefix(e.Name, "types-") && c.version != "" && c.version[0] != e.Manifest.FlinkVersion[0] {
+					if !errors.As(err, &re) || !strings.Contains(err.Error(), `"kryo"`) {
+						t.Errorf("got %v, want the Kryo state refused", err)
+					}
+					return
+				}
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -151,19 +159,6 @@ func TestWriterRefusesOtherFormats(t *testing.T) {
 	}
 	if err := w.Abort(context.Background()); err != nil {
 		t.Fatal(err)
-	}
-}
-
-func TestMetadataVersionFor(t *testing.T) {
-	for v, want := range map[string]int{"1.20": 4, "1.15.4": 4, "2.0": 6, "2.1.3": 6, "2.3": 6} {
-		if got, err := flink.MetadataVersionFor(v); err != nil || got != want {
-			t.Errorf("%s: %d, %v; want %d", v, got, err, want)
-		}
-	}
-	for _, v := range []string{"1.14", "3.0", "two", ""} {
-		if _, err := flink.MetadataVersionFor(v); err == nil {
-			t.Errorf("%q accepted", v)
-		}
 	}
 }
 

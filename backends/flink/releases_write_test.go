@@ -1,0 +1,104 @@
+package flink_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stateutil/stateutil/backends/flink"
+	"github.com/stateutil/stateutil/migrate"
+	"github.com/stateutil/stateutil/snapshot"
+)
+
+// savepointOf is the snapshot directory of a checked-in corpus entry.
+func savepointOf(t *testing.T, version, name string) string {
+	t.Helper()
+	for _, e := range corpus(t) {
+		if e.Manifest.FlinkVersion == version && e.Name == name {
+			return e.SnapshotDir()
+		}
+	}
+	t.Fatalf("testdata/flink has no %s of Flink %s", name, version)
+	return ""
+}
+
+// A savepoint written for the other major version whose Kryo state Flink
+// could not restore (Kryo 2 in 1.x, Kryo 5 in 2.x: real Flink 1.19.3
+// fails with "Missing value for the key
+// 'org.apache.avro.generic.GenericData$Array'" on the 2.3.0 one) is
+// refused before anything is written, sharded or not, naming the
+// operator, the state and the serializer; within a major, and without
+// Kryo, the same sources are written.
+func TestFlinkVersionRefusesWhatFlinkCannotRestore(t *testing.T) {
+	ctx := context.Background()
+	reg := registry()
+	const kryo = "org.apache.flink.api.java.typeutils.runtime.kryo.KryoSerializerSnapshot"
+	for _, c := range []struct {
+		from, entry, to string
+		refused         []string // in the message; nil: written
+	}{
+		{"2.3.0", "types-hashmap-canonical", "1.19", []string{`Flink 1.19 would not restore`, `operator "keyed" keyed state "kryo"`, kryo, "Kryo 2", "nothing was written"}},
+		{"2.3.0", "types-hashmap-canonical", "1.20", []string{`operator "keyed" keyed state "kryo"`, kryo}},
+		{"1.20.5", "types-hashmap-canonical", "2.0", []string{`Flink 2.0 would not restore`, `keyed state "kryo"`, kryo}},
+		{"1.20.5", "types-hashmap-canonical", "2.3", []string{`keyed state "kryo"`, kryo}},
+		// No line before 1.18 was checked against a 2.x source.
+		{"2.3.0", "basic-hashmap-canonical", "1.17", []string{"has not checked what Flink 1.17 restores of a Flink 2.x snapshot", "1.18"}},
+		{"2.3.0", "types-hashmap-canonical", "2.0", nil},
+		{"1.20.5", "types-hashmap-canonical", "1.18", nil},
+		{"2.3.0", "basic-hashmap-canonical", "1.19", nil},
+		{"1.20.5", "basic-hashmap-canonical", "2.1", nil},
+	} {
+		t.Run(c.from+"-"+c.entry+"-for-"+c.to, func(t *testing.T) {
+			dst := filepath.Join(t.TempDir(), "out")
+			req := migrate.Request{Source: savepointOf(t, c.from, c.entry), Destination: dst, Format: "flink", ReaderVersion: c.to}
+			_, perr := migrate.PlanShards(ctx, reg, migrate.ShardRequest{Request: req, Shards: 2})
+			_, err := migrate.Run(ctx, reg, req)
+			if c.refused == nil {
+				if err != nil || perr != nil {
+					t.Fatalf("refused: %v; planning shards: %v", err, perr)
+				}
+				return
+			}
+			for _, err := range []error{err, perr} {
+				var re *flink.RestoreError
+				if !errors.As(err, &re) || !errors.Is(err, snapshot.ErrUnsupportedVersion) {
+					t.Fatalf("got %v, want a RestoreError (unsupported)", err)
+				}
+				for _, s := range c.refused {
+					if !strings.Contains(err.Error(), s) {
+						t.Errorf("the refusal does not say %q: %v", s, err)
+					}
+				}
+			}
+			if _, err := os.Stat(dst); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("%s was written (%v)", dst, err)
+			}
+		})
+	}
+}
+
+// Flink 1.15 writes and reads _metadata version 3, which has no
+// CheckpointProperties: what stateutil writes for it reads back whole.
+func TestFlinkVersion115WritesVersion3(t *testing.T) {
+	ctx := context.Background()
+	dst := filepath.Join(t.TempDir(), "out")
+	_, err := migrate.Run(ctx, registry(), migrate.Request{Source: savepointOf(t, "1.20.5", "basic-hashmap-canonical"), Destination: dst,
+		Format: "flink", ReaderVersion: "1.15", Verify: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(dst, "_metadata"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := flink.ParseMetadata(data, dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Version != 3 || m.Properties != nil {
+		t.Errorf("_metadata v%d, properties %v; want v3 without properties", m.Version, m.Properties)
+	}
+}
