@@ -403,16 +403,11 @@ func decodeAny(r *reader, s *SerializerSnapshot, depth int) any {
 			return readKryoVarLong(r)
 		}
 	case "Pojo":
-		if sized(s) {
+		if len(s.Fields) == len(s.Nested) {
+			// A field no decoder walks stops the walk there, not decoded;
+			// the flags and the fields before it are still checked.
 			v, _ := walkPojo(r, s, depth, true)
 			return v
-		}
-		// Name the field's serializer that stops the walk.
-		for _, f := range s.Nested {
-			if f != nil && !sized(f) {
-				notDecoded(r, f)
-				return nil
-			}
 		}
 	case "Row":
 		if len(s.Nested) > 0 {
