@@ -111,8 +111,8 @@ func flinkVersionCells(t *testing.T, v string) {
 		// Written unchecked, Flink 1.20.5 refuses the 2.3.0 one: "For heap
 		// backends, the new state serializer (PojoSerializer) must not be
 		// incompatible with the old state serializer".
-		snap, _, err := flinkharness.Snapshot(ctx, v, flinkharness.SnapshotOptions{Job: "pojolist", Backend: "hashmap", Kind: "canonical",
-			Records: 40, Dir: filepath.Join(fc.dir, "pojolist")})
+		snap, _, err := flinkharness.Snapshot(ctx, v, flinkharness.SnapshotOptions{Job: "orders", Backend: "hashmap", Kind: "canonical",
+			Records: 40, Dir: filepath.Join(fc.dir, "orders")})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -122,9 +122,9 @@ func flinkVersionCells(t *testing.T, v string) {
 				other = r
 			}
 		}
-		dst := filepath.Join(fc.dir, "pojolist-for-"+other.Line)
+		dst := filepath.Join(fc.dir, "orders-for-"+other.Line)
 		code, _, errOut := run(t, "convert", snap, "--to", "flink", "--flink-version", other.Line, "--output", dst)
-		if code != ExitUnsupported || !strings.Contains(errOut, `keyed state "tagged" has a POJO field`) {
+		if code != ExitUnsupported || !strings.Contains(errOut, `keyed state "order" has a POJO field`) {
 			t.Errorf("convert for Flink %s: exit %d, %s; want exit %d naming the POJO field", other.Line, code, errOut, ExitUnsupported)
 		}
 		if _, err := os.Stat(dst); !errors.Is(err, os.ErrNotExist) {

@@ -38,6 +38,7 @@ const (
 	ExitNotFound    = 3   // snapshot, file, operator, state or key not found
 	ExitUnsupported = 4   // unsupported format or format version, state that cannot be read
 	ExitTooLarge    = 5   // state exceeds a cap (the memory format's per-subtask limit)
+	ExitNotDecoded  = 6   // values whose serializer stateutil does not implement (verify --strict)
 	ExitInternal    = 70  // a bug in stateutil: it panicked (please report it)
 	ExitInterrupted = 130 // interrupted by SIGINT or SIGTERM; nothing was left behind
 )
@@ -50,6 +51,8 @@ const exitCodeHelp = `Exit codes:
   3    not found: snapshot, file, operator, state or key
   4    unsupported format or format version
   5    state too large for the target format
+  6    values not decoded: their serializer is one stateutil does not
+       implement (verify --strict)
   70   internal error (a bug in stateutil)
   130  interrupted (SIGINT, SIGTERM): writes were aborted and temporary
        files removed`
@@ -82,6 +85,8 @@ func exitCode(err error) int {
 		return ExitUnsupported
 	case errors.Is(err, snapshot.ErrTooLarge):
 		return ExitTooLarge
+	case errors.Is(err, snapshot.ErrNotDecoded):
+		return ExitNotDecoded
 	}
 	return ExitCorrupt
 }

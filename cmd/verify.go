@@ -13,6 +13,7 @@ import (
 type verifyOptions struct {
 	source sourceFlags
 	output outputFlag
+	strict bool
 }
 
 func newVerifyCommand(e *env) *cobra.Command {
@@ -42,9 +43,15 @@ verify and inspect alike.
 
 Every finding is printed; then the command fails with exit code 2.
 
+A value whose serializer stateutil does not implement (a class under Kryo, a
+custom TypeSerializer, an unknown serializer snapshot) is not decoded, which is
+no damage: such values are counted by operator, state, part and serializer,
+and verify still succeeds. With --strict they fail it with exit code 6.
+
 ` + exitCodeHelp,
 		Example: `  stateutil verify ./snapshot.dump
-  stateutil verify hdfs://nn:9000/checkpoints/job/chk-7 -o json`,
+  stateutil verify hdfs://nn:9000/checkpoints/job/chk-7 -o json
+  stateutil verify --strict ./savepoint-1a2b3c`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			if err := o.output.validate(); err != nil {
@@ -57,6 +64,7 @@ Every finding is printed; then the command fails with exit code 2.
 	o.output.add(c)
 	o.output.addLegacyOutput(c)
 	o.source.add(c)
+	c.Flags().BoolVar(&o.strict, "strict", false, "fail (exit code 6) when values were not decoded, even if nothing is damaged")
 	return c
 }
 
@@ -79,7 +87,7 @@ func (o *verifyOptions) run(c *cobra.Command, e *env, location string) error {
 	if o.output.json() {
 		err = writeJSON(w, res)
 	} else {
-		printVerify(w, res)
+		err = printVerify(w, res)
 	}
 	if err != nil {
 		return err
@@ -87,19 +95,31 @@ func (o *verifyOptions) run(c *cobra.Command, e *env, location string) error {
 	if !res.OK {
 		return fmt.Errorf("%w: %d problems found in %q", snapshot.ErrCorrupt, len(res.Findings), location)
 	}
+	if n := res.NotDecodedValues(); o.strict && n > 0 {
+		return fmt.Errorf("%w: %d values in %q, whose serializers stateutil does not implement (--strict)", snapshot.ErrNotDecoded, n, location)
+	}
 	return nil
 }
 
-func printVerify(w io.Writer, res *verify.Result) {
+func printVerify(w io.Writer, res *verify.Result) error {
 	fmt.Fprintf(w, "Snapshot: %s (%s)\n", res.Location, res.Format)
 	k := res.Checked
 	fmt.Fprintf(w, "Checked:  %d operators, %d subtasks, %d keyed entries, %d operator-state elements\n", k.Operators, k.Subtasks, k.Entries, k.Elements)
 	if res.OK {
 		fmt.Fprintln(w, "OK: no problems found")
-		return
+	} else {
+		fmt.Fprintf(w, "%d problems:\n", len(res.Findings))
+		for _, f := range res.Findings {
+			fmt.Fprintf(w, "  %s\n", f)
+		}
 	}
-	fmt.Fprintf(w, "%d problems:\n", len(res.Findings))
-	for _, f := range res.Findings {
-		fmt.Fprintf(w, "  %s\n", f)
+	if len(res.NotDecoded) == 0 {
+		return nil
 	}
+	fmt.Fprintf(w, "Not decoded: %d values, written by serializers stateutil does not implement (no damage):\n", res.NotDecodedValues())
+	rows := make([][]string, 0, len(res.NotDecoded))
+	for _, d := range res.NotDecoded {
+		rows = append(rows, []string{d.Operator, d.State, d.Part, fmt.Sprint(d.Count), d.Serializer, d.ValueClass})
+	}
+	return table(w, []string{"OPERATOR", "STATE", "PART", "VALUES", "SERIALIZER", "VALUE CLASS"}, rows)
 }

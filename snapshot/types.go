@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
@@ -174,8 +175,9 @@ func unpackCodec(v any) (Codec, error) {
 	return v.(Codec), nil
 }
 
-// Decode renders b as type t; unknown types and undecodable bytes come
-// back as hex.
+// Decode renders b as type t; a value whose serializer stateutil does not
+// implement comes back as a NotDecoded, unknown types and undecodable
+// bytes as hex.
 func (c *Codecs) Decode(t Type, b []byte) any { return c.Decoder(t)(b) }
 
 // Decoder is Decode for one type, resolved once: what a caller decoding
@@ -184,8 +186,12 @@ func (c *Codecs) Decoder(t Type) func(b []byte) any {
 	codec, err := c.Codec(t)
 	return func(b []byte) any {
 		if err == nil {
-			if v, err := codec.Decode(b); err == nil {
+			v, err := codec.Decode(b)
+			if err == nil {
 				return v
+			}
+			if nd := (*NotDecodedError)(nil); errors.As(err, &nd) {
+				return NotDecoded{Class: nd.Class, Bytes: bytes.Clone(b)}
 			}
 		}
 		return "0x" + hex.EncodeToString(b)

@@ -203,12 +203,16 @@ func (c codec) Decode(b []byte) (any, error) {
 	}
 	r := newReader(b, "value", 0)
 	v := decodeAny(r, c.s, 0)
-	if r.err != nil {
-		if typeExpr(c.s) == "bytes" {
-			// A serializer this package cannot walk: its values are
-			// bytes, not damage.
-			return "0x" + hex.EncodeToString(b), nil
+	if nd := (*snapshot.NotDecodedError)(nil); errors.As(r.err, &nd) {
+		// A part no decoder walks leaves the whole value undecoded: its
+		// class is the value's own.
+		nd.Class = c.s.TypeClass
+		if nd.Class == "" {
+			nd.Class = c.s.Name()
 		}
+		return nil, nd
+	}
+	if r.err != nil {
 		return nil, r.err
 	}
 	if r.remaining() != 0 {
@@ -398,12 +402,10 @@ func decodeAny(r *reader, s *SerializerSnapshot, depth int) any {
 			r.off++
 			return readKryoVarLong(r)
 		}
-		if depth == 0 {
-			// A whole value on its own: its bytes are all of what is left.
-			return kryoValue(s, r.take(r.remaining(), "Kryo value"))
-		}
 	case "Pojo":
-		if sized(s) {
+		if len(s.Fields) == len(s.Nested) {
+			// A field no decoder walks stops the walk there, not decoded;
+			// the flags and the fields before it are still checked.
 			v, _ := walkPojo(r, s, depth, true)
 			return v
 		}
@@ -508,8 +510,17 @@ func decodeAny(r *reader, s *SerializerSnapshot, depth int) any {
 			return walkArray(r, e, true)
 		}
 	}
-	r.fail("values of %s cannot be decoded", s.Name())
+	notDecoded(r, s)
 	return nil
+}
+
+// notDecoded stops r at a value of s, a serializer no decoder here
+// implements: not damage, but the end of what can be decoded.
+func notDecoded(r *reader, s *SerializerSnapshot) {
+	if r.err == nil {
+		r.err = &snapshot.NotDecodedError{Serializer: s.Name(), ValueClass: s.TypeClass}
+	}
+	r.off = len(r.buf)
 }
 
 // mapKeyText renders a map key as a JSON object key: a string as it is,

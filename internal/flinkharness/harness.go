@@ -183,7 +183,7 @@ func summary(stderr string) string {
 
 // SnapshotOptions describe one snapshot of a test job.
 type SnapshotOptions struct {
-	Job     string // basic, longkeys, tuplekeys, types, big, rowdata, pojolist
+	Job     string // basic, longkeys, tuplekeys, types, big, rowdata, orders
 	Backend string // hashmap or rocksdb
 	Kind    string // checkpoint, canonical or native
 	// Incremental (RocksDB checkpoints only), snapshot compression, changelog state backend.

@@ -62,14 +62,41 @@ func (f Finding) String() string {
 	return f.Check + ": " + where + ": " + f.Message
 }
 
-// Result is what a check found.
+// Result is what a check found. OK means no findings: values that were
+// not decoded are no damage, and are counted apart.
 type Result struct {
-	SchemaVersion int       `json:"schema_version"`
-	Location      string    `json:"location"`
-	Format        string    `json:"format"`
-	OK            bool      `json:"ok"`
-	Checked       Checked   `json:"checked"`
-	Findings      []Finding `json:"findings"`
+	SchemaVersion int          `json:"schema_version"`
+	Location      string       `json:"location"`
+	Format        string       `json:"format"`
+	OK            bool         `json:"ok"`
+	Checked       Checked      `json:"checked"`
+	Findings      []Finding    `json:"findings"`
+	NotDecoded    []NotDecoded `json:"not_decoded"`
+}
+
+// NotDecoded counts the values of one part of one state that were not
+// decoded because stateutil does not implement the serializer that wrote
+// them (or a part of them).
+type NotDecoded struct {
+	Operator string `json:"operator"`
+	State    string `json:"state"`
+	// Part is "key", "namespace", "map key", "value" (keyed state) or
+	// "element" (operator state).
+	Part       string `json:"part"`
+	Serializer string `json:"serializer"`
+	// ValueClass is the class the serializer writes, where the snapshot
+	// records it (Kryo, POJO).
+	ValueClass string `json:"value_class,omitempty"`
+	Count      int64  `json:"count"`
+}
+
+// NotDecodedValues is the number of values that were not decoded.
+func (r *Result) NotDecodedValues() int64 {
+	var n int64
+	for _, d := range r.NotDecoded {
+		n += d.Count
+	}
+	return n
 }
 
 // Checked counts what was read.
@@ -83,7 +110,8 @@ type Checked struct {
 // Check reads the whole snapshot and reports every finding. The error is
 // only for a cancelled context; damage is reported as findings.
 func Check(ctx context.Context, location string, r snapshot.Reader, codecs *snapshot.Codecs) (*Result, error) {
-	res := &Result{SchemaVersion: SchemaVersion, Location: location, Format: r.Snapshot().Format, Findings: []Finding{}}
+	res := &Result{SchemaVersion: SchemaVersion, Location: location, Format: r.Snapshot().Format, Findings: []Finding{}, NotDecoded: []NotDecoded{}}
+	notDecoded := map[NotDecoded]int{} // index in res.NotDecoded, by everything but the count
 	if fr, ok := r.(snapshot.FormatRecorder); ok {
 		if rec := fr.RecordedFormat(); rec != "" && rec != res.Format {
 			res.add(Finding{Check: CheckFormat, Message: fmt.Sprintf("the metadata names format %q, but the snapshot was read as %q", rec, res.Format)})
@@ -121,7 +149,7 @@ func Check(ctx context.Context, location string, r snapshot.Reader, codecs *snap
 		}
 		seen[key] = true
 		res.Checked.Operators++
-		c := &opChecker{res: res, r: r, op: op, codecs: codecs, follower: ff}
+		c := &opChecker{res: res, r: r, op: op, codecs: codecs, follower: ff, notDecoded: notDecoded}
 		c.layout()
 		c.kinds()
 		for _, sub := range op.Subtasks {
@@ -150,6 +178,26 @@ type opChecker struct {
 	op       *snapshot.Operator
 	codecs   *snapshot.Codecs
 	follower snapshot.FileFollower // nil: the files are not compared
+	// notDecoded indexes res.NotDecoded.
+	notDecoded map[NotDecoded]int
+}
+
+// decoded reports whether err leaves a value decoded or damaged, counting a
+// value that was not decoded against its state, part and serializer.
+func (c *opChecker) decoded(state, part string, err error) bool {
+	nd := (*snapshot.NotDecodedError)(nil)
+	if !errors.As(err, &nd) {
+		return err == nil
+	}
+	k := NotDecoded{Operator: c.op.Label(), State: state, Part: part, Serializer: nd.Serializer, ValueClass: nd.ValueClass}
+	i, ok := c.notDecoded[k]
+	if !ok {
+		i = len(c.res.NotDecoded)
+		c.notDecoded[k] = i
+		c.res.NotDecoded = append(c.res.NotDecoded, k)
+	}
+	c.res.NotDecoded[i].Count++
+	return true
 }
 
 func (c *opChecker) add(check string, sub *snapshot.Subtask, kg *int, format string, args ...any) {
@@ -297,7 +345,7 @@ func (c *opChecker) entries(ctx context.Context, sub *snapshot.Subtask) {
 			}
 		}
 		if ok {
-			if what, err := decoders[e.State].check(&e); err != nil {
+			if what, err := decoders[e.State].check(c, &e); err != nil {
 				c.add(CheckDecode, sub, &kg, "state %q key %v: %s does not decode as %s: %v", e.State, c.keyText(st, e.Key), what, decoders[e.State].typeOf(what), err)
 			}
 		}
@@ -345,8 +393,9 @@ func (c *opChecker) entryDecoder(st *snapshot.KeyedState) *entryDecoder {
 	return d
 }
 
-// check names the first part of e that does not decode.
-func (d *entryDecoder) check(e *snapshot.Entry) (string, error) {
+// check names the first part of e that does not decode, counting the parts
+// that were not decoded with c.
+func (d *entryDecoder) check(c *opChecker, e *snapshot.Entry) (string, error) {
 	for _, p := range []struct {
 		what  string
 		codec snapshot.Codec
@@ -361,7 +410,7 @@ func (d *entryDecoder) check(e *snapshot.Entry) (string, error) {
 		if p.codec == nil || p.skip {
 			continue
 		}
-		if _, err := p.codec.Decode(p.b); err != nil {
+		if _, err := p.codec.Decode(p.b); !c.decoded(e.State, p.what, err) {
 			return p.what, err
 		}
 	}
@@ -429,7 +478,7 @@ func (c *opChecker) elements(ctx context.Context, sub *snapshot.Subtask) {
 		}
 		if ok && st.ElementType.Name != "" {
 			if codec, err := c.codecs.Codec(st.ElementType); err == nil {
-				if _, err := codec.Decode(el.Value); err != nil {
+				if _, err := codec.Decode(el.Value); !c.decoded(el.State, "element", err) {
 					c.add(CheckDecode, sub, nil, "operator state %q: element %d does not decode as %s: %v", el.State, counts[el.State], st.ElementType, err)
 				}
 			}
