@@ -12,7 +12,6 @@ import (
 
 	"github.com/stateutil/stateutil/backends/flink"
 	"github.com/stateutil/stateutil/snapshot/formattest"
-	"github.com/stateutil/stateutil/storage"
 )
 
 // mkfifo replaces path (if anything is there) with a FIFO nobody writes
@@ -80,7 +79,11 @@ func flinkCopy(t *testing.T) (dir, keyed string) {
 			t.Fatal(err)
 		}
 	}
-	m, err := flink.ReadMetadata(context.Background(), storage.Local(), filepath.Join(dir, "_metadata"))
+	data, err := os.ReadFile(filepath.Join(dir, "_metadata"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := flink.ParseMetadata(data, filepath.Join(dir, "_metadata"))
 	if err != nil {
 		t.Fatal(err)
 	}

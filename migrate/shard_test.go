@@ -18,7 +18,6 @@ import (
 	"github.com/stateutil/stateutil/redistribute"
 	"github.com/stateutil/stateutil/snapshot"
 	"github.com/stateutil/stateutil/snapshot/generate"
-	"github.com/stateutil/stateutil/storage"
 )
 
 // generated writes generate's example snapshot in the filesystem format.
@@ -303,7 +302,11 @@ type savepointFiles struct {
 
 func flinkFiles(t *testing.T, dir string) savepointFiles {
 	t.Helper()
-	m, err := flink.ReadMetadata(context.Background(), storage.Local(), filepath.Join(dir, "_metadata"))
+	data, err := os.ReadFile(filepath.Join(dir, "_metadata"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := flink.ParseMetadata(data, filepath.Join(dir, "_metadata"))
 	if err != nil {
 		t.Fatal(err)
 	}

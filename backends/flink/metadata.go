@@ -97,15 +97,6 @@ type SubtaskState struct {
 // file has no properties, i.e. before version 4).
 func (m *Metadata) IsSavepoint() bool { return m.Properties != nil && m.Properties.Savepoint }
 
-// ReadMetadata reads and decodes the `_metadata` file at path in st.
-func ReadMetadata(ctx context.Context, st storage.Storage, path string) (*Metadata, error) {
-	data, name, err := readMetadataFile(ctx, st, path)
-	if err != nil {
-		return nil, err
-	}
-	return ParseMetadata(data, name)
-}
-
 // readMetadataFile reads the bytes of the `_metadata` file at path in st,
 // and names it.
 func readMetadataFile(ctx context.Context, st storage.Storage, path string) ([]byte, string, error) {
