@@ -131,17 +131,18 @@ func flinkVersionCells(t *testing.T, v string) {
 			t.Errorf("%s was written", dst)
 		}
 	})
+	// The newest line has no next version to refuse.
+	var next *flink.Release
+	for i, r := range flink.Releases {
+		if r.Metadata > line.Metadata {
+			next = &flink.Releases[i]
+			break
+		}
+	}
+	if next == nil {
+		return
+	}
 	t.Run("refuses-the-next-version", func(t *testing.T) {
-		var next *flink.Release
-		for i, r := range flink.Releases {
-			if r.Metadata > line.Metadata {
-				next = &flink.Releases[i]
-				break
-			}
-		}
-		if next == nil {
-			t.Skipf("no line writes a _metadata version above Flink %s's %d", line.Line, line.Metadata)
-		}
 		src := source(t, "basic-hashmap-canonical", next.Major)
 		dst := filepath.Join(fc.dir, "for-"+next.Line)
 		fc.stateutil("convert", src.SnapshotDir(), "--to", "flink", "--flink-version", next.Line, "--output", dst)
