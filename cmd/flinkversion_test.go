@@ -24,16 +24,7 @@ import (
 // major version with Kryo state, or a POJO with a List field, stateutil
 // refuses to write (exit 4).
 func TestFlinkVersionRestoresInFlink(t *testing.T) {
-	flinkharness.Require(t)
-	if !flinkharness.Required() {
-		t.Skip("the real-Flink restore matrix runs with STATEUTIL_REQUIRE_FLINK=1")
-	}
-	for _, v := range flinkharness.Versions() {
-		t.Run(v, func(t *testing.T) {
-			t.Parallel()
-			flinkVersionCells(t, v)
-		})
-	}
+	eachFlinkVersion(t, flinkVersionCells)
 }
 
 func flinkVersionCells(t *testing.T, v string) {

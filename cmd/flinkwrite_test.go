@@ -27,6 +27,12 @@ import (
 // only where STATEUTIL_REQUIRE_FLINK=1 asks for real Flink (make test);
 // the Flink versions run side by side.
 func TestFlinkWriterRestoresInFlink(t *testing.T) {
+	eachFlinkVersion(t, flinkWriterMatrix)
+}
+
+// eachFlinkVersion runs cells for every Flink version of the harness, side
+// by side, where STATEUTIL_REQUIRE_FLINK=1 asks for real Flink.
+func eachFlinkVersion(t *testing.T, cells func(t *testing.T, v string)) {
 	flinkharness.Require(t)
 	if !flinkharness.Required() {
 		t.Skip("the real-Flink restore matrix runs with STATEUTIL_REQUIRE_FLINK=1")
@@ -34,7 +40,7 @@ func TestFlinkWriterRestoresInFlink(t *testing.T) {
 	for _, v := range flinkharness.Versions() {
 		t.Run(v, func(t *testing.T) {
 			t.Parallel()
-			flinkWriterMatrix(t, v)
+			cells(t, v)
 		})
 	}
 }
