@@ -515,10 +515,15 @@ func decodeAny(r *reader, s *SerializerSnapshot, depth int) any {
 }
 
 // notDecoded stops r at a value of s, a serializer no decoder here
-// implements: not damage, but the end of what can be decoded.
+// implements, or none the snapshot gives (s nil): not damage, but the end
+// of what can be decoded.
 func notDecoded(r *reader, s *SerializerSnapshot) {
 	if r.err == nil {
-		r.err = &snapshot.NotDecodedError{Serializer: s.Name(), ValueClass: s.TypeClass}
+		e := &snapshot.NotDecodedError{Serializer: s.Name()}
+		if s != nil {
+			e.ValueClass = s.TypeClass
+		}
+		r.err = e
 	}
 	r.off = len(r.buf)
 }
