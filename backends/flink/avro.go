@@ -130,12 +130,15 @@ func walkAvro(r *reader, sch avro.Schema, depth int, decode bool) any {
 		if decode {
 			out = map[string]any{}
 		}
-		seen := map[string]bool{}
+		var seen map[string]bool // Flink writes a Java map: no key twice
 		avroBlock(r, func() {
 			at := r.pos()
 			k := avroString(r, "Avro map key")
 			if r.err == nil && seen[k] {
 				r.failAt(at, "Avro map key %q twice", k)
+			}
+			if seen == nil {
+				seen = map[string]bool{}
 			}
 			seen[k] = true
 			v := walkAvro(r, s.Values(), depth+1, decode)
@@ -366,7 +369,7 @@ func avroDecimalBytes(text string, scale, size int) ([]byte, error) {
 // the way Flink's AvroSerializer does.
 func encodeAvro(b []byte, sch avro.Schema, v any, depth int) ([]byte, error) {
 	if depth > avroMaxDepth {
-		return nil, fmt.Errorf("Avro value nested deeper than %d", avroMaxDepth)
+		return nil, fmt.Errorf("value nested deeper than %d", avroMaxDepth)
 	}
 	switch s := sch.(type) {
 	case *avro.NullSchema:
@@ -415,10 +418,13 @@ func encodeAvro(b []byte, sch avro.Schema, v any, depth int) ([]byte, error) {
 			return append(b, raw...), nil
 		}
 		raw, err := hexValue(v)
-		if err == nil && len(raw) != s.Size() {
-			err = fmt.Errorf("want %d bytes for %s, not %d", s.Size(), s.FullName(), len(raw))
+		if err != nil {
+			return nil, err
 		}
-		return append(b, raw...), err
+		if len(raw) != s.Size() {
+			return nil, fmt.Errorf("want %d bytes for %s, not %d", s.Size(), s.FullName(), len(raw))
+		}
+		return append(b, raw...), nil
 	case *avro.ArraySchema:
 		items, ok := v.([]any)
 		if !ok {
@@ -453,7 +459,7 @@ func encodeAvro(b []byte, sch avro.Schema, v any, depth int) ([]byte, error) {
 	case *avro.PrimitiveSchema:
 		return encodeAvroPrimitive(b, s, v)
 	}
-	return nil, fmt.Errorf("Avro schema type %s cannot be written", sch.Type())
+	return nil, fmt.Errorf("values of the Avro schema type %s cannot be written", sch.Type())
 }
 
 // avroUnionBranch finds the branch of a union value and the value in it.
@@ -552,12 +558,12 @@ func encodeAvroPrimitive(b []byte, s *avro.PrimitiveSchema, v any) ([]byte, erro
 		}
 		return appendBytes32(b, raw), nil
 	case avro.String:
-		if !isText || !utf8.ValidString(text) {
+		if _, isString := v.(string); !isString || !utf8.ValidString(text) {
 			return nil, fmt.Errorf("want a string, not %v", v)
 		}
 		return appendBytes32(b, []byte(text)), nil
 	}
-	return nil, fmt.Errorf("Avro type %s cannot be written", s.Type())
+	return nil, fmt.Errorf("values of the Avro type %s cannot be written", s.Type())
 }
 
 // avroParseTime parses the ISO text of a date, time or timestamp into the

@@ -320,3 +320,33 @@ func FuzzAvro(f *testing.F) {
 		}
 	})
 }
+
+// TestAvroEncodeRefuses: JSON that is no value of the schema is refused,
+// saying why, and nothing is written.
+func TestAvroEncodeRefuses(t *testing.T) {
+	for _, c := range []struct{ schema, json, want string }{
+		{`{"type":"record","name":"R","fields":[{"name":"a","type":"int"}]}`, `{"b":1}`, "R: no field a"},
+		{`{"type":"record","name":"R","fields":[{"name":"a","type":"int"}]}`, `{"a":1,"b":2}`, "want an object with the 1 fields of R"},
+		{`{"type":"enum","name":"E","symbols":["A"]}`, `"B"`, "want a symbol of E"},
+		{`{"type":"bytes","logicalType":"decimal","precision":4,"scale":1}`, `1.25`, "at most 1 digits after the point"},
+		{`{"type":"fixed","name":"D","size":1,"logicalType":"decimal","precision":2,"scale":0}`, `128`, "does not fit in 1 bytes"},
+		{`{"type":"fixed","name":"F","size":2}`, `"0x00"`, "want 2 bytes for F, not 1"},
+		{`["null","string","long"]`, `{"int":1}`, `want null or {"<branch>": value}`},
+		{`["null","string","long"]`, `"a"`, `want null or {"<branch>": value}`},
+		{`["null","string"]`, `{"string":"a"}`, "want a string"},
+		{`"int"`, `2147483648`, "out of range"},
+		{`{"type":"int","logicalType":"date"}`, `"2022-13-01"`, "date: want 2006-01-02"},
+		{`"string"`, `5`, "want a string"},
+	} {
+		var v any
+		d := json.NewDecoder(strings.NewReader(c.json))
+		d.UseNumber()
+		if err := d.Decode(&v); err != nil {
+			t.Fatal(err)
+		}
+		b, err := encodeAvro(nil, mustAvroSchema(t, c.schema), v, 0)
+		if err == nil || b != nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s %s: %x, %v; want %q", c.schema, c.json, b, err, c.want)
+		}
+	}
+}

@@ -88,7 +88,7 @@ func encodeAny(b []byte, s *SerializerSnapshot, v any, depth int) ([]byte, error
 	case "Avro":
 		sch, err := avroSchema(s.Schema)
 		if err != nil || s.Schema == "" {
-			return nil, fmt.Errorf("Avro values without their schema cannot be written")
+			return nil, fmt.Errorf("values of this Avro serializer cannot be written: its snapshot has no schema")
 		}
 		return encodeAvro(b, sch, v, 0)
 	case "VoidNamespace":
