@@ -3,6 +3,7 @@ package flink
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"path/filepath"
@@ -263,10 +264,13 @@ func TestAvroLogicalFallbacks(t *testing.T) {
 	}
 }
 
-// FuzzAvro decodes arbitrary bytes under a few schemas (the corpus's, and
-// one of every type): no panic, the walk without decoding takes the same
-// bytes, and what decodes encodes back to the same bytes (map entries go
-// in key order, so a schema with a map only has to round trip its JSON).
+// FuzzAvro decodes bytes under a few schemas (the corpus's, and one of
+// every type): arbitrary and mutated real values, and (which >= 0x80)
+// values that the fuzz input chooses and avroGen writes. No panic, the walk
+// without decoding takes the same bytes, a generated value decodes, and
+// what decodes encodes back to the same bytes (map entries go in key
+// order, so a mutated value of a schema with a map only has to round trip
+// its JSON; generated maps are in key order).
 func FuzzAvro(f *testing.F) {
 	schemas := []string{avroTestSchema}
 	for _, vs := range avroCorpusValues(f) {
@@ -290,8 +294,15 @@ func FuzzAvro(f *testing.F) {
 	for i, s := range schemas {
 		parsed[i] = mustAvroSchema(f, s)
 	}
+	f.Add(uint8(0x80), []byte("a value of every type, made from these bytes"))
 	f.Fuzz(func(t *testing.T, which uint8, b []byte) {
-		sch := parsed[int(which)%len(parsed)]
+		sch := parsed[int(which&0x7f)%len(parsed)]
+		generated := which&0x80 != 0
+		if generated { // b chooses a value of the schema, written as Flink's encoder would
+			g := &avroGen{src: b}
+			g.value(sch, 0)
+			b = g.out
+		}
 		r := newReader(b, "fuzz", 0)
 		v := walkAvro(r, sch, 0, true)
 		skip := newReader(b, "fuzz", 0)
@@ -300,6 +311,9 @@ func FuzzAvro(f *testing.F) {
 			t.Fatalf("decoding: %v at %d; walking: %v at %d", r.err, r.off, skip.err, skip.off)
 		}
 		if r.err != nil {
+			if generated {
+				t.Fatalf("%x, generated for the schema, does not decode: %v", b, r.err)
+			}
 			return
 		}
 		j, ok := viaJSON(t, v)
@@ -310,7 +324,7 @@ func FuzzAvro(f *testing.F) {
 		if err != nil {
 			t.Fatalf("%v does not encode: %v", j, err)
 		}
-		if !strings.Contains(schemas[int(which)%len(parsed)], `"map"`) && !bytes.Equal(enc, b[:r.off]) {
+		if (generated || !strings.Contains(schemas[int(which&0x7f)%len(parsed)], `"map"`)) && !bytes.Equal(enc, b[:r.off]) {
 			t.Fatalf("%v encodes to %x, not %x", j, enc, b[:r.off])
 		}
 		again := newReader(enc, "fuzz", 0)
@@ -347,6 +361,87 @@ func TestAvroEncodeRefuses(t *testing.T) {
 		b, err := encodeAvro(nil, mustAvroSchema(t, c.schema), v, 0)
 		if err == nil || b != nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s %s: %x, %v; want %q", c.schema, c.json, b, err, c.want)
+		}
+	}
+}
+
+// avroGen writes a value of a schema as Flink's encoder does, each choice
+// (lengths, branches, numbers) taken from src, zeros once it runs out.
+type avroGen struct {
+	src []byte
+	out []byte
+}
+
+func (g *avroGen) next() byte {
+	if len(g.src) == 0 {
+		return 0
+	}
+	c := g.src[0]
+	g.src = g.src[1:]
+	return c
+}
+
+func (g *avroGen) raw(n int) {
+	for range n {
+		g.out = append(g.out, g.next())
+	}
+}
+
+func (g *avroGen) value(sch avro.Schema, depth int) {
+	deep := depth > 12 // past this only nulls and empty blocks, so that recursion ends
+	switch s := sch.(type) {
+	case *avro.RefSchema:
+		g.value(s.Schema(), depth+1)
+	case *avro.RecordSchema:
+		for _, f := range s.Fields() {
+			g.value(f.Type(), depth+1)
+		}
+	case *avro.UnionSchema:
+		i := int(g.next()) % len(s.Types())
+		if null, _ := s.Indices(); deep && s.Nullable() {
+			i = null
+		}
+		g.out = binary.BigEndian.AppendUint32(g.out, uint32(i))
+		g.value(s.Types()[i], depth+1)
+	case *avro.EnumSchema:
+		g.out = binary.BigEndian.AppendUint32(g.out, uint32(int(g.next())%len(s.Symbols())))
+	case *avro.FixedSchema:
+		g.raw(s.Size())
+	case *avro.ArraySchema, *avro.MapSchema:
+		n := int(g.next() % 3)
+		if deep {
+			n = 0
+		}
+		if n > 0 {
+			g.out = append(g.out, byte(n))
+		}
+		for i := range n {
+			if m, ok := s.(*avro.MapSchema); ok {
+				g.out = appendBytes32(g.out, []byte{'k', '0' + byte(i)})
+				g.value(m.Values(), depth+1)
+			} else {
+				g.value(s.(*avro.ArraySchema).Items(), depth+1)
+			}
+		}
+		g.out = append(g.out, 0)
+	case *avro.PrimitiveSchema:
+		switch s.Type() {
+		case avro.Boolean:
+			g.out = append(g.out, g.next()&1)
+		case avro.Int, avro.Float:
+			g.raw(4)
+		case avro.Long, avro.Double:
+			g.raw(8)
+		case avro.Bytes:
+			n := int(g.next() % 5)
+			g.out = binary.BigEndian.AppendUint32(g.out, uint32(n))
+			g.raw(n)
+		case avro.String:
+			n := int(g.next() % 4)
+			g.out = binary.BigEndian.AppendUint32(g.out, uint32(n))
+			for range n {
+				g.out = append(g.out, 'a'+g.next()%26)
+			}
 		}
 	}
 }
