@@ -16,7 +16,7 @@ import (
 // of this type does: what a key typed on a command line becomes. It knows
 // the types whose keys have a known hash (and Flink's namespaces): the
 // boxed primitives, String, byte[], tuples of these, VoidNamespace and
-// TimeWindow.
+// TimeWindow; and Avro values, whole.
 func (c codec) Encode(v any) ([]byte, error) {
 	if c.s == nil {
 		return nil, fmt.Errorf("values of this Flink type cannot be written")
@@ -80,14 +80,17 @@ func encodeAny(b []byte, s *SerializerSnapshot, v any, depth int) ([]byte, error
 		}
 		return appendStringValue(b, text), nil
 	case "byte[]":
-		text, ok := v.(string)
-		h, hexed := strings.CutPrefix(text, "0x")
-		raw, err := hex.DecodeString(h)
-		if !ok || !hexed || err != nil {
-			return nil, fmt.Errorf("want 0x-prefixed hex, not %v", v)
+		raw, err := hexValue(v)
+		if err != nil {
+			return nil, err
 		}
-		b = binary.BigEndian.AppendUint32(b, uint32(len(raw)))
-		return append(b, raw...), nil
+		return appendBytes32(b, raw), nil
+	case "Avro":
+		sch, err := avroSchema(s.Schema)
+		if err != nil || s.Schema == "" {
+			return nil, fmt.Errorf("values of this Avro serializer cannot be written: its snapshot has no schema")
+		}
+		return encodeAvro(b, sch, v, 0)
 	case "VoidNamespace":
 		return append(b, 0), nil
 	case "TimeWindow":
@@ -117,6 +120,17 @@ func encodeAny(b []byte, s *SerializerSnapshot, v any, depth int) ([]byte, error
 		return b, nil
 	}
 	return nil, fmt.Errorf("values of %s cannot be written", s.Name())
+}
+
+// hexValue parses bytes given as 0x-prefixed hex.
+func hexValue(v any) ([]byte, error) {
+	text, ok := v.(string)
+	h, hexed := strings.CutPrefix(text, "0x")
+	raw, err := hex.DecodeString(h)
+	if !ok || !hexed || err != nil {
+		return nil, fmt.Errorf("want 0x-prefixed hex, not %v", v)
+	}
+	return raw, nil
 }
 
 // integer parses a JSON number (or its text) as a signed integer of bits.

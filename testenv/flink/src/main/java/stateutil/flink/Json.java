@@ -4,7 +4,14 @@ import java.lang.reflect.Array;
 import java.lang.reflect.Field;
 import java.math.BigDecimal;
 import java.math.BigInteger;
+import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
+import java.time.Instant;
+import java.time.LocalDate;
+import java.time.LocalTime;
+import java.time.ZoneOffset;
+import java.time.format.DateTimeFormatter;
+import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.Comparator;
@@ -12,7 +19,11 @@ import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 
+import org.apache.avro.LogicalType;
+import org.apache.avro.LogicalTypes;
 import org.apache.avro.Schema;
+import org.apache.avro.generic.GenericData;
+import org.apache.avro.generic.GenericFixed;
 import org.apache.avro.generic.GenericRecord;
 import org.apache.flink.api.common.typeinfo.BasicArrayTypeInfo;
 import org.apache.flink.api.common.typeinfo.PrimitiveArrayTypeInfo;
@@ -67,6 +78,9 @@ public final class Json {
     public static Object enc(Object v, TypeInformation<?> t) {
         if (v == null) {
             return null;
+        }
+        if (v instanceof GenericRecord) { // before POJOs: a SpecificRecord's AvroTypeInfo is a PojoTypeInfo
+            return avro(v, ((GenericRecord) v).getSchema());
         }
         if (t instanceof PrimitiveArrayTypeInfo || t instanceof BasicArrayTypeInfo) {
             return array(v, t instanceof BasicArrayTypeInfo ? ((BasicArrayTypeInfo) t).getComponentInfo() : null);
@@ -132,9 +146,6 @@ public final class Json {
         if (t instanceof MapTypeInfo) {
             MapTypeInfo mt = (MapTypeInfo) t;
             return map((Map<?, ?>) v, mt.getKeyTypeInfo(), mt.getValueTypeInfo());
-        }
-        if (v instanceof GenericRecord) {
-            return avro(v, ((GenericRecord) v).getSchema());
         }
         if (t instanceof GenericTypeInfo) {
             TreeMap<String, Object> out = obj();
@@ -231,9 +242,34 @@ public final class Json {
         return sb.toString();
     }
 
+    /**
+     * Renders an Avro datum as stateutil does: a union with one non-null branch as that
+     * branch's value, other unions as {branch name: value}; fixed and bytes as hex; decimals
+     * as numbers with the scale's digits; dates, times and timestamps as ISO text (UTC).
+     */
     static Object avro(Object v, Schema s) {
         if (v == null) {
             return null;
+        }
+        LogicalType lt = s.getLogicalType();
+        if (lt instanceof LogicalTypes.Decimal) {
+            return new Num(decimal(v, ((LogicalTypes.Decimal) lt).getScale()).toPlainString());
+        }
+        if (lt != null) {
+            switch (lt.getName()) {
+                case "date":
+                    return v instanceof LocalDate ? v.toString() : LocalDate.ofEpochDay(((Number) v).longValue()).toString();
+                case "time-millis":
+                    return LocalTime.ofNanoOfDay(nanos(v, 1_000_000L)).format(DateTimeFormatter.ofPattern("HH:mm:ss.SSS"));
+                case "time-micros":
+                    return LocalTime.ofNanoOfDay(nanos(v, 1_000L)).format(DateTimeFormatter.ofPattern("HH:mm:ss.SSSSSS"));
+                case "timestamp-millis":
+                    return timestamp(v, 3);
+                case "timestamp-micros":
+                    return timestamp(v, 6);
+                default:
+                    break;
+            }
         }
         switch (s.getType()) {
             case RECORD: {
@@ -245,12 +281,14 @@ public final class Json {
                 return out;
             }
             case UNION: {
-                for (Schema branch : s.getTypes()) {
-                    if (branch.getType() != Schema.Type.NULL) {
-                        return avro(v, branch);
-                    }
+                Schema branch = s.getTypes().get(GenericData.get().resolveUnion(s, v));
+                long nonNull = s.getTypes().stream().filter(t -> t.getType() != Schema.Type.NULL).count();
+                if (nonNull <= 1) {
+                    return avro(v, branch);
                 }
-                return null;
+                TreeMap<String, Object> out = obj();
+                out.put(branch.getFullName(), avro(v, branch));
+                return out;
             }
             case ARRAY: {
                 List<Object> out = new ArrayList<>();
@@ -267,18 +305,39 @@ public final class Json {
                 return out;
             }
             case BYTES:
-                if (v instanceof java.nio.ByteBuffer) {
-                    java.nio.ByteBuffer bb = ((java.nio.ByteBuffer) v).duplicate();
-                    byte[] b = new byte[bb.remaining()];
-                    bb.get(b);
-                    return hex(b);
-                }
-                return scalar(v);
+            case FIXED:
+                return hex(avroBytes(v));
             case ENUM:
                 return v.toString();
             default:
                 return scalar(v instanceof CharSequence ? v.toString() : v);
         }
+    }
+
+    private static byte[] avroBytes(Object v) {
+        if (v instanceof GenericFixed) {
+            return ((GenericFixed) v).bytes();
+        }
+        ByteBuffer bb = ((ByteBuffer) v).duplicate();
+        byte[] b = new byte[bb.remaining()];
+        bb.get(b);
+        return b;
+    }
+
+    private static BigDecimal decimal(Object v, int scale) {
+        return v instanceof BigDecimal ? (BigDecimal) v : new BigDecimal(new BigInteger(avroBytes(v)), scale);
+    }
+
+    private static long nanos(Object v, long unit) {
+        return v instanceof LocalTime ? ((LocalTime) v).toNanoOfDay() : ((Number) v).longValue() * unit;
+    }
+
+    private static String timestamp(Object v, int digits) {
+        Instant t = v instanceof Instant ? (Instant) v
+                : digits == 3 ? Instant.ofEpochMilli(((Number) v).longValue())
+                : Instant.EPOCH.plus(((Number) v).longValue(), ChronoUnit.MICROS);
+        return DateTimeFormatter.ofPattern(digits == 3 ? "uuuu-MM-dd'T'HH:mm:ss.SSS'Z'" : "uuuu-MM-dd'T'HH:mm:ss.SSSSSS'Z'")
+                .withZone(ZoneOffset.UTC).format(t);
     }
 
     /** Renders a JSON tree: keys in byte order, no spaces, only '"', '\\' and controls escaped. */
