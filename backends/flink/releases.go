@@ -28,13 +28,18 @@ type Release struct {
 	// snapshotClasses, and savepoints written for it restored in it
 	// (1.18 to 2.3, the lines the harness runs).
 	Serializers bool
+	// OperatorHeader is the newest OperatorBackendSerializationProxy
+	// version the line reads: 5 before 1.18, whose version 6 added the
+	// compression flag (Flink 1.17.2 refuses 6: "Incompatible version:
+	// found 6, compatible versions are [5, 4, 3, 2, 1]").
+	OperatorHeader int
 }
 
 // Releases are the lines stateutil writes savepoints for, oldest first.
 var Releases = []Release{
-	{"1.15", 1, 3, false}, {"1.16", 1, 4, false}, {"1.17", 1, 4, false},
-	{"1.18", 1, 4, true}, {"1.19", 1, 4, true}, {"1.20", 1, 4, true},
-	{"2.0", 2, 5, true}, {"2.1", 2, 6, true}, {"2.2", 2, 6, true}, {"2.3", 2, 6, true},
+	{"1.15", 1, 3, false, 5}, {"1.16", 1, 4, false, 5}, {"1.17", 1, 4, false, 5},
+	{"1.18", 1, 4, true, 6}, {"1.19", 1, 4, true, 6}, {"1.20", 1, 4, true, 6},
+	{"2.0", 2, 5, true, 6}, {"2.1", 2, 6, true, 6}, {"2.2", 2, 6, true, 6}, {"2.3", 2, 6, true, 6},
 }
 
 // ReleaseOf finds the line of a Flink version X.Y (or X.Y.Z).
