@@ -45,8 +45,9 @@ func TestFlinkVersionRefusesWhatFlinkCannotRestore(t *testing.T) {
 		{"2.3.0", "types-hashmap-canonical", "1.20", []string{`operator "keyed" keyed state "kryo"`, kryo}},
 		{"1.20.5", "types-hashmap-canonical", "2.0", []string{`Flink 2.0 would not restore`, `keyed state "kryo"`, kryo}},
 		{"1.20.5", "types-hashmap-canonical", "2.3", []string{`keyed state "kryo"`, kryo}},
-		// No line before 1.18 was checked against a 2.x source.
-		{"2.3.0", "basic-hashmap-canonical", "1.17", []string{"has not checked what Flink 1.17 restores of a Flink 2.x snapshot", "1.18"}},
+		{"2.3.0", "types-hashmap-canonical", "1.15", []string{`Flink 1.15 would not restore`, `keyed state "kryo"`, kryo}},
+		{"2.3.0", "basic-hashmap-canonical", "1.15", nil},
+		{"2.3.0", "basic-hashmap-canonical", "1.17", nil},
 		{"2.3.0", "types-hashmap-canonical", "2.0", nil},
 		{"1.20.5", "types-hashmap-canonical", "1.18", nil},
 		{"2.3.0", "basic-hashmap-canonical", "1.19", nil},
