@@ -42,13 +42,20 @@ mkdir -p "$state"
 # Which artifact versions this Flink version is built with (versions.tsv).
 row=$(awk -v v="$version" '$1 == v { print; exit }' "$harness/versions.tsv")
 minor=${version%.*}
+dstl=
 if [[ -n $row ]]; then
-	read -r _ major spa extra <<<"$row"
+	read -r _ major spa extra dstl <<<"$row"
 else
 	major=${version%%.*}
 	spa=$minor.0
 	extra=$version
 fi
+dstl=${dstl:-$version}
+# The State Processor API names operators by OperatorIdentifier from 1.17 on, by uid before.
+case $minor in
+1.15 | 1.16) spalayer=uid ;;
+*) spalayer=id ;;
+esac
 [[ $major == 1 || $major == 2 ]] || { say "Flink $version: only 1.x and 2.x are supported"; exit 2; }
 
 case $cmd in
@@ -62,6 +69,10 @@ spa-dump | spa-rewrite)
 	fi
 	;;
 esac
+if [[ $dstl == - && " $* " == *" --changelog "* ]]; then
+	say "Flink $version: Maven Central has no usable flink-dstl-dfs for $minor (the changelog backend's storage); --changelog is not available"
+	exit 2
+fi
 
 pick_java() {
 	if [[ -n ${STATEUTIL_FLINK_JAVA:-} ]]; then
@@ -100,9 +111,9 @@ needs_build() {
 }
 build() {
 	local t0=$SECONDS log="$state/build.log"
-	say "building the harness for Flink $version (spa $spa, avro/table $extra; mvn -q -B compile; a first build downloads ~250 MB into ~/.m2)"
+	say "building the harness for Flink $version (spa $spa, avro/table $extra, dstl $dstl; mvn -q -B compile; a first build downloads ~250 MB into ~/.m2)"
 	local args=(-q -B -Dstyle.color=never -f "$harness/pom.xml" "-Dflink.version=$version" "-Dflink.major=$major"
-		"-Dspa.version=${spa/#-/$minor.0}" "-Dextra.version=$extra" compile)
+		"-Dspa.version=${spa/#-/$minor.0}" "-Dextra.version=$extra" "-Ddstl.version=$dstl" "-Dspa.layer=$spalayer" compile)
 	# Offline first so a warm ~/.m2 needs no network; online if it lacks something.
 	rm -f "$stamp"
 	if ! JAVA_HOME=$javahome mvn -o "${args[@]}" >"$log" 2>&1; then

@@ -16,6 +16,6 @@ scripts/flink-corpus.sh --verify --out "$STATEUTIL_FLINK_CORPUS" "$@"
 STATEUTIL_FLINK_VERSIONS=${STATEUTIL_FLINK_VERSIONS:-1.20.5 2.3.0} \
   go test -count=1 -timeout 8h -v ./internal/flinkharness ./backends/flink ./cmd 2>&1 |
   grep -E '^(ok|FAIL|panic)|^\s*--- (FAIL|SKIP)|_test\.go:[0-9]+:'
-STATEUTIL_FLINK_VERSIONS=${STATEUTIL_FLINK_LINES:-1.18.1 1.19.3 1.20.5 2.0.2 2.1.3 2.2.1 2.3.0} \
+STATEUTIL_FLINK_VERSIONS=${STATEUTIL_FLINK_LINES:-1.15.4 1.16.3 1.17.2 1.18.1 1.19.3 1.20.5 2.0.2 2.1.3 2.2.1 2.3.0} \
   go test -count=1 -timeout 2h -v -run 'TestFlinkVersionRestoresInFlink|TestSerializerTableIsWhatFlinkWrites' ./backends/flink ./cmd 2>&1 |
   grep -E '^(ok|FAIL|panic)|^\s*--- (FAIL|SKIP)|_test\.go:[0-9]+:'

@@ -6,15 +6,17 @@ import (
 
 // The headers of the state files a canonical savepoint holds: Flink's
 // KeyedBackendSerializationProxy and OperatorBackendSerializationProxy in
-// their current layouts (keyed version 6, operator version 6), with the
-// serializer snapshots written back as the bytes the source recorded.
+// their current layouts (keyed version 6, operator version 6, or 5 for the
+// Flink lines that read no newer), with the serializer snapshots written
+// back as the bytes the source recorded.
 
 // keyedHeaderVersion is the KeyedBackendSerializationProxy version written:
 // what Flink 1.7 to 2.x write and read.
 const keyedHeaderVersion = 6
 
 // operatorHeaderVersion is the OperatorBackendSerializationProxy version
-// written (Flink 1.11+).
+// written unless the Flink line asked for reads only an older one
+// (Release.OperatorHeader): what Flink 1.18 to 2.x write.
 const operatorHeaderVersion = 6
 
 // encodeMeta writes one state meta info in the current layout.
@@ -57,12 +59,15 @@ func encodeKeyedHeader(keySerializer []byte, states []carriedMeta) ([]byte, erro
 	return o.b, o.err
 }
 
-// encodeOperatorHeader writes the operator state header: no compression,
-// the list states' meta infos, then the broadcast states'.
-func encodeOperatorHeader(lists, broadcasts []carriedMeta) ([]byte, error) {
+// encodeOperatorHeader writes the operator state header of version 5 or 6:
+// no compression (6 says so, 5 has no flag), the list states' meta infos,
+// then the broadcast states'.
+func encodeOperatorHeader(version int, lists, broadcasts []carriedMeta) ([]byte, error) {
 	o := &out{}
-	o.i32(operatorHeaderVersion)
-	o.bool(false)
+	o.i32(int32(version))
+	if version >= 6 {
+		o.bool(false)
+	}
 	for _, group := range [][]carriedMeta{lists, broadcasts} {
 		if len(group) > 0x7FFF {
 			return nil, fmt.Errorf("%d operator states, more than a header holds", len(group))

@@ -9,12 +9,12 @@ import (
 )
 
 // What each Flink release line writes and reads, for --flink-version:
-// the `_metadata` version, and which serializer snapshots a savepoint
-// may carry to it. Every figure is one real Flink showed: the versions of
-// 1.15 to 1.17 are those of the savepoints Flink's own test resources hold
-// (../shared/fixtures/flink); those of 1.18 to 2.3, and the serializer
-// snapshots, are what the real-Flink harness's savepoints carry and
-// restore (releases_test.go, cmd/flinkwrite_test.go).
+// the `_metadata` version, the operator state header version, and which
+// serializer snapshots a savepoint may carry to it. Every figure is one
+// real Flink showed: what the real-Flink harness's savepoints of 1.15.4
+// to 2.3.0 carry and restore (releases_test.go, cmd/flinkversion_test.go),
+// and for 1.15 to 1.17 the savepoints Flink's own test resources hold
+// too (../shared/fixtures/flink).
 
 // Release is one Flink release line.
 type Release struct {
@@ -24,17 +24,18 @@ type Release struct {
 	// Metadata is the `_metadata` version the line writes, the newest it
 	// reads (Flink reads every older version too).
 	Metadata int
-	// Serializers: the line's serializer snapshots were compared with
-	// snapshotClasses, and savepoints written for it restored in it
-	// (1.18 to 2.3, the lines the harness runs).
-	Serializers bool
+	// OperatorHeader is the newest OperatorBackendSerializationProxy
+	// version the line reads: 5 before 1.18, whose version 6 added the
+	// compression flag (Flink 1.17.2 refuses 6: "Incompatible version:
+	// found 6, compatible versions are [5, 4, 3, 2, 1]").
+	OperatorHeader int
 }
 
 // Releases are the lines stateutil writes savepoints for, oldest first.
 var Releases = []Release{
-	{"1.15", 1, 3, false}, {"1.16", 1, 4, false}, {"1.17", 1, 4, false},
-	{"1.18", 1, 4, true}, {"1.19", 1, 4, true}, {"1.20", 1, 4, true},
-	{"2.0", 2, 5, true}, {"2.1", 2, 6, true}, {"2.2", 2, 6, true}, {"2.3", 2, 6, true},
+	{"1.15", 1, 3, 5}, {"1.16", 1, 4, 5}, {"1.17", 1, 4, 5},
+	{"1.18", 1, 4, 6}, {"1.19", 1, 4, 6}, {"1.20", 1, 4, 6},
+	{"2.0", 2, 5, 6}, {"2.1", 2, 6, 6}, {"2.2", 2, 6, 6}, {"2.3", 2, 6, 6},
 }
 
 // ReleaseOf finds the line of a Flink version X.Y (or X.Y.Z).
@@ -73,7 +74,7 @@ func majorOfMetadata(v int) int {
 }
 
 // snapshotClass is what stateutil knows of one TypeSerializerSnapshot
-// class: the version Flink 1.18 to 2.3 write it with (the same in every
+// class: the version Flink 1.15 to 2.3 write it with (the same in every
 // line of both majors), and whether a savepoint of one major carries it
 // to the other.
 type snapshotClass struct {
@@ -92,10 +93,10 @@ const (
 )
 
 // snapshotClasses are the serializer snapshots of the harness's jobs
-// (types, basic): byte for byte the same in 1.18.1, 1.19.3 and 1.20.5,
-// and in 2.0.2, 2.1.3, 2.2.1 and 2.3.0; across the majors only Kryo's
-// differ, and every other one restores from 2.3.0 in 1.19.3 and from
-// 1.20.5 in 2.3.0 with its values intact.
+// (types, basic): byte for byte the same in 1.15.4, 1.16.3, 1.17.2,
+// 1.18.1, 1.19.3 and 1.20.5, and in 2.0.2, 2.1.3, 2.2.1 and 2.3.0; across
+// the majors only Kryo's differ, and every other one restores from 2.3.0
+// in 1.15.4 to 1.20.5 and from 1.20.5 in 2.3.0 with its values intact.
 var snapshotClasses = map[string]snapshotClass{
 	typeutils + "StringSerializer$StringSerializerSnapshot":                               {version: 3, field: true},
 	typeutils + "LongSerializer$LongSerializerSnapshot":                                   {version: 3, field: true},
@@ -142,8 +143,8 @@ func (e *RestoreError) Unwrap() error { return snapshot.ErrUnsupportedVersion }
 // serializer snapshots the Flink of opts.ReaderVersion would not restore:
 // across majors, every snapshot (nested ones too) must be one of
 // snapshotClasses that restores across them, of its version, and parsed
-// whole; within a major, those classes must have no newer version than the
-// checked lines write (others, such as a job's own serializers, are not
+// whole; within a major, those classes must have no newer version than
+// the lines write (others, such as a job's own serializers, are not
 // checked there).
 func checkWrite(s *snapshot.Snapshot, opts snapshot.WriteOptions) error {
 	if opts.ReaderVersion == "" {
@@ -158,10 +159,6 @@ func checkWrite(s *snapshot.Snapshot, opts snapshot.WriteOptions) error {
 		return nil // the writer refuses it (ErrNotFromFlink)
 	}
 	c := &restoreCheck{to: to, from: majorOfMetadata(cs.MetadataVersion)}
-	if c.from != to.Major && !to.Serializers {
-		return &RestoreError{Line: to.Line, Reason: fmt.Sprintf("stateutil has not checked what Flink %s restores of a Flink %d.x snapshot; write for Flink %s or later",
-			to.Line, c.from, firstChecked(to.Major))}
-	}
 	for _, op := range s.Operators {
 		co, err := carriedOf(op)
 		if err != nil || co == nil {
@@ -173,16 +170,6 @@ func checkWrite(s *snapshot.Snapshot, opts snapshot.WriteOptions) error {
 		return &RestoreError{Line: to.Line, Reason: fmt.Sprintf("in this Flink %d.x snapshot, %s", c.from, strings.Join(c.refused, "; "))}
 	}
 	return nil
-}
-
-// firstChecked is the oldest line of a major whose serializers were checked.
-func firstChecked(major int) string {
-	for _, r := range Releases {
-		if r.Major == major && r.Serializers {
-			return r.Line
-		}
-	}
-	return ""
 }
 
 type restoreCheck struct {
@@ -249,8 +236,8 @@ func (c *restoreCheck) why(s *SerializerSnapshot, pojoField bool) string {
 		return fmt.Sprintf("serializer %s, whose snapshot stateutil cannot read whole to check it", s.Class)
 	case !known && across:
 		return fmt.Sprintf("serializer %s (snapshot version %d), not one stateutil has checked across Flink's major versions", s.Class, s.Version)
-	case known && across && s.Version != k.version, known && c.to.Serializers && s.Version > k.version:
-		return fmt.Sprintf("serializer %s of snapshot version %d, where Flink 1.18 to 2.3 write version %d", s.Class, s.Version, k.version)
+	case known && across && s.Version != k.version, known && s.Version > k.version:
+		return fmt.Sprintf("serializer %s of snapshot version %d, where Flink 1.15 to 2.3 write version %d", s.Class, s.Version, k.version)
 	case known && across && k.acrossMajors != "":
 		return fmt.Sprintf("serializer %s: %s", s.Class, k.acrossMajors)
 	}

@@ -2,6 +2,7 @@ package flink_test
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"os"
 	"path/filepath"
@@ -44,8 +45,9 @@ func TestFlinkVersionRefusesWhatFlinkCannotRestore(t *testing.T) {
 		{"2.3.0", "types-hashmap-canonical", "1.20", []string{`operator "keyed" keyed state "kryo"`, kryo}},
 		{"1.20.5", "types-hashmap-canonical", "2.0", []string{`Flink 2.0 would not restore`, `keyed state "kryo"`, kryo}},
 		{"1.20.5", "types-hashmap-canonical", "2.3", []string{`keyed state "kryo"`, kryo}},
-		// No line before 1.18 was checked against a 2.x source.
-		{"2.3.0", "basic-hashmap-canonical", "1.17", []string{"has not checked what Flink 1.17 restores of a Flink 2.x snapshot", "1.18"}},
+		{"2.3.0", "types-hashmap-canonical", "1.15", []string{`Flink 1.15 would not restore`, `keyed state "kryo"`, kryo}},
+		{"2.3.0", "basic-hashmap-canonical", "1.15", nil},
+		{"2.3.0", "basic-hashmap-canonical", "1.17", nil},
 		{"2.3.0", "types-hashmap-canonical", "2.0", nil},
 		{"1.20.5", "types-hashmap-canonical", "1.18", nil},
 		{"2.3.0", "basic-hashmap-canonical", "1.19", nil},
@@ -100,5 +102,39 @@ func TestFlinkVersion115WritesVersion3(t *testing.T) {
 	}
 	if m.Version != 3 || m.Properties != nil {
 		t.Errorf("_metadata v%d, properties %v; want v3 without properties", m.Version, m.Properties)
+	}
+}
+
+// Flink 1.15 to 1.17 read OperatorBackendSerializationProxy versions up
+// to 5 (1.17.2 refuses 6: "Incompatible version: found 6, compatible
+// versions are [5, 4, 3, 2, 1]"): the operator state files written for
+// them have a version 5 header, for 1.18 on version 6.
+func TestFlinkVersionWritesTheOperatorHeaderItReads(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		to   string
+		want uint32
+	}{{"1.15", 5}, {"1.16", 5}, {"1.17", 5}, {"1.18", 6}, {"2.3", 6}} {
+		t.Run(c.to, func(t *testing.T) {
+			dst := filepath.Join(t.TempDir(), "out")
+			_, err := migrate.Run(ctx, registry(), migrate.Request{Source: savepointOf(t, "1.20.5", "basic-hashmap-canonical"), Destination: dst,
+				Format: "flink", ReaderVersion: c.to, Verify: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			files, err := filepath.Glob(filepath.Join(dst, "*-operator"))
+			if err != nil || len(files) == 0 {
+				t.Fatalf("no operator state files in %s (%v)", dst, err)
+			}
+			for _, f := range files {
+				data, err := os.ReadFile(f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(data) < 4 || binary.BigEndian.Uint32(data) != c.want {
+					t.Errorf("%s: header % x, want version %d", f, data[:min(len(data), 4)], c.want)
+				}
+			}
+		})
 	}
 }

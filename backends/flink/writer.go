@@ -38,6 +38,9 @@ type writer struct {
 	st      storage.Storage
 	dir     string
 	version int // 0: the source's
+	// operatorHeader is the OperatorBackendSerializationProxy version of
+	// the operator state files.
+	operatorHeader int
 
 	ledger ledger.Ledger[*subtaskOut]
 
@@ -63,18 +66,18 @@ type subtaskOut struct {
 }
 
 func create(ctx context.Context, st storage.Storage, p string, opts snapshot.WriteOptions) (snapshot.Writer, error) {
-	w := &writer{st: st, dir: p}
+	w := &writer{st: st, dir: p, operatorHeader: operatorHeaderVersion}
 	if opts.Staging {
 		var tok [4]byte
 		_, _ = rand.Read(tok[:])
 		w.token = hex.EncodeToString(tok[:])
 	}
 	if opts.ReaderVersion != "" {
-		v, err := MetadataVersionFor(opts.ReaderVersion)
+		r, err := ReleaseOf(opts.ReaderVersion)
 		if err != nil {
 			return nil, err
 		}
-		w.version = v
+		w.version, w.operatorHeader = r.Metadata, r.OperatorHeader
 	}
 	if info, err := st.Stat(ctx, path.Join(p, "_metadata")); err == nil && !info.IsDir && !opts.Force {
 		return nil, fmt.Errorf("%q already holds a savepoint (force to replace it): %w", st.URI(p), storage.ErrExist)

@@ -32,7 +32,6 @@ import org.apache.flink.configuration.Configuration;
 import org.apache.flink.runtime.state.FunctionInitializationContext;
 import org.apache.flink.runtime.state.FunctionSnapshotContext;
 import org.apache.flink.runtime.state.hashmap.HashMapStateBackend;
-import org.apache.flink.state.api.OperatorIdentifier;
 import org.apache.flink.state.api.OperatorTransformation;
 import org.apache.flink.state.api.SavepointReader;
 import org.apache.flink.state.api.SavepointWriter;
@@ -128,7 +127,7 @@ final class Spa {
     /** The keyed state of ks read from the operator of uid (ks.uid unless renamed). */
     @SuppressWarnings({"unchecked", "rawtypes"})
     static <OUT> DataStream<OUT> readKeyed(SavepointReader r, KeyedSpec ks, String uid, SpaReaderBase<?, OUT> f, TypeInformation<OUT> out) throws Exception {
-        return r.readKeyedState(OperatorIdentifier.forUid(uid), (SpaReaderBase) f, (TypeInformation) ks.keyType, out);
+        return SpaOps.readKeyed(r, uid, (SpaReaderBase) f, (TypeInformation) ks.keyType, out);
     }
 
     /** The operator state's elements (split/union) or entries as Tuple2 (broadcast), as Objects. */
@@ -138,11 +137,10 @@ final class Spa {
 
     @SuppressWarnings({"unchecked", "rawtypes"})
     static DataStream<Object> readOperator(SavepointReader r, OperatorStateSpec os, String uid) throws Exception {
-        OperatorIdentifier id = OperatorIdentifier.forUid(uid);
         switch (os.mode) {
-            case SPLIT: return (DataStream) r.readListState(id, os.name, os.type);
-            case UNION: return (DataStream) r.readUnionState(id, os.name, os.type);
-            default: return (DataStream) r.readBroadcastState(id, os.name, os.keyType, os.type);
+            case SPLIT: return (DataStream) SpaOps.readList(r, uid, os.name, os.type);
+            case UNION: return (DataStream) SpaOps.readUnion(r, uid, os.name, os.type);
+            default: return (DataStream) SpaOps.readBroadcast(r, uid, os.name, os.keyType, os.type);
         }
     }
 
@@ -223,21 +221,21 @@ final class Spa {
         // (--backend rocksdb) does not, which big snapshots need. Both write canonical savepoints.
         org.apache.flink.runtime.state.StateBackend sb = backend(backend, snap);
         SavepointReader r = SavepointReader.read(env, snap, sb);
-        SavepointWriter w = SavepointWriter.newSavepoint(env, sb, maxP);
+        SavepointWriter w = SpaOps.newSavepoint(env, sb, maxP);
         for (KeyedSpec ks : job.keyed(p)) {
             RowTypeInfo rt = rowType(ks);
             DataStream<Row> rows = readKeyed(r, ks, new RowReader(ks), rt);
             StateBootstrapTransformation<Row> t = OperatorTransformation.bootstrapWith(rows)
                     .keyBy(new RowKey(ks.keyType), (TypeInformation) ks.keyType)
                     .transform(new RowWriter(ks));
-            w = w.withOperator(OperatorIdentifier.forUid(ks.uid), t);
+            w = SpaOps.withOperator(w, ks.uid, t);
         }
         Map<String, List<OperatorStateSpec>> byUid = new LinkedHashMap<>();
         for (OperatorStateSpec os : job.operatorStates(p)) {
             byUid.computeIfAbsent(os.uid, k -> new ArrayList<>()).add(os);
         }
         for (Map.Entry<String, List<OperatorStateSpec>> e : byUid.entrySet()) {
-            w = w.withOperator(OperatorIdentifier.forUid(e.getKey()), operatorTransformation(r, e.getValue()));
+            w = SpaOps.withOperator(w, e.getKey(), operatorTransformation(r, e.getValue()));
         }
         w.write(out);
         env.execute("stateutil-spa-rewrite-" + job.name());
