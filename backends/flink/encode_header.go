@@ -15,9 +15,25 @@ import (
 const keyedHeaderVersion = 6
 
 // operatorHeaderVersion is the OperatorBackendSerializationProxy version
-// written unless the Flink line asked for reads only an older one
-// (Release.OperatorHeader): what Flink 1.18 to 2.x write.
+// that Flink 1.18 to 2.x write.
 const operatorHeaderVersion = 6
+
+// operatorHeaderFor is the operator state header version written for an
+// operator carried as co: the newest the Flink line asked for reads
+// (Release.OperatorHeader); without one, 5 for a source older than
+// operatorHeaderVersion (a Flink 1.15 to 1.17 savepoint, whose `_metadata`
+// version 1.18 to 1.20 share, and whose Flink reads no newer), else
+// operatorHeaderVersion. Version 6 only adds a compression flag, which
+// stateutil writes false.
+func (w *writer) operatorHeaderFor(co *carriedOperator) int {
+	switch {
+	case w.operatorHeader != 0:
+		return w.operatorHeader
+	case co.OperatorVersion > 0 && co.OperatorVersion < operatorHeaderVersion:
+		return 5
+	}
+	return operatorHeaderVersion
+}
 
 // encodeMeta writes one state meta info in the current layout.
 func encodeMeta(o *out, m carriedMeta) {

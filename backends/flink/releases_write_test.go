@@ -122,19 +122,53 @@ func TestFlinkVersionWritesTheOperatorHeaderItReads(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			files, err := filepath.Glob(filepath.Join(dst, "*-operator"))
-			if err != nil || len(files) == 0 {
-				t.Fatalf("no operator state files in %s (%v)", dst, err)
-			}
-			for _, f := range files {
-				data, err := os.ReadFile(f)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if len(data) < 4 || binary.BigEndian.Uint32(data) != c.want {
-					t.Errorf("%s: header % x, want version %d", f, data[:min(len(data), 4)], c.want)
-				}
-			}
+			checkOperatorHeaders(t, dst, c.want)
 		})
+	}
+}
+
+// Without --flink-version, a savepoint's operator state files keep the
+// header version of its source: Flink 1.15 to 1.17 read no version 6, and
+// their `_metadata` version (4) is the one 1.18 to 1.20 write too.
+func TestDefaultKeepsTheSourcesOperatorHeader(t *testing.T) {
+	root := fixtureDir(t)
+	if root == "" {
+		t.Skip("../shared/fixtures/flink is absent: the Flink 1.15 and 1.17 savepoints live there")
+	}
+	ctx := context.Background()
+	for _, c := range []struct {
+		name, src string
+		want      uint32
+	}{
+		{"1.15", filepath.Join(root, "new-stateful-broadcast-udf-migration-itcase-flink1.15-hashmap-savepoint"), 5},
+		{"1.17", filepath.Join(root, "new-stateful-broadcast-udf-migration-itcase-flink1.17-rocksdb-savepoint"), 5},
+		{"1.20.5", savepointOf(t, "1.20.5", "basic-hashmap-canonical"), 6},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dst := filepath.Join(t.TempDir(), "out")
+			if _, err := migrate.Run(ctx, registry(), migrate.Request{Source: c.src, Destination: dst, Format: "flink", Verify: true}); err != nil {
+				t.Fatal(err)
+			}
+			checkOperatorHeaders(t, dst, c.want)
+		})
+	}
+}
+
+// checkOperatorHeaders checks that every operator state file of the
+// savepoint at dir starts with header version want.
+func checkOperatorHeaders(t *testing.T, dir string, want uint32) {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "*-operator"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no operator state files in %s (%v)", dir, err)
+	}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(data) < 4 || binary.BigEndian.Uint32(data) != want {
+			t.Errorf("%s: header % x, want version %d", f, data[:min(len(data), 4)], want)
+		}
 	}
 }

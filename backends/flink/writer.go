@@ -39,7 +39,7 @@ type writer struct {
 	dir     string
 	version int // 0: the source's
 	// operatorHeader is the OperatorBackendSerializationProxy version of
-	// the operator state files.
+	// the operator state files; 0: as operatorHeaderFor chooses.
 	operatorHeader int
 
 	ledger ledger.Ledger[*subtaskOut]
@@ -66,7 +66,7 @@ type subtaskOut struct {
 }
 
 func create(ctx context.Context, st storage.Storage, p string, opts snapshot.WriteOptions) (snapshot.Writer, error) {
-	w := &writer{st: st, dir: p, operatorHeader: operatorHeaderVersion}
+	w := &writer{st: st, dir: p}
 	if opts.Staging {
 		var tok [4]byte
 		_, _ = rand.Read(tok[:])

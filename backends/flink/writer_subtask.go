@@ -441,7 +441,7 @@ func (sw *subtaskWriter) startOperator() error {
 		sw.operInfos = append(sw.operInfos, OperatorStateInfo{Name: os.Name, Mode: distributionMode(os.Mode), Offsets: []int64{}})
 		sw.elems[os.Name] = 0
 	}
-	hdr, err := encodeOperatorHeader(sw.w.operatorHeader, lists, bcasts)
+	hdr, err := encodeOperatorHeader(sw.w.operatorHeaderFor(sw.co), lists, bcasts)
 	if err != nil {
 		return fmt.Errorf("operator %q: %w", sw.op.Label(), err)
 	}
