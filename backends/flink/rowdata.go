@@ -87,6 +87,32 @@ func parseRowDataSnapshot(sr *snapReader, s *SerializerSnapshot, cont contFunc, 
 	}
 }
 
+// javaObjectsSnapshot parses a snapshot body of n Java-serialization
+// streams (ArrayData's: element type and serializer; MapData's: key and
+// value types and serializers).
+func javaObjectsSnapshot(n int, what string) func(sr *snapReader, s *SerializerSnapshot, cont contFunc, depth int) {
+	return func(sr *snapReader, s *SerializerSnapshot, cont contFunc, depth int) {
+		r := sr.r
+		for i := 0; i < n && r.err == nil; i++ {
+			_, used, _, _, err := ParseJavaObject(r.buf[r.off:], r.file, r.pos())
+			if err != nil {
+				r.err = fmt.Errorf("%s serializer snapshot: %w", what, err)
+				return
+			}
+			r.off += used
+		}
+	}
+}
+
+// intsSnapshot parses a snapshot body of n ints.
+func intsSnapshot(n int, what string) func(sr *snapReader, s *SerializerSnapshot, cont contFunc, depth int) {
+	return func(sr *snapReader, s *SerializerSnapshot, cont contFunc, depth int) {
+		for i := 0; i < n; i++ {
+			sr.r.i32(what)
+		}
+	}
+}
+
 // logicalTypeOf reads a walked Java LogicalType object. What it does not
 // recognise keeps an empty Root, and its values are not decoded.
 func logicalTypeOf(v any, depth int) LogicalType {

@@ -54,7 +54,7 @@ func wideRow() ([]LogicalType, []byte) {
 	row = append(row, slotAt(144, 36)...)
 	row = append(row, slotAt(184, 24)...)
 	row = append(row, le(0)...)
-	row = append(row, "a longer one\x00\x00\x00\x00"...)                  // 80
+	row = append(row, "a longer one\x00\x00\x00\x00"...)                    // 80
 	row = append(row, 0xFF, 0x6A, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0) // 96: -150
 	row = append(row, le(1000)...)                                          // 112: millis
 	// 120: ARRAY<INT> [1, null, 3]: count, null bits, three ints, padding.
@@ -70,7 +70,9 @@ func wideRow() ([]LogicalType, []byte) {
 	return types, row
 }
 
-func rowDataValue(row []byte) []byte { return append(binary.BigEndian.AppendUint32(nil, uint32(len(row))), row...) }
+func rowDataValue(row []byte) []byte {
+	return append(binary.BigEndian.AppendUint32(nil, uint32(len(row))), row...)
+}
 
 func TestRowDataDecodesNestedTypes(t *testing.T) {
 	types, row := wideRow()
