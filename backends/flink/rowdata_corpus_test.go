@@ -127,6 +127,9 @@ func FuzzRowData(f *testing.F) {
 		if err != nil {
 			return
 		}
+		if _, err := json.Marshal(v); err != nil {
+			return // a NaN or infinite FLOAT or DOUBLE: no JSON to encode from
+		}
 		got, err := c.(snapshot.Encoder).Encode(asJSON(t, v))
 		if err != nil || !bytes.Equal(got, b) {
 			// Bytes Flink's writer would not produce (padding that is not
