@@ -94,7 +94,10 @@ func typeOf(s *SerializerSnapshot) snapshot.Type {
 	t := snapshot.Type{Name: typePrefix + typeExpr(s)}
 	if s != nil {
 		t.Class = s.Name()
-		t.SerializerSnapshot = s.Raw
+		// A nested snapshot (a map's key, a list's element) carries its
+		// bytes framed as a top-level one, so that CodecFactory rebuilds
+		// types no type expression spells (RowData, POJO, Avro).
+		t.SerializerSnapshot = proxied(s).Raw
 	}
 	return t
 }

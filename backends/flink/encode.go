@@ -106,6 +106,10 @@ func encodeAny(b []byte, s *SerializerSnapshot, v any, depth int) ([]byte, error
 			b = binary.BigEndian.AppendUint64(b, uint64(n))
 		}
 		return b, nil
+	case "RowData":
+		if len(s.LogicalTypes) > 0 {
+			return encodeRowData(b, s, v) // rowdata_encode.go
+		}
 	case "Tuple":
 		fields, ok := v.([]any)
 		if !ok || len(fields) != len(s.Nested) || strings.Contains(s.Name(), "CaseClass") {

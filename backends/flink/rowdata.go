@@ -4,22 +4,44 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"math"
 	"math/big"
 	"strings"
+
+	"github.com/stateutil/stateutil/snapshot"
 )
 
 // The Table runtime's RowData: its serializer snapshot lists each field's
 // logical type (a Java-serialized LogicalType) and serializer; a value is
 // an int length and a BinaryRowData: a header byte and null bits padded to
 // 8-byte words, one 8-byte little-endian slot per field, then the
-// variable-length part that slots point into.
+// variable-length part that slots point into. Arrays (BinaryArrayData) and
+// maps (BinaryMapData, two arrays) nest the same way, their offsets
+// relative to their own start.
 
 // LogicalType is a field's SQL type, as far as decoding needs it.
 type LogicalType struct {
-	Class     string `json:"class"` // e.g. org.apache.flink.table.types.logical.BigIntType
+	Class string `json:"class"` // e.g. org.apache.flink.table.types.logical.BigIntType
+	// Root is the LogicalTypeRoot constant (VARCHAR, TIMESTAMP_WITHOUT_TIME_ZONE, ...).
+	Root      string `json:"root,omitempty"`
 	Precision int32  `json:"precision,omitempty"`
 	Scale     int32  `json:"scale,omitempty"`
+	// Elem is an ARRAY's or MULTISET's element type, Key and Value a MAP's.
+	Elem  *LogicalType `json:"element,omitempty"`
+	Key   *LogicalType `json:"key,omitempty"`
+	Value *LogicalType `json:"value,omitempty"`
+	// Fields are a ROW's fields, with their names.
+	Fields []RowField `json:"fields,omitempty"`
+	// RawClass is the class a RAW type holds.
+	RawClass string `json:"rawClass,omitempty"`
+}
+
+// RowField is one named field of a ROW type.
+type RowField struct {
+	Name string      `json:"name"`
+	Type LogicalType `json:"type"`
 }
 
 // short is the type's class without its package ("BigIntType").
@@ -28,146 +50,420 @@ func (t LogicalType) short() string { return t.Class[strings.LastIndex(t.Class, 
 // parseRowDataSnapshot reads a RowDataSerializerSnapshot (version 3+): a
 // field count, each field's logical type, then the nested snapshots.
 func parseRowDataSnapshot(sr *snapReader, s *SerializerSnapshot, cont contFunc, depth int) {
-	{
-		r := sr.r
-		if s.Version < 3 {
-			r.fail("RowData serializer snapshot version %d", s.Version)
+	r := sr.r
+	if s.Version < 3 {
+		r.fail("RowData serializer snapshot version %d", s.Version)
+		return
+	}
+	n := r.count32(4, "RowData field count")
+	for i := 0; i < n && r.err == nil; i++ {
+		obj, used, classes, _, err := ParseJavaObject(r.buf[r.off:], r.file, r.pos())
+		if err != nil {
+			r.err = err
 			return
 		}
-		n := r.count32(4, "RowData field count")
+		r.off += used
+		t := logicalTypeOf(obj, 0)
+		if t.Class == "" && len(classes) > 0 {
+			t.Class = classes[0]
+		}
+		s.LogicalTypes = append(s.LogicalTypes, t)
+	}
+	at := r.pos()
+	if m := r.i32("nested snapshots magic"); r.err == nil && m != nestedMagic {
+		r.failAt(at, "nested serializer snapshots magic %d, want %d", m, nestedMagic)
+	}
+	r.i32("nested snapshots version")
+	k := r.count32(6, "nested snapshot count")
+	for i := 0; i < k && r.err == nil; i++ {
+		next := cont
+		if i < k-1 {
+			next = func(q int) bool { return plausibleVersionedAt(r.buf, q) }
+		}
+		s.Nested = append(s.Nested, sr.versioned(next, depth+1))
+	}
+	if r.err == nil && k != n {
+		r.fail("RowData snapshot with %d logical types and %d serializers", n, k)
+	}
+}
+
+// javaObjectsSnapshot parses a snapshot body of n Java-serialization
+// streams (ArrayData's: element type and serializer; MapData's: key and
+// value types and serializers).
+func javaObjectsSnapshot(n int, what string) func(sr *snapReader, s *SerializerSnapshot, cont contFunc, depth int) {
+	return func(sr *snapReader, s *SerializerSnapshot, cont contFunc, depth int) {
+		r := sr.r
 		for i := 0; i < n && r.err == nil; i++ {
-			obj, used, classes, _, err := ParseJavaObject(r.buf[r.off:], r.file, r.pos())
+			_, used, _, _, err := ParseJavaObject(r.buf[r.off:], r.file, r.pos())
 			if err != nil {
-				r.err = err
+				r.err = fmt.Errorf("%s serializer snapshot: %w", what, err)
 				return
 			}
 			r.off += used
-			t := LogicalType{}
-			if len(classes) > 0 {
-				t.Class = classes[0]
-			}
-			if o, ok := obj.(*JavaObject); ok {
-				t.Precision, _ = o.Field("precision").(int32)
-				t.Scale, _ = o.Field("scale").(int32)
-			}
-			s.LogicalTypes = append(s.LogicalTypes, t)
-		}
-		at := r.pos()
-		if m := r.i32("nested snapshots magic"); r.err == nil && m != nestedMagic {
-			r.failAt(at, "nested serializer snapshots magic %d, want %d", m, nestedMagic)
-		}
-		r.i32("nested snapshots version")
-		k := r.count32(6, "nested snapshot count")
-		for i := 0; i < k && r.err == nil; i++ {
-			next := cont
-			if i < k-1 {
-				next = func(q int) bool { return plausibleVersionedAt(r.buf, q) }
-			}
-			s.Nested = append(s.Nested, sr.versioned(next, depth+1))
-		}
-		if r.err == nil && k != n {
-			r.fail("RowData snapshot with %d logical types and %d serializers", n, k)
 		}
 	}
 }
 
+// intsSnapshot parses a snapshot body of n ints.
+func intsSnapshot(n int, what string) func(sr *snapReader, s *SerializerSnapshot, cont contFunc, depth int) {
+	return func(sr *snapReader, s *SerializerSnapshot, cont contFunc, depth int) {
+		for i := 0; i < n; i++ {
+			sr.r.i32(what)
+		}
+	}
+}
+
+// logicalTypeOf reads a walked Java LogicalType object. What it does not
+// recognise keeps an empty Root, and its values are not decoded.
+func logicalTypeOf(v any, depth int) LogicalType {
+	o, ok := v.(*JavaObject)
+	if !ok || depth > maxRowDepth {
+		return LogicalType{}
+	}
+	t := LogicalType{Class: o.Class}
+	if e, ok := o.Field("typeRoot").(*JavaEnum); ok {
+		t.Root = e.Constant
+	}
+	t.Precision, _ = o.Field("precision").(int32)
+	t.Scale, _ = o.Field("scale").(int32)
+	sub := func(name string) *LogicalType {
+		c := logicalTypeOf(o.Field(name), depth+1)
+		return &c
+	}
+	switch t.Root {
+	case "ARRAY", "MULTISET":
+		t.Elem = sub("elementType")
+	case "MAP":
+		t.Key, t.Value = sub("keyType"), sub("valueType")
+	case "ROW":
+		fields, ok := javaListElements(o.Field("fields"), 0)
+		if !ok {
+			t.Root = "" // a list class this walk does not know
+		}
+		for _, f := range fields {
+			fo, ok := f.(*JavaObject)
+			name, _ := fo.Field("name").(string)
+			if !ok {
+				t.Root = ""
+				break
+			}
+			t.Fields = append(t.Fields, RowField{Name: name, Type: logicalTypeOf(fo.Field("type"), depth+1)})
+		}
+	case "RAW":
+		if c, ok := o.Field("clazz").(*JavaClass); ok {
+			t.RawClass = c.Name
+		}
+	}
+	return t
+}
+
+// javaListElements are the elements of a serialized ArrayList, or of the
+// unmodifiable view of one that RowType keeps.
+func javaListElements(v any, depth int) ([]any, bool) {
+	o, ok := v.(*JavaObject)
+	if !ok || depth > 2 {
+		return nil, false
+	}
+	switch o.Class {
+	case "java.util.ArrayList":
+		var out []any
+		for _, a := range o.Annotations {
+			if _, isBlock := a.([]byte); !isBlock {
+				out = append(out, a)
+			}
+		}
+		return out, true
+	case "java.util.Collections$UnmodifiableRandomAccessList", "java.util.Collections$UnmodifiableList":
+		return javaListElements(o.Field("list"), depth+1)
+	}
+	return nil, false
+}
+
+// maxRowDepth bounds rows, arrays and maps nested in each other.
+const maxRowDepth = 16
+
 // decodeRowData decodes one BinaryRowData of the snapshot's field types.
-func decodeRowData(r *reader, s *SerializerSnapshot) []any {
+func decodeRowData(r *reader, s *SerializerSnapshot) any {
 	at := r.pos()
 	row := r.bytes32("RowData")
 	if r.err != nil {
 		return nil
 	}
-	n := len(s.LogicalTypes)
-	nullBits := ((n + 63 + 8) / 64) * 8
-	if len(row) < nullBits+8*n {
-		r.failAt(at, "RowData of %d bytes cannot hold %d fields", len(row), n)
-		return nil
+	v, err := binRow(row, s.LogicalTypes, nil, 0)
+	var nd *snapshot.NotDecodedError
+	switch {
+	case errors.As(err, &nd):
+		r.err = nd
+		r.off = len(r.buf)
+	case err != nil:
+		r.failAt(at, "RowData: %v", err)
 	}
-	out := make([]any, n)
-	for i, t := range s.LogicalTypes {
-		bit := i + 8
-		if row[bit/8]&(1<<(bit%8)) != 0 {
+	return v
+}
+
+// errOutside is the damage error of a slot pointing outside its container.
+func errOutside(what string, size int) error {
+	return fmt.Errorf("%s points outside its %d bytes", what, size)
+}
+
+// binRow decodes a BinaryRowData: a list of its fields' values, or, where
+// names are given (a ROW type's fields), an object by name.
+func binRow(row []byte, types []LogicalType, names []string, depth int) (any, error) {
+	if depth > maxRowDepth {
+		return nil, fmt.Errorf("rows nested deeper than %d", maxRowDepth)
+	}
+	n := len(types)
+	nullBits := rowNullBytes(n)
+	if len(row) < nullBits+8*n {
+		return nil, fmt.Errorf("row of %d bytes cannot hold %d fields", len(row), n)
+	}
+	list := make([]any, n)
+	for i, t := range types {
+		if bit := i + 8; row[bit/8]&(1<<(bit%8)) != 0 {
 			continue
 		}
-		slot := row[nullBits+8*i : nullBits+8*i+8]
-		v, ok := rowDataField(row, slot, t)
-		if !ok {
-			r.failAt(at, "RowData field %d (%s) points outside its %d bytes", i, t.short(), len(row))
-			return nil
+		v, err := binField(row, nullBits+8*i, t, depth)
+		if err != nil {
+			return nil, fieldErr(err, fmt.Sprintf("field %d (%s)", i, t.short()))
+		}
+		list[i] = v
+	}
+	if names == nil {
+		return list, nil
+	}
+	obj := make(map[string]any, n)
+	for i, name := range names {
+		obj[name] = list[i]
+	}
+	return obj, nil
+}
+
+// fieldErr says where a damage error is; a not-decoded one passes as is.
+func fieldErr(err error, where string) error {
+	if errors.Is(err, snapshot.ErrNotDecoded) {
+		return err
+	}
+	return fmt.Errorf("%s: %w", where, err)
+}
+
+// rowNullBytes is the size of a row's header and null bits.
+func rowNullBytes(arity int) int { return ((arity + 63 + 8) / 64) * 8 }
+
+// binField decodes the value of type t whose fixed-size part is at
+// buf[off:], in the container buf (a row or an array) its offsets are
+// relative to.
+func binField(buf []byte, off int, t LogicalType, depth int) (any, error) {
+	size := fixedSize(t.Root)
+	if off < 0 || off+size > len(buf) {
+		return nil, errOutside("slot", len(buf))
+	}
+	slot := buf[off : off+size]
+	switch t.Root {
+	case "BOOLEAN":
+		return slot[0] != 0, nil
+	case "TINYINT":
+		return int8(slot[0]), nil
+	case "SMALLINT":
+		return int16(binary.LittleEndian.Uint16(slot)), nil
+	case "INTEGER", "DATE", "TIME_WITHOUT_TIME_ZONE", "INTERVAL_YEAR_MONTH":
+		return int32(binary.LittleEndian.Uint32(slot)), nil
+	case "BIGINT", "INTERVAL_DAY_TIME":
+		return int64(binary.LittleEndian.Uint64(slot)), nil
+	case "FLOAT":
+		return float64(math.Float32frombits(binary.LittleEndian.Uint32(slot))), nil
+	case "DOUBLE":
+		return math.Float64frombits(binary.LittleEndian.Uint64(slot)), nil
+	case "CHAR", "VARCHAR":
+		b, err := variablePart(buf, slot)
+		return string(b), err
+	case "BINARY", "VARBINARY":
+		b, err := variablePart(buf, slot)
+		return "0x" + hex.EncodeToString(b), err
+	case "DECIMAL":
+		return binDecimal(buf, slot, t)
+	case "TIMESTAMP_WITHOUT_TIME_ZONE", "TIMESTAMP_WITH_LOCAL_TIME_ZONE":
+		u := binary.LittleEndian.Uint64(slot)
+		if t.Precision <= 3 {
+			return int64(u), nil
+		}
+		at := int(u >> 32)
+		if at+8 > len(buf) {
+			return nil, errOutside("timestamp", len(buf))
+		}
+		return map[string]any{"millisecond": int64(binary.LittleEndian.Uint64(buf[at:])), "nanoOfMillisecond": int32(uint32(u))}, nil
+	case "ARRAY", "MULTISET", "MAP", "ROW":
+		b, err := offsetPart(buf, slot)
+		if err != nil {
+			return nil, err
+		}
+		return binNested(b, t, depth+1)
+	case "NULL":
+		return nil, nil
+	}
+	class := t.Class
+	if t.RawClass != "" {
+		class += "<" + t.RawClass + ">"
+	}
+	return nil, &snapshot.NotDecodedError{Serializer: rowDataSerializer, ValueClass: class}
+}
+
+// rowDataSerializer is the serializer a not-decoded RowData field names.
+const rowDataSerializer = "org.apache.flink.table.runtime.typeutils.RowDataSerializer"
+
+// binNested decodes an ARRAY, MULTISET, MAP or ROW from its bytes.
+func binNested(b []byte, t LogicalType, depth int) (any, error) {
+	switch t.Root {
+	case "ARRAY":
+		return binArray(b, *t.Elem, depth)
+	case "ROW":
+		types := make([]LogicalType, len(t.Fields))
+		names := make([]string, len(t.Fields))
+		for i, f := range t.Fields {
+			types[i], names[i] = f.Type, f.Name
+		}
+		return binRow(b, types, names, depth)
+	}
+	key, value := t.Key, t.Value
+	if t.Root == "MULTISET" {
+		key, value = t.Elem, &LogicalType{Class: "IntType", Root: "INTEGER"}
+	}
+	return binMap(b, *key, *value, depth)
+}
+
+// binMap decodes a BinaryMapData: an int, the key array's size, the key
+// array, the value array; as a list of [key, value] pairs in their order.
+func binMap(b []byte, kt, vt LogicalType, depth int) (any, error) {
+	if len(b) < 4 {
+		return nil, fmt.Errorf("map of %d bytes", len(b))
+	}
+	ks := int64(int32(binary.LittleEndian.Uint32(b)))
+	if ks < 0 || 4+ks > int64(len(b)) {
+		return nil, fmt.Errorf("map key array of %d bytes in %d", ks, len(b))
+	}
+	keys, err := binArray(b[4:4+ks], kt, depth)
+	if err != nil {
+		return nil, fieldErr(err, "map keys")
+	}
+	values, err := binArray(b[4+ks:], vt, depth)
+	if err != nil {
+		return nil, fieldErr(err, "map values")
+	}
+	if len(keys) != len(values) {
+		return nil, fmt.Errorf("map of %d keys and %d values", len(keys), len(values))
+	}
+	out := make([]any, len(keys))
+	for i := range keys {
+		out[i] = []any{keys[i], values[i]}
+	}
+	return out, nil
+}
+
+// binArray decodes a BinaryArrayData: an int count, null bits padded to
+// 4-byte words, the elements' fixed-size parts, then the variable part.
+func binArray(b []byte, et LogicalType, depth int) ([]any, error) {
+	if depth > maxRowDepth {
+		return nil, fmt.Errorf("arrays nested deeper than %d", maxRowDepth)
+	}
+	if len(b) < 4 {
+		return nil, fmt.Errorf("array of %d bytes", len(b))
+	}
+	n := int64(int32(binary.LittleEndian.Uint32(b)))
+	size := int64(fixedSize(et.Root))
+	if n < 0 || arrayHeaderBytes(n)+n*size > int64(len(b)) {
+		return nil, fmt.Errorf("array of %d bytes cannot hold %d elements", len(b), n)
+	}
+	head := int(arrayHeaderBytes(n))
+	out := make([]any, n)
+	for i := 0; i < int(n); i++ {
+		if b[4+i/8]&(1<<(i%8)) != 0 {
+			continue
+		}
+		v, err := binField(b, head+i*int(size), et, depth)
+		if err != nil {
+			return nil, fieldErr(err, fmt.Sprintf("element %d", i))
 		}
 		out[i] = v
 	}
-	return out
+	return out, nil
 }
 
-func rowDataField(row, slot []byte, t LogicalType) (any, bool) {
-	u := binary.LittleEndian.Uint64(slot)
-	switch t.short() {
-	case "BigIntType":
-		return int64(u), true
-	case "IntType", "DateType", "TimeType":
-		return int32(uint32(u)), true
-	case "SmallIntType":
-		return int16(uint16(u)), true
-	case "TinyIntType":
-		return int8(uint8(u)), true
-	case "BooleanType":
-		return u&0xff != 0, true
-	case "DoubleType":
-		return math.Float64frombits(u), true
-	case "FloatType":
-		return float64(math.Float32frombits(uint32(u))), true
-	case "VarCharType", "CharType":
-		b, ok := variablePart(row, slot)
-		return string(b), ok
-	case "BinaryType", "VarBinaryType":
-		b, ok := variablePart(row, slot)
-		return "0x" + hex.EncodeToString(b), ok
-	case "DecimalType":
-		var unscaled *big.Int
-		if t.Precision <= 18 {
-			unscaled = big.NewInt(int64(u))
-		} else {
-			off, size := int(u>>32), int(uint32(u))
-			if off < 0 || size < 0 || off+size > len(row) {
-				return nil, false
-			}
-			unscaled = new(big.Int).SetBytes(row[off : off+size])
-			if size > 0 && row[off]&0x80 != 0 { // two's complement
-				unscaled.Sub(unscaled, new(big.Int).Lsh(big.NewInt(1), uint(8*size)))
-			}
-		}
-		return json.Number(new(big.Float).SetPrec(256).Quo(new(big.Float).SetInt(unscaled),
-			new(big.Float).SetInt(new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(t.Scale)), nil))).Text('f', int(t.Scale))), true
-	case "TimestampType", "LocalZonedTimestampType":
-		if t.Precision <= 3 {
-			return int64(u), true
-		}
-		off := int(u >> 32)
-		if off < 0 || off+8 > len(row) {
-			return nil, false
-		}
-		return int64(binary.LittleEndian.Uint64(row[off:])), true
+// arrayHeaderBytes is the count and null bits of an array of n elements.
+func arrayHeaderBytes(n int64) int64 { return 4 + (n+31)/32*4 }
+
+// fixedSize is the size of a value's fixed part in an array (in a row,
+// every slot is 8 bytes and these are its first bytes).
+func fixedSize(root string) int {
+	switch root {
+	case "BOOLEAN", "TINYINT":
+		return 1
+	case "SMALLINT":
+		return 2
+	case "INTEGER", "FLOAT", "DATE", "TIME_WITHOUT_TIME_ZONE", "INTERVAL_YEAR_MONTH":
+		return 4
 	}
-	return "0x" + hex.EncodeToString(slot), true
+	return 8
+}
+
+// binDecimal decodes a DECIMAL: the unscaled long in the slot when its
+// precision is at most 18, else the unscaled big-endian two's complement
+// bytes at the offset and size the slot holds.
+func binDecimal(buf, slot []byte, t LogicalType) (any, error) {
+	var unscaled *big.Int
+	if t.Precision <= 18 {
+		unscaled = big.NewInt(int64(binary.LittleEndian.Uint64(slot)))
+	} else {
+		b, err := offsetPart(buf, slot)
+		if err != nil {
+			return nil, err
+		}
+		if len(b) > 16 {
+			return nil, fmt.Errorf("decimal of %d bytes", len(b))
+		}
+		unscaled = new(big.Int).SetBytes(b)
+		if len(b) > 0 && b[0]&0x80 != 0 {
+			unscaled.Sub(unscaled, new(big.Int).Lsh(big.NewInt(1), uint(8*len(b))))
+		}
+	}
+	return json.Number(decimalText(unscaled, int(t.Scale))), nil
+}
+
+// decimalText writes unscaled / 10^scale with scale digits after the point.
+func decimalText(unscaled *big.Int, scale int) string {
+	digits := new(big.Int).Abs(unscaled).String()
+	sign := ""
+	if unscaled.Sign() < 0 {
+		sign = "-"
+	}
+	if scale <= 0 {
+		return sign + digits + strings.Repeat("0", -scale)
+	}
+	if len(digits) <= scale {
+		digits = strings.Repeat("0", scale-len(digits)+1) + digits
+	}
+	return sign + digits[:len(digits)-scale] + "." + digits[len(digits)-scale:]
 }
 
 // variablePart returns the bytes of a string or binary field: inline in
 // its slot when short (the slot's top bit set, its length in the top
 // byte), else at the offset and size the slot holds.
-func variablePart(row, slot []byte) ([]byte, bool) {
+func variablePart(buf, slot []byte) ([]byte, error) {
 	if slot[7]&0x80 != 0 {
 		n := int(slot[7] & 0x7f)
 		if n > 7 {
-			return nil, false
+			return nil, fmt.Errorf("inline bytes of length %d", n)
 		}
-		return slot[:n], true
+		return slot[:n], nil
 	}
+	return offsetPart(buf, slot)
+}
+
+// offsetPart is the part of buf at the offset (high word) and size (low
+// word) of a slot.
+func offsetPart(buf, slot []byte) ([]byte, error) {
 	u := binary.LittleEndian.Uint64(slot)
-	off, size := int(u>>32), int(uint32(u))
-	if off < 0 || size < 0 || off+size > len(row) {
-		return nil, false
+	off, size := int64(u>>32), int64(uint32(u))
+	if off+size > int64(len(buf)) {
+		return nil, errOutside(fmt.Sprintf("offset %d size %d", off, size), len(buf))
 	}
-	return row[off : off+size], true
+	return buf[off : off+size], nil
 }

@@ -20,6 +20,11 @@ var exactParsers map[string]func(sr *snapReader, s *SerializerSnapshot, cont con
 func init() {
 	exactParsers = map[string]func(sr *snapReader, s *SerializerSnapshot, cont contFunc, depth int){
 		"RowDataSerializer$RowDataSerializerSnapshot": parseRowDataSnapshot,
+		// The snapshots RowData's nest (rowdata.go).
+		"ArrayDataSerializer$ArrayDataSerializerSnapshot":         javaObjectsSnapshot(2, "ArrayData"),
+		"MapDataSerializer$MapDataSerializerSnapshot":             javaObjectsSnapshot(4, "MapData"),
+		"DecimalDataSerializer$DecimalSerializerSnapshot":         intsSnapshot(2, "decimal precision and scale"),
+		"TimestampDataSerializer$TimestampDataSerializerSnapshot": intsSnapshot(1, "timestamp precision"),
 		"PojoSerializerSnapshot": func(sr *snapReader, s *SerializerSnapshot, cont contFunc, depth int) {
 			s.TypeClass = sr.r.utf("POJO class")
 			s.Fields, s.Nested = sr.optionalMap("POJO fields", depth, true)

@@ -77,6 +77,13 @@ func TestWriterRoundTripsRealSnapshots(t *testing.T) {
 						return
 					}
 				}
+				// RowData serializers are not yet checked across majors.
+				if strings.HasPrefix(e.Name, "rowtypes-") && c.version != "" && c.version[0] != e.Manifest.FlinkVersion[0] {
+					if !errors.As(err, &re) || !strings.Contains(err.Error(), "RowDataSerializerSnapshot") {
+						t.Errorf("got %v, want the RowData state refused", err)
+					}
+					return
+				}
 				if err != nil {
 					t.Fatal(err)
 				}

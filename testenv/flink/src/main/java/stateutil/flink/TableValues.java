@@ -1,17 +1,25 @@
 package stateutil.flink;
 
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
+import java.util.TreeMap;
 
 import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.table.data.ArrayData;
 import org.apache.flink.table.data.DecimalData;
 import org.apache.flink.table.data.GenericRowData;
+import org.apache.flink.table.data.MapData;
 import org.apache.flink.table.data.RowData;
 import org.apache.flink.table.data.StringData;
+import org.apache.flink.table.data.TimestampData;
 import org.apache.flink.table.runtime.typeutils.InternalTypeInfo;
 import org.apache.flink.table.types.logical.ArrayType;
 import org.apache.flink.table.types.logical.LogicalType;
+import org.apache.flink.table.types.logical.MapType;
+import org.apache.flink.table.types.logical.MultisetType;
+import org.apache.flink.table.types.logical.IntType;
+import org.apache.flink.table.types.logical.utils.LogicalTypeChecks;
 import org.apache.flink.table.types.logical.RowType;
 
 /** Dump encoding of Flink's internal table data (RowData keys and values). */
@@ -49,21 +57,56 @@ final class TableValues {
         return out;
     }
 
+    static List<Object> array(ArrayData a, LogicalType et) {
+        ArrayData.ElementGetter g = ArrayData.createElementGetter(et);
+        List<Object> out = new ArrayList<>(a.size());
+        for (int i = 0; i < a.size(); i++) {
+            out.add(field(g.getElementOrNull(a, i), et));
+        }
+        return out;
+    }
+
     static Object field(Object v, LogicalType t) {
         if (v == null) {
             return null;
         }
+        if (v instanceof RowData && t instanceof RowType) {
+            // A nested ROW's fields by name, as its type records them.
+            RowType rt = (RowType) t;
+            List<Object> values = row((RowData) v, rt);
+            TreeMap<String, Object> out = Json.obj();
+            for (int i = 0; i < values.size(); i++) {
+                out.put(rt.getFieldNames().get(i), values.get(i));
+            }
+            return out;
+        }
         if (v instanceof RowData) {
-            return row((RowData) v, t instanceof RowType ? (RowType) t : null);
+            return row((RowData) v, null);
         }
         if (v instanceof ArrayData && t instanceof ArrayType) {
-            LogicalType et = ((ArrayType) t).getElementType();
-            ArrayData a = (ArrayData) v;
-            ArrayData.ElementGetter g = ArrayData.createElementGetter(et);
-            List<Object> out = new ArrayList<>(a.size());
-            for (int i = 0; i < a.size(); i++) {
-                out.add(field(g.getElementOrNull(a, i), et));
+            return array((ArrayData) v, ((ArrayType) t).getElementType());
+        }
+        if (v instanceof MapData && (t instanceof MapType || t instanceof MultisetType)) {
+            // [key, value] pairs in the map's own order.
+            MapData m = (MapData) v;
+            LogicalType kt = t instanceof MapType ? ((MapType) t).getKeyType() : ((MultisetType) t).getElementType();
+            LogicalType vt = t instanceof MapType ? ((MapType) t).getValueType() : new IntType(false);
+            List<Object> keys = array(m.keyArray(), kt), values = array(m.valueArray(), vt);
+            List<Object> out = new ArrayList<>(keys.size());
+            for (int i = 0; i < keys.size(); i++) {
+                out.add(Arrays.asList(keys.get(i), values.get(i)));
             }
+            return out;
+        }
+        if (v instanceof TimestampData) {
+            // Compact timestamps are their milliseconds; longer ones keep their nanos.
+            TimestampData ts = (TimestampData) v;
+            if (t != null && LogicalTypeChecks.getPrecision(t) <= 3) {
+                return ts.getMillisecond();
+            }
+            TreeMap<String, Object> out = Json.obj();
+            out.put("millisecond", ts.getMillisecond());
+            out.put("nanoOfMillisecond", (long) ts.getNanoOfMillisecond());
             return out;
         }
         Object e = encode(v, null);
