@@ -13,7 +13,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 out="$root/testdata/flink"
 entries="basic-hashmap-canonical basic-rocksdb-native basic-rocksdb-checkpoint-incremental
 basic-rocksdb-canonical-compressed basic-hashmap-checkpoint-changelog types-hashmap-canonical types-hashmap-native
-tuplekeys-hashmap-canonical longkeys-hashmap-canonical orders-hashmap-canonical"
+tuplekeys-hashmap-canonical longkeys-hashmap-canonical orders-hashmap-canonical collections-hashmap-canonical"
 tmp="$root/testdata/.flink.new"
 rm -rf "$tmp"
 "$root/scripts/flink-corpus.sh" --out "$tmp" --versions "1.20.5 2.3.0" --entries "$(echo $entries)" \

@@ -369,7 +369,8 @@ func TestUIDHash(t *testing.T) {
 // POJO), with the class stateutil must tag them with; they are compared by
 // that class.
 var notDecodedYet = map[string]map[string]string{
-	"1.20.5/orders": {"order": "stateutil.flink.jobs.OrdersJob$Order"},
+	"1.20.5/orders":      {"order": "stateutil.flink.jobs.OrdersJob$Order"},
+	"1.20.5/collections": {"basket": "stateutil.flink.jobs.CollectionsJob$Basket"},
 }
 
 // notDecodedAsClass makes the values of the job's states in notDecodedYet,
