@@ -1,6 +1,8 @@
 package flink
 
 import (
+	"bytes"
+	"encoding/json"
 	"reflect"
 	"strings"
 	"testing"
@@ -26,6 +28,14 @@ func TestNullableValues(t *testing.T) {
 	}
 	if w := fixedLength(plain); w != -1 {
 		t.Errorf("nullable long without padding: length %d, want -1", w)
+	}
+	for _, c := range []struct {
+		v    any
+		want []byte
+	}{{nil, []byte{1, 0, 0, 0, 0, 0, 0, 0, 0}}, {json.Number("42"), []byte{0, 0, 0, 0, 0, 0, 0, 0, 42}}} {
+		if got, err := (codec{s: padded}).Encode(c.v); err != nil || !bytes.Equal(got, c.want) {
+			t.Errorf("encode %v: %x, %v; want %x", c.v, got, err, c.want)
+		}
 	}
 	cases := []struct {
 		s    *SerializerSnapshot
