@@ -11,8 +11,8 @@ import (
 
 // ordersSavepoints are canonical savepoints of testenv/flink's orders job,
 // written and restored by Flink: a POJO with a List<String> field, which
-// Flink 1.x writes with Kryo and 2.x with a NullableSerializer, neither of
-// which stateutil decodes, next to a String state.
+// Flink 1.x writes with Kryo (not decoded) and 2.x with a
+// NullableSerializer around a ListSerializer, next to a String state.
 var ordersSavepoints = map[string]string{
 	"1.20": filepath.Join("..", "testdata", "flink", "1.20.5", "orders-hashmap-canonical", "snapshot", "savepoint-a60fb6-188a40aec901"),
 	"2.3":  filepath.Join("..", "testdata", "flink", "2.3.0", "orders-hashmap-canonical", "snapshot", "savepoint-d9d705-9895586480d4"),
@@ -24,16 +24,19 @@ var ordersSavepoints = map[string]string{
 func TestGoldenNotDecoded(t *testing.T) {
 	v1, v2 := ordersSavepoints["1.20"], ordersSavepoints["2.3"]
 	cases := map[string][]string{
-		"flink-not-decoded-verify-1.20":     {"verify", v1},
-		"flink-not-decoded-verify-2.3-json": {"verify", v2, "-o", "json"},
-		"flink-not-decoded-verify-strict":   {"verify", "--strict", v1},
-		"flink-not-decoded-dump-1.20":       {"dump", v1, "--state", "order", "--limit", "3", "-q"},
-		"flink-not-decoded-dump-2.3-csv":    {"dump", v2, "--state", "order", "--limit", "3", "-q", "-o", "csv"},
-		"flink-not-decoded-dump-2.3-table":  {"dump", v2, "--state", "order", "--limit", "3", "-q", "-o", "table"},
-		"flink-not-decoded-get-2.3-json":    {"get", v2, "--operator", "keyed", "--state", "order", "--key", "order-0", "-o", "json"},
-		"flink-not-decoded-get-1.20":        {"get", v1, "--operator", "keyed", "--state", "order", "--key", "order-0"},
-		"flink-inspect-values-bytes":        {"inspect", v2, "--operator-state", "--values"},
-		"help-verify":                       {"verify", "--help"},
+		"flink-not-decoded-verify-1.20":      {"verify", v1},
+		"flink-not-decoded-verify-1.20-json": {"verify", v1, "-o", "json"},
+		"flink-not-decoded-verify-strict":    {"verify", "--strict", v1},
+		"flink-not-decoded-dump-1.20":        {"dump", v1, "--state", "order", "--limit", "3", "-q"},
+		"flink-not-decoded-dump-1.20-csv":    {"dump", v1, "--state", "order", "--limit", "3", "-q", "-o", "csv"},
+		"flink-not-decoded-dump-1.20-table":  {"dump", v1, "--state", "order", "--limit", "3", "-q", "-o", "table"},
+		"flink-not-decoded-get-1.20-json":    {"get", v1, "--operator", "keyed", "--state", "order", "--key", "order-0", "-o", "json"},
+		"flink-not-decoded-get-1.20":         {"get", v1, "--operator", "keyed", "--state", "order", "--key", "order-0"},
+		"flink-pojo-list-verify-2.3-json":    {"verify", v2, "-o", "json"},
+		"flink-pojo-list-dump-2.3-table":     {"dump", v2, "--state", "order", "--limit", "3", "-q", "-o", "table"},
+		"flink-pojo-list-get-2.3-json":       {"get", v2, "--operator", "keyed", "--state", "order", "--key", "order-0", "-o", "json"},
+		"flink-inspect-values-bytes":         {"inspect", v2, "--operator-state", "--values"},
+		"help-verify":                        {"verify", "--help"},
 	}
 	for name, args := range cases {
 		t.Run(name, func(t *testing.T) { runGolden(t, name, args...) })
@@ -45,7 +48,7 @@ func TestGoldenNotDecoded(t *testing.T) {
 // (exit 2), and the values that were not decoded are still only counted.
 func TestVerifyFlinkDamageNextToNotDecoded(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "savepoint")
-	if err := os.CopyFS(dir, os.DirFS(ordersSavepoints["2.3"])); err != nil {
+	if err := os.CopyFS(dir, os.DirFS(ordersSavepoints["1.20"])); err != nil {
 		t.Fatal(err)
 	}
 	meta := filepath.Join(dir, "_metadata")

@@ -67,7 +67,7 @@ func typeExpr(s *SerializerSnapshot) string {
 			}
 			return "tuple(" + nested() + ")"
 		}
-	case "List", "Map", "Option", "Either", "Timer", "Broadcast", "Entry":
+	case "List", "Map", "Option", "Either", "Timer", "Broadcast", "Entry", "Nullable", "Set":
 		if len(s.Nested) > 0 {
 			return strings.ToLower(k) + "(" + nested() + ")"
 		}
@@ -141,7 +141,8 @@ var exprClasses = map[string]string{
 	"kryo": "KryoSerializer", "tuple": "TupleSerializerSnapshot", "caseclass": "CaseClassSerializer",
 	"list": "ListSerializerSnapshot", "map": "MapSerializerSnapshot", "option": "ScalaOptionSerializer",
 	"either": "EitherSerializer", "timer": "TimerSerializerSnapshot", "broadcast": broadcastClass, "entry": broadcastEntryClass,
-	"ttl":       "TtlSerializerSnapshot",
+	"ttl": "TtlSerializerSnapshot", "nullable": "runtime.NullableSerializer$NullableSerializerSnapshot",
+	"set":       "typeutils.base.SetSerializerSnapshot",
 	"boolean[]": "typeutils.base.array.BooleanPrimitiveArraySerializer", "char[]": "typeutils.base.array.CharPrimitiveArraySerializer",
 	"double[]": "typeutils.base.array.DoublePrimitiveArraySerializer", "float[]": "typeutils.base.array.FloatPrimitiveArraySerializer",
 	"int[]": "typeutils.base.array.IntPrimitiveArraySerializer", "long[]": "typeutils.base.array.LongPrimitiveArraySerializer",
@@ -478,6 +479,14 @@ func decodeAny(r *reader, s *SerializerSnapshot, depth int) any {
 				out = append(out, decodeAny(r, s.Nested[0], depth+1))
 			}
 			return out
+		}
+	case "Nullable":
+		if v, ok := walkNullable(r, s, depth, true); ok {
+			return v
+		}
+	case "Set":
+		if v, ok := walkSet(r, s, depth, true); ok {
+			return v
 		}
 	case "Entry":
 		if len(s.Nested) == 2 {

@@ -3,6 +3,7 @@ package flink
 import (
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -16,10 +17,11 @@ import (
 // of this type does: what a key typed on a command line becomes. It knows
 // the types whose keys have a known hash (and Flink's namespaces): the
 // boxed primitives, String, byte[], tuples of these, VoidNamespace and
-// TimeWindow; and Avro values, whole.
+// TimeWindow; POJOs, List, Map, Set, NullableSerializer, Either and
+// Option of the types it knows; and Avro values and RowData, whole.
 func (c codec) Encode(v any) ([]byte, error) {
 	if c.s == nil {
-		return nil, fmt.Errorf("values of this Flink type cannot be written")
+		return nil, fmt.Errorf("values of this Flink type %w", errNoEncoder)
 	}
 	return encodeAny(nil, c.s, v, 0)
 }
@@ -74,6 +76,9 @@ func encodeAny(b []byte, s *SerializerSnapshot, v any, depth int) ([]byte, error
 		}
 		return binary.BigEndian.AppendUint16(b, units[0]), nil
 	case "String":
+		if v == nil {
+			return append(b, 0), nil // StringValue's null
+		}
 		text, ok := snapshot.TextOf(v)
 		if !ok {
 			return nil, fmt.Errorf("want a string, not %v", v)
@@ -123,7 +128,10 @@ func encodeAny(b []byte, s *SerializerSnapshot, v any, depth int) ([]byte, error
 		}
 		return b, nil
 	}
-	return nil, fmt.Errorf("values of %s cannot be written", s.Name())
+	if b, ok, err := encodeBuiltin(b, s, v, depth); ok { // encode_builtin.go
+		return b, err
+	}
+	return nil, fmt.Errorf("values of %s %w", s.Name(), errNoEncoder)
 }
 
 // hexValue parses bytes given as 0x-prefixed hex.
@@ -136,6 +144,9 @@ func hexValue(v any) ([]byte, error) {
 	}
 	return raw, nil
 }
+
+// errNoEncoder marks a serializer whose values stateutil does not write.
+var errNoEncoder = errors.New("cannot be written")
 
 // integer parses a JSON number (or its text) as a signed integer of bits.
 func integer(v any, bits int) (int64, error) {

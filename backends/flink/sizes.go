@@ -28,6 +28,9 @@ func classKind(s *SerializerSnapshot) string {
 		if k := arrayKind(n); k != "" {
 			return k
 		}
+		if k := builtinKind(n); k != "" {
+			return k
+		}
 		switch {
 		case n == "":
 		case strings.Contains(n, "PojoSerializer"):
@@ -86,6 +89,8 @@ func fixedLength(s *SerializerSnapshot) int {
 		return 0 // getLength() is 0 although one byte is written
 	case "TimeWindow":
 		return 16
+	case "Nullable":
+		return nullableLength(s)
 	case "Tuple":
 		if len(s.Nested) == 0 {
 			return -1
@@ -158,8 +163,11 @@ func sizedDepth(s *SerializerSnapshot, depth int) bool {
 			}
 		}
 		return true
-	case "List":
+	case "List", "Set":
 		return len(s.Nested) == 1 && sizedDepth(s.Nested[0], depth+1)
+	case "Nullable":
+		_, ok := nullPadding(s)
+		return ok && len(s.Nested) == 1 && sizedDepth(s.Nested[0], depth+1)
 	case "Map":
 		return len(s.Nested) == 2 && sizedDepth(s.Nested[0], depth+1) && sizedDepth(s.Nested[1], depth+1)
 	default:
@@ -234,6 +242,12 @@ func skipValue(r *reader, s *SerializerSnapshot, depth int) bool {
 				return false
 			}
 		}
+	case "Nullable":
+		_, ok := walkNullable(r, s, depth, false)
+		return ok
+	case "Set":
+		_, ok := walkSet(r, s, depth, false)
+		return ok
 	case "Option":
 		if len(s.Nested) != 1 {
 			return false
