@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf16"
@@ -15,8 +16,8 @@ import (
 // Encode writes a value given as decoded JSON the way Flink's serializer
 // of this type does: what a key typed on a command line becomes. It knows
 // the types whose keys have a known hash (and Flink's namespaces): the
-// boxed primitives, String, byte[], tuples of these, VoidNamespace and
-// TimeWindow.
+// boxed primitives, String, byte[], tuples of these, VoidNamespace,
+// TimeWindow, Kryo values (kryo.go) and POJOs of these.
 func (c codec) Encode(v any) ([]byte, error) {
 	if c.s == nil {
 		return nil, fmt.Errorf("values of this Flink type cannot be written")
@@ -112,6 +113,25 @@ func encodeAny(b []byte, s *SerializerSnapshot, v any, depth int) ([]byte, error
 		for i, f := range fields {
 			if b, err = encodeAny(b, s.Nested[i], f, depth+1); err != nil {
 				return nil, fmt.Errorf("field %d: %w", i, err)
+			}
+		}
+		return b, nil
+	case "Kryo":
+		return encodeKryo(b, s, v)
+	case "Pojo":
+		fields, ok := v.(map[string]any)
+		if !ok || len(s.Fields) != len(s.Nested) || slices.Contains(s.Nested, nil) {
+			break
+		}
+		b = append(b, pojoNoSubclass)
+		var err error
+		for i, f := range s.Nested {
+			if fields[s.Fields[i]] == nil {
+				b = append(b, 1)
+				continue
+			}
+			if b, err = encodeAny(append(b, 0), f, fields[s.Fields[i]], depth+1); err != nil {
+				return nil, fmt.Errorf("field %s: %w", s.Fields[i], err)
 			}
 		}
 		return b, nil

@@ -76,7 +76,7 @@ var kryoSerializers = map[string]int{
 	"java.util.Collections$EmptyList": kserEmpty, "java.util.Collections$EmptySet": kserEmpty, "java.util.Collections$EmptyMap": kserEmpty,
 	"java.util.Collections$SingletonList": kserSingleton, "java.util.Collections$SingletonSet": kserSingleton,
 	"java.util.Collections$SingletonMap": kserSingletonMap,
-	"java.math.BigInteger": kserBigInteger, "java.math.BigDecimal": kserBigDecimal, "java.util.Date": kserDate,
+	"java.math.BigInteger":               kserBigInteger, "java.math.BigDecimal": kserBigDecimal, "java.util.Date": kserDate,
 	"java.lang.Class": kserClass,
 }
 
@@ -364,6 +364,9 @@ func (k *kryoIn) class() string {
 		if r.err == nil && (!ok || name == "") {
 			r.failAt(at, "Kryo class name is empty")
 		}
+		if slices.Contains(kryoNames, name) || slices.ContainsFunc(k.regs, func(g KryoRegistration) bool { return g.Class == name }) {
+			r.failAt(at, "Kryo class %s written by name, but Kryo writes the id it is registered with", name)
+		}
 		k.names = append(k.names, name)
 		return name
 	}
@@ -519,7 +522,9 @@ const (
 	kryoNaN64 = 0x7FF8000000000000
 )
 
-func kryoTagged(class string, v any) map[string]any { return map[string]any{"@class": class, "@value": v} }
+func kryoTagged(class string, v any) map[string]any {
+	return map[string]any{"@class": class, "@value": v}
+}
 
 // collection reads CollectionSerializer's (and TreeSet's) collection.
 func (k *kryoIn) collection(class string, sorted bool, depth int) any {

@@ -170,7 +170,7 @@ func TestKryoNotDecodedAndDamage(t *testing.T) {
 	s := &SerializerSnapshot{Class: "org.apache.flink.api.java.typeutils.runtime.kryo.KryoSerializerSnapshot", TypeClass: "com.acme.Thing",
 		KryoRegistrations: []KryoRegistration{{Class: "com.acme.Thing", Kind: 0}, {Class: "com.acme.Custom", Kind: 2}}}
 	for _, tc := range []struct {
-		name, hex string
+		name, hex  string
 		notDecoded bool
 	}{
 		{"registered user class under FieldSerializer", "5701ee02016c6162656c2d3138b3", true},
@@ -197,4 +197,56 @@ func TestKryoNotDecodedAndDamage(t *testing.T) {
 			t.Errorf("%s: tagged %q, want the value's class", tc.name, nd.Class)
 		}
 	}
+}
+
+// TestKryoPojoFieldOfTheCorpus decodes the orders job's POJO, whose
+// List<String> field Flink 1.x writes with Kryo, and writes every value
+// back from its JSON text to the same bytes.
+func TestKryoPojoFieldOfTheCorpus(t *testing.T) {
+	codec, values := ordersValues(t, "1.20.5")
+	enc := codec.(snapshot.Encoder)
+	for _, b := range values {
+		v, err := codec.Decode(b)
+		if err != nil {
+			t.Fatalf("Decode(0x%x): %v", b, err)
+		}
+		order, _ := v.(map[string]any)
+		tags, ok := order["tags"].([]any)
+		if !ok || len(tags) != 2 {
+			t.Fatalf("Decode(0x%x) = %v, want tags as a list of two", b, v)
+		}
+		text, _ := json.Marshal(v)
+		d := json.NewDecoder(bytes.NewReader(text))
+		d.UseNumber()
+		var back any
+		if err := d.Decode(&back); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := enc.Encode(back); err != nil || !bytes.Equal(got, b) {
+			t.Fatalf("Encode(%s) = 0x%x (%v), want 0x%x", text, got, err, b)
+		}
+	}
+}
+
+// FuzzKryo checks that no bytes make the Kryo reader panic or allocate
+// beyond what they hold, and that whatever decodes writes back to the
+// same bytes, in Kryo 2 and Kryo 5.
+func FuzzKryo(f *testing.F) {
+	for _, file := range []string{"kryo2.txt", "kryo5.txt"} {
+		for _, b := range kryoVectors(f, file) {
+			f.Add(file == "kryo5.txt", b)
+		}
+	}
+	regs := []KryoRegistration{{Class: "java.util.TreeMap", Kind: 0}, {Class: "com.acme.Custom", Kind: 1}}
+	f.Fuzz(func(t *testing.T, v5 bool, b []byte) {
+		s := &SerializerSnapshot{Class: "org.apache.flink.api.java.typeutils.runtime.kryo.KryoSerializerSnapshot", Kryo5: v5, KryoRegistrations: regs}
+		v, err := codec{s: s}.Decode(b)
+		if err != nil {
+			return
+		}
+		got, err := encodeKryo(nil, s, v)
+		if err != nil || !bytes.Equal(got, b) {
+			t.Fatalf("0x%x decodes to %#v, which encodes to 0x%x (%v)", b, v, got, err)
+		}
+	})
 }

@@ -52,14 +52,13 @@ func ordersValues(t *testing.T, version string) (snapshot.Codec, [][]byte) {
 	return codec, values
 }
 
-// A POJO whose List<String> field stateutil does not decode (Kryo in Flink
-// 1.x, a NullableSerializer in 2.x) is not decoded as a whole, naming the
+// A POJO whose List<String> field stateutil does not decode (a
+// NullableSerializer in Flink 2.x; Flink 1.x's Kryo is, kryo_test.go) is not decoded as a whole, naming the
 // field's serializer and the POJO's class; POJO flags that no serializer
 // writes are damage all the same.
 func TestPojoFieldNotDecoded(t *testing.T) {
 	for version, serializer := range map[string]string{
-		"1.20.5": "org.apache.flink.api.java.typeutils.runtime.kryo.KryoSerializerSnapshot",
-		"2.3.0":  "org.apache.flink.api.java.typeutils.runtime.NullableSerializer$NullableSerializerSnapshot",
+		"2.3.0": "org.apache.flink.api.java.typeutils.runtime.NullableSerializer$NullableSerializerSnapshot",
 	} {
 		codec, values := ordersValues(t, version)
 		for _, v := range values {
