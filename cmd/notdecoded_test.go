@@ -11,8 +11,8 @@ import (
 
 // ordersSavepoints are canonical savepoints of testenv/flink's orders job,
 // written and restored by Flink: a POJO with a List<String> field, which
-// Flink 1.x writes with Kryo and 2.x with a NullableSerializer, neither of
-// which stateutil decodes, next to a String state.
+// Flink 1.x writes with Kryo (decoded) and 2.x with a NullableSerializer
+// (not decoded yet), next to a String state.
 var ordersSavepoints = map[string]string{
 	"1.20": filepath.Join("..", "testdata", "flink", "1.20.5", "orders-hashmap-canonical", "snapshot", "savepoint-a60fb6-188a40aec901"),
 	"2.3":  filepath.Join("..", "testdata", "flink", "2.3.0", "orders-hashmap-canonical", "snapshot", "savepoint-d9d705-9895586480d4"),
@@ -23,15 +23,19 @@ var ordersSavepoints = map[string]string{
 // values tagged with their class in get and every dump format.
 func TestGoldenNotDecoded(t *testing.T) {
 	v1, v2 := ordersSavepoints["1.20"], ordersSavepoints["2.3"]
+	// The types job's "kryo" state holds a user class under Kryo's
+	// FieldSerializer, which writes no field names.
+	types1 := filepath.Join("..", "testdata", "flink", "1.20.5", "types-hashmap-canonical", "snapshot", "savepoint-5b5afd-4dc9a1a465e4")
 	cases := map[string][]string{
-		"flink-not-decoded-verify-1.20":     {"verify", v1},
+		"flink-kryo-decoded-verify-1.20":    {"verify", "--strict", v1},
 		"flink-not-decoded-verify-2.3-json": {"verify", v2, "-o", "json"},
-		"flink-not-decoded-verify-strict":   {"verify", "--strict", v1},
-		"flink-not-decoded-dump-1.20":       {"dump", v1, "--state", "order", "--limit", "3", "-q"},
+		"flink-not-decoded-verify-strict":   {"verify", "--strict", types1},
+		"flink-kryo-decoded-dump-1.20":      {"dump", v1, "--state", "order", "--limit", "3", "-q"},
+		"flink-not-decoded-dump-kryo-1.20":  {"dump", types1, "--state", "kryo", "--limit", "2", "-q"},
 		"flink-not-decoded-dump-2.3-csv":    {"dump", v2, "--state", "order", "--limit", "3", "-q", "-o", "csv"},
 		"flink-not-decoded-dump-2.3-table":  {"dump", v2, "--state", "order", "--limit", "3", "-q", "-o", "table"},
 		"flink-not-decoded-get-2.3-json":    {"get", v2, "--operator", "keyed", "--state", "order", "--key", "order-0", "-o", "json"},
-		"flink-not-decoded-get-1.20":        {"get", v1, "--operator", "keyed", "--state", "order", "--key", "order-0"},
+		"flink-kryo-decoded-get-1.20":       {"get", v1, "--operator", "keyed", "--state", "order", "--key", "order-0"},
 		"flink-inspect-values-bytes":        {"inspect", v2, "--operator-state", "--values"},
 		"help-verify":                       {"verify", "--help"},
 	}

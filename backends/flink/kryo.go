@@ -144,11 +144,13 @@ type kryoIn struct {
 	regs  []KryoRegistration
 	names []string // class names by name id, as they appear
 	refs  []string // the class of each object given a reference id
+	// serializer names the KryoSerializer in what is not decoded.
+	serializer string
 }
 
 // decodeKryo decodes a value of a KryoSerializer.
 func decodeKryo(r *reader, s *SerializerSnapshot) any {
-	k := &kryoIn{r: r, v5: s.Kryo5, regs: s.KryoRegistrations}
+	k := &kryoIn{r: r, v5: s.Kryo5, regs: s.KryoRegistrations, serializer: s.Name()}
 	v := k.classAndObject(0)
 	// A value of the class the snapshot declares needs no tag.
 	switch x := v.(type) {
@@ -167,7 +169,7 @@ func decodeKryo(r *reader, s *SerializerSnapshot) any {
 // notDecoded stops at a value of class, which no decoder here walks.
 func (k *kryoIn) notDecoded(class string) {
 	if k.r.err == nil {
-		k.r.err = &snapshot.NotDecodedError{Serializer: "Kryo", ValueClass: class}
+		k.r.err = &snapshot.NotDecodedError{Serializer: k.serializer, ValueClass: class}
 	}
 	k.r.off = len(k.r.buf)
 }
@@ -413,6 +415,11 @@ func (k *kryoIn) ref(class string) (v any, follows bool) {
 func (k *kryoIn) classAndObject(depth int) any {
 	class := k.class()
 	if class == "" || k.r.err != nil {
+		return nil
+	}
+	if r := k.r; !kryoNoRefs(class, k.v5) && r.remaining() > 0 && r.buf[r.off] == 0 {
+		// Kryo writes a null as the null class, never as a class and null.
+		r.fail("Kryo %s with a null reference marker", class)
 		return nil
 	}
 	return k.object(class, true, depth)
