@@ -285,12 +285,12 @@ func (k *kryoIn) string(what string, name bool) (string, bool) {
 		c := uint16(r.u8(what))
 		switch c >> 4 {
 		case 12, 13:
-			c = (c&0x1F)<<6 | uint16(r.u8(what)&0x3F)
+			c = (c&0x1F)<<6 | k.continuation(what)
 			if c < 0x80 {
 				r.failAt(at, "%s: a character Kryo writes in one byte written in two", what)
 			}
 		case 14:
-			c = (c&0x0F)<<12 | uint16(r.u8(what)&0x3F)<<6 | uint16(r.u8(what)&0x3F)
+			c = (c&0x0F)<<12 | k.continuation(what)<<6 | k.continuation(what)
 			if c < 0x800 {
 				r.failAt(at, "%s: a character Kryo writes shorter written in three bytes", what)
 			}
@@ -315,6 +315,17 @@ func (k *kryoIn) string(what string, name bool) (string, bool) {
 		return "", false
 	}
 	return s, true
+}
+
+// continuation reads the 6 bits of a character's second or third byte,
+// which Kryo writes as 10xxxxxx.
+func (k *kryoIn) continuation(what string) uint16 {
+	at := k.r.pos()
+	b := k.r.u8(what)
+	if k.r.err == nil && b&0xC0 != 0x80 {
+		k.r.failAt(at, "%s: byte 0x%02x inside a character", what, b)
+	}
+	return uint16(b & 0x3F)
 }
 
 // kryoASCIIMax is the longest string Kryo writes as ASCII.
@@ -448,7 +459,12 @@ func (k *kryoIn) object(class string, marker bool, depth int) any {
 	case "java.lang.Long":
 		return zigzag(k.varlong("Kryo long", 9))
 	case "java.lang.String":
-		s, _ := k.string("Kryo string", false)
+		at := r.pos()
+		s, ok := k.string("Kryo string", false)
+		if !ok && r.err == nil {
+			// Kryo writes a null String as the null class.
+			r.failAt(at, "Kryo string object holds a null")
+		}
 		return s
 	case "java.lang.Boolean":
 		return r.bool("Kryo boolean")
