@@ -686,7 +686,10 @@ func (k *kryoIn) mapOf(class string, sorted bool, depth int) any {
 func (k *kryoIn) bigInteger() *big.Int {
 	at := k.r.pos()
 	n := k.varint("Kryo BigInteger length")
-	if n == 0 || k.r.err != nil {
+	if k.r.err == nil && n == 0 {
+		k.r.failAt(at, "Kryo BigInteger object holds a null") // written as the null class
+	}
+	if k.r.err != nil {
 		return nil
 	}
 	b := k.r.take(int(n-1), "Kryo BigInteger")
@@ -778,7 +781,10 @@ func (k *kryoIn) array(class string, depth int) any {
 	r := k.r
 	at := r.pos()
 	n := k.varint("Kryo array length")
-	if r.err != nil || n == 0 {
+	if r.err == nil && n == 0 {
+		r.failAt(at, "Kryo array object holds a null") // written as the null class
+	}
+	if r.err != nil {
 		return nil
 	}
 	cnt := k.count(uint64(n-1), 1, "Kryo array length", at)
