@@ -417,6 +417,9 @@ func (k *kryoIn) ref(class string) (v any, follows bool) {
 	case int(m-2) >= len(k.refs):
 		k.r.failAt(at, "Kryo reference to object %d of %d", m-2, len(k.refs))
 		return nil, false
+	case k.refs[m-2] != class:
+		k.r.failAt(at, "Kryo reference to object %d, a %s, where a %s is", m-2, k.refs[m-2], class)
+		return nil, false
 	}
 	return map[string]any{"@ref": int64(m - 2)}, false
 }
