@@ -198,6 +198,9 @@ func (k *kryoIn) varlong(what string, max int) uint64 {
 			return 0
 		}
 		if i == 8 {
+			if b == 0 {
+				r.failAt(at, "%s: variable-length int with a redundant byte, as Kryo never writes it", what)
+			}
 			return v | uint64(b)<<56
 		}
 		v |= uint64(b&0x7F) << (7 * i)
