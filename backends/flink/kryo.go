@@ -602,6 +602,9 @@ func (k *kryoIn) collection(class string, sorted bool, depth int) any {
 			if r.err == nil && hasNull && !containsNil(out) || !hasNull && containsNil(out) && r.err == nil {
 				r.failAt(at, "Kryo collection has-null flag does not match its elements")
 			}
+			if r.err == nil && !slices.ContainsFunc(out, func(v any) bool { return v != nil }) {
+				r.failAt(at, "Kryo collection of nulls names a class, which Kryo writes as the null class")
+			}
 		}
 	} else {
 		cnt := k.count(uint64(n), 1, "Kryo collection size", at)
