@@ -49,6 +49,9 @@ func typeExpr(s *SerializerSnapshot) string {
 	case "IntEnum":
 		return "enum"
 	case "Kryo":
+		if s.Kryo5 {
+			return "kryo5"
+		}
 		return "kryo"
 	case "Pojo":
 		return "pojo"
@@ -117,6 +120,9 @@ func CodecFactory(t snapshot.Type) (snapshot.Codec, error) {
 		r := newReader(t.SerializerSnapshot, "serializer snapshot", 0)
 		sr := &snapReader{r: r}
 		s := sr.snapshotProxy(func(q int) bool { return q == len(t.SerializerSnapshot) })
+		if strings.Contains(expr, "kryo5") {
+			markKryo5(s)
+		}
 		if r.err == nil && r.remaining() == 0 && typeExpr(s) == expr {
 			return codec{s: s}, nil
 		}
@@ -138,7 +144,7 @@ var exprClasses = map[string]string{
 	"java.lang.Character": "CharSerializerSnapshot", "byte[]": "BytePrimitiveArraySerializerSnapshot",
 	"void": "VoidNamespaceSerializerSnapshot", "GlobalWindow": "GlobalWindow$Serializer",
 	"TimeWindow": "TimeWindow$Serializer", "enum": "typeutils.base.EnumSerializer",
-	"kryo": "KryoSerializer", "tuple": "TupleSerializerSnapshot", "caseclass": "CaseClassSerializer",
+	"kryo": "KryoSerializer", "kryo5": "KryoSerializer", "tuple": "TupleSerializerSnapshot", "caseclass": "CaseClassSerializer",
 	"list": "ListSerializerSnapshot", "map": "MapSerializerSnapshot", "option": "ScalaOptionSerializer",
 	"either": "EitherSerializer", "timer": "TimerSerializerSnapshot", "broadcast": broadcastClass, "entry": broadcastEntryClass,
 	"ttl": "TtlSerializerSnapshot", "nullable": "runtime.NullableSerializer$NullableSerializerSnapshot",
@@ -175,7 +181,7 @@ func parseExpr(e string, depth int) (*SerializerSnapshot, string, error) {
 	if !ok {
 		return nil, "", fmt.Errorf("unknown type %q in a Flink type expression", name)
 	}
-	s := &SerializerSnapshot{Class: class}
+	s := &SerializerSnapshot{Class: class, Kryo5: name == "kryo5"}
 	if !strings.HasPrefix(rest, "(") {
 		return s, rest, nil
 	}
@@ -402,10 +408,7 @@ func decodeAny(r *reader, s *SerializerSnapshot, depth int) any {
 		}
 		return s.Constants[i]
 	case "Kryo":
-		if r.remaining() > 0 && (r.buf[r.off] == kryoLong || r.buf[r.off] == kryoInt) {
-			r.off++
-			return readKryoVarLong(r)
-		}
+		return decodeKryo(r, s)
 	case "Pojo":
 		if len(s.Fields) == len(s.Nested) {
 			// A field no decoder walks stops the walk there, not decoded;

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -365,13 +366,9 @@ func TestUIDHash(t *testing.T) {
 }
 
 // notDecodedYet are the states of corpus jobs, by Flink version and job,
-// whose values stateutil does not decode yet (issue 24: Kryo inside a
-// POJO), with the class stateutil must tag them with; they are compared by
-// that class.
-var notDecodedYet = map[string]map[string]string{
-	"1.20.5/orders":      {"order": "stateutil.flink.jobs.OrdersJob$Order"},
-	"1.20.5/collections": {"basket": "stateutil.flink.jobs.CollectionsJob$Basket"},
-}
+// whose values stateutil does not decode yet (issue 24), with the class
+// stateutil must tag them with; they are compared by that class.
+var notDecodedYet = map[string]map[string]string{}
 
 // notDecodedAsClass makes the values of the job's states in notDecodedYet,
 // as the job dumped them, their class alone, as withoutKryoText makes what
@@ -392,6 +389,50 @@ func notDecodedAsClass(m flinkharness.Manifest, lines []flinkharness.Line) []fli
 	return out
 }
 
+// javaCollectionText turns the job's dump of a Kryo ArrayList, HashSet or
+// HashMap, its Java toString ("[192, 576]", "{a=3, n=null}"), back into
+// JSON: an array (in the iteration order Kryo writes too), or an object; an item that reads as an integer is a number,
+// "null" is null, anything else a string. The corpus's collections hold
+// single words and integers, so the text is not ambiguous there.
+func javaCollectionText(x map[string]any) (any, bool) {
+	text, _ := x["toString"].(string)
+	if len(x) != 2 || len(text) < 2 {
+		return nil, false
+	}
+	var items []string
+	if inner := text[1 : len(text)-1]; inner != "" {
+		items = strings.Split(inner, ", ")
+	}
+	item := func(w string) any {
+		if _, err := strconv.ParseInt(w, 10, 64); err == nil {
+			return json.Number(w)
+		}
+		if w == "null" {
+			return nil
+		}
+		return w
+	}
+	switch {
+	case (x["class"] == "java.util.ArrayList" || x["class"] == "java.util.HashSet") && text[0] == '[' && text[len(text)-1] == ']':
+		out := []any{}
+		for _, w := range items {
+			out = append(out, item(w))
+		}
+		return out, true
+	case x["class"] == "java.util.HashMap" && text[0] == '{' && text[len(text)-1] == '}':
+		out := map[string]any{}
+		for _, kv := range items {
+			k, v, ok := strings.Cut(kv, "=")
+			if !ok {
+				return nil, false
+			}
+			out[k] = item(v)
+		}
+		return out, true
+	}
+	return nil, false
+}
+
 // withoutKryoText keeps only the class of values that are not decoded: the
 // job dumps a Kryo value's toString, which its bytes cannot give (Kryo
 // writes fields by the class's own layout, which no snapshot records);
@@ -401,6 +442,16 @@ func withoutKryoText(lines []flinkharness.Line) []flinkharness.Line {
 	strip = func(v any) any {
 		switch x := v.(type) {
 		case map[string]any:
+			if v, ok := javaCollectionText(x); ok {
+				return v
+			}
+			// A Kryo value decoded and tagged with its class: the job's
+			// text (javaCollectionText) carries no class.
+			if _, ok := x["@class"]; ok && len(x) == 2 {
+				if v, ok := x["@value"]; ok {
+					return strip(v)
+				}
+			}
 			if _, ok := x["class"]; ok && len(x) == 2 && x["toString"] != nil {
 				return map[string]any{"class": x["class"]}
 			}

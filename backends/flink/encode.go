@@ -17,8 +17,9 @@ import (
 // of this type does: what a key typed on a command line becomes. It knows
 // the types whose keys have a known hash (and Flink's namespaces): the
 // boxed primitives, String, byte[], tuples of these, VoidNamespace and
-// TimeWindow; POJOs, List, Map, Set, NullableSerializer, Either and
-// Option of the types it knows; and Avro values and RowData, whole.
+// TimeWindow; Kryo values (kryo.go); POJOs, List, Map, Set,
+// NullableSerializer, Either and Option of the types it knows; and Avro
+// values and RowData, whole.
 func (c codec) Encode(v any) ([]byte, error) {
 	if c.s == nil {
 		return nil, fmt.Errorf("values of this Flink type %w", errNoEncoder)
@@ -127,6 +128,8 @@ func encodeAny(b []byte, s *SerializerSnapshot, v any, depth int) ([]byte, error
 			}
 		}
 		return b, nil
+	case "Kryo":
+		return encodeKryo(b, s, v)
 	}
 	if b, ok, err := encodeBuiltin(b, s, v, depth); ok { // encode_builtin.go
 		return b, err

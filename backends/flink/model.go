@@ -214,13 +214,13 @@ func (r *SnapshotReader) keyedStates(ctx context.Context, o *snapshot.Operator, 
 		}
 	}
 	for _, l := range ls {
-		ks := snapshot.KeyedState{Name: l.name, Kind: l.kind, KeyType: typeOf(l.key), NamespaceType: typeOf(l.ns), ValueType: typeOf(l.user)}
+		ks := snapshot.KeyedState{Name: l.name, Kind: l.kind, KeyType: r.typeOf(l.key), NamespaceType: r.typeOf(l.ns), ValueType: r.typeOf(l.user)}
 		if l.kind == KindTimer {
 			ks.ValueType = typeOf(&SerializerSnapshot{Class: "org.apache.flink.api.common.typeutils.base.LongSerializer$LongSerializerSnapshot"})
 			ks.KeyType = timerKeyType(ks.KeyType, hdrs) // carry.go
 		}
 		if l.kind == snapshot.Map {
-			ks.UserKeyType = typeOf(l.userKey)
+			ks.UserKeyType = r.typeOf(l.userKey)
 		}
 		if l.ttl != nil {
 			// Flink does not store the TTL settings in snapshots; only the
@@ -259,7 +259,7 @@ func (r *SnapshotReader) operatorStates(ctx context.Context, o *snapshot.Operato
 		}
 		for _, m := range f.States {
 			if os, ok := o.OperatorStateByName(m.Name); ok && !typed[m.Name] {
-				os.ElementType, typed[m.Name] = typeOf(m.Value()), true
+				os.ElementType, typed[m.Name] = r.typeOf(m.Value()), true
 			}
 		}
 		for _, m := range f.BroadcastStates {

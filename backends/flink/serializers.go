@@ -35,6 +35,10 @@ type SerializerSnapshot struct {
 	LogicalTypes []LogicalType `json:"logicalTypes,omitempty"`
 	// Schema is an Avro schema (JSON).
 	Schema string `json:"schema,omitempty"`
+	// KryoRegistrations are a KryoSerializerSnapshot's registrations, in
+	// order; Kryo5 says its values are Kryo 5's (Flink 2), not Kryo 2's.
+	KryoRegistrations []KryoRegistration `json:"kryoRegistrations,omitempty"`
+	Kryo5             bool               `json:"kryo5,omitempty"`
 	// Opaque is set when the snapshot body was not understood and was skipped
 	// by finding where the next structure starts.
 	Opaque bool `json:"opaque,omitempty"`

@@ -42,7 +42,8 @@ func init() {
 		},
 		"KryoSerializerSnapshot": func(sr *snapReader, s *SerializerSnapshot, cont contFunc, depth int) {
 			s.TypeClass = sr.r.utf("Kryo type class")
-			for _, what := range []string{"Kryo registrations", "Kryo default serializers", "Kryo default serializer classes"} {
+			s.KryoRegistrations = sr.kryoRegistrations()
+			for _, what := range []string{"Kryo default serializers", "Kryo default serializer classes"} {
 				sr.optionalMap(what, depth, false)
 			}
 		},
@@ -76,7 +77,7 @@ func (sr *snapReader) exact(s *SerializerSnapshot, cont contFunc, depth int) boo
 	parse(&snapReader{r: &try}, s, cont, depth)
 	if try.err != nil || !cont(try.off) {
 		*sr.r = saved
-		s.TypeClass, s.Fields, s.Nested, s.Constants, s.Schema, s.LogicalTypes = "", nil, nil, nil, "", nil
+		s.TypeClass, s.Fields, s.Nested, s.Constants, s.Schema, s.LogicalTypes, s.KryoRegistrations = "", nil, nil, nil, "", nil, nil
 		return false
 	}
 	*sr.r = try
@@ -88,36 +89,50 @@ func (sr *snapReader) exact(s *SerializerSnapshot, cont contFunc, depth int) boo
 // snapshots set the values are versioned serializer snapshots.
 func (sr *snapReader) optionalMap(what string, depth int, snapshots bool) ([]string, []*SerializerSnapshot) {
 	r := sr.r
+	var names []string
+	var snaps []*SerializerSnapshot
+	sr.optionalMapEach(what, func(name string, frame []byte, base int64) {
+		names = append(names, name)
+		var snap *SerializerSnapshot
+		if snapshots && frame != nil {
+			fr := &snapReader{r: newReader(frame, r.file, base)}
+			snap = fr.versioned(func(q int) bool { return q == len(frame) }, depth+1)
+			if fr.r.err == nil && fr.r.remaining() > 0 {
+				fr.r.fail("%d bytes after the serializer snapshot", fr.r.remaining())
+			}
+			if fr.r.err != nil {
+				r.err = fr.r.err
+			}
+		}
+		snaps = append(snaps, snap)
+	})
+	return names, snaps
+}
+
+// optionalMapEach reads a LinkedOptionalMap, calling each with every
+// entry's name and value frame (nil when absent) at file offset base.
+func (sr *snapReader) optionalMapEach(what string, each func(name string, frame []byte, base int64)) {
+	r := sr.r
 	at := r.pos()
 	if h := r.i64(what + " header"); r.err == nil && h != optionalMapHeader {
 		r.failAt(at, "%s: header 0x%x, want 0x%x", what, h, optionalMapHeader)
 	}
 	n := r.count32(4, what+" size")
-	var names []string
-	var snaps []*SerializerSnapshot
 	for i := 0; i < n && r.err == nil; i++ {
-		names = append(names, r.utf(what+" name"))
+		name := r.utf(what + " name")
 		if r.bool(what + " key flag") {
 			r.bytes32(what + " key")
 		}
-		var snap *SerializerSnapshot
+		var frame []byte
+		base := r.pos() + 4
 		if r.bool(what + " value flag") {
-			base := r.pos() + 4
-			frame := r.bytes32(what + " value")
-			if snapshots && r.err == nil {
-				fr := &snapReader{r: newReader(frame, r.file, base)}
-				snap = fr.versioned(func(q int) bool { return q == len(frame) }, depth+1)
-				if fr.r.err == nil && fr.r.remaining() > 0 {
-					fr.r.fail("%d bytes after the serializer snapshot", fr.r.remaining())
-				}
-				if fr.r.err != nil {
-					r.err = fr.r.err
-				}
-			}
+			base = r.pos() + 4
+			frame = r.bytes32(what + " value")
 		}
-		snaps = append(snaps, snap)
+		if r.err == nil {
+			each(name, frame, base)
+		}
 	}
-	return names, snaps
 }
 
 // primitiveArrays maps Flink's primitive array serializers onto their

@@ -1,0 +1,1004 @@
+package flink
+
+import (
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/big"
+	"slices"
+	"strings"
+	"unicode/utf16"
+
+	"github.com/stateutil/stateutil/snapshot"
+)
+
+// Kryo values as Flink's KryoSerializer writes them (FLINK-FORMATS.md §9):
+// Kryo 2.24 in Flink 1.x, Kryo 5.6 in Flink 2.x, references on, each value
+// its own object graph. Kryo's default serializers of the JDK classes are
+// decoded; any other class (a user class under FieldSerializer, a class
+// with a serializer of its own, chill's Scala classes) is not decoded.
+//
+// The JSON: null, a String, a Long, a Boolean, an ArrayList, a
+// HashMap with String keys, and a value of the very class the snapshot
+// declares (a java.lang.Long key) are plain JSON; every other value is
+// {"@class": class, "@value": value}, a map with keys that are not all
+// Strings adds "@keys": "json" (each key is then its own JSON text), and a
+// second reference to an object already read is {"@ref": id} (ids count
+// the objects of the value that can be referenced, from 0).
+
+// KryoRegistration is one class the KryoSerializerSnapshot registers, in
+// order: Kryo id 85 is the first. Kind is Flink's serializer definition
+// type: 0 Kryo's default serializer, 1 a serializer class, 2 an instance.
+type KryoRegistration struct {
+	Class string `json:"class"`
+	Kind  int32  `json:"kind"`
+}
+
+// kryoFirstSnapshotID is the Kryo id of the snapshot's first registration:
+// 0-9 are Kryo's own, 10-84 chill's and Flink's.
+const kryoFirstSnapshotID = 85
+
+// kryoNames are Kryo's default registrations by id.
+var kryoNames = []string{"java.lang.Integer", "java.lang.String", "java.lang.Float", "java.lang.Boolean",
+	"java.lang.Byte", "java.lang.Character", "java.lang.Short", "java.lang.Long", "java.lang.Double"}
+
+// kryoPrimitives are the primitive classes of the wrappers, for Class values.
+var kryoPrimitives = map[string]string{"java.lang.Integer": "int", "java.lang.Float": "float", "java.lang.Boolean": "boolean",
+	"java.lang.Byte": "byte", "java.lang.Character": "char", "java.lang.Short": "short", "java.lang.Long": "long", "java.lang.Double": "double"}
+
+// Serializers of the classes decoded, by class name.
+const (
+	kser = iota
+	kserCollection
+	kserSortedCollection // TreeSet: a comparator first
+	kserMap
+	kserSortedMap
+	kserEmpty
+	kserSingleton
+	kserSingletonMap
+	kserBigInteger
+	kserBigDecimal
+	kserDate
+	kserClass
+	kserEnum
+	kserArray
+)
+
+var kryoSerializers = map[string]int{
+	"java.util.ArrayList": kserCollection, "java.util.LinkedList": kserCollection, "java.util.HashSet": kserCollection,
+	"java.util.LinkedHashSet": kserCollection, "java.util.ArrayDeque": kserCollection, "java.util.Vector": kserCollection,
+	"java.util.Collections$UnmodifiableCollection": kserCollection, "java.util.Collections$UnmodifiableList": kserCollection,
+	"java.util.Collections$UnmodifiableRandomAccessList": kserCollection, "java.util.Collections$UnmodifiableSet": kserCollection,
+	"java.util.TreeSet": kserSortedCollection,
+	"java.util.HashMap": kserMap, "java.util.LinkedHashMap": kserMap, "java.util.Hashtable": kserMap,
+	"java.util.Collections$UnmodifiableMap": kserMap, "java.util.TreeMap": kserSortedMap,
+	"java.util.Collections$EmptyList": kserEmpty, "java.util.Collections$EmptySet": kserEmpty, "java.util.Collections$EmptyMap": kserEmpty,
+	"java.util.Collections$SingletonList": kserSingleton, "java.util.Collections$SingletonSet": kserSingleton,
+	"java.util.Collections$SingletonMap": kserSingletonMap,
+	"java.math.BigInteger":               kserBigInteger, "java.math.BigDecimal": kserBigDecimal, "java.util.Date": kserDate,
+	"java.lang.Class": kserClass,
+}
+
+// kryoEnums are the JDK enums decoded, with their constants by ordinal (a
+// user enum's constants are nowhere in the snapshot).
+var kryoEnums = map[string][]string{
+	"java.util.concurrent.TimeUnit": {"NANOSECONDS", "MICROSECONDS", "MILLISECONDS", "SECONDS", "MINUTES", "HOURS", "DAYS"},
+	"java.math.RoundingMode":        {"UP", "DOWN", "CEILING", "FLOOR", "HALF_UP", "HALF_DOWN", "HALF_EVEN", "UNNECESSARY"},
+	"java.time.DayOfWeek":           {"MONDAY", "TUESDAY", "WEDNESDAY", "THURSDAY", "FRIDAY", "SATURDAY", "SUNDAY"},
+}
+
+// kryoPrimitiveArrays are the arrays of primitives by class name, with the
+// element's wrapper.
+var kryoPrimitiveArrays = map[string]string{"[I": "java.lang.Integer", "[J": "java.lang.Long", "[S": "java.lang.Short",
+	"[C": "java.lang.Character", "[B": "java.lang.Byte", "[Z": "java.lang.Boolean", "[F": "java.lang.Float", "[D": "java.lang.Double"}
+
+// kryoSerializerOf is the serializer of a class, and whether it is decoded.
+func kryoSerializerOf(class string) (int, bool) {
+	if k, ok := kryoSerializers[class]; ok {
+		return k, true
+	}
+	if _, ok := kryoEnums[class]; ok {
+		return kserEnum, true
+	}
+	if _, ok := kryoPrimitiveArrays[class]; ok {
+		return kserArray, true
+	}
+	if _, ok := kryoObjectArrayElem(class); ok {
+		return kserArray, true
+	}
+	return 0, false
+}
+
+// kryoObjectArrayElem is the element class of an array of objects decoded
+// ("[Ljava.lang.String;"), "" for Object[] (elements carry their class).
+func kryoObjectArrayElem(class string) (string, bool) {
+	e, ok := strings.CutPrefix(class, "[L")
+	if !ok || !strings.HasSuffix(e, ";") {
+		return "", false
+	}
+	e = e[:len(e)-1]
+	if e == "java.lang.Object" {
+		return "", true
+	}
+	if _, wrapper := kryoPrimitives[e]; wrapper || e == "java.lang.String" {
+		return e, true // final classes: no class per element
+	}
+	return "", false
+}
+
+// kryoNoRefs: Kryo writes no reference marker for the wrappers (nor, in
+// Kryo 5, for enums).
+func kryoNoRefs(class string, v5 bool) bool {
+	if _, ok := kryoPrimitives[class]; ok {
+		return true
+	}
+	_, enum := kryoEnums[class]
+	return v5 && enum
+}
+
+// kryoIn reads one Kryo value.
+type kryoIn struct {
+	r     *reader
+	v5    bool
+	regs  []KryoRegistration
+	names []string // class names by name id, as they appear
+	refs  []string // the class of each object given a reference id
+	// serializer names the KryoSerializer in what is not decoded.
+	serializer string
+}
+
+// decodeKryo decodes a value of a KryoSerializer.
+func decodeKryo(r *reader, s *SerializerSnapshot) any {
+	k := &kryoIn{r: r, v5: s.Kryo5, regs: s.KryoRegistrations, serializer: s.Name()}
+	v := k.classAndObject(0)
+	// A value of the class the snapshot declares needs no tag.
+	switch x := v.(type) {
+	case map[string]any:
+		if c, _ := x["@class"].(string); c == s.TypeClass && c != "" {
+			return x["@value"]
+		}
+	case *kryoMap:
+		if x.Class == s.TypeClass && !x.JSONKeys {
+			x.Plain = true
+		}
+	}
+	return v
+}
+
+// notDecoded stops at a value of class, which no decoder here walks.
+func (k *kryoIn) notDecoded(class string) {
+	if k.r.err == nil {
+		k.r.err = &snapshot.NotDecodedError{Serializer: k.serializer, ValueClass: class}
+	}
+	k.r.off = len(k.r.buf)
+}
+
+// varint reads Kryo's variable-length int: 7 bits a byte, low bits first,
+// at most 5 bytes; only as Kryo writes it (no redundant bytes), so that
+// every value decoded re-encodes to its bytes.
+func (k *kryoIn) varint(what string) uint32 {
+	at := k.r.pos()
+	v := k.varlong(what, 5)
+	if v > math.MaxUint32 {
+		k.r.failAt(at, "%s: variable-length int over 32 bits", what)
+	}
+	return uint32(v)
+}
+
+// varlong reads a variable-length long of at most max bytes; the ninth
+// byte of a long holds 8 bits.
+func (k *kryoIn) varlong(what string, max int) uint64 {
+	r := k.r
+	at := r.pos()
+	var v uint64
+	for i := 0; i < max; i++ {
+		b := r.u8(what)
+		if r.err != nil {
+			return 0
+		}
+		if i == 8 {
+			if b == 0 {
+				r.failAt(at, "%s: variable-length int with a redundant byte, as Kryo never writes it", what)
+			}
+			return v | uint64(b)<<56
+		}
+		v |= uint64(b&0x7F) << (7 * i)
+		if b < 0x80 {
+			if b == 0 && i > 0 {
+				r.failAt(at, "%s: variable-length int with a redundant byte, as Kryo never writes it", what)
+			}
+			return v
+		}
+	}
+	r.failAt(at, "%s: variable-length int longer than %d bytes", what, max)
+	return 0
+}
+
+func zigzag(v uint64) int64 { return int64(v>>1) ^ -int64(v&1) }
+
+// count reads a count of things that take at least minSize bytes each.
+func (k *kryoIn) count(n uint64, minSize int, what string, at int64) int {
+	if n > math.MaxInt32 {
+		k.r.failAt(at, "%s: count %d", what, n)
+		return 0
+	}
+	return k.r.count(int64(n), minSize, what, at)
+}
+
+// flagged reads Kryo 5's varIntFlag: the top bit of the first byte is a
+// flag, the next says more bytes follow, six bits of the value.
+func (k *kryoIn) flagged(what string) (uint32, bool) {
+	r := k.r
+	at := r.pos()
+	b := r.u8(what)
+	if r.err != nil {
+		return 0, false
+	}
+	flag, v := b&0x80 != 0, uint64(b&0x3F)
+	if b&0x40 != 0 {
+		rest := k.varlong(what, 4)
+		if rest == 0 && r.err == nil {
+			r.failAt(at, "%s: variable-length int with a redundant byte, as Kryo never writes it", what)
+		}
+		v |= rest << 6
+	}
+	if v > math.MaxUint32 {
+		r.failAt(at, "%s: variable-length int over 32 bits", what)
+	}
+	return uint32(v), flag
+}
+
+// string reads a Kryo string; ok false for null. Kryo 5 writes class
+// names as ASCII whatever their length (name true).
+func (k *kryoIn) string(what string, name bool) (string, bool) {
+	r := k.r
+	at := r.pos()
+	if r.remaining() == 0 {
+		r.fail("truncated %s", what)
+		return "", false
+	}
+	if r.buf[r.off]&0x80 == 0 {
+		// ASCII: the last byte has its high bit set.
+		end := r.off
+		for end < len(r.buf) && r.buf[end]&0x80 == 0 {
+			end++
+		}
+		if end == len(r.buf) {
+			r.fail("truncated %s: ASCII string without its last byte", what)
+			return "", false
+		}
+		b := make([]byte, end-r.off+1)
+		copy(b, r.buf[r.off:end+1])
+		b[len(b)-1] &= 0x7F
+		r.off = end + 1
+		if n := len(b); n > kryoASCIIMax(k.v5) && !(name && k.v5) {
+			r.failAt(at, "%s: an ASCII string of %d bytes, which Kryo writes otherwise", what, n)
+		}
+		return string(b), true
+	}
+	n, _ := k.flagged(what + " length")
+	if r.err != nil || n == 0 {
+		return "", false
+	}
+	units := k.count(uint64(n-1), 1, what, at)
+	u := make([]uint16, 0, units)
+	ascii := true
+	for i := 0; i < units && r.err == nil; i++ {
+		c := uint16(r.u8(what))
+		switch c >> 4 {
+		case 12, 13:
+			c = (c&0x1F)<<6 | k.continuation(what)
+			if c < 0x80 {
+				r.failAt(at, "%s: a character Kryo writes in one byte written in two", what)
+			}
+		case 14:
+			c = (c&0x0F)<<12 | k.continuation(what)<<6 | k.continuation(what)
+			if c < 0x800 {
+				r.failAt(at, "%s: a character Kryo writes shorter written in three bytes", what)
+			}
+		default:
+			if c >= 0x80 {
+				r.failAt(at, "%s: byte 0x%02x starts no character", what, c)
+			}
+		}
+		ascii = ascii && c < 0x80
+		u = append(u, c)
+	}
+	if ascii && (units > 1 && units <= kryoASCIIMax(k.v5) || name && k.v5) {
+		r.failAt(at, "%s: an ASCII string Kryo writes as ASCII", what)
+	}
+	if r.err != nil {
+		return "", false
+	}
+	s := string(utf16.Decode(u))
+	if !slices.Equal(utf16.Encode([]rune(s)), u) {
+		// An unpaired surrogate: no JSON string holds it.
+		k.notDecoded("java.lang.String")
+		return "", false
+	}
+	return s, true
+}
+
+// continuation reads the 6 bits of a character's second or third byte,
+// which Kryo writes as 10xxxxxx.
+func (k *kryoIn) continuation(what string) uint16 {
+	at := k.r.pos()
+	b := k.r.u8(what)
+	if k.r.err == nil && b&0xC0 != 0x80 {
+		k.r.failAt(at, "%s: byte 0x%02x inside a character", what, b)
+	}
+	return uint16(b & 0x3F)
+}
+
+// kryoASCIIMax is the longest string Kryo writes as ASCII.
+func kryoASCIIMax(v5 bool) int {
+	if v5 {
+		return 32
+	}
+	return 63
+}
+
+// fixed reads n bytes of a fixed-width number: big-endian in Kryo 2,
+// little-endian in Kryo 5.
+func (k *kryoIn) fixed(n int, what string) uint64 {
+	b := k.r.take(n, what)
+	if b == nil {
+		return 0
+	}
+	var v uint64
+	for i := range b {
+		if k.v5 {
+			v |= uint64(b[i]) << (8 * i)
+		} else {
+			v = v<<8 | uint64(b[i])
+		}
+	}
+	return v
+}
+
+// class reads a class tag: "" for null.
+func (k *kryoIn) class() string {
+	r := k.r
+	at := r.pos()
+	tag := k.varint("Kryo class")
+	switch {
+	case r.err != nil || tag == 0:
+		return ""
+	case tag == 1:
+		id := k.varint("Kryo class name id")
+		switch {
+		case r.err != nil:
+			return ""
+		case int(id) < len(k.names):
+			return k.names[id]
+		case int(id) > len(k.names):
+			r.failAt(at, "Kryo class name id %d before id %d", id, len(k.names))
+			return ""
+		}
+		name, ok := k.string("Kryo class name", true)
+		if r.err == nil && (!ok || name == "") {
+			r.failAt(at, "Kryo class name is empty")
+		}
+		if slices.Contains(kryoNames, name) || slices.ContainsFunc(k.regs, func(g KryoRegistration) bool { return g.Class == name }) {
+			r.failAt(at, "Kryo class %s written by name, but Kryo writes the id it is registered with", name)
+		}
+		k.names = append(k.names, name)
+		return name
+	}
+	id := int(tag - 2)
+	switch {
+	case id < len(kryoNames):
+		return kryoNames[id]
+	case id >= kryoFirstSnapshotID && id-kryoFirstSnapshotID < len(k.regs):
+		reg := k.regs[id-kryoFirstSnapshotID]
+		if reg.Kind != 0 {
+			k.notDecoded(reg.Class)
+			return ""
+		}
+		return reg.Class
+	case id >= kryoFirstSnapshotID:
+		r.failAt(at, "Kryo class id %d: the serializer snapshot registers %d classes from id %d", id, len(k.regs), kryoFirstSnapshotID)
+		return ""
+	}
+	// chill's and Flink's own registrations, with serializers of their own.
+	k.notDecoded(fmt.Sprintf("Kryo class id %d", id))
+	return ""
+}
+
+// ref reads a reference marker: whether an object follows (else null or a
+// back-reference, in v).
+func (k *kryoIn) ref(class string) (v any, follows bool) {
+	at := k.r.pos()
+	m := k.varint("Kryo reference")
+	switch {
+	case k.r.err != nil, m == 0:
+		return nil, false
+	case m == 1:
+		k.refs = append(k.refs, class)
+		return nil, true
+	case int(m-2) >= len(k.refs):
+		k.r.failAt(at, "Kryo reference to object %d of %d", m-2, len(k.refs))
+		return nil, false
+	case k.refs[m-2] != class:
+		k.r.failAt(at, "Kryo reference to object %d, a %s, where a %s is", m-2, k.refs[m-2], class)
+		return nil, false
+	}
+	return map[string]any{"@ref": int64(m - 2)}, false
+}
+
+// classAndObject reads writeClassAndObject: a class tag, a reference
+// marker (most classes), the object.
+func (k *kryoIn) classAndObject(depth int) any {
+	class := k.class()
+	if class == "" || k.r.err != nil {
+		return nil
+	}
+	if r := k.r; !kryoNoRefs(class, k.v5) && r.remaining() > 0 && r.buf[r.off] == 0 {
+		// Kryo writes a null as the null class, never as a class and null.
+		r.fail("Kryo %s with a null reference marker", class)
+		return nil
+	}
+	return k.object(class, true, depth)
+}
+
+// object reads an object of class: with marker, its reference marker first.
+func (k *kryoIn) object(class string, marker bool, depth int) any {
+	if depth > 16 {
+		k.r.fail("Kryo values nested deeper than 16")
+		return nil
+	}
+	ser, ok := kryoSerializerOf(class)
+	if _, wrapper := kryoPrimitives[class]; !ok && !wrapper && class != "java.lang.String" {
+		k.notDecoded(class)
+		return nil
+	}
+	if marker && !kryoNoRefs(class, k.v5) {
+		if v, follows := k.ref(class); !follows {
+			return v
+		}
+	}
+	r := k.r
+	switch class {
+	case "java.lang.Integer":
+		return kryoTagged(class, int32(zigzag(uint64(k.varint("Kryo int")))))
+	case "java.lang.Long":
+		return zigzag(k.varlong("Kryo long", 9))
+	case "java.lang.String":
+		at := r.pos()
+		s, ok := k.string("Kryo string", false)
+		if !ok && r.err == nil {
+			// Kryo writes a null String as the null class.
+			r.failAt(at, "Kryo string object holds a null")
+		}
+		return s
+	case "java.lang.Boolean":
+		return r.bool("Kryo boolean")
+	case "java.lang.Byte":
+		return kryoTagged(class, int64(int8(r.u8("Kryo byte"))))
+	case "java.lang.Short":
+		return kryoTagged(class, int64(int16(k.fixed(2, "Kryo short"))))
+	case "java.lang.Character":
+		c := uint16(k.fixed(2, "Kryo char"))
+		if c >= 0xD800 && c < 0xE000 {
+			k.notDecoded(class) // a surrogate: no JSON string holds it alone
+			return nil
+		}
+		return kryoTagged(class, string(rune(c)))
+	case "java.lang.Float":
+		at := r.pos()
+		f := math.Float32frombits(uint32(k.fixed(4, "Kryo float")))
+		if f != f && math.Float32bits(f) != kryoNaN32 {
+			r.failAt(at, "Kryo float: a NaN Java never writes")
+		}
+		return kryoTagged(class, float64(f))
+	case "java.lang.Double":
+		at := r.pos()
+		d := math.Float64frombits(k.fixed(8, "Kryo double"))
+		if d != d && math.Float64bits(d) != kryoNaN64 {
+			r.failAt(at, "Kryo double: a NaN Java never writes")
+		}
+		return kryoTagged(class, d)
+	}
+	switch ser {
+	case kserCollection, kserSortedCollection:
+		return k.collection(class, ser == kserSortedCollection, depth)
+	case kserMap, kserSortedMap:
+		return k.mapOf(class, ser == kserSortedMap, depth)
+	case kserEmpty:
+		if strings.HasSuffix(class, "Map") {
+			return &kryoMap{Class: class}
+		}
+		return kryoTagged(class, []any{})
+	case kserSingleton:
+		return kryoTagged(class, []any{k.classAndObject(depth + 1)})
+	case kserSingletonMap:
+		m := &kryoMap{Class: class}
+		m.add(k.classAndObject(depth+1), k.classAndObject(depth+1))
+		return m
+	case kserBigInteger:
+		if b := k.bigInteger(); b != nil {
+			return kryoTagged(class, json.Number(b.String()))
+		}
+		return nil
+	case kserBigDecimal:
+		return k.bigDecimal()
+	case kserDate:
+		return kryoTagged(class, int64(k.varlong("Kryo date", 9)))
+	case kserClass:
+		return k.classValue()
+	case kserEnum:
+		at := r.pos()
+		n := k.varint("Kryo enum ordinal")
+		consts := kryoEnums[class]
+		if r.err == nil && (n == 0 || int(n) > len(consts)) {
+			r.failAt(at, "Kryo enum %s: ordinal %d of %d constants", class, int(n)-1, len(consts))
+			return nil
+		}
+		if n == 0 {
+			return nil
+		}
+		return kryoTagged(class, consts[n-1])
+	case kserArray:
+		return k.array(class, depth)
+	}
+	return nil
+}
+
+// Java's canonical NaNs (floatToIntBits, doubleToLongBits).
+const (
+	kryoNaN32 = 0x7FC00000
+	kryoNaN64 = 0x7FF8000000000000
+)
+
+func kryoTagged(class string, v any) map[string]any {
+	return map[string]any{"@class": class, "@value": v}
+}
+
+// collection reads CollectionSerializer's (and TreeSet's) collection.
+func (k *kryoIn) collection(class string, sorted bool, depth int) any {
+	r := k.r
+	if sorted && !k.v5 && !k.nullComparator(class) {
+		return nil
+	}
+	at := r.pos()
+	var n uint32
+	same := false
+	if k.v5 {
+		n, same = k.flagged("Kryo collection size")
+		if r.err == nil && n == 0 {
+			r.failAt(at, "Kryo collection size 0: Kryo 5 writes the size plus one")
+		}
+		n--
+	} else {
+		n = k.varint("Kryo collection size")
+	}
+	if sorted && k.v5 && !k.nullComparator(class) {
+		return nil
+	}
+	if r.err != nil {
+		return nil
+	}
+	var out []any
+	if same && n > 0 {
+		elem := k.class()
+		if r.err != nil {
+			return nil
+		}
+		if elem == "" {
+			// Every element is null: none is written.
+			if n > 1<<16 {
+				r.failAt(at, "Kryo collection of %d null elements", n)
+				return nil
+			}
+			out = make([]any, n)
+		} else {
+			hasNull := r.bool("Kryo collection has-null flag")
+			cnt := k.count(uint64(n), 1, "Kryo collection size", at)
+			out = make([]any, 0, cnt)
+			for i := 0; i < cnt && r.err == nil; i++ {
+				out = append(out, k.elementOf(elem, hasNull, depth+1))
+			}
+			if r.err == nil && hasNull && !containsNil(out) || !hasNull && containsNil(out) && r.err == nil {
+				r.failAt(at, "Kryo collection has-null flag does not match its elements")
+			}
+			if r.err == nil && !slices.ContainsFunc(out, func(v any) bool { return v != nil }) {
+				r.failAt(at, "Kryo collection of nulls names a class, which Kryo writes as the null class")
+			}
+		}
+	} else {
+		cnt := k.count(uint64(n), 1, "Kryo collection size", at)
+		out = make([]any, 0, cnt)
+		for i := 0; i < cnt && r.err == nil; i++ {
+			out = append(out, k.classAndObject(depth+1))
+		}
+		if k.v5 && r.err == nil && n > 0 && kryoSameClass(out, k.refs) {
+			r.failAt(at, "Kryo 5 collection of one class without its flag")
+		}
+	}
+	if r.err != nil {
+		return nil
+	}
+	if class == "java.util.ArrayList" {
+		return out
+	}
+	return kryoTagged(class, out)
+}
+
+// elementOf reads an element of a collection whose elements are all of
+// class: a null marker, or a reference marker, then the object.
+func (k *kryoIn) elementOf(class string, mayBeNull bool, depth int) any {
+	if kryoNoRefs(class, k.v5) && mayBeNull {
+		if !k.r.bool("Kryo not-null flag") {
+			return nil
+		}
+		return k.object(class, false, depth)
+	}
+	at := k.r.pos()
+	v := k.object(class, true, depth)
+	if v == nil && !mayBeNull && k.r.err == nil {
+		k.r.failAt(at, "Kryo null element in a collection flagged without nulls")
+	}
+	return v
+}
+
+func containsNil(vs []any) bool {
+	for _, v := range vs {
+		if v == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// nullComparator reads a sorted collection's comparator: only the natural
+// order (null) is decoded.
+func (k *kryoIn) nullComparator(class string) bool {
+	if k.r.remaining() > 0 && k.r.buf[k.r.off] == 0 {
+		k.r.off++
+		return true
+	}
+	if k.r.err == nil {
+		k.notDecoded(class)
+	}
+	return false
+}
+
+// mapOf reads MapSerializer's (and TreeMap's) map.
+func (k *kryoIn) mapOf(class string, sorted bool, depth int) any {
+	r := k.r
+	if sorted && !k.v5 && !k.nullComparator(class) {
+		return nil
+	}
+	at := r.pos()
+	n := uint64(k.varint("Kryo map size"))
+	if k.v5 {
+		if r.err == nil && n == 0 {
+			r.failAt(at, "Kryo map size 0: Kryo 5 writes the size plus one")
+		}
+		n--
+	}
+	if sorted && k.v5 && !k.nullComparator(class) {
+		return nil
+	}
+	cnt := k.count(n, 2, "Kryo map size", at)
+	m := &kryoMap{Class: class}
+	for i := 0; i < cnt && r.err == nil; i++ {
+		m.add(k.classAndObject(depth+1), k.classAndObject(depth+1))
+	}
+	if r.err != nil {
+		return nil
+	}
+	return m
+}
+
+func (k *kryoIn) bigInteger() *big.Int {
+	at := k.r.pos()
+	n := k.varint("Kryo BigInteger length")
+	if k.r.err == nil && n == 0 {
+		k.r.failAt(at, "Kryo BigInteger object holds a null") // written as the null class
+	}
+	if k.r.err != nil {
+		return nil
+	}
+	b := k.r.take(int(n-1), "Kryo BigInteger")
+	if k.r.err != nil {
+		return nil
+	}
+	if len(b) == 0 || len(b) > 1 && (b[0] == 0 && b[1] < 0x80 || b[0] == 0xFF && b[1] >= 0x80) {
+		k.r.failAt(at, "Kryo BigInteger of %d bytes, not as Java writes one", len(b))
+		return nil
+	}
+	v := new(big.Int).SetBytes(b)
+	if b[0] >= 0x80 {
+		v.Sub(v, new(big.Int).Lsh(big.NewInt(1), uint(8*len(b))))
+	}
+	return v
+}
+
+// bigDecimal reads the unscaled BigInteger and the scale, rendered as
+// Java's BigDecimal.toString does.
+func (k *kryoIn) bigDecimal() any {
+	u := k.bigInteger()
+	if u == nil {
+		return nil
+	}
+	scale := int32(zigzag(uint64(k.varint("Kryo BigDecimal scale"))))
+	if k.r.err != nil {
+		return nil
+	}
+	return kryoTagged("java.math.BigDecimal", json.Number(javaBigDecimal(u, scale)))
+}
+
+// javaBigDecimal is BigDecimal.toString: plain when the scale is not
+// negative and the adjusted exponent is at least -6, else scientific.
+func javaBigDecimal(u *big.Int, scale int32) string {
+	digits := new(big.Int).Abs(u).String()
+	sign := ""
+	if u.Sign() < 0 {
+		sign = "-"
+	}
+	adjusted := int64(len(digits)-1) - int64(scale)
+	if scale >= 0 && adjusted >= -6 {
+		if scale == 0 {
+			return sign + digits
+		}
+		if int(scale) >= len(digits) {
+			return sign + "0." + strings.Repeat("0", int(scale)-len(digits)) + digits
+		}
+		return sign + digits[:len(digits)-int(scale)] + "." + digits[len(digits)-int(scale):]
+	}
+	out := sign + digits[:1]
+	if len(digits) > 1 {
+		out += "." + digits[1:]
+	}
+	if adjusted >= 0 {
+		return out + "E+" + fmt.Sprint(adjusted)
+	}
+	return out + "E" + fmt.Sprint(adjusted)
+}
+
+// classValue reads a Class: its class tag, then (Kryo 2 always, Kryo 5 for
+// the wrappers) whether it is the primitive class.
+func (k *kryoIn) classValue() any {
+	at := k.r.pos()
+	c := k.class()
+	if k.r.err != nil {
+		return nil
+	}
+	if c == "" {
+		if k.r.err == nil {
+			k.r.failAt(at, "Kryo Class value without its class")
+		}
+		return nil
+	}
+	if _, wrapper := kryoPrimitives[c]; wrapper || !k.v5 {
+		if k.r.bool("Kryo primitive class flag") {
+			p, ok := kryoPrimitives[c]
+			if !ok {
+				k.r.failAt(at, "Kryo class %s flagged primitive", c)
+				return nil
+			}
+			c = p
+		}
+	}
+	return kryoTagged("java.lang.Class", c)
+}
+
+// array reads ArraySerializers' arrays: the length plus one, the elements.
+func (k *kryoIn) array(class string, depth int) any {
+	r := k.r
+	at := r.pos()
+	n := k.varint("Kryo array length")
+	if r.err == nil && n == 0 {
+		r.failAt(at, "Kryo array object holds a null") // written as the null class
+	}
+	if r.err != nil {
+		return nil
+	}
+	cnt := k.count(uint64(n-1), 1, "Kryo array length", at)
+	if class == "[B" {
+		return kryoTagged(class, "0x"+hex.EncodeToString(r.take(cnt, "Kryo byte array")))
+	}
+	out := make([]any, 0, cnt)
+	wrapper, primitive := kryoPrimitiveArrays[class]
+	elem, _ := kryoObjectArrayElem(class)
+	for i := 0; i < cnt && r.err == nil; i++ {
+		switch {
+		case primitive:
+			out = append(out, kryoUntagged(k.object(wrapper, false, depth+1)))
+		case elem == "":
+			out = append(out, k.classAndObject(depth+1))
+		default:
+			out = append(out, k.elementOf(elem, true, depth+1))
+		}
+	}
+	return kryoTagged(class, out)
+}
+
+// kryoUntagged is the value of a tagged boxed primitive (in a primitive
+// array, the array's class says it).
+func kryoUntagged(v any) any {
+	if m, ok := v.(map[string]any); ok {
+		return m["@value"]
+	}
+	return v
+}
+
+// kryoSameClass reports whether the values that are not null are all of
+// one class (Kryo 5 then writes the class once), refs giving the class of
+// each reference id.
+func kryoSameClass(vs []any, refs []string) bool {
+	first := ""
+	for _, v := range vs {
+		if v == nil {
+			continue
+		}
+		c := kryoClassOf(v, refs)
+		if first != "" && c != first {
+			return false
+		}
+		first = c
+	}
+	return true // all null too: Kryo 5 writes a null class then
+}
+
+// kryoMap is a Kryo map in its iteration order, which a JSON object loses.
+type kryoMap struct {
+	Class    string
+	JSONKeys bool
+	Plain    bool // the snapshot's declared class: no tag
+	Keys     []any
+	Vals     []any
+}
+
+func (m *kryoMap) add(k, v any) {
+	m.Keys, m.Vals = append(m.Keys, k), append(m.Vals, v)
+	if _, ok := k.(string); !ok {
+		m.JSONKeys = true
+	}
+}
+
+// MarshalJSON writes the map as an object in Kryo's order.
+func (m *kryoMap) MarshalJSON() ([]byte, error) {
+	var b strings.Builder
+	b.WriteByte('{')
+	for i, key := range m.Keys {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		text, ok := key.(string)
+		if m.JSONKeys || !ok {
+			kb, err := json.Marshal(key)
+			if err != nil {
+				return nil, err
+			}
+			text = string(kb)
+		}
+		kb, _ := json.Marshal(text)
+		vb, err := json.Marshal(m.Vals[i])
+		if err != nil {
+			return nil, err
+		}
+		b.Write(kb)
+		b.WriteByte(':')
+		b.Write(vb)
+	}
+	b.WriteByte('}')
+	if (m.Plain || m.Class == "java.util.HashMap") && !m.JSONKeys {
+		return []byte(b.String()), nil
+	}
+	keys := ""
+	if m.JSONKeys {
+		keys = `"@keys":"json",`
+	}
+	cb, _ := json.Marshal(m.Class)
+	return []byte(`{"@class":` + string(cb) + `,` + keys + `"@value":` + b.String() + `}`), nil
+}
+
+// kryoClassOf is the class of a decoded (or JSON) value, "" for null.
+func kryoClassOf(v any, refs []string) string {
+	switch x := v.(type) {
+	case nil:
+		return ""
+	case string:
+		return "java.lang.String"
+	case int32:
+		return "java.lang.Integer"
+	case json.Number, float64, int64, int:
+		return "java.lang.Long"
+	case bool:
+		return "java.lang.Boolean"
+	case []any:
+		return "java.util.ArrayList"
+	case *kryoMap:
+		return x.Class
+	case map[string]any:
+		if c, ok := x["@class"].(string); ok {
+			return c
+		}
+		if id, ok := kryoRefID(x); ok {
+			if id >= 0 && id < int64(len(refs)) {
+				return refs[id]
+			}
+			return "@ref"
+		}
+		return "java.util.HashMap"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+// kryoRefID is the id of a back-reference {"@ref": id}.
+func kryoRefID(m map[string]any) (int64, bool) {
+	v, ok := m["@ref"]
+	if !ok || len(m) != 1 {
+		return 0, false
+	}
+	n, ok := kryoInteger(v)
+	return n, ok
+}
+
+// kryoInteger is an integer of a decoded or JSON value.
+func kryoInteger(v any) (int64, bool) {
+	switch x := v.(type) {
+	case int64:
+		return x, true
+	case int32:
+		return int64(x), true
+	case int:
+		return int64(x), true
+	case float64:
+		if x == math.Trunc(x) && math.Abs(x) < 1<<53 {
+			return int64(x), true
+		}
+	case json.Number:
+		n, err := x.Int64()
+		return n, err == nil
+	}
+	return 0, false
+}
+
+// markKryo5 makes the Kryo serializers in s read and write Kryo 5 (the
+// snapshot is Flink 2's: its KryoSerializerSnapshot is the same as Flink
+// 1's, but the values are not).
+func markKryo5(s *SerializerSnapshot) {
+	if s == nil {
+		return
+	}
+	if serKind(s) == "Kryo" {
+		s.Kryo5 = true
+	}
+	for _, n := range s.Nested {
+		markKryo5(n)
+	}
+}
+
+// kryoRegistrations reads the KryoSerializerSnapshot's registrations: per
+// class, a frame holding the class name and the serializer definition
+// type (then the serializer, which is not needed).
+func (sr *snapReader) kryoRegistrations() []KryoRegistration {
+	var regs []KryoRegistration
+	sr.optionalMapEach("Kryo registrations", func(name string, frame []byte, base int64) {
+		reg := KryoRegistration{Class: name, Kind: -1}
+		if frame != nil {
+			fr := newReader(frame, sr.r.file, base)
+			if fr.utf("Kryo registration class") == name {
+				reg.Kind = fr.i32("Kryo registration kind")
+			}
+			if fr.err != nil {
+				reg.Kind = -1
+			}
+		}
+		regs = append(regs, reg)
+	})
+	return regs
+}
+
+// typeOf is typeOf for a state of this snapshot: Flink 2 (`_metadata`
+// version 5 on) writes Kryo 5.
+func (r *SnapshotReader) typeOf(s *SerializerSnapshot) snapshot.Type {
+	if r.meta != nil && r.meta.Version >= 5 {
+		markKryo5(s)
+	}
+	return typeOf(s)
+}
