@@ -3,6 +3,7 @@ package flink
 import (
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"math/big"
@@ -194,7 +195,7 @@ func (k *kryoOut) classAndObject(v any, depth int) error {
 // first); v is its payload, or a back-reference.
 func (k *kryoOut) object(class string, v any, marker bool, depth int) error {
 	if depth > 16 {
-		return fmt.Errorf("Kryo value nested deeper than 16")
+		return errors.New("a Kryo value nested deeper than 16")
 	}
 	if marker && !kryoNoRefs(class, k.v5) {
 		if m, ok := v.(map[string]any); ok {
