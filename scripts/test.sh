@@ -18,7 +18,9 @@ print_phases() {
   echo "make test phases (wall time):"
   printf '  %s\n' "${phases[@]}"
   if ((SECONDS > phase_start)); then
-    printf '  %-46s %6ss\n' "(the phase that was running at the end)" $((SECONDS - phase_start))
+    local rest="(the phase that failed, and stopping servers)"
+    [[ -z ${finished:-} ]] || rest="stopping the servers"
+    printf '  %-46s %6ss\n' "$rest" $((SECONDS - phase_start))
   fi
   printf '  %-46s %6ss\n' "total" $((SECONDS - run_start))
 }
@@ -82,3 +84,4 @@ phase "go test ./storage/..."
 go test -count=1 -timeout 60m -v $(go list ./... | grep -v '/storage') 2>&1 | tee "$logs/go-test.log" |
   grep -E '^(ok|FAIL|panic)|^\s*--- (FAIL|SKIP)|^\s*--- PASS: \S*(HDFS|Hdfs|S3|YARN)|\.go:[0-9]+: '
 phase "go test (every other package)"
+finished=1
