@@ -2,9 +2,11 @@ package stateutil.flink.jobs;
 
 import java.util.List;
 import java.util.Map;
+import java.util.function.Predicate;
 
 import org.apache.flink.api.common.functions.MapFunction;
 import org.apache.flink.api.common.typeinfo.Types;
+import org.apache.flink.api.dag.Transformation;
 import org.apache.flink.api.java.functions.KeySelector;
 import org.apache.flink.api.java.typeutils.ResultTypeQueryable;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
@@ -106,18 +108,20 @@ public final class RowDataJob implements Job {
         org.apache.flink.streaming.api.datastream.DataStream<Row> out = t.toChangelogStream(agg);
         out.map(new CountResults()).uid(RESULTS).name(RESULTS);
         if (aggUid == null) {
-            aggUid = findUid(out.getTransformation(), "_group-aggregate");
+            Transformation<?> found = find(out.getTransformation(), x -> x.getUid() != null && x.getUid().endsWith("_group-aggregate"));
+            aggUid = found == null ? null : found.getUid();
         }
     }
 
-    static String findUid(org.apache.flink.api.dag.Transformation<?> t, String suffix) {
-        if (t.getUid() != null && t.getUid().endsWith(suffix)) {
-            return t.getUid();
+    /** The first transformation, from t up its inputs, that test accepts; null if none does. */
+    static Transformation<?> find(Transformation<?> t, Predicate<Transformation<?>> test) {
+        if (test.test(t)) {
+            return t;
         }
-        for (org.apache.flink.api.dag.Transformation<?> in : t.getInputs()) {
-            String u = findUid(in, suffix);
-            if (u != null) {
-                return u;
+        for (Transformation<?> in : t.getInputs()) {
+            Transformation<?> found = find(in, test);
+            if (found != null) {
+                return found;
             }
         }
         return null;

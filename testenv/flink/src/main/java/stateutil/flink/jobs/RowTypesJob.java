@@ -6,7 +6,6 @@ import java.util.Map;
 import org.apache.flink.api.common.functions.MapFunction;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.api.common.typeinfo.Types;
-import org.apache.flink.api.dag.Transformation;
 import org.apache.flink.api.java.functions.KeySelector;
 import org.apache.flink.api.java.typeutils.ResultTypeQueryable;
 import org.apache.flink.streaming.api.datastream.DataStream;
@@ -119,7 +118,8 @@ public final class RowTypesJob implements Job {
         DataStream<Row> out = t.toChangelogStream(joined);
         out.map(new CountResults()).uid(RESULTS).name(RESULTS);
         if (joinUid == null) {
-            TwoInputTransformation<?, ?, ?> join = findJoin(out.getTransformation());
+            TwoInputTransformation<?, ?, ?> join = (TwoInputTransformation<?, ?, ?>) RowDataJob.find(out.getTransformation(),
+                    x -> x instanceof TwoInputTransformation && x.getUid() != null && x.getUid().endsWith("_join"));
             if (join == null) {
                 throw new IllegalStateException("no join in the planned graph");
             }
@@ -128,19 +128,6 @@ public final class RowTypesJob implements Job {
             rightType = join.getInputType2();
             joinUid = join.getUid();
         }
-    }
-
-    static TwoInputTransformation<?, ?, ?> findJoin(Transformation<?> t) {
-        if (t instanceof TwoInputTransformation && t.getUid() != null && t.getUid().endsWith("_join")) {
-            return (TwoInputTransformation<?, ?, ?>) t;
-        }
-        for (Transformation<?> in : t.getInputs()) {
-            TwoInputTransformation<?, ?, ?> j = findJoin(in);
-            if (j != null) {
-                return j;
-            }
-        }
-        return null;
     }
 
     @Override
