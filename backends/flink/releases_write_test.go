@@ -92,14 +92,7 @@ func TestFlinkVersion115WritesVersion3(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, err := os.ReadFile(filepath.Join(dst, "_metadata"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := flink.ParseMetadata(data, dst)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := writtenMetadata(t, dst)
 	if m.Version != 3 || m.Properties != nil {
 		t.Errorf("_metadata v%d, properties %v; want v3 without properties", m.Version, m.Properties)
 	}
@@ -171,4 +164,18 @@ func checkOperatorHeaders(t *testing.T, dir string, want uint32) {
 			t.Errorf("%s: header % x, want version %d", f, data[:min(len(data), 4)], want)
 		}
 	}
+}
+
+// writtenMetadata parses the `_metadata` of the savepoint written at dir.
+func writtenMetadata(t *testing.T, dir string) *flink.Metadata {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(dir, "_metadata"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := flink.ParseMetadata(data, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
 }

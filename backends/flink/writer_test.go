@@ -3,7 +3,6 @@ package flink_test
 import (
 	"context"
 	"errors"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -87,14 +86,7 @@ func TestWriterRoundTripsRealSnapshots(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				data, err := os.ReadFile(filepath.Join(dst, "_metadata"))
-				if err != nil {
-					t.Fatal(err)
-				}
-				m, err := flink.ParseMetadata(data, dst)
-				if err != nil {
-					t.Fatal(err)
-				}
+				m := writtenMetadata(t, dst)
 				if m.Version != c.want || !m.IsSavepoint() || m.Properties.Format != "CANONICAL" {
 					t.Errorf("_metadata v%d, properties %v; want v%d, a canonical savepoint", m.Version, m.Properties, c.want)
 				}
