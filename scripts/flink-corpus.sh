@@ -37,7 +37,7 @@ say() { echo "flink-corpus: $*" >&2; }
 
 # Newest patch of each minor that runs here (testenv/flink/README.md has the table).
 all_versions="1.18.1 1.19.3 1.20.5 2.0.2 2.1.3 2.2.1 2.3.0"
-# The other jobs run on the newest 1.20 and the newest 2.x only.
+# The other DataStream jobs run on the newest 1.20 and the newest 2.x only.
 job_versions="1.20.5 2.3.0"
 
 versions=$all_versions
@@ -91,6 +91,14 @@ matrix() {
 				done
 			done
 		fi
+		# The SQL jobs run on every version.
+		for j in sql sqltime; do
+			for b in hashmap rocksdb; do
+				for k in canonical native; do
+					echo "$v $j-$b-$k"
+				done
+			done
+		done
 	done
 }
 

@@ -22,6 +22,8 @@ public final class Dumps {
     public static volatile Mode mode = Mode.SNAPSHOT;
     /** False when the caller wants no dump (benchmark snapshots): keyed state is not listed. */
     public static volatile boolean collectKeyed = true;
+    /** The snapshot a dump view restores (for {@link RestoredStateDumper}). */
+    public static volatile String viewSnapshot;
 
     /** Lines the operators dumped while Flink took snapshot N (keyed by checkpoint id). */
     private static final Map<Long, ConcurrentLinkedQueue<String>> SNAPSHOT_LINES = new ConcurrentHashMap<>();

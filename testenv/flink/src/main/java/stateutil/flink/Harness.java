@@ -569,6 +569,7 @@ public final class Harness {
     static List<String> restoreView(Job job, String backend, String snap, Params p, String maxP, boolean changelog) throws Exception {
         Dumps.mode = Dumps.Mode.RESTORE;
         Dumps.clearRestoreLines();
+        Dumps.viewSnapshot = uri(snap);
         Opts o = new Opts(changelog ? new String[] {"--changelog"} : new String[0], 0);
         Configuration c = config(backend, p.parallelism, o, null);
         StreamExecutionEnvironment env = env(c, p, maxP);

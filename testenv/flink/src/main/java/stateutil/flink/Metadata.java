@@ -1,6 +1,18 @@
 package stateutil.flink;
 
 import java.io.DataInputStream;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+import org.apache.flink.core.memory.DataInputViewStreamWrapper;
+import org.apache.flink.runtime.jobgraph.OperatorID;
+import org.apache.flink.runtime.state.IncrementalRemoteKeyedStateHandle;
+import org.apache.flink.runtime.state.KeyGroupsStateHandle;
+import org.apache.flink.runtime.state.KeyedBackendSerializationProxy;
+import org.apache.flink.runtime.state.StreamStateHandle;
+import org.apache.flink.runtime.state.metainfo.StateMetaInfoSnapshot;
 
 import org.apache.flink.runtime.checkpoint.Checkpoints;
 import org.apache.flink.runtime.checkpoint.OperatorState;
@@ -20,6 +32,40 @@ final class Metadata {
         try (DataInputStream in = new DataInputStream(loc.getMetadataHandle().openInputStream())) {
             return Checkpoints.loadCheckpointMetadata(in, Metadata.class.getClassLoader(), pointer);
         }
+    }
+
+    /**
+     * The keyed state meta infos the snapshot records for an operator (union over its
+     * subtasks, by name), read with Flink's KeyedBackendSerializationProxy from the head of a
+     * full snapshot's state file or from an incremental handle's meta data file.
+     */
+    static List<StateMetaInfoSnapshot> keyedStateMetaInfos(String pointer, OperatorID id) throws Exception {
+        Map<String, StateMetaInfoSnapshot> byName = new LinkedHashMap<>();
+        for (OperatorState os : load(pointer).getOperatorStates()) {
+            if (!os.getOperatorID().equals(id)) {
+                continue;
+            }
+            for (OperatorSubtaskState ss : os.getStates()) {
+                for (KeyedStateHandle h : ss.getManagedKeyedState()) {
+                    StreamStateHandle meta;
+                    if (h instanceof KeyGroupsStateHandle) {
+                        meta = ((KeyGroupsStateHandle) h).getDelegateStateHandle();
+                    } else if (h instanceof IncrementalRemoteKeyedStateHandle) {
+                        meta = ((IncrementalRemoteKeyedStateHandle) h).getMetaDataStateHandle();
+                    } else {
+                        throw new IllegalStateException("keyed state handle " + h.getClass().getName() + " is not read for meta infos");
+                    }
+                    try (DataInputStream in = new DataInputStream(meta.openInputStream())) {
+                        KeyedBackendSerializationProxy<?> proxy = new KeyedBackendSerializationProxy<>(Metadata.class.getClassLoader());
+                        proxy.read(new DataInputViewStreamWrapper(in));
+                        for (StateMetaInfoSnapshot m : proxy.getStateMetaInfoSnapshots()) {
+                            byName.putIfAbsent(m.getName(), m);
+                        }
+                    }
+                }
+            }
+        }
+        return new ArrayList<>(byName.values());
     }
 
     /** Whether the snapshot holds RocksDB's native keyed state (a native savepoint or checkpoint of RocksDB). */

@@ -13,6 +13,7 @@ import java.util.concurrent.CompletableFuture;
 import org.apache.flink.api.connector.source.Boundedness;
 import org.apache.flink.api.connector.source.ReaderOutput;
 import org.apache.flink.api.connector.source.Source;
+import org.apache.flink.api.connector.source.SourceOutput;
 import org.apache.flink.api.connector.source.SourceReader;
 import org.apache.flink.api.connector.source.SourceReaderContext;
 import org.apache.flink.api.connector.source.SourceSplit;
@@ -258,10 +259,17 @@ public final class PartitionSource implements Source<Long, PartitionSource.Split
                     s = splits.peek();
                 }
                 if (s != null) {
+                    // Each split emits through its own output, so that a job's event-time
+                    // watermark is the minimum over all splits, including those not read
+                    // yet (no record of a later split is late).
+                    for (Split each : splits) {
+                        out.createOutputForSplit(each.splitId());
+                    }
+                    SourceOutput<Long> so = out.createOutputForSplit(s.splitId());
                     // A batch per call keeps the mailbox responsive and the rate high.
                     long i = s.next;
                     for (int n = 0; n < 1024 && i < s.end; n++, i += s.stride) {
-                        out.collect(i);
+                        so.collect(i);
                     }
                     s.next = i;
                     return InputStatus.MORE_AVAILABLE;

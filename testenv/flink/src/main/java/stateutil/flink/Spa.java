@@ -99,6 +99,7 @@ final class Spa {
             if (ks.uid.equals(without)) {
                 continue;
             }
+            refuseUnnamed(job, ks);
             DataStream<String> s = readKeyed(r, ks, rename.uid(ks.uid), new LineReader(ks), Types.STRING);
             all = all == null ? s : all.union(s);
         }
@@ -223,6 +224,7 @@ final class Spa {
         SavepointReader r = SavepointReader.read(env, snap, sb);
         SavepointWriter w = SpaOps.newSavepoint(env, sb, maxP);
         for (KeyedSpec ks : job.keyed(p)) {
+            refuseUnnamed(job, ks);
             RowTypeInfo rt = rowType(ks);
             DataStream<Row> rows = readKeyed(r, ks, new RowReader(ks), rt);
             StateBootstrapTransformation<Row> t = OperatorTransformation.bootstrapWith(rows)
@@ -486,6 +488,14 @@ final class Spa {
             OperatorStateSpec os = specs.get(i);
             Tuple2<?, ?> kv = (Tuple2<?, ?>) row.getField(1 + i);
             ctx.getBroadcastState(new MapStateDescriptor(os.name, os.keyType, os.type)).put(kv.f0, kv.f1);
+        }
+    }
+
+    /** The State Processor API reads state by descriptor: an operator the job names none of cannot be read. */
+    static void refuseUnnamed(Job job, KeyedSpec ks) throws Harness.UsageException {
+        if (ks.states.isEmpty()) {
+            throw new Harness.UsageException("job " + job.name() + ": operator " + ks.uid
+                    + " keeps state the job has no descriptors for (the Table planner's); its dump view reads it");
         }
     }
 }

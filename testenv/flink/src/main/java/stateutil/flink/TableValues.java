@@ -10,6 +10,7 @@ import org.apache.flink.table.data.ArrayData;
 import org.apache.flink.table.data.DecimalData;
 import org.apache.flink.table.data.GenericRowData;
 import org.apache.flink.table.data.MapData;
+import org.apache.flink.table.data.RawValueData;
 import org.apache.flink.table.data.RowData;
 import org.apache.flink.table.data.StringData;
 import org.apache.flink.table.data.TimestampData;
@@ -18,6 +19,7 @@ import org.apache.flink.table.types.logical.ArrayType;
 import org.apache.flink.table.types.logical.LogicalType;
 import org.apache.flink.table.types.logical.MapType;
 import org.apache.flink.table.types.logical.MultisetType;
+import org.apache.flink.table.types.logical.RawType;
 import org.apache.flink.table.types.logical.IntType;
 import org.apache.flink.table.types.logical.utils.LogicalTypeChecks;
 import org.apache.flink.table.types.logical.RowType;
@@ -66,6 +68,7 @@ final class TableValues {
         return out;
     }
 
+    @SuppressWarnings({"unchecked", "rawtypes"})
     static Object field(Object v, LogicalType t) {
         if (v == null) {
             return null;
@@ -96,6 +99,14 @@ final class TableValues {
             for (int i = 0; i < keys.size(); i++) {
                 out.add(Arrays.asList(keys.get(i), values.get(i)));
             }
+            return out;
+        }
+        if (v instanceof RawValueData && t instanceof RawType) {
+            // A RAW value as its class and the bytes its serializer writes.
+            RawType<?> rt = (RawType<?>) t;
+            TreeMap<String, Object> out = Json.obj();
+            out.put("class", rt.getOriginatingClass().getName());
+            out.put("bytes", Json.hex(((RawValueData<?>) v).toBytes((org.apache.flink.api.common.typeutils.TypeSerializer) rt.getTypeSerializer())));
             return out;
         }
         if (v instanceof TimestampData) {

@@ -36,7 +36,7 @@ public final class Jobs {
     public static final Map<String, Job> ALL = new LinkedHashMap<>();
 
     static {
-        for (Job j : new Job[] {new BasicJob(), new LongKeysJob(), new TupleKeysJob(), new TypesJob(), new BigJob(), new RowDataJob(), new OrdersJob(), new AvroJob(), new RowTypesJob(), new CollectionsJob()}) {
+        for (Job j : new Job[] {new BasicJob(), new LongKeysJob(), new TupleKeysJob(), new TypesJob(), new BigJob(), new RowDataJob(), new OrdersJob(), new AvroJob(), new RowTypesJob(), new CollectionsJob(), SqlJob.regular(), SqlJob.eventTime()}) {
             ALL.put(j.name(), j);
         }
     }
@@ -52,6 +52,11 @@ public final class Jobs {
     /** The main source: record numbers 0..records-1 in {@link #PARTITIONS} partitions. */
     public static SingleOutputStreamOperator<Long> source(StreamExecutionEnvironment env, String uid, long records, int partitions) {
         return env.fromSource(new PartitionSource(uid, records, partitions), WatermarkStrategy.noWatermarks(), uid).uid(uid);
+    }
+
+    /** The main source with event time: each split's records carry timestamps and watermarks. */
+    public static SingleOutputStreamOperator<Long> source(StreamExecutionEnvironment env, String uid, long records, int partitions, WatermarkStrategy<Long> w) {
+        return env.fromSource(new PartitionSource(uid, records, partitions), w, uid).uid(uid);
     }
 
     /** The split state of a PartitionSource, as Flink stores it. */
