@@ -70,7 +70,9 @@ func typeExpr(s *SerializerSnapshot) string {
 			}
 			return "tuple(" + nested() + ")"
 		}
-	case "List", "Map", "Option", "Either", "Timer", "Broadcast", "Entry", "Nullable", "Set":
+	case "StringData":
+		return "stringdata"
+	case "List", "Map", "Option", "Either", "Timer", "Broadcast", "Entry", "Nullable", "Set", "External", "SortedMap":
 		if len(s.Nested) > 0 {
 			return strings.ToLower(k) + "(" + nested() + ")"
 		}
@@ -148,8 +150,10 @@ var exprClasses = map[string]string{
 	"list": "ListSerializerSnapshot", "map": "MapSerializerSnapshot", "option": "ScalaOptionSerializer",
 	"either": "EitherSerializer", "timer": "TimerSerializerSnapshot", "broadcast": broadcastClass, "entry": broadcastEntryClass,
 	"ttl": "TtlSerializerSnapshot", "nullable": "runtime.NullableSerializer$NullableSerializerSnapshot",
-	"set":       "typeutils.base.SetSerializerSnapshot",
-	"boolean[]": "typeutils.base.array.BooleanPrimitiveArraySerializer", "char[]": "typeutils.base.array.CharPrimitiveArraySerializer",
+	"set":      "typeutils.base.SetSerializerSnapshot",
+	"external": "table.runtime.typeutils.ExternalSerializer$ExternalSerializerSnapshot", "sortedmap": "table.runtime.typeutils.SortedMapSerializerSnapshot",
+	"stringdata": "table.runtime.typeutils.StringDataSerializer$StringDataSerializerSnapshot",
+	"boolean[]":  "typeutils.base.array.BooleanPrimitiveArraySerializer", "char[]": "typeutils.base.array.CharPrimitiveArraySerializer",
 	"double[]": "typeutils.base.array.DoublePrimitiveArraySerializer", "float[]": "typeutils.base.array.FloatPrimitiveArraySerializer",
 	"int[]": "typeutils.base.array.IntPrimitiveArraySerializer", "long[]": "typeutils.base.array.LongPrimitiveArraySerializer",
 	"short[]": "typeutils.base.array.ShortPrimitiveArraySerializer", "java.lang.String[]": "typeutils.base.array.StringArraySerializer",
@@ -489,6 +493,10 @@ func decodeAny(r *reader, s *SerializerSnapshot, depth int) any {
 		}
 	case "Set":
 		if v, ok := walkSet(r, s, depth, true); ok {
+			return v
+		}
+	case "External", "StringData", "SortedMap":
+		if v, ok := walkPlanner(r, s, depth, true); ok {
 			return v
 		}
 	case "Entry":

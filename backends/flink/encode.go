@@ -134,6 +134,9 @@ func encodeAny(b []byte, s *SerializerSnapshot, v any, depth int) ([]byte, error
 	if b, ok, err := encodeBuiltin(b, s, v, depth); ok { // encode_builtin.go
 		return b, err
 	}
+	if b, ok, err := encodePlanner(b, s, v, depth); ok { // planner.go
+		return b, err
+	}
 	return nil, fmt.Errorf("values of %s %w", s.Name(), errNoEncoder)
 }
 

@@ -34,8 +34,10 @@ type LogicalType struct {
 	Value *LogicalType `json:"value,omitempty"`
 	// Fields are a ROW's fields, with their names.
 	Fields []RowField `json:"fields,omitempty"`
-	// RawClass is the class a RAW type holds.
-	RawClass string `json:"rawClass,omitempty"`
+	// RawClass is the class a RAW type holds, RawSerializer the class of
+	// the serializer that writes it.
+	RawClass      string `json:"rawClass,omitempty"`
+	RawSerializer string `json:"rawSerializer,omitempty"`
 }
 
 // RowField is one named field of a ROW type.
@@ -69,19 +71,7 @@ func parseRowDataSnapshot(sr *snapReader, s *SerializerSnapshot, cont contFunc, 
 		}
 		s.LogicalTypes = append(s.LogicalTypes, t)
 	}
-	at := r.pos()
-	if m := r.i32("nested snapshots magic"); r.err == nil && m != nestedMagic {
-		r.failAt(at, "nested serializer snapshots magic %d, want %d", m, nestedMagic)
-	}
-	r.i32("nested snapshots version")
-	k := r.count32(6, "nested snapshot count")
-	for i := 0; i < k && r.err == nil; i++ {
-		next := cont
-		if i < k-1 {
-			next = func(q int) bool { return plausibleVersionedAt(r.buf, q) }
-		}
-		s.Nested = append(s.Nested, sr.versioned(next, depth+1))
-	}
+	k := sr.nestedSnapshots(s, cont, depth)
 	if r.err == nil && k != n {
 		r.fail("RowData snapshot with %d logical types and %d serializers", n, k)
 	}
@@ -152,6 +142,9 @@ func logicalTypeOf(v any, depth int) LogicalType {
 	case "RAW":
 		if c, ok := o.Field("clazz").(*JavaClass); ok {
 			t.RawClass = c.Name
+		}
+		if c, ok := o.Field("serializer").(*JavaObject); ok {
+			t.RawSerializer = c.Class
 		}
 	}
 	return t
@@ -299,6 +292,11 @@ func binField(buf []byte, off int, t LogicalType, depth int) (any, error) {
 		return binNested(b, t, depth+1)
 	case "NULL":
 		return nil, nil
+	case "RAW":
+		if t.RawSerializer == dataViewPlaceholder {
+			b, err := variablePart(buf, slot)
+			return map[string]any{"class": t.RawClass, "bytes": "0x" + hex.EncodeToString(b)}, err
+		}
 	}
 	class := t.Class
 	if t.RawClass != "" {
@@ -306,6 +304,12 @@ func binField(buf []byte, off int, t LogicalType, depth int) (any, error) {
 	}
 	return nil, &snapshot.NotDecodedError{Serializer: rowDataSerializer, ValueClass: class}
 }
+
+// dataViewPlaceholder is the serializer of the RAW field that stands in an
+// aggregate's accumulator for a DataView kept in state of its own (a
+// DISTINCT aggregate's MapView): such a field is its class and the bytes
+// written, which hold nothing of the view.
+const dataViewPlaceholder = "org.apache.flink.table.dataview.NullSerializer"
 
 // rowDataSerializer is the serializer a not-decoded RowData field names.
 const rowDataSerializer = "org.apache.flink.table.runtime.typeutils.RowDataSerializer"

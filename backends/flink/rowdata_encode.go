@@ -106,8 +106,14 @@ func (w *binWriter) field(off int, t LogicalType, v any, depth int) error {
 		} else {
 			put(math.Float64bits(f))
 		}
-	case "CHAR", "VARCHAR", "BINARY", "VARBINARY":
-		p, err := textOrHex(v, t.Root == "BINARY" || t.Root == "VARBINARY")
+	case "CHAR", "VARCHAR", "BINARY", "VARBINARY", "RAW":
+		var p []byte
+		var err error
+		if t.Root == "RAW" {
+			p, err = rawBytes(t, v)
+		} else {
+			p, err = textOrHex(v, t.Root == "BINARY" || t.Root == "VARBINARY")
+		}
 		if err != nil {
 			return err
 		}
@@ -232,6 +238,18 @@ func binArrayBytes(et LogicalType, elems []any, depth int) ([]byte, error) {
 		}
 	}
 	return w.buf, nil
+}
+
+// rawBytes are the bytes of a RAW field given as binField decodes it.
+func rawBytes(t LogicalType, v any) ([]byte, error) {
+	m, ok := v.(map[string]any)
+	if t.RawSerializer != dataViewPlaceholder {
+		return nil, fmt.Errorf("values of RAW(%s) written by %s cannot be written", t.RawClass, t.RawSerializer)
+	}
+	if !ok || len(m) != 2 || m["class"] != t.RawClass {
+		return nil, fmt.Errorf(`want {"class":%q,"bytes":"0x.."}, not %v`, t.RawClass, v)
+	}
+	return textOrHex(m["bytes"], true)
 }
 
 // textOrHex is a string's UTF-8 bytes or a binary's 0x-prefixed hex.

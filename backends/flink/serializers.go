@@ -302,6 +302,13 @@ func (sr *snapReader) composite(s *SerializerSnapshot, cont contFunc, depth int)
 	if r.err == nil {
 		s.Outer = r.buf[outer:r.off:r.off]
 	}
+	sr.nestedSnapshots(s, cont, depth)
+}
+
+// nestedSnapshots reads NestedSerializersSnapshotDelegate's block: magic,
+// version, count, then the versioned snapshots, appended to s.Nested.
+func (sr *snapReader) nestedSnapshots(s *SerializerSnapshot, cont contFunc, depth int) int {
+	r := sr.r
 	at := r.pos()
 	if m := r.i32("nested snapshots magic"); r.err == nil && m != nestedMagic {
 		r.failAt(at, "nested serializer snapshots magic %d, want %d", m, nestedMagic)
@@ -315,6 +322,7 @@ func (sr *snapReader) composite(s *SerializerSnapshot, cont contFunc, depth int)
 		}
 		s.Nested = append(s.Nested, sr.versioned(next, depth+1))
 	}
+	return n
 }
 
 // skipTo advances to the first index where cont holds.

@@ -31,6 +31,9 @@ func classKind(s *SerializerSnapshot) string {
 		if k := builtinKind(n); k != "" {
 			return k
 		}
+		if k := plannerKind(n); k != "" {
+			return k
+		}
 		switch {
 		case n == "":
 		case strings.Contains(n, "PojoSerializer"):
@@ -170,6 +173,8 @@ func sizedDepth(s *SerializerSnapshot, depth int) bool {
 		return ok && len(s.Nested) == 1 && sizedDepth(s.Nested[0], depth+1)
 	case "Map":
 		return len(s.Nested) == 2 && sizedDepth(s.Nested[0], depth+1) && sizedDepth(s.Nested[1], depth+1)
+	case "External", "StringData", "SortedMap":
+		return plannerSized(s, depth)
 	default:
 		return strings.HasPrefix(k, "Array:")
 	}
@@ -247,6 +252,9 @@ func skipValue(r *reader, s *SerializerSnapshot, depth int) bool {
 		return ok
 	case "Set":
 		_, ok := walkSet(r, s, depth, false)
+		return ok
+	case "External", "StringData", "SortedMap":
+		_, ok := walkPlanner(r, s, depth, false)
 		return ok
 	case "Option":
 		if len(s.Nested) != 1 {

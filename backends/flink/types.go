@@ -20,6 +20,9 @@ var exactParsers map[string]func(sr *snapReader, s *SerializerSnapshot, cont con
 func init() {
 	exactParsers = map[string]func(sr *snapReader, s *SerializerSnapshot, cont contFunc, depth int){
 		"RowDataSerializer$RowDataSerializerSnapshot": parseRowDataSnapshot,
+		// The planner's other serializers (planner.go).
+		"ExternalSerializer$ExternalSerializerSnapshot": parseExternalSnapshot,
+		"SortedMapSerializerSnapshot":                   parseSortedMapSnapshot,
 		// The snapshots RowData's nest (rowdata.go).
 		"ArrayDataSerializer$ArrayDataSerializerSnapshot":         javaObjectsSnapshot(2, "ArrayData"),
 		"MapDataSerializer$MapDataSerializerSnapshot":             javaObjectsSnapshot(4, "MapData"),
