@@ -83,18 +83,14 @@ func (s *Server) snapshotView(name string, compute func(context.Context, *source
 			s.answer(w, nil, badRequestf("operator goes with key-groups and operator-state"))
 			return
 		}
-		ctx := context.WithoutCancel(r.Context())
-		v, err := src.views.get(r.Context(), name+"\x00"+op, func(context.Context) (any, error) {
+		s.cached(w, r, src.views, name+"\x00"+op, func(ctx context.Context) (any, error) {
 			var out any
-			err := s.withHeavy(ctx, func() error {
-				return src.with(ctx, func(rd snapshot.Reader) (err error) {
-					out, err = compute(ctx, src, rd, op)
-					return err
-				})
+			err := src.with(ctx, func(rd snapshot.Reader) (err error) {
+				out, err = compute(ctx, src, rd, op)
+				return err
 			})
 			return out, err
 		})
-		s.answer(w, v, err)
 	}
 }
 
@@ -125,15 +121,21 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 		s.answer(w, nil, err)
 		return
 	}
-	var rec *lookup.Record
+	// The answer is written while the slot is held: what is read stays
+	// bounded by the slots, however slowly clients read.
 	err = s.withHeavy(r.Context(), func() error {
-		return src.with(r.Context(), func(rd snapshot.Reader) (err error) {
-			rec, err = lookup.Get(r.Context(), rd, s.cfg.Registry.Codecs,
+		return src.with(r.Context(), func(rd snapshot.Reader) error {
+			rec, err := lookup.Get(r.Context(), rd, s.cfg.Registry.Codecs,
 				lookup.Query{Operator: q.Get("operator"), State: q.Get("state"), Key: q.Get("key"), Namespace: q.Get("namespace"), Now: at})
+			if err == nil {
+				s.answer(w, rec, nil)
+			}
 			return err
 		})
 	})
-	s.answer(w, rec, err)
+	if err != nil {
+		s.answer(w, nil, err)
+	}
 }
 
 func (s *Server) plan(w http.ResponseWriter, r *http.Request) {
@@ -159,20 +161,14 @@ func (s *Server) plan(w http.ResponseWriter, r *http.Request) {
 		s.answer(w, nil, src.err)
 		return
 	}
-	ctx := context.WithoutCancel(r.Context())
-	v, err := s.plans.get(r.Context(), fmt.Sprintf("%d/%d/%d", src.id, p, maxP), func(context.Context) (any, error) {
-		var plan *redistribute.Plan
-		err := s.withHeavy(ctx, func() error {
-			res, err := migrate.Run(ctx, s.cfg.Registry, migrate.Request{Source: src.location, PathMap: s.cfg.Open.PathMap, DryRun: true,
-				Change: redistribute.Request{Parallelism: p, MaxParallelism: maxP}})
-			if err == nil {
-				plan = res.Plan.Plan
-			}
-			return err
-		})
-		return plan, err
+	s.cached(w, r, s.plans, fmt.Sprintf("%d/%d/%d", src.id, p, maxP), func(ctx context.Context) (any, error) {
+		res, err := migrate.Run(ctx, s.cfg.Registry, migrate.Request{Source: src.location, PathMap: s.cfg.Open.PathMap, DryRun: true,
+			Change: redistribute.Request{Parallelism: p, MaxParallelism: maxP}})
+		if err != nil {
+			return nil, err
+		}
+		return res.Plan.Plan, nil
 	})
-	s.answer(w, v, err)
 }
 
 // diffMaxKeys bounds the keys a diff lists per operator, as diff's
@@ -197,27 +193,20 @@ func (s *Server) diff(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	ctx := context.WithoutCancel(r.Context())
-	v, err := s.diffs.get(r.Context(), fmt.Sprintf("%d/%d", a.id, b.id), func(context.Context) (any, error) {
-		var res *diff.Result
-		err := s.withHeavy(ctx, func() error {
-			// Readers of their own: two from the pools could wait on each
-			// other when a and b are one snapshot.
-			ra, err := s.cfg.Registry.Open(ctx, a.location, s.cfg.Open)
-			if err != nil {
-				return err
-			}
-			defer ra.Close()
-			rb, err := s.cfg.Registry.Open(ctx, b.location, s.cfg.Open)
-			if err != nil {
-				return err
-			}
-			defer rb.Close()
-			res, err = diff.Compare(ctx, a.location, ra, b.location, rb,
-				diff.Options{Entries: true, Values: true, MaxKeys: diffMaxKeys, Codecs: s.cfg.Registry.Codecs})
-			return err
-		})
-		return res, err
+	s.cached(w, r, s.diffs, fmt.Sprintf("%d/%d", a.id, b.id), func(ctx context.Context) (any, error) {
+		// Readers of their own: two from the pools could wait on each
+		// other when a and b are one snapshot.
+		ra, err := s.cfg.Registry.Open(ctx, a.location, s.cfg.Open)
+		if err != nil {
+			return nil, err
+		}
+		defer ra.Close()
+		rb, err := s.cfg.Registry.Open(ctx, b.location, s.cfg.Open)
+		if err != nil {
+			return nil, err
+		}
+		defer rb.Close()
+		return diff.Compare(ctx, a.location, ra, b.location, rb,
+			diff.Options{Entries: true, Values: true, MaxKeys: diffMaxKeys, Codecs: s.cfg.Registry.Codecs})
 	})
-	s.answer(w, v, err)
 }

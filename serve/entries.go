@@ -1,7 +1,6 @@
 package serve
 
 import (
-	"encoding/json"
 	"net/http"
 	"strconv"
 	"strings"
@@ -17,13 +16,10 @@ const (
 	maxPage     = 1000
 )
 
-// Page is one page of a state's records, as dump writes them, and the
-// cursor of the page after it ("" after the last).
-type Page struct {
-	Records []json.RawMessage `json:"records"`
-	Next    string            `json:"next"`
-}
-
+// A page is {"records": [...], "next": CURSOR}: a state's records as
+// dump writes them, and the cursor of the page after it ("" after the
+// last).
+//
 // cursor is where a page starts: the n-th record (from 0) of a key group.
 // Dump yields records in key-group order, a key group's in an order of
 // its stored keys, so a page reads from its key group on, never what
@@ -77,7 +73,7 @@ func (s *Server) entries(w http.ResponseWriter, r *http.Request) {
 		s.answer(w, nil, err)
 		return
 	}
-	page := &Page{Records: []json.RawMessage{}}
+	// Written while the slot is held, as get's answer is.
 	err = s.withHeavy(r.Context(), func() error {
 		return src.with(r.Context(), func(rd snapshot.Reader) error {
 			op, ok := rd.Snapshot().Operator(q.Get("operator"))
@@ -88,21 +84,33 @@ func (s *Server) entries(w http.ResponseWriter, r *http.Request) {
 			if ok {
 				f.KeyGroups = &keygroup.Range{Start: from.keyGroup, End: op.MaxParallelism - 1}
 			}
-			return readPage(r, rd, s.cfg.Registry.Codecs, f, from, limit, page)
+			page, err := readPage(r, rd, s.cfg.Registry.Codecs, f, from, limit)
+			if err == nil {
+				writeBody(w, http.StatusOK, page)
+			}
+			return err
 		})
 	})
-	s.answer(w, page, err)
+	if err != nil {
+		s.answer(w, nil, err)
+	}
 }
 
-// readPage fills page with up to limit records from the cursor on, and
+// maxPageBytes ends a page early where its records grow past it: big
+// values make fewer records a page, not more memory.
+const maxPageBytes = 4 << 20
+
+// readPage encodes a Page of up to limit records from the cursor on, and
 // the cursor of the record after them.
-func readPage(r *http.Request, rd snapshot.Reader, codecs *snapshot.Codecs, f lookup.Filter, from cursor, limit int, page *Page) error {
+func readPage(r *http.Request, rd snapshot.Reader, codecs *snapshot.Codecs, f lookup.Filter, from cursor, limit int) ([]byte, error) {
 	if err := snapshot.CheckReadable(rd.Snapshot()); err != nil {
-		return err
+		return nil, err
 	}
 	at := cursor{keyGroup: -1}
-	var buf []byte
-	return lookup.Dump(r.Context(), rd, codecs, f, func(rec *lookup.Record) error {
+	var next string
+	n := 0
+	page := []byte(`{"records":[`)
+	err := lookup.Dump(r.Context(), rd, codecs, f, func(rec *lookup.Record) error {
 		if rec.KeyGroup != at.keyGroup {
 			at = cursor{keyGroup: rec.KeyGroup}
 		} else {
@@ -111,12 +119,22 @@ func readPage(r *http.Request, rd snapshot.Reader, codecs *snapshot.Codecs, f lo
 		if at.keyGroup == from.keyGroup && at.n < from.n {
 			return nil
 		}
-		if len(page.Records) == limit {
-			page.Next = at.String()
+		if n == limit || len(page) >= maxPageBytes {
+			next = at.String()
 			return lookup.ErrStop
 		}
-		buf = lookup.AppendJSON(buf[:0], rec)
-		page.Records = append(page.Records, json.RawMessage(append([]byte(nil), buf[:len(buf)-1]...)))
+		if n > 0 {
+			page = append(page, ',')
+		}
+		page = lookup.AppendJSON(page, rec)
+		page = page[:len(page)-1] // its newline
+		n++
 		return nil
 	})
+	if err != nil {
+		return nil, err
+	}
+	page = append(page, `],"next":`...)
+	page = strconv.AppendQuote(page, next)
+	return append(page, "}\n"...), nil
 }

@@ -4,6 +4,7 @@
 package serve
 
 import (
+	"bytes"
 	"context"
 	"crypto/subtle"
 	"encoding/json"
@@ -14,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/stateutil/stateutil/snapshot"
 )
@@ -183,11 +185,31 @@ func writeError(w http.ResponseWriter, status int, msg string) {
 }
 
 func writeJSONStatus(w http.ResponseWriter, status int, v any) {
+	body, err := encode(v)
+	if err != nil {
+		status, body = http.StatusInternalServerError, []byte(`{"error":"encoding the answer failed"}`+"\n")
+	}
+	writeBody(w, status, body)
+}
+
+// encode is v as the commands print it with -o json, but for the indent.
+func encode(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	err := enc.Encode(v)
+	return b.Bytes(), err
+}
+
+// writeTimeout bounds the time a client takes to read an answer, which
+// the request may hold one of the heavyAtOnce slots for.
+const writeTimeout = 30 * time.Second
+
+func writeBody(w http.ResponseWriter, status int, body []byte) {
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(writeTimeout))
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(v)
+	_, _ = w.Write(body)
 }
 
 // fail answers with err as the commands judge it: a usage error is 400,
@@ -226,6 +248,29 @@ func (s *Server) answer(w http.ResponseWriter, v any, err error) {
 	default:
 		writeJSONStatus(w, http.StatusOK, v)
 	}
+}
+
+// cached answers with key's result in m, computed once by compute while
+// holding a heavyAtOnce slot, and kept encoded: the many requests for one
+// view share its bytes.
+func (s *Server) cached(w http.ResponseWriter, r *http.Request, m *memo, key string, compute func(context.Context) (any, error)) {
+	ctx := context.WithoutCancel(r.Context())
+	body, err := m.get(r.Context(), key, func(context.Context) ([]byte, error) {
+		var body []byte
+		err := s.withHeavy(ctx, func() error {
+			v, err := compute(ctx)
+			if err == nil {
+				body, err = encode(v)
+			}
+			return err
+		})
+		return body, err
+	})
+	if err != nil {
+		s.answer(w, nil, err)
+		return
+	}
+	writeBody(w, http.StatusOK, body)
 }
 
 // intParam reads an optional positive integer parameter; 0 when absent.

@@ -111,7 +111,7 @@ type memo struct {
 
 type call struct {
 	done chan struct{}
-	val  any
+	val  []byte
 	err  error
 }
 
@@ -120,7 +120,7 @@ func newMemo(size int) *memo { return &memo{size: size, calls: map[string]*call{
 // get returns key's result, computing it with fn if no one has. A result
 // cut short by its context is not kept, and the callers waiting for it
 // compute it again.
-func (m *memo) get(ctx context.Context, key string, fn func(context.Context) (any, error)) (any, error) {
+func (m *memo) get(ctx context.Context, key string, fn func(context.Context) ([]byte, error)) ([]byte, error) {
 	for {
 		m.mu.Lock()
 		c, ok := m.calls[key]
