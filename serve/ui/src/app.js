@@ -96,6 +96,7 @@ let generation = 0;
 // ready (data-ready="NAME") or failed, for people and tests alike.
 async function page(name, id, build) {
   const mine = ++generation;
+  pendingCharts = [];
   main.replaceChildren(h('p', { class: 'loading' }, 'Loading…'));
   main.removeAttribute('data-ready');
   renderNav(id);
@@ -104,6 +105,7 @@ async function page(name, id, build) {
     await build(content);
     if (mine !== generation) return;
     main.replaceChildren(content);
+    drawPending();
     main.dataset.ready = name;
   } catch (e) {
     if (mine !== generation) return;
@@ -170,14 +172,24 @@ function chartBox(cls) {
   return h('div', { class: 'chart ' + (cls || '') });
 }
 
-// mountChart draws once the box is in the page (ECharts measures it).
+// mountChart draws once the box is in the page (ECharts measures it):
+// at once if it is, else when page() has put the content in place.
+let pendingCharts = [];
 function mountChart(box, option, key) {
-  requestAnimationFrame(() => {
+  const draw = () => {
     const chart = echarts.init(box, null, { renderer: 'canvas' });
     chart.setOption(option);
     if (key) window.stateutilCharts[key] = chart;
     box.dataset.drawn = 'true';
-  });
+  };
+  if (box.isConnected) draw();
+  else pendingCharts.push(draw);
+}
+
+function drawPending() {
+  const draws = pendingCharts;
+  pendingCharts = [];
+  draws.forEach((d) => d());
 }
 
 function heatOption(op) {
