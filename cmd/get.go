@@ -83,15 +83,9 @@ func (o *getOptions) validate(c *cobra.Command) (time.Time, error) {
 
 // parseNow reads --now: RFC 3339, or Unix milliseconds; "" is now.
 func parseNow(s string) (time.Time, error) {
-	if s == "" {
-		return time.Now(), nil
-	}
-	if ms, err := strconv.ParseInt(s, 10, 64); err == nil {
-		return time.UnixMilli(ms), nil
-	}
-	t, err := time.Parse(time.RFC3339Nano, s)
+	t, err := lookup.ParseNow(s)
 	if err != nil {
-		return time.Time{}, usageErrorf("--now %q: want RFC 3339 (2026-01-02T03:04:05Z) or Unix milliseconds", s)
+		return t, usageErrorf("--now %v", err)
 	}
 	return t, nil
 }

@@ -1,11 +1,17 @@
 package cmd
 
 import (
+	"bytes"
 	"cmp"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,8 +19,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/stateutil/stateutil/serve"
 	"github.com/stateutil/stateutil/snapshot"
 	"github.com/stateutil/stateutil/snapshot/report"
+	"github.com/stateutil/stateutil/storage"
 )
 
 type inspectOptions struct {
@@ -25,6 +33,7 @@ type inspectOptions struct {
 	operatorState bool
 	values        bool
 	operator      string
+	html          string
 }
 
 func newInspectCommand(e *env) *cobra.Command {
@@ -38,6 +47,10 @@ By default it prints the snapshot's format, job, checkpoint id and kind, its tot
 row per operator: uid/name, parallelism, max parallelism, keyed states with their kinds and
 TTL, operator states with their modes, and the entries and bytes they hold.
 
+--html FILE writes the overview, the key-group heat maps and the operator state with its
+values as one self-contained HTML page (stateutil serve's pages, for a CI artifact): it
+loads nothing from anywhere. FILE must not exist; it appears only when complete.
+
 Figures come from the snapshot's metadata where the format records them; otherwise the
 state is scanned, one key group at a time.
 
@@ -46,7 +59,8 @@ state is scanned, one key group at a time.
   stateutil inspect ./snapshot.dump -o json
   stateutil inspect ./snapshot.dump --subtasks
   stateutil inspect ./snapshot.dump --key-groups --operator word-counter
-  stateutil inspect ./snapshot.dump --operator-state --values --operator kafka-source`,
+  stateutil inspect ./snapshot.dump --operator-state --values --operator kafka-source
+  stateutil inspect ./savepoint --html report.html`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			if err := o.validate(); err != nil {
@@ -64,6 +78,7 @@ state is scanned, one key group at a time.
 	f.BoolVar(&o.keyGroups, "key-groups", false, "per key group: entries and bytes, with skew and a chart of bytes per subtask")
 	f.BoolVar(&o.operatorState, "operator-state", false, "per operator state: mode and elements per subtask")
 	f.BoolVar(&o.values, "values", false, "with --operator-state: print the elements, decoded by type")
+	f.StringVar(&o.html, "html", "", "write the overview, heat maps and operator state as one self-contained HTML file")
 	f.StringVar(&o.operator, "operator", "", "restrict --key-groups or --operator-state to one operator (uid, name or id)")
 	_ = c.RegisterFlagCompletionFunc("operator", e.completeOperators)
 	return c
@@ -84,6 +99,9 @@ func (o *inspectOptions) validate() error {
 	}
 	if o.values && !o.operatorState {
 		return usageErrorf("--values goes with --operator-state")
+	}
+	if o.html != "" && (views > 0 || o.values || o.operator != "" || o.output.json()) {
+		return usageErrorf("--html writes every view: it goes with none of --subtasks, --key-groups, --operator-state, --values, --operator, -o json")
 	}
 	if o.operator != "" && !o.keyGroups && !o.operatorState {
 		return usageErrorf("--operator goes with --key-groups or --operator-state")
@@ -108,6 +126,8 @@ func (o *inspectOptions) run(c *cobra.Command, e *env, location string) error {
 		fmt.Fprintf(c.ErrOrStderr(), "stateutil: warning: %s; the figures leave it out\n", u)
 	}
 	switch {
+	case o.html != "":
+		return writeHTMLReport(ctx, e, location, r, o.html)
 	case o.keyGroups:
 		rep, err := report.KeyGroupDistribution(ctx, location, r, o.operator)
 		if err != nil {
@@ -308,4 +328,51 @@ func operatorStatesCell(states []snapshot.OperatorState) string {
 		parts[i] = s.Name + ": " + string(s.Mode)
 	}
 	return strings.Join(parts, "\n")
+}
+
+// writeHTMLReport computes the views an HTML report shows and writes it.
+func writeHTMLReport(ctx context.Context, e *env, location string, r snapshot.Reader, file string) error {
+	var rep serve.Report
+	var err error
+	if rep.Summary, err = report.Summarize(ctx, location, r, false); err != nil {
+		return err
+	}
+	if rep.KeyGroups, err = report.KeyGroupDistribution(ctx, location, r, ""); err != nil {
+		return err
+	}
+	if rep.OperatorStates, err = report.OperatorStateUsages(ctx, location, r, e.reg.Codecs, "", true); err != nil {
+		return err
+	}
+	var page bytes.Buffer
+	if err := serve.WriteReport(&page, rep); err != nil {
+		return err
+	}
+	return writeNewFile(file, page.Bytes())
+}
+
+// writeNewFile writes a local file that must not exist, atomically: a
+// temporary file beside it, linked into place only when complete.
+func writeNewFile(name string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(name), "."+filepath.Base(name)+".*.tmp")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	_, err = tmp.Write(data)
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", name, err)
+	}
+	if err := os.Link(tmp.Name(), name); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return fmt.Errorf("%w: %s", storage.ErrExist, name)
+		}
+		return err
+	}
+	return nil
 }

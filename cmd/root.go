@@ -195,6 +195,7 @@ s3://bucket/path URIs (s3a:// and s3p:// too, as Flink writes them).
 		newShardCommand(e),
 		newCommitCommand(e),
 		newAbortCommand(e),
+		newServeCommand(e),
 	)
 	root.Args = cobra.NoArgs
 	root.RunE = func(c *cobra.Command, _ []string) error { return c.Help() }

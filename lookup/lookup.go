@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unsafe"
@@ -824,4 +825,20 @@ func jsonText(v any) string {
 		return fmt.Sprint(v)
 	}
 	return string(b)
+}
+
+// ParseNow reads a time TTL expiry is judged at: RFC 3339, or Unix
+// milliseconds; "" is now.
+func ParseNow(s string) (time.Time, error) {
+	if s == "" {
+		return time.Now(), nil
+	}
+	if ms, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return time.UnixMilli(ms), nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, queryErrorf("%q: want RFC 3339 (2026-01-02T03:04:05Z) or Unix milliseconds", s)
+	}
+	return t, nil
 }

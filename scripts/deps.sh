@@ -14,6 +14,8 @@ command -v curl >/dev/null || missing+=(curl)
 # The HDFS, YARN and Flink test harnesses: a Java 17 and Maven.
 ls /usr/lib/jvm/java-17-openjdk-*/bin/javac >/dev/null 2>&1 || missing+=(openjdk-17-jdk-headless)
 command -v mvn >/dev/null || missing+=(maven)
+# stateutil serve's browser tests: Debian's headless Chromium.
+command -v chromium >/dev/null || missing+=(chromium chromium-driver)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "installing ${missing[*]} with apt-get"
   sudo=""
