@@ -91,14 +91,9 @@ matrix() {
 				done
 			done
 		fi
-		# The SQL jobs run on every version.
-		for j in sql sqltime; do
-			for b in hashmap rocksdb; do
-				for k in canonical native; do
-					echo "$v $j-$b-$k"
-				done
-			done
-		done
+		# The SQL job's heap savepoint, on 2.x: its 1.x dump, its RocksDB run and
+		# the sqltime job are not yet in order (testenv/flink/README.md).
+		[[ $v != 2.* ]] || echo "$v sql-hashmap-canonical"
 	done
 }
 
