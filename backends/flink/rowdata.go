@@ -195,6 +195,8 @@ func decodeRowData(r *reader, s *SerializerSnapshot) any {
 }
 
 // errOutside is the damage error of a slot pointing outside its container.
+const maxNanoOfMillisecond = 999_999
+
 func errOutside(what string, size int) error {
 	return fmt.Errorf("%s points outside its %d bytes", what, size)
 }
@@ -282,6 +284,10 @@ func binField(buf []byte, off int, t LogicalType, depth int) (any, error) {
 		at := int(u >> 32)
 		if at+8 > len(buf) {
 			return nil, errOutside("timestamp", len(buf))
+		}
+		// Flink's TimestampData holds the nanoseconds within a millisecond.
+		if nanos := uint32(u); nanos > maxNanoOfMillisecond {
+			return nil, fmt.Errorf("timestamp's nanoseconds of its millisecond are %d, over %d", nanos, maxNanoOfMillisecond)
 		}
 		return map[string]any{"millisecond": int64(binary.LittleEndian.Uint64(buf[at:])), "nanoOfMillisecond": int32(uint32(u))}, nil
 	case "ARRAY", "MULTISET", "MAP", "ROW":

@@ -153,7 +153,7 @@ func (w *binWriter) field(off int, t LogicalType, v any, depth int) error {
 			return fmt.Errorf(`want {"millisecond":..,"nanoOfMillisecond":..}, not %v`, v)
 		}
 		nanos, err := integer(m["nanoOfMillisecond"], 32)
-		if err != nil || nanos < 0 {
+		if err != nil || nanos < 0 || nanos > maxNanoOfMillisecond {
 			return fmt.Errorf(`want {"millisecond":..,"nanoOfMillisecond":..}, not %v`, v)
 		}
 		put(w.appendVar(binary.LittleEndian.AppendUint64(nil, uint64(millis)), uint32(nanos)))

@@ -111,3 +111,19 @@ func TestRowDataSlotOutsideIsDamage(t *testing.T) {
 		t.Fatalf("got %v, want damage in field 2", err)
 	}
 }
+
+// A timestamp's nanoseconds within its millisecond run 0..999,999 in
+// Flink's TimestampData: more is damage when read, and refused when written.
+func TestRowDataTimestampNanosOutOfRange(t *testing.T) {
+	types, row := wideRow()
+	c := codec{s: &SerializerSnapshot{Class: rowDataSnapshotClass, LogicalTypes: types}}
+	bad := append([]byte(nil), row...)
+	copy(bad[8+8*4:], slotAt(int(binary.LittleEndian.Uint32(row[8+8*4+4:])), 1_000_000)) // field 4, the TIMESTAMP(6)
+	if _, err := c.Decode(rowDataValue(bad)); err == nil || errors.Is(err, snapshot.ErrNotDecoded) || !strings.Contains(err.Error(), "field 4") {
+		t.Errorf("decoding 1,000,000 nanoseconds: got %v, want damage in field 4", err)
+	}
+	v := []any{json.Number("7"), "abc", "a longer one", json.Number("-1.50"), map[string]any{"millisecond": json.Number("1000"), "nanoOfMillisecond": json.Number("1000000")}, []any{json.Number("1"), nil, json.Number("3")}, []any{[]any{"x", json.Number("5")}}, map[string]any{"n": json.Number("-2"), "name": "nm"}, nil}
+	if _, err := c.Encode(v); err == nil {
+		t.Error("encoding 1,000,000 nanoseconds: no error")
+	}
+}
