@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -98,14 +100,8 @@ func (o *serveOptions) run(c *cobra.Command, e *env, locations []string) error {
 		return fmt.Errorf("%w: %w", errUsage, err)
 	}
 	base := "http://" + ln.Addr().String()
-	w := c.OutOrStdout()
-	fmt.Fprintf(w, "serving %d snapshot(s) at %s\n", len(locations), base)
-	if o.token != "" {
-		login, err := srv.OneTimeURL(base)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(w, "open this once to log in a browser: %s\n", login)
+	if err := o.announce(c.OutOrStdout(), srv, len(locations), base); err != nil {
+		return err
 	}
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 64 << 10}
 	done := make(chan error, 1)
@@ -122,4 +118,24 @@ func (o *serveOptions) run(c *cobra.Command, e *env, locations []string) error {
 		}
 		return nil
 	}
+}
+
+// announce prints where the server listens and, with a token, the login
+// address. A server nobody can find is no use, so failing to print it
+// stops serve; a reader that stopped after the first line does not.
+func (o *serveOptions) announce(w io.Writer, srv *serve.Server, snapshots int, base string) error {
+	lines := []string{fmt.Sprintf("serving %d snapshot(s) at %s", snapshots, base)}
+	if o.token != "" {
+		login, err := srv.OneTimeURL(base)
+		if err != nil {
+			return err
+		}
+		lines = append(lines, "open this once to log in a browser: "+login)
+	}
+	for _, line := range lines {
+		if _, err := fmt.Fprintln(w, line); err != nil && !errors.Is(err, syscall.EPIPE) {
+			return fmt.Errorf("writing output: %w", err)
+		}
+	}
+	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"path/filepath"
+	"runtime"
 	"runtime/metrics"
 	"sync"
 	"sync/atomic"
@@ -38,11 +39,15 @@ func TestServeUnderLoadKeepsMemoryBounded(t *testing.T) {
 		}
 		return fmt.Sprintf("/api/snapshots/%d/entries?operator=word-counter&state=recent&limit=1000&after=%d.0", r.IntN(2), r.IntN(128))
 	}
+	// Earlier tests' garbage is not this server's.
+	runtime.GC()
 	var peak atomic.Uint64
 	stop := make(chan struct{})
 	var sampler sync.WaitGroup
 	sampler.Go(func() {
-		s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+		// The heap marked live by each collection: what the server holds,
+		// not the garbage a collector starved of CPU has yet to sweep.
+		s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
 		tick := time.NewTicker(20 * time.Millisecond)
 		defer tick.Stop()
 		for {

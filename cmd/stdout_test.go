@@ -52,6 +52,9 @@ var stdoutCases = map[string]func(t *testing.T, dir string) []string{
 		return []string{"run", "wordcount", "--records", "100", "--checkpoint-dir", dir}
 	},
 	"version": func(*testing.T, string) []string { return []string{"version"} },
+	"serve": func(*testing.T, string) []string {
+		return []string{"serve", example, "--listen", "127.0.0.1:0"}
+	},
 	"get": func(*testing.T, string) []string {
 		return []string{"get", example, "--operator", "word-counter", "--state", "by-source", "--key", "word-10"}
 	},
