@@ -26,4 +26,16 @@ public final class Compat {
     public static org.apache.flink.runtime.state.StateBackend rocksdb() {
         return new org.apache.flink.contrib.streaming.state.EmbeddedRocksDBStateBackend();
     }
+
+    /** An incremental handle's meta data file: getMetaStateHandle on 1.18, getMetaDataStateHandle from 1.19. */
+    public static org.apache.flink.runtime.state.StreamStateHandle metaStateHandle(
+            org.apache.flink.runtime.state.IncrementalRemoteKeyedStateHandle h) throws ReflectiveOperationException {
+        java.lang.reflect.Method m;
+        try {
+            m = h.getClass().getMethod("getMetaDataStateHandle");
+        } catch (NoSuchMethodException e) {
+            m = h.getClass().getMethod("getMetaStateHandle");
+        }
+        return (org.apache.flink.runtime.state.StreamStateHandle) m.invoke(h);
+    }
 }

@@ -23,4 +23,10 @@ public final class Compat {
     public static org.apache.flink.runtime.state.StateBackend rocksdb() {
         return new org.apache.flink.state.rocksdb.EmbeddedRocksDBStateBackend();
     }
+
+    /** An incremental handle's meta data file. */
+    public static org.apache.flink.runtime.state.StreamStateHandle metaStateHandle(
+            org.apache.flink.runtime.state.IncrementalRemoteKeyedStateHandle h) {
+        return h.getMetaDataStateHandle();
+    }
 }

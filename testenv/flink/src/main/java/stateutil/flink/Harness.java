@@ -24,6 +24,8 @@ import org.apache.flink.core.execution.SavepointFormatType;
 import org.apache.flink.runtime.jobgraph.JobGraph;
 import org.apache.flink.runtime.jobgraph.SavepointRestoreSettings;
 import org.apache.flink.runtime.jobmaster.JobResult;
+import org.apache.flink.runtime.execution.ExecutionState;
+import org.apache.flink.runtime.executiongraph.AccessExecutionVertex;
 import org.apache.flink.runtime.minicluster.MiniCluster;
 import org.apache.flink.runtime.minicluster.MiniClusterConfiguration;
 import org.apache.flink.runtime.util.EnvironmentInformation;
@@ -359,6 +361,33 @@ public final class Harness {
         }
     }
 
+    /**
+     * Waits until every task of the job runs. Records counted at the source may still wait in
+     * the network for operators that initialize (the planner's RocksDB operators take long),
+     * and Flink refuses to trigger a snapshot until every task runs; once they do, the
+     * snapshot's barriers follow the records counted, so the snapshot holds them all.
+     */
+    static void awaitAllTasksRunning(MiniCluster mc, JobID id) throws Exception {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(timeoutSeconds());
+        while (true) {
+            String waiting = null;
+            for (AccessExecutionVertex v : mc.getExecutionGraph(id).get(60, TimeUnit.SECONDS).getAllExecutionVertices()) {
+                if (v.getExecutionState() != ExecutionState.RUNNING) {
+                    waiting = v.getTaskNameWithSubtaskIndex() + " is " + v.getExecutionState();
+                    break;
+                }
+            }
+            if (waiting == null) {
+                return;
+            }
+            checkRunning(mc, id);
+            if (System.nanoTime() > deadline) {
+                throw new TimeoutException("tasks not all running after " + timeoutSeconds() + "s (STATEUTIL_FLINK_TIMEOUT): " + waiting);
+            }
+            Thread.sleep(20);
+        }
+    }
+
     /** Fails with the job's failure if it is no longer running. */
     static void checkRunning(MiniCluster mc, JobID id) throws Exception {
         JobStatus s = mc.getJobStatus(id).get(60, TimeUnit.SECONDS);
@@ -413,6 +442,7 @@ public final class Harness {
         try {
             JobID id = mc.submitJob(jg).get(120, TimeUnit.SECONDS).getJobID();
             awaitCounters(mc, id, job.expected(p));
+            awaitAllTasksRunning(mc, id);
             long tIn = System.nanoTime();
             long deadline = timeoutSeconds();
             if (kind.equals("checkpoint")) {

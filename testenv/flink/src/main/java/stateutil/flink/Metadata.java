@@ -11,6 +11,8 @@ import org.apache.flink.runtime.jobgraph.OperatorID;
 import org.apache.flink.runtime.state.IncrementalRemoteKeyedStateHandle;
 import org.apache.flink.runtime.state.KeyGroupsStateHandle;
 import org.apache.flink.runtime.state.KeyedBackendSerializationProxy;
+import org.apache.flink.runtime.state.OperatorBackendSerializationProxy;
+import org.apache.flink.runtime.state.OperatorStateHandle;
 import org.apache.flink.runtime.state.StreamStateHandle;
 import org.apache.flink.runtime.state.metainfo.StateMetaInfoSnapshot;
 
@@ -51,7 +53,7 @@ final class Metadata {
                     if (h instanceof KeyGroupsStateHandle) {
                         meta = ((KeyGroupsStateHandle) h).getDelegateStateHandle();
                     } else if (h instanceof IncrementalRemoteKeyedStateHandle) {
-                        meta = ((IncrementalRemoteKeyedStateHandle) h).getMetaDataStateHandle();
+                        meta = Compat.metaStateHandle((IncrementalRemoteKeyedStateHandle) h);
                     } else {
                         throw new IllegalStateException("keyed state handle " + h.getClass().getName() + " is not read for meta infos");
                     }
@@ -59,6 +61,35 @@ final class Metadata {
                         KeyedBackendSerializationProxy<?> proxy = new KeyedBackendSerializationProxy<>(Metadata.class.getClassLoader());
                         proxy.read(new DataInputViewStreamWrapper(in));
                         for (StateMetaInfoSnapshot m : proxy.getStateMetaInfoSnapshots()) {
+                            byName.putIfAbsent(m.getName(), m);
+                        }
+                    }
+                }
+            }
+        }
+        return new ArrayList<>(byName.values());
+    }
+
+    /**
+     * The operator and broadcast state meta infos the snapshot records for an operator (union
+     * over its subtasks, by name), read with Flink's OperatorBackendSerializationProxy from the
+     * head of each managed operator state file.
+     */
+    static List<StateMetaInfoSnapshot> operatorStateMetaInfos(String pointer, OperatorID id) throws Exception {
+        Map<String, StateMetaInfoSnapshot> byName = new LinkedHashMap<>();
+        for (OperatorState os : load(pointer).getOperatorStates()) {
+            if (!os.getOperatorID().equals(id)) {
+                continue;
+            }
+            for (OperatorSubtaskState ss : os.getStates()) {
+                for (OperatorStateHandle h : ss.getManagedOperatorState()) {
+                    try (DataInputStream in = new DataInputStream(h.getDelegateStateHandle().openInputStream())) {
+                        OperatorBackendSerializationProxy proxy = new OperatorBackendSerializationProxy(Metadata.class.getClassLoader());
+                        proxy.read(new DataInputViewStreamWrapper(in));
+                        for (StateMetaInfoSnapshot m : proxy.getOperatorStateMetaInfoSnapshots()) {
+                            byName.putIfAbsent(m.getName(), m);
+                        }
+                        for (StateMetaInfoSnapshot m : proxy.getBroadcastStateMetaInfoSnapshots()) {
                             byName.putIfAbsent(m.getName(), m);
                         }
                     }

@@ -5,6 +5,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 
+import org.apache.flink.api.common.state.BroadcastState;
 import org.apache.flink.api.common.state.ListState;
 import org.apache.flink.api.common.state.ListStateDescriptor;
 import org.apache.flink.api.common.state.MapState;
@@ -18,6 +19,7 @@ import org.apache.flink.api.common.typeutils.base.ListSerializer;
 import org.apache.flink.api.common.typeutils.base.MapSerializer;
 import org.apache.flink.api.java.tuple.Tuple2;
 import org.apache.flink.runtime.state.KeyedStateBackend;
+import org.apache.flink.runtime.state.OperatorStateBackend;
 import org.apache.flink.runtime.state.RegisteredKeyValueStateBackendMetaInfo;
 import org.apache.flink.runtime.state.metainfo.StateMetaInfoSnapshot;
 import org.apache.flink.streaming.api.operators.AbstractStreamOperator;
@@ -29,7 +31,7 @@ import org.apache.flink.streaming.api.operators.Triggerable;
 import org.apache.flink.streaming.runtime.streamrecord.StreamRecord;
 
 /**
- * Dumps, after Flink restored it, every keyed state and timer that the snapshot records for
+ * Dumps, after Flink restored it, every keyed state, timer and operator state that the snapshot records for
  * this operator's id, with the serializers the snapshot names (restored from their serializer
  * snapshots): the state of operators whose descriptors a test cannot call, such as the Table
  * planner's. States are read through Flink's keyed state backend under every (key, namespace)
@@ -64,6 +66,38 @@ public final class RestoredStateDumper<K> extends AbstractStreamOperator<Long>
             } else {
                 dumpState(backend, new RegisteredKeyValueStateBackendMetaInfo<>(m), keySer);
             }
+        }
+        for (StateMetaInfoSnapshot m : Metadata.operatorStateMetaInfos(Dumps.viewSnapshot, getOperatorID())) {
+            dumpOperatorState(m);
+        }
+    }
+
+    /** One line per element of a split or union list state, or per entry of a broadcast state. */
+    @SuppressWarnings({"unchecked", "rawtypes"})
+    private void dumpOperatorState(StateMetaInfoSnapshot m) throws Exception {
+        String name = m.getName();
+        int sub = Compat.subtask(getRuntimeContext());
+        OperatorStateBackend backend = getOperatorStateBackend();
+        TypeSerializer vs = m.getTypeSerializerSnapshot(StateMetaInfoSnapshot.CommonSerializerKeys.VALUE_SERIALIZER).restoreSerializer();
+        if (m.getBackendStateType() == StateMetaInfoSnapshot.BackendStateType.BROADCAST) {
+            TypeSerializer ks = m.getTypeSerializerSnapshot(StateMetaInfoSnapshot.CommonSerializerKeys.KEY_SERIALIZER).restoreSerializer();
+            for (Map.Entry<?, ?> e : ((BroadcastState<?, ?>) backend.getBroadcastState(new MapStateDescriptor<>(name, ks, vs))).entries()) {
+                TreeMap<String, Object> kv = Json.obj();
+                kv.put("key", SerializerJson.enc(e.getKey(), ks));
+                kv.put("value", SerializerJson.enc(e.getValue(), vs));
+                Dumps.restoreLine(Dumps.operator("broadcast", uid, name, sub, kv));
+            }
+            return;
+        }
+        String mode = m.getOption(StateMetaInfoSnapshot.CommonOptionsKeys.OPERATOR_STATE_DISTRIBUTION_MODE);
+        boolean union = "UNION".equals(mode);
+        if (!union && !"SPLIT_DISTRIBUTE".equals(mode)) {
+            throw new IllegalStateException(uid + ": operator state " + name + " has distribution mode " + mode);
+        }
+        ListStateDescriptor<?> desc = new ListStateDescriptor<>(name, vs);
+        ListState<?> st = union ? backend.getUnionListState(desc) : backend.getListState(desc);
+        for (Object e : st.get()) {
+            Dumps.restoreLine(Dumps.operator(union ? "union" : "split", uid, name, sub, SerializerJson.enc(e, vs)));
         }
     }
 

@@ -47,7 +47,11 @@ final class TableValues {
     static List<Object> row(RowData r, RowType rt) {
         List<Object> out = new ArrayList<>(r.getArity());
         for (int i = 0; i < r.getArity(); i++) {
-            if (rt != null && i < rt.getFieldCount()) {
+            // The null bit, not the type: a NOT NULL field can hold null in state (1.x keeps
+            // a proctime column unset), and a type-driven getter would read its slot as 0.
+            if (r.isNullAt(i)) {
+                out.add(null);
+            } else if (rt != null && i < rt.getFieldCount()) {
                 LogicalType ft = rt.getTypeAt(i);
                 out.add(field(RowData.createFieldGetter(ft, i).getFieldOrNull(r), ft));
             } else if (r instanceof GenericRowData) {
@@ -63,7 +67,7 @@ final class TableValues {
         ArrayData.ElementGetter g = ArrayData.createElementGetter(et);
         List<Object> out = new ArrayList<>(a.size());
         for (int i = 0; i < a.size(); i++) {
-            out.add(field(g.getElementOrNull(a, i), et));
+            out.add(a.isNullAt(i) ? null : field(g.getElementOrNull(a, i), et));
         }
         return out;
     }
