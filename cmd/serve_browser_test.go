@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -62,12 +63,50 @@ func TestServeInBrowser(t *testing.T) {
 	}
 	hs := startServer(t, "", example, maxp4096)
 
+	// From the list of snapshots, by the links a person clicks: each
+	// snapshot's overview, and the first one's every page.
+	t.Run("overview and navigation", func(t *testing.T) {
+		tab := openTab(t, browser)
+		navigate(t, tab, hs.URL+"/", `#main[data-ready="home"] #snapshots`)
+		locations := []string{example, maxp4096}
+		summaries := make([]map[string]any, len(locations))
+		var want [][]string
+		for id, loc := range locations {
+			summaries[id] = commandJSON(t, 0, "inspect", loc, "-o", "json").(map[string]any)
+			want = append(want, []string{strconv.Itoa(id), loc, summaries[id]["format"].(string), ""})
+		}
+		sameRows(t, "snapshots", tableRows(t, tab, "#snapshots"), want)
+		for id, loc := range locations {
+			act(t, tab, chromedp.Click(fmt.Sprintf(`#snapshots a[href="#/s/%d"]`, id), chromedp.ByQuery),
+				chromedp.WaitVisible(`#main[data-ready="overview"] #operators`, chromedp.ByQuery))
+			checkOverview(t, tab, summaries[id])
+			clickNav(t, tab, fmt.Sprintf("#/s/%d/operator-state", id), `#main[data-ready="operator-state"]`)
+			checkOperatorState(t, tab, commandJSON(t, 0, "inspect", loc, "--operator-state", "--values", "-o", "json").(map[string]any))
+			clickNav(t, tab, fmt.Sprintf("#/s/%d/heat", id), `#main[data-ready="heat"] section[data-operator="word-counter"] .chart.heat[data-drawn="true"]`)
+			checkHeatMap(t, tab, commandJSON(t, 0, "inspect", loc, "--key-groups", "-o", "json").(map[string]any), id == 0)
+			if id == 0 {
+				// The state browser opens on the first keyed state.
+				clickNav(t, tab, "#/s/0/browse", `#main[data-ready="browse"] #page[data-ready="1"]`)
+				var op, state string
+				for _, o := range summaries[id]["operators"].([]any) {
+					if ks := o.(map[string]any)["keyed_states"].([]any); op == "" && len(ks) > 0 {
+						op, state = o.(map[string]any)["uid"].(string), ks[0].(map[string]any)["name"].(string)
+					}
+				}
+				checkRecordsPage(t, tab, "first keyed state", dumpRecords(t, "dump", loc, "--operator", op, "--state", state, "--limit", "50"))
+				clickNav(t, tab, "#/s/0/rescale", `#main[data-ready="rescale"] input[name="parallelism"]`)
+			}
+			act(t, tab, chromedp.Click(`header a.brand`, chromedp.ByQuery), chromedp.WaitVisible(`#main[data-ready="home"] #snapshots`, chromedp.ByQuery))
+		}
+	})
+
 	t.Run("heat map", func(t *testing.T) {
 		tab := openTab(t, browser)
 		want := commandJSON(t, 0, "inspect", example, "--key-groups", "-o", "json").(map[string]any)
 		navigate(t, tab, hs.URL+"/#/s/0/heat", `#main[data-ready="heat"] section[data-operator="word-counter"] .chart.heat[data-drawn="true"]`)
-		checkHeatMap(t, tab, want)
-		screenshot(t, tab, "heatmap.png")
+		checkHeatMap(t, tab, want, true)
+		hoverKeyGroup(t, tab, "word-counter", 18)
+		screenshot(t, tab, `section[data-operator="word-counter"]`, "heatmap.png")
 	})
 
 	t.Run("rescale preview", func(t *testing.T) {
@@ -144,31 +183,56 @@ func TestServeInBrowser(t *testing.T) {
 			t.Fatalf("%d records: too few for two pages", len(records))
 		}
 		navigate(t, tab, hs.URL+"/#/s/1/browse?operator=word-counter&state=count", `#main[data-ready="browse"] #page[data-ready="1"]`)
-		screenshot(t, tab, "state-browser.png")
 		for pageNo, from := 1, 0; from < len(records); pageNo, from = pageNo+1, from+50 {
 			if pageNo > 1 {
 				act(t, tab, chromedp.Click(`#next-page`, chromedp.ByQuery), chromedp.WaitVisible(fmt.Sprintf(`#page[data-ready="%d"]`, pageNo), chromedp.ByQuery))
 			}
-			var want [][]string
-			for _, r := range records[from:min(from+50, len(records))] {
-				want = append(want, []string{jsonNumber(r["key_group"]), jsonNumber(r["subtask"]), jsonText(r["key"]), jsonNumber(r["value"])})
+			pageRecords := records[from:min(from+50, len(records))]
+			checkRecordsPage(t, tab, fmt.Sprintf("page %d", pageNo), pageRecords)
+			// A value state's numbers, as the JSON tree draws them.
+			var want, got []string
+			for _, r := range pageRecords {
+				want = append(want, jsonNumber(r["value"]))
 			}
-			var got [][]string
-			act(t, tab, chromedp.Evaluate(`[...document.querySelectorAll('#page .records tbody tr')].map(tr =>
-				[tr.children[0].textContent, tr.children[1].textContent, tr.children[2].textContent, tr.children[4].querySelector('.json-formatter-number').textContent])`, &got))
-			sameRows(t, fmt.Sprintf("page %d", pageNo), got, want)
+			act(t, tab, chromedp.Evaluate(`[...document.querySelectorAll('#page .records tbody tr')].map(tr => tr.children[4].querySelector('.json-formatter-number').textContent)`, &got))
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("page %d draws values %v, dump says %v", pageNo, got, want)
+			}
 		}
 		var nextDisabled bool
 		act(t, tab, chromedp.Evaluate(`document.getElementById('next-page').disabled`, &nextDisabled))
 		if !nextDisabled {
 			t.Error("the last page offers a next page")
 		}
+		back := (len(records)+49)/50 - 1
+		act(t, tab, chromedp.Click(`#prev-page`, chromedp.ByQuery), chromedp.WaitVisible(fmt.Sprintf(`#page[data-ready="%d"]`, back), chromedp.ByQuery))
+		checkRecordsPage(t, tab, fmt.Sprintf("page %d, back from the last", back), records[(back-1)*50:back*50])
+
+		// Another state, chosen in the list: a map state, with its TTL.
+		act(t, tab, chromedp.Evaluate(`(() => {
+			const sel = document.getElementById('state-select');
+			sel.value = [...sel.options].find(o => o.textContent.startsWith('word-counter (Keyed: count words) / by-source ')).value;
+			sel.dispatchEvent(new Event('change'));
+		})()`, nil), chromedp.WaitVisible(`#main[data-ready="browse"] #page[data-ready="1"]`, chromedp.ByQuery))
+		if loc := currentHash(t, tab); loc != "#/s/1/browse?operator=word-counter&state=by-source" {
+			t.Errorf("choosing by-source went to %s", loc)
+		}
+		checkRecordsPage(t, tab, "by-source page 1", dumpRecords(t, "dump", maxp4096, "--operator", "word-counter", "--state", "by-source", "--limit", "50"))
+		act(t, tab, chromedp.SetValue(`#lookup-key`, "word-10", chromedp.ByQuery), chromedp.Click(`form:has(#lookup-key) button`, chromedp.ByQuery),
+			chromedp.WaitVisible(`#lookup[data-ready="found"]`, chromedp.ByQuery))
+		screenshot(t, tab, "", "state-browser.png")
 	})
 
 	t.Run("diff", func(t *testing.T) {
 		tab := openTab(t, browser)
 		want := commandJSON(t, 1, "diff", example, maxp4096, "--entries", "--values", "-o", "json").(map[string]any)
-		navigate(t, tab, hs.URL+"/#/diff?a=0&b=1", `#main[data-ready="diff"] #diff`)
+		navigate(t, tab, hs.URL+"/#/s/0", `#main[data-ready="overview"]`)
+		clickNav(t, tab, "#/diff", `#main[data-ready="diff"] form`)
+		act(t, tab, chromedp.SetValue(`#main form select[name="a"]`, "0", chromedp.ByQuery), chromedp.SetValue(`#main form select[name="b"]`, "1", chromedp.ByQuery),
+			chromedp.Click(`#main form button`, chromedp.ByQuery), chromedp.WaitVisible(`#main[data-ready="diff"] #diff`, chromedp.ByQuery))
+		if loc := currentHash(t, tab); loc != "#/diff?a=0&b=1" {
+			t.Errorf("comparing 0 with 1 went to %s", loc)
+		}
 		for _, op := range want["operators"].([]any) {
 			op := op.(map[string]any)
 			sec := fmt.Sprintf(`#diff section[data-operator=%q]`, op["uid"])
@@ -184,12 +248,18 @@ func TestServeInBrowser(t *testing.T) {
 			var wantKeys [][]string
 			for _, k := range keys {
 				k := k.(map[string]any)
-				wantKeys = append(wantKeys, []string{k["state"].(string), jsonNumber(k["key_group"]), jsonText(k["key"]), k["change"].(string)})
+				wantKeys = append(wantKeys, []string{k["state"].(string), jsonNumber(k["key_group"]), jsonText(k["key"]), k["change"].(string), valueOrDash(k, "old"), valueOrDash(k, "new")})
 			}
 			if len(wantKeys) > 0 {
-				got := tableRows(t, tab, sec+" .keys")
-				for i := range got {
-					got[i] = got[i][:4]
+				var got [][]string
+				act(t, tab, chromedp.Evaluate(fmt.Sprintf(`[...document.querySelectorAll(%q)].map(tr => [...tr.children].map((td, i) => {
+					const tree = td.querySelector('.json-tree');
+					return i < 4 ? td.textContent : tree ? tree.dataset.json : td.textContent;
+				}))`, sec+" .keys tbody tr"), &got))
+				for _, row := range got {
+					for i := 4; i < len(row); i++ {
+						row[i] = canonicalJSON(row[i])
+					}
 				}
 				sameRows(t, sec+" .keys", got, wantKeys)
 			}
@@ -216,33 +286,11 @@ func TestServeInBrowser(t *testing.T) {
 		})
 		act(t, tab, network.Enable(), network.EmulateNetworkConditions(true, 0, -1, -1))
 		navigate(t, tab, "file://"+file, `#main[data-ready="overview"] #totals`)
-		summary := commandJSON(t, 0, "inspect", example, "-o", "json").(map[string]any)
-		totals := summary["totals"].(map[string]any)
-		var shown []string
-		act(t, tab, chromedp.Evaluate(`[...document.querySelectorAll('#totals > .num, #totals > span > .num')].map(n => n.textContent)`, &shown))
-		if want := []string{jsonNumber(totals["operators"]), jsonNumber(totals["subtasks"]), jsonNumber(totals["keyed_entries"]),
-			jsonNumber(totals["keyed_bytes"]), jsonNumber(totals["operator_elements"]), jsonNumber(totals["operator_bytes"])}; !reflect.DeepEqual(shown, want) {
-			t.Errorf("report totals %v, inspect: %v", shown, want)
-		}
-		act(t, tab, chromedp.Click(`nav a[href="#/s/0/heat"]`, chromedp.ByQuery),
-			chromedp.WaitVisible(`#main[data-ready="heat"] section[data-operator="word-counter"] .chart.heat[data-drawn="true"]`, chromedp.ByQuery))
-		checkHeatMap(t, tab, commandJSON(t, 0, "inspect", example, "--key-groups", "-o", "json").(map[string]any))
-		act(t, tab, chromedp.Click(`nav a[href="#/s/0/operator-state"]`, chromedp.ByQuery), chromedp.WaitVisible(`#main[data-ready="operator-state"]`, chromedp.ByQuery))
-		ops := commandJSON(t, 0, "inspect", example, "--operator-state", "--values", "-o", "json").(map[string]any)
-		for _, op := range ops["operators"].([]any) {
-			op := op.(map[string]any)
-			var want [][]string
-			for _, st := range op["states"].([]any) {
-				st := st.(map[string]any)
-				var per []string
-				for _, n := range st["elements_per_subtask"].([]any) {
-					per = append(per, jsonNumber(n))
-				}
-				want = append(want, []string{st["name"].(string), st["mode"].(string), st["element_type"].(map[string]any)["name"].(string), strings.Join(per, " ")})
-			}
-			sec := fmt.Sprintf(`#main section[data-operator=%q] .states`, op["uid"])
-			sameRows(t, sec, tableRows(t, tab, sec), want)
-		}
+		checkOverview(t, tab, commandJSON(t, 0, "inspect", example, "-o", "json").(map[string]any))
+		clickNav(t, tab, "#/s/0/heat", `#main[data-ready="heat"] section[data-operator="word-counter"] .chart.heat[data-drawn="true"]`)
+		checkHeatMap(t, tab, commandJSON(t, 0, "inspect", example, "--key-groups", "-o", "json").(map[string]any), true)
+		clickNav(t, tab, "#/s/0/operator-state", `#main[data-ready="operator-state"]`)
+		checkOperatorState(t, tab, commandJSON(t, 0, "inspect", example, "--operator-state", "--values", "-o", "json").(map[string]any))
 		mu.Lock()
 		defer mu.Unlock()
 		for _, u := range requests {
@@ -323,10 +371,159 @@ func sameRows(t *testing.T, what string, got, want [][]string) {
 	}
 }
 
+func clickNav(t *testing.T, tab context.Context, href, ready string) {
+	t.Helper()
+	act(t, tab, chromedp.Click(fmt.Sprintf(`nav a[href=%q]`, href), chromedp.ByQuery), chromedp.WaitVisible(ready, chromedp.ByQuery))
+}
+
+func currentHash(t *testing.T, tab context.Context) string {
+	t.Helper()
+	var hash string
+	act(t, tab, chromedp.Evaluate(`decodeURIComponent(location.hash)`, &hash))
+	return hash
+}
+
+// canonicalJSON is a JSON text as jsonText writes it (keys sorted); any
+// other text is kept as it is.
+func canonicalJSON(s string) string {
+	var v any
+	if err := json.Unmarshal([]byte(s), &v); err != nil {
+		return s
+	}
+	return jsonText(v)
+}
+
+// valueOrDash is a diff key's old or new value as the page shows it.
+func valueOrDash(k map[string]any, field string) string {
+	if v, ok := k[field]; ok {
+		return jsonText(v)
+	}
+	return "-"
+}
+
+// checkOverview compares an overview page with inspect -o json: the
+// totals, and per operator its parallelism, states, entries and bytes.
+func checkOverview(t *testing.T, tab context.Context, summary map[string]any) {
+	t.Helper()
+	totals := summary["totals"].(map[string]any)
+	var shown []string
+	act(t, tab, chromedp.Evaluate(`[...document.querySelectorAll('#totals > .num, #totals > span > .num')].map(n => n.textContent)`, &shown))
+	if want := []string{jsonNumber(totals["operators"]), jsonNumber(totals["subtasks"]), jsonNumber(totals["keyed_entries"]),
+		jsonNumber(totals["keyed_bytes"]), jsonNumber(totals["operator_elements"]), jsonNumber(totals["operator_bytes"])}; !reflect.DeepEqual(shown, want) {
+		t.Errorf("%s: totals %v, inspect: %v", summary["location"], shown, want)
+	}
+	var got, want [][]string
+	var states [][][]string
+	act(t, tab, chromedp.Evaluate(`[...document.querySelectorAll('#operators tbody tr')].map(tr => [3, 4].map(i => [...tr.children[i].querySelectorAll('li')].map(li => li.textContent)))`, &states))
+	for i, row := range tableRows(t, tab, "#operators") {
+		got = append(got, []string{row[0], row[1], row[2], row[5], row[6], strings.Join(states[i][0], "; "), strings.Join(states[i][1], "; ")})
+	}
+	for _, op := range summary["operators"].([]any) {
+		op := op.(map[string]any)
+		name := op["uid"].(string)
+		switch {
+		case name == "":
+			name = cmp.Or(op["name"].(string), op["id"].(string))
+		case op["name"] != "" && op["name"] != name:
+			name += " (" + op["name"].(string) + ")"
+		}
+		var keyed, operator []string
+		for _, k := range op["keyed_states"].([]any) {
+			k := k.(map[string]any)
+			s := k["name"].(string) + ": " + k["kind"].(string)
+			if ttl, ok := k["ttl"].(map[string]any); ok {
+				s += fmt.Sprintf(" (ttl %s ms, %s, %s)", jsonNumber(ttl["ttl_ms"]), ttl["update"], ttl["visibility"])
+			}
+			keyed = append(keyed, s)
+		}
+		for _, o := range op["operator_states"].([]any) {
+			o := o.(map[string]any)
+			operator = append(operator, o["name"].(string)+": "+o["mode"].(string))
+		}
+		want = append(want, []string{name, jsonNumber(op["parallelism"]), jsonNumber(op["max_parallelism"]),
+			jsonNumber(op["keyed_entries"].(float64) + op["operator_elements"].(float64)), jsonNumber(op["keyed_bytes"].(float64) + op["operator_bytes"].(float64)),
+			strings.Join(keyed, "; "), strings.Join(operator, "; ")})
+	}
+	sameRows(t, fmt.Sprintf("%s operators", summary["location"]), got, want)
+}
+
+// checkOperatorState compares an operator-state page with inspect
+// --operator-state --values -o json: elements per subtask, and the values.
+func checkOperatorState(t *testing.T, tab context.Context, ops map[string]any) {
+	t.Helper()
+	for _, op := range ops["operators"].([]any) {
+		op := op.(map[string]any)
+		var want, wantValues [][]string
+		for _, st := range op["states"].([]any) {
+			st := st.(map[string]any)
+			var per []string
+			for _, n := range st["elements_per_subtask"].([]any) {
+				per = append(per, jsonNumber(n))
+			}
+			want = append(want, []string{st["name"].(string), st["mode"].(string), st["element_type"].(map[string]any)["name"].(string), strings.Join(per, " ")})
+			values, _ := st["values"].([]any)
+			for _, v := range values {
+				v := v.(map[string]any)
+				wantValues = append(wantValues, []string{st["name"].(string), jsonNumber(v["subtask"]), jsonText(v["value"])})
+			}
+		}
+		sec := fmt.Sprintf(`#main section[data-operator=%q]`, op["uid"])
+		sameRows(t, sec+" .states", tableRows(t, tab, sec+" .states"), want)
+		var got [][]string
+		act(t, tab, chromedp.Evaluate(fmt.Sprintf(`[...document.querySelectorAll(%q)].map(tr => [tr.children[0].textContent, tr.children[1].textContent, tr.children[2].querySelector('.json-tree').dataset.json])`,
+			sec+" .values tbody tr"), &got))
+		for _, row := range got {
+			row[2] = canonicalJSON(row[2])
+		}
+		sameRows(t, sec+" .values", got, wantValues)
+	}
+}
+
+// checkRecordsPage compares the state browser's page with dump's
+// records: key group, subtask, key, namespace, value and TTL.
+func checkRecordsPage(t *testing.T, tab context.Context, what string, records []map[string]any) {
+	t.Helper()
+	var want, got [][]string
+	for _, r := range records {
+		ns, ttl := "", ""
+		if v, ok := r["namespace"]; ok {
+			ns = jsonText(v)
+		}
+		if v, ok := r["ttl"].(map[string]any); ok {
+			ttl = jsonText(withoutNow(v))
+		}
+		want = append(want, []string{jsonNumber(r["key_group"]), jsonNumber(r["subtask"]), jsonText(r["key"]), ns, jsonText(r["value"]), ttl})
+	}
+	act(t, tab, chromedp.Evaluate(`[...document.querySelectorAll('#page .records tbody tr')].map(tr => [...tr.children].map(td => {
+		const tree = td.querySelector('.json-tree');
+		return tree ? tree.dataset.json : td.textContent;
+	}))`, &got))
+	for _, row := range got {
+		row[4] = canonicalJSON(row[4])
+		var ttl map[string]any
+		if json.Unmarshal([]byte(row[5]), &ttl) == nil {
+			row[5] = jsonText(withoutNow(ttl))
+		}
+	}
+	if len(records) == 0 {
+		t.Fatalf("%s: dump gave no records to compare", what)
+	}
+	sameRows(t, what, got, want)
+}
+
+// withoutNow is a record's TTL but for the moment it was judged at, which
+// is the page's request's, not the command's.
+func withoutNow(ttl map[string]any) map[string]any {
+	ttl = maps.Clone(ttl)
+	delete(ttl, "now")
+	return ttl
+}
+
 // checkHeatMap compares a heat-map page with inspect --key-groups: the
-// skew, the subtasks, the hottest key groups, and the tooltip shown when
-// the pointer rests on a key group's cell.
-func checkHeatMap(t *testing.T, tab context.Context, want map[string]any) {
+// skew, the subtasks, the hottest key groups and, with hover, the tooltip
+// shown when the pointer rests on a key group's cell (a cell wide enough
+// to point at: with thousands of key groups a cell is under a pixel).
+func checkHeatMap(t *testing.T, tab context.Context, want map[string]any, hover bool) {
 	t.Helper()
 	for _, op := range want["operators"].([]any) {
 		op := op.(map[string]any)
@@ -353,43 +550,60 @@ func checkHeatMap(t *testing.T, tab context.Context, want map[string]any) {
 			hottest = append(hottest, []string{jsonNumber(g["key_group"]), jsonNumber(g["subtask"]), jsonNumber(g["entries"]), jsonNumber(g["bytes"])})
 		}
 		sameRows(t, uid+" hottest key groups", tableRows(t, tab, sec+" .hottest"), hottest)
+		if !hover {
+			continue
+		}
 		// Hover the hottest key group's bytes cell and the last key
 		// group's (empty, in the last subtask).
 		for _, kg := range []int{int(groups[0].(map[string]any)["key_group"].(float64)), maxP - 1} {
-			var at []float64
-			act(t, tab, chromedp.Evaluate(fmt.Sprintf(`(() => {
-				const chart = window.stateutilCharts[%q];
-				chart.getDom().scrollIntoView({block: 'center'});
-				const [x, y] = chart.convertToPixel({seriesIndex: 0}, [%d, 0]);
-				const box = chart.getDom().getBoundingClientRect();
-				return [box.left + x, box.top + y];
-			})()`, uid, kg), &at))
-			tip := fmt.Sprintf(`%s .heat-tooltip .tip[data-key-group="%d"]`, sec, kg)
-			act(t, tab, chromedp.ActionFunc(func(ctx context.Context) error {
-				return input.DispatchMouseEvent(input.MouseMoved, at[0], at[1]).Do(ctx)
-			}), chromedp.WaitReady(tip, chromedp.ByQuery))
-			got := []string{text(t, tab, tip+" .tip-kg"), text(t, tab, tip+" .tip-subtask"), text(t, tab, tip+" .tip-bytes"), text(t, tab, tip+" .tip-entries")}
-			wantTip := []string{strconv.Itoa(kg), strconv.Itoa(p - 1), "0", "0"}
+			tip := hoverKeyGroup(t, tab, uid, kg)
+			got := []string{text(t, tab, tip+" .tip-kg"), text(t, tab, tip+" .tip-subtask"), text(t, tab, tip+" .tip-range"), text(t, tab, tip+" .tip-bytes"), text(t, tab, tip+" .tip-entries")}
+			wantTip := []string{strconv.Itoa(kg), strconv.Itoa(p - 1), subtasks[p-1][1], "0", "0"}
 			for _, g := range op["key_groups"].([]any) {
 				if g := g.(map[string]any); int(g["key_group"].(float64)) == kg {
-					wantTip = []string{strconv.Itoa(kg), jsonNumber(g["subtask"]), jsonNumber(g["bytes"]), jsonNumber(g["entries"])}
+					sub := int(g["subtask"].(float64))
+					wantTip = []string{strconv.Itoa(kg), strconv.Itoa(sub), subtasks[sub][1], jsonNumber(g["bytes"]), jsonNumber(g["entries"])}
 				}
 			}
 			if !reflect.DeepEqual(got, wantTip) {
-				t.Errorf("%s: tooltip of key group %d shows %v (key group, subtask, bytes, entries), want %v", uid, kg, got, wantTip)
+				t.Errorf("%s: tooltip of key group %d shows %v (key group, subtask, its key groups, bytes, entries), want %v", uid, kg, got, wantTip)
 			}
 		}
 	}
 }
 
-// screenshot saves the tab's page for the README, with -rewrite.
-func screenshot(t *testing.T, tab context.Context, name string) {
+// hoverKeyGroup rests the pointer on the bytes cell of a key group in an
+// operator's heat map, and returns the selector of the tooltip it shows.
+func hoverKeyGroup(t *testing.T, tab context.Context, uid string, kg int) string {
+	t.Helper()
+	var at []float64
+	act(t, tab, chromedp.Evaluate(fmt.Sprintf(`(() => {
+		const chart = window.stateutilCharts[%q];
+		chart.getDom().scrollIntoView({block: 'center'});
+		const [x, y] = chart.convertToPixel({seriesIndex: 0}, [%d, 0]);
+		const box = chart.getDom().getBoundingClientRect();
+		return [box.left + x, box.top + y];
+	})()`, uid, kg), &at))
+	tip := fmt.Sprintf(`section[data-operator=%q] .heat-tooltip .tip[data-key-group="%d"]`, uid, kg)
+	act(t, tab, chromedp.ActionFunc(func(ctx context.Context) error {
+		return input.DispatchMouseEvent(input.MouseMoved, at[0], at[1]).Do(ctx)
+	}), chromedp.WaitReady(tip, chromedp.ByQuery))
+	return tip
+}
+
+// screenshot saves, with -rewrite, a picture for the README of the
+// element sel selects ("": the window, from the page's top).
+func screenshot(t *testing.T, tab context.Context, sel, name string) {
 	t.Helper()
 	if !*rewrite {
 		return
 	}
 	var png []byte
-	act(t, tab, chromedp.CaptureScreenshot(&png))
+	if sel == "" {
+		act(t, tab, chromedp.Evaluate(`window.scrollTo(0, 0)`, nil), chromedp.CaptureScreenshot(&png))
+	} else {
+		act(t, tab, chromedp.Screenshot(sel, &png, chromedp.ByQuery))
+	}
 	if err := os.MkdirAll(screenshots, 0o755); err != nil {
 		t.Fatal(err)
 	}

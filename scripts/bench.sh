@@ -127,6 +127,9 @@ say ""
 # get, dump: scripts/lookup-bench.sh.
 . scripts/lookup-bench.sh
 
+# The state browser's first page: scripts/serve-bench.sh.
+. scripts/serve-bench.sh
+
 # S3: scripts/s3-bench.sh (BENCH_S3=0 skips it).
 if [ "${BENCH_S3:-1}" != 0 ]; then
   . scripts/s3-bench.sh

@@ -43,6 +43,9 @@ trap stop_servers EXIT
 phase "S3 server (moto: install, start)"
 . "${STATEUTIL_CACHE_DIR:-.cache}/s3.env"
 export STATEUTIL_REQUIRE_S3=1
+# scripts/deps.sh installed Chromium: the browser tests of stateutil serve
+# fail rather than skip without it.
+export STATEUTIL_REQUIRE_BROWSER=1
 # The hostile trials of the sharded path run as a quick sample here
 # (scripts/shard-trials.sh runs them; STATEUTIL_TRIALS=full for all).
 export STATEUTIL_TRIALS=${STATEUTIL_TRIALS:-quick}

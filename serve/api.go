@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 	"time"
 
@@ -104,35 +105,47 @@ func now(r *http.Request) (time.Time, error) {
 }
 
 func (s *Server) get(w http.ResponseWriter, r *http.Request) {
-	src, err := s.snapshot("id", r.PathValue("id"))
-	if err != nil {
-		s.answer(w, nil, err)
-		return
+	key := func(q url.Values) error {
+		if !q.Has("key") {
+			return badRequestf("key is required")
+		}
+		return nil
 	}
+	s.readState(w, r, key, func(rd snapshot.Reader, q url.Values, at time.Time) error {
+		rec, err := lookup.Get(r.Context(), rd, s.cfg.Registry.Codecs,
+			lookup.Query{Operator: q.Get("operator"), State: q.Get("state"), Key: q.Get("key"), Namespace: q.Get("namespace"), Now: at})
+		if err == nil {
+			s.answer(w, rec, nil)
+		}
+		return err
+	})
+}
+
+// readState serves a request that reads a state (get, entries): it checks
+// the snapshot, the operator and state named, the parameters parse
+// checks, and now; then read answers with a reader of the snapshot, while
+// holding a heavyAtOnce slot. The answer is written while the slot is held,
+// so what is read stays bounded by the slots, however slowly clients read.
+func (s *Server) readState(w http.ResponseWriter, r *http.Request, parse func(url.Values) error, read func(snapshot.Reader, url.Values, time.Time) error) {
+	src, err := s.snapshot("id", r.PathValue("id"))
 	q := r.URL.Query()
-	for _, p := range []string{"operator", "state", "key"} {
-		if !q.Has(p) {
-			s.answer(w, nil, badRequestf("%s is required", p))
-			return
+	for _, p := range []string{"operator", "state"} {
+		if err == nil && q.Get(p) == "" {
+			err = badRequestf("%s is required", p)
 		}
 	}
-	at, err := now(r)
-	if err != nil {
-		s.answer(w, nil, err)
-		return
+	if err == nil {
+		err = parse(q)
 	}
-	// The answer is written while the slot is held: what is read stays
-	// bounded by the slots, however slowly clients read.
-	err = s.withHeavy(r.Context(), func() error {
-		return src.with(r.Context(), func(rd snapshot.Reader) error {
-			rec, err := lookup.Get(r.Context(), rd, s.cfg.Registry.Codecs,
-				lookup.Query{Operator: q.Get("operator"), State: q.Get("state"), Key: q.Get("key"), Namespace: q.Get("namespace"), Now: at})
-			if err == nil {
-				s.answer(w, rec, nil)
-			}
-			return err
+	var at time.Time
+	if err == nil {
+		at, err = now(r)
+	}
+	if err == nil {
+		err = s.withHeavy(r.Context(), func() error {
+			return src.with(r.Context(), func(rd snapshot.Reader) error { return read(rd, q, at) })
 		})
-	})
+	}
 	if err != nil {
 		s.answer(w, nil, err)
 	}

@@ -2,8 +2,10 @@ package serve
 
 import (
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/stateutil/stateutil/keygroup"
 	"github.com/stateutil/stateutil/lookup"
@@ -41,59 +43,33 @@ func parseCursor(s string) (cursor, error) {
 }
 
 func (s *Server) entries(w http.ResponseWriter, r *http.Request) {
-	src, err := s.snapshot("id", r.PathValue("id"))
-	if err != nil {
-		s.answer(w, nil, err)
-		return
-	}
-	q := r.URL.Query()
-	for _, p := range []string{"operator", "state"} {
-		if q.Get(p) == "" {
-			s.answer(w, nil, badRequestf("%s is required", p))
-			return
-		}
-	}
-	limit, err := intParam(r, "limit", maxPage)
-	if err != nil {
-		s.answer(w, nil, err)
-		return
-	}
-	if limit == 0 {
-		limit = defaultPage
-	}
+	limit := defaultPage
 	var from cursor
-	if after := q.Get("after"); after != "" {
-		if from, err = parseCursor(after); err != nil {
-			s.answer(w, nil, err)
-			return
+	pageParams := func(q url.Values) error {
+		n, err := intParam(r, "limit", maxPage)
+		if n > 0 {
+			limit = n
 		}
+		if after := q.Get("after"); err == nil && after != "" {
+			from, err = parseCursor(after)
+		}
+		return err
 	}
-	at, err := now(r)
-	if err != nil {
-		s.answer(w, nil, err)
-		return
-	}
-	// Written while the slot is held, as get's answer is.
-	err = s.withHeavy(r.Context(), func() error {
-		return src.with(r.Context(), func(rd snapshot.Reader) error {
-			op, ok := rd.Snapshot().Operator(q.Get("operator"))
-			if ok && from.keyGroup >= op.MaxParallelism {
-				return badRequestf("after: key group %d is past the operator's last, %d", from.keyGroup, op.MaxParallelism-1)
-			}
-			f := lookup.Filter{Operator: q.Get("operator"), State: q.Get("state"), Subtask: -1, Now: at}
-			if ok {
-				f.KeyGroups = &keygroup.Range{Start: from.keyGroup, End: op.MaxParallelism - 1}
-			}
-			page, err := readPage(r, rd, s.cfg.Registry.Codecs, f, from, limit)
-			if err == nil {
-				writeBody(w, http.StatusOK, page)
-			}
-			return err
-		})
+	s.readState(w, r, pageParams, func(rd snapshot.Reader, q url.Values, at time.Time) error {
+		op, ok := rd.Snapshot().Operator(q.Get("operator"))
+		if ok && from.keyGroup >= op.MaxParallelism {
+			return badRequestf("after: key group %d is past the operator's last, %d", from.keyGroup, op.MaxParallelism-1)
+		}
+		f := lookup.Filter{Operator: q.Get("operator"), State: q.Get("state"), Subtask: -1, Now: at}
+		if ok {
+			f.KeyGroups = &keygroup.Range{Start: from.keyGroup, End: op.MaxParallelism - 1}
+		}
+		page, err := readPage(r, rd, s.cfg.Registry.Codecs, f, from, limit)
+		if err == nil {
+			writeBody(w, http.StatusOK, page)
+		}
+		return err
 	})
-	if err != nil {
-		s.answer(w, nil, err)
-	}
 }
 
 // maxPageBytes ends a page early where its records grow past it: big

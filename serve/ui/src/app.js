@@ -145,6 +145,12 @@ async function home(content) {
   ]), { id: 'snapshots' }));
 }
 
+function ttlText(ttl) {
+  if (!ttl) return '';
+  if (ttl.unknown) return ' (ttl, settings not recorded)';
+  return ' (ttl ' + ttl.ttl_ms + ' ms, ' + ttl.update + ', ' + ttl.visibility + ')';
+}
+
 async function overview(content, id) {
   content.append(snapshotTitle(id));
   const s = await api(`/api/snapshots/${id}`);
@@ -159,7 +165,7 @@ async function overview(content, id) {
   content.append(table(['OPERATOR', 'PARALLELISM', 'MAX PARALLELISM', 'KEYED STATES', 'OPERATOR STATES', 'ENTRIES', 'BYTES'],
     s.operators.map((op) => [
       label(op), num(op.parallelism), num(op.max_parallelism),
-      h('ul', {}, op.keyed_states.map((k) => h('li', {}, k.name + ': ' + k.kind + (k.ttl ? ' (ttl ' + k.ttl.ttl_ms + ' ms, ' + k.ttl.update + ')' : '')))),
+      h('ul', {}, op.keyed_states.map((k) => h('li', {}, k.name + ': ' + k.kind + ttlText(k.ttl)))),
       h('ul', {}, op.operator_states.map((o) => h('li', {}, o.name + ': ' + o.mode))),
       num(op.keyed_entries + op.operator_elements), bytes(op.keyed_bytes + op.operator_bytes),
     ]), { id: 'operators' }));
@@ -211,7 +217,7 @@ function heatOption(op) {
     const g = byGroup.get(kg);
     const sub = g ? g.subtask : Array.from({ length: p }, (_, i) => i).find((i) => { const r = rangeOf(i, p, maxP); return kg >= r[0] && kg <= r[1]; });
     const r = rangeOf(sub, p, maxP);
-    return `<div class="tip" data-key-group="${kg}">key group <b class="tip-kg">${kg}</b><br>subtask <span class="tip-subtask">${sub}</span> (key groups ${r[0]}-${r[1]})<br>bytes <span class="tip-bytes">${g ? g.bytes : 0}</span><br>entries <span class="tip-entries">${g ? g.entries : 0}</span></div>`;
+    return `<div class="tip" data-key-group="${kg}">key group <b class="tip-kg">${kg}</b><br>subtask <span class="tip-subtask">${sub}</span> (key groups <span class="tip-range">${r[0]}-${r[1]}</span>)<br>bytes <span class="tip-bytes">${g ? g.bytes : 0}</span><br>entries <span class="tip-entries">${g ? g.entries : 0}</span></div>`;
   };
   const series = (name, data, y, vm) => ({
     name, type: 'heatmap', data, progressive: 0, animation: false,
