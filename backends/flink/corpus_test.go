@@ -270,6 +270,12 @@ func TestCheckedInCorpusReads(t *testing.T) {
 // TestGeneratedCorpusReads reads a corpus made by scripts/flink-corpus.sh:
 // $STATEUTIL_FLINK_CORPUS, else <cache>/flink-corpus when it exists.
 func TestGeneratedCorpusReads(t *testing.T) {
+	checkCorpus(t, generatedCorpus(t))
+}
+
+// generatedCorpus is $STATEUTIL_FLINK_CORPUS, else <cache>/flink-corpus;
+// the test skips when there is none.
+func generatedCorpus(t *testing.T) string {
 	root := os.Getenv("STATEUTIL_FLINK_CORPUS")
 	if root == "" {
 		cache := os.Getenv("STATEUTIL_CACHE_DIR")
@@ -281,7 +287,7 @@ func TestGeneratedCorpusReads(t *testing.T) {
 	if _, err := os.Stat(root); err != nil {
 		t.Skipf("no generated corpus at %s (scripts/flink-corpus.sh makes one)", root)
 	}
-	checkCorpus(t, root)
+	return root
 }
 
 // uidHash is the OperatorID Flink gives an operator with a uid (Guava's

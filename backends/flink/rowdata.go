@@ -194,9 +194,11 @@ func decodeRowData(r *reader, s *SerializerSnapshot) any {
 	return v
 }
 
-// errOutside is the damage error of a slot pointing outside its container.
+// maxNanoOfMillisecond is the most nanoseconds Flink's TimestampData holds
+// within its millisecond.
 const maxNanoOfMillisecond = 999_999
 
+// errOutside is the damage error of a slot pointing outside its container.
 func errOutside(what string, size int) error {
 	return fmt.Errorf("%s points outside its %d bytes", what, size)
 }
@@ -223,14 +225,30 @@ func binRow(row []byte, types []LogicalType, names []string, depth int) (any, er
 		}
 		list[i] = v
 	}
-	if names == nil {
-		return list, nil
+	var v any = list
+	if names != nil {
+		obj := make(map[string]any, n)
+		for i, name := range names {
+			obj[name] = list[i]
+		}
+		v = obj
 	}
-	obj := make(map[string]any, n)
-	for i, name := range names {
-		obj[name] = list[i]
+	return withRowKind(row[0], v)
+}
+
+// rowKinds are Flink's RowKind values by the byte a row's header holds.
+var rowKinds = []string{"INSERT", "UPDATE_BEFORE", "UPDATE_AFTER", "DELETE"}
+
+// withRowKind keeps a row's kind where it is not INSERT (a deduplication
+// keeps the last row as an update): {"@rowkind": KIND, "@row": row}.
+func withRowKind(kind byte, row any) (any, error) {
+	switch {
+	case kind == 0:
+		return row, nil
+	case int(kind) < len(rowKinds):
+		return map[string]any{"@rowkind": rowKinds[kind], "@row": row}, nil
 	}
-	return obj, nil
+	return nil, fmt.Errorf("row kind %d is none of Flink's", kind)
 }
 
 // fieldErr says where a damage error is; a not-decoded one passes as is.

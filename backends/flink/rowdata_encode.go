@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/big"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -20,11 +21,15 @@ import (
 
 // encodeRowData writes one RowData value: its int length, then the row.
 func encodeRowData(b []byte, s *SerializerSnapshot, v any) ([]byte, error) {
+	kind, v, err := rowKindOf(v)
+	if err != nil {
+		return nil, err
+	}
 	fields, ok := v.([]any)
 	if !ok {
 		return nil, fmt.Errorf("want a JSON array of %d fields, not %v", len(s.LogicalTypes), v)
 	}
-	row, err := binRowBytes(s.LogicalTypes, fields, 0)
+	row, err := binRowBytes(kind, s.LogicalTypes, fields, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -44,7 +49,20 @@ func (w *binWriter) appendVar(p []byte, low uint32) uint64 {
 	return uint64(off)<<32 | uint64(low)
 }
 
-func binRowBytes(types []LogicalType, fields []any, depth int) ([]byte, error) {
+// rowKindOf takes a row apart from the kind withRowKind put around it.
+func rowKindOf(v any) (byte, any, error) {
+	m, ok := v.(map[string]any)
+	if !ok || len(m) != 2 || m["@row"] == nil {
+		return 0, v, nil
+	}
+	name, _ := m["@rowkind"].(string)
+	if i := slices.Index(rowKinds, name); i >= 0 {
+		return byte(i), m["@row"], nil
+	}
+	return 0, nil, fmt.Errorf("@rowkind %v is none of %s", m["@rowkind"], strings.Join(rowKinds, ", "))
+}
+
+func binRowBytes(kind byte, types []LogicalType, fields []any, depth int) ([]byte, error) {
 	if depth > maxRowDepth {
 		return nil, fmt.Errorf("rows nested deeper than %d", maxRowDepth)
 	}
@@ -53,6 +71,7 @@ func binRowBytes(types []LogicalType, fields []any, depth int) ([]byte, error) {
 	}
 	nullBits := rowNullBytes(len(types))
 	w := &binWriter{buf: make([]byte, nullBits+8*len(types))}
+	w.buf[0] = kind
 	for i, t := range types {
 		if fields[i] == nil {
 			w.buf[(i+8)/8] |= 1 << ((i + 8) % 8)
@@ -117,7 +136,8 @@ func (w *binWriter) field(off int, t LogicalType, v any, depth int) error {
 		if err != nil {
 			return err
 		}
-		if len(p) <= 7 {
+		// Flink writes a RAW value's bytes out of line however short.
+		if len(p) <= 7 && t.Root != "RAW" {
 			copy(slot, p)
 			slot[7] = 0x80 | byte(len(p))
 			return nil
@@ -180,6 +200,10 @@ func binNestedBytes(t LogicalType, v any, depth int) ([]byte, error) {
 		}
 		return binArrayBytes(*t.Elem, elems, depth)
 	case "ROW":
+		kind, v, err := rowKindOf(v)
+		if err != nil {
+			return nil, err
+		}
 		obj, ok := v.(map[string]any)
 		if !ok || len(obj) != len(t.Fields) {
 			return nil, fmt.Errorf("want an object of %d fields, not %v", len(t.Fields), v)
@@ -189,7 +213,7 @@ func binNestedBytes(t LogicalType, v any, depth int) ([]byte, error) {
 		for i, f := range t.Fields {
 			types[i], fields[i] = f.Type, obj[f.Name]
 		}
-		return binRowBytes(types, fields, depth)
+		return binRowBytes(kind, types, fields, depth)
 	}
 	kt, vt := t.Key, t.Value
 	if t.Root == "MULTISET" {

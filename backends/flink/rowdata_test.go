@@ -1,6 +1,7 @@
 package flink
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -125,5 +126,39 @@ func TestRowDataTimestampNanosOutOfRange(t *testing.T) {
 	v := []any{json.Number("7"), "abc", "a longer one", json.Number("-1.50"), map[string]any{"millisecond": json.Number("1000"), "nanoOfMillisecond": json.Number("1000000")}, []any{json.Number("1"), nil, json.Number("3")}, []any{[]any{"x", json.Number("5")}}, map[string]any{"n": json.Number("-2"), "name": "nm"}, nil}
 	if _, err := c.Encode(v); err == nil {
 		t.Error("encoding 1,000,000 nanoseconds: no error")
+	}
+}
+
+// A row's kind is kept where it is not INSERT (a deduplication keeps its
+// last row as UPDATE_AFTER), and a RAW placeholder's bytes stay out of
+// line however short, as Flink's BinaryRowWriter lays them out.
+func TestRowDataKindAndRawOutOfLine(t *testing.T) {
+	raw := LogicalType{Class: "RawType", Root: "RAW", RawClass: "org.apache.flink.table.api.dataview.MapView", RawSerializer: dataViewPlaceholder}
+	c := codec{s: &SerializerSnapshot{Class: rowDataSnapshotClass, LogicalTypes: []LogicalType{lt("BIGINT"), raw}}}
+	row := []byte{
+		2, 0, 0, 0, 0, 0, 0, 0, // UPDATE_AFTER, no nulls
+		5, 0, 0, 0, 0, 0, 0, 0, // 5
+		1, 0, 0, 0, 24, 0, 0, 0, // 1 byte at 24
+		0, 0, 0, 0, 0, 0, 0, 0, // the placeholder's byte, padded
+	}
+	v, err := c.Decode(rowDataValue(row))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, _ := json.Marshal(v)
+	if want := `{"@row":[5,{"bytes":"0x00","class":"org.apache.flink.table.api.dataview.MapView"}],"@rowkind":"UPDATE_AFTER"}`; string(text) != want {
+		t.Errorf("decoded %s, want %s", text, want)
+	}
+	back := map[string]any{"@rowkind": "UPDATE_AFTER", "@row": []any{json.Number("5"), map[string]any{"class": raw.RawClass, "bytes": "0x00"}}}
+	if got, err := c.Encode(back); err != nil || !bytes.Equal(got, rowDataValue(row)) {
+		t.Errorf("encoded %x (%v), want %x", got, err, rowDataValue(row))
+	}
+	bad := append([]byte(nil), row...)
+	bad[0] = 4
+	if _, err := c.Decode(rowDataValue(bad)); err == nil || errors.Is(err, snapshot.ErrNotDecoded) {
+		t.Errorf("row kind 4: got %v, want damage", err)
+	}
+	if _, err := c.Encode(map[string]any{"@rowkind": "UPSERT", "@row": back["@row"]}); err == nil {
+		t.Error("encoding @rowkind UPSERT: no error")
 	}
 }

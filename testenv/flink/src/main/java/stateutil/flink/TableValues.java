@@ -41,7 +41,18 @@ final class TableValues {
             return NOT_TABLE;
         }
         LogicalType lt = t instanceof InternalTypeInfo ? ((InternalTypeInfo<?>) t).toLogicalType() : null;
-        return row((RowData) v, lt instanceof RowType ? (RowType) lt : null);
+        return withKind((RowData) v, row((RowData) v, lt instanceof RowType ? (RowType) lt : null));
+    }
+
+    /** A row whose kind is not INSERT as {"@rowkind": KIND, "@row": row}, as stateutil prints it. */
+    static Object withKind(RowData r, Object rendered) {
+        if (r.getRowKind() == org.apache.flink.types.RowKind.INSERT) {
+            return rendered;
+        }
+        TreeMap<String, Object> out = Json.obj();
+        out.put("@rowkind", r.getRowKind().name());
+        out.put("@row", rendered);
+        return out;
     }
 
     static List<Object> row(RowData r, RowType rt) {
@@ -85,10 +96,10 @@ final class TableValues {
             for (int i = 0; i < values.size(); i++) {
                 out.put(rt.getFieldNames().get(i), values.get(i));
             }
-            return out;
+            return withKind((RowData) v, out);
         }
         if (v instanceof RowData) {
-            return row((RowData) v, null);
+            return withKind((RowData) v, row((RowData) v, null));
         }
         if (v instanceof ArrayData && t instanceof ArrayType) {
             return array((ArrayData) v, ((ArrayType) t).getElementType());
