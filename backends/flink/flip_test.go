@@ -278,7 +278,8 @@ func (ty tally) String() string {
 // TestDamageDetection flips bytes of, and truncates, every file of a
 // canonical heap savepoint, of native RocksDB snapshots (an incremental
 // checkpoint and a native savepoint), of a changelog checkpoint and of a
-// native heap savepoint with Kryo values, and logs the detection table.
+// native heap savepoint with Kryo values, and of the value zoo's Kryo
+// collections and Avro savepoints, and logs the detection table.
 func TestDamageDetection(t *testing.T) {
 	// Per snapshot, about how many flips and cuts each file gets. A damaged
 	// heap key group with Kryo values takes longest: the tries to infer
@@ -292,6 +293,8 @@ func TestDamageDetection(t *testing.T) {
 		{"1.20.5/basic-rocksdb-native", 160, 40},
 		{"2.3.0/basic-hashmap-checkpoint-changelog", 160, 40},
 		{"2.3.0/types-hashmap-native", 40, 10},
+		{"1.20.5/collections-hashmap-canonical", 40, 10},
+		{"2.3.0/avro-hashmap-canonical", 40, 10},
 	} {
 		name := sw.name
 		t.Run(name, func(t *testing.T) {
