@@ -31,7 +31,7 @@ final class SerializerJson {
             return null;
         }
         if (s instanceof RowDataSerializer) {
-            return TableValues.row((RowData) v, RowType.of((LogicalType[]) field(s, "types")));
+            return TableValues.withKind((RowData) v, TableValues.row((RowData) v, RowType.of((LogicalType[]) field(s, "types"))));
         }
         if (s instanceof ListSerializer) {
             TypeSerializer<?> es = ((ListSerializer<?>) s).getElementSerializer();
