@@ -60,8 +60,8 @@ type Client struct {
 // (SPNEGO) follows the HDFS client's conventions: it is used when
 // $HADOOP_CONF_DIR's core-site.xml sets hadoop.http.authentication.type
 // (else hadoop.security.authentication) to kerberos, or, with neither set,
-// when KRB5CCNAME or KRB5_CONFIG is; the ticket comes from the credential
-// cache, and the service principal is hadoop.http.authentication.kerberos.principal
+// when KRB5CCNAME or KRB5_CONFIG is; the ticket comes from the keytab of
+// STATEUTIL_KEYTAB and STATEUTIL_PRINCIPAL, else the credential cache, and the service principal is hadoop.http.authentication.kerberos.principal
 // with _HOST the ResourceManager's host, else HTTP/<host>.
 func NewClient(rm string) (*Client, error) {
 	u, err := url.Parse(rm)
@@ -81,7 +81,7 @@ func NewClient(rm string) (*Client, error) {
 	hc := &http.Client{Timeout: 60 * time.Second}
 	c.do = hc.Do
 	if kerberos.Wanted(cmpOr(conf["hadoop.http.authentication.type"], conf["hadoop.security.authentication"])) {
-		kc, err := kerberos.Client()
+		kc, err := kerberos.Client(kerberos.Login{}.WithEnvironment())
 		if err != nil {
 			return nil, fmt.Errorf("%w: kerberos for %s: %w", ErrYARN, rm, err)
 		}
