@@ -54,6 +54,8 @@ func TestSecureHDFSExitCodes(t *testing.T) {
 			[]string{"--keytab", s.Keytab, "--principal", s.Principal}, ExitKDCUnreachable, "KDC"},
 		{"keytab without the principal", map[string]string{"KRB5CCNAME": noCache},
 			[]string{"--keytab", s.Keytab, "--principal", "bob@" + s.Realm}, ExitNoKey, "bob@" + s.Realm},
+		{"clock skew", map[string]string{"KRB5CCNAME": noCache, "KRB5_CONFIG": s.NoSkewKrb5Config},
+			[]string{"--keytab", s.NoSkewKeytab, "--principal", s.NoSkewPrincipal}, ExitClockSkew, "clock"},
 		{"keytab without a principal", map[string]string{"KRB5CCNAME": noCache},
 			[]string{"--keytab", s.Keytab}, ExitUsage, "--principal"},
 	} {

@@ -186,6 +186,8 @@ func TestSecureHDFSLoginFailures(t *testing.T) {
 			kerberos.Login{Keytab: strangerKeytab, Principal: "mallory@" + s.Realm}, kerberos.ErrPrincipal, "mallory"},
 		{"KDC unreachable, keytab", map[string]string{"KRB5CCNAME": noCache, "KRB5_CONFIG": s.Krb5ConfWith(t, formattest.ClosedAddr(t))},
 			kerberos.Login{Keytab: s.Keytab, Principal: s.Principal}, kerberos.ErrKDCUnreachable, "KDC"},
+		{"clock skew", map[string]string{"KRB5CCNAME": noCache, "KRB5_CONFIG": s.NoSkewKrb5Config},
+			kerberos.Login{Keytab: s.NoSkewKeytab, Principal: s.NoSkewPrincipal}, kerberos.ErrClockSkew, "clock"},
 		{"KDC unreachable, credential cache", map[string]string{"KRB5_CONFIG": s.Krb5ConfWith(t, formattest.ClosedAddr(t))},
 			kerberos.Login{}, kerberos.ErrKDCUnreachable, "KDC"},
 	} {

@@ -26,7 +26,10 @@ type SecureHDFS struct {
 	Service       string // the principal of the NameNode and DataNode, hdfs/HOST@REALM
 	Datanode      string // the DataNode's transfer address, 127.0.0.1:PORT
 	Protection    string // dfs.data.transfer.protection and hadoop.rpc.protection it started with
-	control       string
+	// A second realm, whose KDC allows no clock skew at all: a login there
+	// fails as one from a machine whose clock is off does.
+	NoSkewKrb5Config, NoSkewKeytab, NoSkewPrincipal string
+	control                                         string
 }
 
 // SecureDatanodeName is the name the secured cluster's DataNode gives
@@ -43,18 +46,21 @@ func SecureHDFSCluster(t testing.TB) SecureHDFS {
 	const start = "scripts/hdfs-start.sh --secure"
 	need := func(name string) string { return needClusterEnv(t, "STATEUTIL_TEST_SECURE_"+name, start) }
 	s := SecureHDFS{
-		Addr:          need("HDFS"),
-		Conf:          need("CONF"),
-		Krb5Config:    need("KRB5_CONFIG"),
-		Ccache:        need("CCACHE"),
-		ExpiredCcache: need("EXPIRED_CCACHE"),
-		Keytab:        need("KEYTAB"),
-		Principal:     need("PRINCIPAL"),
-		Realm:         need("REALM"),
-		Service:       need("SERVICE_PRINCIPAL"),
-		Datanode:      need("DATANODE"),
-		Protection:    need("PROTECTION"),
-		control:       need("CONTROL"),
+		Addr:             need("HDFS"),
+		Conf:             need("CONF"),
+		Krb5Config:       need("KRB5_CONFIG"),
+		Ccache:           need("CCACHE"),
+		ExpiredCcache:    need("EXPIRED_CCACHE"),
+		Keytab:           need("KEYTAB"),
+		Principal:        need("PRINCIPAL"),
+		Realm:            need("REALM"),
+		Service:          need("SERVICE_PRINCIPAL"),
+		Datanode:         need("DATANODE"),
+		Protection:       need("PROTECTION"),
+		NoSkewKrb5Config: need("NOSKEW_KRB5_CONFIG"),
+		NoSkewKeytab:     need("NOSKEW_KEYTAB"),
+		NoSkewPrincipal:  need("NOSKEW_PRINCIPAL"),
+		control:          need("CONTROL"),
 	}
 	t.Setenv("HADOOP_CONF_DIR", s.Conf)
 	t.Setenv("HADOOP_HOME", "")

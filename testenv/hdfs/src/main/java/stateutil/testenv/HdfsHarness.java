@@ -187,7 +187,8 @@ public final class HdfsHarness {
                 + "HDFS_PID=" + ProcessHandle.current().pid() + "\n"
                 + (secure == null ? "" : "HDFS_DATANODE=" + transferAddress(cluster) + "\n"
                         + "HDFS_REALM=" + secure.realm() + "\n"
-                        + "HDFS_SERVICE_PRINCIPAL=" + secure.servicePrincipal() + "\n")
+                        + "HDFS_SERVICE_PRINCIPAL=" + secure.servicePrincipal() + "\n"
+                        + "HDFS_NOSKEW_PRINCIPAL=" + SecureCluster.NOSKEW_USER + "@" + SecureCluster.NOSKEW_REALM + "\n")
                 + (yarn == null ? "" : "YARN_RM_WEB=" + YarnHarness.webAddress(yarn) + "\n");
         Path target = Path.of(addrFile).toAbsolutePath();
         Path tmp = target.resolveSibling(target.getFileName() + ".tmp");

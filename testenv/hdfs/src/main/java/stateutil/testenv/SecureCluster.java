@@ -3,6 +3,7 @@ package stateutil.testenv;
 import java.io.File;
 import java.io.IOException;
 import java.net.InetAddress;
+import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -19,6 +20,8 @@ import org.apache.kerby.kerberos.kerb.client.KrbConfig;
 import org.apache.kerby.kerberos.kerb.client.KrbConfigKey;
 import org.apache.kerby.kerberos.kerb.client.KrbOption;
 import org.apache.kerby.kerberos.kerb.KrbException;
+import org.apache.kerby.kerberos.kerb.server.KdcConfigKey;
+import org.apache.kerby.kerberos.kerb.server.SimpleKdcServer;
 import org.apache.kerby.KOptions;
 import org.apache.kerby.kerberos.kerb.type.ticket.TgtTicket;
 
@@ -35,6 +38,10 @@ import org.apache.kerby.kerberos.kerb.type.ticket.TgtTicket;
  * alice.ccache        a credential cache holding a ticket of alice
  * alice-expired.ccache  one whose ticket has expired
  * conf/core-site.xml, conf/hdfs-site.xml  a client's HADOOP_CONF_DIR
+ * noskew-krb5.conf    the realm served by a second KDC, which allows no
+ *                     clock skew at all, so that every login there fails as
+ *                     one from a machine whose clock is off does
+ * carol.keytab        carol, whom only that KDC knows
  * </pre>
  *
  * HOST is the canonical name of 127.0.0.1, which is what Hadoop's clients
@@ -43,10 +50,16 @@ import org.apache.kerby.kerberos.kerb.type.ticket.TgtTicket;
 final class SecureCluster {
     static final String USER = "alice";
     static final String OTHER_USER = "bob";
+    // The MiniKdc's realm: given a realm of its own, the second KDC in this
+    // JVM refused its requests as WRONG_REALM; it serves the same realm
+    // with other users instead.
+    static final String NOSKEW_REALM = "EXAMPLE.COM";
+    static final String NOSKEW_USER = "carol";
     // Short enough to have run out by the time a test looks at it.
     private static final long EXPIRED_LIFETIME_MS = 2000;
 
     private final MiniKdc kdc;
+    private SimpleKdcServer noSkewKdc;
     private final File dir;
     final String host;
     final File serviceKeytab;
@@ -68,14 +81,44 @@ final class SecureCluster {
         Files.createDirectories(work.toPath());
         Files.createDirectories(new File(dir, "conf").toPath());
         MiniKdc kdc = new MiniKdc(p, work);
-        kdc.start();
         String host = InetAddress.getByName("127.0.0.1").getCanonicalHostName().toLowerCase();
         SecureCluster s = new SecureCluster(kdc, dir, host);
+        // Before the MiniKdc: it is the MiniKdc's krb5.conf that this JVM
+        // must be left with.
+        s.startNoSkewKdc(new File(work, "noskew"));
+        kdc.start();
         kdc.createPrincipal(s.serviceKeytab, "hdfs/" + host, "HTTP/" + host);
         kdc.createPrincipal(s.userKeytab, USER);
         kdc.createPrincipal(OTHER_USER, UUID.randomUUID().toString());
         s.writeKrb5Conf();
         return s;
+    }
+
+    private void startNoSkewKdc(File work) throws Exception {
+        Files.createDirectories(work.toPath());
+        int port;
+        try (ServerSocket free = new ServerSocket(0, 1, InetAddress.getByName("127.0.0.1"))) {
+            port = free.getLocalPort();
+        }
+        SimpleKdcServer k = new SimpleKdcServer();
+        k.setWorkDir(work);
+        k.setKdcHost("127.0.0.1");
+        k.setKdcRealm(NOSKEW_REALM);
+        k.setAllowUdp(false);
+        k.setAllowTcp(true);
+        k.setKdcTcpPort(port);
+        // Kerby's check is |client time - KDC time| < skew: with 0 it never
+        // holds. Kerby reports a skewed pre-authentication as a failed one,
+        // so logins need none here, and the skew shows where a ticket is
+        // asked for with the login's ticket: KRB_AP_ERR_SKEW, as any KDC has it.
+        k.getKdcConfig().setLong(KdcConfigKey.ALLOWABLE_CLOCKSKEW, 0L);
+        k.getKdcConfig().setBoolean(KdcConfigKey.PREAUTH_REQUIRED, false);
+        k.init();
+        k.start();
+        noSkewKdc = k;
+        k.createAndExportPrincipals(new File(dir, NOSKEW_USER + ".keytab"), NOSKEW_USER + "@" + NOSKEW_REALM);
+        k.createPrincipal("hdfs/" + host + "@" + NOSKEW_REALM, UUID.randomUUID().toString());
+        atomicWrite(new File(dir, "noskew-krb5.conf"), krb5Conf(NOSKEW_REALM, port));
     }
 
     String realm() {
@@ -168,17 +211,19 @@ final class SecureCluster {
     }
 
     private void writeKrb5Conf() throws IOException {
-        String realm = kdc.getRealm();
-        String text = "[libdefaults]\n"
+        atomicWrite(new File(dir, "krb5.conf"), krb5Conf(kdc.getRealm(), kdc.getPort()));
+    }
+
+    private static String krb5Conf(String realm, int port) {
+        return "[libdefaults]\n"
                 + "  default_realm = " + realm + "\n"
                 + "  udp_preference_limit = 1\n"
                 + "  dns_lookup_kdc = false\n"
                 + "  dns_lookup_realm = false\n"
                 + "[realms]\n"
                 + "  " + realm + " = {\n"
-                + "    kdc = 127.0.0.1:" + kdc.getPort() + "\n"
+                + "    kdc = 127.0.0.1:" + port + "\n"
                 + "  }\n";
-        atomicWrite(new File(dir, "krb5.conf"), text);
     }
 
     private static void writeXml(File f, Map<String, String> props) throws IOException {
@@ -198,7 +243,10 @@ final class SecureCluster {
         Files.move(tmp, target, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
     }
 
-    void stop() {
+    void stop() throws KrbException {
         kdc.stop();
+        if (noSkewKdc != null) {
+            noSkewKdc.stop();
+        }
     }
 }
