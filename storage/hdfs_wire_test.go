@@ -111,11 +111,19 @@ func TestSecureHDFSWireProtection(t *testing.T) {
 	s := formattest.SecureHDFSCluster(t)
 	// Leaves the cluster as it started. Clients this process made before
 	// now hold connections to the cluster that went away.
-	t.Cleanup(func() { s.Protect(t, s.Protection, s.Protection) })
+	t.Cleanup(func() { s.Protect(t, s.Protection, s.Protection, false) })
 	ctx := context.Background()
-	for _, level := range []string{"authentication", "integrity", "privacy"} {
-		t.Run(level, func(t *testing.T) {
-			dn := s.Protect(t, level, level)
+	for _, c := range []struct {
+		level string
+		aes   bool // the DataNode offers AES: privacy then encrypts with it, not RC4
+	}{{"authentication", false}, {"integrity", false}, {"privacy", false}, {"privacy", true}} {
+		level := c.level
+		name := level
+		if c.aes {
+			name += "-aes"
+		}
+		t.Run(name, func(t *testing.T) {
+			dn := s.Protect(t, level, level, c.aes)
 			_, port, err := net.SplitHostPort(dn)
 			if err != nil {
 				t.Fatal(err)
@@ -144,7 +152,7 @@ func TestSecureHDFSWireProtection(t *testing.T) {
 				t.Fatalf("the DataNode capture holds %d bytes, less than the file written and read (2 x %d): the transfer went around it", len(dnb), len(content))
 			}
 			inNN, inDN := bytes.Contains(nn, []byte(marker)), bytes.Contains(dnb, []byte(marker))
-			t.Logf("%s: NameNode capture %d bytes (marker: %v), DataNode capture %d bytes (marker: %v)", level, len(nn), inNN, len(dnb), inDN)
+			t.Logf("%s: NameNode capture %d bytes (marker: %v), DataNode capture %d bytes (marker: %v)", name, len(nn), inNN, len(dnb), inDN)
 			want := level != "privacy"
 			if inNN != want || inDN != want {
 				t.Fatalf("%s: marker in the NameNode capture %v, in the DataNode capture %v; want %v in both", level, inNN, inDN, want)

@@ -75,10 +75,15 @@ func SecureHDFSCluster(t testing.TB) SecureHDFS {
 // Protect restarts the cluster with dfs.data.transfer.protection and
 // hadoop.rpc.protection at the levels given (same namenode address, a new
 // DataNode transfer address, returned), and rewrites its client
-// configuration to match.
-func (s SecureHDFS) Protect(t testing.TB, data, rpc string) string {
+// configuration to match. With aes the DataNode also offers AES
+// (dfs.encrypt.data.transfer.cipher.suites) for privacy.
+func (s SecureHDFS) Protect(t testing.TB, data, rpc string, aes bool) string {
 	t.Helper()
-	reply := control(t, s.control, "protect "+data+" "+rpc)
+	cmd := "protect " + data + " " + rpc
+	if aes {
+		cmd += " aes"
+	}
+	reply := control(t, s.control, cmd)
 	for _, f := range strings.Fields(reply) {
 		if v, ok := strings.CutPrefix(f, "datanode="); ok {
 			return v

@@ -43,8 +43,9 @@ import sun.misc.Signal;
  * connects by hostname (dfs.client.use.datanode.hostname) reaches whatever
  * listens there, such as a test's recording proxy, and it also announces
  * {@code HDFS_DATANODE=127.0.0.1:PORT} (its transfer address). The control
- * command {@code protect DATA_LEVEL RPC_LEVEL} restarts the cluster at
- * those levels, same NameNode port, and answers with the new transfer address.
+ * command {@code protect DATA_LEVEL RPC_LEVEL [aes]} restarts the cluster at
+ * those levels (with aes, DataNodes offering dfs.encrypt.data.transfer.cipher.suites
+ * AES/CTR/NoPadding), same NameNode port, and answers with the new transfer address.
  *
  * With --yarn it also starts a YARN ResourceManager (see {@link YarnHarness}),
  * writes its configuration to CONF_DIR and adds {@code YARN_RM_WEB=host:port}
@@ -262,7 +263,7 @@ public final class HdfsHarness {
      * Rebuilds the secured cluster on the same NameNode port and storage with
      * other protection levels, and rewrites the clients' configuration.
      */
-    private String protect(String dataProtection, String rpcProtection) throws Exception {
+    private String protect(String dataProtection, String rpcProtection, boolean aes) throws Exception {
         if (secure == null) {
             return "error the cluster is not secured";
         }
@@ -274,6 +275,12 @@ public final class HdfsHarness {
         int port = cluster.getNameNodePort();
         cluster.shutdown(false);
         secure.secure(conf, dataProtection, rpcProtection);
+        if (aes) {
+            // Production's usual choice: after the SASL handshake, AES instead of DIGEST-MD5's RC4.
+            conf.set("dfs.encrypt.data.transfer.cipher.suites", "AES/CTR/NoPadding");
+        } else {
+            conf.unset("dfs.encrypt.data.transfer.cipher.suites");
+        }
         UserGroupInformation.setConfiguration(conf);
         stoppedDataNode = null;
         // The builder refuses a configuration that names a base directory already.
@@ -282,7 +289,8 @@ public final class HdfsHarness {
         cluster.waitActive();
         probe(cluster);
         secure.writeClientConf(port, dataProtection, rpcProtection);
-        return "ok datanode=" + transferAddress(cluster) + " protection=" + dataProtection + " rpc-protection=" + rpcProtection;
+        return "ok datanode=" + transferAddress(cluster) + " protection=" + dataProtection + " rpc-protection=" + rpcProtection
+                + (aes ? " cipher=AES/CTR/NoPadding" : "");
     }
 
     /** Proves the cluster serves a real write and read before it is announced. */
@@ -349,10 +357,10 @@ public final class HdfsHarness {
     private synchronized String command(String cmd) throws Exception {
         if (cmd.startsWith("protect ")) {
             String[] f = cmd.split("\\s+");
-            if (f.length != 3) {
-                return "error usage: protect DATA_LEVEL RPC_LEVEL";
+            if (f.length < 3 || f.length > 4 || (f.length == 4 && !f[3].equals("aes"))) {
+                return "error usage: protect DATA_LEVEL RPC_LEVEL [aes]";
             }
-            return protect(f[1], f[2]);
+            return protect(f[1], f[2], f.length == 4);
         }
         switch (cmd) {
             case "stop-datanode":
