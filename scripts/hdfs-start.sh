@@ -18,7 +18,8 @@
 #
 # Environment (all optional):
 #   STATEUTIL_CACHE_DIR           where state goes (default: <repo>/.cache)
-#   STATEUTIL_HDFS_PORT           fixed NameNode RPC port (default: a free one)
+#   STATEUTIL_HDFS_PORT           fixed NameNode RPC port (default: a free one;
+#                                 --secure always takes a free one)
 #   STATEUTIL_HDFS_START_TIMEOUT  seconds to wait for the cluster (default 120)
 #   STATEUTIL_HDFS_JAVA           java binary (default: a Java 17 if found, else java)
 #   STATEUTIL_YARN                0 starts HDFS alone, without YARN (default 1)
