@@ -157,6 +157,42 @@ func TestSecureHDFSWireProtection(t *testing.T) {
 			if inNN != want || inDN != want {
 				t.Fatalf("%s: marker in the NameNode capture %v, in the DataNode capture %v; want %v in both", level, inNN, inDN, want)
 			}
+			if level == "integrity" {
+				wantNoWriteBelowPrivacy(t, s, nnCapture.addr(), dir, dnCapture)
+			}
 		})
 	}
+}
+
+// A client configured for privacy writes nothing to a DataNode that offers
+// only integrity: the write fails rather than go out unencrypted.
+func wantNoWriteBelowPrivacy(t *testing.T, s formattest.SecureHDFS, nn, dir string, dn *recorder) {
+	t.Helper()
+	t.Setenv("HADOOP_CONF_DIR", s.ConfWith(t, map[string]string{
+		"dfs.client.use.datanode.hostname": "true",
+		"dfs.data.transfer.protection":     "privacy",
+	}))
+	ctx := context.Background()
+	st, _, err := testStorage.Resolve(ctx, "hdfs://"+nn+"/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := st.Create(ctx, dir+"/refused")
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret := []byte("must not leave unencrypted " + randSuffix())
+	_, err = p.Write(secret)
+	if err == nil {
+		err = p.Commit()
+	} else {
+		p.Abort()
+	}
+	if err == nil {
+		t.Fatal("a client that wants privacy wrote to a DataNode offering integrity")
+	}
+	if bytes.Contains(dn.captured(), secret) {
+		t.Fatal("the refused write's bytes reached the DataNode")
+	}
+	t.Logf("privacy wanted, integrity offered: %v", err)
 }
