@@ -98,17 +98,17 @@ func openHDFS(ctx context.Context, u *url.URL, login kerberos.Login) (Storage, e
 	}
 
 	login = login.WithEnvironment()
-	if kerberos.Wanted(conf["hadoop.security.authentication"]) || login.Keytab != "" {
-		kc, err := kerberos.Client(login)
-		if err != nil {
-			return nil, fmt.Errorf("connect %s: %w: kerberos: %w", prefix+"/", ErrPermission, err)
-		}
-		opts.KerberosClient = kc
+	kerberized := kerberos.Wanted(conf["hadoop.security.authentication"]) || login.Keytab != ""
+	var who string
+	if kerberized {
 		// dfs.namenode.kerberos.principal (without its realm) is already in
 		// opts; the library puts each namenode's canonical name in for _HOST.
 		if opts.KerberosServicePrincipleName == "" {
 			opts.KerberosServicePrincipleName = "nn/_HOST"
 		}
+		// Per source of the identity and KDC: another keytab, principal,
+		// cache or krb5.conf is another login.
+		who = strings.Join([]string{"krb", login.Keytab, login.Principal, os.Getenv("KRB5CCNAME"), os.Getenv("KRB5_CONFIG")}, "|")
 	} else {
 		opts.KerberosClient = nil
 		opts.User = os.Getenv("HADOOP_USER_NAME")
@@ -119,8 +119,26 @@ func openHDFS(ctx context.Context, u *url.URL, login kerberos.Login) (Storage, e
 			}
 			opts.User = cur.Username
 		}
+		who = opts.User
+	}
+	// What the configuration says of the wire is part of the client too.
+	key := fmt.Sprintf("%v|%s|%s|%s|%v", opts.Addresses, who, opts.KerberosServicePrincipleName,
+		opts.DataTransferProtection, opts.UseDatanodeHostname)
+	hdfsClientsMu.Lock()
+	defer hdfsClientsMu.Unlock()
+	if c, ok := hdfsClients[key]; ok {
+		return &hdfsStorage{client: c, prefix: prefix}, nil
 	}
 
+	if kerberized {
+		// Once per client: a keytab login asks the KDC, which a command
+		// resolving every file of a snapshot must not do for each.
+		kc, err := kerberos.Client(login)
+		if err != nil {
+			return nil, fmt.Errorf("connect %s: %w: kerberos: %w", prefix+"/", ErrPermission, err)
+		}
+		opts.KerberosClient = kc
+	}
 	dialer := &net.Dialer{Timeout: HDFSDialTimeout, KeepAlive: 30 * time.Second}
 	opts.NamenodeDialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
 		c, err := dialer.DialContext(ctx, network, addr)
@@ -131,21 +149,6 @@ func openHDFS(ctx context.Context, u *url.URL, login kerberos.Login) (Storage, e
 	}
 	opts.DatanodeDialFunc = dialer.DialContext
 
-	who := opts.User
-	if kc := opts.KerberosClient; kc != nil {
-		// Per source of the identity and KDC: another keytab, cache or
-		// krb5.conf is another login.
-		who = strings.Join([]string{"krb", kc.Credentials.UserName() + "@" + kc.Credentials.Realm(),
-			login.Keytab, os.Getenv("KRB5CCNAME"), os.Getenv("KRB5_CONFIG")}, "|")
-	}
-	// What the configuration says of the wire is part of the client too.
-	key := fmt.Sprintf("%v|%s|%s|%s|%v", opts.Addresses, who, opts.KerberosServicePrincipleName,
-		opts.DataTransferProtection, opts.UseDatanodeHostname)
-	hdfsClientsMu.Lock()
-	defer hdfsClientsMu.Unlock()
-	if c, ok := hdfsClients[key]; ok {
-		return &hdfsStorage{client: c, prefix: prefix}, nil
-	}
 	c, err := hdfs.NewClient(opts)
 	if err != nil {
 		return nil, hdfsConnectErr(prefix, err)
