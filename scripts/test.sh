@@ -85,8 +85,9 @@ echo "real Flink: $STATEUTIL_FLINK_VERSIONS; corpus slice $flink_slice, into $ST
 scripts/flink-corpus.sh --versions "$STATEUTIL_FLINK_VERSIONS" --slice "$flink_slice" --verify --out "$STATEUTIL_FLINK_CORPUS"
 phase "real-Flink corpus slice $flink_slice"
 
-# The storage tests stop and restart the DataNode; run them before the
-# packages that write to HDFS, not beside them.
+# The storage tests stop and restart the DataNode, and restart the
+# kerberized cluster at each protection level; run them before the packages
+# that write to HDFS, not beside them.
 # -v so that the log shows each HDFS test running against the cluster. The
 # whole output of each go test is kept in the cache; the lines shown include
 # every failure's messages, from test helpers' files too.
