@@ -20,6 +20,7 @@ import (
 	"github.com/stateutil/stateutil/backends/flink"
 	"github.com/stateutil/stateutil/backends/memory"
 	"github.com/stateutil/stateutil/backends/rocksdb"
+	"github.com/stateutil/stateutil/internal/kerberos"
 	"github.com/stateutil/stateutil/internal/recovered"
 	"github.com/stateutil/stateutil/keygroup"
 	"github.com/stateutil/stateutil/lookup"
@@ -32,15 +33,22 @@ import (
 
 // Exit codes, documented in the root help and the README.
 const (
-	ExitOK          = 0   // success (diff: the snapshots are equal)
-	ExitUsage       = 1   // bad flags or arguments, a destination that exists or is in use (diff: the snapshots differ)
-	ExitCorrupt     = 2   // corrupt or unreadable snapshot, failed write, verify findings
-	ExitNotFound    = 3   // snapshot, file, operator, state or key not found
-	ExitUnsupported = 4   // unsupported format or format version, state that cannot be read
-	ExitTooLarge    = 5   // state exceeds a cap (the memory format's per-subtask limit)
-	ExitNotDecoded  = 6   // values whose serializer stateutil does not implement (verify --strict)
-	ExitInternal    = 70  // a bug in stateutil: it panicked (please report it)
-	ExitInterrupted = 130 // interrupted by SIGINT or SIGTERM; nothing was left behind
+	ExitOK          = 0 // success (diff: the snapshots are equal)
+	ExitUsage       = 1 // bad flags or arguments, a destination that exists or is in use (diff: the snapshots differ)
+	ExitCorrupt     = 2 // corrupt or unreadable snapshot, failed write, verify findings
+	ExitNotFound    = 3 // snapshot, file, operator, state or key not found
+	ExitUnsupported = 4 // unsupported format or format version, state that cannot be read
+	ExitTooLarge    = 5 // state exceeds a cap (the memory format's per-subtask limit)
+	ExitNotDecoded  = 6 // values whose serializer stateutil does not implement (verify --strict)
+	// Kerberos (a kerberized HDFS or YARN) refused who stateutil is, one code per cause.
+	ExitNoTicket       = 10  // no Kerberos ticket: no credential cache, or none for the realm
+	ExitTicketExpired  = 11  // the Kerberos ticket has expired
+	ExitPrincipal      = 12  // a principal the KDC does not know, or not the service's
+	ExitKDCUnreachable = 13  // no KDC of the realm answered
+	ExitNoKey          = 14  // the keytab holds no key for the principal (or none the KDC accepts)
+	ExitClockSkew      = 15  // clock skew with the KDC or the service too large
+	ExitInternal       = 70  // a bug in stateutil: it panicked (please report it)
+	ExitInterrupted    = 130 // interrupted by SIGINT or SIGTERM; nothing was left behind
 )
 
 const exitCodeHelp = `Exit codes:
@@ -53,6 +61,12 @@ const exitCodeHelp = `Exit codes:
   5    state too large for the target format
   6    values not decoded: their serializer is one stateutil does not
        implement (verify --strict)
+  10   Kerberos: no ticket (no credential cache, or none for the realm)
+  11   Kerberos: the ticket has expired
+  12   Kerberos: wrong principal (unknown to the KDC, or not the service's)
+  13   Kerberos: no KDC answered
+  14   Kerberos: the keytab holds no key for the principal
+  15   Kerberos: clock skew too large
   70   internal error (a bug in stateutil)
   130  interrupted (SIGINT, SIGTERM): writes were aborted and temporary
        files removed`
@@ -74,7 +88,19 @@ func exitCode(err error) int {
 		return ExitOK
 	case errors.Is(err, errInterrupted):
 		return ExitInterrupted
-	case errors.Is(err, errUsage), errors.Is(err, keygroup.ErrInvalidParallelism), errors.Is(err, keygroup.ErrUnknownKeyType),
+	case errors.Is(err, kerberos.ErrNoTicket):
+		return ExitNoTicket
+	case errors.Is(err, kerberos.ErrTicketExpired):
+		return ExitTicketExpired
+	case errors.Is(err, kerberos.ErrPrincipal):
+		return ExitPrincipal
+	case errors.Is(err, kerberos.ErrKDCUnreachable):
+		return ExitKDCUnreachable
+	case errors.Is(err, kerberos.ErrNoKey):
+		return ExitNoKey
+	case errors.Is(err, kerberos.ErrClockSkew):
+		return ExitClockSkew
+	case errors.Is(err, errUsage), errors.Is(err, kerberos.ErrLogin), errors.Is(err, keygroup.ErrInvalidParallelism), errors.Is(err, keygroup.ErrUnknownKeyType),
 		errors.Is(err, storage.ErrExist), errors.Is(err, storage.ErrInUse), errors.Is(err, migrate.ErrBadDestination),
 		errors.Is(err, migrate.ErrConflict), errors.Is(err, redistribute.ErrNotRedistributable), errors.As(err, new(*snapshot.ExpiryError)),
 		errors.As(err, new(*lookup.QueryError)):
@@ -119,6 +145,8 @@ type env struct {
 	// s3 is what the root's S3 flags fill in; reg's S3 storages read it
 	// when they resolve a location.
 	s3 *s3.Options
+	// hdfs is what the root's Kerberos flags fill in, read the same way.
+	hdfs *storage.HDFSOptions
 }
 
 // isTerminal reports whether w is an interactive terminal (not /dev/null,
@@ -130,10 +158,10 @@ func isTerminal(w io.Writer) bool {
 
 // newRegistry is everything this build of stateutil knows, in the order
 // formats are probed: the formats with magic bytes of their own first.
-// S3 locations are resolved with s3opts as it is then.
-func newRegistry(s3opts *s3.Options) *snapshot.Registry {
+// S3 and HDFS locations are resolved with s3opts and hdfsOpts as they are then.
+func newRegistry(s3opts *s3.Options, hdfsOpts *storage.HDFSOptions) *snapshot.Registry {
 	st := storage.NewRegistry()
-	st.Register("hdfs", storage.HDFS)
+	st.Register("hdfs", storage.HDFSOpener(hdfsOpts))
 	s3.Register(st, s3opts)
 	reg := snapshot.NewRegistry(st)
 	memory.Register(reg)
@@ -146,7 +174,8 @@ func newRegistry(s3opts *s3.Options) *snapshot.Registry {
 // NewRootCommand builds the whole command tree writing to out and errOut.
 func NewRootCommand(out, errOut io.Writer) *cobra.Command {
 	s3opts := &s3.Options{}
-	return newRoot(&env{reg: newRegistry(s3opts), terminal: isTerminal, s3: s3opts}, out, errOut)
+	hdfsOpts := &storage.HDFSOptions{}
+	return newRoot(&env{reg: newRegistry(s3opts, hdfsOpts), terminal: isTerminal, s3: s3opts, hdfs: hdfsOpts}, out, errOut)
 }
 
 func newRoot(e *env, out, errOut io.Writer) *cobra.Command {
@@ -172,6 +201,12 @@ s3://bucket/path URIs (s3a:// and s3p:// too, as Flink writes them).
 			"S3 endpoint URL for MinIO, Ceph, SeaweedFS... (default: $AWS_ENDPOINT_URL_S3, $AWS_ENDPOINT_URL, AWS)")
 		root.PersistentFlags().BoolVar(&e.s3.PathStyle, "s3-path-style", false,
 			"address S3 buckets as endpoint/bucket/key (also STATEUTIL_S3_PATH_STYLE=true; implied for an IP or localhost endpoint)")
+	}
+	if e.hdfs != nil {
+		root.PersistentFlags().StringVar(&e.hdfs.Kerberos.Keytab, "keytab", "",
+			"log in to a kerberized HDFS with this keytab, as --principal (default: $STATEUTIL_KEYTAB; without one, the ticket of $KRB5CCNAME)")
+		root.PersistentFlags().StringVar(&e.hdfs.Kerberos.Principal, "principal", "",
+			"the Kerberos principal of --keytab, user@REALM (default: $STATEUTIL_PRINCIPAL)")
 	}
 	root.SetOut(out)
 	root.SetErr(errOut)

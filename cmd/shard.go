@@ -17,6 +17,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/stateutil/stateutil/internal/kerberos"
 	"github.com/stateutil/stateutil/migrate"
 	"github.com/stateutil/stateutil/storage"
 	"github.com/stateutil/stateutil/yarn"
@@ -291,7 +292,11 @@ func (s *shardFlags) run(c *cobra.Command, e *env, req migrate.Request, report o
 	if err := migrate.OpenStaging(ctx, e.reg, sp); err != nil {
 		return err
 	}
-	client, err := yarn.NewClient(s.yarn)
+	var login kerberos.Login
+	if e.hdfs != nil {
+		login = e.hdfs.Kerberos
+	}
+	client, err := yarn.NewClient(s.yarn, login)
 	if err != nil {
 		return err
 	}

@@ -5,22 +5,50 @@
 #
 #   scripts/hdfs-start.sh && . .cache/hdfs.env && go test ./storage/...; scripts/hdfs-stop.sh
 #
+# With --secure it starts the kerberized cluster instead (a MiniKdc beside a
+# NameNode and DataNode with Kerberos, SASL on RPC and on data transfer, no
+# YARN), in a JVM of its own under .cache/hdfs-secure, and writes
+# .cache/hdfs-secure.env: HADOOP_CONF_DIR, KRB5_CONFIG, KRB5CCNAME (a cache
+# holding a valid ticket of alice@EXAMPLE.COM) and STATEUTIL_TEST_HDFS, for a
+# shell, and the same under STATEUTIL_TEST_SECURE_* names for the tests:
+#
+#   scripts/hdfs-start.sh --secure && . .cache/hdfs-secure.env && stateutil inspect hdfs:///path
+#
+# Both can run at once; scripts/hdfs-stop.sh stops both.
+#
 # Environment (all optional):
 #   STATEUTIL_CACHE_DIR           where state goes (default: <repo>/.cache)
-#   STATEUTIL_HDFS_PORT           fixed NameNode RPC port (default: a free one)
+#   STATEUTIL_HDFS_PORT           fixed NameNode RPC port (default: a free one;
+#                                 --secure always takes a free one)
 #   STATEUTIL_HDFS_START_TIMEOUT  seconds to wait for the cluster (default 120)
 #   STATEUTIL_HDFS_JAVA           java binary (default: a Java 17 if found, else java)
 #   STATEUTIL_YARN                0 starts HDFS alone, without YARN (default 1)
+#   STATEUTIL_HDFS_PROTECTION     --secure: dfs.data.transfer.protection and
+#                                 hadoop.rpc.protection (default privacy)
 #
 # Exits non-zero, with the tail of the harness log, if the cluster does not
 # come up. If a harness started from this tree still runs, it is reused.
 set -euo pipefail
+
+secure=0
+case ${1:-} in
+--secure) secure=1 ;;
+"") ;;
+*)
+	echo "usage: scripts/hdfs-start.sh [--secure]" >&2
+	exit 2
+	;;
+esac
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 harness="$root/testenv/hdfs"
 cache=${STATEUTIL_CACHE_DIR:-$root/.cache}
 state="$cache/hdfs"
 envfile="$cache/hdfs.env"
+if ((secure)); then
+	state="$cache/hdfs-secure"
+	envfile="$cache/hdfs-secure.env"
+fi
 pidfile="$state/harness.pid"
 log="$state/harness.log"
 addrfile="$state/addr"
@@ -53,6 +81,7 @@ is_harness() {
 		tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null | grep -q "stateutil.testenv.${2:-HdfsHarness}"
 }
 yarn=${STATEUTIL_YARN:-1}
+((secure == 0)) || yarn=0
 nmpidfile="$state/nodemanager.pid"
 nmlog="$state/nodemanager.log"
 nmaddrfile="$state/nm-addr"
@@ -101,6 +130,9 @@ needs_build() {
 	done <"$cpfile"
 	return 1
 }
+# One build at a time: the open and the secured cluster may start together.
+exec 9>"$cache/.hdfs-build.lock"
+flock 9
 if needs_build; then
 	say "building harness (mvn -q -B compile; first run downloads ~90 MB into ~/.m2)"
 	mvnargs=(-q -B -Dstyle.color=never -f "$harness/pom.xml" compile)
@@ -125,6 +157,7 @@ if needs_build; then
 	touch "$stamp"
 	say "built in $((SECONDS - t0))s"
 fi
+flock -u 9
 
 # Hadoop reflects into these JDK internals.
 opens=()
@@ -136,10 +169,18 @@ done
 if [[ -f $nmpidfile ]] && is_harness "$(cat "$nmpidfile")" YarnHarness; then
 	stop "$(cat "$nmpidfile")"
 fi
-rm -rf "$state/data" "$addrfile" "$envfile" "$nmaddrfile" "$yarnconf"
+krb="$state/krb"
+rm -rf "$state/data" "$addrfile" "$envfile" "$nmaddrfile" "$yarnconf" "$krb"
 : >"$log"
-args=(--port "${STATEUTIL_HDFS_PORT:-0}" --base-dir "$state/data")
+port=${STATEUTIL_HDFS_PORT:-0}
+((secure == 0)) || port=0
+args=(--port "$port" --base-dir "$state/data")
 [[ $yarn == 0 ]] || args+=(--yarn "$yarnconf")
+if ((secure)); then
+	level=${STATEUTIL_HDFS_PROTECTION:-privacy}
+	mkdir -p "$krb"
+	args+=(--secure "$krb" --protection "$level" --rpc-protection "$level")
+fi
 args+=("$addrfile")
 classpath="$harness/target/classes:$(cat "$cpfile"):$dsjar"
 # setsid: a Ctrl-C aimed at the caller (make, go test) must not half-kill
@@ -194,6 +235,38 @@ if [[ $yarn != 0 ]]; then
 export STATEUTIL_TEST_YARN_CONF=$yarnconf
 export STATEUTIL_TEST_YARN_AM_CLASSPATH=$yarnconf:$classpath
 export STATEUTIL_TEST_YARN_NM_PID=$nmpid"
+fi
+
+if ((secure)); then
+	cat >"$envfile.tmp" <<ENV
+# Written by scripts/hdfs-start.sh --secure; removed by scripts/hdfs-stop.sh.
+# A shell that sources this is alice@$HDFS_REALM on the kerberized cluster.
+export HADOOP_CONF_DIR=$krb/conf
+export KRB5_CONFIG=$krb/krb5.conf
+export KRB5CCNAME=FILE:$krb/alice.ccache
+export STATEUTIL_TEST_HDFS=$HDFS_NAMENODE
+# For the tests, which leave the variables above alone.
+export STATEUTIL_TEST_SECURE_HDFS=$HDFS_NAMENODE
+export STATEUTIL_TEST_SECURE_CONF=$krb/conf
+export STATEUTIL_TEST_SECURE_KRB5_CONFIG=$krb/krb5.conf
+export STATEUTIL_TEST_SECURE_CCACHE=$krb/alice.ccache
+export STATEUTIL_TEST_SECURE_EXPIRED_CCACHE=$krb/alice-expired.ccache
+export STATEUTIL_TEST_SECURE_KEYTAB=$krb/alice.keytab
+export STATEUTIL_TEST_SECURE_PRINCIPAL=alice@$HDFS_REALM
+export STATEUTIL_TEST_SECURE_REALM=$HDFS_REALM
+export STATEUTIL_TEST_SECURE_SERVICE_PRINCIPAL=$HDFS_SERVICE_PRINCIPAL
+# A realm whose KDC allows no clock skew: every login there fails as with a clock that is off.
+export STATEUTIL_TEST_SECURE_NOSKEW_KRB5_CONFIG=$krb/noskew-krb5.conf
+export STATEUTIL_TEST_SECURE_NOSKEW_KEYTAB=$krb/carol.keytab
+export STATEUTIL_TEST_SECURE_NOSKEW_PRINCIPAL=$HDFS_NOSKEW_PRINCIPAL
+export STATEUTIL_TEST_SECURE_DATANODE=$HDFS_DATANODE
+export STATEUTIL_TEST_SECURE_CONTROL=$HDFS_CONTROL
+export STATEUTIL_TEST_SECURE_PROTECTION=$level
+export STATEUTIL_TEST_SECURE_PID=$pid
+ENV
+	mv "$envfile.tmp" "$envfile"
+	say "secured namenode $HDFS_NAMENODE (realm $HDFS_REALM, protection $level, control $HDFS_CONTROL, pid $pid) up in $((SECONDS - t0))s; env in $envfile"
+	exit 0
 fi
 
 cat >"$envfile.tmp" <<ENV

@@ -1,45 +1,47 @@
 #!/usr/bin/env bash
-# Stops the harness started by scripts/hdfs-start.sh and removes its state.
+# Stops the harnesses started by scripts/hdfs-start.sh (the open one, its
+# NodeManager, and the one of --secure) and removes their state.
 # Safe to run when nothing is running. Honours STATEUTIL_CACHE_DIR.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cache=${STATEUTIL_CACHE_DIR:-$root/.cache}
 state="$cache/hdfs"
-pidfile="$state/harness.pid"
+secure="$cache/hdfs-secure"
 
 say() { echo "hdfs-stop: $*" >&2; }
 
-# The NodeManager first: it would retry a ResourceManager that is gone.
-nmpid=$(cat "$state/nodemanager.pid" 2>/dev/null || true)
-if [[ -n $nmpid ]] && kill -0 "$nmpid" 2>/dev/null &&
-	tr '\0' ' ' <"/proc/$nmpid/cmdline" 2>/dev/null | grep -q 'stateutil.testenv.YarnHarness'; then
-	kill -TERM "$nmpid"
-	for _ in $(seq 60); do
-		kill -0 "$nmpid" 2>/dev/null || break
-		sleep 0.5
-	done
-	kill -KILL "$nmpid" 2>/dev/null || true
-	say "stopped the nodemanager (pid $nmpid)"
-fi
-rm -f "$state/nodemanager.pid" "$state/nm-addr"
-rm -rf "$state/yarn-conf"
-
-pid=$(cat "$pidfile" 2>/dev/null || true)
-if [[ -n $pid ]] && kill -0 "$pid" 2>/dev/null &&
-	tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q 'stateutil.testenv.HdfsHarness'; then
+# stop_jvm PIDFILE CLASS NAME: TERM the JVM whose pid PIDFILE holds if it
+# runs CLASS (only ever what the start script started), KILL it after 30s.
+stop_jvm() {
+	local pid
+	pid=$(cat "$1" 2>/dev/null || true)
+	if [[ -z $pid ]] || ! kill -0 "$pid" 2>/dev/null ||
+		! tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q "stateutil.testenv.$2"; then
+		say "$3 not running"
+		return 0
+	fi
 	kill -TERM "$pid"
 	for _ in $(seq 60); do
 		kill -0 "$pid" 2>/dev/null || break
 		sleep 0.5
 	done
 	if kill -0 "$pid" 2>/dev/null; then
-		say "pid $pid ignored SIGTERM for 30s; killing it"
+		say "$3 (pid $pid) ignored SIGTERM for 30s; killing it"
 		kill -KILL "$pid" 2>/dev/null || true
 	fi
-	say "stopped (pid $pid)"
-else
-	say "not running"
-fi
-rm -f "$cache/hdfs.env" "$pidfile" "$state/addr"
+	say "stopped $3 (pid $pid)"
+}
+
+# The NodeManager first: it would retry a ResourceManager that is gone.
+stop_jvm "$state/nodemanager.pid" YarnHarness "the nodemanager"
+rm -f "$state/nodemanager.pid" "$state/nm-addr"
+rm -rf "$state/yarn-conf"
+
+stop_jvm "$state/harness.pid" HdfsHarness "the HDFS harness"
+rm -f "$cache/hdfs.env" "$state/harness.pid" "$state/addr"
 rm -rf "$state/data"
+
+stop_jvm "$secure/harness.pid" HdfsHarness "the kerberized HDFS harness"
+rm -f "$cache/hdfs-secure.env" "$secure/harness.pid" "$secure/addr"
+rm -rf "$secure/data" "$secure/krb"

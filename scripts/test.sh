@@ -30,11 +30,27 @@ stop_servers() {
   print_phases
 }
 
-scripts/hdfs-start.sh
+# The kerberized cluster (scripts/hdfs-start.sh --secure: a MiniKdc beside
+# it) starts in a JVM of its own alongside the open one; its variables are
+# the STATEUTIL_TEST_SECURE_* ones, so that the rest of its env file (a
+# kinit'ed shell's) reaches no other test.
+logs=${STATEUTIL_CACHE_DIR:-.cache}
+mkdir -p "$logs"
+scripts/hdfs-start.sh --secure >"$logs/hdfs-secure-start.log" 2>&1 &
+secure_start=$!
 trap 'scripts/hdfs-stop.sh; print_phases' EXIT
+scripts/hdfs-start.sh
 phase "HDFS and YARN harness (build, start)"
 . .cache/hdfs.env
 export STATEUTIL_REQUIRE_HDFS=1
+if ! wait "$secure_start"; then
+  cat "$logs/hdfs-secure-start.log" >&2
+  echo "the kerberized HDFS harness did not start" >&2
+  exit 1
+fi
+cat "$logs/hdfs-secure-start.log" >&2
+. <(grep '^export STATEUTIL_TEST_SECURE_' "$logs/hdfs-secure.env")
+phase "kerberized HDFS harness (start, beside the above)"
 
 # S3: moto; storage/s3's tests restart it, so they run in the first go test
 # below, where nothing else uses it.
@@ -72,12 +88,12 @@ echo "real Flink: $STATEUTIL_FLINK_VERSIONS; corpus slice $flink_slice, into $ST
 scripts/flink-corpus.sh --versions "$STATEUTIL_FLINK_VERSIONS" --slice "$flink_slice" --verify --out "$STATEUTIL_FLINK_CORPUS"
 phase "real-Flink corpus slice $flink_slice"
 
-# The storage tests stop and restart the DataNode; run them before the
-# packages that write to HDFS, not beside them.
+# The storage tests stop and restart the DataNode, and restart the
+# kerberized cluster at each protection level; run them before the packages
+# that write to HDFS, not beside them.
 # -v so that the log shows each HDFS test running against the cluster. The
 # whole output of each go test is kept in the cache; the lines shown include
 # every failure's messages, from test helpers' files too.
-logs=${STATEUTIL_CACHE_DIR:-.cache}
 go test -count=1 -timeout 30m -v ./storage/... 2>&1 | tee "$logs/go-test-storage.log" |
   grep -E '^\s*(=== RUN|--- )|^(ok|FAIL|PASS|panic)|\.go:[0-9]+: '
 phase "go test ./storage/..."

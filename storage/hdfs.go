@@ -38,9 +38,26 @@ var (
 
 const hdfsDefaultPort = "8020"
 
-// HDFS is the Opener of hdfs:// URIs: hdfs://namenode:port/path, or
-// hdfs:///path for the fs.defaultFS of HADOOP_CONF_DIR.
-func HDFS(ctx context.Context, u *url.URL) (Storage, error) { return openHDFS(ctx, u) }
+// HDFSOptions are what the command line says about HDFS.
+type HDFSOptions struct {
+	// Kerberos is the keytab login on a kerberized cluster; what it leaves
+	// empty comes from STATEUTIL_KEYTAB and STATEUTIL_PRINCIPAL, and without
+	// a keytab the ticket comes from the credential cache.
+	Kerberos kerberos.Login
+}
+
+// HDFSOpener is the Opener of hdfs:// URIs (hdfs://namenode:port/path, or
+// hdfs:///path for the fs.defaultFS of HADOOP_CONF_DIR) with o as it is
+// when a location is resolved (nil: no options).
+func HDFSOpener(o *HDFSOptions) Opener {
+	return func(ctx context.Context, u *url.URL) (Storage, error) {
+		var login kerberos.Login
+		if o != nil {
+			login = o.Kerberos
+		}
+		return openHDFS(ctx, u, login)
+	}
+}
 
 type hdfsStorage struct {
 	client *hdfs.Client
@@ -56,7 +73,7 @@ var (
 
 // openHDFS connects to the namenode named by u (or, for hdfs:///path, by
 // fs.defaultFS in HADOOP_CONF_DIR) and checks that it answers.
-func openHDFS(ctx context.Context, u *url.URL) (Storage, error) {
+func openHDFS(ctx context.Context, u *url.URL, login kerberos.Login) (Storage, error) {
 	prefix := "hdfs://" + u.Host
 	fail := func(kind error, format string, a ...any) error {
 		return fmt.Errorf("connect %s: %w: %s", prefix+"/", kind, fmt.Sprintf(format, a...))
@@ -80,15 +97,18 @@ func openHDFS(ctx context.Context, u *url.URL) (Storage, error) {
 		return nil, fmt.Errorf("%s names no namenode and no fs.defaultFS was found (HADOOP_CONF_DIR=%q)", u.String(), os.Getenv("HADOOP_CONF_DIR"))
 	}
 
-	if kerberos.Wanted(conf["hadoop.security.authentication"]) {
-		kc, err := kerberos.Client()
-		if err != nil {
-			return nil, fail(ErrPermission, "kerberos: %v", err)
-		}
-		opts.KerberosClient = kc
+	login = login.WithEnvironment()
+	kerberized := kerberos.Wanted(conf["hadoop.security.authentication"]) || login.Keytab != ""
+	var who string
+	if kerberized {
+		// dfs.namenode.kerberos.principal (without its realm) is already in
+		// opts; the library puts each namenode's canonical name in for _HOST.
 		if opts.KerberosServicePrincipleName == "" {
 			opts.KerberosServicePrincipleName = "nn/_HOST"
 		}
+		// Per source of the identity and KDC: another keytab, principal,
+		// cache or krb5.conf is another login.
+		who = strings.Join([]string{"krb", login.Keytab, login.Principal, os.Getenv("KRB5CCNAME"), os.Getenv("KRB5_CONFIG")}, "|")
 	} else {
 		opts.KerberosClient = nil
 		opts.User = os.Getenv("HADOOP_USER_NAME")
@@ -99,8 +119,26 @@ func openHDFS(ctx context.Context, u *url.URL) (Storage, error) {
 			}
 			opts.User = cur.Username
 		}
+		who = opts.User
+	}
+	// What the configuration says of the wire is part of the client too.
+	key := fmt.Sprintf("%v|%s|%s|%s|%v", opts.Addresses, who, opts.KerberosServicePrincipleName,
+		opts.DataTransferProtection, opts.UseDatanodeHostname)
+	hdfsClientsMu.Lock()
+	defer hdfsClientsMu.Unlock()
+	if c, ok := hdfsClients[key]; ok {
+		return &hdfsStorage{client: c, prefix: prefix}, nil
 	}
 
+	if kerberized {
+		// Once per client: a keytab login asks the KDC, which a command
+		// resolving every file of a snapshot must not do for each.
+		kc, err := kerberos.Client(login)
+		if err != nil {
+			return nil, fmt.Errorf("connect %s: %w: kerberos: %w", prefix+"/", ErrPermission, err)
+		}
+		opts.KerberosClient = kc
+	}
 	dialer := &net.Dialer{Timeout: HDFSDialTimeout, KeepAlive: 30 * time.Second}
 	opts.NamenodeDialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
 		c, err := dialer.DialContext(ctx, network, addr)
@@ -111,16 +149,6 @@ func openHDFS(ctx context.Context, u *url.URL) (Storage, error) {
 	}
 	opts.DatanodeDialFunc = dialer.DialContext
 
-	who := opts.User
-	if kc := opts.KerberosClient; kc != nil {
-		who = "krb:" + kc.Credentials.UserName() + "@" + kc.Credentials.Realm()
-	}
-	key := fmt.Sprintf("%v|%s|%s", opts.Addresses, who, opts.KerberosServicePrincipleName)
-	hdfsClientsMu.Lock()
-	defer hdfsClientsMu.Unlock()
-	if c, ok := hdfsClients[key]; ok {
-		return &hdfsStorage{client: c, prefix: prefix}, nil
-	}
 	c, err := hdfs.NewClient(opts)
 	if err != nil {
 		return nil, hdfsConnectErr(prefix, err)
@@ -136,6 +164,9 @@ func openHDFS(ctx context.Context, u *url.URL) (Storage, error) {
 }
 
 func hdfsConnectErr(prefix string, err error) error {
+	if krbErr, ok := kerberos.Classify(err); ok {
+		return fmt.Errorf("connect %s: %w: kerberos: %w", prefix+"/", ErrPermission, krbErr)
+	}
 	kind := hdfsKind(err)
 	if kind == nil {
 		kind = ErrUnavailable
@@ -189,7 +220,7 @@ func hdfsKind(err error) error {
 		return ErrPermission
 	case errors.Is(err, fs.ErrExist):
 		return ErrExist
-	case errors.As(err, &remote):
+	case errors.As(err, &remote) && hdfsExceptions[remote.Exception()] != nil:
 		return hdfsExceptions[remote.Exception()]
 	}
 	var netErr net.Error

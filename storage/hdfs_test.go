@@ -85,8 +85,14 @@ var unsafeChars = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)
 // removed afterwards.
 func hdfsRoot(t *testing.T, addr string) (storage.Storage, string) {
 	t.Helper()
+	return hdfsRootIn(t, testStorage, addr)
+}
+
+// hdfsRootIn is hdfsRoot with the storages of reg.
+func hdfsRootIn(t *testing.T, reg *storage.Registry, addr string) (storage.Storage, string) {
+	t.Helper()
 	ctx := context.Background()
-	st, _, err := testStorage.Resolve(ctx, "hdfs://"+addr+"/")
+	st, _, err := reg.Resolve(ctx, "hdfs://"+addr+"/")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -434,6 +440,6 @@ func TestHDFSDataNodeStoppedDuringRead(t *testing.T) {
 // testStorage knows local disk and HDFS.
 var testStorage = func() *storage.Registry {
 	r := storage.NewRegistry()
-	r.Register("hdfs", storage.HDFS)
+	r.Register("hdfs", storage.HDFSOpener(nil))
 	return r
 }()

@@ -60,10 +60,11 @@ type Client struct {
 // (SPNEGO) follows the HDFS client's conventions: it is used when
 // $HADOOP_CONF_DIR's core-site.xml sets hadoop.http.authentication.type
 // (else hadoop.security.authentication) to kerberos, or, with neither set,
-// when KRB5CCNAME or KRB5_CONFIG is; the ticket comes from the credential
-// cache, and the service principal is hadoop.http.authentication.kerberos.principal
+// when KRB5CCNAME or KRB5_CONFIG is; the ticket comes from login's keytab
+// (what it leaves empty from STATEUTIL_KEYTAB and STATEUTIL_PRINCIPAL), else
+// the credential cache, and the service principal is hadoop.http.authentication.kerberos.principal
 // with _HOST the ResourceManager's host, else HTTP/<host>.
-func NewClient(rm string) (*Client, error) {
+func NewClient(rm string, login kerberos.Login) (*Client, error) {
 	u, err := url.Parse(rm)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("%w: ResourceManager address %q: want http://host:port", ErrYARN, rm)
@@ -81,7 +82,7 @@ func NewClient(rm string) (*Client, error) {
 	hc := &http.Client{Timeout: 60 * time.Second}
 	c.do = hc.Do
 	if kerberos.Wanted(cmpOr(conf["hadoop.http.authentication.type"], conf["hadoop.security.authentication"])) {
-		kc, err := kerberos.Client()
+		kc, err := kerberos.Client(login.WithEnvironment())
 		if err != nil {
 			return nil, fmt.Errorf("%w: kerberos for %s: %w", ErrYARN, rm, err)
 		}

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/stateutil/stateutil/internal/kerberos"
 )
 
 // The REST JSON's two spellings: a ResourceManager that answers
@@ -39,7 +41,7 @@ func TestSubmitSpeaksTheSpellingItIsAnswered(t *testing.T) {
 				http.NotFound(w, r)
 			}
 		}))
-		cl, err := NewClient(srv.URL)
+		cl, err := NewClient(srv.URL, kerberos.Login{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -71,7 +73,7 @@ func TestRealResourceManager(t *testing.T) {
 	}
 	t.Setenv("KRB5CCNAME", "")
 	t.Setenv("KRB5_CONFIG", "")
-	cl, err := NewClient(rm)
+	cl, err := NewClient(rm, kerberos.Login{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,12 +112,16 @@ func TestKerberosFollowsTheHadoopConfiguration(t *testing.T) {
 	t.Setenv("KRB5CCNAME", "FILE:"+cache)
 
 	site("simple")
-	cl, err := NewClient("http://rm1.example.com:8088")
+	cl, err := NewClient("http://rm1.example.com:8088", kerberos.Login{})
 	if err != nil || cl.User != "alice" || cl.SPN != "" {
 		t.Fatalf("simple: %+v, %v", cl, err)
 	}
 	site("kerberos")
-	if _, err := NewClient("http://rm1.example.com:8088"); err == nil || !strings.Contains(err.Error(), cache) {
+	if _, err := NewClient("http://rm1.example.com:8088", kerberos.Login{}); err == nil || !strings.Contains(err.Error(), cache) {
 		t.Fatalf("kerberos without a credential cache: %v", err)
+	}
+	keytab := filepath.Join(dir, "no.keytab")
+	if _, err := NewClient("http://rm1.example.com:8088", kerberos.Login{Keytab: keytab, Principal: "alice"}); err == nil || !strings.Contains(err.Error(), keytab) {
+		t.Fatalf("kerberos with a keytab login: %v, want the keytab's error, not the cache's", err)
 	}
 }

@@ -50,12 +50,12 @@ func TestClientNamesTheCache(t *testing.T) {
 		"KEYRING:persistent:0": "only FILE: caches",
 	} {
 		t.Setenv("KRB5CCNAME", cache)
-		if _, err := Client(); err == nil || !strings.Contains(err.Error(), want) {
+		if _, err := Client(Login{}); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("KRB5CCNAME=%s: %v, want an error with %q", cache, err, want)
 		}
 	}
 	t.Setenv("KRB5_CONFIG", filepath.Join(dir, "no-conf"))
-	if _, err := Client(); err == nil || !strings.Contains(err.Error(), "no-conf") {
+	if _, err := Client(Login{}); err == nil || !strings.Contains(err.Error(), "no-conf") {
 		t.Errorf("a missing krb5.conf: %v", err)
 	}
 }

@@ -58,7 +58,7 @@ func (c Config) withDefaults() Config {
 // the given functions register (each backend's Register), for tests.
 func Registry(register ...func(*snapshot.Registry)) *snapshot.Registry {
 	st := storage.NewRegistry()
-	st.Register("hdfs", storage.HDFS)
+	st.Register("hdfs", storage.HDFSOpener(nil))
 	s3.Register(st, nil)
 	reg := snapshot.NewRegistry(st)
 	for _, r := range register {

@@ -31,9 +31,15 @@ func HDFSRequired() bool {
 // needEnv returns the variable or skips (fails when HDFS is required).
 func needEnv(t testing.TB, name string) string {
 	t.Helper()
+	return needClusterEnv(t, name, "scripts/hdfs-start.sh && . .cache/hdfs.env")
+}
+
+// needClusterEnv is needEnv for the cluster that start starts.
+func needClusterEnv(t testing.TB, name, start string) string {
+	t.Helper()
 	v := os.Getenv(name)
 	if v == "" {
-		msg := name + " is not set; start a test cluster with: scripts/hdfs-start.sh && . .cache/hdfs.env"
+		msg := name + " is not set; start a test cluster with: " + start
 		if HDFSRequired() {
 			t.Fatal(msg + " (HDFS tests are required under CI=true or STATEUTIL_REQUIRE_HDFS=1)")
 		}
@@ -70,7 +76,11 @@ var unsafeChars = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)
 // ends, and returns it as an hdfs:// URI.
 func HDFSDir(t testing.TB) string {
 	t.Helper()
-	addr := HDFSAddr(t)
+	return hdfsDir(t, HDFSAddr(t))
+}
+
+func hdfsDir(t testing.TB, addr string) string {
+	t.Helper()
 	var b [4]byte
 	rand.Read(b[:])
 	name := unsafeChars.ReplaceAllString(t.Name(), "_")
@@ -97,13 +107,19 @@ func HDFSDir(t testing.TB) string {
 // to the harness and fails t unless it answers "ok".
 func HDFSControl(t testing.TB, command string) {
 	t.Helper()
-	addr := needEnv(t, "STATEUTIL_TEST_HDFS_CONTROL")
+	control(t, needEnv(t, "STATEUTIL_TEST_HDFS_CONTROL"), command)
+}
+
+// control sends command to the harness control socket at addr and returns
+// its answer after "ok", failing t on any other.
+func control(t testing.TB, addr, command string) string {
+	t.Helper()
 	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
 	if err != nil {
 		t.Fatalf("harness control %s: %v", addr, err)
 	}
 	defer c.Close()
-	c.SetDeadline(time.Now().Add(90 * time.Second))
+	c.SetDeadline(time.Now().Add(180 * time.Second))
 	if _, err := c.Write([]byte(command + "\n")); err != nil {
 		t.Fatalf("harness control %s: %v", command, err)
 	}
@@ -111,4 +127,5 @@ func HDFSControl(t testing.TB, command string) {
 	if err != nil || !strings.HasPrefix(line, "ok") {
 		t.Fatalf("harness control %s: %q, %v", command, line, err)
 	}
+	return strings.TrimSpace(strings.TrimPrefix(line, "ok"))
 }

@@ -6,6 +6,7 @@ import (
 	"net"
 	"regexp"
 	"sort"
+	"strings"
 
 	hadoop "github.com/colinmarc/hdfs/v2/internal/protocol/hadoop_common"
 	"github.com/colinmarc/hdfs/v2/internal/sasl"
@@ -174,7 +175,7 @@ func (c *NamenodeConnection) readSaslResponse(expectedState hadoop.RpcSaslProto_
 // paired session key, along with an error if any occured.
 func (c *NamenodeConnection) getKerberosTicket() (spnego.NegTokenInit, krbtypes.EncryptionKey, error) {
 	host, _, _ := net.SplitHostPort(c.host.address)
-	spn := replaceSPNHostWildcard(c.kerberosServicePrincipleName, host)
+	spn := replaceSPNHostWildcard(c.kerberosServicePrincipleName, canonicalHost(host))
 
 	ticket, key, err := c.kerberosClient.GetServiceTicket(spn)
 	if err != nil {
@@ -194,4 +195,19 @@ func replaceSPNHostWildcard(spn, host string) string {
 	}
 
 	return spn[:res[2]] + host + spn[res[3]:]
+}
+
+// canonicalHost is the name Hadoop's Java client puts in for _HOST: the
+// canonical name of the namenode's address (the name its IP address maps
+// back to), lower case; the host as given when that lookup fails.
+func canonicalHost(host string) string {
+	addrs, err := net.LookupHost(host)
+	if err != nil || len(addrs) == 0 {
+		return strings.ToLower(host)
+	}
+	names, err := net.LookupAddr(addrs[0])
+	if err != nil || len(names) == 0 {
+		return strings.ToLower(host)
+	}
+	return strings.ToLower(strings.TrimSuffix(names[0], "."))
 }

@@ -168,7 +168,7 @@ func (c *NamenodeConnection) resolveConnection() error {
 	}
 
 	if c.conn == nil {
-		return fmt.Errorf("no available namenodes: %s", err)
+		return fmt.Errorf("no available namenodes: %w", err)
 	}
 
 	return nil
@@ -263,7 +263,7 @@ func (c *NamenodeConnection) doNamenodeHandshake() error {
 	if kerberos {
 		err = c.doKerberosHandshake()
 		if err != nil {
-			return fmt.Errorf("SASL handshake: %s", err)
+			return fmt.Errorf("SASL handshake: %w", err)
 		}
 	}
 

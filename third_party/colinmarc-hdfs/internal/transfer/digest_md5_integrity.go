@@ -116,7 +116,9 @@ func (d *digestMD5IntegrityConn) Read(b []byte) (int, error) {
 	}
 
 	d.readBuf.Truncate(len(decoded))
-	return d.readBuf.Read(b[n:])
+	// The n bytes already copied from the last frame count too.
+	m, err := d.readBuf.Read(b[n:])
+	return n + m, err
 }
 
 // decode will decode a message from the server and perform the integrity

@@ -101,7 +101,9 @@ func (d *digestMD5PrivacyConn) Read(b []byte) (int, error) {
 	}
 
 	d.readBuf.Truncate(len(decoded))
-	return d.readBuf.Read(b[n:])
+	// The n bytes already copied from the last frame count too.
+	m, err := d.readBuf.Read(b[n:])
+	return n + m, err
 }
 
 func (d *digestMD5PrivacyConn) decode(input []byte) (out []byte, err error) {

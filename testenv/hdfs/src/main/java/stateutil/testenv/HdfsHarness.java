@@ -19,8 +19,10 @@ import java.util.concurrent.CountDownLatch;
 
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.permission.FsPermission;
 import org.apache.hadoop.hdfs.MiniDFSCluster;
 import org.apache.hadoop.hdfs.server.datanode.DataNodeTestUtils;
+import org.apache.hadoop.security.UserGroupInformation;
 
 import sun.misc.Signal;
 
@@ -29,8 +31,21 @@ import sun.misc.Signal;
  * stateutil's HDFS storage tests.
  *
  * <pre>
- * HdfsHarness [--port N] [--control-port N] [--base-dir DIR] [--yarn CONF_DIR] [--watch-stdin] ADDR_FILE
+ * HdfsHarness [--port N] [--control-port N] [--base-dir DIR] [--yarn CONF_DIR]
+ *             [--secure DIR [--protection LEVEL] [--rpc-protection LEVEL]] [--watch-stdin] ADDR_FILE
  * </pre>
+ *
+ * With --secure the cluster is kerberized (see {@link SecureCluster}, which
+ * writes what clients need to DIR): a MiniKdc beside it,
+ * dfs.data.transfer.protection and hadoop.rpc.protection at LEVEL
+ * (authentication, integrity or privacy; default privacy). Its DataNode
+ * listens on 127.0.0.1 but names itself 127.0.0.2, so that a client that
+ * connects by hostname (dfs.client.use.datanode.hostname) reaches whatever
+ * listens there, such as a test's recording proxy, and it also announces
+ * {@code HDFS_DATANODE=127.0.0.1:PORT} (its transfer address). The control
+ * command {@code protect DATA_LEVEL RPC_LEVEL [aes]} restarts the cluster at
+ * those levels (with aes, DataNodes offering dfs.encrypt.data.transfer.cipher.suites
+ * AES/CTR/NoPadding), same NameNode port, and answers with the new transfer address.
  *
  * With --yarn it also starts a YARN ResourceManager (see {@link YarnHarness}),
  * writes its configuration to CONF_DIR and adds {@code YARN_RM_WEB=host:port}
@@ -50,12 +65,21 @@ public final class HdfsHarness {
     private static final String LOOPBACK = "127.0.0.1";
     private static final CountDownLatch STOP = new CountDownLatch(1);
 
-    private final MiniDFSCluster cluster;
+    private static final String DATANODE_NAME = "127.0.0.2";
+
+    private MiniDFSCluster cluster;
     // Properties of the stopped DataNode, null while it runs.
     private MiniDFSCluster.DataNodeProperties stoppedDataNode;
+    // The secured cluster's Kerberos side and how to rebuild it; null when open.
+    private final SecureCluster secure;
+    private final Configuration conf;
+    private final File base;
 
-    private HdfsHarness(MiniDFSCluster cluster) {
+    private HdfsHarness(MiniDFSCluster cluster, SecureCluster secure, Configuration conf, File base) {
         this.cluster = cluster;
+        this.secure = secure;
+        this.conf = conf;
+        this.base = base;
     }
 
     public static void main(String[] args) {
@@ -76,6 +100,9 @@ public final class HdfsHarness {
         boolean watchStdin = false;
         String addrFile = null;
         String yarnConf = null;
+        String secureDir = null;
+        String protection = "privacy";
+        String rpcProtection = "privacy";
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
                 case "--port" -> port = Integer.parseInt(args[++i]);
@@ -83,6 +110,9 @@ public final class HdfsHarness {
                 case "--base-dir" -> baseDir = args[++i];
                 case "--watch-stdin" -> watchStdin = true;
                 case "--yarn" -> yarnConf = args[++i];
+                case "--secure" -> secureDir = args[++i];
+                case "--protection" -> protection = args[++i];
+                case "--rpc-protection" -> rpcProtection = args[++i];
                 default -> {
                     if (args[i].startsWith("-") || addrFile != null) {
                         usage("unexpected argument " + args[i]);
@@ -115,14 +145,18 @@ public final class HdfsHarness {
         conf.set("dfs.datanode.ipc.address", LOOPBACK + ":0");
         conf.set("dfs.datanode.hostname", LOOPBACK);
 
-        MiniDFSCluster cluster = new MiniDFSCluster.Builder(conf, base)
-                .numDataNodes(1)
-                .nameNodePort(port)
-                .nameNodeHttpPort(0)
-                .checkDataNodeAddrConfig(true)
-                .checkDataNodeHostConfig(true)
-                .format(true)
-                .build();
+        SecureCluster secure = null;
+        if (secureDir != null) {
+            if (yarnConf != null) {
+                usage("--secure and --yarn do not go together");
+            }
+            secure = SecureCluster.start(new File(base, "kdc"), new File(secureDir));
+            secure.secure(conf, protection, rpcProtection);
+            conf.set("dfs.datanode.hostname", DATANODE_NAME);
+            UserGroupInformation.setConfiguration(conf);
+        }
+
+        MiniDFSCluster cluster = build(conf, base, port, true);
         // Orderly stop on the main thread: inside a JVM shutdown hook Hadoop's
         // own hooks race the cluster's shutdown and it leaves its dirs behind.
         for (String sig : new String[] {"TERM", "INT", "HUP"}) {
@@ -130,6 +164,11 @@ public final class HdfsHarness {
         }
         cluster.waitActive();
         probe(cluster);
+        if (secure != null) {
+            shareTestRoot(cluster);
+            secure.writeClientConf(cluster.getNameNodePort(), protection, rpcProtection);
+            secure.writeCaches();
+        }
 
         org.apache.hadoop.yarn.server.MiniYARNCluster yarn = null;
         if (yarnConf != null) {
@@ -138,7 +177,7 @@ public final class HdfsHarness {
             yarn = YarnHarness.startResourceManager(dfsConf, new File(base, "yarn"), new File(yarnConf));
         }
 
-        HdfsHarness h = new HdfsHarness(cluster);
+        HdfsHarness h = new HdfsHarness(cluster, secure, conf, base);
         ServerSocket control = new ServerSocket(controlPort, 8, InetAddress.getByName(LOOPBACK));
         Thread acceptor = new Thread(() -> h.serve(control), "hdfs-harness-control");
         acceptor.setDaemon(true);
@@ -147,6 +186,10 @@ public final class HdfsHarness {
         String out = "HDFS_NAMENODE=" + LOOPBACK + ":" + cluster.getNameNodePort() + "\n"
                 + "HDFS_CONTROL=" + LOOPBACK + ":" + control.getLocalPort() + "\n"
                 + "HDFS_PID=" + ProcessHandle.current().pid() + "\n"
+                + (secure == null ? "" : "HDFS_DATANODE=" + transferAddress(cluster) + "\n"
+                        + "HDFS_REALM=" + secure.realm() + "\n"
+                        + "HDFS_SERVICE_PRINCIPAL=" + secure.servicePrincipal() + "\n"
+                        + "HDFS_NOSKEW_PRINCIPAL=" + SecureCluster.NOSKEW_USER + "@" + SecureCluster.NOSKEW_REALM + "\n")
                 + (yarn == null ? "" : "YARN_RM_WEB=" + YarnHarness.webAddress(yarn) + "\n");
         Path target = Path.of(addrFile).toAbsolutePath();
         Path tmp = target.resolveSibling(target.getFileName() + ".tmp");
@@ -177,7 +220,10 @@ public final class HdfsHarness {
         if (yarn != null) {
             yarn.stop();
         }
-        cluster.shutdown(tempBase);
+        h.cluster.shutdown(tempBase);
+        if (secure != null) {
+            secure.stop();
+        }
         Files.deleteIfExists(target);
         System.err.println("hdfs-harness: stopped");
         System.exit(0);
@@ -185,8 +231,66 @@ public final class HdfsHarness {
 
     private static void usage(String why) {
         System.err.println("hdfs-harness: " + why);
-        System.err.println("usage: HdfsHarness [--port N] [--control-port N] [--base-dir DIR] [--yarn CONF_DIR] [--watch-stdin] ADDR_FILE");
+        System.err.println("usage: HdfsHarness [--port N] [--control-port N] [--base-dir DIR] [--yarn CONF_DIR]"
+                + " [--secure DIR [--protection LEVEL] [--rpc-protection LEVEL]] [--watch-stdin] ADDR_FILE");
         System.exit(2);
+    }
+
+    private static MiniDFSCluster build(Configuration conf, File base, int port, boolean format) throws IOException {
+        return new MiniDFSCluster.Builder(conf, base)
+                .numDataNodes(1)
+                .nameNodePort(port)
+                .nameNodeHttpPort(0)
+                .checkDataNodeAddrConfig(true)
+                .checkDataNodeHostConfig(true)
+                .format(format)
+                .build();
+    }
+
+    private static String transferAddress(MiniDFSCluster cluster) {
+        return LOOPBACK + ":" + cluster.getDataNodes().get(0).getXferPort();
+    }
+
+    /** The directory the Go tests write under, open to every user as /tmp is. */
+    private static void shareTestRoot(MiniDFSCluster cluster) throws IOException {
+        FileSystem fs = cluster.getFileSystem();
+        org.apache.hadoop.fs.Path root = new org.apache.hadoop.fs.Path("/stateutil-test");
+        fs.mkdirs(root);
+        fs.setPermission(root, new FsPermission((short) 01777));
+    }
+
+    /**
+     * Rebuilds the secured cluster on the same NameNode port and storage with
+     * other protection levels, and rewrites the clients' configuration.
+     */
+    private String protect(String dataProtection, String rpcProtection, boolean aes) throws Exception {
+        if (secure == null) {
+            return "error the cluster is not secured";
+        }
+        for (String level : new String[] {dataProtection, rpcProtection}) {
+            if (!level.matches("authentication|integrity|privacy")) {
+                return "error unknown protection level " + level;
+            }
+        }
+        int port = cluster.getNameNodePort();
+        cluster.shutdown(false);
+        secure.secure(conf, dataProtection, rpcProtection);
+        if (aes) {
+            // Production's usual choice: after the SASL handshake, AES instead of DIGEST-MD5's RC4.
+            conf.set("dfs.encrypt.data.transfer.cipher.suites", "AES/CTR/NoPadding");
+        } else {
+            conf.unset("dfs.encrypt.data.transfer.cipher.suites");
+        }
+        UserGroupInformation.setConfiguration(conf);
+        stoppedDataNode = null;
+        // The builder refuses a configuration that names a base directory already.
+        conf.unset(MiniDFSCluster.HDFS_MINIDFS_BASEDIR);
+        cluster = build(conf, base, port, false);
+        cluster.waitActive();
+        probe(cluster);
+        secure.writeClientConf(port, dataProtection, rpcProtection);
+        return "ok datanode=" + transferAddress(cluster) + " protection=" + dataProtection + " rpc-protection=" + rpcProtection
+                + (aes ? " cipher=AES/CTR/NoPadding" : "");
     }
 
     /** Proves the cluster serves a real write and read before it is announced. */
@@ -250,7 +354,14 @@ public final class HdfsHarness {
         }
     }
 
-    private synchronized String command(String cmd) throws IOException {
+    private synchronized String command(String cmd) throws Exception {
+        if (cmd.startsWith("protect ")) {
+            String[] f = cmd.split("\\s+");
+            if (f.length < 3 || f.length > 4 || (f.length == 4 && !f[3].equals("aes"))) {
+                return "error usage: protect DATA_LEVEL RPC_LEVEL [aes]";
+            }
+            return protect(f[1], f[2], f.length == 4);
+        }
         switch (cmd) {
             case "stop-datanode":
                 if (stoppedDataNode == null) {

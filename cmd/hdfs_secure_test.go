@@ -1,0 +1,70 @@
+package cmd
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stateutil/stateutil/snapshot/formattest"
+)
+
+// --keytab and --principal log in where no credential cache is; without
+// them the same command has no ticket.
+func TestSecureHDFSKeytabFlags(t *testing.T) {
+	s := formattest.SecureHDFSCluster(t)
+	loc := s.Dir(t) + "/job/chk-1"
+	t.Setenv("KRB5CCNAME", "FILE:"+filepath.Join(t.TempDir(), "no-such-cache"))
+	login := []string{"--keytab", s.Keytab, "--principal", s.Principal}
+	mustRun(t, append([]string{"generate", "--format", "filesystem", "--keys", "500", "--output", loc}, login...)...)
+	if out := mustRun(t, append([]string{"verify", loc}, login...)...); !strings.Contains(out, "OK: no problems found") {
+		t.Fatalf("verify with a keytab login:\n%s", out)
+	}
+	code, _, errOut := run(t, "verify", loc)
+	wantKerberosExit(t, code, errOut, ExitNoTicket, "no-such-cache")
+}
+
+func wantKerberosExit(t *testing.T, code int, errOut string, want int, naming string) {
+	t.Helper()
+	if code != want {
+		t.Fatalf("exit %d, want %d: %s", code, want, errOut)
+	}
+	if strings.Count(errOut, "\n") != 1 || !strings.HasPrefix(errOut, "stateutil: ") || !strings.Contains(errOut, naming) {
+		t.Fatalf("stderr %q: want one line naming %s", errOut, naming)
+	}
+	t.Logf("exit %d: %s", code, strings.TrimSpace(errOut))
+}
+
+// Each way the login fails has its own exit code and one line.
+func TestSecureHDFSExitCodes(t *testing.T) {
+	s := formattest.SecureHDFSCluster(t)
+	loc := s.Dir(t) + "/nothing"
+	noCache := "FILE:" + filepath.Join(t.TempDir(), "no-such-cache")
+	for _, c := range []struct {
+		name   string
+		env    map[string]string
+		flags  []string
+		want   int
+		naming string
+	}{
+		{"missing ticket", map[string]string{"KRB5CCNAME": noCache}, nil, ExitNoTicket, "no-such-cache"},
+		{"expired ticket", map[string]string{"KRB5CCNAME": "FILE:" + s.ExpiredCcache}, nil, ExitTicketExpired, "expired"},
+		{"wrong namenode principal", map[string]string{"HADOOP_CONF_DIR": s.ConfWith(t, map[string]string{"dfs.namenode.kerberos.principal": "nn/_HOST@" + s.Realm})},
+			nil, ExitPrincipal, "dfs.namenode.kerberos.principal"},
+		{"KDC unreachable", map[string]string{"KRB5CCNAME": noCache, "KRB5_CONFIG": s.Krb5ConfWith(t, formattest.ClosedAddr(t))},
+			[]string{"--keytab", s.Keytab, "--principal", s.Principal}, ExitKDCUnreachable, "KDC"},
+		{"keytab without the principal", map[string]string{"KRB5CCNAME": noCache},
+			[]string{"--keytab", s.Keytab, "--principal", "bob@" + s.Realm}, ExitNoKey, "bob@" + s.Realm},
+		{"clock skew", map[string]string{"KRB5CCNAME": noCache, "KRB5_CONFIG": s.NoSkewKrb5Config},
+			[]string{"--keytab", s.NoSkewKeytab, "--principal", s.NoSkewPrincipal}, ExitClockSkew, "clock"},
+		{"keytab without a principal", map[string]string{"KRB5CCNAME": noCache},
+			[]string{"--keytab", s.Keytab}, ExitUsage, "--principal"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			for k, v := range c.env {
+				t.Setenv(k, v)
+			}
+			code, _, errOut := run(t, append([]string{"inspect", loc}, c.flags...)...)
+			wantKerberosExit(t, code, errOut, c.want, c.naming)
+		})
+	}
+}

@@ -1,0 +1,252 @@
+package stateutil.testenv;
+
+import java.io.File;
+import java.io.IOException;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.Properties;
+import java.util.UUID;
+
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.minikdc.MiniKdc;
+import org.apache.kerby.kerberos.kerb.client.KrbClient;
+import org.apache.kerby.kerberos.kerb.client.KrbConfig;
+import org.apache.kerby.kerberos.kerb.client.KrbConfigKey;
+import org.apache.kerby.kerberos.kerb.client.KrbOption;
+import org.apache.kerby.kerberos.kerb.KrbException;
+import org.apache.kerby.kerberos.kerb.server.KdcConfigKey;
+import org.apache.kerby.kerberos.kerb.server.SimpleKdcServer;
+import org.apache.kerby.KOptions;
+import org.apache.kerby.kerberos.kerb.type.ticket.TgtTicket;
+
+/**
+ * The Kerberos half of the secured harness: Hadoop's MiniKdc on 127.0.0.1,
+ * the HDFS service principal (NameNode and DataNode share it, as in
+ * Hadoop's own secure tests) and two users, and the files a client needs,
+ * all in one directory:
+ *
+ * <pre>
+ * krb5.conf           the realm and its KDC (MIT format)
+ * hdfs.keytab         hdfs/HOST and HTTP/HOST, the services' keys
+ * alice.keytab        the user alice
+ * alice.ccache        a credential cache holding a ticket of alice
+ * alice-expired.ccache  one whose ticket has expired
+ * conf/core-site.xml, conf/hdfs-site.xml  a client's HADOOP_CONF_DIR
+ * noskew-krb5.conf    the realm served by a second KDC, which allows no
+ *                     clock skew at all, so that every login there fails as
+ *                     one from a machine whose clock is off does
+ * carol.keytab        carol, whom only that KDC knows
+ * </pre>
+ *
+ * HOST is the canonical name of 127.0.0.1, which is what Hadoop's clients
+ * put in for _HOST. The user bob exists in the KDC but in no keytab.
+ */
+final class SecureCluster {
+    static final String USER = "alice";
+    static final String OTHER_USER = "bob";
+    // The MiniKdc's realm: given a realm of its own, the second KDC in this
+    // JVM refused its requests as WRONG_REALM; it serves the same realm
+    // with other users instead.
+    static final String NOSKEW_REALM = "EXAMPLE.COM";
+    static final String NOSKEW_USER = "carol";
+    // Short enough to have run out by the time a test looks at it.
+    private static final long EXPIRED_LIFETIME_MS = 2000;
+
+    private final MiniKdc kdc;
+    private SimpleKdcServer noSkewKdc;
+    private final File dir;
+    final String host;
+    final File serviceKeytab;
+    final File userKeytab;
+
+    private SecureCluster(MiniKdc kdc, File dir, String host) {
+        this.kdc = kdc;
+        this.dir = dir;
+        this.host = host;
+        this.serviceKeytab = new File(dir, "hdfs.keytab");
+        this.userKeytab = new File(dir, USER + ".keytab");
+    }
+
+    static SecureCluster start(File work, File dir) throws Exception {
+        Properties p = MiniKdc.createConf();
+        p.setProperty(MiniKdc.KDC_BIND_ADDRESS, "127.0.0.1");
+        // So that it issues the expired cache's ticket of a few seconds.
+        p.setProperty(MiniKdc.MIN_TICKET_LIFETIME, "0");
+        Files.createDirectories(work.toPath());
+        Files.createDirectories(new File(dir, "conf").toPath());
+        MiniKdc kdc = new MiniKdc(p, work);
+        String host = InetAddress.getByName("127.0.0.1").getCanonicalHostName().toLowerCase();
+        SecureCluster s = new SecureCluster(kdc, dir, host);
+        // Before the MiniKdc: it is the MiniKdc's krb5.conf that this JVM
+        // must be left with.
+        s.startNoSkewKdc(new File(work, "noskew"));
+        kdc.start();
+        kdc.createPrincipal(s.serviceKeytab, "hdfs/" + host, "HTTP/" + host);
+        kdc.createPrincipal(s.userKeytab, USER);
+        kdc.createPrincipal(OTHER_USER, UUID.randomUUID().toString());
+        s.writeKrb5Conf();
+        return s;
+    }
+
+    private void startNoSkewKdc(File work) throws Exception {
+        Files.createDirectories(work.toPath());
+        int port;
+        try (ServerSocket free = new ServerSocket(0, 1, InetAddress.getByName("127.0.0.1"))) {
+            port = free.getLocalPort();
+        }
+        SimpleKdcServer k = new SimpleKdcServer();
+        k.setWorkDir(work);
+        k.setKdcHost("127.0.0.1");
+        k.setKdcRealm(NOSKEW_REALM);
+        k.setAllowUdp(false);
+        k.setAllowTcp(true);
+        k.setKdcTcpPort(port);
+        // Kerby's check is |client time - KDC time| < skew: with 0 it never
+        // holds. Kerby reports a skewed pre-authentication as a failed one,
+        // so logins need none here, and the skew shows where a ticket is
+        // asked for with the login's ticket: KRB_AP_ERR_SKEW, as any KDC has it.
+        k.getKdcConfig().setLong(KdcConfigKey.ALLOWABLE_CLOCKSKEW, 0L);
+        k.getKdcConfig().setBoolean(KdcConfigKey.PREAUTH_REQUIRED, false);
+        k.init();
+        k.start();
+        noSkewKdc = k;
+        k.createAndExportPrincipals(new File(dir, NOSKEW_USER + ".keytab"), NOSKEW_USER + "@" + NOSKEW_REALM);
+        k.createPrincipal("hdfs/" + host + "@" + NOSKEW_REALM, UUID.randomUUID().toString());
+        atomicWrite(new File(dir, "noskew-krb5.conf"), krb5Conf(NOSKEW_REALM, port));
+    }
+
+    String realm() {
+        return kdc.getRealm();
+    }
+
+    String principal(String name) {
+        return name + "@" + kdc.getRealm();
+    }
+
+    String servicePrincipal() {
+        return principal("hdfs/" + host);
+    }
+
+    File file(String name) {
+        return new File(dir, name);
+    }
+
+    /**
+     * The settings of a kerberized cluster whose DataNode speaks SASL on an
+     * unprivileged port: dfs.data.transfer.protection is then required, and
+     * ignore.secure.ports.for.testing stands in for the HTTPS a production
+     * DataNode would need instead of privileged ports.
+     */
+    void secure(Configuration conf, String dataProtection, String rpcProtection) {
+        String service = servicePrincipal();
+        String http = principal("HTTP/" + host);
+        conf.set("hadoop.security.authentication", "kerberos");
+        conf.set("hadoop.rpc.protection", rpcProtection);
+        conf.set("dfs.namenode.kerberos.principal", service);
+        conf.set("dfs.namenode.keytab.file", serviceKeytab.getAbsolutePath());
+        conf.set("dfs.datanode.kerberos.principal", service);
+        conf.set("dfs.datanode.keytab.file", serviceKeytab.getAbsolutePath());
+        conf.set("dfs.web.authentication.kerberos.principal", http);
+        conf.set("dfs.web.authentication.kerberos.keytab", serviceKeytab.getAbsolutePath());
+        conf.set("dfs.namenode.kerberos.internal.spnego.principal", http);
+        conf.setBoolean("dfs.block.access.token.enable", true);
+        conf.set("dfs.data.transfer.protection", dataProtection);
+        conf.setBoolean("ignore.secure.ports.for.testing", true);
+        conf.setBoolean("dfs.webhdfs.enabled", false);
+    }
+
+    /** A client's HADOOP_CONF_DIR for the cluster at namenodePort, written atomically. */
+    void writeClientConf(int namenodePort, String dataProtection, String rpcProtection) throws IOException {
+        Map<String, String> core = new LinkedHashMap<>();
+        core.put("fs.defaultFS", "hdfs://127.0.0.1:" + namenodePort);
+        core.put("hadoop.security.authentication", "kerberos");
+        core.put("hadoop.rpc.protection", rpcProtection);
+        Map<String, String> hdfs = new LinkedHashMap<>();
+        hdfs.put("dfs.namenode.kerberos.principal", "hdfs/_HOST@" + kdc.getRealm());
+        hdfs.put("dfs.data.transfer.protection", dataProtection);
+        writeXml(new File(dir, "conf/core-site.xml"), core);
+        writeXml(new File(dir, "conf/hdfs-site.xml"), hdfs);
+    }
+
+    /** The credential caches of alice: one valid for a day, one expired. */
+    void writeCaches() throws Exception {
+        writeCache(new File(dir, USER + ".ccache"), 0);
+        File expired = new File(dir, USER + "-expired.ccache");
+        writeCache(expired, EXPIRED_LIFETIME_MS);
+        // It is of no use to a test until its end time has passed.
+        Thread.sleep(EXPIRED_LIFETIME_MS + 1000);
+    }
+
+    /** Asks the KDC for a ticket of alice (lifetimeMs 0: the KDC's default) and stores it. */
+    private void writeCache(File target, long lifetimeMs) throws KrbException, IOException {
+        KrbConfig cfg = new KrbConfig();
+        cfg.setString(KrbConfigKey.DEFAULT_REALM, kdc.getRealm());
+        cfg.setString(KrbConfigKey.KDC_HOST, "127.0.0.1");
+        cfg.setInt(KrbConfigKey.KDC_TCP_PORT, kdc.getPort());
+        cfg.setBoolean(KrbConfigKey.KDC_ALLOW_UDP, false);
+        KrbClient client = new KrbClient(cfg);
+        client.setKdcRealm(kdc.getRealm());
+        client.setKdcHost("127.0.0.1");
+        client.setKdcTcpPort(kdc.getPort());
+        client.setAllowUdp(false);
+        client.init();
+        KOptions opts = new KOptions();
+        opts.add(KrbOption.CLIENT_PRINCIPAL, principal(USER));
+        opts.add(KrbOption.USE_KEYTAB, true);
+        opts.add(KrbOption.KEYTAB_FILE, userKeytab);
+        if (lifetimeMs > 0) {
+            opts.add(KrbOption.LIFE_TIME, (int) (lifetimeMs / 1000));
+        }
+        TgtTicket tgt = client.requestTgt(opts);
+        File tmp = new File(target.getPath() + ".tmp");
+        Files.deleteIfExists(tmp.toPath());
+        client.storeTicket(tgt, tmp);
+        Files.move(tmp.toPath(), target.toPath(), StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+    }
+
+    private void writeKrb5Conf() throws IOException {
+        atomicWrite(new File(dir, "krb5.conf"), krb5Conf(kdc.getRealm(), kdc.getPort()));
+    }
+
+    private static String krb5Conf(String realm, int port) {
+        return "[libdefaults]\n"
+                + "  default_realm = " + realm + "\n"
+                + "  udp_preference_limit = 1\n"
+                + "  dns_lookup_kdc = false\n"
+                + "  dns_lookup_realm = false\n"
+                + "[realms]\n"
+                + "  " + realm + " = {\n"
+                + "    kdc = 127.0.0.1:" + port + "\n"
+                + "  }\n";
+    }
+
+    private static void writeXml(File f, Map<String, String> props) throws IOException {
+        StringBuilder b = new StringBuilder("<?xml version=\"1.0\"?>\n<configuration>\n");
+        for (Map.Entry<String, String> e : props.entrySet()) {
+            b.append("  <property><name>").append(e.getKey()).append("</name><value>")
+                    .append(e.getValue()).append("</value></property>\n");
+        }
+        b.append("</configuration>\n");
+        atomicWrite(f, b.toString());
+    }
+
+    private static void atomicWrite(File f, String text) throws IOException {
+        Path target = f.toPath();
+        Path tmp = target.resolveSibling(target.getFileName() + ".tmp");
+        Files.writeString(tmp, text, StandardCharsets.UTF_8);
+        Files.move(tmp, target, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+    }
+
+    void stop() throws KrbException {
+        kdc.stop();
+        if (noSkewKdc != null) {
+            noSkewKdc.stop();
+        }
+    }
+}
