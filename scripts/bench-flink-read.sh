@@ -12,6 +12,9 @@
 #                             Processor API runs once per round too, up to 3
 #   BENCH_FLINK_READ_XMX      the State Processor API JVM's heap (default 4g: it
 #                             collects the dump)
+#   BENCH_FLINK_READ_BASE     a commit whose dump runs beside today's, interleaved, for the
+#                             ratio of records/s (default d1a1e51, the last before the value
+#                             decoders of Kryo, Avro and RowData; "" leaves it out)
 #   STATEUTIL_CACHE_DIR       where the savepoint is kept between runs
 # Needs Java and Maven (scripts/flink-harness.sh); prints a note and exits 0
 # without them. Results go to stdout and, under bench.sh, bench-results.txt.
@@ -34,6 +37,21 @@ fi
 bin="$cache/bench-flink/stateutil"
 mkdir -p "$cache/bench-flink"
 (cd "$root" && go build -o "$bin" .)
+base=${BENCH_FLINK_READ_BASE-d1a1e51}
+base_bin=""
+if [[ -n $base ]]; then
+	base_bin="$cache/bench-flink/stateutil-$base"
+	if [[ ! -x $base_bin ]]; then
+		src=$(mktemp -d "$cache/bench-flink/base.XXXXXX")
+		if git -C "$root" archive "$base" | tar -x -C "$src" && (cd "$src" && go build -o "$base_bin" .); then
+			:
+		else
+			out "flink read: no baseline dump (commit $base cannot be built here)"
+			base_bin=""
+		fi
+		rm -rf "$src"
+	fi
+fi
 
 # The savepoint: the harness's big job, RocksDB, canonical; made once.
 snapdir="$cache/bench-flink/big-$version-$records"
@@ -60,6 +78,9 @@ timed() {
 
 for i in $(seq "$rounds"); do
 	timed su "$bin" dump "$snap" --now 0 -o jsonl >"$work/su.jsonl"
+	if [[ -n $base_bin ]]; then
+		timed base "$base_bin" dump "$snap" --now 0 -o jsonl >"$work/base.jsonl"
+	fi
 	if ((i <= 3)); then
 		STATEUTIL_FLINK_XMX=${BENCH_FLINK_READ_XMX:-4g} timed spa "$harness" "$version" spa-dump --job big --snapshot "$snap" --records "$records" \
 			--dump "$work/spa.jsonl" >/dev/null
@@ -76,3 +97,13 @@ out "== reading every entry of a Flink $version canonical RocksDB savepoint ($re
 out "$(printf 'stateutil dump:              %8.3f s  %7.2f CPU-s  (%s records, %s runs: %s)' "$su" "$su_cpu" "$entries" "$rounds" "$(cut -d' ' -f1 "$work/su" | tr '\n' ' ')")"
 out "$(printf 'State Processor API dump:    %8.3f s  %7.2f CPU-s  (%s lines, %s runs: %s)' "$spa" "$spa_cpu" "$spa_lines" "$(wc -l <"$work/spa")" "$(cut -d' ' -f1 "$work/spa" | tr '\n' ' ')")"
 out "$(awk -v a="$spa" -v b="$su" -v c="$spa_cpu" -v d="$su_cpu" 'BEGIN {printf "stateutil is %.1fx faster (%.1fx in CPU-seconds)\n", a / b, c / d}')"
+if [[ -n $base_bin ]]; then
+	b=$(cut -d' ' -f1 "$work/base" | median)
+	b_cpu=$(cut -d' ' -f2 "$work/base" | median)
+	base_entries=$(wc -l <"$work/base.jsonl")
+	out "$(printf 'stateutil dump at %-10s  %8.3f s  %7.2f CPU-s  (%s records, %s runs: %s)' "$base:" "$b" "$b_cpu" "$base_entries" "$rounds" "$(cut -d' ' -f1 "$work/base" | tr '\n' ' ')")"
+	out "$(awk -v n="$entries" -v t="$su" -v c="$su_cpu" -v bn="$base_entries" -v bt="$b" -v bc="$b_cpu" -v base="$base" 'BEGIN {
+		r = (n / t) / (bn / bt); rc = (n / c) / (bn / bc)
+		printf "dump records/s against %s: %.2f (%.0f vs %.0f records/s), per CPU-second %.2f; target >= 0.90: %s\n", base, r, n / t, bn / bt, rc, (r >= 0.9 ? "met" : "NOT met")
+	}')"
+fi

@@ -91,9 +91,13 @@ matrix() {
 				done
 			done
 		fi
-		# The SQL job's heap savepoint, on 2.x: its 1.x dump, its RocksDB run and
-		# the sqltime job are not yet in order (testenv/flink/README.md).
-		[[ $v != 2.* ]] || echo "$v sql-hashmap-canonical"
+		# The planner's jobs on every version: a heap savepoint, and RocksDB's
+		# canonical and native ones (a heap native savepoint is the canonical format).
+		for j in sql sqltime; do
+			for e in hashmap-canonical rocksdb-canonical rocksdb-native; do
+				echo "$v $j-$e"
+			done
+		done
 	done
 }
 
