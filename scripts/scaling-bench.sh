@@ -10,7 +10,9 @@
 #
 # Environment (all optional): SCALING_BYTES (default 256 MiB of 1 KB
 # values), SCALING_ROUNDS (default 3, interleaved; medians),
-# SCALING_SUBTASKS (default "100 1000"), STATEUTIL_CACHE_DIR.
+# SCALING_SUBTASKS (default "100 1000"), SCALING_FLINK_SAVEPOINT (a canonical
+# Flink savepoint at max parallelism 128, such as bench-flink.sh's, whose
+# max-parallelism rewrite is timed on each storage too), STATEUTIL_CACHE_DIR.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=$(realpath "${1:-bin/stateutil}")
@@ -29,16 +31,17 @@ hdfs=hdfs://$STATEUTIL_TEST_HDFS/stateutil-scaling-$$
 s3=$STATEUTIL_TEST_S3/scaling-$$
 
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-# timed NAME CMD...: appends the seconds of one run of CMD to $work/t.NAME.
+# timed NAME CMD...: appends the seconds of one run of CMD to $work/t.NAME
+# and its CPU-seconds (user + system) to $work/c.NAME.
 timed() {
-  local name=$1 t0 t1
+  local name=$1
   shift
-  t0=$(date +%s.%N)
-  "$@" >/dev/null
-  t1=$(date +%s.%N)
-  awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.2f\n", b - a}' >>"$work/t.$name"
+  /usr/bin/time -f '%e %U %S' -o "$work/time" "$@" >/dev/null
+  awk '{printf "%.2f\n", $1}' "$work/time" >>"$work/t.$name"
+  awk '{printf "%.2f\n", $2 + $3}' "$work/time" >>"$work/c.$name"
 }
 med() { median <"$work/t.$1"; }
+cpu() { median <"$work/c.$1"; }
 mbs() { awk -v b="$1" -v t="$(med "$2")" 'BEGIN {printf "%.0f MB/s", b / t / 1e6}'; }
 
 "$bin" generate --format filesystem --keys $((bytes / 6200 + 1)) --value-bytes 1000 --parallelism 2 --output "$work/fs" >/dev/null
@@ -60,15 +63,37 @@ done
 echo "cp -r on local disk:                  $(med cp)s  $(mbs "$size" cp)"
 for st in hdfs s3; do
   for op in write read rescale rocksdb down; do
-    printf '%-4s %-34s %6ss  %s\n' "$st" "$(case $op in
+    printf '%-4s %-34s %6ss  %s  %s CPU-s\n' "$st" "$(case $op in
       write) echo "write (local -> $st, convert)" ;;
       read) echo "read every entry (verify)" ;;
       rescale) echo "max parallelism 128 -> 256, p 4" ;;
       rocksdb) echo "convert to rocksdb ($st -> $st)" ;;
       down) echo "read ($st -> local, convert)" ;;
-      esac)" "$(med "$st.$op")" "$(mbs "$size" "$st.$op")"
+      esac)" "$(med "$st.$op")" "$(mbs "$size" "$st.$op")" "$(cpu "$st.$op")"
   done
 done
+
+if [ -n "${SCALING_FLINK_SAVEPOINT:-}" ]; then
+  fsize=$(du -sb "$SCALING_FLINK_SAVEPOINT" | cut -f1)
+  echo
+  echo "== Flink max-parallelism rewrite of $((fsize >> 20)) MiB, one process, median of $rounds rounds"
+  for r in $(seq "$rounds"); do
+    rm -rf "$work/fcp" "$work/flocal"
+    timed fcp cp -r "$SCALING_FLINK_SAVEPOINT" "$work/fcp"
+    timed flocal "$bin" rescale "$SCALING_FLINK_SAVEPOINT" --max-parallelism 4096 --output "$work/flocal" --quiet
+    for st in hdfs s3; do
+      root=${!st}/flink-$r
+      timed "$st.fup" "$bin" rescale "$SCALING_FLINK_SAVEPOINT" --max-parallelism 4096 --output "$root/up" --quiet
+      timed "$st.fmp" "$bin" rescale "$root/up" --max-parallelism 8192 --output "$root/mp" --quiet
+    done
+  done
+  echo "cp -r on local disk:                          $(med fcp)s  $(mbs "$fsize" fcp)"
+  echo "local -> local, 128 -> 4096:                  $(med flocal)s  $(mbs "$fsize" flocal)  $(cpu flocal) CPU-s"
+  for st in hdfs s3; do
+    echo "$(printf '%-4s' "$st") local -> $st, 128 -> 4096:               $(med "$st.fup")s  $(mbs "$fsize" "$st.fup")  $(cpu "$st.fup") CPU-s"
+    echo "$(printf '%-4s' "$st") $st -> $st, 4096 -> 8192:                $(med "$st.fmp")s  $(mbs "$fsize" "$st.fmp")  $(cpu "$st.fmp") CPU-s"
+  done
+fi
 
 # Plan and commit of a Flink max-parallelism rewrite of a real savepoint
 # into N new subtasks (5 operators), 10 shards, on each storage.
@@ -90,4 +115,3 @@ for n in ${SCALING_SUBTASKS:-100 1000}; do
       "$(awk -v t="$(med "commit.$st.$n")" -v n="$n" 'BEGIN {print t / n * 1000}')"
   done
 done
-"$bin" --help >/dev/null
