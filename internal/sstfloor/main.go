@@ -3,21 +3,23 @@
 // straight into SST files by RocksDB's SstFileWriter with the options
 // stateutil's writer uses (internal/rocksdb.NewSSTWriter: its block size
 // and checksum, LZ4 where the snapshot's files have it, a new file past
-// 4 MiB of pairs), read from a flat file of pairs, and synced. scripts/
-// bench.sh reports `convert --to rocksdb` as a ratio to its time.
+// 4 MiB of pairs, as many subtasks at once as the writer writes), read
+// from flat files of pairs, and synced. scripts/bench.sh reports
+// `convert --to rocksdb` as a ratio to its time.
 //
-//	sstfloor extract SNAPSHOT PAIRS   every state's pairs of a rocksdb snapshot, in order, into PAIRS (untimed)
+//	sstfloor extract SNAPSHOT PAIRS   every state's pairs of a rocksdb snapshot, in order, into directory PAIRS (untimed)
 //	sstfloor write PAIRS OUT          PAIRS into SST files in OUT (timed)
 //
-// A pairs file is, for each (subtask, state): a line-free header of the
-// state's file name and compression, then its pairs, each as two
-// little-endian uint32 lengths and the bytes; a zero key length ends the
-// state.
+// PAIRS holds a file per subtask: for each state, a header of the
+// state's file name and compression ended by a zero byte, then its pairs,
+// each as two little-endian uint32 lengths and the bytes; a zero key
+// length ends the state.
 package main
 
 import (
 	"bufio"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -26,12 +28,17 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/stateutil/stateutil/internal/rocksdb"
 )
 
 // fileTarget is where a new SST file begins, as the rocksdb writer's.
 const fileTarget = 4 << 20
+
+// writers is how many subtasks are written at once, as migrate writes
+// them (maxSubtaskWriters).
+const writers = 2
 
 func main() {
 	if len(os.Args) != 4 || (os.Args[1] != "extract" && os.Args[1] != "write") {
@@ -51,50 +58,61 @@ func main() {
 }
 
 func extract(snap, pairs string) error {
-	out, err := os.Create(pairs)
-	if err != nil {
+	if err := os.MkdirAll(pairs, 0o755); err != nil {
 		return err
 	}
-	defer out.Close()
-	w := bufio.NewWriterSize(out, 4<<20)
 	dirs, err := filepath.Glob(filepath.Join(snap, "*", "CURRENT"))
 	if err != nil {
 		return err
 	}
 	var n int64
 	for _, current := range dirs {
-		dir := filepath.Dir(current)
-		lz4, err := usesLZ4(dir)
+		k, err := extractSubtask(filepath.Dir(current), filepath.Join(pairs, filepath.Base(filepath.Dir(current))))
 		if err != nil {
 			return err
 		}
-		db, err := rocksdb.OpenReadOnly(dir, rocksdb.ReadOnlyOptions{})
-		if err != nil {
-			return err
-		}
-		for i, cf := range db.ColumnFamilies() {
-			name := fmt.Sprintf("%s-%d", filepath.Base(dir), i)
-			fmt.Fprintf(w, "%s %t\x00", name, lz4)
-			it := db.NewIterator(cf, nil, nil)
-			for ; it.Valid(); it.Next() {
-				putPair(w, it.Key(), it.Value())
-				n++
-			}
-			err := it.Err()
-			it.Close()
-			if err != nil {
-				db.Close()
-				return err
-			}
-			putPair(w, nil, nil)
-		}
-		db.Close()
-	}
-	if err := w.Flush(); err != nil {
-		return err
+		n += k
 	}
 	fmt.Printf("%d pairs\n", n)
-	return out.Close()
+	return nil
+}
+
+// extractSubtask writes the pairs of the database at dir to the file out.
+func extractSubtask(dir, out string) (int64, error) {
+	lz4, err := usesLZ4(dir)
+	if err != nil {
+		return 0, err
+	}
+	f, err := os.Create(out)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	w := bufio.NewWriterSize(f, 4<<20)
+	db, err := rocksdb.OpenReadOnly(dir, rocksdb.ReadOnlyOptions{})
+	if err != nil {
+		return 0, err
+	}
+	defer db.Close()
+	var n int64
+	for i, cf := range db.ColumnFamilies() {
+		fmt.Fprintf(w, "%s-%d %t\x00", filepath.Base(dir), i, lz4)
+		it := db.NewIterator(cf, nil, nil)
+		for ; it.Valid(); it.Next() {
+			putPair(w, it.Key(), it.Value())
+			n++
+		}
+		err := it.Err()
+		it.Close()
+		if err != nil {
+			return 0, err
+		}
+		putPair(w, nil, nil)
+	}
+	if err := w.Flush(); err != nil {
+		return 0, err
+	}
+	return n, f.Close()
 }
 
 // usesLZ4 reports whether the SST files of the database at dir are
@@ -122,14 +140,42 @@ func putPair(w *bufio.Writer, k, v []byte) {
 }
 
 func write(pairs, outDir string) error {
+	subtasks, err := filepath.Glob(filepath.Join(pairs, "*"))
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(outDir, 0o755); err != nil {
+		return err
+	}
+	errs := make([]error, len(subtasks))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range writers {
+		wg.Go(func() {
+			for i := range next {
+				errs[i] = writeSubtask(subtasks[i], outDir)
+			}
+		})
+	}
+	for i := range subtasks {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	return rocksdb.SyncPath(outDir)
+}
+
+// writeSubtask writes the states of one subtask's pairs file into SST
+// files in outDir and syncs them.
+func writeSubtask(pairs, outDir string) error {
 	in, err := os.Open(pairs)
 	if err != nil {
 		return err
 	}
 	defer in.Close()
-	if err := os.MkdirAll(outDir, 0o755); err != nil {
-		return err
-	}
 	r := bufio.NewReaderSize(in, 4<<20)
 	var files []string
 	for {
@@ -156,7 +202,7 @@ func write(pairs, outDir string) error {
 			return err
 		}
 	}
-	return rocksdb.SyncPath(outDir)
+	return nil
 }
 
 // writeState writes one state's pairs from r into SST files named from
