@@ -6,6 +6,8 @@
 #   scripts/bench-flink-read.sh          # from scripts/bench.sh, or alone
 #
 # Environment (all optional):
+#   BENCH_FLINK_READ_JOB      the harness's job: big (default) or counters (a Long
+#                             key and a Long value: small entries)
 #   BENCH_FLINK_READ_RECORDS  keys of the savepoint (default 1000000: one per record)
 #   BENCH_FLINK_VERSION       Flink version (default 2.3.0)
 #   BENCH_FLINK_READ_ROUNDS   stateutil runs, median taken (default 5); the State
@@ -23,6 +25,7 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cache=${STATEUTIL_CACHE_DIR:-$root/.cache}
 records=${BENCH_FLINK_READ_RECORDS:-1000000}
+job=${BENCH_FLINK_READ_JOB:-big}
 version=${BENCH_FLINK_VERSION:-2.3.0}
 rounds=${BENCH_FLINK_READ_ROUNDS:-5}
 results=${results:-/dev/null}
@@ -54,11 +57,11 @@ if [[ -n $base ]]; then
 fi
 
 # The savepoint: the harness's big job, RocksDB, canonical; made once.
-snapdir="$cache/bench-flink/big-$version-$records"
+snapdir="$cache/bench-flink/$job-$version-$records"
 if [[ ! -f $snapdir/path ]]; then
 	rm -rf "$snapdir"
 	mkdir -p "$snapdir"
-	"$harness" "$version" snapshot --job big --backend rocksdb --kind canonical --records "$records" \
+	"$harness" "$version" snapshot --job "$job" --backend rocksdb --kind canonical --records "$records" \
 		--dir "$snapdir/snapshot" >"$snapdir/harness.out"
 	tail -n 1 "$snapdir/harness.out" >"$snapdir/path"
 fi
@@ -82,7 +85,7 @@ for i in $(seq "$rounds"); do
 		timed base "$base_bin" dump "$snap" --now 0 -o jsonl >"$work/base.jsonl"
 	fi
 	if ((i <= 3)); then
-		STATEUTIL_FLINK_XMX=${BENCH_FLINK_READ_XMX:-4g} timed spa "$harness" "$version" spa-dump --job big --snapshot "$snap" --records "$records" \
+		STATEUTIL_FLINK_XMX=${BENCH_FLINK_READ_XMX:-4g} timed spa "$harness" "$version" spa-dump --job "$job" --snapshot "$snap" --records "$records" \
 			--dump "$work/spa.jsonl" >/dev/null
 	fi
 done
@@ -93,8 +96,8 @@ spa=$(cut -d' ' -f1 "$work/spa" | median)
 su_cpu=$(cut -d' ' -f2 "$work/su" | median)
 spa_cpu=$(cut -d' ' -f2 "$work/spa" | median)
 bytes=$(du -sb "$snap" | cut -f1)
-out "== reading every entry of a Flink $version canonical RocksDB savepoint ($records keys, $bytes bytes), process start to exit, medians"
-out "$(printf 'stateutil dump:              %8.3f s  %7.2f CPU-s  (%s records, %s runs: %s)' "$su" "$su_cpu" "$entries" "$rounds" "$(cut -d' ' -f1 "$work/su" | tr '\n' ' ')")"
+out "== reading every entry of a Flink $version canonical RocksDB savepoint of job $job ($records keys, $bytes bytes), process start to exit, medians"
+out "$(printf 'stateutil dump:              %8.3f s  %7.2f CPU-s  %s records/s  (%s records, %s runs: %s)' "$su" "$su_cpu" "$(awk -v n="$entries" -v t="$su" 'BEGIN {printf "%.2fM", n / t / 1e6}')" "$entries" "$rounds" "$(cut -d' ' -f1 "$work/su" | tr '\n' ' ')")"
 out "$(printf 'State Processor API dump:    %8.3f s  %7.2f CPU-s  (%s lines, %s runs: %s)' "$spa" "$spa_cpu" "$spa_lines" "$(wc -l <"$work/spa")" "$(cut -d' ' -f1 "$work/spa" | tr '\n' ' ')")"
 out "$(awk -v a="$spa" -v b="$su" -v c="$spa_cpu" -v d="$su_cpu" 'BEGIN {printf "stateutil is %.1fx faster (%.1fx in CPU-seconds)\n", a / b, c / d}')"
 if [[ -n $base_bin ]]; then

@@ -2,8 +2,10 @@
 # make bench: stateutil side by side with plain copies of the same bytes, in
 # one run on one disk, reported as ratios. BENCH_BYTES sizes the large
 # snapshot (default 1 GiB); BENCH_RSS_BYTES the one peak memory is also
-# measured on (default 4 GiB; 0 skips it). Results go to stdout and to
-# bench-results.txt.
+# measured on (default 4 GiB; 0 skips it). Conversions run on two sets of
+# about those bytes, 1 KB values and 8-byte values (small entries), with
+# entries/s, and against the SstFileWriter floor (internal/sstfloor).
+# Results go to stdout and to bench-results.txt.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=$(realpath "${1:-bin/stateutil}")
@@ -43,12 +45,19 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f\n", a / b}'; }
 bytes_of() { du -sb "$1" | cut -f1; }
 mib() { echo $(($1 >> 20)); }
 
-# keys_for BYTES: keys of the example topology that make about BYTES of
-# state with 1000-byte values (about 6 padded values per key).
-keys_for() { echo $(($1 / 6100 + 1)); }
-generate() { # FORMAT BYTES OUT
-  "$bin" generate --format "$1" --keys "$(keys_for "$2")" --value-bytes 1000 --parallelism 2 --output "$3" >/dev/null
+# keys_for BYTES [VALUE-BYTES]: keys of the example topology that make
+# about BYTES of state with values of VALUE-BYTES (default 1000): about 6
+# padded values and 200 bytes of keys and framing per key.
+keys_for() { echo $(($1 / (6 * ${2:-1000} + 200) + 1)); }
+generate() { # FORMAT BYTES OUT [VALUE-BYTES]
+  "$bin" generate --format "$1" --keys "$(keys_for "$2" "${4:-1000}")" --value-bytes "${4:-1000}" --parallelism 2 --output "$3" >/dev/null
 }
+entries_of() { "$bin" inspect "$1" -o json | python3 -c 'import json, sys; print(json.load(sys.stdin)["totals"]["keyed_entries"])'; }
+per_s() { awk -v n="$1" -v t="$2" 'BEGIN {printf "%.2fM", n / t / 1e6}'; }
+# The floor of a conversion to RocksDB: internal/sstfloor writes the same
+# sorted pairs straight into SST files.
+floor_bin="$work/sstfloor"
+go build -o "$floor_bin" ./internal/sstfloor
 
 say "stateutil benchmarks, $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, work dir $work"
 say ""
@@ -86,18 +95,51 @@ say "read all entries (verify):      $(med_s read)s   cp/read  = $(ratio "$t_cp"
 say "read + write (convert fs->fs):  $(med_s write)s   cp/write = $(ratio "$t_cp" "$(med_s write)")"
 say ""
 
-say "== convert filesystem <-> rocksdb vs cp -r ($(mib "$big") MiB, median of $rounds rounds)"
+# convert_set NAME FS RDB: filesystem <-> rocksdb of the filesystem
+# snapshot FS (RDB is where the rocksdb copy stays, for what follows)
+# against cp -r of each and against the SstFileWriter floor, with
+# entries/s.
+convert_set() {
+  local name=$1 fs=$2 rdb=$3
+  say "== $name: convert filesystem <-> rocksdb vs cp -r and vs the SstFileWriter floor ($(mib "$(bytes_of "$fs")") MiB, median of $rounds rounds)"
+  rm -f "$work/$name".*
+  "$bin" convert "$fs" --to rocksdb --output "$rdb" --quiet >/dev/null
+  "$floor_bin" extract "$rdb" "$work/pairs" >/dev/null
+  local entries
+  entries=$(entries_of "$fs")
+  for _ in $(seq "$rounds"); do
+    round "$name.cp" "$work/fs-cp" cp -r "$fs" "$work/fs-cp"
+    round "$name.f2r" "$rdb" "$bin" convert "$fs" --to rocksdb --output "$rdb" --quiet
+    round "$name.floor" "$work/floor" "$floor_bin" write "$work/pairs" "$work/floor"
+    round "$name.cprdb" "$work/rdb-cp" cp -r "$rdb" "$work/rdb-cp"
+    round "$name.r2f" "$work/fs3" "$bin" convert "$rdb" --to filesystem --output "$work/fs3" --quiet
+  done
+  local f2r floor
+  f2r=$(med_s "$name.f2r")
+  floor=$(med_s "$name.floor")
+  say "keyed entries:                  $entries"
+  say "cp -r of each snapshot:         $(med_s "$name.cp")s / $(med_s "$name.cprdb")s"
+  say "SstFileWriter floor:            ${floor}s   $(per_s "$entries" "$floor") entries/s   (runs: $(cut -d' ' -f1 "$work/$name.floor" | tr '\n' ' '))"
+  say "filesystem -> rocksdb:          ${f2r}s   $(per_s "$entries" "$f2r") entries/s   floor/convert = $(ratio "$floor" "$f2r")   cp/convert = $(ratio "$(med_s "$name.cp")" "$f2r")   peak RSS $(max_rss "$name.f2r") MiB   (runs: $(cut -d' ' -f1 "$work/$name.f2r" | tr '\n' ' '))"
+  say "rocksdb -> filesystem:          $(med_s "$name.r2f")s   $(per_s "$entries" "$(med_s "$name.r2f")") entries/s   cp/convert = $(ratio "$(med_s "$name.cprdb")" "$(med_s "$name.r2f")")   peak RSS $(max_rss "$name.r2f") MiB   (runs: $(cut -d' ' -f1 "$work/$name.r2f" | tr '\n' ' '))"
+  rm -rf "$work/fs3" "$work/fs-cp" "$work/rdb-cp" "$work/floor" "$work/pairs"
+  say ""
+}
+convert_set "1 KB values" "$work/fs" "$work/rdb"
+# Small entries: the same topology with 8-byte values, about as many bytes.
+generate filesystem "$big" "$work/fs-8" 8
+say "== 8-byte values: filesystem format vs cp ($(mib "$(bytes_of "$work/fs-8")") MiB, $(entries_of "$work/fs-8") keyed entries, median of $rounds rounds)"
 for _ in $(seq "$rounds"); do
-  round cp2 "$work/fs-cp" cp -r "$work/fs" "$work/fs-cp"
-  round f2r "$work/rdb" "$bin" convert "$work/fs" --to rocksdb --output "$work/rdb" --quiet
-  round cprdb "$work/rdb-cp" cp -r "$work/rdb" "$work/rdb-cp"
-  round r2f "$work/fs3" "$bin" convert "$work/rdb" --to filesystem --output "$work/fs3" --quiet
+  round cp8 "$work/fs-cp" cp -r "$work/fs-8" "$work/fs-cp"
+  round read8 - "$bin" verify "$work/fs-8"
+  round write8 "$work/fs2" "$bin" convert "$work/fs-8" --to filesystem --output "$work/fs2" --quiet
 done
-say "cp -r of each snapshot:         $(med_s cp2)s / $(med_s cprdb)s"
-say "filesystem -> rocksdb:          $(med_s f2r)s   cp/convert = $(ratio "$(med_s cp2)" "$(med_s f2r)")   peak RSS $(max_rss f2r) MiB   (runs: $(cut -d' ' -f1 "$work/f2r" | tr '\n' ' '))"
-say "rocksdb -> filesystem:          $(med_s r2f)s   cp/convert = $(ratio "$(med_s cprdb)" "$(med_s r2f)")   peak RSS $(max_rss r2f) MiB   (runs: $(cut -d' ' -f1 "$work/r2f" | tr '\n' ' '))"
-rm -rf "$work/fs2" "$work/fs3" "$work/fs-cp" "$work/rdb-cp"
+say "read all entries (verify):      $(med_s read8)s   $(per_s "$(entries_of "$work/fs-8")" "$(med_s read8)") entries/s   cp/read  = $(ratio "$(med_s cp8)" "$(med_s read8)")"
+say "read + write (convert fs->fs):  $(med_s write8)s   $(per_s "$(entries_of "$work/fs-8")" "$(med_s write8)") entries/s   cp/write = $(ratio "$(med_s cp8)" "$(med_s write8)")"
+rm -rf "$work/fs2" "$work/fs-cp"
 say ""
+convert_set "8-byte values" "$work/fs-8" "$work/rdb-8"
+rm -rf "$work/fs-8" "$work/rdb-8"
 
 say "== metadata only: inspect and rescale --dry-run, 1 MiB vs $(mib "$big") MiB (median of 10 runs)"
 generate filesystem $((1 << 20)) "$work/fs-small"
@@ -135,6 +177,8 @@ if [ "${BENCH_S3:-1}" != 0 ]; then
   . scripts/s3-bench.sh
 fi
 
+# Peak memory at 4 GiB: 1 KB values only, since generate holds about
+# 1.9 GB per million keys and 4 GiB of 8-byte values is 17M keys.
 if [ "$huge" -gt 0 ]; then
   say "== peak memory of convert at $(mib "$huge") MiB"
   generate filesystem "$huge" "$work/fs-huge"
@@ -159,7 +203,9 @@ fi
 # real savepoint, both against the State Processor API.
 if [ "${BENCH_FLINK:-1}" != 0 ]; then
   scripts/bench-flink.sh "$bin"
+  BENCH_FLINK_JOB=counters scripts/bench-flink.sh "$bin"
   results="$results" scripts/bench-flink-read.sh
+  BENCH_FLINK_READ_JOB=counters results="$results" scripts/bench-flink-read.sh
   say ""
 fi
 

@@ -300,6 +300,38 @@ func (s *hdfsStorage) Open(ctx context.Context, p string) (File, error) {
 	return &hdfsFile{s: s, path: p, r: r}, nil
 }
 
+// CRC32C composes the file's CRC32C from its blocks' (see
+// hdfs.FileReader.BlockCRCs): two namenode calls and one datanode call a
+// block, whatever the file's size.
+func (s *hdfsStorage) CRC32C(ctx context.Context, p string) (int64, uint32, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, 0, s.wrap("checksum", p, err)
+	}
+	r, err := s.client.Open(p)
+	if err != nil {
+		return 0, 0, s.wrap("checksum", p, err)
+	}
+	defer r.Close()
+	r.SetDeadline(time.Now().Add(HDFSIOTimeout))
+	blocks, err := r.BlockCRCs()
+	if err != nil {
+		return 0, 0, s.wrap("checksum", p, err)
+	}
+	var n int64
+	var crc uint32
+	for _, b := range blocks {
+		if !b.CRC32C {
+			return 0, 0, fmt.Errorf("checksum %s: %w: its blocks carry CRC32, not CRC32C", s.URI(p), errors.ErrUnsupported)
+		}
+		crc = crc32cCombine(crc, b.CRC, b.Length)
+		n += b.Length
+	}
+	if n != r.Stat().Size() {
+		return 0, 0, fmt.Errorf("checksum %s: %w: its blocks hold %d bytes of its %d", s.URI(p), ErrUnavailable, n, r.Stat().Size())
+	}
+	return n, crc, nil
+}
+
 func (f *hdfsFile) Size() int64  { return f.r.Stat().Size() }
 func (f *hdfsFile) Name() string { return f.s.URI(f.path) }
 func (f *hdfsFile) Close() error { return f.s.wrap("close", f.path, f.r.Close()) }

@@ -19,11 +19,13 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"hash/crc32"
 	"net"
 	"os"
 	"os/user"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -40,7 +42,7 @@ func hdfsRequired() bool {
 }
 
 // needEnv returns env var name or skips (fails in CI) when it is unset.
-func needEnv(t *testing.T, name string) string {
+func needEnv(t testing.TB, name string) string {
 	t.Helper()
 	v := os.Getenv(name)
 	if v == "" {
@@ -443,3 +445,72 @@ var testStorage = func() *storage.Registry {
 	r.Register("hdfs", storage.HDFSOpener(nil))
 	return r
 }()
+
+// The CRC32C HDFS composes from the checksums its datanodes keep is the
+// CRC32C of the file's bytes, for files of several blocks (the test
+// cluster's are 1 MiB), one of exactly one block, and an empty one; the
+// sizes too are the files'.
+func TestHDFSCRC32C(t *testing.T) {
+	addr := needEnv(t, "STATEUTIL_TEST_HDFS")
+	plainEnv(t, superuser(t))
+	st, root := hdfsRoot(t, addr)
+	ctx := context.Background()
+	c, ok := st.(storage.Checksummer)
+	if !ok {
+		t.Fatal("HDFS storage is no Checksummer")
+	}
+	for _, size := range []int{0, 1, 1 << 20, 3<<20 + 12345} {
+		data := make([]byte, size)
+		rand.Read(data)
+		p := root + "/f" + strconv.Itoa(size)
+		if err := storage.WriteFile(ctx, st, p, data); err != nil {
+			t.Fatal(err)
+		}
+		n, crc, err := c.CRC32C(ctx, p)
+		if err != nil {
+			t.Fatalf("%d bytes: %v", size, err)
+		}
+		if want := crc32.Checksum(data, crc32.MakeTable(crc32.Castagnoli)); n != int64(size) || crc != want {
+			t.Fatalf("%d bytes: HDFS says %d bytes with crc32c %08x, the bytes are %d with %08x", size, n, crc, size, want)
+		}
+	}
+	if _, _, err := c.CRC32C(ctx, root+"/missing"); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("checksum of a missing file: %v", err)
+	}
+}
+
+// The CRC32C of a 64 MiB file of 64 blocks on the test HDFS: asked of the
+// datanodes (composed from the checksums they keep) against reading the
+// file through, side by side (go test -bench HDFSCRC32C ./storage).
+func BenchmarkHDFSCRC32C(b *testing.B) {
+	addr := needEnv(b, "STATEUTIL_TEST_HDFS")
+	b.Setenv("HADOOP_USER_NAME", os.Getenv("STATEUTIL_TEST_HDFS_SUPERUSER"))
+	ctx := context.Background()
+	st, _, err := testStorage.Resolve(ctx, "hdfs://"+addr+"/")
+	if err != nil {
+		b.Fatal(err)
+	}
+	p := "/stateutil-test/bench-crc32c-" + randSuffix()
+	data := make([]byte, 64<<20)
+	rand.Read(data)
+	if err := storage.WriteFile(ctx, st, p, data); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { st.Remove(context.Background(), p) })
+	b.Run("checksum", func(b *testing.B) {
+		b.SetBytes(int64(len(data)))
+		for b.Loop() {
+			if _, _, err := st.(storage.Checksummer).CRC32C(ctx, p); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("read", func(b *testing.B) {
+		b.SetBytes(int64(len(data)))
+		for b.Loop() {
+			if _, err := storage.ReadAll(ctx, st, p, 1<<30); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

@@ -2,6 +2,7 @@ package hdfs
 
 import (
 	"crypto/md5"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -130,6 +131,60 @@ func (f *FileReader) Checksum() ([]byte, error) {
 
 	checksum.Write(make([]byte, paddedLength-totalLength))
 	return checksum.Sum(nil), nil
+}
+
+// BlockCRC is one block of a file: its length, and the CRC of its bytes
+// as the datanode composes it from the chunk checksums it stores.
+type BlockCRC struct {
+	Length int64
+	CRC    uint32
+	// CRC32C is set when the block's chunks are checksummed with CRC32C
+	// (HDFS's default), so that CRC is a CRC32C; else it is a CRC32.
+	CRC32C bool
+}
+
+// BlockCRCs returns, in file order, every block's length and the CRC of
+// its bytes, as the datanodes compute them from the checksums stored
+// beside the blocks (HDFS's COMPOSITE_CRC, Hadoop 3.1 and later): the
+// file's data does not cross the network.
+func (f *FileReader) BlockCRCs() ([]BlockCRC, error) {
+	if f.info.IsDir() {
+		return nil, &os.PathError{Op: "checksum", Path: f.name, Err: errors.New("is a directory")}
+	}
+	if f.blocks == nil {
+		if err := f.getBlocks(); err != nil {
+			return nil, err
+		}
+	}
+	out := make([]BlockCRC, 0, len(f.blocks))
+	for i, block := range f.blocks {
+		d, err := f.client.wrapDatanodeDial(f.client.options.DatanodeDialFunc, block.GetBlockToken())
+		if err != nil {
+			return nil, err
+		}
+		cr := &transfer.ChecksumReader{
+			Block:               block,
+			UseDatanodeHostname: f.client.options.UseDatanodeHostname,
+			DialFunc:            d,
+			Composite:           true,
+		}
+		if err := cr.SetDeadline(f.deadline); err != nil {
+			return nil, err
+		}
+		sum, err := cr.ReadChecksum()
+		if err != nil {
+			return nil, err
+		}
+		if len(sum) != 4 {
+			return nil, fmt.Errorf("block %d of %s: a composite checksum of %d bytes, not 4", i, f.name, len(sum))
+		}
+		out = append(out, BlockCRC{
+			Length: int64(block.GetB().GetNumBytes()),
+			CRC:    binary.BigEndian.Uint32(sum),
+			CRC32C: cr.CrcType == hdfs.ChecksumTypeProto_CHECKSUM_CRC32C,
+		})
+	}
+	return out, nil
 }
 
 // Seek implements io.Seeker.

@@ -3,6 +3,7 @@ package transfer
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"time"
@@ -21,6 +22,14 @@ type ChecksumReader struct {
 	UseDatanodeHostname bool
 	// DialFunc is used to connect to the datanodes. If nil, then (&net.Dialer{}).DialContext is used
 	DialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Composite asks for the block's COMPOSITE_CRC: the CRC of the block's
+	// bytes, composed by the datanode from the chunk checksums it stores,
+	// instead of the MD5 of those checksums.
+	Composite bool
+
+	// CrcType is the chunk checksum type the datanode reported for the
+	// last Composite checksum read.
+	CrcType hdfs.ChecksumTypeProto
 
 	deadline  time.Time
 	datanodes *datanodeFailover
@@ -90,7 +99,13 @@ func (cr *ChecksumReader) readChecksum(address string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	if resp.GetStatus() != hdfs.Status_SUCCESS {
+		return nil, fmt.Errorf("block checksum from %s: %s %s", address, resp.GetStatus(), resp.GetMessage())
+	}
 
+	if cr.Composite {
+		cr.CrcType = resp.GetChecksumResponse().GetCrcType()
+	}
 	return resp.GetChecksumResponse().GetBlockChecksum(), nil
 }
 
@@ -106,6 +121,11 @@ func (cr *ChecksumReader) writeBlockChecksumRequest(w io.Writer) error {
 	header := []byte{0x00, dataTransferVersion, checksumBlockOp}
 
 	op := newChecksumBlockOp(cr.Block)
+	if cr.Composite {
+		op.BlockChecksumOptions = &hdfs.BlockChecksumOptionsProto{
+			BlockChecksumType: hdfs.BlockChecksumTypeProto_COMPOSITE_CRC.Enum(),
+		}
+	}
 	opBytes, err := makePrefixedMessage(op)
 	if err != nil {
 		return err
