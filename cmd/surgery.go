@@ -163,7 +163,7 @@ func printSurgery(w io.Writer, rep *surgery.Report, verified bool) error {
 	for _, d := range rep.Deletions {
 		fmt.Fprintf(w, "operator %s: %d keys given, %d deleted, %d in no state", d.Operator, d.Keys, d.Deleted, d.Missing)
 		if d.Missing > 0 {
-			fmt.Fprintf(w, ", first: %s", strings.Join(d.FirstMissing, " "))
+			fmt.Fprintf(w, ", first: %s", strings.Join(d.FirstMissing, ", "))
 			if d.Missing > len(d.FirstMissing) {
 				fmt.Fprintf(w, " and %d more", d.Missing-len(d.FirstMissing))
 			}

@@ -63,6 +63,9 @@ func (e Edit) String() string {
 	case RenameState:
 		return fmt.Sprintf("rename state %q of operator %q to %q", e.State, e.Operator, e.To)
 	case DeleteKeys:
+		if len(e.Keys) == 1 {
+			return fmt.Sprintf("delete key %s of operator %q", e.Keys[0], e.Operator)
+		}
 		return fmt.Sprintf("delete %d keys of operator %q", len(e.Keys), e.Operator)
 	}
 	return fmt.Sprintf("edit %q of operator %q", e.Op, e.Operator)
