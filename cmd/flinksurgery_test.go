@@ -51,6 +51,16 @@ func stateRenamed(t *testing.T, lines []flinkharness.Line, from, to string) []fl
 	return out
 }
 
+func dropOperatorState(lines []flinkharness.Line, operator, state string) []flinkharness.Line {
+	var out []flinkharness.Line
+	for _, l := range lines {
+		if l.Operator != operator || l.State != state {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
 func surgeryMatrix(t *testing.T, v string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
@@ -82,6 +92,9 @@ func surgeryMatrix(t *testing.T, v string) {
 		// The job's descriptor of the dropped state restores empty.
 		{"state-drop", basic.SnapshotDir(), []string{"state", "drop", "--operator", "keyed", "--state", "events"},
 			basicDump, keyedLines(basicDump, func(l flinkharness.Line) bool { return l.State == "events" }), flinkharness.RestoreOptions{Parallelism: 2}},
+		// An operator state dropped: the restored union state is empty.
+		{"state-drop-operator", basic.SnapshotDir(), []string{"state", "drop", "--operator", "offsets", "--state", "subtask-summary"},
+			basicDump, dropOperatorState(basicDump, "offsets", "subtask-summary"), flinkharness.RestoreOptions{Parallelism: 2}},
 		// A job whose descriptor is now named count-v2 restores count's content into it.
 		{"state-rename", basic.SnapshotDir(), []string{"state", "rename", "--operator", "keyed", "--state", "count", "--to", "count-v2"},
 			basicDump, stateRenamed(t, basicDump, "count", "count-v2"), flinkharness.RestoreOptions{Parallelism: 2, RenameState: "count=count-v2"}},
