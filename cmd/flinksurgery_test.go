@@ -2,7 +2,6 @@ package cmd
 
 import (
 	"context"
-	"encoding/json"
 	"path/filepath"
 	"testing"
 	"time"
@@ -32,23 +31,7 @@ func keyedLines(lines []flinkharness.Line, drop func(flinkharness.Line) bool) []
 
 // stateRenamed is lines with keyed state from of the keyed operator named to.
 func stateRenamed(t *testing.T, lines []flinkharness.Line, from, to string) []flinkharness.Line {
-	out := make([]flinkharness.Line, len(lines))
-	for i, l := range lines {
-		if l.Operator == "keyed" && l.State == from {
-			var m map[string]json.RawMessage
-			if err := json.Unmarshal([]byte(l.Raw), &m); err != nil {
-				t.Fatal(err)
-			}
-			m["state"], _ = json.Marshal(to)
-			raw, err := json.Marshal(m)
-			if err != nil {
-				t.Fatal(err)
-			}
-			l.State, l.Raw = to, string(raw)
-		}
-		out[i] = l
-	}
-	return out
+	return withField(t, lines, func(l flinkharness.Line) bool { return l.Operator == "keyed" && l.State == from }, "state", to)
 }
 
 func dropOperatorState(lines []flinkharness.Line, operator, state string) []flinkharness.Line {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"reflect"
 	"testing"
 
 	"github.com/stateutil/stateutil/redistribute"
@@ -46,13 +45,7 @@ func TestShardedStateEditsEqualSingleProcess(t *testing.T) {
 	for _, n := range []int{1, 3} {
 		req.Destination = filepath.Join(dir, fmt.Sprintf("sharded-%d", n))
 		sharded(t, req, n)
-		got := flinkFiles(t, req.Destination)
-		if !reflect.DeepEqual(got.meta, single.meta) {
-			t.Errorf("%d shards: _metadata differs from the single process's but for file names", n)
-		}
-		if !reflect.DeepEqual(got.data, single.data) {
-			t.Errorf("%d shards: state files differ from the single process's", n)
-		}
+		sameFlinkFiles(t, n, req.Destination, single)
 	}
 }
 

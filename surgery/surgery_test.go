@@ -59,18 +59,19 @@ func collect(t *testing.T, r snapshot.Reader) map[string][]snaptest.Subtask {
 
 // entriesOf is every keyed entry of one operator, canonically ordered.
 func entriesOf(subs []snaptest.Subtask) []snapshot.Entry {
-	var out []snapshot.Entry
-	for _, s := range subs {
-		out = append(out, s.Entries...)
-	}
+	out := gather(subs, func(s snaptest.Subtask) []snapshot.Entry { return s.Entries })
 	snaptest.Canonical(out)
 	return out
 }
 
 func elementsOf(subs []snaptest.Subtask) []snapshot.Element {
-	var out []snapshot.Element
+	return gather(subs, func(s snaptest.Subtask) []snapshot.Element { return s.Elements })
+}
+
+func gather[T any](subs []snaptest.Subtask, part func(snaptest.Subtask) []T) []T {
+	var out []T
 	for _, s := range subs {
-		out = append(out, s.Elements...)
+		out = append(out, part(s)...)
 	}
 	return out
 }
