@@ -78,6 +78,9 @@ func TestGoldenSurgeryRefused(t *testing.T) {
 		"keys-delete-require-plan-only":  {"keys", "delete", example, "--operator", "word-counter", "--key", "a", "--require-present", "--plan-only", "p.json"},
 		"state-drop-bad-parallelism":     {"state", "drop", example, "--operator", "word-counter", "--state", "count", "--parallelism", "0"},
 		"keys-delete-unknown-operator":   {"keys", "delete", example, "--operator", "nope", "--key", "a"},
+		"help-state-drop":                {"state", "drop", "--help"},
+		"help-state-rename":              {"state", "rename", "--help"},
+		"help-keys-delete":               {"keys", "delete", "--help"},
 		"state-rename-operator-conflict": {"state", "rename", example, "--operator", "kafka-source", "--state", "partition-offsets", "--to", "topic-watermarks"},
 	}
 	for name, args := range cases {
