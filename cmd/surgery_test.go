@@ -78,6 +78,7 @@ func TestGoldenSurgeryRefused(t *testing.T) {
 		"keys-delete-require-plan-only":  {"keys", "delete", example, "--operator", "word-counter", "--key", "a", "--require-present", "--plan-only", "p.json"},
 		"state-drop-bad-parallelism":     {"state", "drop", example, "--operator", "word-counter", "--state", "count", "--parallelism", "0"},
 		"keys-delete-unknown-operator":   {"keys", "delete", example, "--operator", "nope", "--key", "a"},
+		"state-rename-timers-domain":     {"state", "rename", flinkBasic, "--operator", "keyed", "--state", "_timer_state/event_user-timers", "--to", "_timer_state/processing_user-timers-2"},
 		"help-state-drop":                {"state", "drop", "--help"},
 		"help-state-rename":              {"state", "rename", "--help"},
 		"help-keys-delete":               {"keys", "delete", "--help"},

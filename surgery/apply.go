@@ -192,7 +192,34 @@ func (oe *opEdit) addStateEdit(e Edit) error {
 	case current(scope, e.To) != nil:
 		return fmt.Errorf("%w: operator %q already has a %s state %q", ErrConflict, oe.orig.Label(), se.scope, e.To)
 	}
+	if se.scope == snapshot.ScopeKeyed {
+		if err := checkTimerName(oe.orig.KeyedStates[se.index], e.To); err != nil {
+			return err
+		}
+	}
 	se.name, se.renamed = e.To, true
+	return nil
+}
+
+// Flink names the states of a timer service "user-timers" (its priority
+// queues) by the service and the time domain.
+const (
+	timerPrefix     = "_timer_state/"
+	eventTimers     = timerPrefix + "event_"
+	processingTimers = timerPrefix + "processing_"
+)
+
+// checkTimerName refuses a name that makes a state what it is not to
+// Flink: timers of another time domain, or timers at all.
+func checkTimerName(ks snapshot.KeyedState, to string) error {
+	switch {
+	case ks.Kind != snapshot.Timer && strings.HasPrefix(to, timerPrefix):
+		return badEditf("%q names timers (%s...), and %q is a %s state", to, timerPrefix, ks.Name, ks.Kind)
+	case ks.Kind == snapshot.Timer && strings.HasPrefix(ks.Name, eventTimers) && !strings.HasPrefix(to, eventTimers):
+		return badEditf("timer state %q holds event-time timers: its name must keep the prefix %s", ks.Name, eventTimers)
+	case ks.Kind == snapshot.Timer && strings.HasPrefix(ks.Name, processingTimers) && !strings.HasPrefix(to, processingTimers):
+		return badEditf("timer state %q holds processing-time timers: its name must keep the prefix %s", ks.Name, processingTimers)
+	}
 	return nil
 }
 

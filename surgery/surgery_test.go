@@ -272,6 +272,7 @@ func TestRefusedEdits(t *testing.T) {
 		// user-total is keyed by a long.
 		{"key of the wrong type", surgery.Edit{Op: surgery.DeleteKeys, Operator: "rules", Keys: []string{"abc"}}, surgery.ErrBadEdit},
 		{"namespace of states without one", surgery.Edit{Op: surgery.DeleteKeys, Operator: "word-counter", Keys: []string{"word-10"}, Namespace: "42"}, surgery.ErrBadEdit},
+		{"a value state named as timers", surgery.Edit{Op: surgery.RenameState, Operator: "word-counter", State: "count", To: "_timer_state/event_x"}, surgery.ErrBadEdit},
 		{"unknown edit", surgery.Edit{Op: "frobnicate", Operator: "word-counter"}, surgery.ErrBadEdit},
 	}
 	for _, c := range cases {
