@@ -204,8 +204,8 @@ func (oe *opEdit) addStateEdit(e Edit) error {
 // Flink names the states of a timer service "user-timers" (its priority
 // queues) by the service and the time domain.
 const (
-	timerPrefix     = "_timer_state/"
-	eventTimers     = timerPrefix + "event_"
+	timerPrefix      = "_timer_state/"
+	eventTimers      = timerPrefix + "event_"
 	processingTimers = timerPrefix + "processing_"
 )
 
