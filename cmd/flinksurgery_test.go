@@ -2,7 +2,10 @@ package cmd
 
 import (
 	"context"
+	"encoding/json"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -32,6 +35,23 @@ func keyedLines(lines []flinkharness.Line, drop func(flinkharness.Line) bool) []
 // stateRenamed is lines with keyed state from of the keyed operator named to.
 func stateRenamed(t *testing.T, lines []flinkharness.Line, from, to string) []flinkharness.Line {
 	return withField(t, lines, func(l flinkharness.Line) bool { return l.Operator == "keyed" && l.State == from }, "state", to)
+}
+
+// withLine is lines and one more, raw.
+func withLine(t *testing.T, lines []flinkharness.Line, raw string) []flinkharness.Line {
+	var l flinkharness.Line
+	if err := json.Unmarshal([]byte(raw), &l); err != nil {
+		t.Fatal(err)
+	}
+	l.Raw = raw
+	return append(slices.Clone(lines), l)
+}
+
+// keyState matches the line of key in state of the keyed operator.
+func keyState(key, state string) func(flinkharness.Line) bool {
+	return func(l flinkharness.Line) bool {
+		return l.Operator == "keyed" && l.State == state && string(l.Key) == `"`+key+`"`
+	}
 }
 
 func dropOperatorState(lines []flinkharness.Line, operator, state string) []flinkharness.Line {
@@ -75,6 +95,14 @@ func surgeryMatrix(t *testing.T, v string) {
 		// The job's descriptor of the dropped state restores empty.
 		{"state-drop", basic.SnapshotDir(), []string{"state", "drop", "--operator", "keyed", "--state", "events"},
 			basicDump, keyedLines(basicDump, func(l flinkharness.Line) bool { return l.State == "events" }), flinkharness.RestoreOptions{Parallelism: 2}},
+		// Flink decodes the value put, the map entry put beside the
+		// others, and the list of a key the job never had.
+		{"put-value", basic.SnapshotDir(), []string{"put", "--operator", "keyed", "--state", "count", "--key", "user-3", "--value", "1234"},
+			basicDump, withField(t, basicDump, keyState("user-3", "count"), "value", 1234), flinkharness.RestoreOptions{Parallelism: 2}},
+		{"put-map-entry", basic.SnapshotDir(), []string{"put", "--operator", "keyed", "--state", "by-bucket", "--key", "user-3", "--map-key", "b1", "--value", "-5"},
+			basicDump, withField(t, basicDump, keyState("user-3", "by-bucket"), "value", map[string]any{"b0": 372, "b1": -5, "b2": 249}), flinkharness.RestoreOptions{Parallelism: 2}},
+		{"put-list-new-key", basic.SnapshotDir(), []string{"put", "--operator", "keyed", "--state", "events", "--key", "user-new", "--value", `["x","y"]`},
+			basicDump, withLine(t, basicDump, `{"key":"user-new","kind":"list","operator":"keyed","state":"events","value":["x","y"]}`), flinkharness.RestoreOptions{Parallelism: 2}},
 		// An operator state dropped: the restored union state is empty.
 		{"state-drop-operator", basic.SnapshotDir(), []string{"state", "drop", "--operator", "offsets", "--state", "subtask-summary"},
 			basicDump, dropOperatorState(basicDump, "offsets", "subtask-summary"), flinkharness.RestoreOptions{Parallelism: 2}},
@@ -90,7 +118,10 @@ func surgeryMatrix(t *testing.T, v string) {
 				t.Fatal("the edit changes nothing of the job's dump")
 			}
 			dst := out(c.name)
-			fc.stateutil(append(append(c.args[:2:2], c.src), append(c.args[2:], "--output", dst)...)...)
+			// SRC follows the command's words, before its flags.
+			words := slices.IndexFunc(c.args, func(a string) bool { return strings.HasPrefix(a, "--") })
+			args := append(slices.Clone(c.args[:words]), c.src)
+			fc.stateutil(append(append(args, c.args[words:]...), "--output", dst)...)
 			for _, backend := range []string{"hashmap", "rocksdb"} {
 				o := c.o
 				o.Backend = backend

@@ -128,8 +128,8 @@ func renamed(t *testing.T, lines []flinkharness.Line, from, to string) []flinkha
 	return withField(t, lines, func(l flinkharness.Line) bool { return l.Operator == from }, "operator", to)
 }
 
-// withField is lines with field set to the string to in those that match.
-func withField(t *testing.T, lines []flinkharness.Line, match func(flinkharness.Line) bool, field, to string) []flinkharness.Line {
+// withField is lines with field set to to (as JSON) in those that match.
+func withField(t *testing.T, lines []flinkharness.Line, match func(flinkharness.Line) bool, field string, to any) []flinkharness.Line {
 	t.Helper()
 	out := make([]flinkharness.Line, len(lines))
 	for i, l := range lines {

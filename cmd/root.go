@@ -192,6 +192,7 @@ s3://bucket/path URIs (s3a:// and s3p:// too, as Flink writes them).
 		newOperatorCommand(e),
 		newStateCommand(e),
 		newKeysCommand(e),
+		newPutCommand(e),
 		newRunCommand(e),
 		newVersionCommand(e),
 		newGetCommand(e),

@@ -82,6 +82,7 @@ type stateEdit struct {
 	ns    []byte
 	anyNS bool
 	found []atomic.Bool // by key index
+	puts  []*put
 }
 
 // deletion is an operator's keys to delete.
@@ -98,6 +99,7 @@ type opEdit struct {
 	keyedBy      map[string]*stateEdit // by source name
 	operBy       map[string]*stateEdit
 	del          *deletion
+	puts         []*put // in the order edits make them
 
 	mu sync.Mutex
 	// kgCounts holds, per key group read whole, per keyed state, what
@@ -156,6 +158,8 @@ func (oe *opEdit) add(codecs *snapshot.Codecs, e Edit) error {
 		return oe.addStateEdit(e)
 	case DeleteKeys:
 		return oe.addDeletion(codecs, e)
+	case Put:
+		return oe.addPut(codecs, e)
 	}
 	return badEditf("unknown edit %q", e.Op)
 }
@@ -295,14 +299,7 @@ func live(states []*stateEdit) []*stateEdit {
 // the key type is the user's error, a type stateutil cannot encode keys
 // of is unsupported.
 func encodeKey(codecs *snapshot.Codecs, ks *snapshot.KeyedState, text string) ([]byte, error) {
-	b, err := codecs.EncodeKey(ks.KeyType, text)
-	switch {
-	case err == nil:
-		return b, nil
-	case errors.Is(err, snapshot.ErrBadValue):
-		return nil, fmt.Errorf("%w: key of state %q: %w", ErrBadEdit, ks.Name, err)
-	}
-	return nil, fmt.Errorf("%w: key of state %q: %w", snapshot.ErrUnsupportedVersion, ks.Name, err)
+	return encodeText(codecs, ks.KeyType, text, fmt.Sprintf("key of state %q", ks.Name))
 }
 
 // namespaceOf is a namespace as the state stores it; ok is false for a
@@ -332,7 +329,7 @@ func (oe *opEdit) build() *snapshot.Operator {
 	keyedLoss, operChange := false, false
 	for _, se := range oe.keyed {
 		ks := op.KeyedStates[se.index]
-		keyedLoss = keyedLoss || se.dropped || se.keys != nil
+		keyedLoss = keyedLoss || se.dropped || se.keys != nil || len(se.puts) > 0
 		if se.dropped {
 			continue
 		}

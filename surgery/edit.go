@@ -8,6 +8,7 @@ package surgery
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // ErrBadEdit reports an edit that cannot be made as asked: a key or
@@ -34,6 +35,9 @@ const (
 	// DeleteKeys removes keys from every keyed state of an operator
 	// (values, lists, maps, timers), in every namespace or in one.
 	DeleteKeys Op = "delete-keys"
+	// Put sets one key's value in a keyed state: a value, a list's whole
+	// list, a map's whole map or one map entry; or removes it.
+	Put Op = "put"
 )
 
 // Edit is one change to the state of an operator, as data (it travels in
@@ -54,6 +58,15 @@ type Edit struct {
 	// RequirePresent makes keys that no state holds an error
 	// (snapshot.ErrNotFound) rather than a finding of the report.
 	RequirePresent bool `json:"require_present,omitempty"`
+	// Value is what Put sets, as get prints it (JSON, or the text of a
+	// string); MapKey, when set, names the one map entry it sets. Delete
+	// removes the entry, or the key's whole value, instead.
+	Value  string  `json:"value,omitempty"`
+	MapKey *string `json:"map_key,omitempty"`
+	Delete bool    `json:"delete,omitempty"`
+	// Now is the last access Put gives a state with TTL, in Unix
+	// milliseconds.
+	Now int64 `json:"now,omitempty"`
 }
 
 func (e Edit) String() string {
@@ -62,6 +75,16 @@ func (e Edit) String() string {
 		return fmt.Sprintf("drop state %q of operator %q", e.State, e.Operator)
 	case RenameState:
 		return fmt.Sprintf("rename state %q of operator %q to %q", e.State, e.Operator, e.To)
+	case Put:
+		what := "value"
+		if e.MapKey != nil {
+			what = fmt.Sprintf("map entry %s", *e.MapKey)
+		}
+		verb := "put"
+		if e.Delete {
+			verb = "delete"
+		}
+		return fmt.Sprintf("%s the %s of key %s in state %q of operator %q", verb, what, strings.Join(e.Keys, ""), e.State, e.Operator)
 	case DeleteKeys:
 		if len(e.Keys) == 1 {
 			return fmt.Sprintf("delete key %s of operator %q", e.Keys[0], e.Operator)

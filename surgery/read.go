@@ -34,13 +34,36 @@ func (w *Reader) Entries(ctx context.Context, op *snapshot.Operator, subtask int
 		cur := -1
 		// Key groups before cur were read whole: on an early stop too.
 		defer func() { oe.cover(kgs.Start, max(cur, kgs.Start)-1) }()
+		// finish writes what puts add to key groups from cur up to end
+		// (those without entries read included), and counts them.
+		puts := oe.putsIn(kgs)
+		finish := func(end int) bool {
+			for len(puts) > 0 && puts[0].kg < end {
+				kg := puts[0].kg
+				if kg != cur {
+					oe.recordKeyGroup(cur, counts)
+					cur = kg
+				}
+				for len(puts) > 0 && puts[0].kg == kg {
+					p := puts[0]
+					puts = puts[1:]
+					if !oe.write(p, counts, yield) {
+						return false
+					}
+				}
+			}
+			oe.recordKeyGroup(cur, counts)
+			return true
+		}
 		for e, err := range es {
 			if err != nil {
 				yield(e, err)
 				return
 			}
 			if e.KeyGroup != cur {
-				oe.recordKeyGroup(cur, counts)
+				if !finish(e.KeyGroup) {
+					return
+				}
 				cur = e.KeyGroup
 			}
 			se := oe.keyedBy[e.State]
@@ -53,7 +76,7 @@ func (w *Reader) Entries(ctx context.Context, op *snapshot.Operator, subtask int
 			}
 			size := e.Size()
 			counts[2*se.index].add(Counts{1, size})
-			if se.dropped {
+			if se.dropped || se.replaced(&e) {
 				continue
 			}
 			if se.keys != nil && (se.anyNS || bytes.Equal(e.Namespace, se.ns)) {
@@ -68,9 +91,49 @@ func (w *Reader) Entries(ctx context.Context, op *snapshot.Operator, subtask int
 				return
 			}
 		}
-		oe.recordKeyGroup(cur, counts)
-		cur = kgs.End + 1
+		if finish(kgs.End + 1) {
+			cur = kgs.End + 1
+		}
 	}
+}
+
+// putsIn is the puts into key groups kgs, by key group.
+func (oe *opEdit) putsIn(kgs keygroup.Range) []*put {
+	var out []*put
+	for _, p := range oe.puts {
+		if kgs.Contains(p.kg) {
+			out = append(out, p)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b *put) int { return a.kg - b.kg })
+	return out
+}
+
+// replaced reports whether a put of the state replaces e.
+func (se *stateEdit) replaced(e *snapshot.Entry) bool {
+	for _, p := range se.puts {
+		if p.replaces(e) {
+			return true
+		}
+	}
+	return false
+}
+
+// write yields the entries p puts, unless its state is dropped, and
+// counts them.
+func (oe *opEdit) write(p *put, counts []Counts, yield func(snapshot.Entry, error) bool) bool {
+	se := p.state
+	if se.dropped {
+		return true
+	}
+	for _, e := range p.entries {
+		e.State = se.name
+		counts[2*se.index+1].add(Counts{1, e.Size()})
+		if !yield(e, nil) {
+			return false
+		}
+	}
+	return true
 }
 
 // cover marks key groups lo..hi read whole.
@@ -199,7 +262,7 @@ func (w *Reader) Scan(ctx context.Context) error {
 // touched reports whether an edit changes any of states.
 func touched(states []*stateEdit) bool {
 	for _, se := range states {
-		if se.dropped || se.renamed || se.keys != nil {
+		if se.dropped || se.renamed || se.keys != nil || len(se.puts) > 0 {
 			return true
 		}
 	}

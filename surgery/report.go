@@ -21,7 +21,7 @@ type StateReport struct {
 	// Scope is snapshot.ScopeKeyed or snapshot.ScopeOperator.
 	Scope string `json:"scope"`
 	State string `json:"state"`
-	// Edit is "dropped", "renamed" or "keys deleted".
+	// Edit is "dropped", "renamed", "keys deleted" or "put".
 	Edit string `json:"edit"`
 	// To is the new name of a renamed state.
 	To string `json:"to,omitempty"`
@@ -83,6 +83,8 @@ func (w *Reader) Report() *Report {
 							sr.KeysDeleted++
 						}
 					}
+				case len(se.puts) > 0:
+					sr.Edit = "put"
 				case se.renamed:
 					sr.Edit = "renamed"
 				default:
