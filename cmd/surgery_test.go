@@ -27,16 +27,24 @@ func TestGoldenSurgery(t *testing.T) {
 		"state-drop-flink-timers": {"state", "drop", flinkBasic, "--operator", "keyed", "--state", "_timer_state/event_user-timers"},
 		"state-rename-flink":      {"state", "rename", flinkBasic, "--operator", "keyed", "--state", "by-bucket", "--to", "per-bucket"},
 		"keys-delete-flink":       {"keys", "delete", flinkBasic, "--operator", "keyed", "--key", "user-0", "--key", "user-7"},
+		"put-flink-value":         {"put", flinkBasic, "--operator", "keyed", "--state", "count", "--key", "user-3", "--value", "1234"},
+		"put-flink-list":          {"put", flinkBasic, "--operator", "keyed", "--state", "events", "--key", "user-new", "--value", `["x","y"]`},
+		"put-flink-map-delete":    {"put", flinkBasic, "--operator", "keyed", "--state", "by-bucket", "--key", "user-3", "--map-key", "b1", "--delete"},
+		"put-ttl":                 {"put", example, "--operator", "word-counter", "--state", "recent", "--key", "word-10", "--value", "[5]", "--now", "2026-01-02T04:00:00Z"},
 		"keys-delete-flink-long":  {"keys", "delete", flinkLongKeys, "--operator", "keyed", "--key", "-1", "--key", "42", "--key", "123456789"},
 	}
 	for name, args := range cases {
 		t.Run(name, func(t *testing.T) {
 			dst := filepath.Join(t.TempDir(), "edited")
 			hide := strings.NewReplacer(dst, "DST").Replace
-			before := hashTree(t, args[2])
+			src := args[2]
+			if args[0] == "put" {
+				src = args[1]
+			}
+			before := hashTree(t, src)
 			runGoldenReplacing(t, name, hide, append(args, "--output", dst, "--verify")...)
-			runGoldenReplacing(t, name+"-diff", hide, "diff", "--entries", "--values", args[2], dst)
-			if hashTree(t, args[2]) != before {
+			runGoldenReplacing(t, name+"-diff", hide, "diff", "--entries", "--values", src, dst)
+			if hashTree(t, src) != before {
 				t.Fatal("the edit modified its source")
 			}
 		})
@@ -79,6 +87,12 @@ func TestGoldenSurgeryRefused(t *testing.T) {
 		"state-drop-bad-parallelism":     {"state", "drop", example, "--operator", "word-counter", "--state", "count", "--parallelism", "0"},
 		"keys-delete-unknown-operator":   {"keys", "delete", example, "--operator", "nope", "--key", "a"},
 		"state-rename-timers-domain":     {"state", "rename", flinkBasic, "--operator", "keyed", "--state", "_timer_state/event_user-timers", "--to", "_timer_state/processing_user-timers-2"},
+		"put-wrong-type":                 {"put", flinkBasic, "--operator", "keyed", "--state", "count", "--key", "user-3", "--value", `"ten"`},
+		"put-list-not-array":             {"put", flinkBasic, "--operator", "keyed", "--state", "events", "--key", "user-3", "--value", "1"},
+		"put-no-value":                   {"put", flinkBasic, "--operator", "keyed", "--state", "count", "--key", "user-3"},
+		"put-unknown-state":              {"put", flinkBasic, "--operator", "keyed", "--state", "nope", "--key", "user-3", "--value", "1"},
+		"put-timers":                     {"put", flinkBasic, "--operator", "keyed", "--state", "_timer_state/event_user-timers", "--key", "user-3", "--value", "1"},
+		"help-put":                       {"put", "--help"},
 		"help-state-drop":                {"state", "drop", "--help"},
 		"help-state-rename":              {"state", "rename", "--help"},
 		"help-keys-delete":               {"keys", "delete", "--help"},
