@@ -22,14 +22,7 @@ func TestSurgeryRestoresInFlink(t *testing.T) {
 
 // keyedLines is lines without those of the keyed operator that drop says.
 func keyedLines(lines []flinkharness.Line, drop func(flinkharness.Line) bool) []flinkharness.Line {
-	var out []flinkharness.Line
-	for _, l := range lines {
-		if l.Operator == "keyed" && drop(l) {
-			continue
-		}
-		out = append(out, l)
-	}
-	return out
+	return dropLines(lines, func(l flinkharness.Line) bool { return l.Operator == "keyed" && drop(l) })
 }
 
 // stateRenamed is lines with keyed state from of the keyed operator named to.
@@ -52,16 +45,6 @@ func keyState(key, state string) func(flinkharness.Line) bool {
 	return func(l flinkharness.Line) bool {
 		return l.Operator == "keyed" && l.State == state && string(l.Key) == `"`+key+`"`
 	}
-}
-
-func dropOperatorState(lines []flinkharness.Line, operator, state string) []flinkharness.Line {
-	var out []flinkharness.Line
-	for _, l := range lines {
-		if l.Operator != operator || l.State != state {
-			out = append(out, l)
-		}
-	}
-	return out
 }
 
 func surgeryMatrix(t *testing.T, v string) {
@@ -105,7 +88,7 @@ func surgeryMatrix(t *testing.T, v string) {
 			basicDump, withLine(t, basicDump, `{"key":"user-new","kind":"list","operator":"keyed","state":"events","value":["x","y"]}`), flinkharness.RestoreOptions{Parallelism: 2}},
 		// An operator state dropped: the restored union state is empty.
 		{"state-drop-operator", basic.SnapshotDir(), []string{"state", "drop", "--operator", "offsets", "--state", "subtask-summary"},
-			basicDump, dropOperatorState(basicDump, "offsets", "subtask-summary"), flinkharness.RestoreOptions{Parallelism: 2}},
+			basicDump, dropLines(basicDump, func(l flinkharness.Line) bool { return l.Operator == "offsets" && l.State == "subtask-summary" }), flinkharness.RestoreOptions{Parallelism: 2}},
 		// A job whose descriptor is now named count-v2 restores count's content into it.
 		{"state-rename", basic.SnapshotDir(), []string{"state", "rename", "--operator", "keyed", "--state", "count", "--to", "count-v2"},
 			basicDump, stateRenamed(t, basicDump, "count", "count-v2"), flinkharness.RestoreOptions{Parallelism: 2, RenameState: "count=count-v2"}},

@@ -154,9 +154,14 @@ func withField(t *testing.T, lines []flinkharness.Line, match func(flinkharness.
 }
 
 func without(lines []flinkharness.Line, operator string) []flinkharness.Line {
+	return dropLines(lines, func(l flinkharness.Line) bool { return l.Operator == operator })
+}
+
+// dropLines is lines without those drop says.
+func dropLines(lines []flinkharness.Line, drop func(flinkharness.Line) bool) []flinkharness.Line {
 	var out []flinkharness.Line
 	for _, l := range lines {
-		if l.Operator != operator {
+		if !drop(l) {
 			out = append(out, l)
 		}
 	}
