@@ -20,6 +20,8 @@ var forbidden = map[string][]string{
 	"runtime":      {"cmd", "migrate", "backends"},
 	"diff":         {"cmd", "migrate", "runtime", "backends"},
 	"lookup":       {"cmd", "migrate", "runtime", "diff", "backends", "redistribute"},
+	// surgery edits state as the copy reads it: cmd -> migrate -> surgery -> snapshot.
+	"surgery": {"cmd", "migrate", "runtime", "diff", "lookup", "redistribute", "backends"},
 	// yarn runs migrate's shards on a cluster: cmd -> yarn -> migrate.
 	"yarn": {"cmd", "runtime", "diff", "lookup", "backends"},
 }

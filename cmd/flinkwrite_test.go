@@ -125,19 +125,28 @@ func (fc *flinkCase) spaWith(name, snap string, want []flinkharness.Line, o flin
 
 // renamed is lines with operator from named to.
 func renamed(t *testing.T, lines []flinkharness.Line, from, to string) []flinkharness.Line {
+	return withField(t, lines, func(l flinkharness.Line) bool { return l.Operator == from }, "operator", to)
+}
+
+// withField is lines with field set to to (as JSON) in those that match.
+func withField(t *testing.T, lines []flinkharness.Line, match func(flinkharness.Line) bool, field string, to any) []flinkharness.Line {
+	t.Helper()
 	out := make([]flinkharness.Line, len(lines))
 	for i, l := range lines {
-		if l.Operator == from {
+		if match(l) {
 			var m map[string]json.RawMessage
 			if err := json.Unmarshal([]byte(l.Raw), &m); err != nil {
 				t.Fatal(err)
 			}
-			m["operator"], _ = json.Marshal(to)
+			m[field], _ = json.Marshal(to)
 			raw, err := json.Marshal(m)
 			if err != nil {
 				t.Fatal(err)
 			}
-			l.Operator, l.Raw = to, string(raw)
+			if err := json.Unmarshal(raw, &l); err != nil {
+				t.Fatal(err)
+			}
+			l.Raw = string(raw)
 		}
 		out[i] = l
 	}
@@ -145,9 +154,14 @@ func renamed(t *testing.T, lines []flinkharness.Line, from, to string) []flinkha
 }
 
 func without(lines []flinkharness.Line, operator string) []flinkharness.Line {
+	return dropLines(lines, func(l flinkharness.Line) bool { return l.Operator == operator })
+}
+
+// dropLines is lines without those drop says.
+func dropLines(lines []flinkharness.Line, drop func(flinkharness.Line) bool) []flinkharness.Line {
 	var out []flinkharness.Line
 	for _, l := range lines {
-		if l.Operator != operator {
+		if !drop(l) {
 			out = append(out, l)
 		}
 	}

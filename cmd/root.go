@@ -29,6 +29,7 @@ import (
 	"github.com/stateutil/stateutil/snapshot"
 	"github.com/stateutil/stateutil/storage"
 	"github.com/stateutil/stateutil/storage/s3"
+	"github.com/stateutil/stateutil/surgery"
 )
 
 // Exit codes, documented in the root help and the README.
@@ -102,7 +103,8 @@ func exitCode(err error) int {
 		return ExitClockSkew
 	case errors.Is(err, errUsage), errors.Is(err, kerberos.ErrLogin), errors.Is(err, keygroup.ErrInvalidParallelism), errors.Is(err, keygroup.ErrUnknownKeyType),
 		errors.Is(err, storage.ErrExist), errors.Is(err, storage.ErrInUse), errors.Is(err, migrate.ErrBadDestination),
-		errors.Is(err, migrate.ErrConflict), errors.Is(err, redistribute.ErrNotRedistributable), errors.As(err, new(*snapshot.ExpiryError)),
+		errors.Is(err, migrate.ErrConflict), errors.Is(err, surgery.ErrBadEdit), errors.Is(err, surgery.ErrConflict),
+		errors.Is(err, redistribute.ErrNotRedistributable), errors.As(err, new(*snapshot.ExpiryError)),
 		errors.As(err, new(*lookup.QueryError)):
 		return ExitUsage
 	case errors.Is(err, snapshot.ErrNotFound):
@@ -223,6 +225,9 @@ s3://bucket/path URIs (s3a:// and s3p:// too, as Flink writes them).
 		newVerifyCommand(e),
 		newDiffCommand(e),
 		newOperatorCommand(e),
+		newStateCommand(e),
+		newKeysCommand(e),
+		newPutCommand(e),
 		newRunCommand(e),
 		newVersionCommand(e),
 		newGetCommand(e),

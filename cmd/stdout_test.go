@@ -48,6 +48,20 @@ var stdoutCases = map[string]func(t *testing.T, dir string) []string{
 	"operator set-uid-hash": func(_ *testing.T, dir string) []string {
 		return []string{"operator", "set-uid-hash", example, "--operator", "kafka-source", "--to", strings.Repeat("ab", 16), "--output", filepath.Join(dir, "hashed.dump")}
 	},
+	"state": func(*testing.T, string) []string { return []string{"state", "--help"} },
+	"state drop": func(*testing.T, string) []string {
+		return []string{"state", "drop", example, "--operator", "word-counter", "--state", "count", "--dry-run"}
+	},
+	"state rename": func(_ *testing.T, dir string) []string {
+		return []string{"state", "rename", example, "--operator", "word-counter", "--state", "count", "--to", "n", "--output", filepath.Join(dir, "renamed-state.dump")}
+	},
+	"keys": func(*testing.T, string) []string { return []string{"keys", "--help"} },
+	"keys delete": func(_ *testing.T, dir string) []string {
+		return []string{"keys", "delete", example, "--operator", "word-counter", "--key", "word-10", "--output", filepath.Join(dir, "deleted.dump")}
+	},
+	"put": func(_ *testing.T, dir string) []string {
+		return []string{"put", example, "--operator", "word-counter", "--state", "count", "--key", "word-10", "--value", "1", "--output", filepath.Join(dir, "put.dump")}
+	},
 	"run": func(_ *testing.T, dir string) []string {
 		return []string{"run", "wordcount", "--records", "100", "--checkpoint-dir", dir}
 	},

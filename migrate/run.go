@@ -9,6 +9,7 @@ import (
 	"github.com/stateutil/stateutil/diff"
 	"github.com/stateutil/stateutil/redistribute"
 	"github.com/stateutil/stateutil/snapshot"
+	"github.com/stateutil/stateutil/surgery"
 )
 
 // Request is one copy of a snapshot.
@@ -18,8 +19,11 @@ type Request struct {
 	Format string
 	// Change is the new parallelism and max parallelism; zero keeps them.
 	Change redistribute.Request
-	// Edits remove or rename operators.
-	Edits []Edit
+	// Edits remove or rename operators; StateEdits drop or rename states
+	// and delete keys (surgery.Apply), before anything else reads the
+	// source.
+	Edits      []Edit
+	StateEdits []surgery.Edit
 	// Force replaces an existing snapshot at Destination.
 	Force bool
 	// ReaderVersion is the version of the readers to write for (the flink
@@ -59,6 +63,8 @@ type Result struct {
 	Verified bool   `json:"verified"`
 	// Dropped is the unreadable state left out (Request.SkipUnreadable).
 	Dropped []snapshot.UnreadablePart `json:"dropped"`
+	// Surgery is what Request.StateEdits did (of a dry run: would do).
+	Surgery *surgery.Report `json:"surgery,omitempty"`
 }
 
 // ErrVerifyFailed reports a destination that does not read back as the
@@ -80,6 +86,13 @@ func Run(ctx context.Context, reg *snapshot.Registry, req Request) (*Result, err
 	}
 	defer r.Close()
 	from := r.Snapshot().Format
+	var edited *surgery.Reader
+	if len(req.StateEdits) > 0 {
+		if edited, err = surgery.Apply(r, reg.Codecs, req.StateEdits); err != nil {
+			return nil, fmt.Errorf("%s: %w", req.Source, err)
+		}
+		r = edited
+	}
 	var dropped []snapshot.UnreadablePart
 	if req.SkipUnreadable {
 		r, dropped = snapshot.WithoutUnreadable(r)
@@ -118,6 +131,15 @@ func Run(ctx context.Context, reg *snapshot.Registry, req Request) (*Result, err
 		res.Dropped = []snapshot.UnreadablePart{}
 	}
 	if req.DryRun {
+		if edited != nil {
+			if err := edited.Scan(ctx); err != nil {
+				return nil, err
+			}
+			res.Surgery = edited.Report()
+			if err := edited.Check(); err != nil {
+				return nil, err
+			}
+		}
 		return res, nil
 	}
 	w, err := Create(ctx, reg, f, req.Destination, wopts)
@@ -130,6 +152,15 @@ func Run(ctx context.Context, reg *snapshot.Registry, req Request) (*Result, err
 	opts := ExecuteOptions{TempDir: req.TempDir, Progress: req.Progress, EntryByEntry: req.EntryByEntry, Codecs: reg.Codecs}
 	if err := Execute(ctx, r, w, plan, opts); err != nil {
 		return nil, errors.Join(err, w.Abort(context.WithoutCancel(ctx)))
+	}
+	if edited != nil {
+		if err := edited.Scan(ctx); err != nil {
+			return nil, errors.Join(err, w.Abort(context.WithoutCancel(ctx)))
+		}
+		res.Surgery = edited.Report()
+		if err := edited.Check(); err != nil {
+			return nil, errors.Join(err, w.Abort(context.WithoutCancel(ctx)))
+		}
 	}
 	if err := Commit(ctx, w, plan); err != nil {
 		return nil, err

@@ -277,18 +277,25 @@ func TestShardedFlinkEqualsSingleProcess(t *testing.T) {
 	for _, n := range []int{1, 3} {
 		req.Destination = filepath.Join(dir, fmt.Sprintf("sharded-%d", n))
 		sharded(t, req, n)
-		got := flinkFiles(t, req.Destination)
-		if !reflect.DeepEqual(got.meta, single.meta) {
-			t.Errorf("%d shards: _metadata differs from the single process's but for file names", n)
-		}
-		if !reflect.DeepEqual(got.data, single.data) {
-			t.Errorf("%d shards: state files differ from the single process's", n)
-		}
+		sameFlinkFiles(t, n, req.Destination, single)
 		out := openSnap(t, req.Destination)
 		op, _ := out.Snapshot().Operator("keyed")
 		if left := countEntries(t, out, op, "last"); left != 0 {
 			t.Errorf("%d shards: %d entries of state last, all expired", n, left)
 		}
+	}
+}
+
+// sameFlinkFiles fails unless the savepoint n shards wrote at dst holds
+// the single process's files.
+func sameFlinkFiles(t *testing.T, n int, dst string, single savepointFiles) {
+	t.Helper()
+	got := flinkFiles(t, dst)
+	if !reflect.DeepEqual(got.meta, single.meta) {
+		t.Errorf("%d shards: _metadata differs from the single process's but for file names", n)
+	}
+	if !reflect.DeepEqual(got.data, single.data) {
+		t.Errorf("%d shards: state files differ from the single process's", n)
 	}
 }
 

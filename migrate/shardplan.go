@@ -20,6 +20,7 @@ import (
 	"github.com/stateutil/stateutil/redistribute"
 	"github.com/stateutil/stateutil/snapshot"
 	"github.com/stateutil/stateutil/storage"
+	"github.com/stateutil/stateutil/surgery"
 )
 
 // ShardPlanVersion is the version of the plan file (ShardPlan).
@@ -75,6 +76,7 @@ type ShardPlan struct {
 	// Change and Edits are what was asked for; Plan is what they came to.
 	Change         PlannedChange     `json:"change"`
 	Edits          []PlannedEdit     `json:"edits"`
+	StateEdits     []surgery.Edit    `json:"state_edits,omitempty"`
 	PathMap        map[string]string `json:"path_map,omitempty"`
 	SkipUnreadable bool              `json:"skip_unreadable,omitempty"`
 	EntryByEntry   bool              `json:"entry_by_entry,omitempty"`
@@ -148,6 +150,12 @@ func PlanShards(ctx context.Context, reg *snapshot.Registry, req ShardRequest) (
 	if req.Shards < 1 {
 		return nil, fmt.Errorf("%w: %d; at least 1", ErrShardCount, req.Shards)
 	}
+	for _, e := range req.StateEdits {
+		if e.RequirePresent {
+			// Each shard reads a part of the source: none sees every key.
+			return nil, fmt.Errorf("%w: %s: requiring the keys present needs the copy in one process, not in shards", surgery.ErrBadEdit, e)
+		}
+	}
 	if err := CheckLocations(req.Source, req.Destination); err != nil {
 		return nil, err
 	}
@@ -161,9 +169,10 @@ func PlanShards(ctx context.Context, reg *snapshot.Registry, req ShardRequest) (
 	sp := &ShardPlan{
 		SchemaVersion: ShardPlanVersion, Kind: ShardPlanKind, ID: hex.EncodeToString(id[:]),
 		Source: req.Source, Destination: req.Destination, Force: req.Force,
-		Change:  PlannedChange{Parallelism: req.Change.Parallelism, Operators: req.Change.Operators, MaxParallelism: req.Change.MaxParallelism},
-		Edits:   []PlannedEdit{},
-		PathMap: req.PathMap, SkipUnreadable: req.SkipUnreadable, EntryByEntry: req.EntryByEntry,
+		Change:     PlannedChange{Parallelism: req.Change.Parallelism, Operators: req.Change.Operators, MaxParallelism: req.Change.MaxParallelism},
+		Edits:      []PlannedEdit{},
+		StateEdits: req.StateEdits,
+		PathMap:    req.PathMap, SkipUnreadable: req.SkipUnreadable, EntryByEntry: req.EntryByEntry,
 		ReaderVersion: req.ReaderVersion,
 	}
 	if x := req.DropExpired; x != nil {
@@ -201,7 +210,7 @@ func PlanShards(ctx context.Context, reg *snapshot.Registry, req ShardRequest) (
 // shard takes from a plan file nothing its source does not give.
 func (sp *ShardPlan) derive(ctx context.Context, reg *snapshot.Registry, r snapshot.Reader, n int) (*Plan, error) {
 	sp.SourceFormat = r.Snapshot().Format
-	r, err := sp.readable(r)
+	r, err := sp.readable(reg, r)
 	if err != nil {
 		return nil, err
 	}
@@ -229,10 +238,17 @@ func (sp *ShardPlan) derive(ctx context.Context, reg *snapshot.Registry, r snaps
 	return plan, nil
 }
 
-// readable is the source r as sp copies it: without its unreadable
-// state if sp skips it (refused otherwise), without expired entries if sp
-// drops them.
-func (sp *ShardPlan) readable(r snapshot.Reader) (snapshot.Reader, error) {
+// readable is the source r as sp copies it: edited as sp edits it,
+// without its unreadable state if sp skips it (refused otherwise), without
+// expired entries if sp drops them. reg's codecs encode the keys of edits.
+func (sp *ShardPlan) readable(reg *snapshot.Registry, r snapshot.Reader) (snapshot.Reader, error) {
+	if len(sp.StateEdits) > 0 {
+		edited, err := surgery.Apply(r, reg.Codecs, sp.StateEdits)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", sp.Source, err)
+		}
+		r = edited
+	}
 	if sp.SkipUnreadable {
 		r, _ = snapshot.WithoutUnreadable(r)
 	} else if err := snapshot.CheckReadable(r.Snapshot()); err != nil {

@@ -7,6 +7,7 @@
 package snapshot
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -151,7 +152,14 @@ type KeyedState struct {
 	UserKeyType   Type      `json:"user_key_type,omitzero" msgpack:"user_key_type,omitempty"`
 	ValueType     Type      `json:"value_type" msgpack:"value_type"`
 	TTL           *TTL      `json:"ttl,omitempty" msgpack:"ttl,omitempty"`
+	// SourceName is the state's name in the snapshot a copy reads, when
+	// the copy renames it ("" when it keeps its name): a writer finds what
+	// the source's format carried of the state by it. Never stored.
+	SourceName string `json:"-" msgpack:"-"`
 }
+
+// CarriedName is the name the source's format recorded the state under.
+func (k *KeyedState) CarriedName() string { return cmp.Or(k.SourceName, k.Name) }
 
 // TTL is a keyed state's time-to-live configuration.
 type TTL struct {
@@ -180,7 +188,12 @@ type OperatorState struct {
 	Name        string `json:"name" msgpack:"name"`
 	Mode        Mode   `json:"mode" msgpack:"mode"`
 	ElementType Type   `json:"element_type" msgpack:"element_type"`
+	// SourceName: see KeyedState.SourceName.
+	SourceName string `json:"-" msgpack:"-"`
 }
+
+// CarriedName is the name the source's format recorded the state under.
+func (o *OperatorState) CarriedName() string { return cmp.Or(o.SourceName, o.Name) }
 
 // Subtask is one parallel instance's share of an operator's state.
 type Subtask struct {

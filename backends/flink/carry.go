@@ -123,6 +123,18 @@ func addMeta(list []carriedMeta, m *StateMeta) []carriedMeta {
 	return append(list, metaOf(m))
 }
 
+// carriedAs is the meta info list records for the state named carried,
+// under the state's name in the copy (a copy may rename it).
+func carriedAs(list []carriedMeta, carried, name string) (carriedMeta, bool) {
+	j := slices.IndexFunc(list, func(m carriedMeta) bool { return m.Name == carried })
+	if j < 0 {
+		return carriedMeta{}, false
+	}
+	m := list[j]
+	m.Name = name
+	return m, true
+}
+
 // carryOver fills in the Carried fields of the snapshot r built.
 func (r *SnapshotReader) carryOver(ctx context.Context) error {
 	m := r.meta

@@ -119,11 +119,11 @@ func newSubtaskWriter(ctx context.Context, w *writer, op *snapshot.Operator, co 
 			return nil, fmt.Errorf("operator %q key serializer: %w", op.Label(), err)
 		}
 		for i, ks := range op.KeyedStates {
-			j := slices.IndexFunc(co.Keyed, func(m carriedMeta) bool { return m.Name == ks.Name })
-			if j < 0 {
+			m, ok := carriedAs(co.Keyed, ks.CarriedName(), ks.Name)
+			if !ok {
 				return nil, fmt.Errorf("operator %q keyed state %q: %w (no serializer snapshots recorded)", op.Label(), ks.Name, ErrNotFromFlink)
 			}
-			sm, err := stateMetaOf(co.Keyed[j])
+			sm, err := stateMetaOf(m)
 			if err != nil {
 				return nil, fmt.Errorf("operator %q keyed state %q: cannot write it back: %w", op.Label(), ks.Name, err)
 			}
@@ -151,8 +151,8 @@ func (sw *subtaskWriter) name(kind string) string {
 func (sw *subtaskWriter) keyedMetas() []carriedMeta {
 	out := make([]carriedMeta, 0, len(sw.op.KeyedStates))
 	for _, ks := range sw.op.KeyedStates {
-		j := slices.IndexFunc(sw.co.Keyed, func(m carriedMeta) bool { return m.Name == ks.Name })
-		out = append(out, sw.co.Keyed[j])
+		m, _ := carriedAs(sw.co.Keyed, ks.CarriedName(), ks.Name)
+		out = append(out, m)
 	}
 	return out
 }
@@ -432,11 +432,11 @@ func (sw *subtaskWriter) startOperator() error {
 		if os.Mode == snapshot.Broadcast {
 			group, cands = &bcasts, sw.co.Broadcast
 		}
-		j := slices.IndexFunc(cands, func(m carriedMeta) bool { return m.Name == os.Name })
-		if j < 0 {
+		m, ok := carriedAs(cands, os.CarriedName(), os.Name)
+		if !ok {
 			return fmt.Errorf("operator %q operator state %q: %w (no serializer snapshots recorded)", sw.op.Label(), os.Name, ErrNotFromFlink)
 		}
-		*group = append(*group, cands[j])
+		*group = append(*group, m)
 		sw.operIdx[os.Name] = len(sw.operInfos)
 		sw.operInfos = append(sw.operInfos, OperatorStateInfo{Name: os.Name, Mode: distributionMode(os.Mode), Offsets: []int64{}})
 		sw.elems[os.Name] = 0

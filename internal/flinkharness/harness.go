@@ -276,6 +276,9 @@ type RestoreOptions struct {
 	// RenameUID "OLD=NEW" runs the job's operator OLD under uid NEW, and
 	// the dump names it NEW.
 	RenameUID string
+	// RenameState "OLD=NEW" declares the job's keyed state OLD under the
+	// descriptor name NEW, and the dump names it NEW.
+	RenameState string
 }
 
 // RestoreDump starts the job from the snapshot in Flink, dumps every restored
@@ -298,6 +301,9 @@ func RestoreDump(ctx context.Context, version string, o RestoreOptions) (string,
 	}
 	if o.RenameUID != "" {
 		args = append(args, "--rename-uid", o.RenameUID)
+	}
+	if o.RenameState != "" {
+		args = append(args, "--rename-state", o.RenameState)
 	}
 	_, err := Run(ctx, version, "restore-dump", args...)
 	return o.Dump, err

@@ -44,7 +44,7 @@ import stateutil.flink.jobs.Jobs;
  *              --dir OUT --dump DUMP.jsonl [--manifest FILE]
  * restore-dump --job J --snapshot PATH --backend B [--parallelism P] [--max-parallelism M|unset]
  *              [--records N] --dump DUMP.jsonl [--allow-non-restored] [--changelog]
- *              [--rename-uid OLD=NEW]
+ *              [--rename-uid OLD=NEW] [--rename-state OLD=NEW]
  * spa-dump     --job J --snapshot PATH --dump DUMP.jsonl [--records N] [--rename-uid OLD=NEW]
  *              [--without-operator UID]
  * spa-rewrite  --job J --snapshot PATH --max-parallelism M --out DIR [--records N]
@@ -564,6 +564,16 @@ public final class Harness {
         UidRename rename = UidRename.parse(o.get("rename-uid", ""));
         if (rename != UidRename.NONE && job.dumpView() != null) {
             throw new UsageException("--rename-uid: job " + job.name() + " dumps through a dump view");
+        }
+        // --rename-state OLD=NEW: the job declares its keyed state OLD under the descriptor name
+        // NEW, as a job whose descriptor was renamed does (to restore a state renamed there).
+        String stateRename = o.get("rename-state", "");
+        if (!stateRename.isEmpty()) {
+            int i = stateRename.indexOf('=');
+            if (i <= 0 || i == stateRename.length() - 1) {
+                throw new UsageException("--rename-state wants OLD=NEW, not " + stateRename);
+            }
+            StateDef.renameDescriptor(stateRename.substring(0, i), stateRename.substring(i + 1));
         }
         Configuration c = config(backend, p.parallelism, o, null);
         o.done();

@@ -52,25 +52,40 @@ public final class StateDef implements Serializable {
         this.ttl = ttl;
     }
 
+    /** Descriptor names that differ from the states' names in the job (--rename-state). */
+    private static final Map<String, String> DESCRIPTOR_NAMES = new java.util.concurrent.ConcurrentHashMap<>();
+
+    /**
+     * States named from are declared with descriptor name to from now on: the job as it would
+     * be once its descriptor was renamed. Dump lines name the descriptor.
+     */
+    public static void renameDescriptor(String from, String to) {
+        DESCRIPTOR_NAMES.put(from, to);
+    }
+
+    private static String descName(String name) {
+        return DESCRIPTOR_NAMES.getOrDefault(name, name);
+    }
+
     public static <T> StateDef value(String name, TypeInformation<T> t) {
-        return new StateDef(name, Kind.VALUE, new ValueStateDescriptor<>(name, t), t, null, false);
+        return new StateDef(name, Kind.VALUE, new ValueStateDescriptor<>(descName(name), t), t, null, false);
     }
 
     public static <T> StateDef list(String name, TypeInformation<T> t) {
-        return new StateDef(name, Kind.LIST, new ListStateDescriptor<>(name, t), t, null, false);
+        return new StateDef(name, Kind.LIST, new ListStateDescriptor<>(descName(name), t), t, null, false);
     }
 
     public static <K, V> StateDef map(String name, TypeInformation<K> kt, TypeInformation<V> vt) {
-        return new StateDef(name, Kind.MAP, new MapStateDescriptor<>(name, kt, vt), vt, kt, false);
+        return new StateDef(name, Kind.MAP, new MapStateDescriptor<>(descName(name), kt, vt), vt, kt, false);
     }
 
     public static <T> StateDef reducing(String name, ReduceFunction<T> f, TypeInformation<T> t) {
-        return new StateDef(name, Kind.REDUCING, new ReducingStateDescriptor<>(name, f, t), t, null, false);
+        return new StateDef(name, Kind.REDUCING, new ReducingStateDescriptor<>(descName(name), f, t), t, null, false);
     }
 
     /** The aggregate function's result must be its accumulator, so get() shows what is stored. */
     public static <IN, ACC> StateDef aggregating(String name, AggregateFunction<IN, ACC, ACC> f, TypeInformation<ACC> acc) {
-        return new StateDef(name, Kind.AGGREGATING, new AggregatingStateDescriptor<>(name, f, acc), acc, null, false);
+        return new StateDef(name, Kind.AGGREGATING, new AggregatingStateDescriptor<>(descName(name), f, acc), acc, null, false);
     }
 
     /** Same state with time-to-live. */
@@ -147,7 +162,7 @@ public final class StateDef implements Serializable {
         if (raw == null) {
             return null;
         }
-        TreeMap<String, Object> m = Dumps.keyed(kind.name().toLowerCase(), encodedKey, operator, name, encode(raw));
+        TreeMap<String, Object> m = Dumps.keyed(kind.name().toLowerCase(), encodedKey, operator, desc.getName(), encode(raw));
         if (ttl) {
             m.put("ttl", true);
         }

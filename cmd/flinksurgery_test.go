@@ -1,0 +1,125 @@
+package cmd
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stateutil/stateutil/internal/flinkharness"
+)
+
+// TestSurgeryRestoresInFlink is real Flink as the witness of the state
+// edits: each savepoint stateutil edits is restored by Flink into the job,
+// on the heap and in RocksDB, and the state the restored job then dumps
+// must be the original job's dump with exactly the edit made.
+func TestSurgeryRestoresInFlink(t *testing.T) {
+	eachFlinkVersion(t, surgeryMatrix)
+}
+
+// keyedLines is lines without those of the keyed operator that drop says.
+func keyedLines(lines []flinkharness.Line, drop func(flinkharness.Line) bool) []flinkharness.Line {
+	return dropLines(lines, func(l flinkharness.Line) bool { return l.Operator == "keyed" && drop(l) })
+}
+
+// stateRenamed is lines with keyed state from of the keyed operator named to.
+func stateRenamed(t *testing.T, lines []flinkharness.Line, from, to string) []flinkharness.Line {
+	return withField(t, lines, func(l flinkharness.Line) bool { return l.Operator == "keyed" && l.State == from }, "state", to)
+}
+
+// withLine is lines and one more, raw.
+func withLine(t *testing.T, lines []flinkharness.Line, raw string) []flinkharness.Line {
+	var l flinkharness.Line
+	if err := json.Unmarshal([]byte(raw), &l); err != nil {
+		t.Fatal(err)
+	}
+	l.Raw = raw
+	return append(slices.Clone(lines), l)
+}
+
+// keyState matches the line of key in state of the keyed operator.
+func keyState(key, state string) func(flinkharness.Line) bool {
+	return func(l flinkharness.Line) bool {
+		return l.Operator == "keyed" && l.State == state && string(l.Key) == `"`+key+`"`
+	}
+}
+
+func surgeryMatrix(t *testing.T, v string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	defer cancel()
+	fc := &flinkCase{t: t, v: v, ctx: ctx, dir: t.TempDir(), records: 200}
+	out := func(name string) string { return filepath.Join(fc.dir, name) }
+	basic := fc.entry("basic-hashmap-canonical")
+	basicDump := dumpOf(t, basic.File("dump.jsonl"))
+	native := fc.entry("basic-rocksdb-native")
+	nativeDump := dumpOf(t, native.File("dump.jsonl"))
+	deleted := map[string]bool{`"user-0"`: true, `"user-7"`: true}
+	withoutKeys := func(lines []flinkharness.Line) []flinkharness.Line {
+		return keyedLines(lines, func(l flinkharness.Line) bool { return deleted[string(l.Key)] })
+	}
+	cases := []struct {
+		name       string
+		src        string
+		args       []string
+		orig, want []flinkharness.Line
+		o          flinkharness.RestoreOptions
+	}{
+		// Gone from every state, the key's event-time timers (dumped as
+		// they fire) and processing-time timers included.
+		{"keys-delete", basic.SnapshotDir(), []string{"keys", "delete", "--operator", "keyed", "--key", "user-0", "--key", `"user-7"`},
+			basicDump, withoutKeys(basicDump), flinkharness.RestoreOptions{Parallelism: 2}},
+		// From native RocksDB state, rescaled in the same run.
+		{"keys-delete-native-rescaled", native.SnapshotDir(), []string{"keys", "delete", "--operator", "keyed", "--key", "user-0", "--key", "user-7",
+			"--format", "flink", "--max-parallelism", "256", "--parallelism", "3"},
+			nativeDump, withoutKeys(nativeDump), flinkharness.RestoreOptions{Parallelism: 3}},
+		// The job's descriptor of the dropped state restores empty.
+		{"state-drop", basic.SnapshotDir(), []string{"state", "drop", "--operator", "keyed", "--state", "events"},
+			basicDump, keyedLines(basicDump, func(l flinkharness.Line) bool { return l.State == "events" }), flinkharness.RestoreOptions{Parallelism: 2}},
+		// Flink decodes the value put, the map entry put beside the
+		// others, and the list of a key the job never had.
+		{"put-value", basic.SnapshotDir(), []string{"put", "--operator", "keyed", "--state", "count", "--key", "user-3", "--value", "1234"},
+			basicDump, withField(t, basicDump, keyState("user-3", "count"), "value", 1234), flinkharness.RestoreOptions{Parallelism: 2}},
+		{"put-map-entry", basic.SnapshotDir(), []string{"put", "--operator", "keyed", "--state", "by-bucket", "--key", "user-3", "--map-key", "b1", "--value", "-5"},
+			basicDump, withField(t, basicDump, keyState("user-3", "by-bucket"), "value", map[string]any{"b0": 372, "b1": -5, "b2": 249}), flinkharness.RestoreOptions{Parallelism: 2}},
+		{"put-list-new-key", basic.SnapshotDir(), []string{"put", "--operator", "keyed", "--state", "events", "--key", "user-new", "--value", `["x","y"]`},
+			basicDump, withLine(t, basicDump, `{"key":"user-new","kind":"list","operator":"keyed","state":"events","value":["x","y"]}`), flinkharness.RestoreOptions{Parallelism: 2}},
+		// An operator state dropped: the restored union state is empty.
+		{"state-drop-operator", basic.SnapshotDir(), []string{"state", "drop", "--operator", "offsets", "--state", "subtask-summary"},
+			basicDump, dropLines(basicDump, func(l flinkharness.Line) bool { return l.Operator == "offsets" && l.State == "subtask-summary" }), flinkharness.RestoreOptions{Parallelism: 2}},
+		// A job whose descriptor is now named count-v2 restores count's content into it.
+		{"state-rename", basic.SnapshotDir(), []string{"state", "rename", "--operator", "keyed", "--state", "count", "--to", "count-v2"},
+			basicDump, stateRenamed(t, basicDump, "count", "count-v2"), flinkharness.RestoreOptions{Parallelism: 2, RenameState: "count=count-v2"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			fc := *fc
+			fc.t = t
+			if flinkharness.EqualDumps(c.orig, c.want) == "" {
+				t.Fatal("the edit changes nothing of the job's dump")
+			}
+			dst := out(c.name)
+			// SRC follows the command's words, before its flags.
+			words := slices.IndexFunc(c.args, func(a string) bool { return strings.HasPrefix(a, "--") })
+			args := append(slices.Clone(c.args[:words]), c.src)
+			fc.stateutil(append(append(args, c.args[words:]...), "--output", dst)...)
+			for _, backend := range []string{"hashmap", "rocksdb"} {
+				o := c.o
+				o.Backend = backend
+				fc.restore(c.name+"-"+backend, "basic", dst, c.want, o)
+			}
+		})
+	}
+	t.Run("state-rename-old-descriptor", func(t *testing.T) {
+		// The job that still declares count starts it empty: Flink matched
+		// the state by its new name.
+		fc := *fc
+		fc.t = t
+		dst := out("renamed-old")
+		fc.stateutil("state", "rename", basic.SnapshotDir(), "--operator", "keyed", "--state", "count", "--to", "count-v2", "--output", dst)
+		want := keyedLines(basicDump, func(l flinkharness.Line) bool { return l.State == "count" })
+		fc.restore("renamed-old", "basic", dst, want, flinkharness.RestoreOptions{Parallelism: 2})
+	})
+}

@@ -1,0 +1,177 @@
+package cmd
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/stateutil/stateutil/migrate"
+	"github.com/stateutil/stateutil/redistribute"
+	"github.com/stateutil/stateutil/surgery"
+)
+
+// surgeryHelp is what the help of every state edit says of how it writes.
+const surgeryHelp = `The copy goes through the pipeline convert and rescale use: any format
+stateutil writes (--format; default the source's), --parallelism and
+--max-parallelism in the same run, --plan-only for shards, local disk, HDFS or S3.
+SRC is never modified; DST is claimed for this one writer and its metadata is
+committed last and atomically, so a failed or interrupted edit leaves nothing a
+reader accepts. Every write prints, per state it touches, the entries (operator
+states: elements) and bytes before and after; --dry-run prints the same, read
+from SRC, and writes nothing.`
+
+// surgeryFlags are the flags every state edit shares: how the copy is
+// written.
+type surgeryFlags struct {
+	source         sourceFlags
+	report         outputFlag
+	shard          shardFlags
+	output         string
+	format         string
+	force          bool
+	stateCap       sizeFlag
+	verify         bool
+	dryRun         bool
+	quiet          bool
+	parallelism    int
+	maxParallelism int
+}
+
+func (s *surgeryFlags) add(c *cobra.Command, e *env) {
+	s.report.add(c)
+	s.source.add(c)
+	s.source.addSkip(c)
+	s.source.addFlinkVersion(c)
+	f := c.Flags()
+	f.StringVar(&s.output, "output", "", "where to write the edited copy (path, file://, hdfs:// or s3:// URI)")
+	f.StringVar(&s.format, "format", "", "format to write (default: the format of SRC)")
+	f.BoolVar(&s.force, "force", false, "replace an existing snapshot at --output, whatever its format")
+	addStateSizeCap(f, &s.stateCap)
+	f.BoolVar(&s.verify, "verify", false, "read the result back and compare it with SRC, as edited, entry by entry")
+	f.BoolVar(&s.dryRun, "dry-run", false, "print what would change, write nothing")
+	f.BoolVarP(&s.quiet, "quiet", "q", false, "no progress bar")
+	f.IntVar(&s.parallelism, "parallelism", 0, "also rescale every operator to this parallelism")
+	f.IntVar(&s.maxParallelism, "max-parallelism", 0, "also change the max parallelism (number of key groups) of every operator")
+	s.shard.add(c)
+	_ = c.RegisterFlagCompletionFunc("operator", e.completeOperators)
+	_ = c.RegisterFlagCompletionFunc("format", e.completeFormats)
+}
+
+func (s *surgeryFlags) validate(c *cobra.Command) error {
+	if err := s.report.validate(); err != nil {
+		return err
+	}
+	for _, name := range []string{"parallelism", "max-parallelism"} {
+		if n, _ := c.Flags().GetInt(name); c.Flags().Changed(name) && n <= 0 {
+			return usageErrorf("--%s must be at least 1, not %d", name, n)
+		}
+	}
+	if s.output == "" && !s.dryRun {
+		return usageErrorf("--output is required")
+	}
+	return s.shard.validate(s.dryRun)
+}
+
+// run writes the copy of src with edits made, or with --dry-run says what
+// it would change.
+func (s *surgeryFlags) run(c *cobra.Command, e *env, src string, edits ...surgery.Edit) error {
+	pathMap, err := s.source.pathMaps()
+	if err != nil {
+		return err
+	}
+	readerVersion, err := s.source.readerVersion()
+	if err != nil {
+		return err
+	}
+	req := migrate.Request{
+		Source: src, Destination: s.output, Format: s.format, StateEdits: edits,
+		Change: redistribute.Request{Parallelism: s.parallelism, MaxParallelism: s.maxParallelism},
+		Force:  s.force, DryRun: s.dryRun, Verify: s.verify, PathMap: pathMap,
+		SkipUnreadable: s.source.skipUnreadable, StateSizeCap: s.stateCap.bytes, ReaderVersion: readerVersion,
+	}
+	print := func(res *migrate.Result) error { return s.print(c, src, edits, res) }
+	if s.shard.active() {
+		return s.shard.run(c, e, req, s.report, print)
+	}
+	bar := e.newProgress(c.ErrOrStderr(), s.quiet || s.dryRun, "editing")
+	req.Start, req.Progress = bar.start, bar.add
+	res, err := migrate.Run(c.Context(), e.reg, req)
+	bar.finish()
+	if err != nil {
+		return err
+	}
+	return print(res)
+}
+
+// surgeryReport is the JSON document of a state edit.
+type surgeryReport struct {
+	SchemaVersion int             `json:"schema_version"`
+	Source        string          `json:"source"`
+	Destination   string          `json:"destination,omitempty"`
+	DryRun        bool            `json:"dry_run"`
+	From          string          `json:"from"`
+	To            string          `json:"to"`
+	Edits         []surgery.Edit  `json:"edits"`
+	Surgery       *surgery.Report `json:"surgery"`
+	migrate.Totals
+	Verified bool `json:"verified"`
+}
+
+func (s *surgeryFlags) print(c *cobra.Command, src string, edits []surgery.Edit, res *migrate.Result) error {
+	warnDropped(c.ErrOrStderr(), res.Dropped)
+	out := c.OutOrStdout()
+	if s.report.json() {
+		return writeJSON(out, surgeryReport{SchemaVersion: 1, Source: src, Destination: res.Plan.Destination, DryRun: s.dryRun,
+			From: res.From, To: res.Plan.Format, Edits: edits, Surgery: res.Surgery, Totals: res.Totals, Verified: res.Verified})
+	}
+	for _, ed := range edits {
+		if s.dryRun {
+			fmt.Fprintf(out, "dry run, nothing written: %s of %s\n", ed, src)
+		} else {
+			fmt.Fprintf(out, "wrote %s (%s) from %s (%s): %s\n", s.output, res.Plan.Format, src, res.From, ed)
+		}
+	}
+	if res.Surgery == nil {
+		// The shards' commit: each shard edited its part.
+		return nil
+	}
+	return printSurgery(out, res.Surgery, res.Verified)
+}
+
+// printSurgery prints what the edits did, per state and per deletion.
+func printSurgery(w io.Writer, rep *surgery.Report, verified bool) error {
+	var rows [][]string
+	for _, st := range rep.States {
+		edit := st.Edit
+		if st.To != "" {
+			edit += fmt.Sprintf(" (now %q)", st.To)
+		}
+		keys := "-"
+		if st.Edit == "keys deleted" {
+			keys = strconv.Itoa(st.KeysDeleted)
+		}
+		rows = append(rows, []string{st.Operator, st.Scope, st.State, edit, keys,
+			strconv.FormatInt(st.Before.Entries, 10), strconv.FormatInt(st.After.Entries, 10),
+			humanBytes(st.Before.Bytes), humanBytes(st.After.Bytes)})
+	}
+	if err := table(w, []string{"OPERATOR", "SCOPE", "STATE", "EDIT", "KEYS DELETED", "ENTRIES BEFORE", "ENTRIES AFTER", "BYTES BEFORE", "BYTES AFTER"}, rows); err != nil {
+		return err
+	}
+	for _, d := range rep.Deletions {
+		fmt.Fprintf(w, "operator %s: %d keys given, %d deleted, %d in no state", d.Operator, d.Keys, d.Deleted, d.Missing)
+		if d.Missing > 0 {
+			fmt.Fprintf(w, ", first: %s", strings.Join(d.FirstMissing, ", "))
+			if d.Missing > len(d.FirstMissing) {
+				fmt.Fprintf(w, " and %d more", d.Missing-len(d.FirstMissing))
+			}
+		}
+		fmt.Fprintln(w)
+	}
+	if verified {
+		fmt.Fprintln(w, "verified: the copy reads back as SRC with the edits made")
+	}
+	return nil
+}

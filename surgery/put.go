@@ -1,0 +1,203 @@
+package surgery
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/stateutil/stateutil/snapshot"
+)
+
+// put is one key's new content in a keyed state.
+type put struct {
+	state   *stateEdit
+	kg      int
+	key, ns []byte
+	// userKey, when entry is set, is the one map entry replaced;
+	// otherwise every entry of the key and namespace is.
+	userKey []byte
+	entry   bool
+	entries []snapshot.Entry // what is written instead (none: removed)
+}
+
+// replaces reports whether e is an entry the put replaces.
+func (p *put) replaces(e *snapshot.Entry) bool {
+	return bytes.Equal(e.Key, p.key) && bytes.Equal(e.Namespace, p.ns) && (!p.entry || bytes.Equal(e.UserKey, p.userKey))
+}
+
+func (oe *opEdit) addPut(codecs *snapshot.Codecs, e Edit) error {
+	if e.State == "" {
+		return badEditf("no state named")
+	}
+	se := current(oe.keyed, e.State)
+	if se == nil {
+		if current(oe.oper, e.State) != nil {
+			return badEditf("%q is an operator state: put sets keyed state", e.State)
+		}
+		return fmt.Errorf("%w: operator %q has no keyed state %q (keyed states: %s)", snapshot.ErrNotFound, oe.orig.Label(), e.State, names(oe.keyed))
+	}
+	ks := &oe.orig.KeyedStates[se.index]
+	switch {
+	case len(e.Keys) != 1:
+		return badEditf("put takes one key, not %d", len(e.Keys))
+	case ks.Kind == snapshot.Timer:
+		return badEditf("%q holds timers, which put does not set", ks.Name)
+	case e.MapKey != nil && ks.Kind != snapshot.Map:
+		return badEditf("a map key given for %s state %q", ks.Kind, ks.Name)
+	case e.Delete && e.Value != "":
+		return badEditf("a value given to delete")
+	case !e.Delete && e.Value == "":
+		return badEditf("no value given")
+	}
+	key, err := encodeKey(codecs, ks, e.Keys[0])
+	if err != nil {
+		return err
+	}
+	p := &put{state: se, key: key}
+	if p.kg, err = codecs.KeyGroupOf(ks.KeyType, key, oe.orig.MaxParallelism); err != nil {
+		return fmt.Errorf("%w: the key group of key %s of state %q: %w", snapshot.ErrUnsupportedVersion, e.Keys[0], ks.Name, err)
+	}
+	if p.ns, err = putNamespace(codecs, ks, e.Namespace); err != nil {
+		return err
+	}
+	if e.MapKey != nil {
+		if p.userKey, err = encodeText(codecs, ks.UserKeyType, *e.MapKey, "map key of state "+fmt.Sprintf("%q", ks.Name)); err != nil {
+			return err
+		}
+		p.entry = true
+	}
+	if !e.Delete {
+		if p.entries, err = putEntries(codecs, ks, p, e.Value); err != nil {
+			return err
+		}
+	}
+	if ks.TTL != nil {
+		at := e.Now
+		if !ks.TTL.Unknown {
+			at += ks.TTL.TTLMillis // the expiry, not the last access
+		}
+		for i := range p.entries {
+			p.entries[i].ExpiresAt = at
+		}
+	}
+	se.puts = append(se.puts, p)
+	oe.puts = append(oe.puts, p)
+	return nil
+}
+
+// putNamespace is the namespace a put writes in: the one given, or the
+// state's only one (Flink's VoidNamespace) when none is.
+func putNamespace(codecs *snapshot.Codecs, ks *snapshot.KeyedState, text string) ([]byte, error) {
+	if text == "" {
+		if b, err := codecs.EncodeKey(ks.NamespaceType, "null"); err == nil {
+			if codec, err := codecs.Codec(ks.NamespaceType); err == nil {
+				if v, err := codec.Decode(b); err == nil && v == nil {
+					return b, nil
+				}
+			}
+		}
+		return nil, badEditf("state %q has namespaces (of type %s): give one", ks.Name, ks.NamespaceType)
+	}
+	ns, ok, err := namespaceOf(codecs, ks, text)
+	switch {
+	case err != nil:
+		return nil, err
+	case !ok:
+		return nil, badEditf("namespace %s is not one of state %q (its namespace type is %s)", text, ks.Name, ks.NamespaceType)
+	}
+	return ns, nil
+}
+
+// putEntries encodes a put's value as the entries the state stores: one
+// for a value, reducing or aggregating state and a map entry, one per
+// element of a list, one per entry of a map (in their bytes' order).
+func putEntries(codecs *snapshot.Codecs, ks *snapshot.KeyedState, p *put, text string) ([]snapshot.Entry, error) {
+	v := parseJSON(text)
+	entry := func(userKey []byte, v any) (snapshot.Entry, error) {
+		b, err := encodeValue(codecs, ks.ValueType, v, fmt.Sprintf("value of state %q", ks.Name))
+		return snapshot.Entry{KeyGroup: p.kg, State: ks.Name, Key: p.key, Namespace: p.ns, UserKey: userKey, Value: b}, err
+	}
+	var out []snapshot.Entry
+	switch {
+	case p.entry:
+		e, err := entry(p.userKey, v)
+		return append(out, e), err
+	case ks.Kind == snapshot.List:
+		elems, ok := v.([]any)
+		if !ok {
+			return nil, badEditf("the value of list state %q is a JSON array of its elements, not %s", ks.Name, text)
+		}
+		for _, el := range elems {
+			e, err := entry(nil, el)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, e)
+		}
+	case ks.Kind == snapshot.Map:
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil, badEditf("the value of map state %q is a JSON object of its entries, not %s", ks.Name, text)
+		}
+		for k, mv := range m {
+			uk, err := encodeText(codecs, ks.UserKeyType, k, fmt.Sprintf("map key of state %q", ks.Name))
+			if err != nil {
+				return nil, err
+			}
+			e, err := entry(uk, mv)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, e)
+		}
+		slices.SortFunc(out, func(a, b snapshot.Entry) int { return bytes.Compare(a.UserKey, b.UserKey) })
+	default:
+		e, err := entry(nil, v)
+		return append(out, e), err
+	}
+	return out, nil
+}
+
+// parseJSON is text as JSON (numbers kept as they are written), or the
+// text itself, a string, when it is no JSON.
+func parseJSON(text string) any {
+	dec := json.NewDecoder(strings.NewReader(text))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err == nil && !dec.More() {
+		return v
+	}
+	return text
+}
+
+// encodeValue encodes a JSON value as type t.
+func encodeValue(codecs *snapshot.Codecs, t snapshot.Type, v any, what string) ([]byte, error) {
+	codec, err := codecs.Codec(t)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", snapshot.ErrUnsupportedVersion, what, err)
+	}
+	enc, ok := codec.(snapshot.Encoder)
+	if !ok {
+		return nil, fmt.Errorf("%w: %s: stateutil cannot write values of type %s", snapshot.ErrUnsupportedVersion, what, t)
+	}
+	b, err := enc.Encode(v)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: not a %s: %w", ErrBadEdit, what, t, err)
+	}
+	return b, nil
+}
+
+// encodeText encodes a key written as text (a map key) as type t.
+func encodeText(codecs *snapshot.Codecs, t snapshot.Type, text, what string) ([]byte, error) {
+	b, err := codecs.EncodeKey(t, text)
+	switch {
+	case err == nil:
+		return b, nil
+	case errors.Is(err, snapshot.ErrBadValue):
+		return nil, fmt.Errorf("%w: %s: %w", ErrBadEdit, what, err)
+	}
+	return nil, fmt.Errorf("%w: %s: %w", snapshot.ErrUnsupportedVersion, what, err)
+}
