@@ -181,7 +181,7 @@ var _ io.ReaderAt = countedFile{}
 func countingRegistry(c *calls) *snapshot.Registry {
 	inner := formattest.Registry().Storage
 	st := storage.NewRegistry()
-	st.Register("hdfs", storage.HDFS)
+	st.Register("hdfs", storage.HDFSOpener(nil))
 	for _, scheme := range []string{"file", "hdfs"} {
 		st.Register("count+"+scheme, func(ctx context.Context, u *url.URL) (storage.Storage, error) {
 			v := *u
