@@ -134,7 +134,9 @@ func roundTripCorpus(t *testing.T, root string) map[string]int {
 func TestCorpusValuesRoundTrip(t *testing.T) {
 	counts := roundTripCorpus(t, filepath.Join(repoRoot(t), "testdata", "flink"))
 	for _, want := range []string{"2.3.0/orders order", "2.3.0/collections basket", "2.3.0/types either", "2.3.0/types list",
-		"2.3.0/types map", "2.3.0/types pojo", "2.3.0/types row", "2.3.0/types enum", "2.3.0/types ints", "2.3.0/types strings", "1.20.5/types either"} {
+		"2.3.0/types map", "2.3.0/types pojo", "2.3.0/types row", "2.3.0/types enum", "2.3.0/types ints", "2.3.0/types strings", "1.20.5/types either",
+		"2.3.0/sql accState", "2.3.0/sql deduplicate-state", "1.20.5/sql left-records user key", "1.20.5/sql distinctAcc_0 user key",
+		"2.3.0/sqltime window-aggs", "2.3.0/sqltime watermark", "1.20.5/sqltime deduplicate-state"} {
 		if counts[want] == 0 {
 			t.Errorf("no value of %s round-tripped", want)
 		}
