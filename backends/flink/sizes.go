@@ -180,6 +180,27 @@ func sizedDepth(s *SerializerSnapshot, depth int) bool {
 	}
 }
 
+// fixedWidth is the size of every value of a serializer kind that writes
+// all its values alike, or 0.
+func fixedWidth(kind string) int {
+	switch kind {
+	case "Long", "Double":
+		return 8
+	case "Integer", "Float", "IntEnum":
+		return 4
+	case "Short", "Char":
+		return 2
+	case "Byte", "Boolean", "VoidNamespace", "GlobalWindow":
+		return 1
+	case "TimeWindow":
+		return 16
+	}
+	return 0
+}
+
+// fixedWhat names a fixed-width value by its size in damage messages.
+var fixedWhat = map[int]string{1: "1-byte value", 2: "2-byte value", 4: "4-byte value", 8: "8-byte value", 16: "time window"}
+
 // skipValue advances r past one value written by s. It returns false (with
 // r unchanged apart from a possible r.err) when s is not sized; Kryo values
 // are sized only for the boxed Long and Integer classes Kryo registers by
@@ -189,17 +210,12 @@ func skipValue(r *reader, s *SerializerSnapshot, depth int) bool {
 		r.fail("values nested deeper than 16")
 		return false
 	}
-	switch serKind(s) {
-	case "Long", "Double":
-		r.take(8, "8-byte value")
-	case "Integer", "Float", "IntEnum":
-		r.take(4, "4-byte value")
-	case "Short", "Char":
-		r.take(2, "2-byte value")
-	case "Byte", "Boolean", "VoidNamespace", "GlobalWindow":
-		r.take(1, "1-byte value")
-	case "TimeWindow":
-		r.take(16, "time window")
+	kind := serKind(s)
+	if n := fixedWidth(kind); n > 0 {
+		r.take(n, fixedWhat[n])
+		return true
+	}
+	switch kind {
 	case "String":
 		readStringValue(r)
 	case "byte[]":
@@ -349,6 +365,12 @@ func readKryoVarLong(r *reader) int64 {
 // span returns the bytes one value of s takes at the start of b, or ok
 // false when s is not sized.
 func span(s *SerializerSnapshot, b []byte) (n int, ok bool, err error) {
+	// Keys are mostly of fixed width: no reader (which escapes to the heap)
+	// for those, once per entry. Too few bytes take the reader's way, for
+	// its message.
+	if n := fixedWidth(serKind(s)); n > 0 && n <= len(b) {
+		return n, true, nil
+	}
 	r := newReader(b, "value", 0)
 	ok = skipValue(r, s, 0)
 	if r.err != nil {
