@@ -79,19 +79,10 @@ const broadcastEntryClass = "stateutil.flink.BroadcastEntry"
 // every value, or -1 for variable-length types. It decides whether canonical
 // keys carry length suffixes.
 func fixedLength(s *SerializerSnapshot) int {
-	switch serKind(s) {
-	case "Long", "Double":
-		return 8
-	case "Integer", "Float", "IntEnum":
-		return 4
-	case "Short", "Char":
-		return 2
-	case "Byte", "Boolean":
-		return 1
+	kind := serKind(s)
+	switch kind {
 	case "VoidNamespace", "GlobalWindow", "Void":
 		return 0 // getLength() is 0 although one byte is written
-	case "TimeWindow":
-		return 16
 	case "Nullable":
 		return nullableLength(s)
 	case "Tuple":
@@ -106,6 +97,9 @@ func fixedLength(s *SerializerSnapshot) int {
 			}
 			n += w
 		}
+		return n
+	}
+	if n := fixedWidth(kind); n > 0 {
 		return n
 	}
 	return -1
