@@ -39,8 +39,12 @@ func TestServeUnderLoadKeepsMemoryBounded(t *testing.T) {
 		}
 		return fmt.Sprintf("/api/snapshots/%d/entries?operator=word-counter&state=recent&limit=1000&after=%d.0", r.IntN(2), r.IntN(128))
 	}
-	// Earlier tests' garbage is not this server's.
+	// What earlier tests of this process left live is not this server's:
+	// the bound is on the growth over it.
 	runtime.GC()
+	live := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(live)
+	base := live[0].Value.Uint64()
 	var peak atomic.Uint64
 	stop := make(chan struct{})
 	var sampler sync.WaitGroup
@@ -91,15 +95,21 @@ func TestServeUnderLoadKeepsMemoryBounded(t *testing.T) {
 	close(stop)
 	sampler.Wait()
 	client.CloseIdleConnections()
-	t.Logf("%d requests, %d failed, peak live heap %d MiB", requests.Load(), failures.Load(), peak.Load()>>20)
+	grown := peak.Load() - min(base, peak.Load())
+	t.Logf("%d requests, %d failed, peak live heap %d MiB, %d MiB over the %d MiB live before", requests.Load(), failures.Load(), peak.Load()>>20, grown>>20, base>>20)
 	if failures.Load() > 0 {
 		t.Errorf("%d of %d requests failed", failures.Load(), requests.Load())
 	}
 	if requests.Load() < 200 {
 		t.Errorf("only %d requests in 10 s", requests.Load())
 	}
-	const bound = 192 << 20
-	if peak.Load() > bound {
-		t.Errorf("peak live heap %d MiB, more than %d MiB", peak.Load()>>20, bound>>20)
+	// Each of the 200 clients may hold an answer in flight (a page of up
+	// to 1000 of these 500-byte records, encoded), and a CPU-starved run
+	// holds most of them at once; 384 MiB is that and the views cached,
+	// far below what thousands of requests would leave if answers or
+	// readers outlived them.
+	const bound = 384 << 20
+	if grown > bound {
+		t.Errorf("live heap grew by %d MiB under load, more than %d MiB", grown>>20, bound>>20)
 	}
 }
