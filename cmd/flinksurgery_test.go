@@ -1,13 +1,10 @@
 package cmd
 
 import (
-	"context"
 	"encoding/json"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stateutil/stateutil/internal/flinkharness"
 )
@@ -48,10 +45,7 @@ func keyState(key, state string) func(flinkharness.Line) bool {
 }
 
 func surgeryMatrix(t *testing.T, v string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
-	defer cancel()
-	fc := &flinkCase{t: t, v: v, ctx: ctx, dir: t.TempDir(), records: 200}
-	out := func(name string) string { return filepath.Join(fc.dir, name) }
+	fc, out := newFlinkCase(t, v)
 	basic := fc.entry("basic-hashmap-canonical")
 	basicDump := dumpOf(t, basic.File("dump.jsonl"))
 	native := fc.entry("basic-rocksdb-native")

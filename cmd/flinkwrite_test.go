@@ -53,6 +53,15 @@ type flinkCase struct {
 	records int64
 }
 
+// newFlinkCase is a matrix cell of Flink v with half an hour to run, and
+// out, which names a file in its directory.
+func newFlinkCase(t *testing.T, v string) (fc *flinkCase, out func(name string) string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	t.Cleanup(cancel)
+	fc = &flinkCase{t: t, v: v, ctx: ctx, dir: t.TempDir(), records: 200}
+	return fc, func(name string) string { return filepath.Join(fc.dir, name) }
+}
+
 // entry is a checked-in corpus entry of testdata/flink.
 func (fc *flinkCase) entry(name string) flinkharness.Entry {
 	fc.t.Helper()
@@ -169,10 +178,7 @@ func dropLines(lines []flinkharness.Line, drop func(flinkharness.Line) bool) []f
 }
 
 func flinkWriterMatrix(t *testing.T, v string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
-	defer cancel()
-	fc := &flinkCase{t: t, v: v, ctx: ctx, dir: t.TempDir(), records: 200}
-	out := func(name string) string { return filepath.Join(fc.dir, name) }
+	fc, out := newFlinkCase(t, v)
 
 	basic := fc.entry("basic-hashmap-canonical")
 	basicDump := dumpOf(t, basic.File("dump.jsonl"))
@@ -222,7 +228,7 @@ func flinkWriterMatrix(t *testing.T, v string) {
 	t.Run("maxp-4096-to-128", func(t *testing.T) {
 		fc := *fc
 		fc.t = t
-		snap, dump, err := flinkharness.Snapshot(ctx, v, flinkharness.SnapshotOptions{Job: "longkeys", Backend: "rocksdb", Kind: "canonical",
+		snap, dump, err := flinkharness.Snapshot(fc.ctx, v, flinkharness.SnapshotOptions{Job: "longkeys", Backend: "rocksdb", Kind: "canonical",
 			MaxParallelism: 4096, Records: fc.records, Dir: out("longkeys-4096")})
 		if err != nil {
 			t.Fatal(err)
@@ -247,7 +253,7 @@ func flinkWriterMatrix(t *testing.T, v string) {
 	t.Run("rowdata-keys-128-to-256", func(t *testing.T) {
 		fc := *fc
 		fc.t = t
-		snap, dump, err := flinkharness.Snapshot(ctx, v, flinkharness.SnapshotOptions{Job: "rowdata", Backend: "hashmap", Kind: "canonical",
+		snap, dump, err := flinkharness.Snapshot(fc.ctx, v, flinkharness.SnapshotOptions{Job: "rowdata", Backend: "hashmap", Kind: "canonical",
 			Records: fc.records, Dir: out("rowdata")})
 		if err != nil {
 			t.Fatal(err)
@@ -304,7 +310,7 @@ func flinkWriterMatrix(t *testing.T, v string) {
 		// Flink finds the keyed state under the id of the new uid: a job
 		// whose keyed operator is still "keyed" cannot map it, one whose
 		// operator has the new uid restores all of it.
-		_, err := flinkharness.RestoreDump(ctx, v, flinkharness.RestoreOptions{Job: "basic", Snapshot: dst, Backend: "hashmap",
+		_, err := flinkharness.RestoreDump(fc.ctx, v, flinkharness.RestoreOptions{Job: "basic", Snapshot: dst, Backend: "hashmap",
 			Records: fc.records, Dump: out("renamed.jsonl")})
 		var he *flinkharness.Error
 		if id := keygroup.OperatorIDOfUID(newUID); !errors.As(err, &he) || !strings.Contains(he.Message, id) {
