@@ -128,7 +128,8 @@ func Write(ctx context.Context, w snapshot.Writer, c Config) (*snapshot.Snapshot
 		return nil, err
 	}
 	s := Topology(c)
-	rng := rand.New(rand.NewPCG(c.Seed, c.Seed^0x9e3779b97f4a7c15))
+	pcg := rand.NewPCG(c.Seed, c.Seed^0x9e3779b97f4a7c15)
+	rng := rand.New(pcg)
 	for _, op := range s.Operators {
 		for idx := range op.Parallelism {
 			kgs := keygroup.RangeOf(op.MaxParallelism, op.Parallelism, idx)
@@ -136,7 +137,7 @@ func Write(ctx context.Context, w snapshot.Writer, c Config) (*snapshot.Snapshot
 			if err != nil {
 				return nil, err
 			}
-			if err := writeSubtask(sw, op, idx, kgs, c, rng); err != nil {
+			if err := writeSubtask(sw, op, idx, kgs, c, pcg, rng); err != nil {
 				return nil, err
 			}
 			if err := sw.Close(); err != nil {
@@ -150,11 +151,9 @@ func Write(ctx context.Context, w snapshot.Writer, c Config) (*snapshot.Snapshot
 	return s, nil
 }
 
-func writeSubtask(sw snapshot.SubtaskWriter, op *snapshot.Operator, idx int, kgs keygroup.Range, c Config, rng *rand.Rand) error {
-	for _, e := range keyedEntries(op, kgs, c, rng) {
-		if err := sw.Entry(&e); err != nil {
-			return err
-		}
+func writeSubtask(sw snapshot.SubtaskWriter, op *snapshot.Operator, idx int, kgs keygroup.Range, c Config, pcg *rand.PCG, rng *rand.Rand) error {
+	if err := writeKeyed(sw, op, kgs, c, pcg, rng); err != nil {
+		return err
 	}
 	for _, st := range op.OperatorStates {
 		for _, v := range operatorElements(op, st, idx, rng) {
@@ -187,65 +186,113 @@ func operatorElements(op *snapshot.Operator, st snapshot.OperatorState, idx int,
 	return out
 }
 
-// keyedEntries builds a subtask's entries for the keys that fall in kgs,
-// sorted by key group as writers require.
-func keyedEntries(op *snapshot.Operator, kgs keygroup.Range, c Config, rng *rand.Rand) []snapshot.Entry {
+// writeKeyed writes a subtask's entries for the keys that fall in kgs,
+// by key group as writers require, each key group's keys in key order.
+// The random values are drawn key after key, as if the subtask's keys
+// were generated in order, so that a snapshot does not depend on how
+// this is done; holding every entry to sort them would take memory in
+// proportion to the state, so a first pass only keeps, per key of the
+// subtask, its key group and the random source's state where its values
+// begin, and a second writes key group by key group from those.
+func writeKeyed(sw snapshot.SubtaskWriter, op *snapshot.Operator, kgs keygroup.Range, c Config, pcg *rand.PCG, rng *rand.Rand) error {
 	if len(op.KeyedStates) == 0 {
 		return nil
 	}
-	base := c.Created.UnixMilli()
-	var out []snapshot.Entry
+	type start struct {
+		key   int
+		kg    int
+		state []byte
+	}
+	var starts []start
+	discard := func(*snapshot.Entry) error { return nil }
 	for k := range c.Keys {
-		var key []byte
-		var hash int32
-		if op.KeyedStates[0].KeyType.Name == snapshot.TypeInt64 {
-			key, hash = snapshot.EncodeInt64(int64(k)), keygroup.HashInt64(int64(k))
-		} else {
-			word := fmt.Sprintf("word-%d", k)
-			key, hash = []byte(word), keygroup.HashString(word)
-		}
-		kg := keygroup.OfHash(hash, c.MaxParallelism)
+		key, kg := keyOf(op, k, c.MaxParallelism)
 		if !kgs.Contains(kg) {
 			continue
 		}
-		for _, st := range op.KeyedStates {
-			e := snapshot.Entry{KeyGroup: kg, State: st.Name, Key: key, Namespace: []byte{}}
-			expiry := func() int64 {
-				if st.TTL == nil {
-					return 0
-				}
-				return base + st.TTL.TTLMillis - rng.Int64N(60_000)
-			}
-			value := func(v int64) []byte {
-				b := make([]byte, 8+c.ValueBytes)
-				copy(b, snapshot.EncodeInt64(v))
-				for i := 8; i < len(b); i += 8 {
-					var w [8]byte
-					binary.LittleEndian.PutUint64(w[:], rng.Uint64())
-					copy(b[i:], w[:])
-				}
-				return b
-			}
-			switch st.Kind {
-			case snapshot.List:
-				for range 1 + rng.IntN(3) {
-					e.Value, e.ExpiresAt = value(rng.Int64N(100)), expiry()
-					out = append(out, e)
-				}
-			case snapshot.Map:
-				for _, src := range []string{"web", "mobile"}[:1+rng.IntN(2)] {
-					e.UserKey, e.Value, e.ExpiresAt = []byte(src), value(rng.Int64N(50)), expiry()
-					out = append(out, e)
-				}
-			case snapshot.Aggregating:
-				e.Value, _ = msgpack.Marshal(Mean{Sum: rng.Int64N(500), Count: 1 + rng.Int64N(20)})
-				out = append(out, e)
-			default:
-				e.Value, e.ExpiresAt = value(rng.Int64N(1000)), expiry()
-				out = append(out, e)
-			}
+		state, err := pcg.MarshalBinary()
+		if err != nil {
+			return err
+		}
+		starts = append(starts, start{key: k, kg: kg, state: state})
+		if err := keyEntries(op, key, kg, c, rng, discard); err != nil {
+			return err
 		}
 	}
-	slices.SortStableFunc(out, func(a, b snapshot.Entry) int { return cmp.Compare(a.KeyGroup, b.KeyGroup) })
-	return out
+	end, err := pcg.MarshalBinary()
+	if err != nil {
+		return err
+	}
+	slices.SortStableFunc(starts, func(a, b start) int { return cmp.Compare(a.kg, b.kg) })
+	emit := func(e *snapshot.Entry) error { return sw.Entry(e) }
+	for _, st := range starts {
+		if err := pcg.UnmarshalBinary(st.state); err != nil {
+			return err
+		}
+		key, kg := keyOf(op, st.key, c.MaxParallelism)
+		if err := keyEntries(op, key, kg, c, rng, emit); err != nil {
+			return err
+		}
+	}
+	return pcg.UnmarshalBinary(end)
+}
+
+// keyOf is the k-th key of op's keyed states and its key group.
+func keyOf(op *snapshot.Operator, k, maxParallelism int) ([]byte, int) {
+	if op.KeyedStates[0].KeyType.Name == snapshot.TypeInt64 {
+		return snapshot.EncodeInt64(int64(k)), keygroup.OfHash(keygroup.HashInt64(int64(k)), maxParallelism)
+	}
+	word := fmt.Sprintf("word-%d", k)
+	return []byte(word), keygroup.OfHash(keygroup.HashString(word), maxParallelism)
+}
+
+// keyEntries emits one key's entries in every keyed state of op.
+func keyEntries(op *snapshot.Operator, key []byte, kg int, c Config, rng *rand.Rand, emit func(*snapshot.Entry) error) error {
+	base := c.Created.UnixMilli()
+	for _, st := range op.KeyedStates {
+		e := snapshot.Entry{KeyGroup: kg, State: st.Name, Key: key, Namespace: []byte{}}
+		expiry := func() int64 {
+			if st.TTL == nil {
+				return 0
+			}
+			return base + st.TTL.TTLMillis - rng.Int64N(60_000)
+		}
+		value := func(v int64) []byte {
+			b := make([]byte, 8+c.ValueBytes)
+			copy(b, snapshot.EncodeInt64(v))
+			for i := 8; i < len(b); i += 8 {
+				var w [8]byte
+				binary.LittleEndian.PutUint64(w[:], rng.Uint64())
+				copy(b[i:], w[:])
+			}
+			return b
+		}
+		var err error
+		switch st.Kind {
+		case snapshot.List:
+			for range 1 + rng.IntN(3) {
+				e.Value, e.ExpiresAt = value(rng.Int64N(100)), expiry()
+				if err = emit(&e); err != nil {
+					return err
+				}
+			}
+		case snapshot.Map:
+			for _, src := range []string{"web", "mobile"}[:1+rng.IntN(2)] {
+				e.UserKey, e.Value, e.ExpiresAt = []byte(src), value(rng.Int64N(50)), expiry()
+				if err = emit(&e); err != nil {
+					return err
+				}
+			}
+		case snapshot.Aggregating:
+			e.Value, _ = msgpack.Marshal(Mean{Sum: rng.Int64N(500), Count: 1 + rng.Int64N(20)})
+			err = emit(&e)
+		default:
+			e.Value, e.ExpiresAt = value(rng.Int64N(1000)), expiry()
+			err = emit(&e)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
