@@ -9,7 +9,8 @@
 # BENCH_ROUNDS rounds, interleaved) and with Flink's State Processor API
 # doing the same job (spa-rewrite: read every state, write a savepoint at
 # 4096 with SavepointWriter; once, JVM start excluded by its own clock and
-# included by ours). The savepoint is made once by the harness's job
+# included by ours). Beside them, `keys delete` of 1% of the keys (every
+# 100th; both jobs key record r by r) through the same copy. The savepoint is made once by the harness's job
 # and kept in $CACHE/bench-flink. Results are appended to bench-results.txt.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -58,14 +59,18 @@ fi
 snap=$(cat "$snapdir/path")
 size=$(du -sb "$snap" | cut -f1)
 say "== flink ($job): max parallelism 128 -> 4096 of a canonical Flink $version savepoint, $records records ($what), $((size >> 20)) MiB (median of $rounds rounds)"
+seq 0 100 $((records - 1)) >"$work/keys"
 for _ in $(seq "$rounds"); do
-  rm -rf "$work/cp" "$work/su"
+  rm -rf "$work/cp" "$work/su" "$work/del"
   timed cp cp -r "$snap" "$work/cp"
   rm -rf "$work/cp"
   timed su "$bin" rescale "$snap" --max-parallelism 4096 --output "$work/su" --quiet
   rm -rf "$work/su"
+  timed del "$bin" keys delete "$snap" --operator keyed --keys-from "$work/keys" --output "$work/del" --quiet
+  rm -rf "$work/del"
 done
 say "cp -r:                          $(med cp)s   CPU $(cpu cp)s   (runs: $(cut -d' ' -f1 "$work/t.cp" | tr '\n' ' '))"
+say "stateutil keys delete (1%):     $(med del)s   CPU $(cpu del)s   cp/stateutil = $(ratio "$(med cp)" "$(med del)")   peak RSS $(rss del) MiB   (runs: $(cut -d' ' -f1 "$work/t.del" | tr '\n' ' '))"
 say "stateutil rescale:              $(med su)s   CPU $(cpu su)s   $(awk -v n="$records" -v t="$(med su)" 'BEGIN {printf "%.2fM", n / t / 1e6}') records/s   cp/stateutil = $(ratio "$(med cp)" "$(med su)")   peak RSS $(rss su) MiB   (runs: $(cut -d' ' -f1 "$work/t.su" | tr '\n' ' '))"
 if [ "${BENCH_FLINK_SPA:-1}" != 0 ]; then
   t0=$(date +%s.%N)
