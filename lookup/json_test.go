@@ -15,8 +15,15 @@ func TestAppendJSONMatchesEncodingJSON(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	str := func() string {
 		var b []byte
-		for range rng.IntN(12) {
-			b = append(b, []byte("aé\"\\\n\t\x01<>&\u2028😀\xff z")[rng.IntN(20)])
+		// Long runs of plain ASCII too, so that a special byte lands at
+		// every place of the 8-byte words appendString skips.
+		plain := rng.IntN(3) == 0
+		for range rng.IntN(40) {
+			if plain && rng.IntN(10) > 0 {
+				b = append(b, byte('0'+rng.IntN(60)))
+				continue
+			}
+			b = append(b, []byte("aé\"\\\n\t\x01<>&\u2028😀\xff z\x1f\x7f")[rng.IntN(22)])
 		}
 		return string(b)
 	}
@@ -108,4 +115,22 @@ func TestObjectIsTheMapsJSON(t *testing.T) {
 			t.Fatalf("case %d: object %s, map %s", i, got, want.String())
 		}
 	}
+}
+
+// Any string comes out as encoding/json writes it.
+func FuzzAppendString(f *testing.F) {
+	for _, s := range []string{"", "plain ascii words", "0123456\"89abcdef", "\x1f1234567", "1234567\\", "abcdefg\u00e9hij", "\u2028abcdefgh\xff"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		var want bytes.Buffer
+		enc := json.NewEncoder(&want)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(s); err != nil {
+			t.Fatal(err)
+		}
+		if got := appendString(nil, s); !bytes.Equal(append(got, '\n'), want.Bytes()) {
+			t.Fatalf("%q:\n got %s\nwant %s", s, got, want.Bytes())
+		}
+	})
 }

@@ -277,16 +277,30 @@ func (c codec) DecodeScalar(b []byte) (snapshot.Scalar, bool) {
 			return s, false
 		}
 		str := b[r.off:]
-		for _, ch := range str {
-			if ch >= 0x80 {
-				return s, false
-			}
+		if !ascii(str) {
+			return s, false
 		}
 		s = snapshot.Scalar{Kind: snapshot.ScalarString, Str: str}
 	default:
 		return s, false
 	}
 	return s, true
+}
+
+// ascii reports whether b is all ASCII, a word at a time: the test that
+// lets a string value's bytes stand for its text, on every string dumped.
+func ascii(b []byte) bool {
+	for ; len(b) >= 8; b = b[8:] {
+		if binary.LittleEndian.Uint64(b)&0x8080808080808080 != 0 {
+			return false
+		}
+	}
+	for _, c := range b {
+		if c >= 0x80 {
+			return false
+		}
+	}
+	return true
 }
 
 var errNoHash = fmt.Errorf("%w: stateutil does not know the Java hashCode of this Flink type", keygroup.ErrUnknownKeyType)
