@@ -16,6 +16,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/stateutil/stateutil/internal/arena"
 	"github.com/stateutil/stateutil/keygroup"
 	"github.com/stateutil/stateutil/snapshot"
 )
@@ -623,9 +624,9 @@ func pieces(sub *snapshot.Subtask, kgs keygroup.Range) []keygroup.Range {
 // one arena and, unless the reader holds them (held), their user keys and
 // values in another, both reused from key group to key group.
 type keyGroup struct {
-	keys    []byte // the entries' keys and namespaces
-	arena   []byte // their user keys and values, unless held
-	held    bool   // the entries' bytes stay valid until the key group is flushed
+	keys    arena.Arena // the entries' keys and namespaces
+	values  arena.Arena // their user keys and values, unless held
+	held    bool        // the entries' bytes stay valid until the key group is flushed
 	entries []snapshot.Entry
 	runs    [][]snapshot.Entry    // ascending runs of one state each, as added
 	rounds  [2][][]snapshot.Entry // the runs of a merge's rounds
@@ -633,7 +634,11 @@ type keyGroup struct {
 	sorted  []snapshot.Entry      // the entries in order
 }
 
-func (g *keyGroup) reset() { g.keys, g.arena, g.entries = g.keys[:0], g.arena[:0], g.entries[:0] }
+func (g *keyGroup) reset() {
+	g.keys.Reset()
+	g.values.Reset()
+	g.entries = g.entries[:0]
+}
 
 // inOrder returns the entries by (state, key, namespace), in the order
 // they were added among equals. Formats store a key group's states one
@@ -726,20 +731,12 @@ func compareStored(a, b *snapshot.Entry) int {
 func (g *keyGroup) add(e *snapshot.Entry) {
 	c := *e
 	// Keys and namespaces, which ordering compares, lie together apart
-	// from the values. When an arena grows, earlier entries keep the old
-	// one alive.
-	c.Key, c.Namespace = keep(&g.keys, e.Key), keep(&g.keys, e.Namespace)
+	// from the values.
+	c.Key, c.Namespace = g.keys.Keep(e.Key), g.keys.Keep(e.Namespace)
 	if !g.held {
-		c.UserKey, c.Value = keep(&g.arena, e.UserKey), keep(&g.arena, e.Value)
+		c.UserKey, c.Value = g.values.Keep(e.UserKey), g.values.Keep(e.Value)
 	}
 	g.entries = append(g.entries, c)
-}
-
-// keep copies b to the end of arena.
-func keep(arena *[]byte, b []byte) []byte {
-	start := len(*arena)
-	*arena = append(*arena, b...)
-	return (*arena)[start:len(*arena):len(*arena)]
 }
 
 // run dumps the job, calling fn with each record; g is scratch space,

@@ -9,6 +9,8 @@ import (
 	"sort"
 
 	"github.com/golang/snappy"
+
+	"github.com/stateutil/stateutil/internal/arena"
 )
 
 // KeyedHeader is a decoded KeyedBackendSerializationProxy: the header of keyed
@@ -277,7 +279,7 @@ const endOfKeyGroupMark = 0xFFFF
 // bytes as read, and canonicalEntries' keys and entries.
 type entryBuf struct {
 	group []byte
-	arena []byte
+	keys  arena.Arena
 	out   []KeyedEntry
 }
 
@@ -299,16 +301,14 @@ func canonicalEntries(b []byte, file string, base int64, hdr *KeyedHeader, compr
 		return ""
 	}
 	state := name(int(r.u16("state id")))
-	// Keys are copied (their first byte's flag cleared) into one arena:
-	// they fit in the data, so it never grows and no entry allocates.
+	// Keys are copied (their first byte's flag cleared): b itself stays
+	// as read, as it may be parsed again.
 	if buf == nil {
 		buf = &entryBuf{}
 	}
-	if cap(buf.arena) < len(b) {
-		buf.arena = make([]byte, 0, len(b))
-	}
-	arena, out := buf.arena[:0], buf.out[:0]
-	defer func() { buf.arena, buf.out = arena, out }()
+	buf.keys.Reset()
+	out := buf.out[:0]
+	defer func() { buf.out = out }()
 	for r.err == nil {
 		k := r.bytes32("key")
 		v := r.bytes32("value")
@@ -319,9 +319,7 @@ func canonicalEntries(b []byte, file string, base int64, hdr *KeyedHeader, compr
 			r.fail("empty key")
 			break
 		}
-		n := len(arena)
-		arena = append(arena, k...)
-		key := arena[n:len(arena):len(arena)]
+		key := buf.keys.Keep(k)
 		last := key[0]&0x80 != 0
 		key[0] &^= 0x80
 		out = append(out, KeyedEntry{State: state, Key: key, Value: v})
