@@ -215,6 +215,9 @@ func (c codec) Decode(b []byte) (any, error) {
 	if c.s == nil {
 		return "0x" + hex.EncodeToString(b), nil
 	}
+	if len(b) == 1 && b[0] == 0 && serKind(c.s) == "VoidNamespace" {
+		return nil, nil // every entry of a state without namespaces has one
+	}
 	r := newReader(b, "value", 0)
 	v := decodeAny(r, c.s, 0)
 	if nd := (*snapshot.NotDecodedError)(nil); errors.As(r.err, &nd) {
