@@ -39,8 +39,13 @@ func ParseKeyType(s string) (KeyType, error) {
 // HashString is java.lang.String.hashCode over the UTF-16 code units of s.
 func HashString(s string) int32 {
 	var h int32
-	for _, u := range utf16.Encode([]rune(s)) {
-		h = 31*h + int32(u)
+	for _, r := range s { // invalid UTF-8 is U+FFFD, as []rune(s) makes it
+		if r < 0x10000 {
+			h = 31*h + r
+			continue
+		}
+		hi, lo := utf16.EncodeRune(r)
+		h = 31*(31*h+hi) + lo
 	}
 	return h
 }

@@ -5,6 +5,7 @@ import (
 	"math"
 	"testing"
 	"testing/quick"
+	"unicode/utf16"
 )
 
 // Vectors from FLINK-FORMATS.md §1 (Java 17 hashCode + Flink's murmurHash).
@@ -157,4 +158,22 @@ func ranges(maxParallelism, parallelism int) []Range {
 		out[i] = RangeOf(maxParallelism, parallelism, i)
 	}
 	return out
+}
+
+// HashString is Java's String.hashCode over the UTF-16 code units of the
+// string as Go converts it, surrogate pairs and U+FFFD for invalid UTF-8
+// included.
+func FuzzHashStringIsOverUTF16(f *testing.F) {
+	for _, s := range []string{"", "hello", "héllo", "😀", "a😀b\U0010FFFF", "\xff\xfe", "\xed\xa0\x80"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		var want int32
+		for _, u := range utf16.Encode([]rune(s)) {
+			want = 31*want + int32(u)
+		}
+		if got := HashString(s); got != want {
+			t.Fatalf("HashString(%q) = %d, want %d", s, got, want)
+		}
+	})
 }
