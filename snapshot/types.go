@@ -206,6 +206,28 @@ type ScalarDecoder interface {
 	DecodeScalar(b []byte) (s Scalar, ok bool)
 }
 
+// Checker is implemented by codecs that can tell whether bytes decode
+// without decoding them: what verify asks of every entry.
+type Checker interface {
+	Check(b []byte) error
+}
+
+// Check is nil when b decodes with c, else Decode's error. It decodes
+// nothing it need not: through c's Check, or its DecodeScalar where that
+// succeeds.
+func Check(c Codec, b []byte) error {
+	switch d := c.(type) {
+	case Checker:
+		return d.Check(b)
+	case ScalarDecoder:
+		if _, ok := d.DecodeScalar(b); ok {
+			return nil
+		}
+	}
+	_, err := c.Decode(b)
+	return err
+}
+
 // Scalar is a null, an integer, a boolean or a string decoded without
 // allocating: a string's bytes alias the bytes it was decoded from.
 type Scalar struct {
@@ -366,6 +388,7 @@ func (bytesCodec) Encode(v any) ([]byte, error) {
 }
 
 func (bytesCodec) Decode(b []byte) (any, error)     { return "0x" + hex.EncodeToString(b), nil }
+func (bytesCodec) Check([]byte) error               { return nil } // any bytes are a byte string
 func (bytesCodec) HashCode(b []byte) (int32, error) { return keygroup.HashBytes(b), nil }
 
 type msgpackCodec struct{}

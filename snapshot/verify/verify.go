@@ -305,14 +305,9 @@ func fileText(f snapshot.FileRef) string {
 // entries reads every entry the subtask holds, in any key group.
 func (c *opChecker) entries(ctx context.Context, sub *snapshot.Subtask) {
 	op := c.op
-	states := map[string]*snapshot.KeyedState{}
-	hashable := map[string]bool{}
 	decoders := map[string]*entryDecoder{}
 	for i := range op.KeyedStates {
 		st := &op.KeyedStates[i]
-		states[st.Name] = st
-		_, err := c.codecs.HashCode(st.KeyType, nil)
-		hashable[st.Name] = !errors.Is(err, keygroup.ErrUnknownKeyType)
 		decoders[st.Name] = c.entryDecoder(st)
 	}
 	var stats []snapshot.KeyGroupStat
@@ -333,20 +328,24 @@ func (c *opChecker) entries(ctx context.Context, sub *snapshot.Subtask) {
 			c.add(CheckOrder, sub, &kg, "entry after key group %d: entries must come in key-group order", prev)
 		}
 		prev = max(prev, kg)
-		st, ok := states[e.State]
+		d, ok := decoders[e.State]
+		var st *snapshot.KeyedState
+		if ok {
+			st = d.st
+		}
 		switch {
 		case !ok:
 			c.add(CheckState, sub, &kg, "entry of undeclared keyed state %q", e.State)
-		case hashable[e.State]:
-			if want, err := c.codecs.KeyGroupOf(st.KeyType, e.Key, op.MaxParallelism); err != nil {
+		case d.hashable:
+			if h, err := d.key.HashCode(e.Key); err != nil {
 				c.add(CheckHash, sub, &kg, "state %q key 0x%x cannot be hashed as %s: %v", e.State, e.Key, st.KeyType, err)
-			} else if want != kg {
+			} else if want := keygroup.OfHash(h, op.MaxParallelism); want != kg {
 				c.add(CheckHash, sub, &kg, "state %q key %v hashes to key group %d", e.State, c.keyText(st, e.Key), want)
 			}
 		}
 		if ok {
-			if what, err := decoders[e.State].check(c, &e); err != nil {
-				c.add(CheckDecode, sub, &kg, "state %q key %v: %s does not decode as %s: %v", e.State, c.keyText(st, e.Key), what, decoders[e.State].typeOf(what), err)
+			if what, err := d.check(c, &e); err != nil {
+				c.add(CheckDecode, sub, &kg, "state %q key %v: %s does not decode as %s: %v", e.State, c.keyText(st, e.Key), what, d.typeOf(what), err)
 			}
 		}
 		if e.ExpiresAt < 0 {
@@ -370,6 +369,8 @@ func (c *opChecker) entries(ctx context.Context, sub *snapshot.Subtask) {
 type entryDecoder struct {
 	st                      *snapshot.KeyedState
 	key, ns, userKey, value snapshot.Codec
+	// hashable: the key codec knows the keys' Java hashCode.
+	hashable bool
 }
 
 func (c *opChecker) entryDecoder(st *snapshot.KeyedState) *entryDecoder {
@@ -384,6 +385,10 @@ func (c *opChecker) entryDecoder(st *snapshot.KeyedState) *entryDecoder {
 		return k
 	}
 	d := &entryDecoder{st: st, key: codec(st.KeyType), value: codec(st.ValueType)}
+	if d.key != nil {
+		_, err := d.key.HashCode(nil)
+		d.hashable = !errors.Is(err, keygroup.ErrUnknownKeyType)
+	}
 	if len(st.NamespaceType.Name) > 0 {
 		d.ns = codec(st.NamespaceType)
 	}
@@ -410,7 +415,7 @@ func (d *entryDecoder) check(c *opChecker, e *snapshot.Entry) (string, error) {
 		if p.codec == nil || p.skip {
 			continue
 		}
-		if _, err := p.codec.Decode(p.b); !c.decoded(e.State, p.what, err) {
+		if err := snapshot.Check(p.codec, p.b); !c.decoded(e.State, p.what, err) {
 			return p.what, err
 		}
 	}
