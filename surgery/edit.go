@@ -94,6 +94,9 @@ func (e Edit) String() string {
 		}
 		return fmt.Sprintf("%s the %s of key %s in state %q of operator %q", verb, what, strings.Join(e.Keys, ""), e.State, e.Operator)
 	case Load:
+		if len(e.Records) == 1 {
+			return fmt.Sprintf("load 1 record from %q", e.From)
+		}
 		return fmt.Sprintf("load %d records from %q", len(e.Records), e.From)
 	case DeleteKeys:
 		if len(e.Keys) == 1 {
