@@ -27,8 +27,8 @@ put does: a value, reducing or aggregating state's value, a list state's whole l
 JSON array), a map state's whole map (a JSON object: entries the object leaves out are
 removed). A record with "delete": true removes the key's value instead (its "value", if
 any, is ignored). Keys the records do not name are left as SRC holds them, so that
-dump SRC | jq ... | load SRC --from - --output DST is a round trip: an unedited dump loaded back
-gives a copy that diff --entries --values finds equal to SRC.
+"dump SRC | jq ... | load SRC --from - --output DST" is a round trip: an unedited dump
+loaded back gives a copy that diff --entries --values finds equal to SRC.
 
 A record names "operator" (uid, id or name), "state" and "key", and "namespace" for the
 window of a state with namespaces. "kind", "key_group", "subtask" and "schema_version"
