@@ -2,9 +2,11 @@ package surgery_test
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -235,4 +237,33 @@ func compact(t *testing.T, recs []surgery.Record) []surgery.Record {
 		out[i] = r
 	}
 	return out
+}
+
+// A record's namespace, as dump prints it, names the window it sets or
+// deletes; the key's other windows stay.
+func TestLoadWindows(t *testing.T) {
+	src := open(t, windows(t))
+	w := apply(t, src, load(t, 0,
+		`{"operator":"windows","state":"sums","key":"a","namespace":60000,"value":99}`,
+		`{"operator":"windows","state":"sums","key":"b","namespace":120000,"delete":true}`,
+		`{"operator":"windows","state":"seen","key":"a","value":5}`,
+	))
+	var got []string
+	for _, e := range entriesOf(collect(t, w)["windows"]) {
+		ns := "-"
+		if len(e.Namespace) == 8 {
+			ns = strconv.FormatUint(binary.BigEndian.Uint64(e.Namespace), 10)
+		}
+		got = append(got, e.State+"/"+string(e.Key)+"/"+ns+"="+strconv.FormatUint(binary.BigEndian.Uint64(e.Value), 10))
+	}
+	want := []string{"seen/a/-=5", "seen/b/-=1", "sums/a/60000=99", "sums/a/120000=120", "sums/b/60000=60"}
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Fatalf("entries %v, want %v", got, want)
+	}
+	_, err := surgery.Apply(src, codecs, []surgery.Edit{load(t, 0, `{"operator":"windows","state":"sums","key":"a","value":1}`)})
+	if !errors.Is(err, surgery.ErrBadEdit) || !strings.Contains(err.Error(), "line 1: ") {
+		t.Fatalf("a record without the window of a state with windows: %v, want a bad edit at line 1", err)
+	}
 }
