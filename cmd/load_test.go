@@ -7,17 +7,10 @@ import (
 	"testing"
 )
 
-// exampleRecords edit word-counter of example: a value changed, a key
-// added, a list and a map replaced (the map keeps one entry as it was),
-// two keys deleted (one the state does not hold).
-const exampleRecords = `{"operator":"word-counter","state":"count","key":"word-10","key_group":1,"subtask":0,"value":1234}
-{"operator":"word-counter","state":"count","key":"word-new","value":7}
-
-{"operator":"word-counter","state":"recent","kind":"list","key":"word-18","value":[1,2,3]}
-{"operator":"word-counter","state":"by-source","key":"word-10","value":{"web":13,"app":4}}
-{"operator":"word-counter","state":"total-length","key":"word-28","value":0,"delete":true}
-{"operator":"word-counter","state":"total-length","key":"no-such-word","delete":true}
-`
+// exampleEditsFile holds records that edit word-counter of example: a
+// value changed, a key added, a list and a map replaced (the map keeps one
+// entry as it was), two keys deleted (one the state does not hold).
+const exampleEditsFile = "../testdata/memory/example-edits.jsonl"
 
 // flinkRecords edit the keyed operator of flinkBasic, and give a timer
 // as dump prints it, which is skipped.
@@ -46,7 +39,7 @@ func TestGoldenLoad(t *testing.T) {
 	fs, rocks := filepath.Join(dir, "example-fs"), filepath.Join(dir, "example-rocksdb")
 	mustRun(t, "convert", example, "--to", "filesystem", "--output", fs)
 	mustRun(t, "convert", example, "--to", "rocksdb", "--output", rocks)
-	records := writeRecords(t, dir, "edits.jsonl", exampleRecords)
+	records := exampleEditsFile
 	flink := writeRecords(t, dir, "flink-edits.jsonl", flinkRecords)
 	now := []string{"--now", "2026-01-02T04:00:00Z"}
 	cases := map[string][]string{
@@ -147,7 +140,7 @@ func TestGoldenLoadRefused(t *testing.T) {
 // --from - reads the records from stdin, as from a file.
 func TestLoadFromStdin(t *testing.T) {
 	dir := t.TempDir()
-	records := writeRecords(t, dir, "edits.jsonl", exampleRecords)
+	records := exampleEditsFile
 	fromFile, fromStdin := filepath.Join(dir, "file.dump"), filepath.Join(dir, "stdin.dump")
 	mustRun(t, "load", example, "--from", records, "--now", "2026-01-02T04:00:00Z", "--output", fromFile)
 	f, err := os.Open(records)
@@ -171,7 +164,7 @@ func TestLoadFromStdin(t *testing.T) {
 // write what one process writes.
 func TestLoadInShards(t *testing.T) {
 	dir := t.TempDir()
-	records := writeRecords(t, dir, "edits.jsonl", exampleRecords)
+	records := exampleEditsFile
 	single, sharded, plan := filepath.Join(dir, "single"), filepath.Join(dir, "sharded"), filepath.Join(dir, "plan.json")
 	args := []string{"load", example, "--from", records, "--now", "2026-01-02T04:00:00Z", "--parallelism", "3", "--format", "filesystem"}
 	mustRun(t, append(args, "--output", single)...)
