@@ -55,6 +55,20 @@ func surgeryMatrix(t *testing.T, v string) {
 	withoutKeys := func(lines []flinkharness.Line) []flinkharness.Line {
 		return keyedLines(lines, func(l flinkharness.Line) bool { return deleted[string(l.Key)] })
 	}
+	// A list and a map replaced whole, a reducing state's value set, a
+	// key's count deleted.
+	basicRecords := out("basic-load.jsonl")
+	if err := os.WriteFile(basicRecords, []byte(`{"operator":"keyed","state":"events","key":"user-3","value":["x"]}
+{"operator":"keyed","state":"by-bucket","key":"user-3","value":{"b7":5}}
+{"operator":"keyed","state":"sum","key":"user-4","value":77}
+{"operator":"keyed","state":"count","key":"user-6","delete":true}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	loaded := withField(t, basicDump, keyState("user-3", "events"), "value", []string{"x"})
+	loaded = withField(t, loaded, keyState("user-3", "by-bucket"), "value", map[string]int{"b7": 5})
+	loaded = withField(t, loaded, keyState("user-4", "sum"), "value", 77)
+	loaded = keyedLines(loaded, keyState("user-6", "count"))
 	cases := []struct {
 		name       string
 		src        string
@@ -84,6 +98,9 @@ func surgeryMatrix(t *testing.T, v string) {
 		// An operator state dropped: the restored union state is empty.
 		{"state-drop-operator", basic.SnapshotDir(), []string{"state", "drop", "--operator", "offsets", "--state", "subtask-summary"},
 			basicDump, dropLines(basicDump, func(l flinkharness.Line) bool { return l.Operator == "offsets" && l.State == "subtask-summary" }), flinkharness.RestoreOptions{Parallelism: 2}},
+		// Whole values, as load sets them, rescaled in the same run.
+		{"load-list-map", basic.SnapshotDir(), []string{"load", "--from", basicRecords, "--parallelism", "3"},
+			basicDump, loaded, flinkharness.RestoreOptions{Parallelism: 3}},
 		// A job whose descriptor is now named count-v2 restores count's content into it.
 		{"state-rename", basic.SnapshotDir(), []string{"state", "rename", "--operator", "keyed", "--state", "count", "--to", "count-v2"},
 			basicDump, stateRenamed(t, basicDump, "count", "count-v2"), flinkharness.RestoreOptions{Parallelism: 2, RenameState: "count=count-v2"}},
