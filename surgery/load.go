@@ -151,12 +151,8 @@ func (oe *opEdit) addRecord(codecs *snapshot.Codecs, rec Record, now int64) (ski
 	}
 	var kg int
 	if ks.Kind == snapshot.Timer {
-		key, err := encodeKey(codecs, ks, pe.Keys[0])
-		if err != nil {
+		if _, kg, err = oe.keyIn(codecs, ks, pe.Keys[0]); err != nil {
 			return false, err
-		}
-		if kg, err = codecs.KeyGroupOf(ks.KeyType, key, oe.orig.MaxParallelism); err != nil {
-			return false, fmt.Errorf("%w: the key group of key %s of state %q: %w", snapshot.ErrUnsupportedVersion, pe.Keys[0], ks.Name, err)
 		}
 		skipped = true
 	} else {

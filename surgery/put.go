@@ -77,14 +77,11 @@ func (oe *opEdit) addPutTo(codecs *snapshot.Codecs, se *stateEdit, ks *snapshot.
 	case !e.Delete && e.Value == "":
 		return nil, badEditf("no value given")
 	}
-	key, err := encodeKey(codecs, ks, e.Keys[0])
+	key, kg, err := oe.keyIn(codecs, ks, e.Keys[0])
 	if err != nil {
 		return nil, err
 	}
-	p := &put{state: se, key: key, line: line, delete: e.Delete}
-	if p.kg, err = codecs.KeyGroupOf(ks.KeyType, key, oe.orig.MaxParallelism); err != nil {
-		return nil, fmt.Errorf("%w: the key group of key %s of state %q: %w", snapshot.ErrUnsupportedVersion, e.Keys[0], ks.Name, err)
-	}
+	p := &put{state: se, key: key, kg: kg, line: line, delete: e.Delete}
 	if p.ns, err = putNamespace(codecs, ks, e.Namespace); err != nil {
 		return nil, err
 	}
@@ -124,6 +121,17 @@ func (oe *opEdit) addPutTo(codecs *snapshot.Codecs, se *stateEdit, ks *snapshot.
 	se.putsByKey[string(key)] = append(se.putsByKey[string(key)], p)
 	oe.putsByKG[p.kg] = append(oe.putsByKG[p.kg], p)
 	return p, nil
+}
+
+// keyIn is a key as state ks stores it, and its key group.
+func (oe *opEdit) keyIn(codecs *snapshot.Codecs, ks *snapshot.KeyedState, text string) (key []byte, kg int, err error) {
+	if key, err = encodeKey(codecs, ks, text); err != nil {
+		return nil, 0, err
+	}
+	if kg, err = codecs.KeyGroupOf(ks.KeyType, key, oe.orig.MaxParallelism); err != nil {
+		return nil, 0, fmt.Errorf("%w: the key group of key %s of state %q: %w", snapshot.ErrUnsupportedVersion, text, ks.Name, err)
+	}
+	return key, kg, nil
 }
 
 // putNamespace is the namespace a put writes in: the one given, or the
