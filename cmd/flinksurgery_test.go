@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"encoding/json"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -54,6 +55,20 @@ func surgeryMatrix(t *testing.T, v string) {
 	withoutKeys := func(lines []flinkharness.Line) []flinkharness.Line {
 		return keyedLines(lines, func(l flinkharness.Line) bool { return deleted[string(l.Key)] })
 	}
+	// A list and a map replaced whole, a reducing state's value set, a
+	// key's count deleted.
+	basicRecords := out("basic-load.jsonl")
+	if err := os.WriteFile(basicRecords, []byte(`{"operator":"keyed","state":"events","key":"user-3","value":["x"]}
+{"operator":"keyed","state":"by-bucket","key":"user-3","value":{"b7":5}}
+{"operator":"keyed","state":"sum","key":"user-4","value":77}
+{"operator":"keyed","state":"count","key":"user-6","delete":true}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	loaded := withField(t, basicDump, keyState("user-3", "events"), "value", []string{"x"})
+	loaded = withField(t, loaded, keyState("user-3", "by-bucket"), "value", map[string]int{"b7": 5})
+	loaded = withField(t, loaded, keyState("user-4", "sum"), "value", 77)
+	loaded = keyedLines(loaded, keyState("user-6", "count"))
 	cases := []struct {
 		name       string
 		src        string
@@ -83,6 +98,9 @@ func surgeryMatrix(t *testing.T, v string) {
 		// An operator state dropped: the restored union state is empty.
 		{"state-drop-operator", basic.SnapshotDir(), []string{"state", "drop", "--operator", "offsets", "--state", "subtask-summary"},
 			basicDump, dropLines(basicDump, func(l flinkharness.Line) bool { return l.Operator == "offsets" && l.State == "subtask-summary" }), flinkharness.RestoreOptions{Parallelism: 2}},
+		// Whole values, as load sets them, rescaled in the same run.
+		{"load-list-map", basic.SnapshotDir(), []string{"load", "--from", basicRecords, "--parallelism", "3"},
+			basicDump, loaded, flinkharness.RestoreOptions{Parallelism: 3}},
 		// A job whose descriptor is now named count-v2 restores count's content into it.
 		{"state-rename", basic.SnapshotDir(), []string{"state", "rename", "--operator", "keyed", "--state", "count", "--to", "count-v2"},
 			basicDump, stateRenamed(t, basicDump, "count", "count-v2"), flinkharness.RestoreOptions{Parallelism: 2, RenameState: "count=count-v2"}},
@@ -106,6 +124,24 @@ func surgeryMatrix(t *testing.T, v string) {
 			}
 		})
 	}
+	t.Run("load-types", func(t *testing.T) {
+		// A value of every type the types job keeps, changed in stateutil's
+		// own dump of the savepoint, one key deleted, the rest loaded back
+		// as dumped: Flink restores exactly those changes.
+		fc := *fc
+		fc.t = t
+		types := fc.entry("types-hashmap-canonical")
+		from, want := loadTypesEdit(t, fc.stateutil("dump", types.SnapshotDir(), "--operator", "keyed"), dumpOf(t, types.File("dump.jsonl")))
+		records := out("types-load.jsonl")
+		if err := os.WriteFile(records, from, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		dst := out("types-loaded")
+		fc.stateutil("load", types.SnapshotDir(), "--from", records, "--output", dst)
+		for _, backend := range []string{"hashmap", "rocksdb"} {
+			fc.restore("load-types-"+backend, "types", dst, want, flinkharness.RestoreOptions{Parallelism: 2, Backend: backend})
+		}
+	})
 	t.Run("state-rename-old-descriptor", func(t *testing.T) {
 		// The job that still declares count starts it empty: Flink matched
 		// the state by its new name.
@@ -116,4 +152,74 @@ func surgeryMatrix(t *testing.T, v string) {
 		want := keyedLines(basicDump, func(l flinkharness.Line) bool { return l.State == "count" })
 		fc.restore("renamed-old", "basic", dst, want, flinkharness.RestoreOptions{Parallelism: 2})
 	})
+}
+
+// typesEdits are new values for key obj-0 of the types job, one per state,
+// each unlike the job's own.
+var typesEdits = map[string]string{
+	"avro":    `{"id":7,"name":"edited","note":"a note","score":1.5,"tags":["x"]}`,
+	"boolean": `true`,
+	"byte":    `-7`,
+	"bytes":   `"0x0102"`,
+	"char":    `"Z"`,
+	"double":  `-0.5`,
+	"either":  `{"right":-9}`,
+	"enum":    `"GREEN"`,
+	"float":   `1.5`,
+	"int":     `-42`,
+	"ints":    `[1,2]`,
+	"list":    `[5]`,
+	"map":     `{"z":1}`,
+	"pojo":    `{"active":false,"age":40,"id":7,"name":"edited","score":1.0}`,
+	"row":     `[1,"edited",2.5]`,
+	"short":   `-3`,
+	"string":  `"edited ✓"`,
+	"strings": `["a"]`,
+	"tuple3":  `["e",1,2.5]`,
+}
+
+// loadTypesEdit makes stateutil's dump of the types savepoint records to
+// load: obj-0's values replaced by typesEdits, obj-1's string deleted,
+// Kryo values (which stateutil does not write) left out. want is the job's
+// own dump with the same edit.
+func loadTypesEdit(t *testing.T, dump string, jobDump []flinkharness.Line) (records []byte, want []flinkharness.Line) {
+	t.Helper()
+	want = jobDump
+	for _, line := range strings.Split(strings.TrimSpace(dump), "\n") {
+		var rec map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatal(err)
+		}
+		var state, key string
+		if json.Unmarshal(rec["state"], &state) != nil || json.Unmarshal(rec["key"], &key) != nil {
+			t.Fatalf("dump line %s", line)
+		}
+		switch {
+		case state == "kryo":
+			continue
+		case key == "obj-0":
+			v, ok := typesEdits[state]
+			if !ok {
+				t.Fatalf("no edit for state %q", state)
+			}
+			if string(rec["value"]) == v {
+				t.Fatalf("the edit of %q changes nothing", state)
+			}
+			rec["value"] = json.RawMessage(v)
+			var value any
+			if err := json.Unmarshal([]byte(v), &value); err != nil {
+				t.Fatal(err)
+			}
+			want = withField(t, want, keyState("obj-0", state), "value", value)
+		case key == "obj-1" && state == "string":
+			rec["delete"] = json.RawMessage("true")
+			want = keyedLines(want, keyState("obj-1", "string"))
+		}
+		b, err := json.Marshal(rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		records = append(append(records, b...), '\n')
+	}
+	return records, want
 }

@@ -15,10 +15,15 @@ import (
 const copyHeapLimit = 128 << 20
 
 // limitHeap applies copyHeapLimit and returns what undoes it.
-func limitHeap() (restore func()) {
+func limitHeap() (restore func()) { return limitHeapAbove(0) }
+
+// limitHeapAbove applies copyHeapLimit plus what a command holds beside
+// the copy's working set (load's records): a limit below the live heap
+// would have the collector run without pause.
+func limitHeapAbove(held int64) (restore func()) {
 	if os.Getenv("GOMEMLIMIT") != "" {
 		return func() {}
 	}
-	old := debug.SetMemoryLimit(copyHeapLimit)
+	old := debug.SetMemoryLimit(copyHeapLimit + held)
 	return func() { debug.SetMemoryLimit(old) }
 }

@@ -228,6 +228,7 @@ s3://bucket/path URIs (s3a:// and s3p:// too, as Flink writes them).
 		newStateCommand(e),
 		newKeysCommand(e),
 		newPutCommand(e),
+		newLoadCommand(e),
 		newRunCommand(e),
 		newVersionCommand(e),
 		newGetCommand(e),

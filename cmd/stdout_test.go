@@ -62,6 +62,13 @@ var stdoutCases = map[string]func(t *testing.T, dir string) []string{
 	"put": func(_ *testing.T, dir string) []string {
 		return []string{"put", example, "--operator", "word-counter", "--state", "count", "--key", "word-10", "--value", "1", "--output", filepath.Join(dir, "put.dump")}
 	},
+	"load": func(t *testing.T, dir string) []string {
+		from := filepath.Join(dir, "records.jsonl")
+		if err := os.WriteFile(from, []byte(`{"operator":"word-counter","state":"count","key":"word-10","value":1}`+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return []string{"load", example, "--from", from, "--output", filepath.Join(dir, "loaded.dump")}
+	},
 	"run": func(_ *testing.T, dir string) []string {
 		return []string{"run", "wordcount", "--records", "100", "--checkpoint-dir", dir}
 	},

@@ -125,7 +125,7 @@ func (s *surgeryFlags) print(c *cobra.Command, src string, edits []surgery.Edit,
 	out := c.OutOrStdout()
 	if s.report.json() {
 		return writeJSON(out, surgeryReport{SchemaVersion: 1, Source: src, Destination: res.Plan.Destination, DryRun: s.dryRun,
-			From: res.From, To: res.Plan.Format, Edits: edits, Surgery: res.Surgery, Totals: res.Totals, Verified: res.Verified})
+			From: res.From, To: res.Plan.Format, Edits: withoutRecords(edits), Surgery: res.Surgery, Totals: res.Totals, Verified: res.Verified})
 	}
 	for _, ed := range edits {
 		if s.dryRun {
@@ -141,6 +141,17 @@ func (s *surgeryFlags) print(c *cobra.Command, src string, edits []surgery.Edit,
 	return printSurgery(out, res.Surgery, res.Verified)
 }
 
+// withoutRecords is edits as a report shows them: a load's records are
+// in the file they came from, and counted in the report's loads.
+func withoutRecords(edits []surgery.Edit) []surgery.Edit {
+	out := make([]surgery.Edit, len(edits))
+	for i, e := range edits {
+		e.Records = nil
+		out[i] = e
+	}
+	return out
+}
+
 // printSurgery prints what the edits did, per state and per deletion.
 func printSurgery(w io.Writer, rep *surgery.Report, verified bool) error {
 	var rows [][]string
@@ -149,15 +160,18 @@ func printSurgery(w io.Writer, rep *surgery.Report, verified bool) error {
 		if st.To != "" {
 			edit += fmt.Sprintf(" (now %q)", st.To)
 		}
-		keys := "-"
-		if st.Edit == "keys deleted" {
-			keys = strconv.Itoa(st.KeysDeleted)
+		put, deleted := "-", "-"
+		switch st.Edit {
+		case "put", "loaded":
+			put, deleted = strconv.Itoa(st.KeysPut), strconv.Itoa(st.KeysDeleted)
+		case "keys deleted":
+			deleted = strconv.Itoa(st.KeysDeleted)
 		}
-		rows = append(rows, []string{st.Operator, st.Scope, st.State, edit, keys,
+		rows = append(rows, []string{st.Operator, st.Scope, st.State, edit, put, deleted,
 			strconv.FormatInt(st.Before.Entries, 10), strconv.FormatInt(st.After.Entries, 10),
 			humanBytes(st.Before.Bytes), humanBytes(st.After.Bytes)})
 	}
-	if err := table(w, []string{"OPERATOR", "SCOPE", "STATE", "EDIT", "KEYS DELETED", "ENTRIES BEFORE", "ENTRIES AFTER", "BYTES BEFORE", "BYTES AFTER"}, rows); err != nil {
+	if err := table(w, []string{"OPERATOR", "SCOPE", "STATE", "EDIT", "KEYS PUT", "KEYS DELETED", "ENTRIES BEFORE", "ENTRIES AFTER", "BYTES BEFORE", "BYTES AFTER"}, rows); err != nil {
 		return err
 	}
 	for _, d := range rep.Deletions {
@@ -167,6 +181,13 @@ func printSurgery(w io.Writer, rep *surgery.Report, verified bool) error {
 			if d.Missing > len(d.FirstMissing) {
 				fmt.Fprintf(w, " and %d more", d.Missing-len(d.FirstMissing))
 			}
+		}
+		fmt.Fprintln(w)
+	}
+	for _, l := range rep.Loads {
+		fmt.Fprintf(w, "load %q: %d records: %d keys put, %d deleted", l.From, l.Records, l.Puts, l.Deletes)
+		if l.TimersSkipped > 0 {
+			fmt.Fprintf(w, ", %d of timer states skipped (load does not set timers)", l.TimersSkipped)
 		}
 		fmt.Fprintln(w)
 	}

@@ -32,6 +32,7 @@ func (e surgeryEdit) on(src, dst string) []string {
 var exampleEdits = map[string]surgeryEdit{
 	"keys-delete":  {[]string{"keys", "delete", "--operator", "word-counter", "--key", "word-10", "--key", "word-18"}, 2},
 	"put":          {[]string{"put", "--operator", "word-counter", "--state", "recent", "--key", "word-10", "--value", "[5]", "--now", "2026-01-02T04:00:00Z"}, 1},
+	"load":         {[]string{"load", "--from", exampleEditsFile, "--now", "2026-01-02T04:00:00Z"}, 1},
 	"state-drop":   {[]string{"state", "drop", "--operator", "word-counter", "--state", "recent"}, 2},
 	"state-rename": {[]string{"state", "rename", "--operator", "kafka-source", "--state", "partition-offsets", "--to", "offsets"}, 2},
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stateutil/stateutil/redistribute"
@@ -42,6 +44,36 @@ func TestShardedStateEditsEqualSingleProcess(t *testing.T) {
 	if _, ok := keyed.KeyedStateByName("events"); ok || countEntries(t, out, keyed, "count-v2") != 18 {
 		t.Fatalf("keyed states of the copy: %+v, want events dropped and the 20 keys' count less 2 as count-v2", keyed.KeyedStates)
 	}
+	for _, n := range []int{1, 3} {
+		req.Destination = filepath.Join(dir, fmt.Sprintf("sharded-%d", n))
+		sharded(t, req, n)
+		sameFlinkFiles(t, n, req.Destination, single)
+	}
+}
+
+// A load's records travel in the plan: shards write what one process
+// writes, byte for byte, the records' key groups spread over the shards.
+func TestShardedLoadEqualsSingleProcess(t *testing.T) {
+	ctx := context.Background()
+	src := filepath.Join("..", "testdata", "flink", "1.20.5", "basic-hashmap-canonical", "snapshot", "savepoint-58fe20-3983f452098d")
+	recs, err := surgery.ReadRecords(strings.NewReader(`{"operator":"keyed","state":"count","key":"user-3","value":1234}
+{"operator":"keyed","state":"events","key":"user-new","value":["x","y"]}
+{"operator":"keyed","state":"by-bucket","key":"user-7","value":{"b0":1}}
+{"operator":"keyed","state":"avg","key":"user-5","delete":true}`), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	req := Request{Source: src, Change: redistribute.Request{Parallelism: 3}, StateEdits: []surgery.Edit{{Op: surgery.Load, From: "records.jsonl", Records: recs}}}
+	req.Destination = filepath.Join(dir, "single")
+	res, err := Run(ctx, testReg, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []surgery.LoadReport{{From: "records.jsonl", Records: 4, Puts: 3, Deletes: 1}}; res.Surgery == nil || !slices.Equal(res.Surgery.Loads, want) {
+		t.Fatalf("report %+v, want loads %+v", res.Surgery, want)
+	}
+	single := flinkFiles(t, req.Destination)
 	for _, n := range []int{1, 3} {
 		req.Destination = filepath.Join(dir, fmt.Sprintf("sharded-%d", n))
 		sharded(t, req, n)

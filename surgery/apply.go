@@ -26,18 +26,27 @@ func Apply(r snapshot.Reader, codecs *snapshot.Codecs, edits []Edit) (*Reader, e
 	w := &Reader{Reader: r, edits: edits, ops: map[*snapshot.Operator]*opEdit{}}
 	byOrig := map[*snapshot.Operator]*opEdit{}
 	var order []*opEdit
-	for _, e := range edits {
-		op, ok := src.Operator(e.Operator)
-		if !ok {
-			return nil, fmt.Errorf("%w: %s: no operator %q in the snapshot (operators: %s)", snapshot.ErrNotFound, e, e.Operator, labels(src))
-		}
+	opEditOf := func(op *snapshot.Operator) *opEdit {
 		oe := byOrig[op]
 		if oe == nil {
 			oe = newOpEdit(op)
 			byOrig[op] = oe
 			order = append(order, oe)
 		}
-		if err := oe.add(codecs, e); err != nil {
+		return oe
+	}
+	for _, e := range edits {
+		if e.Op == Load {
+			if err := w.addLoad(codecs, e, opEditOf); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		op, ok := src.Operator(e.Operator)
+		if !ok {
+			return nil, fmt.Errorf("%w: %s: no operator %q in the snapshot (operators: %s)", snapshot.ErrNotFound, e, e.Operator, labels(src))
+		}
+		if err := opEditOf(op).add(codecs, e); err != nil {
 			return nil, fmt.Errorf("%s: %w", e, err)
 		}
 	}
@@ -62,6 +71,7 @@ type Reader struct {
 	edits []Edit
 	ops   map[*snapshot.Operator]*opEdit // by the edited operator
 	order []*opEdit                      // in the order edits name them
+	loads []*LoadReport
 }
 
 // Snapshot is the edited metadata.
@@ -82,7 +92,12 @@ type stateEdit struct {
 	ns    []byte
 	anyNS bool
 	found []atomic.Bool // by key index
-	puts  []*put
+	// puts counts the puts into the state; putsByKey holds them by the
+	// bytes of their key.
+	puts      int
+	putsByKey map[string][]*put
+	// loaded is set when the puts come from a load.
+	loaded bool
 }
 
 // deletion is an operator's keys to delete.
@@ -99,7 +114,7 @@ type opEdit struct {
 	keyedBy      map[string]*stateEdit // by source name
 	operBy       map[string]*stateEdit
 	del          *deletion
-	puts         []*put // in the order edits make them
+	putsByKG     map[int][]*put // in the order edits make them
 
 	mu sync.Mutex
 	// kgCounts holds, per key group read whole, per keyed state, what
@@ -114,7 +129,7 @@ type opEdit struct {
 
 func newOpEdit(op *snapshot.Operator) *opEdit {
 	oe := &opEdit{orig: op, keyedBy: map[string]*stateEdit{}, operBy: map[string]*stateEdit{},
-		kgCounts: map[int][]Counts{}, covered: make([]bool, max(op.MaxParallelism, 0)), elemCounts: map[int][]Counts{}}
+		putsByKG: map[int][]*put{}, kgCounts: map[int][]Counts{}, covered: make([]bool, max(op.MaxParallelism, 0)), elemCounts: map[int][]Counts{}}
 	for i, ks := range op.KeyedStates {
 		se := &stateEdit{index: i, scope: snapshot.ScopeKeyed, source: ks.Name, name: ks.Name}
 		oe.keyed = append(oe.keyed, se)
@@ -329,7 +344,7 @@ func (oe *opEdit) build() *snapshot.Operator {
 	keyedLoss, operChange := false, false
 	for _, se := range oe.keyed {
 		ks := op.KeyedStates[se.index]
-		keyedLoss = keyedLoss || se.dropped || se.keys != nil || len(se.puts) > 0
+		keyedLoss = keyedLoss || se.dropped || se.keys != nil || se.puts > 0
 		if se.dropped {
 			continue
 		}

@@ -13,7 +13,8 @@ import (
 
 // ErrBadEdit reports an edit that cannot be made as asked: a key or
 // namespace that is no value of the state's type, a state named for an
-// edit of a kind it is not, an edit that changes nothing. It is the
+// edit of a kind it is not, an edit that changes nothing, a line of a
+// load that is no record or does not fit the key it names. It is the
 // user's to correct.
 var ErrBadEdit = errors.New("bad edit")
 
@@ -38,6 +39,9 @@ const (
 	// Put sets one key's value in a keyed state: a value, a list's whole
 	// list, a map's whole map or one map entry; or removes it.
 	Put Op = "put"
+	// Load puts or deletes the keys of records in dump's schema, each
+	// key's whole value, in keyed states of any operator.
+	Load Op = "load"
 )
 
 // Edit is one change to the state of an operator, as data (it travels in
@@ -64,9 +68,13 @@ type Edit struct {
 	Value  string  `json:"value,omitempty"`
 	MapKey *string `json:"map_key,omitempty"`
 	Delete bool    `json:"delete,omitempty"`
-	// Now is the last access Put gives a state with TTL, in Unix
+	// Now is the last access Put and Load give a state with TTL, in Unix
 	// milliseconds.
 	Now int64 `json:"now,omitempty"`
+	// From is where Load's records were read; Records are them, every
+	// one (a plan file carries them: it is about the size of the file).
+	From    string   `json:"from,omitempty"`
+	Records []Record `json:"records,omitempty"`
 }
 
 func (e Edit) String() string {
@@ -85,6 +93,11 @@ func (e Edit) String() string {
 			verb = "delete"
 		}
 		return fmt.Sprintf("%s the %s of key %s in state %q of operator %q", verb, what, strings.Join(e.Keys, ""), e.State, e.Operator)
+	case Load:
+		if len(e.Records) == 1 {
+			return fmt.Sprintf("load 1 record from %q", e.From)
+		}
+		return fmt.Sprintf("load %d records from %q", len(e.Records), e.From)
 	case DeleteKeys:
 		if len(e.Keys) == 1 {
 			return fmt.Sprintf("delete key %s of operator %q", e.Keys[0], e.Operator)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/stateutil/stateutil/snapshot"
 )
@@ -21,6 +22,15 @@ type put struct {
 	userKey []byte
 	entry   bool
 	entries []snapshot.Entry // what is written instead (none: removed)
+	delete  bool
+	// line is the record of a load the put comes from (0: none).
+	line int
+	// keepUnchanged keeps the expiry of entries written as the source
+	// holds them (a load's into a state with TTL), rather than counting
+	// them as accessed.
+	keepUnchanged bool
+	// found is set when the source holds what the put replaces.
+	found atomic.Bool
 }
 
 // replaces reports whether e is an entry the put replaces.
@@ -29,49 +39,70 @@ func (p *put) replaces(e *snapshot.Entry) bool {
 }
 
 func (oe *opEdit) addPut(codecs *snapshot.Codecs, e Edit) error {
+	se, ks, err := oe.keyedState(e)
+	if err != nil {
+		return err
+	}
+	_, err = oe.addPutTo(codecs, se, ks, e, 0)
+	return err
+}
+
+// keyedState is the keyed state a put names.
+func (oe *opEdit) keyedState(e Edit) (*stateEdit, *snapshot.KeyedState, error) {
 	if e.State == "" {
-		return badEditf("no state named")
+		return nil, nil, badEditf("no state named")
 	}
 	se := current(oe.keyed, e.State)
 	if se == nil {
 		if current(oe.oper, e.State) != nil {
-			return badEditf("%q is an operator state: put sets keyed state", e.State)
+			return nil, nil, badEditf("%q is an operator state: put sets keyed state", e.State)
 		}
-		return fmt.Errorf("%w: operator %q has no keyed state %q (keyed states: %s)", snapshot.ErrNotFound, oe.orig.Label(), e.State, names(oe.keyed))
+		return nil, nil, fmt.Errorf("%w: operator %q has no keyed state %q (keyed states: %s)", snapshot.ErrNotFound, oe.orig.Label(), e.State, names(oe.keyed))
 	}
-	ks := &oe.orig.KeyedStates[se.index]
+	return se, &oe.orig.KeyedStates[se.index], nil
+}
+
+// addPutTo adds the put e to state se (of type ks); line, when not 0, is
+// the line of the record it comes from.
+func (oe *opEdit) addPutTo(codecs *snapshot.Codecs, se *stateEdit, ks *snapshot.KeyedState, e Edit, line int) (*put, error) {
 	switch {
 	case len(e.Keys) != 1:
-		return badEditf("put takes one key, not %d", len(e.Keys))
+		return nil, badEditf("put takes one key, not %d", len(e.Keys))
 	case ks.Kind == snapshot.Timer:
-		return badEditf("%q holds timers, which put does not set", ks.Name)
+		return nil, badEditf("%q holds timers, which put does not set", ks.Name)
 	case e.MapKey != nil && ks.Kind != snapshot.Map:
-		return badEditf("a map key given for %s state %q", ks.Kind, ks.Name)
+		return nil, badEditf("a map key given for %s state %q", ks.Kind, ks.Name)
 	case e.Delete && e.Value != "":
-		return badEditf("a value given to delete")
+		return nil, badEditf("a value given to delete")
 	case !e.Delete && e.Value == "":
-		return badEditf("no value given")
+		return nil, badEditf("no value given")
 	}
-	key, err := encodeKey(codecs, ks, e.Keys[0])
+	key, kg, err := oe.keyIn(codecs, ks, e.Keys[0])
 	if err != nil {
-		return err
+		return nil, err
 	}
-	p := &put{state: se, key: key}
-	if p.kg, err = codecs.KeyGroupOf(ks.KeyType, key, oe.orig.MaxParallelism); err != nil {
-		return fmt.Errorf("%w: the key group of key %s of state %q: %w", snapshot.ErrUnsupportedVersion, e.Keys[0], ks.Name, err)
-	}
+	p := &put{state: se, key: key, kg: kg, line: line, delete: e.Delete}
 	if p.ns, err = putNamespace(codecs, ks, e.Namespace); err != nil {
-		return err
+		return nil, err
 	}
 	if e.MapKey != nil {
 		if p.userKey, err = encodeText(codecs, ks.UserKeyType, *e.MapKey, "map key of state "+fmt.Sprintf("%q", ks.Name)); err != nil {
-			return err
+			return nil, err
 		}
 		p.entry = true
 	}
+	for _, q := range se.putsByKey[string(key)] {
+		if bytes.Equal(q.ns, p.ns) && (!q.entry || !p.entry || bytes.Equal(q.userKey, p.userKey)) {
+			at := ""
+			if q.line > 0 {
+				at = fmt.Sprintf(" (line %d sets it)", q.line)
+			}
+			return nil, badEditf("key %s of state %q is set twice%s", e.Keys[0], ks.Name, at)
+		}
+	}
 	if !e.Delete {
 		if p.entries, err = putEntries(codecs, ks, p, e.Value); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if ks.TTL != nil {
@@ -83,9 +114,24 @@ func (oe *opEdit) addPut(codecs *snapshot.Codecs, e Edit) error {
 			p.entries[i].ExpiresAt = at
 		}
 	}
-	se.puts = append(se.puts, p)
-	oe.puts = append(oe.puts, p)
-	return nil
+	if se.putsByKey == nil {
+		se.putsByKey = map[string][]*put{}
+	}
+	se.puts++
+	se.putsByKey[string(key)] = append(se.putsByKey[string(key)], p)
+	oe.putsByKG[p.kg] = append(oe.putsByKG[p.kg], p)
+	return p, nil
+}
+
+// keyIn is a key as state ks stores it, and its key group.
+func (oe *opEdit) keyIn(codecs *snapshot.Codecs, ks *snapshot.KeyedState, text string) (key []byte, kg int, err error) {
+	if key, err = encodeKey(codecs, ks, text); err != nil {
+		return nil, 0, err
+	}
+	if kg, err = codecs.KeyGroupOf(ks.KeyType, key, oe.orig.MaxParallelism); err != nil {
+		return nil, 0, fmt.Errorf("%w: the key group of key %s of state %q: %w", snapshot.ErrUnsupportedVersion, text, ks.Name, err)
+	}
+	return key, kg, nil
 }
 
 // putNamespace is the namespace a put writes in: the one given, or the

@@ -37,6 +37,9 @@ func (w *Reader) Entries(ctx context.Context, op *snapshot.Operator, subtask int
 		// finish writes what puts add to key groups from cur up to end
 		// (those without entries read included), and counts them.
 		puts := oe.putsIn(kgs)
+		// held keeps, for the puts that keep what they leave unchanged,
+		// the entries they replace in the key group being read.
+		var held map[*put][]snapshot.Entry
 		finish := func(end int) bool {
 			for len(puts) > 0 && puts[0].kg < end {
 				kg := puts[0].kg
@@ -47,12 +50,13 @@ func (w *Reader) Entries(ctx context.Context, op *snapshot.Operator, subtask int
 				for len(puts) > 0 && puts[0].kg == kg {
 					p := puts[0]
 					puts = puts[1:]
-					if !oe.write(p, counts, yield) {
+					if !oe.write(p, held[p], counts, yield) {
 						return false
 					}
 				}
 			}
 			oe.recordKeyGroup(cur, counts)
+			clear(held)
 			return true
 		}
 		for e, err := range es {
@@ -76,7 +80,17 @@ func (w *Reader) Entries(ctx context.Context, op *snapshot.Operator, subtask int
 			}
 			size := e.Size()
 			counts[2*se.index].add(Counts{1, size})
-			if se.dropped || se.replaced(&e) {
+			if se.dropped {
+				continue
+			}
+			if p := se.replacer(&e); p != nil {
+				p.found.Store(true)
+				if p.keepUnchanged {
+					if held == nil {
+						held = map[*put][]snapshot.Entry{}
+					}
+					held[p] = append(held[p], e.Clone())
+				}
 				continue
 			}
 			if se.keys != nil && (se.anyNS || bytes.Equal(e.Namespace, se.ns)) {
@@ -100,34 +114,45 @@ func (w *Reader) Entries(ctx context.Context, op *snapshot.Operator, subtask int
 // putsIn is the puts into key groups kgs, by key group.
 func (oe *opEdit) putsIn(kgs keygroup.Range) []*put {
 	var out []*put
-	for _, p := range oe.puts {
-		if kgs.Contains(p.kg) {
-			out = append(out, p)
-		}
+	if len(oe.putsByKG) == 0 {
+		return nil
 	}
-	slices.SortStableFunc(out, func(a, b *put) int { return a.kg - b.kg })
+	for kg := kgs.Start; kg <= kgs.End; kg++ {
+		out = append(out, oe.putsByKG[kg]...)
+	}
 	return out
 }
 
-// replaced reports whether a put of the state replaces e.
-func (se *stateEdit) replaced(e *snapshot.Entry) bool {
-	for _, p := range se.puts {
+// replacer is the put of the state that replaces e, or nil.
+func (se *stateEdit) replacer(e *snapshot.Entry) *put {
+	for _, p := range se.putsByKey[string(e.Key)] {
 		if p.replaces(e) {
-			return true
+			return p
 		}
 	}
-	return false
+	return nil
 }
 
 // write yields the entries p puts, unless its state is dropped, and
-// counts them.
-func (oe *opEdit) write(p *put, counts []Counts, yield func(snapshot.Entry, error) bool) bool {
+// counts them. An entry that is one of old, the entries p replaces, keeps
+// its expiry: a map entry with the same user key and value, a list
+// element with the same position and value, the same value.
+func (oe *opEdit) write(p *put, old []snapshot.Entry, counts []Counts, yield func(snapshot.Entry, error) bool) bool {
 	se := p.state
 	if se.dropped {
 		return true
 	}
-	for _, e := range p.entries {
+	byUserKey := func(a, b snapshot.Entry) int { return bytes.Compare(a.UserKey, b.UserKey) }
+	slices.SortStableFunc(old, byUserKey) // a list's stay in order
+	for i, e := range p.entries {
 		e.State = se.name
+		j := i
+		if e.UserKey != nil {
+			j, _ = slices.BinarySearchFunc(old, e, byUserKey)
+		}
+		if j < len(old) && bytes.Equal(old[j].UserKey, e.UserKey) && bytes.Equal(old[j].Value, e.Value) {
+			e.ExpiresAt = old[j].ExpiresAt
+		}
 		counts[2*se.index+1].add(Counts{1, e.Size()})
 		if !yield(e, nil) {
 			return false
@@ -262,7 +287,7 @@ func (w *Reader) Scan(ctx context.Context) error {
 // touched reports whether an edit changes any of states.
 func touched(states []*stateEdit) bool {
 	for _, se := range states {
-		if se.dropped || se.renamed || se.keys != nil || len(se.puts) > 0 {
+		if se.dropped || se.renamed || se.keys != nil || se.puts > 0 {
 			return true
 		}
 	}

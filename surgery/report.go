@@ -13,6 +13,7 @@ import (
 type Report struct {
 	States    []StateReport    `json:"states"`
 	Deletions []DeletionReport `json:"deletions"`
+	Loads     []LoadReport     `json:"loads"`
 }
 
 // StateReport is one state an edit touches.
@@ -21,11 +22,13 @@ type StateReport struct {
 	// Scope is snapshot.ScopeKeyed or snapshot.ScopeOperator.
 	Scope string `json:"scope"`
 	State string `json:"state"`
-	// Edit is "dropped", "renamed", "keys deleted" or "put".
+	// Edit is "dropped", "renamed", "keys deleted", "put" or "loaded".
 	Edit string `json:"edit"`
 	// To is the new name of a renamed state.
 	To string `json:"to,omitempty"`
-	// KeysDeleted is how many of the keys given the state held.
+	// KeysPut is how many keys were given a value (put, loaded);
+	// KeysDeleted how many of the keys to delete the state held.
+	KeysPut     int    `json:"keys_put"`
 	KeysDeleted int    `json:"keys_deleted"`
 	Before      Counts `json:"before"`
 	After       Counts `json:"after"`
@@ -43,13 +46,24 @@ type DeletionReport struct {
 	FirstMissing []string `json:"first_missing"`
 }
 
+// LoadReport is one load of records.
+type LoadReport struct {
+	From    string `json:"from"`
+	Records int    `json:"records"`
+	// Puts and Deletes count the records that set and delete a key;
+	// TimersSkipped those of timer states, which load does not set.
+	Puts          int `json:"puts"`
+	Deletes       int `json:"deletes"`
+	TimersSkipped int `json:"timers_skipped"`
+}
+
 // maxListedMissing is how many missing keys a report names.
 const maxListedMissing = 10
 
 // Report is what the edits did to what was read so far: after a copy (or
 // Scan), to the whole of the edited operators.
 func (w *Reader) Report() *Report {
-	rep := &Report{States: []StateReport{}, Deletions: []DeletionReport{}}
+	rep := &Report{States: []StateReport{}, Deletions: []DeletionReport{}, Loads: []LoadReport{}}
 	for _, oe := range w.order {
 		oe.mu.Lock()
 		keyed := make([]Counts, 2*len(oe.keyed))
@@ -83,8 +97,12 @@ func (w *Reader) Report() *Report {
 							sr.KeysDeleted++
 						}
 					}
-				case len(se.puts) > 0:
+				case se.puts > 0:
 					sr.Edit = "put"
+					if se.loaded {
+						sr.Edit = "loaded"
+					}
+					sr.KeysPut, sr.KeysDeleted = se.putCounts()
 				case se.renamed:
 					sr.Edit = "renamed"
 				default:
@@ -100,7 +118,26 @@ func (w *Reader) Report() *Report {
 			rep.Deletions = append(rep.Deletions, oe.deletionReport())
 		}
 	}
+	for _, l := range w.loads {
+		rep.Loads = append(rep.Loads, *l)
+	}
 	return rep
+}
+
+// putCounts is how many keys the puts into se set, and how many of those
+// they delete the source held (a map entry's deletion deletes no key).
+func (se *stateEdit) putCounts() (set, deleted int) {
+	for _, ps := range se.putsByKey {
+		for _, p := range ps {
+			switch {
+			case !p.delete:
+				set++
+			case !p.entry && p.found.Load():
+				deleted++
+			}
+		}
+	}
+	return set, deleted
 }
 
 func (oe *opEdit) deletionReport() DeletionReport {

@@ -62,6 +62,9 @@ func write(ctx context.Context, dir string) error {
 			return err
 		}
 	}
+	if err := os.WriteFile(filepath.Join(mem, "example-edits.jsonl"), []byte(exampleEdits), 0o644); err != nil {
+		return err
+	}
 	// A directory where a file is expected.
 	d := filepath.Join(mem, "directory.dump")
 	if err := os.MkdirAll(d, 0o755); err != nil {
@@ -69,6 +72,19 @@ func write(ctx context.Context, dir string) error {
 	}
 	return os.WriteFile(filepath.Join(d, "README"), []byte("a directory, not a memory dump\n"), 0o644)
 }
+
+// exampleEdits are records for stateutil load of example.dump, in dump's
+// schema: of word-counter, a value changed, a key added, a list and a map
+// replaced (the map keeps one entry as it was), two keys deleted (one that
+// no state holds), a blank line.
+const exampleEdits = `{"operator":"word-counter","state":"count","key":"word-10","key_group":1,"subtask":0,"value":1234}
+{"operator":"word-counter","state":"count","key":"word-new","value":7}
+
+{"operator":"word-counter","state":"recent","kind":"list","key":"word-18","value":[1,2,3]}
+{"operator":"word-counter","state":"by-source","key":"word-10","value":{"web":13,"app":4}}
+{"operator":"word-counter","state":"total-length","key":"word-28","value":0,"delete":true}
+{"operator":"word-counter","state":"total-length","key":"no-such-word","delete":true}
+`
 
 func generateTo(ctx context.Context, path string, c generate.Config) error {
 	w, err := memory.Create(ctx, storage.Local(), path, snapshot.WriteOptions{Force: true})

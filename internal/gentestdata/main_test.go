@@ -19,6 +19,7 @@ func TestCheckedInFixturesMatchTheGenerator(t *testing.T) {
 	if err != nil || len(fresh) < 10 {
 		t.Fatalf("generator wrote %d dumps (%v)", len(fresh), err)
 	}
+	fresh = append(fresh, filepath.Join(dir, "memory", "example-edits.jsonl"))
 	for _, path := range fresh {
 		name := filepath.Base(path)
 		if info, err := os.Stat(path); err != nil || info.IsDir() {
