@@ -223,10 +223,7 @@ func (c codec) Decode(b []byte) (any, error) {
 	if nd := (*snapshot.NotDecodedError)(nil); errors.As(r.err, &nd) {
 		// A part no decoder walks leaves the whole value undecoded: its
 		// class is the value's own.
-		nd.Class = c.s.TypeClass
-		if nd.Class == "" {
-			nd.Class = c.s.Name()
-		}
+		nd.Class = c.valueClass()
 		return nil, nd
 	}
 	if r.err != nil {
@@ -236,6 +233,15 @@ func (c codec) Decode(b []byte) (any, error) {
 		return nil, fmt.Errorf("%d bytes after the value", r.remaining())
 	}
 	return v, nil
+}
+
+// valueClass is the class a value of the codec is tagged with when it is
+// not decoded.
+func (c codec) valueClass() string {
+	if c.s.TypeClass != "" {
+		return c.s.TypeClass
+	}
+	return c.s.Name()
 }
 
 // DecodeScalar decodes, without allocating, the values Decode makes an

@@ -24,7 +24,37 @@ func (c codec) Encode(v any) ([]byte, error) {
 	if c.s == nil {
 		return nil, fmt.Errorf("values of this Flink type %w", errNoEncoder)
 	}
+	if b, ok, err := c.notDecodedBytes(v); ok {
+		return b, err
+	}
 	return encodeAny(nil, c.s, v, 0)
+}
+
+// notDecodedBytes takes back a value that get and dump show not decoded,
+// {"@class": ..., "@bytes": "0x…"}: its bytes, as they were, so that such
+// values go through dump, an edit and load unchanged. ok says v has that
+// shape; the class must be the one Decode tags the value with, and the
+// bytes must not be damage where Decode can tell.
+func (c codec) notDecodedBytes(v any) (b []byte, ok bool, err error) {
+	m, isMap := v.(map[string]any)
+	class, hasClass := m["@class"].(string)
+	text, hasBytes := m["@bytes"].(string)
+	if !isMap || len(m) != 2 || !hasClass || !hasBytes {
+		return nil, false, nil
+	}
+	h, isHex := strings.CutPrefix(text, "0x")
+	if b, err = hex.DecodeString(h); !isHex || err != nil {
+		return nil, true, fmt.Errorf(`"@bytes": want 0x-prefixed hex, not %q`, text)
+	}
+	_, err = c.Decode(b)
+	var nd *snapshot.NotDecodedError
+	switch {
+	case errors.As(err, &nd) && nd.Class != class:
+		return nil, true, fmt.Errorf("a value not decoded as %s cannot be written as one of %s", class, nd.Class)
+	case err != nil && !errors.As(err, &nd):
+		return nil, true, fmt.Errorf(`"@bytes" do not decode as %s: %w`, c.valueClass(), err)
+	}
+	return b, true, nil
 }
 
 func encodeAny(b []byte, s *SerializerSnapshot, v any, depth int) ([]byte, error) {

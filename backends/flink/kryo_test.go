@@ -250,3 +250,29 @@ func FuzzKryo(f *testing.F) {
 		}
 	})
 }
+
+// A value shown not decoded, {"@class", "@bytes"}, encodes back to its
+// bytes; a class other than its own, or bytes that are damage, do not.
+func TestNotDecodedEncodesBackToItsBytes(t *testing.T) {
+	s := &SerializerSnapshot{Class: "org.apache.flink.api.java.typeutils.runtime.kryo.KryoSerializerSnapshot", TypeClass: "com.acme.Thing",
+		KryoRegistrations: []KryoRegistration{{Class: "com.acme.Thing", Kind: 0}, {Class: "com.acme.Custom", Kind: 2}}}
+	c := codec{s: s}
+	shown := func(class, bytes string) any { return map[string]any{"@class": class, "@bytes": bytes} }
+	for _, h := range []string{"5701ee02016c6162656c2d3138b3", "5801", "0100636f6d2e61636d652e58d90100"} {
+		want, _ := hex.DecodeString(h)
+		if got, err := c.Encode(shown("com.acme.Thing", "0x"+h)); err != nil || !bytes.Equal(got, want) {
+			t.Errorf("0x%s: %x, %v; want its bytes", h, got, err)
+		}
+	}
+	for name, v := range map[string]any{
+		"another class":   shown("com.acme.Other", "0x5801"),
+		"damaged bytes":   shown("com.acme.Thing", "0x5901"),
+		"not hex":         shown("com.acme.Thing", "5801"),
+		"odd hex":         shown("com.acme.Thing", "0x580"),
+		"an extra member": map[string]any{"@class": "com.acme.Thing", "@bytes": "0x5801", "x": 1},
+	} {
+		if got, err := c.Encode(v); err == nil {
+			t.Errorf("%s: encoded as %x, want an error", name, got)
+		}
+	}
+}
