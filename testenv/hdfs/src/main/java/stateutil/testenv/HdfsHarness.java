@@ -184,6 +184,8 @@ public final class HdfsHarness {
             // The standby follows the edits closely, so that a failover has little to catch up.
             conf.setInt("dfs.ha.tail-edits.period", 1);
             conf.setBoolean("dfs.ha.standby.checkpoints", false);
+            // Listings of a few pages, so that a failover can fall between two of them.
+            conf.setInt("dfs.ls.limit", 16);
         }
 
         MiniDFSCluster cluster = build(conf, base, port, true, topology);
@@ -349,8 +351,9 @@ public final class HdfsHarness {
             }
             case "restart-namenode" -> {
                 if (downNameNode >= 0) {
-                    // It comes back as standby, as an HA NameNode always starts.
-                    cluster.restartNameNode(downNameNode, false);
+                    // It comes back as standby, as an HA NameNode always starts, and
+                    // is not announced before the DataNode's reports take it out of safe mode.
+                    cluster.restartNameNode(downNameNode, true);
                     downNameNode = -1;
                 }
             }
