@@ -1,19 +1,9 @@
 package storage_test
 
-// These tests talk to the highly available test cluster: start it with
+// These tests talk to the highly available test cluster
+// (formattest.HAHDFSCluster): start it with
 //
 //	scripts/hdfs-start.sh --ha && . <(grep STATEUTIL_TEST_HA_ .cache/hdfs-ha.env)
-//
-// which exports
-//
-//	STATEUTIL_TEST_HA_HDFS       hdfs://NAMESERVICE
-//	STATEUTIL_TEST_HA_CONF       a HADOOP_CONF_DIR that defines the nameservice
-//	STATEUTIL_TEST_HA_NAMENODES  the two NameNodes' RPC addresses
-//	STATEUTIL_TEST_HA_ADMIN      a command that makes the other NameNode active
-//	                             (with an argument: another control command)
-//
-// Without them the tests skip, except under CI=true or
-// STATEUTIL_REQUIRE_HDFS=1, where they fail.
 
 import (
 	"bytes"
@@ -24,60 +14,15 @@ import (
 	"io"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/stateutil/stateutil/snapshot/formattest"
 	"github.com/stateutil/stateutil/storage"
 )
-
-type haCluster struct {
-	uri       string   // hdfs://NAMESERVICE
-	ns        string   // NAMESERVICE
-	namenodes []string // RPC addresses, in the order of the configuration
-	admin     string
-}
-
-// haSetup points HADOOP_CONF_DIR at the HA cluster's and acts as the
-// superuser there.
-func haSetup(t *testing.T) haCluster {
-	t.Helper()
-	uri := needEnv(t, "STATEUTIL_TEST_HA_HDFS")
-	c := haCluster{
-		uri:       uri,
-		ns:        strings.TrimPrefix(uri, "hdfs://"),
-		namenodes: strings.Split(needEnv(t, "STATEUTIL_TEST_HA_NAMENODES"), ","),
-		admin:     needEnv(t, "STATEUTIL_TEST_HA_ADMIN"),
-	}
-	plainEnv(t, superuser(t))
-	t.Setenv("HADOOP_CONF_DIR", needEnv(t, "STATEUTIL_TEST_HA_CONF"))
-	return c
-}
-
-// do runs a control command of the harness (failover with none) and returns
-// the address of the NameNode that is active after it.
-func (c haCluster) do(t testing.TB, cmd ...string) string {
-	t.Helper()
-	out, err := exec.Command(c.admin, cmd...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("%s %v: %v: %s", c.admin, cmd, err, out)
-	}
-	active, ok := strings.CutPrefix(strings.TrimSpace(string(out)), "ok active=")
-	if !ok {
-		t.Fatalf("%s %v answered %q", c.admin, cmd, out)
-	}
-	return active
-}
-
-func (c haCluster) active(t testing.TB) string {
-	t.Helper()
-	// failover and back: the harness answers status with other fields.
-	c.do(t)
-	return c.do(t)
-}
 
 // haConf writes a HADOOP_CONF_DIR whose nameservice ns has the namenodes
 // addrs, in that order, and makes it the one in use.
@@ -103,33 +48,13 @@ func haConf(t *testing.T, ns string, addrs ...string) {
 	t.Setenv("HADOOP_CONF_DIR", dir)
 }
 
-// haRoot resolves uri and makes a fresh directory for t, removed afterwards.
-func haRoot(t *testing.T, uri string) (storage.Storage, string) {
-	t.Helper()
-	ctx := context.Background()
-	st, _, err := testStorage.Resolve(ctx, uri+"/")
-	if err != nil {
-		t.Fatal(err)
-	}
-	root := "/stateutil-test/" + unsafeChars.ReplaceAllString(t.Name(), "_") + "-" + randSuffix()
-	if err := st.MkdirAll(ctx, root); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := st.RemoveAll(context.Background(), root); err != nil {
-			t.Errorf("cleanup: %v", err)
-		}
-	})
-	return st, root
-}
-
 // hdfs://NAMESERVICE and hdfs:/// (through fs.defaultFS) reach the
 // nameservice's NameNodes, whichever of them is active.
 func TestHAHDFSNameservice(t *testing.T) {
-	c := haSetup(t)
+	c := formattest.HAHDFSCluster(t)
 	ctx := context.Background()
-	for _, uri := range []string{c.uri, "hdfs://"} {
-		st, root := haRoot(t, uri)
+	for _, uri := range []string{c.URI, "hdfs://"} {
+		st, root := hdfsRoot(t, strings.TrimPrefix(uri, "hdfs://"))
 		p := root + "/f"
 		if err := storage.WriteFile(ctx, st, p, []byte(uri)); err != nil {
 			t.Fatal(err)
@@ -137,7 +62,7 @@ func TestHAHDFSNameservice(t *testing.T) {
 		if got := st.URI(p); got != uri+p {
 			t.Fatalf("URI = %q, want %q", got, uri+p)
 		}
-		c.do(t)
+		c.Do(t)
 		if b, err := storage.ReadAll(ctx, st, p, 100); err != nil || string(b) != uri {
 			t.Fatalf("%s: read back %q, %v after a failover", uri, b, err)
 		}
@@ -158,15 +83,15 @@ func TestHAHDFSNameserviceIncomplete(t *testing.T) {
 // A call that finds the standby NameNode first, and calls after each of
 // several failovers back and forth, reach the active one.
 func TestHAHDFSStandbyFailsOver(t *testing.T) {
-	c := haSetup(t)
+	c := formattest.HAHDFSCluster(t)
 	ctx := context.Background()
-	active := c.active(t)
-	standby := c.namenodes[0]
+	active := c.Active(t)
+	standby := c.Namenodes[0]
 	if standby == active {
-		standby = c.namenodes[1]
+		standby = c.Namenodes[1]
 	}
 	haConf(t, "standby-first", standby, active)
-	st, root := haRoot(t, "hdfs://standby-first")
+	st, root := hdfsRoot(t, "standby-first")
 	for i := range 6 {
 		p := fmt.Sprintf("%s/f%d", root, i)
 		if err := storage.WriteFile(ctx, st, p, []byte(p)); err != nil {
@@ -175,7 +100,7 @@ func TestHAHDFSStandbyFailsOver(t *testing.T) {
 		if b, err := storage.ReadAll(ctx, st, p, 100); err != nil || string(b) != p {
 			t.Fatalf("read after %d failovers: %q, %v", i, b, err)
 		}
-		c.do(t)
+		c.Do(t)
 	}
 }
 
@@ -183,13 +108,13 @@ func TestHAHDFSStandbyFailsOver(t *testing.T) {
 // between its blocks, and while the active one dies; it is read whole while
 // they fail over between its blocks.
 func TestHAHDFSFailoverDuringBigFile(t *testing.T) {
-	c := haSetup(t)
+	c := formattest.HAHDFSCluster(t)
 	ctx := context.Background()
-	st, root := haRoot(t, c.uri)
+	st, root := hdfsRoot(t, c.NS())
 	data := make([]byte, 12<<20) // 12 blocks of 1 MiB
 	rand.Read(data)
 	const mib, chunk = 1 << 20, 256 << 10
-	t.Cleanup(func() { c.do(t, "restart-namenode") })
+	t.Cleanup(func() { c.Do(t, "restart-namenode") })
 	for _, tc := range []struct {
 		name string
 		at   map[int]string // MiB written → control command
@@ -206,7 +131,7 @@ func TestHAHDFSFailoverDuringBigFile(t *testing.T) {
 		}
 		for off := 0; off < len(data); off += chunk {
 			if off%mib == 0 && tc.at[off/mib] != "" {
-				c.do(t, tc.at[off/mib])
+				c.Do(t, tc.at[off/mib])
 			}
 			if _, err := w.Write(data[off : off+chunk]); err != nil {
 				t.Fatalf("%s: write at %d: %v", cmd, off, err)
@@ -221,7 +146,7 @@ func TestHAHDFSFailoverDuringBigFile(t *testing.T) {
 		}
 		got := make([]byte, len(data))
 		for off := 0; off < len(data); off += mib {
-			c.do(t)
+			c.Do(t)
 			if _, err := io.ReadFull(f, got[off:off+mib]); err != nil {
 				t.Fatalf("%s: read at %d: %v", cmd, off, err)
 			}
@@ -236,45 +161,53 @@ func TestHAHDFSFailoverDuringBigFile(t *testing.T) {
 // Listings of a directory of many pages (the HA cluster's are 16 entries)
 // are whole while the NameNodes fail over again and again.
 func TestHAHDFSFailoverDuringList(t *testing.T) {
-	c := haSetup(t)
+	c := formattest.HAHDFSCluster(t)
 	ctx := context.Background()
-	st, root := haRoot(t, c.uri)
+	st, root := hdfsRoot(t, c.NS())
 	const n = 100
 	for i := range n {
 		if err := st.MkdirAll(ctx, fmt.Sprintf("%s/d%03d", root, i)); err != nil {
 			t.Fatal(err)
 		}
 	}
+	// Listings in the background, failovers here (t.Fatal is for this goroutine).
 	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	failovers := 0
-	go func() {
-		defer wg.Done()
-		for range 20 {
-			c.do(t)
-			failovers++
-			time.Sleep(20 * time.Millisecond)
-		}
-		close(stop)
-	}()
-	lists := 0
-	for done := false; !done; lists++ {
-		select {
-		case <-stop:
-			done = true
-		default:
-		}
-		infos, err := st.List(ctx, root)
-		if err != nil {
-			t.Fatalf("list %d: %v", lists, err)
-		}
-		if len(infos) != n || infos[0].Name != "d000" || infos[n-1].Name != fmt.Sprintf("d%03d", n-1) {
-			t.Fatalf("list %d: %d entries, want %d", lists, len(infos), n)
-		}
+	type result struct {
+		lists int
+		err   error
 	}
-	wg.Wait()
-	t.Logf("%d listings of %d entries whole across %d failovers", lists, n, failovers)
+	done := make(chan result)
+	go func() {
+		lists := 0
+		for {
+			select {
+			case <-stop:
+				done <- result{lists, nil}
+				return
+			default:
+			}
+			infos, err := st.List(ctx, root)
+			if err == nil && (len(infos) != n || infos[0].Name != "d000" || infos[n-1].Name != fmt.Sprintf("d%03d", n-1)) {
+				err = fmt.Errorf("%d entries, want %d", len(infos), n)
+			}
+			if err != nil {
+				done <- result{lists, err}
+				return
+			}
+			lists++
+		}
+	}()
+	const failovers = 20
+	for range failovers {
+		c.Do(t)
+		time.Sleep(20 * time.Millisecond)
+	}
+	close(stop)
+	r := <-done
+	if r.err != nil {
+		t.Fatalf("listing %d: %v", r.lists, r.err)
+	}
+	t.Logf("%d listings of %d entries whole across %d failovers", r.lists, n, failovers)
 }
 
 // loseAnswer forwards loopback connections to target; the answer to the
@@ -365,15 +298,15 @@ func loseAnswer(t *testing.T, target, method string, then func()) string {
 func TestHAHDFSLostAnswerAcrossFailover(t *testing.T) {
 	for _, tc := range []struct{ method, op string }{{"create", "claim"}, {"rename2", "commit"}} {
 		t.Run(tc.op, func(t *testing.T) {
-			c := haSetup(t)
+			c := formattest.HAHDFSCluster(t)
 			ctx := context.Background()
-			_, root := haRoot(t, c.uri)
-			active := c.active(t)
-			standby := c.namenodes[0]
+			_, root := hdfsRoot(t, c.NS())
+			active := c.Active(t)
+			standby := c.Namenodes[0]
 			if standby == active {
-				standby = c.namenodes[1]
+				standby = c.Namenodes[1]
 			}
-			proxy := loseAnswer(t, active, tc.method, func() { c.do(t) })
+			proxy := loseAnswer(t, active, tc.method, func() { c.Do(t) })
 			haConf(t, "lossy-"+tc.op, proxy, standby)
 			st, _, err := testStorage.Resolve(ctx, "hdfs://lossy-"+tc.op+"/")
 			if err != nil {
@@ -388,8 +321,8 @@ func TestHAHDFSLostAnswerAcrossFailover(t *testing.T) {
 				}
 				// Another writer (another client, through the cluster's own
 				// configuration) finds it held.
-				t.Setenv("HADOOP_CONF_DIR", needEnv(t, "STATEUTIL_TEST_HA_CONF"))
-				other, _, err := testStorage.Resolve(ctx, c.uri+"/")
+				t.Setenv("HADOOP_CONF_DIR", c.Conf)
+				other, _, err := testStorage.Resolve(ctx, c.URI+"/")
 				if err != nil {
 					t.Fatal(err)
 				}
