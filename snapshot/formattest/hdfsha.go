@@ -1,6 +1,7 @@
 package formattest
 
 import (
+	"fmt"
 	"os/exec"
 	"strings"
 	"testing"
@@ -45,15 +46,24 @@ func HAHDFSCluster(t testing.TB) HAHDFS {
 // restart-namenode). It returns the address of the NameNode active after it.
 func (h HAHDFS) Do(t testing.TB, command ...string) string {
 	t.Helper()
+	active, err := h.Admin(command...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return active
+}
+
+// Admin is Do for a goroutine other than the test's.
+func (h HAHDFS) Admin(command ...string) (string, error) {
 	out, err := exec.Command(h.admin, command...).CombinedOutput()
 	if err != nil {
-		t.Fatalf("%s %v: %v: %s", h.admin, command, err, out)
+		return "", fmt.Errorf("%s %v: %v: %s", h.admin, command, err, out)
 	}
 	active, ok := strings.CutPrefix(strings.TrimSpace(string(out)), "ok active=")
 	if !ok {
-		t.Fatalf("%s %v answered %q", h.admin, command, out)
+		return "", fmt.Errorf("%s %v answered %q", h.admin, command, out)
 	}
-	return active
+	return active, nil
 }
 
 // Active is the address of the active NameNode (found by failing over

@@ -1,0 +1,116 @@
+package cmd
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stateutil/stateutil/snapshot/formattest"
+)
+
+// TestHAFailoverTrials runs convert and rescale from and to the HA
+// nameservice while its NameNodes fail over, or the active one dies, at a
+// random progress step of the run. Each run either completes, with an
+// output equal to the same command's on local disk, or fails leaving no
+// _metadata that verify accepts, and then the same command run again
+// completes; a failover the NameNodes agree on must not fail it at all.
+// STATEUTIL_HA_TRIALS sets the number of trials (4 by default); the
+// outcomes are counted in the log.
+func TestHAFailoverTrials(t *testing.T) {
+	h := formattest.HAHDFSCluster(t)
+	trials := 4
+	if v := os.Getenv("STATEUTIL_HA_TRIALS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			t.Fatalf("STATEUTIL_HA_TRIALS=%q: want a count", v)
+		}
+		trials = n
+	}
+	remote := h.Dir(t)
+	dir := t.TempDir()
+	gen := []string{"generate", "--format", "filesystem", "--keys", "20000", "--value-bytes", "200", "--parallelism", "2", "--output"}
+	mustRun(t, append(gen, filepath.Join(dir, "src"))...)
+	mustRun(t, append(gen, remote+"/src")...)
+	commands := map[string]func(src, dst string) []string{
+		"convert": func(src, dst string) []string {
+			return []string{"convert", src, "--to", "rocksdb", "--output", dst, "--quiet"}
+		},
+		"rescale": func(src, dst string) []string {
+			return []string{"rescale", src, "--parallelism", "3", "--output", dst, "--quiet"}
+		},
+	}
+	kinds := []string{"convert", "rescale"}
+	want := map[string]string{}
+	steps := map[string]int{}
+	for _, k := range kinds {
+		want[k] = filepath.Join(dir, k)
+		mustRun(t, commands[k](filepath.Join(dir, "src"), want[k])...)
+		steps[k] = progressReports(t, commands[k](remote+"/src", remote+"/steps-"+k)...)
+	}
+	t.Cleanup(func() { progressHook = nil })
+
+	rng := rand.New(rand.NewPCG(27, 3))
+	counts := map[string]int{}
+	for i := range trials {
+		kind := kinds[i%2]
+		fault := "failover"
+		if i%3 == 2 {
+			fault = "kill-active"
+		}
+		at := 1 + rng.IntN(max(1, steps[kind]))
+		args := commands[kind](remote+"/src", fmt.Sprintf("%s/t%d", remote, i))
+		dst := args[len(args)-2]
+		var calls atomic.Int64
+		faults := make(chan error, 1)
+		progressHook = func() {
+			if calls.Add(1) == int64(at) {
+				_, err := h.Admin(fault)
+				faults <- err
+			}
+		}
+		code, _, errOut := run(t, args...)
+		progressHook = nil
+		label := fmt.Sprintf("trial %d: %s with %s at step %d of %d", i, kind, fault, at, steps[kind])
+		select {
+		case err := <-faults:
+			if err != nil {
+				t.Fatalf("%s: %v", label, err)
+			}
+		default:
+			t.Fatalf("%s: the run ended after %d steps, before the failover", label, calls.Load())
+		}
+		if fault == "kill-active" {
+			h.Do(t, "restart-namenode")
+		}
+		switch {
+		case code == ExitOK:
+			counts["completed"]++
+			sameState(t, want[kind], dst)
+		case code == ExitInternal:
+			t.Fatalf("%s: exit %d: %s", label, code, errOut)
+		case fault == "failover":
+			t.Errorf("%s: exit %d: %s", label, code, errOut)
+		default:
+			if vcode, _, _ := run(t, "verify", dst, "--quiet"); vcode == ExitOK {
+				counts["accepted partial output"]++
+				t.Errorf("%s: failed (exit %d: %s), but verify accepts what it left at %s", label, code, errOut, dst)
+				continue
+			}
+			counts["failed cleanly"]++
+			t.Logf("%s: failed: exit %d: %s", label, code, strings.TrimSpace(errOut))
+			if code, _, errOut := run(t, args...); code != ExitOK {
+				t.Errorf("%s: the rerun failed: exit %d: %s", label, code, errOut)
+				continue
+			}
+			counts["rerun completed"]++
+			sameState(t, want[kind], dst)
+		}
+	}
+	t.Logf("%d failover trials on %s: %d completed, %d failed cleanly, %d of them completed on a rerun, %d accepted partial outputs",
+		trials, h.URI, counts["completed"], counts["failed cleanly"], counts["rerun completed"], counts["accepted partial output"])
+}
