@@ -73,7 +73,7 @@ import sun.misc.Signal;
  * {@code stop-datanode}, {@code start-datanode}, {@code pause-block-reports},
  * {@code resume-block-reports} (the DataNode holds back, then sends, the
  * reports that tell the NameNode a block is stored, as a busy DataNode
- * does), {@code status}, {@code shutdown}. The cluster stops on SIGTERM, on {@code shutdown}, and,
+ * does), {@code restart-namenode} (on the same port), {@code status}, {@code shutdown}. The cluster stops on SIGTERM, on {@code shutdown}, and,
  * with --watch-stdin, when stdin closes.
  */
 public final class HdfsHarness {
@@ -515,6 +515,10 @@ public final class HdfsHarness {
                 }
                 DataNodeTestUtils.resumeIBR(cluster.getDataNodes().get(0));
                 return "ok block-reports=sent";
+            case "restart-namenode":
+                // Same port and storage: clients must find it again.
+                cluster.restartNameNode(true);
+                return "ok namenode=" + nameNodeAddress(cluster, 0);
             case "status":
                 return "ok datanode=" + (stoppedDataNode == null ? "up" : "down")
                         + " namenode=" + nameNodeAddress(cluster, cluster.getNumNameNodes() > 1 ? activeNameNode() : 0);
