@@ -96,7 +96,7 @@ func TestHAFailoverTrials(t *testing.T) {
 		case fault == "failover":
 			t.Errorf("%s: exit %d: %s", label, code, errOut)
 		default:
-			if vcode, _, _ := run(t, "verify", dst, "--quiet"); vcode == ExitOK {
+			if vcode, _, _ := run(t, "verify", dst); vcode == ExitOK {
 				counts["accepted partial output"]++
 				t.Errorf("%s: failed (exit %d: %s), but verify accepts what it left at %s", label, code, errOut, dst)
 				continue
