@@ -29,15 +29,17 @@ const (
 	leaseRenewInterval = 1 * time.Second
 
 	// A call goes to the next namenode when one answers that it is standby
-	// or its connection fails, at most failoverAttempts times in all; after
-	// each round of all namenodes it waits, from failoverBackoff doubling up
-	// to failoverBackoffMax, as a failover takes a moment. The retry of a
+	// or its connection fails, for at most failoverRounds rounds of all
+	// namenodes; after each round it waits, from failoverBackoff doubling up
+	// to failoverBackoffMax, as a failover takes a moment (12.7 s in all: a
+	// ZooKeeper session's expiry, fencing and the new active's catching up
+	// take seconds). The retry of a
 	// call keeps its call ID, so that a namenode that already did it (or
 	// whose predecessor did, as its retry cache holds what the edit log
 	// says) answers as it did instead of doing it again.
-	failoverAttempts   = 16
-	failoverBackoff    = 50 * time.Millisecond
-	failoverBackoffMax = 2 * time.Second
+	failoverRounds     = 8
+	failoverBackoff    = 100 * time.Millisecond
+	failoverBackoffMax = 10 * time.Second
 )
 
 // NamenodeConnection represents an open connection to a namenode.
@@ -229,7 +231,7 @@ func (c *NamenodeConnection) Execute(method string, req proto.Message, resp prot
 		if errors.As(err, &netErr) && netErr.Timeout() && attempt >= len(c.hostList) {
 			return err
 		}
-		if attempt == failoverAttempts {
+		if attempt == failoverRounds*len(c.hostList) {
 			return fmt.Errorf("%s: %d attempts failed, the last with: %w", method, attempt, err)
 		}
 		if attempt%len(c.hostList) == 0 {
