@@ -9,13 +9,16 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stateutil/stateutil/snapshot/formattest"
 )
 
 // TestHAFailoverTrials runs convert and rescale from and to the HA
 // nameservice while its NameNodes fail over, or the active one dies, at a
-// random progress step of the run. Each run either completes, with an
+// random progress step of the run, or none is active for longer than the
+// client waits (an outage: every fifth trial, from the fifth on). Each run
+// either completes, with an
 // output equal to the same command's on local disk, or fails leaving no
 // _metadata that verify accepts, and then the same command run again
 // completes; a failover the NameNodes agree on must not fail it at all.
@@ -59,30 +62,46 @@ func TestHAFailoverTrials(t *testing.T) {
 	for i := range trials {
 		kind := kinds[i%2]
 		fault := "failover"
-		if i%3 == 2 {
+		switch {
+		case i%5 == 4:
+			fault = "standby"
+		case i%3 == 2:
 			fault = "kill-active"
 		}
 		at := 1 + rng.IntN(max(1, steps[kind]))
 		args := commands[kind](remote+"/src", fmt.Sprintf("%s/t%d", remote, i))
 		dst := args[len(args)-2]
 		var calls atomic.Int64
-		faults := make(chan error, 1)
+		faults := make(chan error, 2)
 		progressHook = func() {
-			if calls.Add(1) == int64(at) {
-				_, err := h.Admin(fault)
-				faults <- err
+			if calls.Add(1) != int64(at) {
+				return
+			}
+			_, err := h.Admin(fault)
+			faults <- err
+			if fault == "standby" {
+				// Longer than the client's 12.7 s of retries, then one becomes active.
+				go func() {
+					time.Sleep(15 * time.Second)
+					_, err := h.Admin("failover")
+					faults <- err
+				}()
 			}
 		}
 		code, _, errOut := run(t, args...)
 		progressHook = nil
 		label := fmt.Sprintf("trial %d: %s with %s at step %d of %d", i, kind, fault, at, steps[kind])
-		select {
-		case err := <-faults:
-			if err != nil {
+		if calls.Load() < int64(at) {
+			t.Fatalf("%s: the run ended after %d steps, before the fault", label, calls.Load())
+		}
+		answers := 1
+		if fault == "standby" {
+			answers = 2 // and the failover that ends the outage
+		}
+		for range answers {
+			if err := <-faults; err != nil {
 				t.Fatalf("%s: %v", label, err)
 			}
-		default:
-			t.Fatalf("%s: the run ended after %d steps, before the failover", label, calls.Load())
 		}
 		if fault == "kill-active" {
 			h.Do(t, "restart-namenode")

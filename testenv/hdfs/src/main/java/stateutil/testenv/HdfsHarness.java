@@ -48,7 +48,8 @@ import sun.misc.Signal;
  * active NameNode becomes standby, then the other one active), {@code
  * kill-active} (the active one shuts down, then the other one becomes
  * active), {@code restart-namenode} (the one that was shut down comes back as
- * standby); each answers with {@code active=ADDR}.
+ * standby); each answers with {@code active=ADDR}. {@code standby} leaves
+ * none active ({@code active=none}) until the next {@code failover}.
  *
  * With --secure the cluster is kerberized (see {@link SecureCluster}, which
  * writes what clients need to DIR): a MiniKdc beside it,
@@ -318,27 +319,42 @@ public final class HdfsHarness {
         SecureCluster.writeXml(new File(dir, "hdfs-site.xml"), hdfs);
     }
 
-    /** Index of the active NameNode of an HA cluster. */
-    private int activeNameNode() throws IOException {
+    /** Index of the active NameNode of an HA cluster, -1 if none is. */
+    private int activeOrNone() {
         for (int i = 0; i < cluster.getNumNameNodes(); i++) {
             if (i != downNameNode && cluster.getNameNode(i).isActiveState()) {
                 return i;
             }
         }
-        throw new IOException("no NameNode is active");
+        return -1;
+    }
+
+    private int activeNameNode() throws IOException {
+        int a = activeOrNone();
+        if (a < 0) {
+            throw new IOException("no NameNode is active");
+        }
+        return a;
     }
 
     /** Runs an HA control command; null if cmd is none. */
     private String haCommand(String cmd) throws IOException {
         switch (cmd) {
             case "failover" -> {
-                int a = activeNameNode();
-                int next = 1 - a;
+                int a = activeOrNone();
+                // With none active (after standby), the first one that runs takes over.
+                int next = a >= 0 ? 1 - a : (downNameNode == 0 ? 1 : 0);
                 if (next == downNameNode) {
                     return "error the other NameNode is down";
                 }
-                cluster.transitionToStandby(a);
+                if (a >= 0) {
+                    cluster.transitionToStandby(a);
+                }
                 cluster.transitionToActive(next);
+            }
+            case "standby" -> {
+                cluster.transitionToStandby(activeNameNode());
+                return "ok active=none";
             }
             case "kill-active" -> {
                 if (downNameNode >= 0) {
