@@ -14,7 +14,7 @@ import (
 	"github.com/stateutil/stateutil/snapshot/formattest"
 )
 
-// TestHAFailoverTrials runs convert and rescale from and to the HA
+// TestHAHDFSFailoverTrials runs convert and rescale from and to the HA
 // nameservice while its NameNodes fail over, or the active one dies, at a
 // random progress step of the run, or none is active for longer than the
 // client waits (an outage: every fifth trial, from the fifth on). Each run
@@ -24,7 +24,7 @@ import (
 // completes; a failover the NameNodes agree on must not fail it at all.
 // STATEUTIL_HA_TRIALS sets the number of trials (4 by default); the
 // outcomes are counted in the log.
-func TestHAFailoverTrials(t *testing.T) {
+func TestHAHDFSFailoverTrials(t *testing.T) {
 	h := formattest.HAHDFSCluster(t)
 	trials := 4
 	if v := os.Getenv("STATEUTIL_HA_TRIALS"); v != "" {

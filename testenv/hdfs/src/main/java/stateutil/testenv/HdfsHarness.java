@@ -537,7 +537,8 @@ public final class HdfsHarness {
                 return "ok namenode=" + nameNodeAddress(cluster, 0);
             case "status":
                 return "ok datanode=" + (stoppedDataNode == null ? "up" : "down")
-                        + " namenode=" + nameNodeAddress(cluster, cluster.getNumNameNodes() > 1 ? activeNameNode() : 0);
+                        + " namenode=" + (cluster.getNumNameNodes() == 1 ? nameNodeAddress(cluster, 0)
+                                : activeOrNone() < 0 ? "none" : nameNodeAddress(cluster, activeOrNone()));
             case "shutdown":
                 return "ok";
             default:
