@@ -182,8 +182,11 @@ public final class HdfsHarness {
                 usage("--ha goes with neither --secure nor --yarn");
             }
             topology = MiniDFSNNTopology.simpleHATopology();
-            // The standby follows the edits closely, so that a failover has little to catch up.
+            // The standby follows the edits closely, the segment being written too, so that
+            // a failover has little to catch up, and a restarted standby learns the blocks the
+            // DataNode reports (and leaves safe mode) without waiting for the next edit log roll.
             conf.setInt("dfs.ha.tail-edits.period", 1);
+            conf.setBoolean("dfs.ha.tail-edits.in-progress", true);
             conf.setBoolean("dfs.ha.standby.checkpoints", false);
             // Listings of a few pages, so that a failover can fall between two of them.
             conf.setInt("dfs.ls.limit", 16);
@@ -369,8 +372,20 @@ public final class HdfsHarness {
                 if (downNameNode >= 0) {
                     // It comes back as standby, as an HA NameNode always starts, and
                     // is not announced before the DataNode's reports take it out of safe mode.
-                    cluster.restartNameNode(downNameNode, true);
+                    int i = downNameNode;
+                    cluster.restartNameNode(i, false);
                     downNameNode = -1;
+                    long deadline = System.nanoTime() + 60_000_000_000L;
+                    while (cluster.getNameNode(i).isInSafeMode()) {
+                        if (System.nanoTime() > deadline) {
+                            return "error the restarted NameNode is still in safe mode after 60 s";
+                        }
+                        try {
+                            Thread.sleep(100);
+                        } catch (InterruptedException e) {
+                            throw new IOException(e);
+                        }
+                    }
                 }
             }
             default -> {
