@@ -1,6 +1,8 @@
 package cmd
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -11,17 +13,21 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stateutil/stateutil/runtime"
+	"github.com/stateutil/stateutil/snapshot"
 	"github.com/stateutil/stateutil/snapshot/formattest"
 )
 
 // TestHAHDFSFailoverTrials runs convert and rescale from and to the HA
-// nameservice while its NameNodes fail over, or the active one dies, at a
+// nameservice, and a job that checkpoints there (run --checkpoint-dir),
+// while its NameNodes fail over, or the active one dies, at a
 // random progress step of the run, or none is active for longer than the
 // client waits (an outage: every fifth trial, from the fifth on). Each run
 // either completes, with an
-// output equal to the same command's on local disk, or fails leaving no
-// _metadata that verify accepts, and then the same command run again
-// completes; a failover the NameNodes agree on must not fail it at all.
+// output (the job's savepoint) equal to the same command's on local disk,
+// or fails leaving no _metadata that verify accepts (the job's latest
+// checkpoint must verify), and then the same command run again (the job
+// restored from that checkpoint) completes; a failover the NameNodes agree on must not fail it at all.
 // STATEUTIL_HA_TRIALS sets the number of trials (4 by default); the
 // outcomes are counted in the log.
 func TestHAHDFSFailoverTrials(t *testing.T) {
@@ -46,8 +52,13 @@ func TestHAHDFSFailoverTrials(t *testing.T) {
 		"rescale": func(src, dst string) []string {
 			return []string{"rescale", src, "--parallelism", "3", "--output", dst, "--quiet"}
 		},
+		// Its output is the savepoint; the checkpoints go beside it.
+		"run": func(_, dst string) []string {
+			return []string{"run", "wordcount", "--backend", "rocksdb", "--records", "100000", "--checkpoint-every", "25000",
+				"--checkpoint-dir", dst + "-chk", "--job-id", "job", "--savepoint", dst, "--quiet"}
+		},
 	}
-	kinds := []string{"convert", "rescale"}
+	kinds := []string{"convert", "rescale", "run"}
 	want := map[string]string{}
 	steps := map[string]int{}
 	for _, k := range kinds {
@@ -55,12 +66,23 @@ func TestHAHDFSFailoverTrials(t *testing.T) {
 		mustRun(t, commands[k](filepath.Join(dir, "src"), want[k])...)
 		steps[k] = progressReports(t, commands[k](remote+"/src", remote+"/steps-"+k)...)
 	}
+	// The job's latest checkpoint, "" if it made none.
+	latest := func(dst string) string {
+		p, err := runtime.LatestCheckpoint(context.Background(), testReg.Storage, runtime.JobDir(dst+"-chk", "job"))
+		if errors.Is(err, snapshot.ErrNotFound) {
+			return ""
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
 	t.Cleanup(func() { progressHook = nil })
 
 	rng := rand.New(rand.NewPCG(27, 3))
 	counts := map[string]int{}
 	for i := range trials {
-		kind := kinds[i%2]
+		kind := kinds[i%len(kinds)]
 		fault := "failover"
 		switch {
 		case i%5 == 4:
@@ -106,6 +128,13 @@ func TestHAHDFSFailoverTrials(t *testing.T) {
 		if fault == "kill-active" {
 			h.Do(t, "restart-namenode")
 		}
+		if kind == "run" {
+			if chk := latest(dst); chk != "" {
+				if vcode, out, errOut := run(t, "verify", chk); vcode != ExitOK {
+					t.Errorf("%s: the job's latest checkpoint %s does not verify: %s%s", label, chk, out, errOut)
+				}
+			}
+		}
 		switch {
 		case code == ExitOK:
 			counts["completed"]++
@@ -122,7 +151,11 @@ func TestHAHDFSFailoverTrials(t *testing.T) {
 			}
 			counts["failed cleanly"]++
 			t.Logf("%s: failed: exit %d: %s", label, code, strings.TrimSpace(errOut))
-			if code, _, errOut := run(t, args...); code != ExitOK {
+			rerun := args
+			if kind == "run" && latest(dst) != "" {
+				rerun = append(rerun, "--restore", latest(dst))
+			}
+			if code, _, errOut := run(t, rerun...); code != ExitOK {
 				t.Errorf("%s: the rerun failed: exit %d: %s", label, code, errOut)
 				continue
 			}
