@@ -14,7 +14,17 @@
 #
 #   scripts/hdfs-start.sh --secure && . .cache/hdfs-secure.env && stateutil inspect hdfs:///path
 #
-# Both can run at once; scripts/hdfs-stop.sh stops both.
+# With --ha it starts the highly available cluster instead (two NameNodes of
+# one nameservice sharing their edits, the first active, one DataNode, no
+# YARN), in a JVM of its own under .cache/hdfs-ha, and writes
+# .cache/hdfs-ha.env: HADOOP_CONF_DIR (dfs.nameservices and the NameNodes'
+# addresses), STATEUTIL_TEST_HDFS (hdfs://NAMESERVICE) and
+# STATEUTIL_TEST_HA_ADMIN (a command that makes the other NameNode active),
+# for a shell, and the same under STATEUTIL_TEST_HA_* names for the tests:
+#
+#   scripts/hdfs-start.sh --ha && . .cache/hdfs-ha.env && stateutil inspect $STATEUTIL_TEST_HDFS/path
+#
+# All three can run at once; scripts/hdfs-stop.sh stops them all.
 #
 # Environment (all optional):
 #   STATEUTIL_CACHE_DIR           where state goes (default: <repo>/.cache)
@@ -31,11 +41,13 @@
 set -euo pipefail
 
 secure=0
+ha=0
 case ${1:-} in
 --secure) secure=1 ;;
+--ha) ha=1 ;;
 "") ;;
 *)
-	echo "usage: scripts/hdfs-start.sh [--secure]" >&2
+	echo "usage: scripts/hdfs-start.sh [--secure | --ha]" >&2
 	exit 2
 	;;
 esac
@@ -48,6 +60,9 @@ envfile="$cache/hdfs.env"
 if ((secure)); then
 	state="$cache/hdfs-secure"
 	envfile="$cache/hdfs-secure.env"
+elif ((ha)); then
+	state="$cache/hdfs-ha"
+	envfile="$cache/hdfs-ha.env"
 fi
 pidfile="$state/harness.pid"
 log="$state/harness.log"
@@ -81,7 +96,7 @@ is_harness() {
 		tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null | grep -q "stateutil.testenv.${2:-HdfsHarness}"
 }
 yarn=${STATEUTIL_YARN:-1}
-((secure == 0)) || yarn=0
+((secure == 0 && ha == 0)) || yarn=0
 nmpidfile="$state/nodemanager.pid"
 nmlog="$state/nodemanager.log"
 nmaddrfile="$state/nm-addr"
@@ -170,10 +185,12 @@ if [[ -f $nmpidfile ]] && is_harness "$(cat "$nmpidfile")" YarnHarness; then
 	stop "$(cat "$nmpidfile")"
 fi
 krb="$state/krb"
-rm -rf "$state/data" "$addrfile" "$envfile" "$nmaddrfile" "$yarnconf" "$krb"
+haconf="$state/conf"
+admin="$state/failover"
+rm -rf "$state/data" "$addrfile" "$envfile" "$nmaddrfile" "$yarnconf" "$krb" "$haconf" "$admin"
 : >"$log"
 port=${STATEUTIL_HDFS_PORT:-0}
-((secure == 0)) || port=0
+((secure == 0 && ha == 0)) || port=0
 args=(--port "$port" --base-dir "$state/data")
 [[ $yarn == 0 ]] || args+=(--yarn "$yarnconf")
 if ((secure)); then
@@ -181,6 +198,7 @@ if ((secure)); then
 	mkdir -p "$krb"
 	args+=(--secure "$krb" --protection "$level" --rpc-protection "$level")
 fi
+((ha == 0)) || args+=(--ha "$haconf")
 args+=("$addrfile")
 classpath="$harness/target/classes:$(cat "$cpfile"):$dsjar"
 # setsid: a Ctrl-C aimed at the caller (make, go test) must not half-kill
@@ -266,6 +284,37 @@ export STATEUTIL_TEST_SECURE_PID=$pid
 ENV
 	mv "$envfile.tmp" "$envfile"
 	say "secured namenode $HDFS_NAMENODE (realm $HDFS_REALM, protection $level, control $HDFS_CONTROL, pid $pid) up in $((SECONDS - t0))s; env in $envfile"
+	exit 0
+fi
+
+if ((ha)); then
+	control=$HDFS_CONTROL
+	cat >"$admin" <<ADMIN
+#!/usr/bin/env bash
+# Makes the other NameNode of the HA test cluster active (the harness's
+# control command failover, or the command given); prints the harness's answer.
+set -euo pipefail
+exec 3<>/dev/tcp/${control%:*}/${control##*:}
+echo "\${1:-failover}" >&3
+read -r reply <&3
+echo "\$reply"
+[[ \$reply == ok* ]]
+ADMIN
+	chmod +x "$admin"
+	cat >"$envfile.tmp" <<ENV
+# Written by scripts/hdfs-start.sh --ha; removed by scripts/hdfs-stop.sh.
+export HADOOP_CONF_DIR=$haconf
+export STATEUTIL_TEST_HDFS=hdfs://$HDFS_NAMESERVICE
+export STATEUTIL_TEST_HA_ADMIN=$admin
+# For the tests, which leave the variables above alone.
+export STATEUTIL_TEST_HA_HDFS=hdfs://$HDFS_NAMESERVICE
+export STATEUTIL_TEST_HA_CONF=$haconf
+export STATEUTIL_TEST_HA_NAMENODES=$HDFS_NAMENODES
+export STATEUTIL_TEST_HA_CONTROL=$HDFS_CONTROL
+export STATEUTIL_TEST_HA_PID=$pid
+ENV
+	mv "$envfile.tmp" "$envfile"
+	say "HA nameservice $HDFS_NAMESERVICE (namenodes $HDFS_NAMENODES, control $HDFS_CONTROL, pid $pid) up in $((SECONDS - t0))s; env in $envfile"
 	exit 0
 fi
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Stops the harnesses started by scripts/hdfs-start.sh (the open one, its
-# NodeManager, and the one of --secure) and removes their state.
+# NodeManager, the one of --secure and the one of --ha) and removes their
+# state.
 # Safe to run when nothing is running. Honours STATEUTIL_CACHE_DIR.
 set -euo pipefail
 
@@ -8,6 +9,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cache=${STATEUTIL_CACHE_DIR:-$root/.cache}
 state="$cache/hdfs"
 secure="$cache/hdfs-secure"
+ha="$cache/hdfs-ha"
 
 say() { echo "hdfs-stop: $*" >&2; }
 
@@ -45,3 +47,7 @@ rm -rf "$state/data"
 stop_jvm "$secure/harness.pid" HdfsHarness "the kerberized HDFS harness"
 rm -f "$cache/hdfs-secure.env" "$secure/harness.pid" "$secure/addr"
 rm -rf "$secure/data" "$secure/krb"
+
+stop_jvm "$ha/harness.pid" HdfsHarness "the HA HDFS harness"
+rm -f "$cache/hdfs-ha.env" "$ha/harness.pid" "$ha/addr" "$ha/failover"
+rm -rf "$ha/data" "$ha/conf"

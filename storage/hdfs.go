@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/user"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -46,9 +47,10 @@ type HDFSOptions struct {
 	Kerberos kerberos.Login
 }
 
-// HDFSOpener is the Opener of hdfs:// URIs (hdfs://namenode:port/path, or
-// hdfs:///path for the fs.defaultFS of HADOOP_CONF_DIR) with o as it is
-// when a location is resolved (nil: no options).
+// HDFSOpener is the Opener of hdfs:// URIs (hdfs://namenode:port/path,
+// hdfs://NAMESERVICE/path for a nameservice of HADOOP_CONF_DIR, or
+// hdfs:///path for its fs.defaultFS) with o as it is when a location is
+// resolved (nil: no options).
 func HDFSOpener(o *HDFSOptions) Opener {
 	return func(ctx context.Context, u *url.URL) (Storage, error) {
 		var login kerberos.Login
@@ -71,8 +73,8 @@ var (
 	hdfsClients = map[string]*hdfs.Client{}
 )
 
-// openHDFS connects to the namenode named by u (or, for hdfs:///path, by
-// fs.defaultFS in HADOOP_CONF_DIR) and checks that it answers.
+// openHDFS connects to the namenodes named by u (or, for hdfs:///path, by
+// fs.defaultFS in HADOOP_CONF_DIR) and checks that one answers.
 func openHDFS(ctx context.Context, u *url.URL, login kerberos.Login) (Storage, error) {
 	prefix := "hdfs://" + u.Host
 	fail := func(kind error, format string, a ...any) error {
@@ -87,14 +89,16 @@ func openHDFS(ctx context.Context, u *url.URL, login kerberos.Login) (Storage, e
 		return nil, fmt.Errorf("connect %s: reading Hadoop configuration: %w", prefix+"/", err)
 	}
 	opts := hdfs.ClientOptionsFromConf(conf)
-	if u.Host != "" {
-		addr := u.Host
-		if u.Port() == "" {
-			addr = net.JoinHostPort(u.Hostname(), hdfsDefaultPort)
+	authority := u.Host
+	if authority == "" {
+		d, err := url.Parse(conf["fs.defaultFS"])
+		if err != nil || d.Scheme != "hdfs" || d.Host == "" {
+			return nil, fmt.Errorf("%s names no namenode and no hdfs:// fs.defaultFS was found (HADOOP_CONF_DIR=%q)", u.String(), os.Getenv("HADOOP_CONF_DIR"))
 		}
-		opts.Addresses = []string{addr}
-	} else if len(opts.Addresses) == 0 {
-		return nil, fmt.Errorf("%s names no namenode and no fs.defaultFS was found (HADOOP_CONF_DIR=%q)", u.String(), os.Getenv("HADOOP_CONF_DIR"))
+		authority = d.Host
+	}
+	if opts.Addresses, err = hdfsNamenodes(conf, authority); err != nil {
+		return nil, fmt.Errorf("connect %s: %w", prefix+"/", err)
 	}
 
 	login = login.WithEnvironment()
@@ -161,6 +165,45 @@ func openHDFS(ctx context.Context, u *url.URL, login kerberos.Login) (Storage, e
 	}
 	hdfsClients[key] = c
 	return &hdfsStorage{client: c, prefix: prefix}, nil
+}
+
+// hdfsNamenodes is where the namenodes of authority listen: those of
+// dfs.ha.namenodes.NS (or the one of dfs.namenode.rpc-address.NS) for a
+// nameservice NS of dfs.nameservices, else authority itself, on the default
+// port if it names none. The client tries them in this order.
+func hdfsNamenodes(conf hadoopconf.HadoopConf, authority string) ([]string, error) {
+	if !slices.Contains(confList(conf["dfs.nameservices"]), authority) {
+		if _, _, err := net.SplitHostPort(authority); err != nil {
+			return []string{net.JoinHostPort(authority, hdfsDefaultPort)}, nil
+		}
+		return []string{authority}, nil
+	}
+	key := "dfs.namenode.rpc-address." + authority
+	ids := confList(conf["dfs.ha.namenodes."+authority])
+	if len(ids) == 0 {
+		if conf[key] == "" {
+			return nil, fmt.Errorf("nameservice %s has neither dfs.ha.namenodes.%[1]s nor %s in HADOOP_CONF_DIR", authority, key)
+		}
+		return []string{conf[key]}, nil
+	}
+	addrs := make([]string, len(ids))
+	for i, id := range ids {
+		if addrs[i] = conf[key+"."+id]; addrs[i] == "" {
+			return nil, fmt.Errorf("nameservice %s: namenode %s has no %s.%[2]s in HADOOP_CONF_DIR", authority, id, key)
+		}
+	}
+	return addrs, nil
+}
+
+// confList splits a comma-separated Hadoop setting, as Hadoop trims it.
+func confList(v string) []string {
+	var out []string
+	for _, f := range strings.Split(v, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 func hdfsConnectErr(prefix string, err error) error {

@@ -302,6 +302,31 @@ func TestHDFSPermissionDenied(t *testing.T) {
 	}
 }
 
+// A client that held a connection to a NameNode that restarted (same port)
+// finds it again: the first call after the restart reconnects rather than
+// failing on the dead connection.
+func TestHDFSNamenodeRestart(t *testing.T) {
+	addr := needEnv(t, "STATEUTIL_TEST_HDFS")
+	ctl := needEnv(t, "STATEUTIL_TEST_HDFS_CONTROL")
+	plainEnv(t, superuser(t))
+	ctx := context.Background()
+	st, root := hdfsRoot(t, addr)
+	p := root + "/f"
+	if err := storage.WriteFile(ctx, st, p, []byte("before")); err != nil {
+		t.Fatal(err)
+	}
+	control(t, ctl, "restart-namenode")
+	if _, err := st.Stat(ctx, p); err != nil {
+		t.Fatalf("stat after the NameNode restarted: %v", err)
+	}
+	if err := storage.WriteFile(ctx, st, p, []byte("after")); err != nil {
+		t.Fatalf("write after the NameNode restarted: %v", err)
+	}
+	if b, err := storage.ReadAll(ctx, st, p, 100); err != nil || string(b) != "after" {
+		t.Fatalf("read back %q, %v", b, err)
+	}
+}
+
 // control sends one command to the harness and wants "ok ..." back.
 func control(t *testing.T, addr, cmd string) {
 	t.Helper()

@@ -58,16 +58,21 @@ func HDFSAddr(t testing.TB) string {
 	t.Setenv("HADOOP_HOME", "")
 	t.Setenv("KRB5CCNAME", "")
 	t.Setenv("KRB5_CONFIG", "")
-	su := os.Getenv("STATEUTIL_TEST_HDFS_SUPERUSER")
-	if su == "" {
-		u, err := user.Current()
-		if err != nil {
-			t.Fatal(err)
-		}
-		su = u.Username
-	}
-	t.Setenv("HADOOP_USER_NAME", su)
+	t.Setenv("HADOOP_USER_NAME", superuser(t))
 	return addr
+}
+
+// superuser is the test clusters' HDFS superuser: whoever started them.
+func superuser(t testing.TB) string {
+	t.Helper()
+	if su := os.Getenv("STATEUTIL_TEST_HDFS_SUPERUSER"); su != "" {
+		return su
+	}
+	u, err := user.Current()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u.Username
 }
 
 var unsafeChars = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)

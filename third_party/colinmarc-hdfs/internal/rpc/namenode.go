@@ -26,8 +26,20 @@ const (
 )
 
 const (
-	backoffDuration    = 5 * time.Second
 	leaseRenewInterval = 1 * time.Second
+
+	// A call goes to the next namenode when one answers that it is standby
+	// or its connection fails, for at most failoverRounds rounds of all
+	// namenodes; after each round it waits, from failoverBackoff doubling up
+	// to failoverBackoffMax, as a failover takes a moment (12.7 s in all: a
+	// ZooKeeper session's expiry, fencing and the new active's catching up
+	// take seconds). The retry of a
+	// call keeps its call ID, so that a namenode that already did it (or
+	// whose predecessor did, as its retry cache holds what the edit log
+	// says) answers as it did instead of doing it again.
+	failoverRounds     = 8
+	failoverBackoff    = 100 * time.Millisecond
+	failoverBackoffMax = 10 * time.Second
 )
 
 // NamenodeConnection represents an open connection to a namenode.
@@ -46,6 +58,7 @@ type NamenodeConnection struct {
 	conn      net.Conn
 	host      *namenodeHost
 	hostList  []*namenodeHost
+	next      int // index in hostList of the namenode to connect to next
 	transport transport
 
 	reqLock sync.Mutex
@@ -78,9 +91,8 @@ type NamenodeConnectionOptions struct {
 }
 
 type namenodeHost struct {
-	address     string
-	lastError   error
-	lastErrorAt time.Time
+	address   string
+	lastError error
 }
 
 // NewNamenodeConnectionWithOptions creates a new connection to a namenode with
@@ -132,6 +144,8 @@ func NewNamenodeConnection(options NamenodeConnectionOptions) (*NamenodeConnecti
 	return c, nil
 }
 
+// resolveConnection connects to the first namenode, from the next one on in
+// turn, that accepts a connection.
 func (c *NamenodeConnection) resolveConnection() error {
 	if c.conn != nil {
 		return nil
@@ -142,15 +156,12 @@ func (c *NamenodeConnection) resolveConnection() error {
 		err = c.host.lastError
 	}
 
-	for _, host := range c.hostList {
-		if time.Since(host.lastErrorAt) < backoffDuration {
-			continue
-		}
-
+	for range c.hostList {
 		if c.dialFunc == nil {
 			c.dialFunc = (&net.Dialer{}).DialContext
 		}
 
+		host := c.hostList[c.next]
 		c.host = host
 		c.conn, err = c.dialFunc(context.Background(), "tcp", host.address)
 		if err != nil {
@@ -174,13 +185,15 @@ func (c *NamenodeConnection) resolveConnection() error {
 	return nil
 }
 
+// markFailure drops the connection to the current namenode and makes the
+// next one in the list the one to try.
 func (c *NamenodeConnection) markFailure(err error) {
 	if c.conn != nil {
 		c.conn.Close()
 		c.conn = nil
 	}
 	c.host.lastError = err
-	c.host.lastErrorAt = time.Now()
+	c.next = (c.next + 1) % len(c.hostList)
 }
 
 // Execute performs an rpc call. It does this by sending req over the wire and
@@ -192,33 +205,40 @@ func (c *NamenodeConnection) Execute(method string, req proto.Message, resp prot
 	c.currentRequestID++
 	requestID := c.currentRequestID
 
-	for {
+	wait := failoverBackoff
+	for attempt := 1; ; attempt++ {
+		// Only when no namenode accepts a connection at all does this fail
+		// at once.
 		err := c.resolveConnection()
 		if err != nil {
 			return err
 		}
 
 		err = c.transport.writeRequest(c.conn, method, requestID, req)
-		if err != nil {
-			c.markFailure(err)
-			continue
+		if err == nil {
+			err = c.transport.readResponse(c.conn, method, requestID, resp)
 		}
-
-		err = c.transport.readResponse(c.conn, method, requestID, resp)
-		if err != nil {
-			// Only retry on a standby exception.
-			if nerr, ok := err.(*NamenodeError); ok && nerr.exception == standbyExceptionClass {
-				c.markFailure(err)
-				continue
-			}
-
+		var nerr *NamenodeError
+		if err == nil || (errors.As(err, &nerr) && nerr.exception != standbyExceptionClass) {
 			return err
 		}
 
-		break
+		// A standby namenode, or a connection that failed: whether the call
+		// reached the namenode or not, the connection is of no further use.
+		c.markFailure(err)
+		// A namenode that hangs costs a timeout: one for each namenode at most.
+		var netErr net.Error
+		if errors.As(err, &netErr) && netErr.Timeout() && attempt >= len(c.hostList) {
+			return err
+		}
+		if attempt == failoverRounds*len(c.hostList) {
+			return fmt.Errorf("%s: %d attempts failed, the last with: %w", method, attempt, err)
+		}
+		if attempt%len(c.hostList) == 0 {
+			time.Sleep(wait)
+			wait = min(2*wait, failoverBackoffMax)
+		}
 	}
-
-	return nil
 }
 
 // A handshake packet:

@@ -15,12 +15,16 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CountDownLatch;
 
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.permission.FsPermission;
 import org.apache.hadoop.hdfs.MiniDFSCluster;
+import org.apache.hadoop.hdfs.MiniDFSNNTopology;
 import org.apache.hadoop.hdfs.server.datanode.DataNodeTestUtils;
 import org.apache.hadoop.security.UserGroupInformation;
 
@@ -32,8 +36,20 @@ import sun.misc.Signal;
  *
  * <pre>
  * HdfsHarness [--port N] [--control-port N] [--base-dir DIR] [--yarn CONF_DIR]
- *             [--secure DIR [--protection LEVEL] [--rpc-protection LEVEL]] [--watch-stdin] ADDR_FILE
+ *             [--secure DIR [--protection LEVEL] [--rpc-protection LEVEL]] [--ha CONF_DIR]
+ *             [--watch-stdin] ADDR_FILE
  * </pre>
+ *
+ * With --ha the cluster is highly available: two NameNodes of one nameservice
+ * sharing their edits, the first one active, and one DataNode serving both.
+ * CONF_DIR gets the core-site.xml and hdfs-site.xml a client needs to reach
+ * the nameservice, and the harness announces {@code HDFS_NAMESERVICE=NS} and
+ * {@code HDFS_NAMENODES=ADDR,ADDR}. Control commands: {@code failover} (the
+ * active NameNode becomes standby, then the other one active), {@code
+ * kill-active} (the active one shuts down, then the other one becomes
+ * active), {@code restart-namenode} (the one that was shut down comes back as
+ * standby); each answers with {@code active=ADDR}. {@code standby} leaves
+ * none active ({@code active=none}) until the next {@code failover}.
  *
  * With --secure the cluster is kerberized (see {@link SecureCluster}, which
  * writes what clients need to DIR): a MiniKdc beside it,
@@ -58,7 +74,7 @@ import sun.misc.Signal;
  * {@code stop-datanode}, {@code start-datanode}, {@code pause-block-reports},
  * {@code resume-block-reports} (the DataNode holds back, then sends, the
  * reports that tell the NameNode a block is stored, as a busy DataNode
- * does), {@code status}, {@code shutdown}. The cluster stops on SIGTERM, on {@code shutdown}, and,
+ * does), {@code restart-namenode} (on the same port), {@code status}, {@code shutdown}. The cluster stops on SIGTERM, on {@code shutdown}, and,
  * with --watch-stdin, when stdin closes.
  */
 public final class HdfsHarness {
@@ -74,6 +90,8 @@ public final class HdfsHarness {
     private final SecureCluster secure;
     private final Configuration conf;
     private final File base;
+    // Index of the NameNode kill-active shut down, -1 while both run.
+    private int downNameNode = -1;
 
     private HdfsHarness(MiniDFSCluster cluster, SecureCluster secure, Configuration conf, File base) {
         this.cluster = cluster;
@@ -103,6 +121,7 @@ public final class HdfsHarness {
         String secureDir = null;
         String protection = "privacy";
         String rpcProtection = "privacy";
+        String haConf = null;
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
                 case "--port" -> port = Integer.parseInt(args[++i]);
@@ -113,6 +132,7 @@ public final class HdfsHarness {
                 case "--secure" -> secureDir = args[++i];
                 case "--protection" -> protection = args[++i];
                 case "--rpc-protection" -> rpcProtection = args[++i];
+                case "--ha" -> haConf = args[++i];
                 default -> {
                     if (args[i].startsWith("-") || addrFile != null) {
                         usage("unexpected argument " + args[i]);
@@ -156,14 +176,36 @@ public final class HdfsHarness {
             UserGroupInformation.setConfiguration(conf);
         }
 
-        MiniDFSCluster cluster = build(conf, base, port, true);
+        MiniDFSNNTopology topology = null;
+        if (haConf != null) {
+            if (secureDir != null || yarnConf != null) {
+                usage("--ha goes with neither --secure nor --yarn");
+            }
+            topology = MiniDFSNNTopology.simpleHATopology();
+            // The standby follows the edits closely, the segment being written too, so that
+            // a failover has little to catch up, and a restarted standby learns the blocks the
+            // DataNode reports (and leaves safe mode) without waiting for the next edit log roll.
+            conf.setInt("dfs.ha.tail-edits.period", 1);
+            conf.setBoolean("dfs.ha.tail-edits.in-progress", true);
+            conf.setBoolean("dfs.ha.standby.checkpoints", false);
+            // Listings of a few pages, so that a failover can fall between two of them.
+            conf.setInt("dfs.ls.limit", 16);
+        }
+
+        MiniDFSCluster cluster = build(conf, base, port, true, topology);
         // Orderly stop on the main thread: inside a JVM shutdown hook Hadoop's
         // own hooks race the cluster's shutdown and it leaves its dirs behind.
         for (String sig : new String[] {"TERM", "INT", "HUP"}) {
             Signal.handle(new Signal(sig), x -> STOP.countDown());
         }
         cluster.waitActive();
+        if (topology != null) {
+            cluster.transitionToActive(0);
+        }
         probe(cluster);
+        if (topology != null) {
+            writeHaClientConf(cluster, topology.getNameservices().get(0), new File(haConf));
+        }
         if (secure != null) {
             shareTestRoot(cluster);
             secure.writeClientConf(cluster.getNameNodePort(), protection, rpcProtection);
@@ -183,14 +225,16 @@ public final class HdfsHarness {
         acceptor.setDaemon(true);
         acceptor.start();
 
-        String out = "HDFS_NAMENODE=" + LOOPBACK + ":" + cluster.getNameNodePort() + "\n"
+        String out = "HDFS_NAMENODE=" + nameNodeAddress(cluster, 0) + "\n"
                 + "HDFS_CONTROL=" + LOOPBACK + ":" + control.getLocalPort() + "\n"
                 + "HDFS_PID=" + ProcessHandle.current().pid() + "\n"
                 + (secure == null ? "" : "HDFS_DATANODE=" + transferAddress(cluster) + "\n"
                         + "HDFS_REALM=" + secure.realm() + "\n"
                         + "HDFS_SERVICE_PRINCIPAL=" + secure.servicePrincipal() + "\n"
                         + "HDFS_NOSKEW_PRINCIPAL=" + SecureCluster.NOSKEW_USER + "@" + SecureCluster.NOSKEW_REALM + "\n")
-                + (yarn == null ? "" : "YARN_RM_WEB=" + YarnHarness.webAddress(yarn) + "\n");
+                + (yarn == null ? "" : "YARN_RM_WEB=" + YarnHarness.webAddress(yarn) + "\n")
+                + (topology == null ? "" : "HDFS_NAMESERVICE=" + topology.getNameservices().get(0).getId() + "\n"
+                        + "HDFS_NAMENODES=" + nameNodeAddress(cluster, 0) + "," + nameNodeAddress(cluster, 1) + "\n");
         Path target = Path.of(addrFile).toAbsolutePath();
         Path tmp = target.resolveSibling(target.getFileName() + ".tmp");
         Files.writeString(tmp, out, StandardCharsets.UTF_8);
@@ -232,19 +276,123 @@ public final class HdfsHarness {
     private static void usage(String why) {
         System.err.println("hdfs-harness: " + why);
         System.err.println("usage: HdfsHarness [--port N] [--control-port N] [--base-dir DIR] [--yarn CONF_DIR]"
-                + " [--secure DIR [--protection LEVEL] [--rpc-protection LEVEL]] [--watch-stdin] ADDR_FILE");
+                + " [--secure DIR [--protection LEVEL] [--rpc-protection LEVEL]] [--ha CONF_DIR] [--watch-stdin] ADDR_FILE");
         System.exit(2);
     }
 
-    private static MiniDFSCluster build(Configuration conf, File base, int port, boolean format) throws IOException {
-        return new MiniDFSCluster.Builder(conf, base)
+    /** A cluster of one NameNode on port, or of the NameNodes of topology (null: one). */
+    private static MiniDFSCluster build(Configuration conf, File base, int port, boolean format,
+            MiniDFSNNTopology topology) throws IOException {
+        MiniDFSCluster.Builder b = new MiniDFSCluster.Builder(conf, base)
                 .numDataNodes(1)
-                .nameNodePort(port)
-                .nameNodeHttpPort(0)
                 .checkDataNodeAddrConfig(true)
                 .checkDataNodeHostConfig(true)
-                .format(format)
-                .build();
+                .format(format);
+        if (topology != null) {
+            b.nnTopology(topology);
+        } else {
+            b.nameNodePort(port).nameNodeHttpPort(0);
+        }
+        return b.build();
+    }
+
+    private static String nameNodeAddress(MiniDFSCluster cluster, int i) {
+        return LOOPBACK + ":" + cluster.getNameNodePort(i);
+    }
+
+    /** What a client (Java's or stateutil's) needs to reach the nameservice ns, in dir. */
+    private static void writeHaClientConf(MiniDFSCluster cluster, MiniDFSNNTopology.NSConf ns, File dir)
+            throws IOException {
+        dir.mkdirs();
+        Map<String, String> core = new LinkedHashMap<>();
+        core.put("fs.defaultFS", "hdfs://" + ns.getId());
+        Map<String, String> hdfs = new LinkedHashMap<>();
+        hdfs.put("dfs.nameservices", ns.getId());
+        List<MiniDFSNNTopology.NNConf> nns = ns.getNNs();
+        StringBuilder ids = new StringBuilder();
+        for (int i = 0; i < nns.size(); i++) {
+            String id = nns.get(i).getNnId();
+            ids.append(i == 0 ? "" : ",").append(id);
+            hdfs.put("dfs.namenode.rpc-address." + ns.getId() + "." + id, nameNodeAddress(cluster, i));
+        }
+        hdfs.put("dfs.ha.namenodes." + ns.getId(), ids.toString());
+        hdfs.put("dfs.client.failover.proxy.provider." + ns.getId(),
+                "org.apache.hadoop.hdfs.server.namenode.ha.ConfiguredFailoverProxyProvider");
+        SecureCluster.writeXml(new File(dir, "core-site.xml"), core);
+        SecureCluster.writeXml(new File(dir, "hdfs-site.xml"), hdfs);
+    }
+
+    /** Index of the active NameNode of an HA cluster, -1 if none is. */
+    private int activeOrNone() {
+        for (int i = 0; i < cluster.getNumNameNodes(); i++) {
+            if (i != downNameNode && cluster.getNameNode(i).isActiveState()) {
+                return i;
+            }
+        }
+        return -1;
+    }
+
+    private int activeNameNode() throws IOException {
+        int a = activeOrNone();
+        if (a < 0) {
+            throw new IOException("no NameNode is active");
+        }
+        return a;
+    }
+
+    /** Runs an HA control command; null if cmd is none. */
+    private String haCommand(String cmd) throws IOException {
+        switch (cmd) {
+            case "failover" -> {
+                int a = activeOrNone();
+                // With none active (after standby), the first one that runs takes over.
+                int next = a >= 0 ? 1 - a : (downNameNode == 0 ? 1 : 0);
+                if (next == downNameNode) {
+                    return "error the other NameNode is down";
+                }
+                if (a >= 0) {
+                    cluster.transitionToStandby(a);
+                }
+                cluster.transitionToActive(next);
+            }
+            case "standby" -> {
+                cluster.transitionToStandby(activeNameNode());
+                return "ok active=none";
+            }
+            case "kill-active" -> {
+                if (downNameNode >= 0) {
+                    return "error a NameNode is down already";
+                }
+                int a = activeNameNode();
+                cluster.shutdownNameNode(a);
+                downNameNode = a;
+                cluster.transitionToActive(1 - a);
+            }
+            case "restart-namenode" -> {
+                if (downNameNode >= 0) {
+                    // It comes back as standby, as an HA NameNode always starts, and
+                    // is not announced before the DataNode's reports take it out of safe mode.
+                    int i = downNameNode;
+                    cluster.restartNameNode(i, false);
+                    downNameNode = -1;
+                    long deadline = System.nanoTime() + 60_000_000_000L;
+                    while (cluster.getNameNode(i).isInSafeMode()) {
+                        if (System.nanoTime() > deadline) {
+                            return "error the restarted NameNode is still in safe mode after 60 s";
+                        }
+                        try {
+                            Thread.sleep(100);
+                        } catch (InterruptedException e) {
+                            throw new IOException(e);
+                        }
+                    }
+                }
+            }
+            default -> {
+                return null;
+            }
+        }
+        return "ok active=" + nameNodeAddress(cluster, activeNameNode());
     }
 
     private static String transferAddress(MiniDFSCluster cluster) {
@@ -253,7 +401,7 @@ public final class HdfsHarness {
 
     /** The directory the Go tests write under, open to every user as /tmp is. */
     private static void shareTestRoot(MiniDFSCluster cluster) throws IOException {
-        FileSystem fs = cluster.getFileSystem();
+        FileSystem fs = cluster.getFileSystem(0);
         org.apache.hadoop.fs.Path root = new org.apache.hadoop.fs.Path("/stateutil-test");
         fs.mkdirs(root);
         fs.setPermission(root, new FsPermission((short) 01777));
@@ -285,7 +433,7 @@ public final class HdfsHarness {
         stoppedDataNode = null;
         // The builder refuses a configuration that names a base directory already.
         conf.unset(MiniDFSCluster.HDFS_MINIDFS_BASEDIR);
-        cluster = build(conf, base, port, false);
+        cluster = build(conf, base, port, false, null);
         cluster.waitActive();
         probe(cluster);
         secure.writeClientConf(port, dataProtection, rpcProtection);
@@ -295,7 +443,7 @@ public final class HdfsHarness {
 
     /** Proves the cluster serves a real write and read before it is announced. */
     private static void probe(MiniDFSCluster cluster) throws IOException {
-        FileSystem fs = cluster.getFileSystem();
+        FileSystem fs = cluster.getFileSystem(0);
         org.apache.hadoop.fs.Path p = new org.apache.hadoop.fs.Path("/.harness-probe");
         byte[] want = "probe".getBytes(StandardCharsets.UTF_8);
         try (OutputStream o = fs.create(p, true)) {
@@ -355,6 +503,12 @@ public final class HdfsHarness {
     }
 
     private synchronized String command(String cmd) throws Exception {
+        if (cluster.getNumNameNodes() > 1) {
+            String reply = haCommand(cmd);
+            if (reply != null) {
+                return reply;
+            }
+        }
         if (cmd.startsWith("protect ")) {
             String[] f = cmd.split("\\s+");
             if (f.length < 3 || f.length > 4 || (f.length == 4 && !f[3].equals("aes"))) {
@@ -392,9 +546,14 @@ public final class HdfsHarness {
                 }
                 DataNodeTestUtils.resumeIBR(cluster.getDataNodes().get(0));
                 return "ok block-reports=sent";
+            case "restart-namenode":
+                // Same port and storage: clients must find it again.
+                cluster.restartNameNode(true);
+                return "ok namenode=" + nameNodeAddress(cluster, 0);
             case "status":
                 return "ok datanode=" + (stoppedDataNode == null ? "up" : "down")
-                        + " namenode=" + LOOPBACK + ":" + cluster.getNameNodePort();
+                        + " namenode=" + (cluster.getNumNameNodes() == 1 ? nameNodeAddress(cluster, 0)
+                                : activeOrNone() < 0 ? "none" : nameNodeAddress(cluster, activeOrNone()));
             case "shutdown":
                 return "ok";
             default:

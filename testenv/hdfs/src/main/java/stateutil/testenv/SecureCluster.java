@@ -226,7 +226,7 @@ final class SecureCluster {
                 + "  }\n";
     }
 
-    private static void writeXml(File f, Map<String, String> props) throws IOException {
+    static void writeXml(File f, Map<String, String> props) throws IOException {
         StringBuilder b = new StringBuilder("<?xml version=\"1.0\"?>\n<configuration>\n");
         for (Map.Entry<String, String> e : props.entrySet()) {
             b.append("  <property><name>").append(e.getKey()).append("</name><value>")
