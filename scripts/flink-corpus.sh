@@ -90,6 +90,10 @@ matrix() {
 					done
 				done
 			done
+			# Heap key groups only: a native savepoint, and a compressed checkpoint
+			# (each state's section a Snappy stream of its own).
+			echo "$v heapkryo-hashmap-native"
+			echo "$v heapkryo-hashmap-checkpoint-compressed"
 		fi
 		# The planner's jobs on every version: a heap savepoint, and RocksDB's
 		# canonical and native ones (a heap native savepoint is the canonical format).

@@ -289,6 +289,24 @@ func (c codec) DecodeScalar(b []byte) (snapshot.Scalar, bool) {
 	return s, true
 }
 
+// kryoHash is the Java hashCode of a decoded Kryo key of a boxed integer
+// or a String.
+func kryoHash(v any) (int32, bool) {
+	x := kryoUntagged(v)
+	switch kryoClassOf(v, nil) {
+	case "java.lang.Long":
+		n, ok := kryoInteger(x)
+		return keygroup.HashInt64(n), ok
+	case "java.lang.Integer", "java.lang.Short", "java.lang.Byte":
+		n, ok := kryoInteger(x)
+		return int32(n), ok
+	case "java.lang.String":
+		str, ok := x.(string)
+		return keygroup.HashString(str), ok
+	}
+	return 0, false
+}
+
 var errNoHash = fmt.Errorf("%w: stateutil does not know the Java hashCode of this Flink type", keygroup.ErrUnknownKeyType)
 
 // HashCode is the Java hashCode of the key b encodes.
@@ -342,13 +360,11 @@ func hashAny(r *reader, s *SerializerSnapshot, depth int) (int32, error) {
 		s, _ := v.(string)
 		return keygroup.HashString(s), nil
 	case "Kryo":
-		if r.remaining() > 0 && r.buf[r.off] == kryoLong {
-			r.off++
-			return keygroup.HashInt64(readKryoVarLong(r)), nil
-		}
-		if r.remaining() > 0 && r.buf[r.off] == kryoInt {
-			r.off++
-			return int32(readKryoVarLong(r)), nil
+		d := *r
+		v := decodeKryo(&d, s)
+		if h, ok := kryoHash(v); ok && d.err == nil {
+			r.off = d.off
+			return h, nil
 		}
 	case "Tuple":
 		if strings.Contains(s.Name(), "CaseClass") || len(s.Nested) == 0 {

@@ -197,8 +197,7 @@ var fixedWhat = map[int]string{1: "1-byte value", 2: "2-byte value", 4: "4-byte 
 
 // skipValue advances r past one value written by s. It returns false (with
 // r unchanged apart from a possible r.err) when s is not sized; Kryo values
-// are sized only for the boxed Long and Integer classes Kryo registers by
-// default.
+// are sized where the Kryo decoder reads them.
 func skipValue(r *reader, s *SerializerSnapshot, depth int) bool {
 	if depth > 16 {
 		r.fail("values nested deeper than 16")
@@ -215,7 +214,7 @@ func skipValue(r *reader, s *SerializerSnapshot, depth int) bool {
 	case "byte[]":
 		r.bytes32("byte array")
 	case "Kryo":
-		return skipKryo(r)
+		return skipKryo(r, s)
 	case "Pojo":
 		if !sized(s) {
 			return false
@@ -316,44 +315,18 @@ func skipValue(r *reader, s *SerializerSnapshot, depth int) bool {
 	return true
 }
 
-// Kryo writes a registered class as its id + 2 (a variable-length int);
-// java.lang.Integer and java.lang.Long are registered by default as 0 and 7,
-// and their values follow as zig-zag variable-length ints.
-const (
-	kryoInt  = 2
-	kryoLong = 9
-)
-
-func skipKryo(r *reader) bool {
-	if r.remaining() < 1 {
-		r.fail("truncated Kryo value")
-		return true
+// skipKryo walks a Kryo value by decoding it: the values of the classes
+// the decoder reads (Kryo's serializers of the JDK classes) are delimited;
+// a user class, a class with a serializer of its own, or bytes that do not
+// decode are not (false, r unchanged).
+func skipKryo(r *reader, s *SerializerSnapshot) bool {
+	d := *r
+	decodeKryo(&d, s)
+	if d.err != nil {
+		return false
 	}
-	switch r.buf[r.off] {
-	case kryoInt, kryoLong:
-		r.off++
-		readKryoVarLong(r)
-		return r.err == nil
-	}
-	return false
-}
-
-// readKryoVarLong reads Kryo's zig-zag variable-length long (7 bits a byte,
-// low bits first).
-func readKryoVarLong(r *reader) int64 {
-	var v uint64
-	for shift := uint(0); shift < 70; shift += 7 {
-		b := r.u8("Kryo variable-length int")
-		if r.err != nil {
-			return 0
-		}
-		v |= uint64(b&0x7F) << shift
-		if b < 0x80 {
-			return int64(v>>1) ^ -int64(v&1)
-		}
-	}
-	r.fail("Kryo variable-length int too long")
-	return 0
+	r.off = d.off
+	return true
 }
 
 // span returns the bytes one value of s takes at the start of b, or ok
