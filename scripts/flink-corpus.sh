@@ -83,7 +83,7 @@ matrix() {
 			done
 		done
 		if [[ " $job_versions " == *" $v "* ]]; then
-			for j in longkeys tuplekeys types rowdata orders avro rowtypes collections; do
+			for j in longkeys tuplekeys types rowdata orders avro rowtypes collections windows; do
 				for b in hashmap rocksdb; do
 					for k in canonical native; do
 						echo "$v $j-$b-$k"

@@ -70,6 +70,12 @@ func typeExpr(s *SerializerSnapshot) string {
 			}
 			return "tuple(" + nested() + ")"
 		}
+	case "Tuple0":
+		return "tuple0"
+	case "Union":
+		if len(s.Nested) == 2 {
+			return "union(" + nested() + ")"
+		}
 	case "StringData":
 		return "stringdata"
 	case "List", "Map", "Option", "Either", "Timer", "Broadcast", "Entry", "Nullable", "Set", "External", "SortedMap":
@@ -146,7 +152,8 @@ var exprClasses = map[string]string{
 	"java.lang.Character": "CharSerializerSnapshot", "byte[]": "BytePrimitiveArraySerializerSnapshot",
 	"void": "VoidNamespaceSerializerSnapshot", "GlobalWindow": "GlobalWindow$Serializer",
 	"TimeWindow": "TimeWindow$Serializer", "enum": "typeutils.base.EnumSerializer",
-	"kryo": "KryoSerializer", "kryo5": "KryoSerializer", "tuple": "TupleSerializerSnapshot", "caseclass": "CaseClassSerializer",
+	"kryo": "KryoSerializer", "kryo5": "KryoSerializer", "tuple": "TupleSerializerSnapshot", "tuple0": "Tuple0SerializerSnapshot",
+	"union": "CoGroupedStreams$UnionSerializerSnapshot", "caseclass": "CaseClassSerializer",
 	"list": "ListSerializerSnapshot", "map": "MapSerializerSnapshot", "option": "ScalaOptionSerializer",
 	"either": "EitherSerializer", "timer": "TimerSerializerSnapshot", "broadcast": broadcastClass, "entry": broadcastEntryClass,
 	"ttl": "TtlSerializerSnapshot", "nullable": "runtime.NullableSerializer$NullableSerializerSnapshot",
@@ -412,7 +419,11 @@ func decodeAny(r *reader, s *SerializerSnapshot, depth int) any {
 	case "byte[]":
 		return "0x" + hex.EncodeToString(r.bytes32("byte array"))
 	case "GlobalWindow":
-		r.u8("global window")
+		// Flink writes a 0 and reads past whatever is there.
+		at := r.pos()
+		if b := r.u8("global window"); r.err == nil && b != 0 {
+			r.failAt(at, "global window byte %d, Flink writes 0", b)
+		}
 		return "GlobalWindow"
 	case "TimeWindow":
 		return map[string]any{"start": r.i64("window start"), "end": r.i64("window end")}
@@ -486,6 +497,17 @@ func decodeAny(r *reader, s *SerializerSnapshot, depth int) any {
 				return nil
 			}
 			return decodeAny(r, s.Nested[0], depth+1)
+		}
+	case "Tuple0":
+		at := r.pos()
+		if b := r.u8("Tuple0"); r.err == nil && b != tuple0Byte {
+			r.failAt(at, "Tuple0 byte %d, Flink writes %d", b, tuple0Byte)
+		}
+		return []any{}
+	case "Union":
+		if len(s.Nested) == 2 {
+			side := unionSide(r)
+			return map[string]any{unionSides[side]: decodeAny(r, s.Nested[side], depth+1)}
 		}
 	case "Either":
 		if len(s.Nested) == 2 {

@@ -48,6 +48,10 @@ func classKind(s *SerializerSnapshot) string {
 			return "GlobalWindow"
 		case strings.Contains(n, "TimeWindow"):
 			return "TimeWindow"
+		case strings.Contains(n, "Tuple0Serializer"):
+			return "Tuple0"
+		case strings.Contains(n, "CoGroupedStreams$UnionSerializer"):
+			return "Union"
 		case strings.Contains(n, "CaseClassSerializer"):
 			return "Tuple"
 		case strings.Contains(n, "ScalaOptionSerializer") || strings.HasSuffix(n, ".OptionSerializer"):
@@ -150,7 +154,9 @@ func sizedDepth(s *SerializerSnapshot, depth int) bool {
 			}
 		}
 		return k != "Pojo" || len(s.Fields) == len(s.Nested)
-	case "Tuple", "TTL", "Timer", "Option", "Either", "Entry":
+	case "Tuple0":
+		return true
+	case "Tuple", "TTL", "Timer", "Option", "Either", "Entry", "Union":
 		if len(s.Nested) == 0 {
 			return false
 		}
@@ -184,7 +190,7 @@ func fixedWidth(kind string) int {
 		return 4
 	case "Short", "Char":
 		return 2
-	case "Byte", "Boolean", "VoidNamespace", "GlobalWindow":
+	case "Byte", "Boolean", "VoidNamespace", "GlobalWindow", "Tuple0":
 		return 1
 	case "TimeWindow":
 		return 16
@@ -259,6 +265,12 @@ func skipValue(r *reader, s *SerializerSnapshot, depth int) bool {
 	case "Nullable":
 		_, ok := walkNullable(r, s, depth, false)
 		return ok
+	case "Union":
+		if len(s.Nested) != 2 {
+			return false
+		}
+		side := unionSide(r)
+		return r.err != nil || skipValue(r, s.Nested[side], depth+1)
 	case "Set":
 		_, ok := walkSet(r, s, depth, false)
 		return ok
@@ -327,6 +339,28 @@ func skipKryo(r *reader, s *SerializerSnapshot) bool {
 	}
 	r.off = d.off
 	return true
+}
+
+// Flink's Tuple0Serializer writes this byte for the one Tuple0 (and reads
+// past any).
+const tuple0Byte = 42
+
+// unionSides names the sides of CoGroup's TaggedUnion, as its serializer
+// tags them with 1 and 2.
+var unionSides = [2]string{"one", "two"}
+
+// unionSide reads a TaggedUnion's tag: 0 for side one, 1 for two. Flink
+// reads any tag but 1 as side two, and writes only 1 and 2.
+func unionSide(r *reader) int {
+	at := r.pos()
+	tag := r.u8("TaggedUnion tag")
+	if r.err == nil && tag != 1 && tag != 2 {
+		r.failAt(at, "TaggedUnion tag %d, Flink writes 1 or 2", tag)
+	}
+	if tag == 2 {
+		return 1
+	}
+	return 0
 }
 
 // span returns the bytes one value of s takes at the start of b, or ok

@@ -74,8 +74,11 @@ func TestWriterRoundTripsRealSnapshots(t *testing.T) {
 					return
 				}
 				// The types job's Kryo state and the orders job's POJO with a
-				// List field stay in their major version.
-				refused := map[string]string{"types-": `"kryo"`, "orders-": `"order" has a POJO field`, "collections-": `"basket" has a POJO field`}
+				// List field stay in their major version, and so, until a
+				// restore in the other major shows their snapshots carry
+				// over, do window serializers.
+				refused := map[string]string{"types-": `"kryo"`, "orders-": `"order" has a POJO field`, "collections-": `"basket" has a POJO field`,
+					"windows-": `TimeWindow$Serializer`}
 				var re *flink.RestoreError
 				for prefix, state := range refused {
 					if strings.HasPrefix(e.Name, prefix) && c.version != "" && c.version[0] != e.Manifest.FlinkVersion[0] {
