@@ -83,13 +83,17 @@ matrix() {
 			done
 		done
 		if [[ " $job_versions " == *" $v "* ]]; then
-			for j in longkeys tuplekeys types rowdata orders avro rowtypes collections; do
+			for j in longkeys tuplekeys types rowdata orders avro rowtypes collections windows; do
 				for b in hashmap rocksdb; do
 					for k in canonical native; do
 						echo "$v $j-$b-$k"
 					done
 				done
 			done
+			# Heap key groups only: a native savepoint, and a compressed checkpoint
+			# (each state's section a Snappy stream of its own).
+			echo "$v heapkryo-hashmap-native"
+			echo "$v heapkryo-hashmap-checkpoint-compressed"
 		fi
 		# The planner's jobs on every version: a heap savepoint, and RocksDB's
 		# canonical and native ones (a heap native savepoint is the canonical format).

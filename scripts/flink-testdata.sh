@@ -4,8 +4,9 @@
 # for the newest 1.20 and the newest 2.x, basic (hashmap canonical, RocksDB
 # native, RocksDB incremental checkpoint, one compressed, one changelog), types
 # (hashmap canonical, and heap native for its Kryo values), tuplekeys,
-# longkeys, orders, avro, rowtypes and collections, and the planner's sql and sqltime (hashmap
-# canonical), 200 records each, with the job's dump, Flink's restore dump and the State
+# longkeys, orders, avro, rowtypes and collections, heapkryo (heap native, and a compressed
+# heap checkpoint), windows (hashmap canonical and native, RocksDB native), and the planner's
+# sql and sqltime (hashmap canonical), 200 records each, with the job's dump, Flink's restore dump and the State
 # Processor API's dump (spa.err where it cannot read the job).
 #
 #   scripts/flink-testdata.sh            # replaces testdata/flink
@@ -15,7 +16,8 @@ out="$root/testdata/flink"
 entries="basic-hashmap-canonical basic-rocksdb-native basic-rocksdb-checkpoint-incremental
 basic-rocksdb-canonical-compressed basic-hashmap-checkpoint-changelog types-hashmap-canonical types-hashmap-native
 tuplekeys-hashmap-canonical longkeys-hashmap-canonical orders-hashmap-canonical avro-hashmap-canonical
-rowtypes-hashmap-canonical collections-hashmap-canonical sql-hashmap-canonical sqltime-hashmap-canonical"
+rowtypes-hashmap-canonical collections-hashmap-canonical heapkryo-hashmap-native heapkryo-hashmap-checkpoint-compressed
+windows-hashmap-canonical windows-hashmap-native windows-rocksdb-native sql-hashmap-canonical sqltime-hashmap-canonical"
 tmp="$root/testdata/.flink.new"
 rm -rf "$tmp"
 "$root/scripts/flink-corpus.sh" --out "$tmp" --versions "1.20.5 2.3.0" --entries "$(echo $entries)" \

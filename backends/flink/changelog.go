@@ -173,6 +173,8 @@ func (f *changelogFile) changeSet(offset int64) ([]stateChange, int64, error) {
 
 // changelogState is a subtask's keyed state with its changes applied.
 type changelogState struct {
+	// kryo5 says the Kryo values are Kryo 5's.
+	kryo5  bool
 	header *KeyedHeader
 	rng    KeyGroupRange
 	groups map[int]*changedGroup
@@ -306,7 +308,7 @@ type appliedChangelog struct {
 
 func (r *SnapshotReader) applyChangelog(ctx context.Context, op *OperatorState, st *SubtaskState) (*changelogState, error) {
 	h := st.ManagedKeyedState.Changelog
-	s := &changelogState{rng: h.Range, groups: map[int]*changedGroup{}, broken: map[string]error{}, header: &KeyedHeader{}}
+	s := &changelogState{kryo5: r.res.Kryo5, rng: h.Range, groups: map[int]*changedGroup{}, broken: map[string]error{}, header: &KeyedHeader{}}
 	all := keygroup.Range{Start: 0, End: keygroup.UpperBoundMaxParallelism}
 	var base snapshot.Entries
 	if inc := nativeHandle(st.ManagedKeyedState); inc != nil {
@@ -326,7 +328,13 @@ func (r *SnapshotReader) applyChangelog(ctx context.Context, op *OperatorState, 
 			s.header.States = append(s.header.States, ks.header.States...)
 			ks.Close()
 		}
-		base = r.keyGroupEntries(ctx, op, st, all)
+		// A materialized heap state that cannot be read stays broken
+		// whatever its changes.
+		base = r.keyGroupEntries(ctx, op, st, all, func(state string, err error) {
+			if s.broken[state] == nil {
+				s.broken[state] = err
+			}
+		})
 	}
 	changes, err := r.res.changes(ctx, h)
 	if err != nil {
@@ -382,7 +390,7 @@ func (a *applier) register(changes []stateChange) error {
 		if len(c.data) == 0 || c.data[0] != opMetadata {
 			continue
 		}
-		m, _, err := parseChangeMeta(c)
+		m, _, err := parseChangeMeta(c, a.s.kryo5)
 		if err != nil {
 			return err
 		}
@@ -425,8 +433,9 @@ func proxied(n *SerializerSnapshot) *SerializerSnapshot {
 
 // parseChangeMeta reads a METADATA change: the state's meta info, for
 // key-value states its TTL config (a Java-serialized StateTtlConfig) and
-// default value, then the state's short id and backend state type.
-func parseChangeMeta(c stateChange) (*StateMeta, int16, error) {
+// default value, then the state's short id and backend state type; kryo5
+// says its Kryo values are Kryo 5's.
+func parseChangeMeta(c stateChange, kryo5 bool) (*StateMeta, int16, error) {
 	r := newReader(c.data, c.file, c.base)
 	r.u8("operation")
 	at := r.pos()
@@ -446,6 +455,7 @@ func parseChangeMeta(c stateChange) (*StateMeta, int16, error) {
 	if r.err != nil {
 		return nil, 0, r.err
 	}
+	markStatesKryo5(kryo5, nil, m)
 	if m.Type == KeyValueState {
 		if r.bool("TTL config flag") {
 			_, used, _, _, err := ParseJavaObject(r.buf[r.off:], r.file, r.pos())
@@ -528,7 +538,7 @@ func (a *applier) apply(c stateChange) error {
 		return r.err
 	}
 	if op == opMetadata {
-		m, id, err := parseChangeMeta(c)
+		m, id, err := parseChangeMeta(c, a.s.kryo5)
 		if err != nil {
 			return err
 		}

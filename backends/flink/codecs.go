@@ -70,6 +70,12 @@ func typeExpr(s *SerializerSnapshot) string {
 			}
 			return "tuple(" + nested() + ")"
 		}
+	case "Tuple0":
+		return "tuple0"
+	case "Union":
+		if len(s.Nested) == 2 {
+			return "union(" + nested() + ")"
+		}
 	case "StringData":
 		return "stringdata"
 	case "List", "Map", "Option", "Either", "Timer", "Broadcast", "Entry", "Nullable", "Set", "External", "SortedMap":
@@ -146,7 +152,8 @@ var exprClasses = map[string]string{
 	"java.lang.Character": "CharSerializerSnapshot", "byte[]": "BytePrimitiveArraySerializerSnapshot",
 	"void": "VoidNamespaceSerializerSnapshot", "GlobalWindow": "GlobalWindow$Serializer",
 	"TimeWindow": "TimeWindow$Serializer", "enum": "typeutils.base.EnumSerializer",
-	"kryo": "KryoSerializer", "kryo5": "KryoSerializer", "tuple": "TupleSerializerSnapshot", "caseclass": "CaseClassSerializer",
+	"kryo": "KryoSerializer", "kryo5": "KryoSerializer", "tuple": "TupleSerializerSnapshot", "tuple0": "Tuple0SerializerSnapshot",
+	"union": "CoGroupedStreams$UnionSerializerSnapshot", "caseclass": "CaseClassSerializer",
 	"list": "ListSerializerSnapshot", "map": "MapSerializerSnapshot", "option": "ScalaOptionSerializer",
 	"either": "EitherSerializer", "timer": "TimerSerializerSnapshot", "broadcast": broadcastClass, "entry": broadcastEntryClass,
 	"ttl": "TtlSerializerSnapshot", "nullable": "runtime.NullableSerializer$NullableSerializerSnapshot",
@@ -312,6 +319,24 @@ func ascii(b []byte) bool {
 	return true
 }
 
+// kryoHash is the Java hashCode of a decoded Kryo key of a boxed integer
+// or a String.
+func kryoHash(v any) (int32, bool) {
+	x := kryoUntagged(v)
+	switch kryoClassOf(v, nil) {
+	case "java.lang.Long":
+		n, ok := kryoInteger(x)
+		return keygroup.HashInt64(n), ok
+	case "java.lang.Integer", "java.lang.Short", "java.lang.Byte":
+		n, ok := kryoInteger(x)
+		return int32(n), ok
+	case "java.lang.String":
+		str, ok := x.(string)
+		return keygroup.HashString(str), ok
+	}
+	return 0, false
+}
+
 var errNoHash = fmt.Errorf("%w: stateutil does not know the Java hashCode of this Flink type", keygroup.ErrUnknownKeyType)
 
 // HashCode is the Java hashCode of the key b encodes.
@@ -365,13 +390,11 @@ func hashAny(r *reader, s *SerializerSnapshot, depth int) (int32, error) {
 		s, _ := v.(string)
 		return keygroup.HashString(s), nil
 	case "Kryo":
-		if r.remaining() > 0 && r.buf[r.off] == kryoLong {
-			r.off++
-			return keygroup.HashInt64(readKryoVarLong(r)), nil
-		}
-		if r.remaining() > 0 && r.buf[r.off] == kryoInt {
-			r.off++
-			return int32(readKryoVarLong(r)), nil
+		d := *r
+		v := decodeKryo(&d, s)
+		if h, ok := kryoHash(v); ok && d.err == nil {
+			r.off = d.off
+			return h, nil
 		}
 	case "Tuple":
 		if strings.Contains(s.Name(), "CaseClass") || len(s.Nested) == 0 {
@@ -419,7 +442,11 @@ func decodeAny(r *reader, s *SerializerSnapshot, depth int) any {
 	case "byte[]":
 		return "0x" + hex.EncodeToString(r.bytes32("byte array"))
 	case "GlobalWindow":
-		r.u8("global window")
+		// Flink writes a 0 and reads past whatever is there.
+		at := r.pos()
+		if b := r.u8("global window"); r.err == nil && b != 0 {
+			r.failAt(at, "global window byte %d, Flink writes 0", b)
+		}
 		return "GlobalWindow"
 	case "TimeWindow":
 		return map[string]any{"start": r.i64("window start"), "end": r.i64("window end")}
@@ -493,6 +520,17 @@ func decodeAny(r *reader, s *SerializerSnapshot, depth int) any {
 				return nil
 			}
 			return decodeAny(r, s.Nested[0], depth+1)
+		}
+	case "Tuple0":
+		at := r.pos()
+		if b := r.u8("Tuple0"); r.err == nil && b != tuple0Byte {
+			r.failAt(at, "Tuple0 byte %d, Flink writes %d", b, tuple0Byte)
+		}
+		return []any{}
+	case "Union":
+		if len(s.Nested) == 2 {
+			side := unionSide(r)
+			return map[string]any{unionSides[side]: decodeAny(r, s.Nested[side], depth+1)}
 		}
 	case "Either":
 		if len(s.Nested) == 2 {

@@ -129,6 +129,11 @@ func encodeAny(b []byte, s *SerializerSnapshot, v any, depth int) ([]byte, error
 		return encodeAvro(b, sch, v, 0)
 	case "VoidNamespace":
 		return append(b, 0), nil
+	case "GlobalWindow":
+		if v != "GlobalWindow" {
+			return nil, fmt.Errorf(`want "GlobalWindow", not %v`, v)
+		}
+		return append(b, 0), nil
 	case "TimeWindow":
 		w, ok := v.(map[string]any)
 		if !ok {

@@ -153,6 +153,23 @@ func encodeBuiltin(b []byte, s *SerializerSnapshot, v any, depth int) ([]byte, b
 		}
 		b, err = encodeAny(b, s.Nested[1], m["value"], depth+1)
 		return b, true, err
+	case "Tuple0":
+		if fields, ok := v.([]any); !ok || len(fields) != 0 {
+			return nil, true, fmt.Errorf("want [], not %v", v)
+		}
+		return append(b, tuple0Byte), true, nil
+	case "Union":
+		if len(s.Nested) != 2 {
+			return nil, false, nil
+		}
+		m, ok := v.(map[string]any)
+		for side, name := range unionSides {
+			if x, found := m[name]; ok && found && len(m) == 1 {
+				b, err = encodeAny(append(b, byte(side+1)), s.Nested[side], x, depth+1)
+				return b, true, err
+			}
+		}
+		return nil, true, fmt.Errorf(`want {"one": ..} or {"two": ..}, not %v`, v)
 	case "Either":
 		if len(s.Nested) != 2 {
 			return nil, false, nil

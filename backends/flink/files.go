@@ -68,6 +68,10 @@ type Resolver struct {
 	Storages *storage.Registry
 	// MaxFileSize caps the bytes read from one state file (default 1 GiB).
 	MaxFileSize int64
+	// Kryo5 says the snapshot's Kryo values are Kryo 5's: Flink 2
+	// (`_metadata` version 5 on) writes Kryo 5, with the same serializer
+	// snapshot as Flink 1's Kryo 2.
+	Kryo5 bool
 }
 
 // NewResolver returns a resolver for the state of the `_metadata` at

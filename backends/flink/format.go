@@ -84,6 +84,7 @@ func open(ctx context.Context, st storage.Storage, p string, opts snapshot.OpenO
 		maps = append(maps, PathMapping{Old: old, New: nw})
 	}
 	r := &SnapshotReader{meta: m, sums: sums, res: NewResolver(st, mp, opts.Storage, maps...), tempDir: opts.TempDir, natives: map[nativeKey]*nativeDB{}}
+	r.res.Kryo5 = m.Version >= 5
 	if err := r.build(ctx); err != nil {
 		r.Close()
 		return nil, err

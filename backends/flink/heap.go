@@ -12,30 +12,68 @@ import (
 // before 1.13) hold, after the key-group index, one section per state: a
 // short state id, an int count, then count (namespace, key, value) triples
 // written by the state's serializers (timer states: count timers). Nothing
-// is length-prefixed, so every serializer must be walked.
+// is length-prefixed, so every serializer must be walked. With snapshot
+// compression, Flink compresses each section as a stream of its own.
 
-// heapEntries decodes the sections of one heap key group (index removed,
-// decompressed) and emits its entries.
-//
-// Sections come in the order of a Java HashMap over the states, the same
-// in every key group but not the id order; from the first state whose
-// values cannot be walked on, the rest of a key group cannot be read, so
-// reading stops at the first section of a state in stop. An unsizedError
-// lists the states whose sections came before it.
-func heapEntries(kg, maxParallelism int, body []byte, file string, base int64, layouts []*layout, stop []bool, emit func(snapshot.Entry) bool) error {
-	w := &heapWalk{kg: kg, maxParallelism: maxParallelism, body: body, file: file, base: base, layouts: layouts}
-	err := w.sections(newReader(body, file, base), heapPos{id: -1}, stop, emit)
-	if errors.Is(err, errStopped) {
-		return nil
-	}
-	return err
+// heapPiece is bytes of a heap key group that hold whole sections: the
+// key group after its index, or one decompressed stream of it (one holds
+// exactly one section).
+type heapPiece struct {
+	body []byte
+	file string
+	base int64
+	one  bool
 }
 
-// heapWalk reads one heap key group. Where a value's serializer writes no
-// length (Kryo's, mostly), the value's end is inferred: it is the one
-// place after which the rest of the key group parses to its end, every
-// value inferred the same way. Where there is no such place, or more
-// than one, or finding it takes too long, the state cannot be split.
+// heapEntries decodes the sections of one heap key group and emits its
+// entries. Sections come in the order of a Java HashMap over the states,
+// the same in every key group but not the id order.
+//
+// A state whose values cannot be walked is reported to lost, and reading
+// goes on where the next section starts: the end of the section's stream,
+// or else the one place after which the rest of the key group parses.
+// Where there is no such place, or more than one, the states whose
+// sections were not reached are reported to lost as well. Entries of a
+// lost state may be emitted before it is found to be lost.
+func heapEntries(kg, maxParallelism int, pieces []heapPiece, layouts []*layout, emit func(snapshot.Entry) bool, lost func(state string, err error)) error {
+	if lost == nil {
+		lost = func(string, error) {}
+	}
+	at := heapPos{id: -1}
+	reached := make([]bool, len(layouts))
+	var cut error
+	for i, p := range pieces {
+		w := &heapWalk{kg: kg, maxParallelism: maxParallelism, body: p.body, file: p.file, base: p.base, one: p.one,
+			layouts: layouts, final: i == len(pieces)-1, reached: reached, lost: lost}
+		end, err := w.sections(newReader(p.body, p.file, p.base), at, emit)
+		var ce *cutError
+		switch {
+		case errors.Is(err, errStopped):
+			return nil
+		case errors.As(err, &ce):
+			if cut == nil {
+				cut = ce
+			}
+		case err != nil:
+			return err
+		}
+		at = heapPos{id: -1, seen: end.seen, mask: end.mask}
+	}
+	if cut != nil {
+		for id, l := range layouts {
+			if !reached[id] {
+				lost(l.name, fmt.Errorf("state %q: heap key group %d could not be read as far as its section: %w", l.name, kg, cut))
+			}
+		}
+	}
+	return nil
+}
+
+// heapWalk reads one piece of a heap key group. Where a value's serializer
+// writes no length (Kryo's, mostly), the value's end is inferred: it is
+// the one place after which the rest of the piece parses to its end,
+// every value inferred the same way. Where there is no such place, or
+// more than one, or finding it takes too long, the state cannot be split.
 // While inferring, a key must also hash to the key group, where its type's
 // hash is known, and a void namespace be the 0 Flink writes.
 type heapWalk struct {
@@ -45,12 +83,25 @@ type heapWalk struct {
 	file           string
 	base           int64
 	layouts        []*layout
-	// rest memoises whether the key group parses from a place to its end;
-	// parsed counts the bytes those tries read.
-	rest   map[heapPos]bool
+	// one says the piece holds one section; final that it is the key
+	// group's last piece.
+	one, final bool
+	// reached marks the states whose sections were read into.
+	reached []bool
+	lost    func(state string, err error)
+	// rest memoises whether the piece parses from a place to its end;
+	// parsed counts the bytes those tries read, and the places tried.
+	rest   map[restKey]bool
 	parsed int
 	// trying is set while a try parses: entries are checked, not emitted.
 	trying bool
+	// lenient is set while looking for where a section ends (see skip).
+	lenient bool
+}
+
+type restKey struct {
+	heapPos
+	lenient bool
 }
 
 // plausible reports, while trying, whether an entry's key and namespace
@@ -69,9 +120,9 @@ func (w *heapWalk) plausible(l *layout, key, ns []byte) bool {
 	return err == nil && w.maxParallelism > 0 && keygroup.OfHash(h, w.maxParallelism) == w.kg
 }
 
-// heapPos is a place in a key group: an offset, within the section of
-// state id (-1 between sections) with left entries still to come, after
-// seen sections, those of the states in mask (ids under 64).
+// heapPos is a place in a piece: an offset, within the section of state
+// id (-1 between sections) with left entries still to come, after seen
+// sections of the key group, those of the states in mask (ids under 64).
 type heapPos struct {
 	off, id, left, seen int
 	mask                uint64
@@ -83,19 +134,24 @@ type heapPos struct {
 // times their size.
 func inferBudget(n int) int { return 256*n + 1<<20 }
 
-// sections reads the key group from p: the rest of p's section, then
-// the sections after it, emitting the entries. An unsizedError lists the
-// states whose sections came before it.
-func (w *heapWalk) sections(r *reader, p heapPos, stop []bool, emit func(snapshot.Entry) bool) error {
+// spent counts one place tried and reports whether the budget is spent.
+func (w *heapWalk) spent() bool {
+	w.parsed++
+	return w.parsed > inferBudget(len(w.body))
+}
+
+// sections reads the piece from p: the rest of p's section, then the
+// sections after it, emitting the entries; it returns where it ended.
+func (w *heapWalk) sections(r *reader, p heapPos, emit func(snapshot.Entry) bool) (heapPos, error) {
 	seen, mask := p.seen, p.mask
-	var before []string
-	entries := func(l *layout, id, n int) error {
+	section := func(id, n int) error {
+		l := w.layouts[id]
 		for i := 0; i < n && r.err == nil; i++ {
 			next := heapPos{id: id, left: n - i - 1, seen: seen, mask: mask}
 			cont, err := l.heapEntry(r, w, next, emit)
 			var ue *unsizedError
 			if errors.As(err, &ue) {
-				ue.before = before
+				return w.skip(r, ue, heapPos{id: -1, seen: seen, mask: mask})
 			}
 			if err != nil || !cont {
 				return errStopWalk(err, cont)
@@ -103,46 +159,124 @@ func (w *heapWalk) sections(r *reader, p heapPos, stop []bool, emit func(snapsho
 		}
 		return r.err
 	}
+	done := func(err error) (heapPos, error) {
+		if errors.Is(err, errRestParses) {
+			return heapPos{}, nil
+		}
+		return heapPos{seen: seen, mask: mask}, err
+	}
+	read := 0
 	if p.id >= 0 {
-		if err := entries(w.layouts[p.id], p.id, p.left); err != nil {
-			return err
+		read++
+		if err := section(p.id, p.left); err != nil {
+			return done(err)
 		}
 	}
 	for r.remaining() > 0 {
 		at := r.pos()
+		if w.one && read > 0 {
+			if w.trying {
+				return done(errImplausible)
+			}
+			return done(&CorruptError{File: w.file, Offset: at, Reason: fmt.Sprintf("%d bytes after the state's section in its compressed stream", r.remaining())})
+		}
+		read++
 		id := int(r.u16("state id"))
 		if r.err != nil {
-			return r.err
+			return done(r.err)
 		}
 		if id >= len(w.layouts) {
-			return &CorruptError{File: w.file, Offset: at, Reason: fmt.Sprintf("state id %d, but the header has %d states", id, len(w.layouts))}
-		}
-		if stop != nil && stop[id] {
-			return nil
+			return done(&CorruptError{File: w.file, Offset: at, Reason: fmt.Sprintf("state id %d, but the header has %d states", id, len(w.layouts))})
 		}
 		// Flink writes every state's section once in each key group.
 		if w.trying && (id >= 64 || mask&(1<<id) != 0) {
-			return errImplausible
+			return done(errImplausible)
 		}
 		seen++
 		if id < 64 {
 			mask |= 1 << id
 		}
-		l := w.layouts[id]
-		n := r.count32(1, "entry count")
-		if err := entries(l, id, n); err != nil {
-			return err
+		if !w.trying {
+			w.reached[id] = true
 		}
-		before = append(before, l.name)
+		n := r.count32(1, "entry count")
+		if err := section(id, n); err != nil {
+			return done(err)
+		}
 	}
-	if w.trying && seen != len(w.layouts) {
+	if w.trying && w.final && seen != len(w.layouts) {
+		return done(errImplausible)
+	}
+	return done(nil)
+}
+
+// skip moves r from the value ue that cannot be walked to where the next
+// section starts, next (its offset to be found), and reports the state
+// lost. While trying, the rest of the piece parses if it does from any
+// place after the value.
+func (w *heapWalk) skip(r *reader, ue *unsizedError, next heapPos) error {
+	if w.one {
+		// The section's stream ends where the section does.
+		if !w.trying {
+			w.lost(ue.state, ue)
+		}
+		r.off, r.err = len(w.body), nil
+		return nil
+	}
+	if w.trying {
+		if ue.inferred && !w.lenient {
+			// Where a value's end is inferred, a later value whose end
+			// the tries could not settle fails the try: taken as
+			// parsing, it would let most values before it end in many
+			// places. Looking for where a section ends, it parses if the
+			// rest does from any place after it, so that the one end
+			// found is the true one.
+			return errImplausible
+		}
+		for off := ue.at + 1; off <= len(w.body); off++ {
+			if w.spent() {
+				return errImplausible
+			}
+			next.off = off
+			if w.parsesFrom(next) {
+				r.off = len(w.body)
+				return errRestParses
+			}
+		}
 		return errImplausible
 	}
+	w.lost(ue.state, ue)
+	// A budget of its own: the value's own tries may have spent theirs.
+	w.lenient, w.parsed = true, 0
+	end, why := w.onlyPlace(ue.at+1, next)
+	w.lenient = false
+	if end < 0 {
+		return &cutError{file: w.file, at: w.base + int64(ue.at), state: ue.state, why: why}
+	}
+	r.off, r.err = end, nil
 	return nil
 }
 
+// cutError says where a heap key group could not be read on.
+type cutError struct {
+	file  string
+	at    int64
+	state string
+	why   string
+}
+
+func (e *cutError) Error() string {
+	return fmt.Sprintf("%q at offset %d: the section of state %q, whose values cannot be walked, has no one place where the next section starts (%s)", e.file, e.at, e.state, e.why)
+}
+
+func (e *cutError) Unwrap() error { return ErrUnsupportedVersion }
+
 // errImplausible ends a try at an entry Flink cannot have written.
 var errImplausible = errors.New("implausible entry")
+
+// errRestParses ends a try whose rest was found to parse by a try of its
+// own.
+var errRestParses = errors.New("the rest parses")
 
 // errStopped ends a walk whose emit asked to stop.
 var errStopped = errors.New("stopped")
@@ -154,37 +288,38 @@ func errStopWalk(err error, cont bool) error {
 	return err
 }
 
-// last reports whether nothing follows the entry before p.
+// last reports whether nothing follows the entry before p in its piece.
 func (w *heapWalk) last(p heapPos) bool {
-	return p.left == 0 && p.seen == len(w.layouts)
+	return p.left == 0 && (w.one || w.final && p.seen == len(w.layouts))
 }
 
-// parsesFrom reports whether the key group parses from p to its end.
+// parsesFrom reports whether the piece parses from p to its end.
 func (w *heapWalk) parsesFrom(p heapPos) bool {
-	if ok, done := w.rest[p]; done {
+	key := restKey{p, w.lenient}
+	if ok, done := w.rest[key]; done {
 		return ok
 	}
 	r := newReader(w.body, w.file, w.base)
 	r.off = p.off
 	trying := w.trying
 	w.trying = true
-	err := w.sections(r, p, nil, func(snapshot.Entry) bool { return true })
+	_, err := w.sections(r, p, func(snapshot.Entry) bool { return true })
 	w.trying = trying
 	ok := err == nil && r.err == nil && r.remaining() == 0
 	w.parsed += r.off - p.off + 1
 	if w.rest == nil {
-		w.rest = map[heapPos]bool{}
+		w.rest = map[restKey]bool{}
 	}
-	w.rest[p] = ok
+	w.rest[key] = ok
 	return ok
 }
 
-// valueEnd infers where the unsized value starting at start ends, when
-// the key group goes on at next (its offset to be found).
-func (w *heapWalk) valueEnd(start int, next heapPos) (end int, why string) {
+// onlyPlace finds the one offset from from on at which the piece goes on
+// as next does and parses to its end.
+func (w *heapWalk) onlyPlace(from int, next heapPos) (end int, why string) {
 	end = -1
-	for off := start + 1; off <= len(w.body); off++ {
-		if w.parsed > inferBudget(len(w.body)) {
+	for off := from; off <= len(w.body); off++ {
+		if w.spent() {
 			return -1, "finding where its values end took too many tries"
 		}
 		next.off = off
@@ -192,28 +327,30 @@ func (w *heapWalk) valueEnd(start int, next heapPos) (end int, why string) {
 			continue
 		}
 		if end >= 0 {
-			return -1, fmt.Sprintf("the key group parses with its value ending at offset %d and at %d", w.base+int64(end), w.base+int64(off))
+			return -1, fmt.Sprintf("the rest of the key group parses from offset %d and from %d", w.base+int64(end), w.base+int64(off))
 		}
 		end = off
 	}
 	if end < 0 {
-		return -1, "no end of its value lets the rest of the key group parse"
+		return -1, "the rest of the key group parses from no place after it"
 	}
 	return end, ""
 }
 
-// errUnsized says why a heap state cannot be split.
-func (l *layout) errUnsized(r *reader, what string, s *SerializerSnapshot) error {
-	return &unsizedError{state: l.name, err: fmt.Errorf("%q at offset %d: state %q: the %s serializer %s writes no length and stateutil cannot walk its values, so this heap key group cannot be split: %w",
-		r.file, r.pos(), l.name, what, s.Name(), ErrUnsupportedVersion)}
+// errUnsized says why a heap state's values cannot be told apart; the
+// value starts at offset at of the piece.
+func (l *layout) errUnsized(r *reader, at int, what string, s *SerializerSnapshot) error {
+	return &unsizedError{state: l.name, at: at, err: fmt.Errorf("%q at offset %d: state %q: the %s serializer %s writes no length and stateutil cannot walk its values, so they cannot be told apart in heap key groups: %w",
+		r.file, r.base+int64(at), l.name, what, s.Name(), ErrUnsupportedVersion)}
 }
 
 // unsizedError names the heap state whose values could not be walked.
 type unsizedError struct {
 	state string
+	at    int
 	err   error
-	// before names the states whose sections preceded it in the key group.
-	before []string
+	// inferred says the value's end was looked for, and not found.
+	inferred bool
 }
 
 func (e *unsizedError) Error() string { return e.err.Error() }
@@ -230,7 +367,7 @@ func (l *layout) heapEntry(r *reader, w *heapWalk, next heapPos, emit func(snaps
 			if r.err != nil {
 				return nil, r.err
 			}
-			return nil, l.errUnsized(r, what, s)
+			return nil, l.errUnsized(r, start, what, s)
 		}
 		if r.err != nil {
 			return nil, r.err
@@ -262,7 +399,7 @@ func (l *layout) heapEntry(r *reader, w *heapWalk, next heapPos, emit func(snaps
 	switch l.kind {
 	case snapshot.List:
 		if l.elem == nil {
-			return false, l.errUnsized(r, "list", l.stored)
+			return false, l.errUnsized(r, r.off, "list", l.stored)
 		}
 		n := r.count32(1, "list size")
 		for i := 0; i < n && r.err == nil; i++ {
@@ -281,7 +418,7 @@ func (l *layout) heapEntry(r *reader, w *heapWalk, next heapPos, emit func(snaps
 		return true, r.err
 	case snapshot.Map:
 		if l.elem == nil {
-			return false, l.errUnsized(r, "map", l.stored)
+			return false, l.errUnsized(r, r.off, "map", l.stored)
 		}
 		n := r.count32(2, "map size")
 		for i := 0; i < n && r.err == nil; i++ {
@@ -310,12 +447,12 @@ func (l *layout) heapEntry(r *reader, w *heapWalk, next heapPos, emit func(snaps
 	if errors.As(err, &ue) {
 		r.off, r.err = start, nil
 		if w.last(next) {
-			// The last value of the key group ends where the group does.
+			// The last value of the piece ends where the piece does.
 			b = r.take(r.remaining(), "value")
 		} else {
-			end, why := w.valueEnd(start, next)
+			end, why := w.onlyPlace(start+1, next)
 			if end < 0 {
-				ue.err = fmt.Errorf("%w (%s)", ue.err, why)
+				ue.err, ue.inferred = fmt.Errorf("%w (%s)", ue.err, why), true
 				return false, ue
 			}
 			b = r.take(end-start, "value")

@@ -130,7 +130,11 @@ func (res *Resolver) ReadKeyGroups(ctx context.Context, h *KeyedHandle) (*KeyedS
 	if err != nil {
 		return nil, err
 	}
-	return ParseKeyGroups(data, file, base, h.KeyGroups)
+	f, err := ParseKeyGroups(data, file, base, h.KeyGroups)
+	if err == nil {
+		markStatesKryo5(res.Kryo5, f.Header.KeySerializer, f.Header.States...)
+	}
+	return f, err
 }
 
 // ReadRawKeyGroups reads the stream of a raw keyed state handle. Raw keyed

@@ -36,9 +36,9 @@ type kgStream struct {
 	// prefix is the key-group prefix width of canonical keys.
 	prefix         int
 	maxParallelism int
-	// stop marks the heap states (by id) whose sections end the reading
-	// of a key group (see heapEntries); nil reads every section.
-	stop []bool
+	// lost is told of the heap states that could not be read in a key
+	// group (see heapEntries); nil ignores them.
+	lost func(state string, err error)
 	// scratch holds a key group's bytes and canonical entries until the
 	// next one; it comes from scratchPool and goes back on Close.
 	scratch *entryBuf
@@ -97,6 +97,7 @@ func openKGStream(ctx context.Context, res *Resolver, kh *KeyedHandle, maxParall
 		s.Close()
 		return nil, err
 	}
+	markStatesKryo5(res.Kryo5, s.header.KeySerializer, s.header.States...)
 	s.layouts, s.byName = layoutsOf(s.header)
 	return s, nil
 }
@@ -190,17 +191,15 @@ func (s *kgStream) entries(kg int, emit func(snapshot.Entry) bool, unsplit func(
 		if len(b) < 4 || int(int32(binary.BigEndian.Uint32(b))) != kg {
 			return false, &CorruptError{File: s.file, Offset: at, Reason: fmt.Sprintf("heap key group %d does not start with its index", kg)}
 		}
-		body := b[4:]
-		if s.header.Compression {
-			if body, err = unsnappy(body, s.file, at+4); err != nil {
-				return false, err
-			}
+		pieces, err := s.heapPieces(b[4:], at+4)
+		if err != nil {
+			return false, err
 		}
 		cont := true
-		err := heapEntries(kg, s.maxParallelism, body, s.file, at+4, s.layouts, s.stop, func(e snapshot.Entry) bool {
+		err = heapEntries(kg, s.maxParallelism, pieces, s.layouts, func(e snapshot.Entry) bool {
 			cont = emit(e)
 			return cont
-		})
+		}, s.lost)
 		return cont && err == nil, err
 	}
 	kvs, err := s.canonical(b, at)
@@ -227,6 +226,55 @@ func (s *kgStream) entries(kg int, emit func(snapshot.Entry) bool, unsplit func(
 		}
 	}
 	return true, nil
+}
+
+// heapPieces is the bytes of a heap key group after its index, at offset
+// at: as they are, or, compressed, each Snappy stream decompressed (Flink
+// compresses each state's section as a stream of its own).
+func (s *kgStream) heapPieces(b []byte, at int64) ([]heapPiece, error) {
+	if !s.header.Compression {
+		return []heapPiece{{body: b, file: s.file, base: at}}, nil
+	}
+	var pieces []heapPiece
+	total := 0
+	for _, sp := range snappyStreams(b) {
+		body, err := unsnappy(b[sp[0]:sp[1]], s.file, at+int64(sp[0]))
+		if err != nil {
+			return nil, err
+		}
+		if total += len(body); total > maxDecompressed {
+			return nil, &CorruptError{File: s.file, Offset: at, Reason: "snappy key group decompresses to more than 1 GiB"}
+		}
+		file := fmt.Sprintf("%s (decompressed stream at offset %d)", s.file, at+int64(sp[0]))
+		pieces = append(pieces, heapPiece{body: body, file: file, one: true})
+	}
+	return pieces, nil
+}
+
+// snappyStreams splits Snappy framed data where a stream identifier chunk
+// starts a stream, walking the chunk headers (a type byte, a 3-byte
+// little-endian length); bytes that are not whole chunks go with the last
+// stream, whose decoding then reports them.
+func snappyStreams(b []byte) [][2]int {
+	var starts []int
+	for off := 0; off+4 <= len(b); {
+		if b[off] == snappyStreamID[0] {
+			starts = append(starts, off)
+		}
+		off += 4 + (int(b[off+1]) | int(b[off+2])<<8 | int(b[off+3])<<16)
+	}
+	if len(starts) == 0 || starts[0] != 0 {
+		starts = append([]int{0}, starts...)
+	}
+	out := make([][2]int, len(starts))
+	for i, st := range starts {
+		end := len(b)
+		if i+1 < len(starts) {
+			end = starts[i+1]
+		}
+		out[i] = [2]int{st, end}
+	}
+	return out
 }
 
 // decide sets the stream's format from its first non-empty key group:

@@ -994,10 +994,23 @@ func (sr *snapReader) kryoRegistrations() []KryoRegistration {
 	return regs
 }
 
-// typeOf is typeOf for a state of this snapshot: Flink 2 (`_metadata`
-// version 5 on) writes Kryo 5.
+// markStatesKryo5 marks the Kryo serializers of a key serializer and of
+// states' serializers as Kryo 5's, when kryo5.
+func markStatesKryo5(kryo5 bool, key *SerializerSnapshot, states ...*StateMeta) {
+	if !kryo5 {
+		return
+	}
+	markKryo5(key)
+	for _, m := range states {
+		for _, s := range m.Serializers {
+			markKryo5(s)
+		}
+	}
+}
+
+// typeOf is typeOf for a state of this snapshot.
 func (r *SnapshotReader) typeOf(s *SerializerSnapshot) snapshot.Type {
-	if r.meta != nil && r.meta.Version >= 5 {
+	if r.res.Kryo5 {
 		markKryo5(s)
 	}
 	return typeOf(s)

@@ -438,7 +438,6 @@ func (r *SnapshotReader) keyedFigures(ctx context.Context, o *snapshot.Operator,
 	}
 	need := false
 	var stored int64
-	var heap []string // the heap states
 	for _, kh := range managedKeyGroups(h) {
 		s, err := openKGStream(ctx, r.res, kh, op.MaxParallelism)
 		if err == nil {
@@ -455,13 +454,8 @@ func (r *SnapshotReader) keyedFigures(ctx context.Context, o *snapshot.Operator,
 			return snapshot.Stats{Known: true, Bytes: keyedBytes(h)}, nil
 		}
 		stored += s.storedBytes()
-		if s.format == HeapFormat && heap == nil {
-			for _, l := range s.layouts {
-				heap = append(heap, l.name)
-			}
-		}
 		for _, l := range s.layouts {
-			// Kryo values walk only when they are boxed numbers.
+			// Kryo values walk only when the decoder reads them.
 			need = need || !l.heapSized() || s.format == HeapFormat && l.hasKryo()
 		}
 		s.Close()
@@ -470,29 +464,15 @@ func (r *SnapshotReader) keyedFigures(ctx context.Context, o *snapshot.Operator,
 		return snapshot.Stats{}, nil
 	}
 	stats := snapshot.Stats{Known: true}
-	for e, err := range r.keyGroupEntries(ctx, op, st, keygroup.Range{Start: 0, End: keygroup.UpperBoundMaxParallelism}) {
-		var ue *unsizedError
-		if errors.As(err, &ue) && slices.Contains(heap, ue.state) {
-			// Degrade per state: the states whose sections come before
-			// the first that cannot be walked still read, in every key
-			// group (the sections' order is the same in all).
-			if r.heapCut == nil {
-				r.heapCut = map[*SubtaskState]map[string]bool{}
-			}
-			r.heapCut[st] = map[string]bool{}
-			for _, name := range heap {
-				if slices.Contains(ue.before, name) {
-					continue
-				}
-				r.heapCut[st][name] = true
-				reason := err
-				if name != ue.state {
-					reason = fmt.Errorf("state %q comes after state %q in every heap key group, or has no section before it, and that one's values cannot be walked: %w", name, ue.state, ErrUnsupportedVersion)
-				}
-				r.degrade(st, snapshot.ScopeKeyed, name, reason)
-			}
-			return snapshot.Stats{}, nil
+	// A heap state that cannot be read in some key group is marked
+	// unreadable as a whole: what it would yield is partial.
+	lost := map[string]error{}
+	all := keygroup.Range{Start: 0, End: keygroup.UpperBoundMaxParallelism}
+	for e, err := range r.keyGroupEntries(ctx, op, st, all, func(state string, err error) {
+		if lost[state] == nil {
+			lost[state] = err
 		}
+	}) {
 		if errors.Is(err, ErrUnsupportedVersion) {
 			r.degrade(st, snapshot.ScopeKeyed, "", err)
 			return snapshot.Stats{Known: true, Bytes: stored}, nil
@@ -502,6 +482,9 @@ func (r *SnapshotReader) keyedFigures(ctx context.Context, o *snapshot.Operator,
 		}
 		stats.Entries++
 		stats.Bytes += e.Size()
+	}
+	for name, err := range lost {
+		r.degrade(st, snapshot.ScopeKeyed, name, err)
 	}
 	return stats, nil
 }

@@ -48,5 +48,9 @@ func (res *Resolver) ReadNativeMeta(ctx context.Context, h *IncrementalKeyedHand
 	if err != nil {
 		return nil, err
 	}
-	return ParseKeyedHeader(data, file, base, len(data))
+	hdr, err := ParseKeyedHeader(data, file, base, len(data))
+	if err == nil {
+		markStatesKryo5(res.Kryo5, hdr.KeySerializer, hdr.States...)
+	}
+	return hdr, err
 }

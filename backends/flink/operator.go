@@ -44,12 +44,12 @@ func (res *Resolver) ReadOperatorState(ctx context.Context, h *OperatorStateHand
 	if err != nil {
 		return nil, err
 	}
-	return ParseOperatorState(data, file, base, h)
+	return ParseOperatorState(data, file, base, h, res.Kryo5)
 }
 
 // ParseOperatorState decodes an operator state stream. file and base name the
-// stream's place in errors.
-func ParseOperatorState(data []byte, file string, base int64, h *OperatorStateHandle) (*OperatorStateFile, error) {
+// stream's place in errors; kryo5 says its Kryo values are Kryo 5's.
+func ParseOperatorState(data []byte, file string, base int64, h *OperatorStateHandle, kryo5 bool) (*OperatorStateFile, error) {
 	r := newReader(data, file, base)
 	// The header ends where the first element starts.
 	var all []int64
@@ -132,6 +132,7 @@ func ParseOperatorState(data []byte, file string, base int64, h *OperatorStateHa
 		return nil, &CorruptError{File: file, Offset: r.pos(), Reason: fmt.Sprintf("operator state header ends at %d but the first element is at %d", r.off, end)}
 	}
 	of.HeaderSize = int64(r.off)
+	markStatesKryo5(kryo5, nil, append(append([]*StateMeta{}, of.States...), of.BroadcastStates...)...)
 	metas := map[string]*StateMeta{}
 	for _, m := range append(append([]*StateMeta{}, of.States...), of.BroadcastStates...) {
 		metas[m.Name] = m

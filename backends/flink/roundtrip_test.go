@@ -136,7 +136,9 @@ func TestCorpusValuesRoundTrip(t *testing.T) {
 	for _, want := range []string{"2.3.0/orders order", "2.3.0/collections basket", "2.3.0/types either", "2.3.0/types list",
 		"2.3.0/types map", "2.3.0/types pojo", "2.3.0/types row", "2.3.0/types enum", "2.3.0/types ints", "2.3.0/types strings", "1.20.5/types either",
 		"2.3.0/sql accState", "2.3.0/sql deduplicate-state", "1.20.5/sql left-records user key", "1.20.5/sql distinctAcc_0 user key",
-		"2.3.0/sqltime window-aggs", "2.3.0/sqltime watermark", "1.20.5/sqltime deduplicate-state"} {
+		"2.3.0/sqltime window-aggs", "2.3.0/sqltime watermark", "1.20.5/sqltime deduplicate-state",
+		"2.3.0/windows window-contents", "2.3.0/windows window-contents namespace", "1.20.5/windows window-contents namespace",
+		"2.3.0/windows count namespace", "2.3.0/windows tuple0", "2.3.0/windows tuple5", "1.20.5/windows tuple0"} {
 		if counts[want] == 0 {
 			t.Errorf("no value of %s round-tripped", want)
 		}

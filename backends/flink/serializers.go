@@ -154,7 +154,7 @@ var compositeClasses = map[string]bool{
 	"TupleSerializerSnapshot": true, "JavaEitherSerializerSnapshot": true, "NullableSerializer$NullableSerializerSnapshot": true,
 	"RowSerializer$RowSerializerSnapshot": true, "ArrayListSerializerSnapshot": true, "ScalaCaseClassSerializerSnapshot": true,
 	"Tuple2CaseClassSerializerSnapshot": true, "ScalaOptionSerializerSnapshot": true,
-	"StreamElementSerializer$StreamElementSerializerSnapshot": true,
+	"StreamElementSerializer$StreamElementSerializerSnapshot": true, "CoGroupedStreams$UnionSerializerSnapshot": true,
 }
 
 // contFunc reports whether the structure that follows a serializer snapshot

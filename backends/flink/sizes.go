@@ -48,6 +48,10 @@ func classKind(s *SerializerSnapshot) string {
 			return "GlobalWindow"
 		case strings.Contains(n, "TimeWindow"):
 			return "TimeWindow"
+		case strings.Contains(n, "Tuple0Serializer"):
+			return "Tuple0"
+		case strings.Contains(n, "CoGroupedStreams$UnionSerializer"):
+			return "Union"
 		case strings.Contains(n, "CaseClassSerializer"):
 			return "Tuple"
 		case strings.Contains(n, "ScalaOptionSerializer") || strings.HasSuffix(n, ".OptionSerializer"):
@@ -150,7 +154,9 @@ func sizedDepth(s *SerializerSnapshot, depth int) bool {
 			}
 		}
 		return k != "Pojo" || len(s.Fields) == len(s.Nested)
-	case "Tuple", "TTL", "Timer", "Option", "Either", "Entry":
+	case "Tuple0":
+		return true
+	case "Tuple", "TTL", "Timer", "Option", "Either", "Entry", "Union":
 		if len(s.Nested) == 0 {
 			return false
 		}
@@ -184,7 +190,7 @@ func fixedWidth(kind string) int {
 		return 4
 	case "Short", "Char":
 		return 2
-	case "Byte", "Boolean", "VoidNamespace", "GlobalWindow":
+	case "Byte", "Boolean", "VoidNamespace", "GlobalWindow", "Tuple0":
 		return 1
 	case "TimeWindow":
 		return 16
@@ -197,8 +203,7 @@ var fixedWhat = map[int]string{1: "1-byte value", 2: "2-byte value", 4: "4-byte 
 
 // skipValue advances r past one value written by s. It returns false (with
 // r unchanged apart from a possible r.err) when s is not sized; Kryo values
-// are sized only for the boxed Long and Integer classes Kryo registers by
-// default.
+// are sized where the Kryo decoder reads them.
 func skipValue(r *reader, s *SerializerSnapshot, depth int) bool {
 	if depth > 16 {
 		r.fail("values nested deeper than 16")
@@ -215,7 +220,7 @@ func skipValue(r *reader, s *SerializerSnapshot, depth int) bool {
 	case "byte[]":
 		r.bytes32("byte array")
 	case "Kryo":
-		return skipKryo(r)
+		return skipKryo(r, s)
 	case "Pojo":
 		if !sized(s) {
 			return false
@@ -260,6 +265,12 @@ func skipValue(r *reader, s *SerializerSnapshot, depth int) bool {
 	case "Nullable":
 		_, ok := walkNullable(r, s, depth, false)
 		return ok
+	case "Union":
+		if len(s.Nested) != 2 {
+			return false
+		}
+		side := unionSide(r)
+		return r.err != nil || skipValue(r, s.Nested[side], depth+1)
 	case "Set":
 		_, ok := walkSet(r, s, depth, false)
 		return ok
@@ -316,43 +327,39 @@ func skipValue(r *reader, s *SerializerSnapshot, depth int) bool {
 	return true
 }
 
-// Kryo writes a registered class as its id + 2 (a variable-length int);
-// java.lang.Integer and java.lang.Long are registered by default as 0 and 7,
-// and their values follow as zig-zag variable-length ints.
-const (
-	kryoInt  = 2
-	kryoLong = 9
-)
-
-func skipKryo(r *reader) bool {
-	if r.remaining() < 1 {
-		r.fail("truncated Kryo value")
-		return true
+// skipKryo walks a Kryo value by decoding it: the values of the classes
+// the decoder reads (Kryo's serializers of the JDK classes) are delimited;
+// a user class, a class with a serializer of its own, or bytes that do not
+// decode are not (false, r unchanged).
+func skipKryo(r *reader, s *SerializerSnapshot) bool {
+	d := *r
+	decodeKryo(&d, s)
+	if d.err != nil {
+		return false
 	}
-	switch r.buf[r.off] {
-	case kryoInt, kryoLong:
-		r.off++
-		readKryoVarLong(r)
-		return r.err == nil
-	}
-	return false
+	r.off = d.off
+	return true
 }
 
-// readKryoVarLong reads Kryo's zig-zag variable-length long (7 bits a byte,
-// low bits first).
-func readKryoVarLong(r *reader) int64 {
-	var v uint64
-	for shift := uint(0); shift < 70; shift += 7 {
-		b := r.u8("Kryo variable-length int")
-		if r.err != nil {
-			return 0
-		}
-		v |= uint64(b&0x7F) << shift
-		if b < 0x80 {
-			return int64(v>>1) ^ -int64(v&1)
-		}
+// Flink's Tuple0Serializer writes this byte for the one Tuple0 (and reads
+// past any).
+const tuple0Byte = 42
+
+// unionSides names the sides of CoGroup's TaggedUnion, as its serializer
+// tags them with 1 and 2.
+var unionSides = [2]string{"one", "two"}
+
+// unionSide reads a TaggedUnion's tag: 0 for side one, 1 for two. Flink
+// reads any tag but 1 as side two, and writes only 1 and 2.
+func unionSide(r *reader) int {
+	at := r.pos()
+	tag := r.u8("TaggedUnion tag")
+	if r.err == nil && tag != 1 && tag != 2 {
+		r.failAt(at, "TaggedUnion tag %d, Flink writes 1 or 2", tag)
 	}
-	r.fail("Kryo variable-length int too long")
+	if tag == 2 {
+		return 1
+	}
 	return 0
 }
 

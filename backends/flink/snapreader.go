@@ -26,8 +26,6 @@ type SnapshotReader struct {
 	snap   *snapshot.Snapshot
 	ops    map[*snapshot.Operator]*OperatorState
 	unread map[*SubtaskState]map[unreadKey]error
-	// heapCut names, per subtask, the heap states read no more (heapEntries).
-	heapCut map[*SubtaskState]map[string]bool
 	// sizes holds each broadcast state's entry count per subtask.
 	sizes map[*SubtaskState]map[string]int64
 	// opBytes holds the bytes of each subtask's operator-state elements.
@@ -112,7 +110,7 @@ func (r *SnapshotReader) Entries(ctx context.Context, op *snapshot.Operator, sub
 	} else if h := nativeHandle(st.ManagedKeyedState); h != nil {
 		es = r.nativeEntries(ctx, fo, st, h, kgs, nil)
 	} else {
-		es = r.keyGroupEntries(ctx, fo, st, kgs)
+		es = r.keyGroupEntries(ctx, fo, st, kgs, nil)
 	}
 	if len(u) == 0 {
 		return es
@@ -133,8 +131,9 @@ func (r *SnapshotReader) Entries(ctx context.Context, op *snapshot.Operator, sub
 
 // keyGroupEntries streams the entries of key-groups handles (full and
 // canonical snapshots, materialized changelog state), key group by key
-// group, reading only the key groups asked for.
-func (r *SnapshotReader) keyGroupEntries(ctx context.Context, op *OperatorState, st *SubtaskState, kgs keygroup.Range) snapshot.Entries {
+// group, reading only the key groups asked for; lost (nil: none) is told
+// of the heap states that could not be read in a key group.
+func (r *SnapshotReader) keyGroupEntries(ctx context.Context, op *OperatorState, st *SubtaskState, kgs keygroup.Range, lost func(state string, err error)) snapshot.Entries {
 	return func(yield func(snapshot.Entry, error) bool) {
 		handles := managedKeyGroups(st.ManagedKeyedState)
 		if len(handles) == 0 {
@@ -156,12 +155,7 @@ func (r *SnapshotReader) keyGroupEntries(ctx context.Context, op *OperatorState,
 				yield(snapshot.Entry{}, err)
 				return
 			}
-			if cut := r.heapCut[st]; cut != nil {
-				s.stop = make([]bool, len(s.layouts))
-				for i, l := range s.layouts {
-					s.stop[i] = cut[l.name]
-				}
-			}
+			s.lost = lost
 			streams = append(streams, s)
 		}
 		span := keygroup.Range{Start: lo, End: hi}

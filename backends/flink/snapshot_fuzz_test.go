@@ -23,6 +23,7 @@ var fuzzFixtures = []string{
 	"operatorstate/complexKeyed-flink1.16",                                     // all state inline in _metadata
 	"stateful-scala-udf-migration-itcase-flink1.13-jobmanager-savepoint",       // memory backend, _metadata v3
 	"type-serializer-snapshot-migration-itcase-flink1.5-savepoint",             // _metadata v2
+	"stateful-scala-udf-migration-itcase-flink1.8-jobmanager-savepoint",        // heap sections after ones not walked
 }
 
 // FuzzFlinkSnapshot mutates whole real Flink snapshots, _metadata and state

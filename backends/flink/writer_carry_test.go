@@ -46,7 +46,8 @@ func TestWriterCarriesWhatTheModelLacks(t *testing.T) {
 	}
 	var sources []source
 	for _, e := range corpus(t) {
-		if e.Manifest.Changelog || e.Manifest.Compression {
+		// heapkryo holds a state no reader reads (TestWriterRoundTripsRealSnapshots).
+		if e.Manifest.Changelog || e.Manifest.Compression || e.Manifest.Job == "heapkryo" {
 			continue
 		}
 		old, nw := e.PathMap()

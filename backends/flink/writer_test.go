@@ -64,9 +64,21 @@ func TestWriterRoundTripsRealSnapshots(t *testing.T) {
 				verify := !(c.want < 5 && strings.HasPrefix(e.Manifest.FlinkVersion, "2."))
 				_, err := migrate.Run(ctx, reg, migrate.Request{Source: e.SnapshotDir(), Destination: dst, Format: "flink",
 					Change: c.change, Verify: verify, PathMap: map[string]string{old: nw}, ReaderVersion: c.version})
+				// The heapkryo job's list of a user class under Kryo's
+				// FieldSerializer cannot be read in heap key groups: no
+				// writer drops it silently.
+				if e.Manifest.Job == "heapkryo" {
+					if err == nil || !strings.Contains(err.Error(), `keyed state "events" cannot be read`) {
+						t.Errorf("got %v, want the unreadable events state refused", err)
+					}
+					return
+				}
 				// The types job's Kryo state and the orders job's POJO with a
-				// List field stay in their major version.
-				refused := map[string]string{"types-": `"kryo"`, "orders-": `"order" has a POJO field`, "collections-": `"basket" has a POJO field`}
+				// List field stay in their major version, and so, until a
+				// restore in the other major shows their snapshots carry
+				// over, do window serializers.
+				refused := map[string]string{"types-": `"kryo"`, "orders-": `"order" has a POJO field`, "collections-": `"basket" has a POJO field`,
+					"windows-": `TimeWindow$Serializer`}
 				var re *flink.RestoreError
 				for prefix, state := range refused {
 					if strings.HasPrefix(e.Name, prefix) && c.version != "" && c.version[0] != e.Manifest.FlinkVersion[0] {

@@ -5,11 +5,15 @@ import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 
+import org.apache.flink.api.common.functions.AggregateFunction;
+import org.apache.flink.api.common.functions.ReduceFunction;
+import org.apache.flink.api.common.state.AggregatingStateDescriptor;
 import org.apache.flink.api.common.state.BroadcastState;
 import org.apache.flink.api.common.state.ListState;
 import org.apache.flink.api.common.state.ListStateDescriptor;
 import org.apache.flink.api.common.state.MapState;
 import org.apache.flink.api.common.state.MapStateDescriptor;
+import org.apache.flink.api.common.state.ReducingStateDescriptor;
 import org.apache.flink.api.common.state.State;
 import org.apache.flink.api.common.state.StateDescriptor;
 import org.apache.flink.api.common.state.ValueState;
@@ -121,6 +125,15 @@ public final class RestoredStateDumper<K> extends AbstractStreamOperator<Long>
                 desc = new MapStateDescriptor<>(name, ((MapSerializer<?, ?>) ser).getKeySerializer(), ((MapSerializer<?, ?>) ser).getValueSerializer());
                 kind = "map";
                 break;
+            case REDUCING:
+                // Whatever the job's function, get() gives what is stored.
+                desc = new ReducingStateDescriptor<>(name, (ReduceFunction) (a, b) -> a, ser);
+                kind = "reducing";
+                break;
+            case AGGREGATING:
+                desc = new AggregatingStateDescriptor<>(name, new Stored(), ser);
+                kind = "aggregating";
+                break;
             default:
                 throw new IllegalStateException(uid + ": state " + name + " of type " + info.getStateType() + " is not dumped");
         }
@@ -135,6 +148,10 @@ public final class RestoredStateDumper<K> extends AbstractStreamOperator<Long>
             switch (kind) {
                 case "value":
                     value = SerializerJson.enc(((ValueState<?>) st).value(), ser);
+                    break;
+                case "reducing":
+                case "aggregating":
+                    value = SerializerJson.enc(((org.apache.flink.api.common.state.AppendingState<?, ?>) st).get(), ser);
                     break;
                 case "list": {
                     List<Object> l = new ArrayList<>();
@@ -178,6 +195,30 @@ public final class RestoredStateDumper<K> extends AbstractStreamOperator<Long>
             l.put("namespace", SerializerJson.enc(ns, nsSer));
         }
         return l;
+    }
+
+    /** An aggregate function whose result is its accumulator: what an AggregatingState stores. */
+    @SuppressWarnings("rawtypes")
+    static final class Stored implements AggregateFunction {
+        @Override
+        public Object createAccumulator() {
+            throw new UnsupportedOperationException("the dump only reads");
+        }
+
+        @Override
+        public Object add(Object value, Object acc) {
+            throw new UnsupportedOperationException("the dump only reads");
+        }
+
+        @Override
+        public Object getResult(Object acc) {
+            return acc;
+        }
+
+        @Override
+        public Object merge(Object a, Object b) {
+            throw new UnsupportedOperationException("the dump only reads");
+        }
     }
 
     @Override

@@ -63,6 +63,20 @@ final class SerializerJson {
             }
             return out;
         }
+        if (v.getClass().getSimpleName().equals("TaggedUnion")) {
+            // CoGroup's window contents: the side the element came in on (the class moved
+            // to org.apache.flink.util in Flink 2).
+            TreeMap<String, Object> out = Json.obj();
+            if ((Boolean) call(v, "isOne")) {
+                out.put("one", enc(call(v, "getOne"), (TypeSerializer<?>) field(s, "oneSerializer")));
+            } else {
+                out.put("two", enc(call(v, "getTwo"), (TypeSerializer<?>) field(s, "twoSerializer")));
+            }
+            return out;
+        }
+        if (v instanceof org.apache.flink.streaming.api.windowing.windows.GlobalWindow) {
+            return "GlobalWindow";
+        }
         if (v.getClass().getSimpleName().equals("TimeWindow")) { // DataStream's and the planner's
             TreeMap<String, Object> out = Json.obj();
             out.put("start", call(v, "getStart"));
