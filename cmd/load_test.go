@@ -179,8 +179,11 @@ func TestLoadInShards(t *testing.T) {
 
 // Every savepoint real Flink wrote into testdata/flink goes through dump
 // and load unedited equal to itself, every value type of the types zoo
-// included: values stateutil does not decode go back as their bytes.
+// included: values stateutil does not decode go back as their bytes. The
+// heapkryo savepoints hold a heap state no walker can split into values;
+// dump refuses them whole (exit 4) rather than print less.
 func TestLoadDumpRoundTripOfEveryFlinkSavepoint(t *testing.T) {
+	unreadable := map[string]bool{"heapkryo-hashmap-native": true}
 	savepoints, err := filepath.Glob(filepath.Join("..", "testdata", "flink", "*", "*", "snapshot", "savepoint-*"))
 	if err != nil || len(savepoints) < 20 {
 		t.Fatalf("%d savepoints in testdata/flink (%v)", len(savepoints), err)
@@ -188,6 +191,12 @@ func TestLoadDumpRoundTripOfEveryFlinkSavepoint(t *testing.T) {
 	for _, src := range savepoints {
 		name := strings.Join(strings.Split(src, string(filepath.Separator))[3:5], "/")
 		t.Run(name, func(t *testing.T) {
+			if unreadable[filepath.Base(filepath.Dir(filepath.Dir(src)))] {
+				if code, _, stderr := run(t, "dump", src); code != 4 || !strings.Contains(stderr, "cannot be read") {
+					t.Fatalf("dump of a savepoint with an unreadable state: exit %d, %s; want exit 4 naming it", code, stderr)
+				}
+				return
+			}
 			dir := t.TempDir()
 			records := writeRecords(t, dir, "dump.jsonl", mustRun(t, "dump", src))
 			dst := filepath.Join(dir, "loaded")
