@@ -114,10 +114,13 @@ func surgeryMatrix(t *testing.T, v string) {
 		{"state-rename-old-descriptor", basic.SnapshotDir(), []string{"state", "rename", "--operator", "keyed", "--state", "count", "--to", "count-v2"},
 			basicDump, dropLines(basicDump, operatorState("keyed", "count")), flinkharness.RestoreOptions{Parallelism: 2}},
 		// The same for operator state: a split list state, redistributed
-		// over 3 subtasks, and a broadcast state.
+		// over 3 subtasks, a union list state and a broadcast state.
 		{"state-rename-split", basic.SnapshotDir(), []string{"state", "rename", "--operator", "offsets", "--state", "partition-offsets", "--to", "partition-offsets-v2"},
 			basicDump, stateRenamed(t, basicDump, "offsets", "partition-offsets", "partition-offsets-v2"),
 			flinkharness.RestoreOptions{Parallelism: 3, RenameState: "partition-offsets=partition-offsets-v2"}},
+		{"state-rename-union", basic.SnapshotDir(), []string{"state", "rename", "--operator", "offsets", "--state", "subtask-summary", "--to", "subtask-summary-v2"},
+			basicDump, stateRenamed(t, basicDump, "offsets", "subtask-summary", "subtask-summary-v2"),
+			flinkharness.RestoreOptions{Parallelism: 2, RenameState: "subtask-summary=subtask-summary-v2"}},
 		{"state-rename-broadcast", basic.SnapshotDir(), []string{"state", "rename", "--operator", "broadcast", "--state", "rules", "--to", "rules-v2"},
 			basicDump, stateRenamed(t, basicDump, "broadcast", "rules", "rules-v2"), flinkharness.RestoreOptions{Parallelism: 2, RenameState: "rules=rules-v2"}},
 		// As for keyed state, a job still declaring the old name restores it
