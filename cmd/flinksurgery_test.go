@@ -23,9 +23,14 @@ func keyedLines(lines []flinkharness.Line, drop func(flinkharness.Line) bool) []
 	return dropLines(lines, func(l flinkharness.Line) bool { return l.Operator == "keyed" && drop(l) })
 }
 
-// stateRenamed is lines with keyed state from of the keyed operator named to.
-func stateRenamed(t *testing.T, lines []flinkharness.Line, from, to string) []flinkharness.Line {
-	return withField(t, lines, func(l flinkharness.Line) bool { return l.Operator == "keyed" && l.State == from }, "state", to)
+// stateRenamed is lines with state from of operator named to.
+func stateRenamed(t *testing.T, lines []flinkharness.Line, operator, from, to string) []flinkharness.Line {
+	return withField(t, lines, operatorState(operator, from), "state", to)
+}
+
+// operatorState matches the lines of state of operator.
+func operatorState(operator, state string) func(flinkharness.Line) bool {
+	return func(l flinkharness.Line) bool { return l.Operator == operator && l.State == state }
 }
 
 // withLine is lines and one more, raw.
@@ -97,13 +102,31 @@ func surgeryMatrix(t *testing.T, v string) {
 			basicDump, withLine(t, basicDump, `{"key":"user-new","kind":"list","operator":"keyed","state":"events","value":["x","y"]}`), flinkharness.RestoreOptions{Parallelism: 2}},
 		// An operator state dropped: the restored union state is empty.
 		{"state-drop-operator", basic.SnapshotDir(), []string{"state", "drop", "--operator", "offsets", "--state", "subtask-summary"},
-			basicDump, dropLines(basicDump, func(l flinkharness.Line) bool { return l.Operator == "offsets" && l.State == "subtask-summary" }), flinkharness.RestoreOptions{Parallelism: 2}},
+			basicDump, dropLines(basicDump, operatorState("offsets", "subtask-summary")), flinkharness.RestoreOptions{Parallelism: 2}},
 		// Whole values, as load sets them, rescaled in the same run.
 		{"load-list-map", basic.SnapshotDir(), []string{"load", "--from", basicRecords, "--parallelism", "3"},
 			basicDump, loaded, flinkharness.RestoreOptions{Parallelism: 3}},
 		// A job whose descriptor is now named count-v2 restores count's content into it.
 		{"state-rename", basic.SnapshotDir(), []string{"state", "rename", "--operator", "keyed", "--state", "count", "--to", "count-v2"},
-			basicDump, stateRenamed(t, basicDump, "count", "count-v2"), flinkharness.RestoreOptions{Parallelism: 2, RenameState: "count=count-v2"}},
+			basicDump, stateRenamed(t, basicDump, "keyed", "count", "count-v2"), flinkharness.RestoreOptions{Parallelism: 2, RenameState: "count=count-v2"}},
+		// The job that still declares count starts it empty: Flink matched
+		// the state by its new name.
+		{"state-rename-old-descriptor", basic.SnapshotDir(), []string{"state", "rename", "--operator", "keyed", "--state", "count", "--to", "count-v2"},
+			basicDump, dropLines(basicDump, operatorState("keyed", "count")), flinkharness.RestoreOptions{Parallelism: 2}},
+		// The same for operator state: a split list state, redistributed
+		// over 3 subtasks, a union list state and a broadcast state.
+		{"state-rename-split", basic.SnapshotDir(), []string{"state", "rename", "--operator", "offsets", "--state", "partition-offsets", "--to", "partition-offsets-v2"},
+			basicDump, stateRenamed(t, basicDump, "offsets", "partition-offsets", "partition-offsets-v2"),
+			flinkharness.RestoreOptions{Parallelism: 3, RenameState: "partition-offsets=partition-offsets-v2"}},
+		{"state-rename-union", basic.SnapshotDir(), []string{"state", "rename", "--operator", "offsets", "--state", "subtask-summary", "--to", "subtask-summary-v2"},
+			basicDump, stateRenamed(t, basicDump, "offsets", "subtask-summary", "subtask-summary-v2"),
+			flinkharness.RestoreOptions{Parallelism: 2, RenameState: "subtask-summary=subtask-summary-v2"}},
+		{"state-rename-broadcast", basic.SnapshotDir(), []string{"state", "rename", "--operator", "broadcast", "--state", "rules", "--to", "rules-v2"},
+			basicDump, stateRenamed(t, basicDump, "broadcast", "rules", "rules-v2"), flinkharness.RestoreOptions{Parallelism: 2, RenameState: "rules=rules-v2"}},
+		// As for keyed state, a job still declaring the old name restores it
+		// empty, and Flink restores the job all the same.
+		{"state-rename-broadcast-old-descriptor", basic.SnapshotDir(), []string{"state", "rename", "--operator", "broadcast", "--state", "rules", "--to", "rules-v2"},
+			basicDump, dropLines(basicDump, operatorState("broadcast", "rules")), flinkharness.RestoreOptions{Parallelism: 2}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -141,16 +164,6 @@ func surgeryMatrix(t *testing.T, v string) {
 		for _, backend := range []string{"hashmap", "rocksdb"} {
 			fc.restore("load-types-"+backend, "types", dst, want, flinkharness.RestoreOptions{Parallelism: 2, Backend: backend})
 		}
-	})
-	t.Run("state-rename-old-descriptor", func(t *testing.T) {
-		// The job that still declares count starts it empty: Flink matched
-		// the state by its new name.
-		fc := *fc
-		fc.t = t
-		dst := out("renamed-old")
-		fc.stateutil("state", "rename", basic.SnapshotDir(), "--operator", "keyed", "--state", "count", "--to", "count-v2", "--output", dst)
-		want := keyedLines(basicDump, func(l flinkharness.Line) bool { return l.State == "count" })
-		fc.restore("renamed-old", "basic", dst, want, flinkharness.RestoreOptions{Parallelism: 2})
 	})
 }
 

@@ -48,8 +48,9 @@ const (
 // plan files).
 type Edit struct {
 	Op Op `json:"op"`
-	// Operator is the operator's uid, id or name.
-	Operator string `json:"operator"`
+	// Operator is the operator's uid, id or name; none for Load, whose
+	// records name theirs.
+	Operator string `json:"operator,omitempty"`
 	// State is the state to drop or rename; To its new name.
 	State string `json:"state,omitempty"`
 	To    string `json:"to,omitempty"`

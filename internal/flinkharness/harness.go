@@ -276,8 +276,8 @@ type RestoreOptions struct {
 	// RenameUID "OLD=NEW" runs the job's operator OLD under uid NEW, and
 	// the dump names it NEW.
 	RenameUID string
-	// RenameState "OLD=NEW" declares the job's keyed state OLD under the
-	// descriptor name NEW, and the dump names it NEW.
+	// RenameState "OLD=NEW" declares the job's keyed or operator state OLD
+	// under the descriptor name NEW, and the dump names it NEW.
 	RenameState string
 }
 

@@ -565,8 +565,9 @@ public final class Harness {
         if (rename != UidRename.NONE && job.dumpView() != null) {
             throw new UsageException("--rename-uid: job " + job.name() + " dumps through a dump view");
         }
-        // --rename-state OLD=NEW: the job declares its keyed state OLD under the descriptor name
-        // NEW, as a job whose descriptor was renamed does (to restore a state renamed there).
+        // --rename-state OLD=NEW: the job declares its keyed or operator state OLD under the
+        // descriptor name NEW, as a job whose descriptor was renamed does (to restore a state
+        // renamed there).
         String stateRename = o.get("rename-state", "");
         if (!stateRename.isEmpty()) {
             int i = stateRename.indexOf('=');

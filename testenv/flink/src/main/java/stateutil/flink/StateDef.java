@@ -63,7 +63,8 @@ public final class StateDef implements Serializable {
         DESCRIPTOR_NAMES.put(from, to);
     }
 
-    private static String descName(String name) {
+    /** The descriptor name of the job's state named name, keyed or operator state. */
+    public static String descName(String name) {
         return DESCRIPTOR_NAMES.getOrDefault(name, name);
     }
 

@@ -61,10 +61,19 @@ public final class BasicJob implements Job {
     /** Processing-time timer of every key: 2100-01-01, never fires. */
     public static final long FAR_FUTURE = 4_102_444_800_000L;
 
-    static final ListStateDescriptor<Tuple2<Integer, Long>> SPLIT =
-            new ListStateDescriptor<>("partition-offsets", Types.TUPLE(Types.INT, Types.LONG));
-    static final ListStateDescriptor<String> UNION = new ListStateDescriptor<>("subtask-summary", Types.STRING);
-    static final MapStateDescriptor<String, String> RULES_STATE = new MapStateDescriptor<>("rules", Types.STRING, Types.STRING);
+    // Methods, not constants: a restore can rename a descriptor (StateDef.renameDescriptor)
+    // after this class is loaded.
+    static ListStateDescriptor<Tuple2<Integer, Long>> split() {
+        return new ListStateDescriptor<>(StateDef.descName("partition-offsets"), Types.TUPLE(Types.INT, Types.LONG));
+    }
+
+    static ListStateDescriptor<String> union() {
+        return new ListStateDescriptor<>(StateDef.descName("subtask-summary"), Types.STRING);
+    }
+
+    static MapStateDescriptor<String, String> rules() {
+        return new MapStateDescriptor<>(StateDef.descName("rules"), Types.STRING, Types.STRING);
+    }
 
     @Override
     public String name() {
@@ -96,9 +105,9 @@ public final class BasicJob implements Job {
         return List.of(
                 Jobs.sourceState("source"),
                 Jobs.sourceState("rules-source"),
-                new OperatorStateSpec(OFFSETS, SPLIT.getName(), OperatorStateSpec.Mode.SPLIT, Types.TUPLE(Types.INT, Types.LONG), null),
-                new OperatorStateSpec(OFFSETS, UNION.getName(), OperatorStateSpec.Mode.UNION, Types.STRING, null),
-                new OperatorStateSpec(BROADCAST, RULES_STATE.getName(), OperatorStateSpec.Mode.BROADCAST, Types.STRING, Types.STRING));
+                new OperatorStateSpec(OFFSETS, split().getName(), OperatorStateSpec.Mode.SPLIT, Types.TUPLE(Types.INT, Types.LONG), null),
+                new OperatorStateSpec(OFFSETS, union().getName(), OperatorStateSpec.Mode.UNION, Types.STRING, null),
+                new OperatorStateSpec(BROADCAST, rules().getName(), OperatorStateSpec.Mode.BROADCAST, Types.STRING, Types.STRING));
     }
 
     @Override
@@ -110,7 +119,7 @@ public final class BasicJob implements Job {
     public void build(StreamExecutionEnvironment env, Params p) {
         long keys = Jobs.keys(p, 10);
         KeyedSpec spec = spec();
-        BroadcastStream<Long> rules = Jobs.source(env, "rules-source", RULES, 1).setParallelism(1).broadcast(RULES_STATE);
+        BroadcastStream<Long> rules = Jobs.source(env, "rules-source", RULES, 1).setParallelism(1).broadcast(rules());
         DataStream<Long> records = Jobs.source(env, "source", p.records, Jobs.PARTITIONS)
                 .map(new Offsets()).uid(OFFSETS).name(OFFSETS)
                 .connect(rules).process(new Rules()).uid(BROADCAST).name(BROADCAST);
@@ -203,8 +212,8 @@ public final class BasicJob implements Job {
         @Override
         public void initializeState(FunctionInitializationContext ctx) throws Exception {
             OperatorStateStore store = ctx.getOperatorStateStore();
-            split = store.getListState(SPLIT);
-            union = store.getUnionListState(UNION);
+            split = store.getListState(split());
+            union = store.getUnionListState(union());
             seen = new TreeMap<>();
             if (ctx.isRestored()) {
                 for (Tuple2<Integer, Long> t : split.get()) {
@@ -231,10 +240,10 @@ public final class BasicJob implements Job {
             int sub = Compat.subtask(getRuntimeContext());
             TypeInformation<Tuple2<Integer, Long>> tt = Types.TUPLE(Types.INT, Types.LONG);
             for (Tuple2<Integer, Long> t : split.get()) {
-                Dumps.line(checkpointId, Dumps.operator("split", OFFSETS, SPLIT.getName(), sub, Json.enc(t, tt)));
+                Dumps.line(checkpointId, Dumps.operator("split", OFFSETS, split().getName(), sub, Json.enc(t, tt)));
             }
             for (String s : union.get()) {
-                Dumps.line(checkpointId, Dumps.operator("union", OFFSETS, UNION.getName(), sub, s));
+                Dumps.line(checkpointId, Dumps.operator("union", OFFSETS, union().getName(), sub, s));
             }
         }
     }
@@ -250,7 +259,7 @@ public final class BasicJob implements Job {
 
         @Override
         public void processBroadcastElement(Long r, Context ctx, Collector<Long> out) throws Exception {
-            ctx.getBroadcastState(RULES_STATE).put("rule-" + r, "threshold=" + (10 * r));
+            ctx.getBroadcastState(rules()).put("rule-" + r, "threshold=" + (10 * r));
             Dumps.counter(BROADCAST).incrementAndGet();
         }
 
@@ -271,12 +280,12 @@ public final class BasicJob implements Job {
 
         private void dump(long checkpointId) throws Exception {
             int sub = Compat.subtask(getRuntimeContext());
-            BroadcastState<String, String> bs = store.getBroadcastState(RULES_STATE);
+            BroadcastState<String, String> bs = store.getBroadcastState(rules());
             for (Map.Entry<String, String> e : bs.entries()) {
                 TreeMap<String, Object> kv = Json.obj();
                 kv.put("key", e.getKey());
                 kv.put("value", e.getValue());
-                Dumps.line(checkpointId, Dumps.operator("broadcast", BROADCAST, RULES_STATE.getName(), sub, kv));
+                Dumps.line(checkpointId, Dumps.operator("broadcast", BROADCAST, rules().getName(), sub, kv));
             }
         }
     }
