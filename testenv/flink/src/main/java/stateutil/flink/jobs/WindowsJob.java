@@ -5,7 +5,6 @@ import java.util.List;
 import java.util.Map;
 
 import org.apache.flink.api.common.eventtime.WatermarkStrategy;
-import org.apache.flink.api.common.functions.AggregateFunction;
 import org.apache.flink.api.common.functions.CoGroupFunction;
 import org.apache.flink.api.common.functions.FilterFunction;
 import org.apache.flink.api.common.functions.MapFunction;
@@ -16,7 +15,6 @@ import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.api.java.functions.KeySelector;
 import org.apache.flink.api.java.tuple.Tuple0;
-import org.apache.flink.api.java.tuple.Tuple2;
 import org.apache.flink.api.java.tuple.Tuple5;
 import org.apache.flink.api.java.typeutils.TupleTypeInfo;
 import org.apache.flink.streaming.api.datastream.DataStream;
@@ -91,7 +89,7 @@ public final class WindowsJob implements Job {
         Key key = new Key(keys);
         src.keyBy(key, Types.STRING)
                 .window(TumblingEventTimeWindows.of(Duration.ofSeconds(10)))
-                .aggregate(new SumCount(), Types.TUPLE(Types.LONG, Types.LONG), Types.TUPLE(Types.LONG, Types.LONG))
+                .aggregate(new BasicJob.SumCount(), Types.TUPLE(Types.LONG, Types.LONG), Types.TUPLE(Types.LONG, Types.LONG))
                 .uid("tumbling").name("tumbling");
         TypeInformation<Tuple5<String, Long, Integer, Double, Boolean>> t5 =
                 Types.TUPLE(Types.STRING, Types.LONG, Types.INT, Types.DOUBLE, Types.BOOLEAN);
@@ -149,28 +147,6 @@ public final class WindowsJob implements Job {
         @Override
         public String getKey(Long r) {
             return "w-" + (r % keys);
-        }
-    }
-
-    static final class SumCount implements AggregateFunction<Long, Tuple2<Long, Long>, Tuple2<Long, Long>> {
-        @Override
-        public Tuple2<Long, Long> createAccumulator() {
-            return Tuple2.of(0L, 0L);
-        }
-
-        @Override
-        public Tuple2<Long, Long> add(Long r, Tuple2<Long, Long> acc) {
-            return Tuple2.of(acc.f0 + r, acc.f1 + 1);
-        }
-
-        @Override
-        public Tuple2<Long, Long> getResult(Tuple2<Long, Long> acc) {
-            return acc;
-        }
-
-        @Override
-        public Tuple2<Long, Long> merge(Tuple2<Long, Long> a, Tuple2<Long, Long> b) {
-            return Tuple2.of(a.f0 + b.f0, a.f1 + b.f1);
         }
     }
 
