@@ -45,7 +45,8 @@ Every record is checked before anything is written: its operator and state, its 
 namespace and value against the state's types (each encoded with the state's
 serializer, from its serializer snapshot), its key group. A line that is no record, or
 does not fit, exits 1 (an unknown operator or state exits 3, a type stateutil cannot
-write exits 4), naming the line, and nothing is written. --from - reads stdin.
+write exits 4), naming the line, and nothing is written; so does a line over 64 MiB.
+--from - reads stdin.
 
 Memory: FILE is read once, and every record is held until the copy ends, with its key
 and value encoded, indexed by key group and key, so that each entry of SRC is matched in

@@ -56,7 +56,10 @@ func ReadRecords(r io.Reader, schema int) ([]Record, error) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	var out []Record
 	for n := 1; ; n++ {
-		text, err := br.ReadBytes('\n')
+		text, err := readLine(br)
+		if errors.Is(err, errLongLine) {
+			return nil, fmt.Errorf("line %d: %w", n, badEditf("%v", err))
+		}
 		if err != nil && !errors.Is(err, io.EOF) {
 			return nil, err
 		}
@@ -70,6 +73,27 @@ func ReadRecords(r io.Reader, schema int) ([]Record, error) {
 		}
 		if err != nil {
 			return out, nil
+		}
+	}
+}
+
+// maxRecordLine bounds one record's line: a value of a few MiB is large
+// state already, and a file without line breaks must not be read whole.
+const maxRecordLine = 64 << 20
+
+var errLongLine = fmt.Errorf("longer than %d MiB", maxRecordLine>>20)
+
+// readLine reads up to and including the next line break, or to the end.
+func readLine(br *bufio.Reader) ([]byte, error) {
+	var text []byte
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if len(text)+len(chunk) > maxRecordLine {
+			return nil, errLongLine
+		}
+		text = append(text, chunk...)
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			return text, err
 		}
 	}
 }

@@ -77,6 +77,16 @@ func TestReadRecordsRefused(t *testing.T) {
 	}
 }
 
+// A line longer than a record can be is refused before it is read whole.
+func TestReadRecordsRefusesALongLine(t *testing.T) {
+	good := `{"operator":"w","state":"s","key":"k","value":1}` + "\n"
+	long := `{"operator":"w","state":"s","key":"k","value":"` + strings.Repeat("x", 65<<20) + `"}`
+	_, err := surgery.ReadRecords(strings.NewReader(good+long), 1)
+	if !errors.Is(err, surgery.ErrBadEdit) || !strings.HasPrefix(err.Error(), "line 2: ") || !strings.Contains(err.Error(), "longer than 64 MiB") {
+		t.Fatalf("ReadRecords: %v, want a bad edit at line 2, too long", err)
+	}
+}
+
 // load is a Load edit of lines, read as the command reads them.
 func load(t *testing.T, now int64, lines ...string) surgery.Edit {
 	t.Helper()
