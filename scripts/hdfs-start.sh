@@ -24,7 +24,13 @@
 #
 #   scripts/hdfs-start.sh --ha && . .cache/hdfs-ha.env && stateutil inspect $STATEUTIL_TEST_HDFS/path
 #
-# All three can run at once; scripts/hdfs-stop.sh stops them all.
+# With --dn it starts an open cluster of three DataNodes and replication 3
+# (no YARN), under .cache/hdfs-dn, for the DataNode fault tests, and writes
+# .cache/hdfs-dn.env: STATEUTIL_TEST_HDFS for a shell, and
+# STATEUTIL_TEST_DN_HDFS, STATEUTIL_TEST_DN_CONTROL and STATEUTIL_TEST_DN_PID
+# for the tests.
+#
+# All four can run at once; scripts/hdfs-stop.sh stops them all.
 #
 # Environment (all optional):
 #   STATEUTIL_CACHE_DIR           where state goes (default: <repo>/.cache)
@@ -42,12 +48,14 @@ set -euo pipefail
 
 secure=0
 ha=0
+dn=0
 case ${1:-} in
 --secure) secure=1 ;;
 --ha) ha=1 ;;
+--dn) dn=1 ;;
 "") ;;
 *)
-	echo "usage: scripts/hdfs-start.sh [--secure | --ha]" >&2
+	echo "usage: scripts/hdfs-start.sh [--secure | --ha | --dn]" >&2
 	exit 2
 	;;
 esac
@@ -63,6 +71,9 @@ if ((secure)); then
 elif ((ha)); then
 	state="$cache/hdfs-ha"
 	envfile="$cache/hdfs-ha.env"
+elif ((dn)); then
+	state="$cache/hdfs-dn"
+	envfile="$cache/hdfs-dn.env"
 fi
 pidfile="$state/harness.pid"
 log="$state/harness.log"
@@ -96,7 +107,7 @@ is_harness() {
 		tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null | grep -q "stateutil.testenv.${2:-HdfsHarness}"
 }
 yarn=${STATEUTIL_YARN:-1}
-((secure == 0 && ha == 0)) || yarn=0
+((secure == 0 && ha == 0 && dn == 0)) || yarn=0
 nmpidfile="$state/nodemanager.pid"
 nmlog="$state/nodemanager.log"
 nmaddrfile="$state/nm-addr"
@@ -190,7 +201,7 @@ admin="$state/failover"
 rm -rf "$state/data" "$addrfile" "$envfile" "$nmaddrfile" "$yarnconf" "$krb" "$haconf" "$admin"
 : >"$log"
 port=${STATEUTIL_HDFS_PORT:-0}
-((secure == 0 && ha == 0)) || port=0
+((secure == 0 && ha == 0 && dn == 0)) || port=0
 args=(--port "$port" --base-dir "$state/data")
 [[ $yarn == 0 ]] || args+=(--yarn "$yarnconf")
 if ((secure)); then
@@ -199,6 +210,7 @@ if ((secure)); then
 	args+=(--secure "$krb" --protection "$level" --rpc-protection "$level")
 fi
 ((ha == 0)) || args+=(--ha "$haconf")
+((dn == 0)) || args+=(--datanodes 3)
 args+=("$addrfile")
 classpath="$harness/target/classes:$(cat "$cpfile"):$dsjar"
 # setsid: a Ctrl-C aimed at the caller (make, go test) must not half-kill
@@ -315,6 +327,20 @@ export STATEUTIL_TEST_HA_PID=$pid
 ENV
 	mv "$envfile.tmp" "$envfile"
 	say "HA nameservice $HDFS_NAMESERVICE (namenodes $HDFS_NAMENODES, control $HDFS_CONTROL, pid $pid) up in $((SECONDS - t0))s; env in $envfile"
+	exit 0
+fi
+
+if ((dn)); then
+	cat >"$envfile.tmp" <<ENV
+# Written by scripts/hdfs-start.sh --dn; removed by scripts/hdfs-stop.sh.
+export STATEUTIL_TEST_HDFS=$HDFS_NAMENODE
+# For the tests, which leave the variable above alone.
+export STATEUTIL_TEST_DN_HDFS=$HDFS_NAMENODE
+export STATEUTIL_TEST_DN_CONTROL=$HDFS_CONTROL
+export STATEUTIL_TEST_DN_PID=$pid
+ENV
+	mv "$envfile.tmp" "$envfile"
+	say "3-datanode namenode $HDFS_NAMENODE (control $HDFS_CONTROL, pid $pid) up in $((SECONDS - t0))s; env in $envfile"
 	exit 0
 fi
 

@@ -10,6 +10,7 @@ cache=${STATEUTIL_CACHE_DIR:-$root/.cache}
 state="$cache/hdfs"
 secure="$cache/hdfs-secure"
 ha="$cache/hdfs-ha"
+dn="$cache/hdfs-dn"
 
 say() { echo "hdfs-stop: $*" >&2; }
 
@@ -51,3 +52,7 @@ rm -rf "$secure/data" "$secure/krb"
 stop_jvm "$ha/harness.pid" HdfsHarness "the HA HDFS harness"
 rm -f "$cache/hdfs-ha.env" "$ha/harness.pid" "$ha/addr" "$ha/failover"
 rm -rf "$ha/data" "$ha/conf"
+
+stop_jvm "$dn/harness.pid" HdfsHarness "the 3-datanode HDFS harness"
+rm -f "$cache/hdfs-dn.env" "$dn/harness.pid" "$dn/addr"
+rm -rf "$dn/data"

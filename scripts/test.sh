@@ -35,13 +35,16 @@ stop_servers() {
 # the STATEUTIL_TEST_SECURE_* ones, so that the rest of its env file (a
 # kinit'ed shell's) reaches no other test. So does the HA cluster
 # (scripts/hdfs-start.sh --ha: two NameNodes of one nameservice), whose
-# variables for the tests are the STATEUTIL_TEST_HA_* ones.
+# variables for the tests are the STATEUTIL_TEST_HA_* ones, and the cluster of
+# three DataNodes (scripts/hdfs-start.sh --dn), whose are STATEUTIL_TEST_DN_*.
 logs=${STATEUTIL_CACHE_DIR:-.cache}
 mkdir -p "$logs"
 scripts/hdfs-start.sh --secure >"$logs/hdfs-secure-start.log" 2>&1 &
 secure_start=$!
 scripts/hdfs-start.sh --ha >"$logs/hdfs-ha-start.log" 2>&1 &
 ha_start=$!
+scripts/hdfs-start.sh --dn >"$logs/hdfs-dn-start.log" 2>&1 &
+dn_start=$!
 trap 'scripts/hdfs-stop.sh; print_phases' EXIT
 scripts/hdfs-start.sh
 phase "HDFS and YARN harness (build, start)"
@@ -63,6 +66,14 @@ fi
 cat "$logs/hdfs-ha-start.log" >&2
 . <(grep '^export STATEUTIL_TEST_HA_' "$logs/hdfs-ha.env")
 phase "HA HDFS harness (start, beside the above)"
+if ! wait "$dn_start"; then
+  cat "$logs/hdfs-dn-start.log" >&2
+  echo "the 3-DataNode HDFS harness did not start" >&2
+  exit 1
+fi
+cat "$logs/hdfs-dn-start.log" >&2
+. <(grep '^export STATEUTIL_TEST_DN_' "$logs/hdfs-dn.env")
+phase "3-DataNode HDFS harness (start, beside the above)"
 
 # S3: moto; storage/s3's tests restart it, so they run in the first go test
 # below, where nothing else uses it.

@@ -327,8 +327,9 @@ func TestHDFSNamenodeRestart(t *testing.T) {
 	}
 }
 
-// control sends one command to the harness and wants "ok ..." back.
-func control(t *testing.T, addr, cmd string) {
+// control sends one command to the harness, wants "ok ..." back, and
+// returns that line.
+func control(t *testing.T, addr, cmd string) string {
 	t.Helper()
 	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
 	if err != nil {
@@ -343,6 +344,7 @@ func control(t *testing.T, addr, cmd string) {
 	if err != nil || !strings.HasPrefix(line, "ok") {
 		t.Fatalf("harness control %s: %q, %v", cmd, line, err)
 	}
+	return strings.TrimSpace(line)
 }
 
 // dataNodeFaultSetup is the common start of the tests that stop the

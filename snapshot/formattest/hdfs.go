@@ -13,6 +13,7 @@ import (
 	"bufio"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"net"
 	"os"
 	"os/user"
@@ -119,18 +120,27 @@ func HDFSControl(t testing.TB, command string) {
 // its answer after "ok", failing t on any other.
 func control(t testing.TB, addr, command string) string {
 	t.Helper()
+	reply, err := controlReply(addr, command)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return reply
+}
+
+// controlReply is control for a goroutine other than the test's.
+func controlReply(addr, command string) (string, error) {
 	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
 	if err != nil {
-		t.Fatalf("harness control %s: %v", addr, err)
+		return "", fmt.Errorf("harness control %s: %v", addr, err)
 	}
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(180 * time.Second))
 	if _, err := c.Write([]byte(command + "\n")); err != nil {
-		t.Fatalf("harness control %s: %v", command, err)
+		return "", fmt.Errorf("harness control %s: %v", command, err)
 	}
 	line, err := bufio.NewReader(c).ReadString('\n')
 	if err != nil || !strings.HasPrefix(line, "ok") {
-		t.Fatalf("harness control %s: %q, %v", command, line, err)
+		return "", fmt.Errorf("harness control %s: %q, %v", command, line, err)
 	}
-	return strings.TrimSpace(strings.TrimPrefix(line, "ok"))
+	return strings.TrimSpace(strings.TrimPrefix(line, "ok")), nil
 }

@@ -483,6 +483,9 @@ func (f *FileReader) getNewBlockReader() error {
 				Offset:              int64(off - start),
 				UseDatanodeHostname: f.client.options.UseDatanodeHostname,
 				DialFunc:            dialFunc,
+				ReportCorrupt: func(dn *hdfs.DatanodeInfoProto) {
+					f.client.reportBadBlock(block, dn)
+				},
 			}
 
 			return f.SetDeadline(f.deadline)
@@ -490,4 +493,17 @@ func (f *FileReader) getNewBlockReader() error {
 	}
 
 	return errors.New("invalid offset")
+}
+
+// reportBadBlock tells the NameNode that dn's replica of block is corrupt, so
+// that it replaces it from a good one. Best effort: the read goes on anyway.
+func (c *Client) reportBadBlock(block *hdfs.LocatedBlockProto, dn *hdfs.DatanodeInfoProto) {
+	req := &hdfs.ReportBadBlocksRequestProto{Blocks: []*hdfs.LocatedBlockProto{{
+		B:          block.GetB(),
+		Offset:     block.Offset,
+		Locs:       []*hdfs.DatanodeInfoProto{dn},
+		Corrupt:    proto.Bool(false),
+		BlockToken: block.GetBlockToken(),
+	}}}
+	c.namenode.Execute("reportBadBlocks", req, &hdfs.ReportBadBlocksResponseProto{})
 }

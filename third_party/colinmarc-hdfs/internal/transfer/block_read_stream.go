@@ -109,7 +109,9 @@ func (s *blockReadStream) Read(b []byte) (int, error) {
 
 		err := s.validateChecksum(b[chunkOff:chunkEnd])
 		if err != nil {
-			return n, err
+			// Only the chunks before this one are good: the caller must not
+			// take the rest of b, and resumes from another replica there.
+			return chunkOff, err
 		}
 
 		s.chunkIndex++

@@ -31,8 +31,13 @@ type BlockReader struct {
 	// DialFunc is used to connect to the datanodes. If nil, then
 	// (&net.Dialer{}).DialContext is used.
 	DialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
+	// ReportCorrupt, if set, is told of each DataNode whose replica failed a
+	// checksum, once the read has gone on from another one (a block with no
+	// good replica left is not reported: the fault may be the client's).
+	ReportCorrupt func(dn *hdfs.DatanodeInfoProto)
 
 	datanodes *datanodeFailover
+	corrupt   []*hdfs.DatanodeInfoProto
 	stream    *blockReadStream
 	conn      net.Conn
 	deadline  time.Time
@@ -96,6 +101,25 @@ func (br *BlockReader) Read(b []byte) (int, error) {
 		// a partial read (n < len(b)).
 		n, err := br.stream.Read(b)
 		br.Offset += int64(n)
+		if err == errInvalidChecksum {
+			// The replica is bad, not the DataNode: it is not marked failed
+			// for other blocks, and is reported once another one has served.
+			if loc := br.currentLoc(); loc != nil {
+				br.corrupt = append(br.corrupt, loc)
+			}
+			br.stream = nil
+			br.datanodes.err = err
+			if n > 0 {
+				return n, nil
+			}
+			continue
+		}
+		if n > 0 && len(br.corrupt) > 0 && br.ReportCorrupt != nil {
+			for _, dn := range br.corrupt {
+				br.ReportCorrupt(dn)
+			}
+			br.corrupt = nil
+		}
 		if err != nil && err != io.EOF {
 			br.stream = nil
 			br.datanodes.recordFailure(err)
@@ -115,6 +139,16 @@ func (br *BlockReader) Read(b []byte) (int, error) {
 	}
 
 	return 0, err
+}
+
+// currentLoc is the location of the DataNode being read from.
+func (br *BlockReader) currentLoc() *hdfs.DatanodeInfoProto {
+	for _, loc := range br.Block.GetLocs() {
+		if getDatanodeAddress(loc.GetId(), br.UseDatanodeHostname) == br.datanodes.currentDatanode {
+			return loc
+		}
+	}
+	return nil
 }
 
 // Skip attempts to discard bytes in the stream in order to skip forward. This

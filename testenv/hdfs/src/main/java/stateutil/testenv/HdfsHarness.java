@@ -14,10 +14,12 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.CountDownLatch;
 
 import org.apache.hadoop.conf.Configuration;
@@ -25,6 +27,7 @@ import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.permission.FsPermission;
 import org.apache.hadoop.hdfs.MiniDFSCluster;
 import org.apache.hadoop.hdfs.MiniDFSNNTopology;
+import org.apache.hadoop.hdfs.protocol.LocatedBlock;
 import org.apache.hadoop.hdfs.server.datanode.DataNodeTestUtils;
 import org.apache.hadoop.security.UserGroupInformation;
 
@@ -37,8 +40,17 @@ import sun.misc.Signal;
  * <pre>
  * HdfsHarness [--port N] [--control-port N] [--base-dir DIR] [--yarn CONF_DIR]
  *             [--secure DIR [--protection LEVEL] [--rpc-protection LEVEL]] [--ha CONF_DIR]
- *             [--watch-stdin] ADDR_FILE
+ *             [--datanodes N] [--watch-stdin] ADDR_FILE
  * </pre>
+ *
+ * With --datanodes N (open cluster only) there are N DataNodes and files are
+ * replicated min(N, 3) times. {@code stop-datanode [I|random]} then stops the
+ * I-th running one (default 0) and answers with its transfer address; {@code
+ * start-datanode} restarts every stopped one. {@code corrupt-replica PATH}
+ * overwrites the data of one random replica of each block of PATH and answers
+ * {@code ok corrupted=ADDR,...} (one DataNode per block); {@code
+ * corrupt-replicas PATH} answers {@code ok corrupt=N}, the replicas of PATH's
+ * blocks the NameNode knows to be corrupt.
  *
  * With --ha the cluster is highly available: two NameNodes of one nameservice
  * sharing their edits, the first one active, and one DataNode serving both.
@@ -84,8 +96,9 @@ public final class HdfsHarness {
     private static final String DATANODE_NAME = "127.0.0.2";
 
     private MiniDFSCluster cluster;
-    // Properties of the stopped DataNode, null while it runs.
-    private MiniDFSCluster.DataNodeProperties stoppedDataNode;
+    // Properties of the stopped DataNodes, in the order they were stopped.
+    private final List<MiniDFSCluster.DataNodeProperties> stoppedDataNodes = new ArrayList<>();
+    private final int dataNodes;
     // The secured cluster's Kerberos side and how to rebuild it; null when open.
     private final SecureCluster secure;
     private final Configuration conf;
@@ -93,8 +106,9 @@ public final class HdfsHarness {
     // Index of the NameNode kill-active shut down, -1 while both run.
     private int downNameNode = -1;
 
-    private HdfsHarness(MiniDFSCluster cluster, SecureCluster secure, Configuration conf, File base) {
+    private HdfsHarness(MiniDFSCluster cluster, SecureCluster secure, Configuration conf, File base, int dataNodes) {
         this.cluster = cluster;
+        this.dataNodes = dataNodes;
         this.secure = secure;
         this.conf = conf;
         this.base = base;
@@ -122,6 +136,7 @@ public final class HdfsHarness {
         String protection = "privacy";
         String rpcProtection = "privacy";
         String haConf = null;
+        int dataNodes = 1;
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
                 case "--port" -> port = Integer.parseInt(args[++i]);
@@ -133,6 +148,7 @@ public final class HdfsHarness {
                 case "--protection" -> protection = args[++i];
                 case "--rpc-protection" -> rpcProtection = args[++i];
                 case "--ha" -> haConf = args[++i];
+                case "--datanodes" -> dataNodes = Integer.parseInt(args[++i]);
                 default -> {
                     if (args[i].startsWith("-") || addrFile != null) {
                         usage("unexpected argument " + args[i]);
@@ -149,8 +165,11 @@ public final class HdfsHarness {
                 ? Files.createTempDirectory("stateutil-hdfs-").toFile()
                 : new File(baseDir);
 
+        if (dataNodes != 1 && (secureDir != null || haConf != null)) {
+            usage("--datanodes goes with neither --secure nor --ha");
+        }
         Configuration conf = new Configuration();
-        conf.setInt("dfs.replication", 1);
+        conf.setInt("dfs.replication", Math.min(dataNodes, 3));
         conf.setInt("dfs.namenode.safemode.extension", 0);
         conf.setLong("dfs.heartbeat.interval", 1);
         // 1 MiB blocks so tests cross block boundaries with little data.
@@ -192,7 +211,7 @@ public final class HdfsHarness {
             conf.setInt("dfs.ls.limit", 16);
         }
 
-        MiniDFSCluster cluster = build(conf, base, port, true, topology);
+        MiniDFSCluster cluster = build(conf, base, port, true, topology, dataNodes);
         // Orderly stop on the main thread: inside a JVM shutdown hook Hadoop's
         // own hooks race the cluster's shutdown and it leaves its dirs behind.
         for (String sig : new String[] {"TERM", "INT", "HUP"}) {
@@ -219,7 +238,7 @@ public final class HdfsHarness {
             yarn = YarnHarness.startResourceManager(dfsConf, new File(base, "yarn"), new File(yarnConf));
         }
 
-        HdfsHarness h = new HdfsHarness(cluster, secure, conf, base);
+        HdfsHarness h = new HdfsHarness(cluster, secure, conf, base, dataNodes);
         ServerSocket control = new ServerSocket(controlPort, 8, InetAddress.getByName(LOOPBACK));
         Thread acceptor = new Thread(() -> h.serve(control), "hdfs-harness-control");
         acceptor.setDaemon(true);
@@ -276,15 +295,16 @@ public final class HdfsHarness {
     private static void usage(String why) {
         System.err.println("hdfs-harness: " + why);
         System.err.println("usage: HdfsHarness [--port N] [--control-port N] [--base-dir DIR] [--yarn CONF_DIR]"
-                + " [--secure DIR [--protection LEVEL] [--rpc-protection LEVEL]] [--ha CONF_DIR] [--watch-stdin] ADDR_FILE");
+                + " [--secure DIR [--protection LEVEL] [--rpc-protection LEVEL]] [--ha CONF_DIR] [--datanodes N]"
+                + " [--watch-stdin] ADDR_FILE");
         System.exit(2);
     }
 
     /** A cluster of one NameNode on port, or of the NameNodes of topology (null: one). */
     private static MiniDFSCluster build(Configuration conf, File base, int port, boolean format,
-            MiniDFSNNTopology topology) throws IOException {
+            MiniDFSNNTopology topology, int dataNodes) throws IOException {
         MiniDFSCluster.Builder b = new MiniDFSCluster.Builder(conf, base)
-                .numDataNodes(1)
+                .numDataNodes(dataNodes)
                 .checkDataNodeAddrConfig(true)
                 .checkDataNodeHostConfig(true)
                 .format(format);
@@ -430,10 +450,10 @@ public final class HdfsHarness {
             conf.unset("dfs.encrypt.data.transfer.cipher.suites");
         }
         UserGroupInformation.setConfiguration(conf);
-        stoppedDataNode = null;
+        stoppedDataNodes.clear();
         // The builder refuses a configuration that names a base directory already.
         conf.unset(MiniDFSCluster.HDFS_MINIDFS_BASEDIR);
-        cluster = build(conf, base, port, false, null);
+        cluster = build(conf, base, port, false, null, dataNodes);
         cluster.waitActive();
         probe(cluster);
         secure.writeClientConf(port, dataProtection, rpcProtection);
@@ -502,6 +522,59 @@ public final class HdfsHarness {
         }
     }
 
+    /** Stops the which-th running DataNode (null: the first; "random": any). */
+    private String stopDataNode(String which) {
+        int running = cluster.getDataNodes().size();
+        if (running == 0) {
+            return stoppedDataNodes.isEmpty() ? "error no datanode to stop" : "ok datanode=down";
+        }
+        int i = which == null ? 0
+                : which.equals("random") ? ThreadLocalRandom.current().nextInt(running)
+                : Integer.parseInt(which);
+        if (i < 0 || i >= running) {
+            return "error only " + running + " datanodes run";
+        }
+        String addr = LOOPBACK + ":" + cluster.getDataNodes().get(i).getXferPort();
+        // stopDataNode shuts it down at once, as a killed process stops answering.
+        stoppedDataNodes.add(cluster.stopDataNode(i));
+        return "ok datanode=down addr=" + addr;
+    }
+
+    private List<LocatedBlock> blocks(String path) throws IOException {
+        return cluster.getFileSystem(0).getClient().getLocatedBlocks(path, 0).getLocatedBlocks();
+    }
+
+    /** Overwrites one random replica of every block of path. */
+    private String corruptReplica(String path) throws IOException {
+        StringBuilder out = new StringBuilder("ok corrupted=");
+        for (LocatedBlock b : blocks(path)) {
+            var locs = b.getLocations();
+            var loc = locs[ThreadLocalRandom.current().nextInt(locs.length)];
+            int dn = -1;
+            for (int i = 0; i < cluster.getDataNodes().size(); i++) {
+                if (cluster.getDataNodes().get(i).getXferPort() == loc.getXferPort()) {
+                    dn = i;
+                }
+            }
+            if (dn < 0) {
+                throw new IOException("no running datanode at " + loc.getXferAddr());
+            }
+            cluster.getMaterializedReplica(dn, b.getBlock()).corruptData();
+            out.append(out.charAt(out.length() - 1) == '=' ? "" : ",").append(LOOPBACK + ":" + loc.getXferPort());
+        }
+        return out.toString();
+    }
+
+    /** The replicas of path's blocks the NameNode holds to be corrupt. */
+    private int corruptReplicas(String path) throws IOException {
+        var bm = cluster.getNamesystem(0).getBlockManager();
+        int n = 0;
+        for (LocatedBlock b : blocks(path)) {
+            n += bm.numCorruptReplicas(b.getBlock().getLocalBlock());
+        }
+        return n;
+    }
+
     private synchronized String command(String cmd) throws Exception {
         if (cluster.getNumNameNodes() > 1) {
             String reply = haCommand(cmd);
@@ -516,28 +589,34 @@ public final class HdfsHarness {
             }
             return protect(f[1], f[2], f.length == 4);
         }
+        String[] f = cmd.split("\\s+");
+        switch (f[0]) {
+            case "stop-datanode" -> {
+                return stopDataNode(f.length > 1 ? f[1] : null);
+            }
+            case "corrupt-replica" -> {
+                return f.length == 2 ? corruptReplica(f[1]) : "error usage: corrupt-replica PATH";
+            }
+            case "corrupt-replicas" -> {
+                return f.length == 2 ? "ok corrupt=" + corruptReplicas(f[1]) : "error usage: corrupt-replicas PATH";
+            }
+            default -> {
+            }
+        }
         switch (cmd) {
-            case "stop-datanode":
-                if (stoppedDataNode == null) {
-                    stoppedDataNode = cluster.stopDataNode(0);
-                    if (stoppedDataNode == null) {
-                        return "error no datanode to stop";
-                    }
-                }
-                return "ok datanode=down";
             case "start-datanode":
-                if (stoppedDataNode != null) {
+                for (var dn : stoppedDataNodes) {
                     // keepPort: the NameNode still lists the old transfer address.
-                    if (!cluster.restartDataNode(stoppedDataNode, true)) {
+                    if (!cluster.restartDataNode(dn, true)) {
                         return "error datanode did not restart";
                     }
-                    stoppedDataNode = null;
-                    cluster.waitActive();
                 }
+                stoppedDataNodes.clear();
+                cluster.waitActive();
                 return "ok datanode=up";
             case "pause-block-reports":
             case "resume-block-reports":
-                if (stoppedDataNode != null) {
+                if (!stoppedDataNodes.isEmpty()) {
                     return "error the datanode is down";
                 }
                 if (cmd.startsWith("pause")) {
@@ -551,7 +630,7 @@ public final class HdfsHarness {
                 cluster.restartNameNode(true);
                 return "ok namenode=" + nameNodeAddress(cluster, 0);
             case "status":
-                return "ok datanode=" + (stoppedDataNode == null ? "up" : "down")
+                return "ok datanode=" + (stoppedDataNodes.isEmpty() ? "up" : "down")
                         + " namenode=" + (cluster.getNumNameNodes() == 1 ? nameNodeAddress(cluster, 0)
                                 : activeOrNone() < 0 ? "none" : nameNodeAddress(cluster, activeOrNone()));
             case "shutdown":
