@@ -26,7 +26,8 @@
 #                      restore Flink refuses or a restore dump that differs fails the entry.
 #                      internal/flinkharness's tests compare all three with EqualDumps.
 #   --force            regenerate entries that exist
-# Environment: as scripts/flink-harness.sh (STATEUTIL_CACHE_DIR, ...).
+# Environment: as scripts/flink-harness.sh (STATEUTIL_CACHE_DIR, ...);
+# STATEUTIL_FLINK_JOB_VERSIONS, the versions the DataStream zoo jobs run on.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -37,8 +38,10 @@ say() { echo "flink-corpus: $*" >&2; }
 
 # Newest patch of each minor that runs here (testenv/flink/README.md has the table).
 all_versions="1.18.1 1.19.3 1.20.5 2.0.2 2.1.3 2.2.1 2.3.0"
-# The other DataStream jobs run on the newest 1.20 and the newest 2.x only.
-job_versions="1.20.5 2.3.0"
+# The other DataStream jobs run on the newest 1.20 and the newest 2.x only,
+# unless STATEUTIL_FLINK_JOB_VERSIONS names more (they run on 1.19.3 and
+# 2.2.1 too).
+job_versions=${STATEUTIL_FLINK_JOB_VERSIONS:-"1.20.5 2.3.0"}
 
 versions=$all_versions
 entries=""
