@@ -3,9 +3,7 @@ package cmd
 import (
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -22,14 +20,7 @@ import (
 // are counted in the log.
 func TestHDFSDataNodeConvertTrials(t *testing.T) {
 	d := formattest.DNHDFSCluster(t)
-	trials := 2
-	if v := os.Getenv("STATEUTIL_DN_TRIALS"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			t.Fatalf("STATEUTIL_DN_TRIALS=%q: want a count", v)
-		}
-		trials = n
-	}
+	trials := trialCount(t, "STATEUTIL_DN_TRIALS", 2)
 	remote := d.Dir(t)
 	dir := t.TempDir()
 	src := filepath.Join(dir, "src")

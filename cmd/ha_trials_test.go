@@ -32,14 +32,7 @@ import (
 // outcomes are counted in the log.
 func TestHAHDFSFailoverTrials(t *testing.T) {
 	h := formattest.HAHDFSCluster(t)
-	trials := 4
-	if v := os.Getenv("STATEUTIL_HA_TRIALS"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			t.Fatalf("STATEUTIL_HA_TRIALS=%q: want a count", v)
-		}
-		trials = n
-	}
+	trials := trialCount(t, "STATEUTIL_HA_TRIALS", 4)
 	remote := h.Dir(t)
 	dir := t.TempDir()
 	gen := []string{"generate", "--format", "filesystem", "--keys", "20000", "--value-bytes", "200", "--parallelism", "2", "--output"}
@@ -165,4 +158,18 @@ func TestHAHDFSFailoverTrials(t *testing.T) {
 	}
 	t.Logf("%d failover trials on %s: %d completed, %d failed cleanly, %d of them completed on a rerun, %d accepted partial outputs",
 		trials, h.URI, counts["completed"], counts["failed cleanly"], counts["rerun completed"], counts["accepted partial output"])
+}
+
+// trialCount is the number of trials the variable env asks for, else def.
+func trialCount(t *testing.T, env string, def int) int {
+	t.Helper()
+	v := os.Getenv(env)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		t.Fatalf("%s=%q: want a count", env, v)
+	}
+	return n
 }
