@@ -92,6 +92,10 @@ matrix() {
 						echo "$v $j-$b-$k"
 					done
 				done
+				# And the checkpoints a running job leaves: a full heap one and an
+				# incremental RocksDB one.
+				echo "$v $j-hashmap-checkpoint"
+				echo "$v $j-rocksdb-checkpoint-incremental"
 			done
 			# Heap key groups only: a native savepoint, and a compressed checkpoint
 			# (each state's section a Snappy stream of its own).

@@ -38,4 +38,19 @@ public final class Compat {
         }
         return (org.apache.flink.runtime.state.StreamStateHandle) m.invoke(h);
     }
+
+    /** A tumbling event-time window assigner (1.18 takes only Time). */
+    @SuppressWarnings("deprecation")
+    public static org.apache.flink.streaming.api.windowing.assigners.TumblingEventTimeWindows tumbling(Duration size) {
+        return org.apache.flink.streaming.api.windowing.assigners.TumblingEventTimeWindows.of(
+                org.apache.flink.streaming.api.windowing.time.Time.milliseconds(size.toMillis()));
+    }
+
+    /** A sliding event-time window assigner (1.18 takes only Time). */
+    @SuppressWarnings("deprecation")
+    public static org.apache.flink.streaming.api.windowing.assigners.SlidingEventTimeWindows sliding(Duration size, Duration slide) {
+        return org.apache.flink.streaming.api.windowing.assigners.SlidingEventTimeWindows.of(
+                org.apache.flink.streaming.api.windowing.time.Time.milliseconds(size.toMillis()),
+                org.apache.flink.streaming.api.windowing.time.Time.milliseconds(slide.toMillis()));
+    }
 }

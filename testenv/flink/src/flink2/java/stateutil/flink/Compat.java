@@ -29,4 +29,14 @@ public final class Compat {
             org.apache.flink.runtime.state.IncrementalRemoteKeyedStateHandle h) {
         return h.getMetaDataStateHandle();
     }
+
+    /** A tumbling event-time window assigner. */
+    public static org.apache.flink.streaming.api.windowing.assigners.TumblingEventTimeWindows tumbling(Duration size) {
+        return org.apache.flink.streaming.api.windowing.assigners.TumblingEventTimeWindows.of(size);
+    }
+
+    /** A sliding event-time window assigner. */
+    public static org.apache.flink.streaming.api.windowing.assigners.SlidingEventTimeWindows sliding(Duration size, Duration slide) {
+        return org.apache.flink.streaming.api.windowing.assigners.SlidingEventTimeWindows.of(size, slide);
+    }
 }

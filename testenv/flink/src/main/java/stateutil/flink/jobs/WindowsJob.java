@@ -24,12 +24,11 @@ import org.apache.flink.streaming.api.functions.KeyedProcessFunction;
 import org.apache.flink.streaming.api.functions.windowing.ProcessWindowFunction;
 import org.apache.flink.streaming.api.operators.OneInputStreamOperator;
 import org.apache.flink.streaming.api.windowing.assigners.GlobalWindows;
-import org.apache.flink.streaming.api.windowing.assigners.SlidingEventTimeWindows;
-import org.apache.flink.streaming.api.windowing.assigners.TumblingEventTimeWindows;
 import org.apache.flink.streaming.api.windowing.triggers.CountTrigger;
 import org.apache.flink.streaming.api.windowing.windows.TimeWindow;
 import org.apache.flink.util.Collector;
 
+import stateutil.flink.Compat;
 import stateutil.flink.Dumps;
 import stateutil.flink.Job;
 import stateutil.flink.KeyedSpec;
@@ -88,14 +87,14 @@ public final class WindowsJob implements Job {
                 .map(new Count()).uid("count").name("count");
         Key key = new Key(keys);
         src.keyBy(key, Types.STRING)
-                .window(TumblingEventTimeWindows.of(Duration.ofSeconds(10)))
+                .window(Compat.tumbling(Duration.ofSeconds(10)))
                 .aggregate(new BasicJob.SumCount(), Types.TUPLE(Types.LONG, Types.LONG), Types.TUPLE(Types.LONG, Types.LONG))
                 .uid("tumbling").name("tumbling");
         TypeInformation<Tuple5<String, Long, Integer, Double, Boolean>> t5 =
                 Types.TUPLE(Types.STRING, Types.LONG, Types.INT, Types.DOUBLE, Types.BOOLEAN);
         src.map(new ToTuple5(keys)).uid("to-tuple5").name("to-tuple5").returns(t5)
                 .keyBy(new Tuple5Key(), Types.STRING)
-                .window(SlidingEventTimeWindows.of(Duration.ofSeconds(20), Duration.ofSeconds(10)))
+                .window(Compat.sliding(Duration.ofSeconds(20), Duration.ofSeconds(10)))
                 .process(new CountWindow(), Types.LONG)
                 .uid("sliding").name("sliding");
         src.keyBy(key, Types.STRING)
@@ -107,7 +106,7 @@ public final class WindowsJob implements Job {
         DataStream<String> odd = src.filter(new Even(false)).uid("odd").name("odd").map(new Label()).uid("label").name("label");
         // Flink 1.x declares a DataStream, but the window operator's stream is returned.
         ((SingleOutputStreamOperator<Long>) even.coGroup(odd).where(key, Types.STRING).equalTo(new LabelKey(keys), Types.STRING)
-                .window(TumblingEventTimeWindows.of(Duration.ofSeconds(10)))
+                .window(Compat.tumbling(Duration.ofSeconds(10)))
                 .apply(new Pairs(), Types.LONG))
                 .uid("cogroup").name("cogroup");
         src.keyBy(key, Types.STRING).process(new Tuples(), Types.LONG).uid("tuples").name("tuples");
