@@ -12,11 +12,9 @@ import org.apache.avro.generic.GenericData;
 import org.apache.avro.generic.GenericRecord;
 import org.apache.flink.api.common.state.State;
 import org.apache.flink.api.common.state.ValueState;
-import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.formats.avro.typeutils.AvroTypeInfo;
 
-import stateutil.flink.KeyedSpec;
 import stateutil.flink.Params;
 import stateutil.flink.StateDef;
 
@@ -26,32 +24,21 @@ import stateutil.flink.StateDef;
  * null union and a three-branch union, decimals in bytes and in a fixed, the date, time and
  * timestamp logical types, a uuid, a fixed, boolean, float and bytes.
  */
-public final class AvroJob extends SimpleKeyedJob<String> {
+public final class AvroJob extends StringKeyedJob {
+    public AvroJob() {
+        super("reading");
+    }
+
     @Override
     public String name() {
         return "avro";
     }
 
     @Override
-    long divisor() {
-        return 4;
-    }
-
-    @Override
-    TypeInformation<String> keyType() {
-        return Types.STRING;
-    }
-
-    @Override
-    KeyedSpec spec() {
+    List<StateDef> states() {
         List<StateDef> s = new ArrayList<>();
         s.add(StateDef.value("reading", new AvroTypeInfo<>(Reading.class)));
-        return new KeyedSpec(KEYED, Types.STRING, s, false);
-    }
-
-    @Override
-    String key(long r, long keys) {
-        return "reading-" + (r % keys);
+        return s;
     }
 
     @SuppressWarnings({"unchecked", "rawtypes"})

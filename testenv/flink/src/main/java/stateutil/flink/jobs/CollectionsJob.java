@@ -10,10 +10,8 @@ import java.util.Set;
 
 import org.apache.flink.api.common.state.State;
 import org.apache.flink.api.common.state.ValueState;
-import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.api.common.typeinfo.Types;
 
-import stateutil.flink.KeyedSpec;
 import stateutil.flink.Params;
 import stateutil.flink.StateDef;
 
@@ -23,7 +21,7 @@ import stateutil.flink.StateDef;
  * NullableSerializer around a ListSerializer, MapSerializer or SetSerializer; Flink 1.x with
  * Kryo. Some fields, elements and map values are null.
  */
-public final class CollectionsJob extends SimpleKeyedJob<String> {
+public final class CollectionsJob extends StringKeyedJob {
     /** A POJO (public fields, no-arg constructor) with collection fields. */
     public static final class Basket {
         public int id;
@@ -34,31 +32,20 @@ public final class CollectionsJob extends SimpleKeyedJob<String> {
         public Basket() {}
     }
 
+    public CollectionsJob() {
+        super("basket");
+    }
+
     @Override
     public String name() {
         return "collections";
     }
 
     @Override
-    long divisor() {
-        return 4;
-    }
-
-    @Override
-    TypeInformation<String> keyType() {
-        return Types.STRING;
-    }
-
-    @Override
-    KeyedSpec spec() {
+    List<StateDef> states() {
         List<StateDef> s = new ArrayList<>();
         s.add(StateDef.value("basket", Types.POJO(Basket.class)));
-        return new KeyedSpec(KEYED, Types.STRING, s, false);
-    }
-
-    @Override
-    String key(long r, long keys) {
-        return "basket-" + (r % keys);
+        return s;
     }
 
     @SuppressWarnings({"unchecked", "rawtypes"})

@@ -8,11 +8,9 @@ import org.apache.flink.api.common.state.ListState;
 import org.apache.flink.api.common.state.MapState;
 import org.apache.flink.api.common.state.State;
 import org.apache.flink.api.common.state.ValueState;
-import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.api.java.typeutils.GenericTypeInfo;
 
-import stateutil.flink.KeyedSpec;
 import stateutil.flink.Params;
 import stateutil.flink.StateDef;
 
@@ -24,7 +22,7 @@ import stateutil.flink.StateDef;
  * HashMap over the states, which differs from run to run). A list of HashMaps, which Kryo
  * writes with its own serializer of JDK maps, is delimited by decoding it.
  */
-public final class HeapKryoJob extends SimpleKeyedJob<String> {
+public final class HeapKryoJob extends StringKeyedJob {
     /** Not a POJO (final fields, no no-arg constructor): Kryo's FieldSerializer. */
     public static final class Event {
         private final long seq;
@@ -41,23 +39,17 @@ public final class HeapKryoJob extends SimpleKeyedJob<String> {
         }
     }
 
+    public HeapKryoJob() {
+        super("user");
+    }
+
     @Override
     public String name() {
         return "heapkryo";
     }
 
     @Override
-    long divisor() {
-        return 4;
-    }
-
-    @Override
-    TypeInformation<String> keyType() {
-        return Types.STRING;
-    }
-
-    @Override
-    KeyedSpec spec() {
+    List<StateDef> states() {
         List<StateDef> s = new ArrayList<>();
         s.add(StateDef.list("events", new GenericTypeInfo<>(Event.class)));
         s.add(StateDef.value("count", Types.LONG));
@@ -65,12 +57,7 @@ public final class HeapKryoJob extends SimpleKeyedJob<String> {
         s.add(StateDef.list("seen", Types.LONG));
         s.add(StateDef.value("last", Types.STRING));
         s.add(StateDef.list("maps", new GenericTypeInfo<>(HashMap.class)));
-        return new KeyedSpec(KEYED, Types.STRING, s, false);
-    }
-
-    @Override
-    String key(long r, long keys) {
-        return "user-" + (r % keys);
+        return s;
     }
 
     @SuppressWarnings({"unchecked", "rawtypes"})

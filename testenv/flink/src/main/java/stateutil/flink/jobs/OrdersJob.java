@@ -5,10 +5,8 @@ import java.util.List;
 
 import org.apache.flink.api.common.state.State;
 import org.apache.flink.api.common.state.ValueState;
-import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.api.common.typeinfo.Types;
 
-import stateutil.flink.KeyedSpec;
 import stateutil.flink.Params;
 import stateutil.flink.StateDef;
 
@@ -17,7 +15,7 @@ import stateutil.flink.StateDef;
  * next to a plain String state. Flink 1.x serializes the {@code List<String>} field with Kryo
  * (a generic type), Flink 2.x with a NullableSerializer around a ListSerializer.
  */
-public final class OrdersJob extends SimpleKeyedJob<String> {
+public final class OrdersJob extends StringKeyedJob {
     /** A POJO (public fields, no-arg constructor) with a {@code List<String>} field. */
     public static final class Order {
         public int id;
@@ -27,32 +25,21 @@ public final class OrdersJob extends SimpleKeyedJob<String> {
         public Order() {}
     }
 
+    public OrdersJob() {
+        super("order");
+    }
+
     @Override
     public String name() {
         return "orders";
     }
 
     @Override
-    long divisor() {
-        return 4;
-    }
-
-    @Override
-    TypeInformation<String> keyType() {
-        return Types.STRING;
-    }
-
-    @Override
-    KeyedSpec spec() {
+    List<StateDef> states() {
         List<StateDef> s = new ArrayList<>();
         s.add(StateDef.value("order", Types.POJO(Order.class)));
         s.add(StateDef.value("note", Types.STRING));
-        return new KeyedSpec(KEYED, Types.STRING, s, false);
-    }
-
-    @Override
-    String key(long r, long keys) {
-        return "order-" + (r % keys);
+        return s;
     }
 
     @SuppressWarnings({"unchecked", "rawtypes"})

@@ -11,7 +11,6 @@ import org.apache.avro.generic.GenericData;
 import org.apache.avro.generic.GenericRecord;
 import org.apache.flink.api.common.state.State;
 import org.apache.flink.api.common.state.ValueState;
-import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.api.java.tuple.Tuple3;
 import org.apache.flink.api.java.typeutils.EitherTypeInfo;
@@ -20,7 +19,6 @@ import org.apache.flink.formats.avro.typeutils.GenericRecordAvroTypeInfo;
 import org.apache.flink.types.Either;
 import org.apache.flink.types.Row;
 
-import stateutil.flink.KeyedSpec;
 import stateutil.flink.Params;
 import stateutil.flink.StateDef;
 
@@ -29,7 +27,7 @@ import stateutil.flink.StateDef;
  * "obj-&lt;r % keys&gt;"; each record overwrites them with values derived from its number r.
  * Scala types are left out (flink-scala is gone in Flink 2).
  */
-public final class TypesJob extends SimpleKeyedJob<String> {
+public final class TypesJob extends StringKeyedJob {
     /** A Flink POJO (public fields, no-arg constructor): PojoSerializer. */
     public static final class Person {
         public String name;
@@ -83,23 +81,17 @@ public final class TypesJob extends SimpleKeyedJob<String> {
         return schema;
     }
 
+    public TypesJob() {
+        super("obj");
+    }
+
     @Override
     public String name() {
         return "types";
     }
 
     @Override
-    long divisor() {
-        return 4;
-    }
-
-    @Override
-    TypeInformation<String> keyType() {
-        return Types.STRING;
-    }
-
-    @Override
-    KeyedSpec spec() {
+    List<StateDef> states() {
         List<StateDef> s = new ArrayList<>();
         s.add(StateDef.value("pojo", Types.POJO(Person.class)));
         s.add(StateDef.value("avro", new GenericRecordAvroTypeInfo(schema())));
@@ -121,12 +113,7 @@ public final class TypesJob extends SimpleKeyedJob<String> {
         s.add(StateDef.value("boolean", Types.BOOLEAN));
         s.add(StateDef.value("char", Types.CHAR));
         s.add(StateDef.value("string", Types.STRING));
-        return new KeyedSpec(KEYED, Types.STRING, s, false);
-    }
-
-    @Override
-    String key(long r, long keys) {
-        return "obj-" + (r % keys);
+        return s;
     }
 
     @SuppressWarnings({"unchecked", "rawtypes"})
