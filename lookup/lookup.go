@@ -632,12 +632,24 @@ type keyGroup struct {
 	rounds  [2][][]snapshot.Entry // the runs of a merge's rounds
 	scratch [2][]snapshot.Entry   // where a merge's rounds put them
 	sorted  []snapshot.Entry      // the entries in order
+	bytes   int                   // about the memory the entries take
+	spill   *spill                // the sorted runs written, once bytes went over spillBytes
 }
 
 func (g *keyGroup) reset() {
+	g.clear()
+	if g.spill != nil {
+		g.spill.close()
+		g.spill = nil
+	}
+}
+
+// clear drops the entries held in memory.
+func (g *keyGroup) clear() {
 	g.keys.Reset()
 	g.values.Reset()
 	g.entries = g.entries[:0]
+	g.bytes = 0
 }
 
 // inOrder returns the entries by (state, key, namespace), in the order
@@ -728,15 +740,64 @@ func compareStored(a, b *snapshot.Entry) int {
 	return bytes.Compare(a.Namespace, b.Namespace)
 }
 
-func (g *keyGroup) add(e *snapshot.Entry) {
+// add keeps e; past spillBytes, the entries kept are written to the
+// spill file as a sorted run.
+func (g *keyGroup) add(e *snapshot.Entry) error {
 	c := *e
 	// Keys and namespaces, which ordering compares, lie together apart
 	// from the values.
 	c.Key, c.Namespace = g.keys.Keep(e.Key), g.keys.Keep(e.Namespace)
+	g.bytes += len(e.Key) + len(e.Namespace) + entryFootprint
 	if !g.held {
 		c.UserKey, c.Value = g.values.Keep(e.UserKey), g.values.Keep(e.Value)
+		g.bytes += len(e.UserKey) + len(e.Value)
 	}
 	g.entries = append(g.entries, c)
+	if g.bytes < spillBytes {
+		return nil
+	}
+	return g.spillRun()
+}
+
+// spillRun writes the entries kept to the spill file, in order, and
+// drops them.
+func (g *keyGroup) spillRun() error {
+	if g.spill == nil {
+		sp, err := newSpill()
+		if err != nil {
+			return err
+		}
+		g.spill = sp
+	}
+	if err := g.spill.write(g.inOrder()); err != nil {
+		return err
+	}
+	g.clear()
+	return nil
+}
+
+// groups calls emit with the key group's entries in order (see inOrder),
+// a group of entries that belong together at a time, then drops them.
+func (g *keyGroup) groups(together func(a, b *snapshot.Entry) bool, emit func([]snapshot.Entry) error) error {
+	defer g.reset()
+	if g.spill != nil {
+		if err := g.spillRun(); err != nil {
+			return err
+		}
+		return g.spill.merge(together, emit)
+	}
+	es := g.inOrder()
+	for i := 0; i < len(es); {
+		k := i + 1
+		for k < len(es) && together(&es[i], &es[k]) {
+			k++
+		}
+		if err := emit(es[i:k]); err != nil {
+			return err
+		}
+		i = k
+	}
+	return nil
 }
 
 // run dumps the job, calling fn with each record; g is scratch space,
@@ -757,31 +818,21 @@ func (j job) run(ctx context.Context, r snapshot.Reader, codecs *snapshot.Codecs
 		return last
 	}
 	g.reset()
+	defer g.reset()
 	cur := -1
 	var rec Record
-	flush := func() error {
-		es := g.inOrder()
-		for i := 0; i < len(es); {
-			first := &es[i]
-			k := i + 1
-			rd := rendererOf(first.State)
-			timer := rd.st.Kind == snapshot.Timer
-			for k < len(es) && sameKey(first, &es[k]) && (!timer || bytes.Equal(first.Value, es[k].Value)) {
-				k++
-			}
-			run := es[i:k]
-			i = k
-			rd.render(&rec, j.subtask, run)
-			if f.KeyPrefix != "" && !strings.HasPrefix(keyText(rec.Key), f.KeyPrefix) {
-				continue
-			}
-			if err := fn(&rec); err != nil {
-				return err
-			}
-		}
-		g.reset()
-		return nil
+	// A record is a key's entries of one state (a timer's: of one time).
+	together := func(a, b *snapshot.Entry) bool {
+		return sameKey(a, b) && (rendererOf(a.State).st.Kind != snapshot.Timer || bytes.Equal(a.Value, b.Value))
 	}
+	emit := func(run []snapshot.Entry) error {
+		rendererOf(run[0].State).render(&rec, j.subtask, run)
+		if f.KeyPrefix != "" && !strings.HasPrefix(keyText(rec.Key), f.KeyPrefix) {
+			return nil
+		}
+		return fn(&rec)
+	}
+	flush := func() error { return g.groups(together, emit) }
 	entries := r.Entries
 	h, held := r.(snapshot.KeyGroupHolder)
 	if held {
@@ -807,7 +858,9 @@ func (j job) run(ctx context.Context, r snapshot.Reader, codecs *snapshot.Codecs
 			}
 			cur = e.KeyGroup
 		}
-		g.add(&e)
+		if err := g.add(&e); err != nil {
+			return err
+		}
 	}
 	return flush()
 }
