@@ -50,7 +50,9 @@ import sun.misc.Signal;
  * overwrites the data of one random replica of each block of PATH and answers
  * {@code ok corrupted=ADDR,...} (one DataNode per block); {@code
  * corrupt-replicas PATH} answers {@code ok corrupt=N}, the replicas of PATH's
- * blocks the NameNode knows to be corrupt.
+ * blocks the NameNode knows to be corrupt. {@code file-state PATH} answers
+ * {@code ok length=N closed=true|false}, PATH's length and whether it is
+ * closed, as the NameNode has them.
  *
  * With --ha the cluster is highly available: two NameNodes of one nameservice
  * sharing their edits, the first one active, and one DataNode serving both.
@@ -599,6 +601,13 @@ public final class HdfsHarness {
             }
             case "corrupt-replicas" -> {
                 return f.length == 2 ? "ok corrupt=" + corruptReplicas(f[1]) : "error usage: corrupt-replicas PATH";
+            }
+            case "file-state" -> {
+                if (f.length != 2) {
+                    return "error usage: file-state PATH";
+                }
+                var located = cluster.getFileSystem(0).getClient().getLocatedBlocks(f[1], 0);
+                return "ok length=" + located.getFileLength() + " closed=" + !located.isUnderConstruction();
             }
             default -> {
             }
