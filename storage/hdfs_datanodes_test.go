@@ -173,3 +173,53 @@ func TestHDFSDataNodeTrials(t *testing.T) {
 		"%d reads with corrupt replicas (%d reads in all), every output exact",
 		n, n-failed, failed, n, reads)
 }
+
+// A NameNode in safe mode refuses every change for a while (as it does when
+// it starts); a write waits for it, as Hadoop's client's does, and goes on
+// once it leaves.
+func TestHDFSWriteWaitsForSafeMode(t *testing.T) {
+	st, root, ctl := dnSetup(t)
+	t.Cleanup(func() { control(t, ctl, "safemode leave") })
+	data := make([]byte, 1<<20+4321)
+	rand.Read(data)
+	p := root + "/state"
+	control(t, ctl, "safemode enter")
+	done := make(chan error, 1)
+	go func() { done <- storage.WriteFile(context.Background(), st, p, data) }()
+	select {
+	case err := <-done:
+		t.Fatalf("the write ended while the NameNode was in safe mode: %v", err)
+	case <-time.After(2 * time.Second):
+	}
+	control(t, ctl, "safemode leave")
+	if err := <-done; err != nil {
+		t.Fatalf("the write after the NameNode left safe mode: %v", err)
+	}
+	got, err := storage.ReadAll(context.Background(), st, p, int64(len(data))+1)
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("%s: %d bytes, %v; want the %d written", p, len(got), err, len(data))
+	}
+}
+
+// A NameNode that stays in safe mode fails a write after a bounded wait,
+// with nothing left behind.
+func TestHDFSWriteGivesUpOnSafeMode(t *testing.T) {
+	st, root, ctl := dnSetup(t)
+	t.Cleanup(func() { control(t, ctl, "safemode leave") })
+	p := root + "/state"
+	control(t, ctl, "safemode enter")
+	start := time.Now()
+	err := storage.WriteFile(context.Background(), st, p, []byte("state"))
+	took := time.Since(start)
+	if !errors.Is(err, storage.ErrUnavailable) || !strings.Contains(err.Error(), "SafeModeException") {
+		t.Fatalf("write to a NameNode in safe mode: %v, want storage.ErrUnavailable naming the SafeModeException", err)
+	}
+	// 12.7 s of waits between the attempts.
+	if took < 12*time.Second || took > 40*time.Second {
+		t.Fatalf("write to a NameNode in safe mode failed after %v, want 12.7 s of retries and little more", took)
+	}
+	control(t, ctl, "safemode leave")
+	if _, err := st.Stat(context.Background(), p); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("Stat of %s after the failed write = %v, want storage.ErrNotFound", p, err)
+	}
+}
