@@ -13,9 +13,10 @@ import (
 
 // TestHDFSDataNodeConvertTrials runs convert from local disk to the cluster
 // of three DataNodes, stopping a random DataNode at a random progress step.
-// Each run either completes with an output equal to the same convert's on
-// local disk, or fails leaving no _metadata that verify accepts, and then,
-// with the DataNode back, the same convert run again completes.
+// Each run either completes, its writes going on without the DataNode,
+// with an output equal to the same convert's on local disk, or fails
+// leaving no _metadata that verify accepts, and then, with the DataNode
+// back, the same convert run again completes.
 // STATEUTIL_DN_TRIALS sets the number of trials (2 by default); the outcomes
 // are counted in the log.
 func TestHDFSDataNodeConvertTrials(t *testing.T) {
@@ -81,6 +82,6 @@ func TestHDFSDataNodeConvertTrials(t *testing.T) {
 			sameState(t, want, dst)
 		}
 	}
-	t.Logf("%d DataNode trials of convert to %s: %d completed, %d failed cleanly, %d of them completed on a rerun, %d accepted partial outputs",
+	t.Logf("%d DataNode trials of convert to %s: %d completed without the DataNode, %d failed cleanly, %d of them completed on a rerun, %d accepted partial outputs",
 		trials, d.Addr, counts["completed"], counts["failed cleanly"], counts["rerun completed"], counts["accepted partial output"])
 }

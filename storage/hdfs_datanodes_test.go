@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"fmt"
 	mrand "math/rand"
 	"os"
 	"strconv"
@@ -66,11 +67,12 @@ func corruptReadTrial(t *testing.T, st storage.Storage, ctl, p string, data []by
 }
 
 // killWriteTrial writes data to p in 64 KiB pieces and stops a random
-// DataNode of the pipeline after killAt bytes. The write either commits or
-// fails cleanly (nothing at p, no temporary left); after the DataNode is
-// back, a failed write is run again. Either way p must then hold exactly
-// data. It reports whether the first write failed.
-func killWriteTrial(t *testing.T, st storage.Storage, ctl, p string, data []byte, killAt int) bool {
+// DataNode of the pipeline after killAt bytes. The write either commits,
+// the NameNode then holding p closed at its full length, or fails cleanly
+// (nothing at p, no temporary left); after the DataNode is back, a failed
+// write is run again. Either way p must then hold exactly data. It returns
+// the first write's error.
+func killWriteTrial(t *testing.T, st storage.Storage, ctl, p string, data []byte, killAt int) error {
 	t.Helper()
 	ctx := context.Background()
 	w, err := st.Create(ctx, p)
@@ -92,7 +94,11 @@ func killWriteTrial(t *testing.T, st storage.Storage, ctl, p string, data []byte
 	if werr == nil {
 		werr = w.Commit()
 	}
-	if werr != nil {
+	if werr == nil {
+		if got, want := control(t, ctl, "file-state "+p), fmt.Sprintf("ok length=%d closed=true", len(data)); got != want {
+			t.Fatalf("NameNode's state of %s after kill at %d (%s): %q, want %q", p, killAt, killed, got, want)
+		}
+	} else {
 		if err := w.Abort(); err != nil {
 			t.Fatalf("Abort after %v: %v", werr, err)
 		}
@@ -111,7 +117,7 @@ func killWriteTrial(t *testing.T, st storage.Storage, ctl, p string, data []byte
 	if err != nil || !bytes.Equal(got, data) {
 		t.Fatalf("%s after kill at %d (%s): %d bytes, %v; want the %d written", p, killAt, killed, len(got), err, len(data))
 	}
-	return werr != nil
+	return werr
 }
 
 // A replica whose data is corrupt costs a read nothing: it goes on from
@@ -124,13 +130,19 @@ func TestHDFSCorruptReplicaRead(t *testing.T) {
 	t.Logf("NameNode knows the corrupt replicas after %d reads", reads)
 }
 
-// A DataNode stopped in the middle of a write of several blocks leaves
-// either the whole file or none of it.
+// A DataNode stopped while a file of several blocks is written costs the
+// write nothing, wherever it stops: the pipeline goes on without it, as
+// Hadoop's client's does. The kills fall before the first block, inside
+// one, at a boundary between two and after the last byte (at Commit).
 func TestHDFSDataNodeKilledDuringWrite(t *testing.T) {
 	st, root, ctl := dnSetup(t)
 	data := make([]byte, 3<<20+12345)
 	rand.Read(data)
-	killWriteTrial(t, st, ctl, root+"/state", data, 3<<19)
+	for i, killAt := range []int{0, 3 << 19, 1 << 20, 2<<20 + 5<<16, len(data)} {
+		if err := killWriteTrial(t, st, ctl, root+"/state"+strconv.Itoa(i), data, killAt); err != nil {
+			t.Errorf("kill at %d: the write failed (%v); it must go on with the other DataNodes", killAt, err)
+		}
+	}
 }
 
 // STATEUTIL_DN_TRIALS=N (default 2) runs N kills at random points of
@@ -152,12 +164,62 @@ func TestHDFSDataNodeTrials(t *testing.T) {
 	for i := 0; i < n; i++ {
 		data := make([]byte, 1+rnd.Intn(4<<20))
 		rand.Read(data)
-		if killWriteTrial(t, st, ctl, root+"/w"+strconv.Itoa(i), data, rnd.Intn(len(data))) {
+		if killWriteTrial(t, st, ctl, root+"/w"+strconv.Itoa(i), data, rnd.Intn(len(data))) != nil {
 			failed++
 		}
 		reads += corruptReadTrial(t, st, ctl, root+"/r"+strconv.Itoa(i), data)
 	}
-	t.Logf("%d kills during writes: %d committed whole, %d failed cleanly and were written again; "+
+	t.Logf("%d kills during writes: %d completed without the DataNode, %d failed cleanly and were written again; "+
 		"%d reads with corrupt replicas (%d reads in all), every output exact",
 		n, n-failed, failed, n, reads)
+}
+
+// A NameNode in safe mode refuses every change for a while (as it does when
+// it starts); a write waits for it, as Hadoop's client's does, and goes on
+// once it leaves.
+func TestHDFSWriteWaitsForSafeMode(t *testing.T) {
+	st, root, ctl := dnSetup(t)
+	t.Cleanup(func() { control(t, ctl, "safemode leave") })
+	data := make([]byte, 1<<20+4321)
+	rand.Read(data)
+	p := root + "/state"
+	control(t, ctl, "safemode enter")
+	done := make(chan error, 1)
+	go func() { done <- storage.WriteFile(context.Background(), st, p, data) }()
+	select {
+	case err := <-done:
+		t.Fatalf("the write ended while the NameNode was in safe mode: %v", err)
+	case <-time.After(2 * time.Second):
+	}
+	control(t, ctl, "safemode leave")
+	if err := <-done; err != nil {
+		t.Fatalf("the write after the NameNode left safe mode: %v", err)
+	}
+	got, err := storage.ReadAll(context.Background(), st, p, int64(len(data))+1)
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("%s: %d bytes, %v; want the %d written", p, len(got), err, len(data))
+	}
+}
+
+// A NameNode that stays in safe mode fails a write after a bounded wait,
+// with nothing left behind.
+func TestHDFSWriteGivesUpOnSafeMode(t *testing.T) {
+	st, root, ctl := dnSetup(t)
+	t.Cleanup(func() { control(t, ctl, "safemode leave") })
+	p := root + "/state"
+	control(t, ctl, "safemode enter")
+	start := time.Now()
+	err := storage.WriteFile(context.Background(), st, p, []byte("state"))
+	took := time.Since(start)
+	if !errors.Is(err, storage.ErrUnavailable) || !strings.Contains(err.Error(), "SafeModeException") {
+		t.Fatalf("write to a NameNode in safe mode: %v, want storage.ErrUnavailable naming the SafeModeException", err)
+	}
+	// 12.7 s of waits between the attempts.
+	if took < 12*time.Second || took > 40*time.Second {
+		t.Fatalf("write to a NameNode in safe mode failed after %v, want 12.7 s of retries and little more", took)
+	}
+	control(t, ctl, "safemode leave")
+	if _, err := st.Stat(context.Background(), p); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("Stat of %s after the failed write = %v, want storage.ErrNotFound", p, err)
+	}
 }

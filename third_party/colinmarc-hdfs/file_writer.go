@@ -1,7 +1,9 @@
 package hdfs
 
 import (
+	"context"
 	"errors"
+	"net"
 	"os"
 	"time"
 
@@ -31,6 +33,14 @@ type FileWriter struct {
 
 	blockWriter *transfer.BlockWriter
 	deadline    time.Time
+	// previous is the block before blockWriter's, which asking the
+	// namenode for a replacement of the latter names again.
+	previous *hdfs.ExtendedBlockProto
+	// excluded are the datanodes that failed to set up the pipeline of a new
+	// block; the namenode chooses none of them for the file's later blocks.
+	excluded []*hdfs.DatanodeInfoProto
+	// replaced counts the replacements of the current block.
+	replaced int
 	// last is the file's last block once Close has finalized it: a retried
 	// complete must name it again, since the namenode commits it only once
 	// the block before it is complete.
@@ -142,6 +152,7 @@ func (c *Client) Append(name string) (*FileWriter, error) {
 		Append:              true,
 		UseDatanodeHostname: f.client.options.UseDatanodeHostname,
 		DialFunc:            dialFunc,
+		Recovery:            pipelineRecovery{f},
 	}
 
 	err = f.blockWriter.SetDeadline(f.deadline)
@@ -194,8 +205,11 @@ func (f *FileWriter) Write(b []byte) (int, error) {
 	for off < len(b) {
 		n, err := f.blockWriter.Write(b[off:])
 		off += n
+		var createErr *transfer.CreateBlockError
 		if err == transfer.ErrEndOfBlock {
 			err = f.startNewBlock()
+		} else if errors.As(err, &createErr) {
+			err = f.replaceBlock(createErr)
 		}
 
 		if err != nil {
@@ -230,10 +244,8 @@ func (f *FileWriter) Flush() error {
 // exponential backoff.
 func (f *FileWriter) Close() error {
 	if f.blockWriter != nil {
-		last := f.blockWriter.Block.GetB()
-
 		// Close the blockWriter, flushing any buffered packets.
-		err := f.finalizeBlock()
+		last, err := f.finalizeBlock()
 		if err != nil {
 			return err
 		}
@@ -261,21 +273,55 @@ func (f *FileWriter) Close() error {
 func (f *FileWriter) startNewBlock() error {
 	var previous *hdfs.ExtendedBlockProto
 	if f.blockWriter != nil {
-		previous = f.blockWriter.Block.GetB()
-
 		// TODO: We don't actually need to wait for previous blocks to ack before
 		// continuing.
-		err := f.finalizeBlock()
+		var err error
+		previous, err = f.finalizeBlock()
 		if err != nil {
 			return err
 		}
 	}
 
+	f.previous = previous
+	f.replaced = 0
+	return f.allocateBlock()
+}
+
+// blockWriteRetries is how often a new block whose pipeline could not be
+// set up is replaced (Hadoop's dfs.client.block.write.retries).
+const blockWriteRetries = 3
+
+// replaceBlock abandons the current block, whose pipeline failed before it
+// held any data, and asks for another one on other datanodes, as Hadoop's
+// client does.
+func (f *FileWriter) replaceBlock(failure *transfer.CreateBlockError) error {
+	if f.replaced >= blockWriteRetries {
+		return &os.PathError{"create", f.name, failure}
+	}
+	f.replaced++
+
+	abandonReq := &hdfs.AbandonBlockRequestProto{
+		B:      f.blockWriter.Block.GetB(),
+		Src:    proto.String(f.name),
+		Holder: proto.String(f.client.namenode.ClientName),
+		FileId: f.fileId,
+	}
+	err := f.client.namenode.Execute("abandonBlock", abandonReq, &hdfs.AbandonBlockResponseProto{})
+	if err != nil {
+		return &os.PathError{"create", f.name, interpretException(err)}
+	}
+
+	f.excluded = append(f.excluded, failure.Datanode)
+	return f.allocateBlock()
+}
+
+func (f *FileWriter) allocateBlock() error {
 	addBlockReq := &hdfs.AddBlockRequestProto{
-		Src:        proto.String(f.name),
-		ClientName: proto.String(f.client.namenode.ClientName),
-		Previous:   previous,
-		FileId:     f.fileId,
+		Src:          proto.String(f.name),
+		ClientName:   proto.String(f.client.namenode.ClientName),
+		Previous:     f.previous,
+		FileId:       f.fileId,
+		ExcludeNodes: f.excluded,
 	}
 	addBlockResp := &hdfs.AddBlockResponseProto{}
 
@@ -297,6 +343,7 @@ func (f *FileWriter) startNewBlock() error {
 		BlockSize:           f.blockSize,
 		UseDatanodeHostname: f.client.options.UseDatanodeHostname,
 		DialFunc:            dialFunc,
+		Recovery:            pipelineRecovery{f},
 	}
 
 	return f.blockWriter.SetDeadline(f.deadline)
@@ -322,10 +369,13 @@ func (f *FileWriter) addBlock(req *hdfs.AddBlockRequestProto, resp *hdfs.AddBloc
 	}
 }
 
-func (f *FileWriter) finalizeBlock() error {
+// finalizeBlock closes the current block and returns it as the namenode is
+// to commit it: its generation stamp the last pipeline's, its length the
+// bytes written.
+func (f *FileWriter) finalizeBlock() (*hdfs.ExtendedBlockProto, error) {
 	err := f.blockWriter.Close()
 	if err != nil {
-		return err
+		return nil, err
 	}
 
 	// Finalize the block on the namenode.
@@ -339,9 +389,44 @@ func (f *FileWriter) finalizeBlock() error {
 
 	err = f.client.namenode.Execute("updateBlockForPipeline", updateReq, updateResp)
 	if err != nil {
-		return err
+		return nil, err
 	}
 
 	f.blockWriter = nil
+	return lastBlock, nil
+}
+
+// pipelineRecovery is the namenode's part in the recovery of the pipeline
+// of a file's block.
+type pipelineRecovery struct {
+	f *FileWriter
+}
+
+func (r pipelineRecovery) UpdateBlockForPipeline(block *hdfs.ExtendedBlockProto) (*hdfs.LocatedBlockProto, func(ctx context.Context, network, addr string) (net.Conn, error), error) {
+	req := &hdfs.UpdateBlockForPipelineRequestProto{
+		Block:      block,
+		ClientName: proto.String(r.f.client.namenode.ClientName),
+	}
+	resp := &hdfs.UpdateBlockForPipelineResponseProto{}
+	if err := r.f.client.namenode.Execute("updateBlockForPipeline", req, resp); err != nil {
+		return nil, nil, &os.PathError{"create", r.f.name, interpretException(err)}
+	}
+
+	// The same dialer as the block's first pipeline, with the new token.
+	dial, err := r.f.client.wrapDatanodeDial(r.f.client.options.DatanodeDialFunc, resp.GetBlock().GetBlockToken())
+	return resp.GetBlock(), dial, err
+}
+
+func (r pipelineRecovery) UpdatePipeline(oldBlock, newBlock *hdfs.ExtendedBlockProto, nodes []*hdfs.DatanodeIDProto, storageIDs []string) error {
+	req := &hdfs.UpdatePipelineRequestProto{
+		ClientName: proto.String(r.f.client.namenode.ClientName),
+		OldBlock:   oldBlock,
+		NewBlock:   newBlock,
+		NewNodes:   nodes,
+		StorageIDs: storageIDs,
+	}
+	if err := r.f.client.namenode.Execute("updatePipeline", req, &hdfs.UpdatePipelineResponseProto{}); err != nil {
+		return &os.PathError{"create", r.f.name, interpretException(err)}
+	}
 	return nil
 }

@@ -15,14 +15,16 @@ import (
 )
 
 const (
-	rpcVersion            byte = 0x09
-	serviceClass          byte = 0x0
-	noneAuthProtocol      byte = 0x0
-	saslAuthProtocol      byte = 0xdf
-	protocolClass              = "org.apache.hadoop.hdfs.protocol.ClientProtocol"
-	protocolClassVersion       = 1
-	handshakeCallID            = -3
-	standbyExceptionClass      = "org.apache.hadoop.ipc.StandbyException"
+	rpcVersion              byte = 0x09
+	serviceClass            byte = 0x0
+	noneAuthProtocol        byte = 0x0
+	saslAuthProtocol        byte = 0xdf
+	protocolClass                = "org.apache.hadoop.hdfs.protocol.ClientProtocol"
+	protocolClassVersion         = 1
+	handshakeCallID              = -3
+	standbyExceptionClass        = "org.apache.hadoop.ipc.StandbyException"
+	retriableExceptionClass      = "org.apache.hadoop.ipc.RetriableException"
+	safeModeExceptionClass       = "org.apache.hadoop.hdfs.server.namenode.SafeModeException"
 )
 
 const (
@@ -40,6 +42,13 @@ const (
 	failoverRounds     = 8
 	failoverBackoff    = 100 * time.Millisecond
 	failoverBackoffMax = 10 * time.Second
+
+	// A call the namenode answers with a RetriableException (busy, or an
+	// HA namenode starting up) or a SafeModeException is sent again to the
+	// same namenode, as Hadoop's client's retry policies do, at most
+	// busyRetries times, waiting from failoverBackoff doubling up to
+	// failoverBackoffMax in between (12.7 s in all), with its call ID.
+	busyRetries = 7
 )
 
 // NamenodeConnection represents an open connection to a namenode.
@@ -205,7 +214,7 @@ func (c *NamenodeConnection) Execute(method string, req proto.Message, resp prot
 	c.currentRequestID++
 	requestID := c.currentRequestID
 
-	wait := failoverBackoff
+	wait, busyWait, busy := failoverBackoff, failoverBackoff, 0
 	for attempt := 1; ; attempt++ {
 		// Only when no namenode accepts a connection at all does this fail
 		// at once.
@@ -219,7 +228,20 @@ func (c *NamenodeConnection) Execute(method string, req proto.Message, resp prot
 			err = c.transport.readResponse(c.conn, method, requestID, resp)
 		}
 		var nerr *NamenodeError
-		if err == nil || (errors.As(err, &nerr) && nerr.exception != standbyExceptionClass) {
+		// The lease renewer does not wait: it calls again each second, and
+		// would hold every other call back while it waited.
+		if errors.As(err, &nerr) && method != "renewLease" &&
+			(nerr.exception == retriableExceptionClass || nerr.exception == safeModeExceptionClass) {
+			if busy == busyRetries {
+				return err
+			}
+			busy++
+			attempt-- // not a failover attempt
+			time.Sleep(busyWait)
+			busyWait = min(2*busyWait, failoverBackoffMax)
+			continue
+		}
+		if err == nil || (nerr != nil && nerr.exception != standbyExceptionClass) {
 			return err
 		}
 

@@ -46,24 +46,27 @@ func init() {
 	heartbeatPacket = append(header, b...)
 }
 
-// blockWriteStream writes data out to a datanode, and reads acks back.
+// blockWriteStream writes data out to a datanode, and reads acks back. It
+// keeps each packet until the whole pipeline has acknowledged it, so that a
+// stream on a recovered pipeline can send again what this one lost.
 type blockWriteStream struct {
-	block *hdfs.LocatedBlockProto
-
 	conn   io.ReadWriter
 	buf    bytes.Buffer
 	offset int64
-	closed bool
+	seqno  int
 
-	packets chan int
-	seqno   int
+	// mu guards what the ack loop shares with the writer; acked is
+	// broadcast on each ack and when the ack loop stops.
+	mu         sync.Mutex
+	acked      *sync.Cond
+	unacked    []outboundPacket
+	ackedBytes int64
+	ackError   error
+	acksDone   chan struct{}
 
-	ackError        error
-	acksDone        chan struct{}
-	lastPacketSeqno int
-
-	heartbeats chan struct{}
-	writeLock  sync.Mutex
+	heartbeats    chan struct{}
+	heartbeatsOff bool
+	writeLock     sync.Mutex
 }
 
 type outboundPacket struct {
@@ -86,15 +89,19 @@ func (ae ackError) Error() string {
 
 var ErrInvalidSeqno = errors.New("invalid ack sequence number")
 
-func newBlockWriteStream(conn io.ReadWriter, offset int64) *blockWriteStream {
+// newBlockWriteStream starts a stream whose next packet has the given
+// sequence number and starts at offset in the block, of which the pipeline
+// holds the first acked bytes.
+func newBlockWriteStream(conn io.ReadWriter, offset int64, seqno int, acked int64) *blockWriteStream {
 	s := &blockWriteStream{
 		conn:       conn,
 		offset:     offset,
-		seqno:      1,
-		packets:    make(chan int, maxPacketsInQueue),
+		seqno:      seqno,
+		ackedBytes: acked,
 		acksDone:   make(chan struct{}),
 		heartbeats: make(chan struct{}),
 	}
+	s.acked = sync.NewCond(&s.mu)
 
 	// Send idle heartbeats every 30 seconds.
 	go s.writeHeartbeats()
@@ -108,54 +115,57 @@ func newBlockWriteStream(conn io.ReadWriter, offset int64) *blockWriteStream {
 	return s
 }
 
-// func newBlockWriteStreamForRecovery(conn io.ReadWriter, oldWriteStream *blockWriteStream) {
-// 	s := &blockWriteStream{
-// 		conn: conn,
-// 		buf: oldWriteStream.buf,
-// 		packets: oldWriteStream.packets,
-// 		offset: oldWriteStream.offset,
-// 		seqno: oldWriteStream.seqno,
-// 		packets
-// 	}
-
-// 	go s.ackPackets()
-// 	return s
-// }
-
-func (s *blockWriteStream) Write(b []byte) (int, error) {
-	if s.closed {
-		return 0, io.ErrClosedPipe
+// resume continues the block of old, whose pipeline failed, on conn: it
+// takes over the bytes old had buffered and sends again the packets old's
+// pipeline never acknowledged, as Hadoop's DataStreamer does after a
+// pipeline recovery. old must be stopped.
+func (old *blockWriteStream) resume(conn io.ReadWriter) (*blockWriteStream, error) {
+	s := newBlockWriteStream(conn, old.offset, old.seqno, old.ackedBytes)
+	s.buf.Write(old.buf.Bytes())
+	for i, p := range old.unacked {
+		if err := s.send(p); err != nil {
+			s.mu.Lock()
+			s.unacked = append(s.unacked, old.unacked[i+1:]...)
+			s.mu.Unlock()
+			return s, err
+		}
 	}
-
-	if err := s.getAckError(); err != nil {
-		return 0, err
-	}
-
-	n, _ := s.buf.Write(b)
-	err := s.flush(false)
-	return n, err
+	return s, nil
 }
 
-// finish flushes the rest of the buffered bytes, and then sends a final empty
-// packet signifying the end of the block.
+// stop ends the stream after a failure: the caller has closed its
+// connection, which ends the ack loop. Afterwards unacked, buf, offset and
+// seqno are what the stream still owes the block.
+func (s *blockWriteStream) stop() {
+	s.stopHeartbeats()
+	<-s.acksDone
+}
+
+// closing reports whether the stream has sent the end of the block, with
+// all data before it acknowledged.
+func (s *blockWriteStream) closing() bool {
+	return len(s.unacked) == 1 && s.unacked[0].last
+}
+
+func (s *blockWriteStream) Write(b []byte) (int, error) {
+	n, _ := s.buf.Write(b)
+	return n, s.flush(false)
+}
+
+// finish flushes the rest of the buffered bytes and waits for them to be
+// acknowledged, and then sends a final empty packet signifying the end of
+// the block. Like Hadoop's client it waits for the data's acks first, so
+// that a pipeline failing after the end of the block was sent only needs to
+// be closed again (PIPELINE_CLOSE_RECOVERY).
 func (s *blockWriteStream) finish() error {
-	if s.closed {
-		return nil
-	}
-	s.closed = true
-
-	// Stop sending heartbeats.
-	close(s.heartbeats)
-
-	if err := s.getAckError(); err != nil {
-		return err
-	}
-
 	if err := s.flush(true); err != nil {
 		return err
 	}
+	if err := s.waitAcked(); err != nil {
+		return err
+	}
 
-	// The last packet has no data; it's just a marker that the block is finished.
+	s.stopHeartbeats()
 	lastPacket := outboundPacket{
 		seqno:     s.seqno,
 		offset:    s.offset,
@@ -163,45 +173,59 @@ func (s *blockWriteStream) finish() error {
 		checksums: []byte{},
 		data:      []byte{},
 	}
-	s.packets <- lastPacket.seqno
-
-	err := s.writePacket(lastPacket)
-	if err != nil {
+	s.seqno++
+	if err := s.send(lastPacket); err != nil {
 		return err
 	}
 
-	// Wait for the ack loop to finish.
-	close(s.packets)
-	<-s.acksDone
-
-	// Check one more time for any ack errors.
-	if err := s.getAckError(); err != nil {
-		return err
-	}
-
-	return nil
+	return s.waitAcked()
 }
 
 // flush parcels out the buffered bytes into packets, which it then flushes to
-// the datanode. We keep around a reference to the packet, in case the ack
-// fails, and we need to send it again later.
+// the datanode.
 func (s *blockWriteStream) flush(force bool) error {
-	s.writeLock.Lock()
-	defer s.writeLock.Unlock()
-
 	for s.buf.Len() > 0 && (force || s.buf.Len() >= outboundPacketSize) {
 		packet := s.makePacket()
-		s.packets <- packet.seqno
 		s.offset += int64(len(packet.data))
 		s.seqno++
 
-		err := s.writePacket(packet)
-		if err != nil {
+		if err := s.send(packet); err != nil {
 			return err
 		}
 	}
 
 	return nil
+}
+
+// send queues p for its ack, waiting while maxPacketsInQueue packets are
+// unacknowledged, and writes it out. On a failure p stays queued, to be sent
+// again on a recovered pipeline.
+func (s *blockWriteStream) send(p outboundPacket) error {
+	s.mu.Lock()
+	for len(s.unacked) >= maxPacketsInQueue && s.ackError == nil {
+		s.acked.Wait()
+	}
+	s.unacked = append(s.unacked, p)
+	err := s.ackError
+	s.mu.Unlock()
+	if err != nil {
+		return err
+	}
+
+	s.writeLock.Lock()
+	defer s.writeLock.Unlock()
+	return s.writePacket(p)
+}
+
+// waitAcked waits until every packet sent is acknowledged, or the pipeline
+// fails.
+func (s *blockWriteStream) waitAcked() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for len(s.unacked) > 0 && s.ackError == nil {
+		s.acked.Wait()
+	}
+	return s.ackError
 }
 
 func (s *blockWriteStream) makePacket() outboundPacket {
@@ -225,7 +249,9 @@ func (s *blockWriteStream) makePacket() outboundPacket {
 		offset:    s.offset,
 		last:      false,
 		checksums: make([]byte, numChunks*4),
-		data:      s.buf.Next(packetLength),
+		// A copy: Next's slice is the buffer's, which later writes reuse,
+		// and the packet is kept to be sent again.
+		data: bytes.Clone(s.buf.Next(packetLength)),
 	}
 
 	// Fill in the checksum for each chunk of data.
@@ -245,66 +271,55 @@ func (s *blockWriteStream) makePacket() outboundPacket {
 }
 
 // ackPackets is meant to run in the background, reading acks and setting
-// ackError if one fails.
+// ackError if one fails. It returns once the end of the block is acked, or
+// on the first failure.
 func (s *blockWriteStream) ackPackets() {
 	reader := bufio.NewReader(s.conn)
-
-Acks:
 	for {
-		p, ok := <-s.packets
-		if !ok {
-			// All packets all acked.
+		// If we fail to read the ack at all, that counts as a failure from the
+		// first datanode (the one we're connected to).
+		ack := &hdfs.PipelineAckProto{}
+		if err := readPrefixedMessage(reader, ack); err != nil {
+			s.fail(err)
 			return
 		}
 
-		var seqno int
-		for {
-			// If we fail to read the ack at all, that counts as a failure from the
-			// first datanode (the one we're connected to).
-			ack := &hdfs.PipelineAckProto{}
-			err := readPrefixedMessage(reader, ack)
-			if err != nil {
-				s.ackError = err
-				break Acks
-			}
-
-			seqno = int(ack.GetSeqno())
-
-			for i, status := range ack.GetReply() {
-				if status != hdfs.Status_SUCCESS {
-					s.ackError = ackError{status: status, seqno: seqno, pipelineIndex: i}
-					break Acks
-				}
-			}
-
-			if seqno != heartbeatSeqno {
-				break
+		seqno := int(ack.GetSeqno())
+		// Like Hadoop's client, blame the last datanode that reports an error:
+		// the ones before it only pass on its failure.
+		replies := ack.GetReply()
+		for i := len(replies) - 1; i >= 0; i-- {
+			if replies[i] != hdfs.Status_SUCCESS {
+				s.fail(ackError{status: replies[i], seqno: seqno, pipelineIndex: i})
+				return
 			}
 		}
-
-		if seqno != p {
-			s.ackError = ErrInvalidSeqno
-			break Acks
+		if seqno == heartbeatSeqno {
+			continue
 		}
-	}
 
-	// Once we've seen an error, just keep reading packets off the channel (but
-	// not off the socket) until the writing thread figures it out. If we don't,
-	// the upstream thread could deadlock waiting for the channel to have space.
-	for range s.packets {
+		s.mu.Lock()
+		if len(s.unacked) == 0 || s.unacked[0].seqno != seqno {
+			s.mu.Unlock()
+			s.fail(ErrInvalidSeqno)
+			return
+		}
+		p := s.unacked[0]
+		s.unacked = s.unacked[1:]
+		s.ackedBytes = p.offset + int64(len(p.data))
+		s.acked.Broadcast()
+		s.mu.Unlock()
+		if p.last {
+			return
+		}
 	}
 }
 
-func (s *blockWriteStream) getAckError() error {
-	select {
-	case <-s.acksDone:
-		if s.ackError != nil {
-			return s.ackError
-		}
-	default:
-	}
-
-	return nil
+func (s *blockWriteStream) fail(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.ackError = err
+	s.acked.Broadcast()
 }
 
 // A packet for the datanode:
@@ -358,10 +373,23 @@ func (s *blockWriteStream) writeHeartbeats() {
 		select {
 		case <-ticker.C:
 			s.writeLock.Lock()
-			s.conn.Write(heartbeatPacket)
+			if !s.heartbeatsOff {
+				s.conn.Write(heartbeatPacket)
+			}
 			s.writeLock.Unlock()
 		case <-s.heartbeats:
 			return
 		}
+	}
+}
+
+// stopHeartbeats stops them for good: no heartbeat follows the end of the
+// block or goes to a connection given up.
+func (s *blockWriteStream) stopHeartbeats() {
+	s.writeLock.Lock()
+	defer s.writeLock.Unlock()
+	if !s.heartbeatsOff {
+		s.heartbeatsOff = true
+		close(s.heartbeats)
 	}
 }

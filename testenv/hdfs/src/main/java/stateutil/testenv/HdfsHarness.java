@@ -27,6 +27,7 @@ import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.permission.FsPermission;
 import org.apache.hadoop.hdfs.MiniDFSCluster;
 import org.apache.hadoop.hdfs.MiniDFSNNTopology;
+import org.apache.hadoop.hdfs.protocol.HdfsConstants.SafeModeAction;
 import org.apache.hadoop.hdfs.protocol.LocatedBlock;
 import org.apache.hadoop.hdfs.server.datanode.DataNodeTestUtils;
 import org.apache.hadoop.security.UserGroupInformation;
@@ -50,7 +51,11 @@ import sun.misc.Signal;
  * overwrites the data of one random replica of each block of PATH and answers
  * {@code ok corrupted=ADDR,...} (one DataNode per block); {@code
  * corrupt-replicas PATH} answers {@code ok corrupt=N}, the replicas of PATH's
- * blocks the NameNode knows to be corrupt.
+ * blocks the NameNode knows to be corrupt. {@code file-state PATH} answers
+ * {@code ok length=N closed=true|false}, PATH's length and whether it is
+ * closed, as the NameNode has them. {@code safemode enter|leave} puts the
+ * NameNode in safe mode (it refuses every change with a SafeModeException)
+ * or takes it out.
  *
  * With --ha the cluster is highly available: two NameNodes of one nameservice
  * sharing their edits, the first one active, and one DataNode serving both.
@@ -599,6 +604,20 @@ public final class HdfsHarness {
             }
             case "corrupt-replicas" -> {
                 return f.length == 2 ? "ok corrupt=" + corruptReplicas(f[1]) : "error usage: corrupt-replicas PATH";
+            }
+            case "safemode" -> {
+                if (f.length != 2 || !(f[1].equals("enter") || f[1].equals("leave"))) {
+                    return "error usage: safemode enter|leave";
+                }
+                var action = f[1].equals("enter") ? SafeModeAction.SAFEMODE_ENTER : SafeModeAction.SAFEMODE_LEAVE;
+                return "ok safemode=" + (cluster.getNameNodeRpc(0).setSafeMode(action, false) ? "on" : "off");
+            }
+            case "file-state" -> {
+                if (f.length != 2) {
+                    return "error usage: file-state PATH";
+                }
+                var located = cluster.getFileSystem(0).getClient().getLocatedBlocks(f[1], 0);
+                return "ok length=" + located.getFileLength() + " closed=" + !located.isUnderConstruction();
             }
             default -> {
             }
