@@ -68,3 +68,37 @@ func TestSecureHDFSExitCodes(t *testing.T) {
 		})
 	}
 }
+
+// With the credentials file of HADOOP_TOKEN_FILE_LOCATION and no ticket, as
+// in a YARN container, commands write and read HDFS with its delegation
+// token; a token the NameNode cancelled, and a file without a token for
+// this NameNode, each fail with one line and an exit code of their own.
+func TestSecureHDFSDelegationTokenCommands(t *testing.T) {
+	s := formattest.SecureHDFSCluster(t)
+	loc := s.Dir(t) + "/job/chk-1"
+	t.Setenv("KRB5CCNAME", "FILE:"+filepath.Join(t.TempDir(), "no-such-cache"))
+	valid, _ := s.TokenFile(t, "writable", "")
+	t.Setenv("HADOOP_TOKEN_FILE_LOCATION", valid)
+	mustRun(t, "generate", "--format", "filesystem", "--keys", "500", "--output", loc)
+	if out := mustRun(t, "verify", loc); !strings.Contains(out, "OK: no problems found") {
+		t.Fatalf("verify with a delegation token:\n%s", out)
+	}
+
+	cancelled, _ := s.TokenFile(t, "protobuf", "")
+	s.CancelTokens(t, cancelled)
+	elsewhere, _ := s.TokenFile(t, "protobuf", "127.0.0.1:1")
+	for _, c := range []struct {
+		name, file string
+		want       int
+		naming     string
+	}{
+		{"cancelled", cancelled, ExitTokenRefused, cancelled},
+		{"another namenode's", elsewhere, ExitNoToken, "127.0.0.1:1"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Setenv("HADOOP_TOKEN_FILE_LOCATION", c.file)
+			code, _, errOut := run(t, "verify", loc)
+			wantKerberosExit(t, code, errOut, c.want, c.naming)
+		})
+	}
+}

@@ -103,8 +103,21 @@ func openHDFS(ctx context.Context, u *url.URL, login kerberos.Login) (Storage, e
 
 	login = login.WithEnvironment()
 	kerberized := kerberos.Wanted(conf["hadoop.security.authentication"]) || login.Keytab != ""
+	// A credentials file (YARN gives each container one) stands in for a
+	// Kerberos login: its delegation token logs in, no ticket is looked for.
+	tokens := tokenFile(login.Keytab)
 	var who string
-	if kerberized {
+	if tokens != "" {
+		service, err := hdfsTokenService(conf, authority, opts.Addresses)
+		if err != nil {
+			return nil, fmt.Errorf("connect %s: %w", prefix+"/", err)
+		}
+		if opts.DelegationToken, err = hdfsDelegationToken(tokens, service); err != nil {
+			return nil, fmt.Errorf("connect %s: %w: %w", prefix+"/", ErrPermission, err)
+		}
+		opts.KerberosClient = nil
+		who = "token|" + tokens
+	} else if kerberized {
 		// dfs.namenode.kerberos.principal (without its realm) is already in
 		// opts; the library puts each namenode's canonical name in for _HOST.
 		if opts.KerberosServicePrincipleName == "" {
@@ -134,7 +147,7 @@ func openHDFS(ctx context.Context, u *url.URL, login kerberos.Login) (Storage, e
 		return &hdfsStorage{client: c, prefix: prefix}, nil
 	}
 
-	if kerberized {
+	if kerberized && tokens == "" {
 		// Once per client: a keytab login asks the KDC, which a command
 		// resolving every file of a snapshot must not do for each.
 		kc, err := kerberos.Client(login)
@@ -153,15 +166,21 @@ func openHDFS(ctx context.Context, u *url.URL, login kerberos.Login) (Storage, e
 	}
 	opts.DatanodeDialFunc = dialer.DialContext
 
+	connectErr := func(err error) error {
+		if opts.DelegationToken != nil && tokenRefused(err) {
+			return tokenRefusedErr(prefix, tokens, opts.DelegationToken, err)
+		}
+		return hdfsConnectErr(prefix, err)
+	}
 	c, err := hdfs.NewClient(opts)
 	if err != nil {
-		return nil, hdfsConnectErr(prefix, err)
+		return nil, connectErr(err)
 	}
 	// NewClient only writes the handshake; a real round trip proves the
 	// namenode is up (and caches the defaults Create needs).
 	if _, err := c.ServerDefaults(); err != nil {
 		c.Close()
-		return nil, hdfsConnectErr(prefix, err)
+		return nil, connectErr(err)
 	}
 	hdfsClients[key] = c
 	return &hdfsStorage{client: c, prefix: prefix}, nil

@@ -54,6 +54,8 @@ type NamenodeConnection struct {
 	kerberosServicePrincipleName string
 	kerberosRealm                string
 
+	token *hadoop.TokenProto
+
 	dialFunc  func(ctx context.Context, network, addr string) (net.Conn, error)
 	conn      net.Conn
 	host      *namenodeHost
@@ -88,6 +90,10 @@ type NamenodeConnectionOptions struct {
 	// setup (for example: 'nn/_HOST@EXAMPLE.COM'). It is required if
 	// KerberosClient is provided.
 	KerberosServicePrincipleName string
+	// DelegationToken, when KerberosClient is nil, is what the connection
+	// logs in with (Hadoop's TOKEN authentication); the namenode takes the
+	// user from it.
+	DelegationToken *hadoop.TokenProto
 }
 
 type namenodeHost struct {
@@ -110,7 +116,7 @@ func NewNamenodeConnection(options NamenodeConnectionOptions) (*NamenodeConnecti
 		creds := options.KerberosClient.Credentials
 		user = creds.UserName()
 		realm = creds.Realm()
-	} else if user == "" {
+	} else if user == "" && options.DelegationToken == nil {
 		return nil, errors.New("user not specified")
 	}
 
@@ -125,6 +131,7 @@ func NewNamenodeConnection(options NamenodeConnectionOptions) (*NamenodeConnecti
 		kerberosClient:               options.KerberosClient,
 		kerberosServicePrincipleName: options.KerberosServicePrincipleName,
 		kerberosRealm:                realm,
+		token:                        options.DelegationToken,
 
 		dialFunc:  options.DialFunc,
 		hostList:  hostList,
@@ -264,10 +271,8 @@ func (c *NamenodeConnection) Execute(method string, req proto.Message, resp prot
 // +-----------------------------------------------------------+
 func (c *NamenodeConnection) doNamenodeHandshake() error {
 	authProtocol := noneAuthProtocol
-	kerberos := false
-	if c.kerberosClient != nil {
+	if c.kerberosClient != nil || c.token != nil {
 		authProtocol = saslAuthProtocol
-		kerberos = true
 	}
 
 	rpcHeader := []byte{
@@ -280,15 +285,22 @@ func (c *NamenodeConnection) doNamenodeHandshake() error {
 		return err
 	}
 
-	if kerberos {
+	switch {
+	case c.kerberosClient != nil:
 		err = c.doKerberosHandshake()
-		if err != nil {
-			return fmt.Errorf("SASL handshake: %w", err)
-		}
+	case c.token != nil:
+		err = c.doTokenHandshake()
+	}
+	if err != nil {
+		return fmt.Errorf("SASL handshake: %w", err)
 	}
 
 	rrh := newRPCRequestHeader(handshakeCallID, c.ClientID)
 	cc := newConnectionContext(c.User, c.kerberosRealm)
+	if c.kerberosClient == nil && c.token != nil {
+		// The token names the user; Hadoop's client sends none with it.
+		cc.UserInfo = nil
+	}
 	packet, err := makeRPCPacket(rrh, cc)
 	if err != nil {
 		return err

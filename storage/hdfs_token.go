@@ -1,0 +1,102 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/colinmarc/hdfs/v2"
+	"github.com/colinmarc/hdfs/v2/hadoopconf"
+)
+
+// What went wrong with a delegation token, for callers that map failures
+// onto exit codes.
+var (
+	// ErrNoDelegationToken: the credentials file holds no namenode token
+	// for the namenode, or cannot be read.
+	ErrNoDelegationToken = errors.New("no HDFS delegation token for the namenode")
+	// ErrDelegationTokenRefused: the namenode refused the token (expired,
+	// cancelled, or not one of its own).
+	ErrDelegationTokenRefused = errors.New("HDFS delegation token refused")
+)
+
+// tokenFileVariable names the credentials file that YARN gives a
+// container (and that Hadoop's clients read first).
+const tokenFileVariable = "HADOOP_TOKEN_FILE_LOCATION"
+
+// hdfsTokenService is what a token for the namenodes of authority names as
+// its service, as Hadoop's client looks it up: ha-hdfs:NAMESERVICE for a
+// nameservice, else the namenode's IP address and port.
+func hdfsTokenService(conf hadoopconf.HadoopConf, authority string, addresses []string) (string, error) {
+	if slices.Contains(confList(conf["dfs.nameservices"]), authority) {
+		return "ha-hdfs:" + authority, nil
+	}
+	host, port, err := net.SplitHostPort(addresses[0])
+	if err != nil {
+		return "", err
+	}
+	ips, err := net.LookupHost(host)
+	if err != nil || len(ips) == 0 {
+		return "", fmt.Errorf("resolving namenode %s: %v", host, err)
+	}
+	return net.JoinHostPort(ips[0], port), nil
+}
+
+// hdfsDelegationToken is the namenode token for service in the credentials
+// file path.
+func hdfsDelegationToken(path, service string) (*hdfs.Token, error) {
+	tokens, err := hdfs.ReadCredentialsFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrNoDelegationToken, tokenFileVariable, err)
+	}
+	t, ok := hdfs.TokenForService(tokens, hdfs.DelegationTokenKind, service)
+	if !ok {
+		var held []string
+		for _, t := range tokens {
+			held = append(held, t.Kind+" for "+t.Service)
+		}
+		if len(held) == 0 {
+			held = []string{"no tokens"}
+		}
+		return nil, fmt.Errorf("%w: credentials file %s (%s) holds no %s for service %s (it holds: %s)",
+			ErrNoDelegationToken, path, tokenFileVariable, hdfs.DelegationTokenKind, service, strings.Join(held, ", "))
+	}
+	return t, nil
+}
+
+// tokenRefused reports whether err is the namenode refusing a token: its
+// SASL answer names SecretManager's InvalidToken.
+func tokenRefused(err error) bool {
+	var remote hdfs.Error
+	return errors.As(err, &remote) && strings.HasSuffix(remote.Exception(), "InvalidToken") ||
+		strings.Contains(err.Error(), "InvalidToken")
+}
+
+// tokenFile is the credentials file to log in with: HADOOP_TOKEN_FILE_LOCATION
+// unless a keytab login was asked for.
+func tokenFile(keytab string) string {
+	if keytab != "" {
+		return ""
+	}
+	return os.Getenv(tokenFileVariable)
+}
+
+// tokenRefusedErr says which token the namenode refused, and its reason
+// on one line.
+func tokenRefusedErr(prefix, file string, t *hdfs.Token, err error) error {
+	msg := err.Error()
+	var remote hdfs.Error
+	if errors.As(err, &remote) && remote.Message() != "" {
+		msg = remote.Message()
+	}
+	reason, _, _ := strings.Cut(msg, "\n")
+	owner, oerr := t.Owner()
+	if oerr != nil {
+		owner = "?"
+	}
+	return fmt.Errorf("connect %s: %w: %w: the namenode refused %s's %s for %s in %s (expired, cancelled or not its own): %s",
+		prefix+"/", ErrPermission, ErrDelegationTokenRefused, owner, t.Kind, t.Service, file, reason)
+}
