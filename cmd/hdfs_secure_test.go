@@ -102,3 +102,31 @@ func TestSecureHDFSDelegationTokenCommands(t *testing.T) {
 		})
 	}
 }
+
+// fetch-token, logged in with alice's ticket, writes a credentials file
+// that Hadoop reads as hers, renewable by the short name of the renewer's
+// principal (the NameNode keeps that), for the NameNode's address; with
+// that file and no ticket, commands read HDFS. Without a ticket there is
+// no token to fetch.
+func TestSecureHDFSFetchToken(t *testing.T) {
+	s := formattest.SecureHDFSCluster(t)
+	loc := s.Dir(t) + "/job/chk-1"
+	mustRun(t, "generate", "--format", "filesystem", "--keys", "300", "--output", loc)
+	file := filepath.Join(t.TempDir(), "job.token")
+	out := mustRun(t, "fetch-token", "hdfs://"+s.Addr+"/", "--renewer", "yarn/localhost@"+s.Realm, "--output", file)
+	t.Logf("fetch-token: %s", strings.TrimSpace(out))
+	want := "kind=HDFS_DELEGATION_TOKEN service=" + s.Addr + " owner=" + s.Principal + " renewer=yarn"
+	if got := s.ReadTokens(t, file); got != want {
+		t.Fatalf("Hadoop reads %q in the file, want %q", got, want)
+	}
+
+	t.Setenv("KRB5CCNAME", "FILE:"+filepath.Join(t.TempDir(), "no-such-cache"))
+	t.Setenv("HADOOP_TOKEN_FILE_LOCATION", file)
+	if out := mustRun(t, "verify", loc); !strings.Contains(out, "OK: no problems found") {
+		t.Fatalf("verify with the fetched token:\n%s", out)
+	}
+
+	t.Setenv("HADOOP_TOKEN_FILE_LOCATION", "")
+	code, _, errOut := run(t, "fetch-token", "hdfs://"+s.Addr+"/", "--renewer", "yarn", "--output", filepath.Join(t.TempDir(), "none"))
+	wantKerberosExit(t, code, errOut, ExitNoTicket, "no-such-cache")
+}

@@ -246,6 +246,7 @@ s3://bucket/path URIs (s3a:// and s3p:// too, as Flink writes them).
 		newCommitCommand(e),
 		newAbortCommand(e),
 		newServeCommand(e),
+		newFetchTokenCommand(e),
 	)
 	root.Args = cobra.NoArgs
 	root.RunE = func(c *cobra.Command, _ []string) error { return c.Help() }

@@ -64,6 +64,8 @@ func HDFSOpener(o *HDFSOptions) Opener {
 type hdfsStorage struct {
 	client *hdfs.Client
 	prefix string // "hdfs://host:port" as the user wrote it, for URI and errors
+	// tokenService names the namenodes in a delegation token.
+	tokenService string
 }
 
 var (
@@ -106,12 +108,10 @@ func openHDFS(ctx context.Context, u *url.URL, login kerberos.Login) (Storage, e
 	// A credentials file (YARN gives each container one) stands in for a
 	// Kerberos login: its delegation token logs in, no ticket is looked for.
 	tokens := tokenFile(login.Keytab)
+	service := hdfsTokenService(conf, authority, opts.Addresses)
 	var who string
 	if tokens != "" {
-		service, err := hdfsTokenService(conf, authority, opts.Addresses)
-		if err != nil {
-			return nil, fmt.Errorf("connect %s: %w", prefix+"/", err)
-		}
+		var err error
 		if opts.DelegationToken, err = hdfsDelegationToken(tokens, service); err != nil {
 			return nil, fmt.Errorf("connect %s: %w: %w", prefix+"/", ErrPermission, err)
 		}
@@ -144,7 +144,7 @@ func openHDFS(ctx context.Context, u *url.URL, login kerberos.Login) (Storage, e
 	hdfsClientsMu.Lock()
 	defer hdfsClientsMu.Unlock()
 	if c, ok := hdfsClients[key]; ok {
-		return &hdfsStorage{client: c, prefix: prefix}, nil
+		return &hdfsStorage{client: c, prefix: prefix, tokenService: service}, nil
 	}
 
 	if kerberized && tokens == "" {
@@ -183,7 +183,7 @@ func openHDFS(ctx context.Context, u *url.URL, login kerberos.Login) (Storage, e
 		return nil, connectErr(err)
 	}
 	hdfsClients[key] = c
-	return &hdfsStorage{client: c, prefix: prefix}, nil
+	return &hdfsStorage{client: c, prefix: prefix, tokenService: service}, nil
 }
 
 // hdfsNamenodes is where the namenodes of authority listen: those of

@@ -1,9 +1,11 @@
 package storage
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"slices"
 	"strings"
@@ -29,20 +31,21 @@ const tokenFileVariable = "HADOOP_TOKEN_FILE_LOCATION"
 
 // hdfsTokenService is what a token for the namenodes of authority names as
 // its service, as Hadoop's client looks it up: ha-hdfs:NAMESERVICE for a
-// nameservice, else the namenode's IP address and port.
-func hdfsTokenService(conf hadoopconf.HadoopConf, authority string, addresses []string) (string, error) {
+// nameservice, else the namenode's IP address and port (its address as
+// written when the name does not resolve: connecting fails then anyway).
+func hdfsTokenService(conf hadoopconf.HadoopConf, authority string, addresses []string) string {
 	if slices.Contains(confList(conf["dfs.nameservices"]), authority) {
-		return "ha-hdfs:" + authority, nil
+		return "ha-hdfs:" + authority
 	}
 	host, port, err := net.SplitHostPort(addresses[0])
 	if err != nil {
-		return "", err
+		return addresses[0]
 	}
 	ips, err := net.LookupHost(host)
 	if err != nil || len(ips) == 0 {
-		return "", fmt.Errorf("resolving namenode %s: %v", host, err)
+		return addresses[0]
 	}
-	return net.JoinHostPort(ips[0], port), nil
+	return net.JoinHostPort(ips[0], port)
 }
 
 // hdfsDelegationToken is the namenode token for service in the credentials
@@ -99,4 +102,22 @@ func tokenRefusedErr(prefix, file string, t *hdfs.Token, err error) error {
 	}
 	return fmt.Errorf("connect %s: %w: %w: the namenode refused %s's %s for %s in %s (expired, cancelled or not its own): %s",
 		prefix+"/", ErrPermission, ErrDelegationTokenRefused, owner, t.Kind, t.Service, file, reason)
+}
+
+// HDFSDelegationToken asks the namenodes of the hdfs:// URI u for a
+// delegation token that renewer may renew, logged in as o says (the
+// namenode gives tokens only to a Kerberos login), and names it for the
+// service Hadoop's clients look it up by.
+func HDFSDelegationToken(ctx context.Context, u *url.URL, o *HDFSOptions, renewer string) (*hdfs.Token, error) {
+	st, err := HDFSOpener(o)(ctx, u)
+	if err != nil {
+		return nil, err
+	}
+	s := st.(*hdfsStorage)
+	t, err := s.client.DelegationToken(renewer)
+	if err != nil {
+		return nil, s.wrap("delegation token from", "/", err)
+	}
+	t.Service = s.tokenService
+	return t, nil
 }

@@ -192,3 +192,11 @@ func (s SecureHDFS) CancelTokens(t testing.TB, path string) {
 		t.Fatalf("harness cancel-token: %q", reply)
 	}
 }
+
+// ReadTokens is what Hadoop's own client reads in a credentials file: per
+// token "kind=K service=S owner=O renewer=R", the owner and renewer as
+// the NameNode put them in the token's identifier.
+func (s SecureHDFS) ReadTokens(t testing.TB, path string) string {
+	t.Helper()
+	return control(t, s.control, "read-token "+path)
+}

@@ -30,6 +30,24 @@ type Token struct {
 	Service    string
 }
 
+// DelegationToken asks the namenode for a delegation token that renewer
+// may renew (the namenode keeps the short name of a principal). The
+// namenode gives them only to a Kerberos login. The token's Service is
+// left empty: it is what the caller reaches the namenode by.
+func (c *Client) DelegationToken(renewer string) (*Token, error) {
+	req := &hadoop.GetDelegationTokenRequestProto{Renewer: proto.String(renewer)}
+	resp := &hadoop.GetDelegationTokenResponseProto{}
+	if err := c.namenode.Execute("getDelegationToken", req, resp); err != nil {
+		return nil, err
+	}
+	t := resp.GetToken()
+	if t == nil {
+		// The namenode answers so when security is off.
+		return nil, errors.New("the namenode issued no delegation token (is Kerberos enabled on it?)")
+	}
+	return &Token{Identifier: t.GetIdentifier(), Password: t.GetPassword(), Kind: t.GetKind(), Service: t.GetService()}, nil
+}
+
 // Owner is the user a delegation token's identifier names: what the
 // namenode takes as the user of a connection that logs in with it.
 func (t *Token) Owner() (string, error) {
@@ -208,6 +226,51 @@ func (r *writableReader) bytes() ([]byte, error) {
 func (r *writableReader) text() (string, error) {
 	b, err := r.bytes()
 	return string(b), err
+}
+
+// WriteCredentials writes tokens as a Hadoop credentials file of version
+// 0 (Writables, which every Hadoop release reads), each under its service
+// as its alias, as Hadoop's TokenCache files them.
+func WriteCredentials(w io.Writer, tokens []Token) error {
+	b := append([]byte("HDTS"), 0)
+	b = appendVInt(b, int64(len(tokens)))
+	for _, t := range tokens {
+		b = appendText(b, []byte(t.Service))
+		b = appendText(b, t.Identifier)
+		b = appendText(b, t.Password)
+		b = appendText(b, []byte(t.Kind))
+		b = appendText(b, []byte(t.Service))
+	}
+	b = appendVInt(b, 0) // no secret keys
+	_, err := w.Write(b)
+	return err
+}
+
+// appendText is a vint length and the bytes, as Text and byte arrays are written.
+func appendText(b, s []byte) []byte {
+	return append(appendVInt(b, int64(len(s))), s...)
+}
+
+// appendVInt is WritableUtils.writeVLong: -112 to 127 in one byte, else a
+// byte that gives the sign and the count of big-endian bytes that follow.
+func appendVInt(b []byte, v int64) []byte {
+	if v >= -112 && v <= 127 {
+		return append(b, byte(v))
+	}
+	lead := int64(-112)
+	if v < 0 {
+		v = ^v
+		lead = -120
+	}
+	size := 0
+	for t := v; t != 0; t >>= 8 {
+		size++
+	}
+	b = append(b, byte(lead-int64(size)))
+	for i := size - 1; i >= 0; i-- {
+		b = append(b, byte(v>>(8*i)))
+	}
+	return b
 }
 
 // TokenForService picks the token of kind for service among tokens.

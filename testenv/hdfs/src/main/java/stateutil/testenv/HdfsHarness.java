@@ -606,6 +606,9 @@ public final class HdfsHarness {
                 URI nn = URI.create("hdfs://" + LOOPBACK + ":" + cluster.getNameNodePort());
                 return "ok service=" + secure.writeToken(nn, conf, f[1], new File(f[2]), f.length == 4 ? f[3] : null);
             }
+            case "read-token" -> {
+                return f.length == 2 ? "ok " + SecureCluster.readTokens(conf, new File(f[1])) : "error usage: read-token FILE";
+            }
             case "cancel-token" -> {
                 if (secure == null || f.length != 2) {
                     return "error usage (secured cluster only): cancel-token FILE";

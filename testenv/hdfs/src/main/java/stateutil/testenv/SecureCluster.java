@@ -1,5 +1,7 @@
 package stateutil.testenv;
 
+import java.io.ByteArrayInputStream;
+import java.io.DataInputStream;
 import java.io.File;
 import java.io.IOException;
 import java.net.InetAddress;
@@ -17,6 +19,7 @@ import java.util.UUID;
 
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.hdfs.security.token.delegation.DelegationTokenIdentifier;
 import org.apache.hadoop.io.Text;
 import org.apache.hadoop.security.Credentials;
 import org.apache.hadoop.security.UserGroupInformation;
@@ -279,6 +282,22 @@ final class SecureCluster {
         creds.writeTokenStorageFile(new org.apache.hadoop.fs.Path(tmp.toURI()), conf, f);
         Files.move(tmp.toPath(), target.toPath(), StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
         return got;
+    }
+
+    /**
+     * What Hadoop reads in the credentials file source: each token's kind
+     * and service, and its identifier's owner and renewer as the NameNode
+     * wrote them.
+     */
+    static String readTokens(Configuration conf, File source) throws IOException {
+        StringBuilder out = new StringBuilder();
+        for (Token<?> t : Credentials.readTokenStorageFile(source, conf).getAllTokens()) {
+            DelegationTokenIdentifier id = new DelegationTokenIdentifier();
+            id.readFields(new DataInputStream(new ByteArrayInputStream(t.getIdentifier())));
+            out.append(out.length() == 0 ? "" : " ").append("kind=").append(t.getKind()).append(" service=").append(t.getService())
+                    .append(" owner=").append(id.getOwner()).append(" renewer=").append(id.getRenewer());
+        }
+        return out.toString();
     }
 
     /** Cancels, as alice, every token of the credentials file source. */
