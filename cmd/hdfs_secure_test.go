@@ -120,8 +120,12 @@ func TestSecureHDFSFetchToken(t *testing.T) {
 		t.Fatalf("Hadoop reads %q in the file, want %q", got, want)
 	}
 
-	t.Setenv("KRB5CCNAME", "FILE:"+filepath.Join(t.TempDir(), "no-such-cache"))
+	// A credentials file in the environment does not stand in for the
+	// Kerberos login the NameNode gives tokens to.
 	t.Setenv("HADOOP_TOKEN_FILE_LOCATION", file)
+	mustRun(t, "fetch-token", "hdfs://"+s.Addr+"/", "--renewer", "yarn", "--output", filepath.Join(t.TempDir(), "again.token"))
+
+	t.Setenv("KRB5CCNAME", "FILE:"+filepath.Join(t.TempDir(), "no-such-cache"))
 	if out := mustRun(t, "verify", loc); !strings.Contains(out, "OK: no problems found") {
 		t.Fatalf("verify with the fetched token:\n%s", out)
 	}

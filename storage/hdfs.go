@@ -57,7 +57,7 @@ func HDFSOpener(o *HDFSOptions) Opener {
 		if o != nil {
 			login = o.Kerberos
 		}
-		return openHDFS(ctx, u, login)
+		return openHDFS(ctx, u, login, tokenFile(login.WithEnvironment().Keytab))
 	}
 }
 
@@ -77,7 +77,8 @@ var (
 
 // openHDFS connects to the namenodes named by u (or, for hdfs:///path, by
 // fs.defaultFS in HADOOP_CONF_DIR) and checks that one answers.
-func openHDFS(ctx context.Context, u *url.URL, login kerberos.Login) (Storage, error) {
+// With tokens, a credentials file, its delegation token logs in.
+func openHDFS(ctx context.Context, u *url.URL, login kerberos.Login, tokens string) (Storage, error) {
 	prefix := "hdfs://" + u.Host
 	fail := func(kind error, format string, a ...any) error {
 		return fmt.Errorf("connect %s: %w: %s", prefix+"/", kind, fmt.Sprintf(format, a...))
@@ -107,7 +108,6 @@ func openHDFS(ctx context.Context, u *url.URL, login kerberos.Login) (Storage, e
 	kerberized := kerberos.Wanted(conf["hadoop.security.authentication"]) || login.Keytab != ""
 	// A credentials file (YARN gives each container one) stands in for a
 	// Kerberos login: its delegation token logs in, no ticket is looked for.
-	tokens := tokenFile(login.Keytab)
 	service := hdfsTokenService(conf, authority, opts.Addresses)
 	var who string
 	if tokens != "" {

@@ -12,6 +12,8 @@ import (
 
 	"github.com/colinmarc/hdfs/v2"
 	"github.com/colinmarc/hdfs/v2/hadoopconf"
+
+	"github.com/stateutil/stateutil/internal/kerberos"
 )
 
 // What went wrong with a delegation token, for callers that map failures
@@ -109,7 +111,13 @@ func tokenRefusedErr(prefix, file string, t *hdfs.Token, err error) error {
 // namenode gives tokens only to a Kerberos login), and names it for the
 // service Hadoop's clients look it up by.
 func HDFSDelegationToken(ctx context.Context, u *url.URL, o *HDFSOptions, renewer string) (*hdfs.Token, error) {
-	st, err := HDFSOpener(o)(ctx, u)
+	var login kerberos.Login
+	if o != nil {
+		login = o.Kerberos
+	}
+	// Kerberos, even where a credentials file is: the namenode gives no
+	// token to a login with a token.
+	st, err := openHDFS(ctx, u, login, "")
 	if err != nil {
 		return nil, err
 	}
