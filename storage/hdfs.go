@@ -106,15 +106,20 @@ func openHDFS(ctx context.Context, u *url.URL, login kerberos.Login, tokens stri
 
 	login = login.WithEnvironment()
 	kerberized := kerberos.Wanted(conf["hadoop.security.authentication"]) || login.Keytab != ""
-	// A credentials file (YARN gives each container one) stands in for a
-	// Kerberos login: its delegation token logs in, no ticket is looked for.
+	// The delegation token of a credentials file (YARN gives each
+	// container one) for this namenode stands in for any other login, as
+	// in Hadoop's clients. A file without one leaves the login as it was:
+	// YARN's files hold only YARN's tokens on an open cluster.
 	service := hdfsTokenService(conf, authority, opts.Addresses)
-	var who string
+	var noToken error
 	if tokens != "" {
 		var err error
-		if opts.DelegationToken, err = hdfsDelegationToken(tokens, service); err != nil {
+		if opts.DelegationToken, noToken, err = hdfsDelegationToken(tokens, service); err != nil {
 			return nil, fmt.Errorf("connect %s: %w: %w", prefix+"/", ErrPermission, err)
 		}
+	}
+	var who string
+	if opts.DelegationToken != nil {
 		opts.KerberosClient = nil
 		who = "token|" + tokens
 	} else if kerberized {
@@ -147,10 +152,14 @@ func openHDFS(ctx context.Context, u *url.URL, login kerberos.Login, tokens stri
 		return &hdfsStorage{client: c, prefix: prefix, tokenService: service}, nil
 	}
 
-	if kerberized && tokens == "" {
+	if kerberized && opts.DelegationToken == nil {
 		// Once per client: a keytab login asks the KDC, which a command
 		// resolving every file of a snapshot must not do for each.
 		kc, err := kerberos.Client(login)
+		if err != nil && noToken != nil {
+			// Where a token was looked for, its absence is the cause to tell.
+			return nil, fmt.Errorf("connect %s: %w: %w; nor a Kerberos login: %v", prefix+"/", ErrPermission, noToken, err)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("connect %s: %w: kerberos: %w", prefix+"/", ErrPermission, err)
 		}

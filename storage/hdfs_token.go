@@ -51,25 +51,25 @@ func hdfsTokenService(conf hadoopconf.HadoopConf, authority string, addresses []
 }
 
 // hdfsDelegationToken is the namenode token for service in the credentials
-// file path.
-func hdfsDelegationToken(path, service string) (*hdfs.Token, error) {
+// file path; without one, none is nil and says what the file holds. A file
+// that cannot be read is an error.
+func hdfsDelegationToken(path, service string) (t *hdfs.Token, none error, err error) {
 	tokens, err := hdfs.ReadCredentialsFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", ErrNoDelegationToken, tokenFileVariable, err)
+		return nil, nil, fmt.Errorf("%w: %s: %w", ErrNoDelegationToken, tokenFileVariable, err)
 	}
-	t, ok := hdfs.TokenForService(tokens, hdfs.DelegationTokenKind, service)
-	if !ok {
-		var held []string
-		for _, t := range tokens {
-			held = append(held, t.Kind+" for "+t.Service)
-		}
-		if len(held) == 0 {
-			held = []string{"no tokens"}
-		}
-		return nil, fmt.Errorf("%w: credentials file %s (%s) holds no %s for service %s (it holds: %s)",
-			ErrNoDelegationToken, path, tokenFileVariable, hdfs.DelegationTokenKind, service, strings.Join(held, ", "))
+	if t, ok := hdfs.TokenForService(tokens, hdfs.DelegationTokenKind, service); ok {
+		return t, nil, nil
 	}
-	return t, nil
+	var held []string
+	for _, t := range tokens {
+		held = append(held, t.Kind+" for "+t.Service)
+	}
+	if len(held) == 0 {
+		held = []string{"no tokens"}
+	}
+	return nil, fmt.Errorf("%w: credentials file %s (%s) holds no %s for service %s (it holds: %s)",
+		ErrNoDelegationToken, path, tokenFileVariable, hdfs.DelegationTokenKind, service, strings.Join(held, ", ")), nil
 }
 
 // tokenRefused reports whether err is the namenode refusing a token: its

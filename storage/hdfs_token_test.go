@@ -45,7 +45,24 @@ func TestSecureHDFSDelegationToken(t *testing.T) {
 	}
 }
 
-// A token the NameNode cancelled, one for another NameNode and a
+// A credentials file without a token for this NameNode leaves the login
+// as it was, as in Hadoop's clients (YARN gives every container a file,
+// which on an open cluster holds only YARN's tokens): here alice's ticket.
+func TestSecureHDFSTokenForAnotherNamenode(t *testing.T) {
+	s := formattest.SecureHDFSCluster(t)
+	elsewhere, _ := s.TokenFile(t, "writable", "127.0.0.1:1")
+	t.Setenv("HADOOP_TOKEN_FILE_LOCATION", elsewhere)
+	reg := storage.NewRegistry()
+	reg.Register("hdfs", storage.HDFSOpener(nil))
+	st, root := hdfsRootIn(t, reg, s.Addr)
+	want := []byte("written with the ticket beside another namenode's token")
+	if got := writeAndRead(t, st, root+"/f", want); !bytes.Equal(got, want) {
+		t.Fatalf("read back %q, wrote %q", got, want)
+	}
+}
+
+// A token the NameNode cancelled, one for another NameNode (and no
+// ticket) and a
 // credentials file cut short each fail the connection with one line that
 // names the cause.
 func TestSecureHDFSDelegationTokenFailures(t *testing.T) {
