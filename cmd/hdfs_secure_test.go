@@ -68,3 +68,69 @@ func TestSecureHDFSExitCodes(t *testing.T) {
 		})
 	}
 }
+
+// With the credentials file of HADOOP_TOKEN_FILE_LOCATION and no ticket, as
+// in a YARN container, commands write and read HDFS with its delegation
+// token; a token the NameNode cancelled, and a file without a token for
+// this NameNode, each fail with one line and an exit code of their own.
+func TestSecureHDFSDelegationTokenCommands(t *testing.T) {
+	s := formattest.SecureHDFSCluster(t)
+	loc := s.Dir(t) + "/job/chk-1"
+	t.Setenv("KRB5CCNAME", "FILE:"+filepath.Join(t.TempDir(), "no-such-cache"))
+	valid, _ := s.TokenFile(t, "writable", "")
+	t.Setenv("HADOOP_TOKEN_FILE_LOCATION", valid)
+	mustRun(t, "generate", "--format", "filesystem", "--keys", "500", "--output", loc)
+	if out := mustRun(t, "verify", loc); !strings.Contains(out, "OK: no problems found") {
+		t.Fatalf("verify with a delegation token:\n%s", out)
+	}
+
+	cancelled, _ := s.TokenFile(t, "protobuf", "")
+	s.CancelTokens(t, cancelled)
+	elsewhere, _ := s.TokenFile(t, "protobuf", "127.0.0.1:1")
+	for _, c := range []struct {
+		name, file string
+		want       int
+		naming     string
+	}{
+		{"cancelled", cancelled, ExitTokenRefused, cancelled},
+		{"another namenode's", elsewhere, ExitNoToken, "127.0.0.1:1"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Setenv("HADOOP_TOKEN_FILE_LOCATION", c.file)
+			code, _, errOut := run(t, "verify", loc)
+			wantKerberosExit(t, code, errOut, c.want, c.naming)
+		})
+	}
+}
+
+// fetch-token, logged in with alice's ticket, writes a credentials file
+// that Hadoop reads as hers, renewable by the short name of the renewer's
+// principal (the NameNode keeps that), for the NameNode's address; with
+// that file and no ticket, commands read HDFS. Without a ticket there is
+// no token to fetch.
+func TestSecureHDFSFetchToken(t *testing.T) {
+	s := formattest.SecureHDFSCluster(t)
+	loc := s.Dir(t) + "/job/chk-1"
+	mustRun(t, "generate", "--format", "filesystem", "--keys", "300", "--output", loc)
+	file := filepath.Join(t.TempDir(), "job.token")
+	out := mustRun(t, "fetch-token", "hdfs://"+s.Addr+"/", "--renewer", "yarn/localhost@"+s.Realm, "--output", file)
+	t.Logf("fetch-token: %s", strings.TrimSpace(out))
+	want := "kind=HDFS_DELEGATION_TOKEN service=" + s.Addr + " owner=" + s.Principal + " renewer=yarn"
+	if got := s.ReadTokens(t, file); got != want {
+		t.Fatalf("Hadoop reads %q in the file, want %q", got, want)
+	}
+
+	// A credentials file in the environment does not stand in for the
+	// Kerberos login the NameNode gives tokens to.
+	t.Setenv("HADOOP_TOKEN_FILE_LOCATION", file)
+	mustRun(t, "fetch-token", "hdfs://"+s.Addr+"/", "--renewer", "yarn", "--output", filepath.Join(t.TempDir(), "again.token"))
+
+	t.Setenv("KRB5CCNAME", "FILE:"+filepath.Join(t.TempDir(), "no-such-cache"))
+	if out := mustRun(t, "verify", loc); !strings.Contains(out, "OK: no problems found") {
+		t.Fatalf("verify with the fetched token:\n%s", out)
+	}
+
+	t.Setenv("HADOOP_TOKEN_FILE_LOCATION", "")
+	code, _, errOut := run(t, "fetch-token", "hdfs://"+s.Addr+"/", "--renewer", "yarn", "--output", filepath.Join(t.TempDir(), "none"))
+	wantKerberosExit(t, code, errOut, ExitNoTicket, "no-such-cache")
+}

@@ -42,14 +42,17 @@ const (
 	ExitTooLarge    = 5 // state exceeds a cap (the memory format's per-subtask limit)
 	ExitNotDecoded  = 6 // values whose serializer stateutil does not implement (verify --strict)
 	// Kerberos (a kerberized HDFS or YARN) refused who stateutil is, one code per cause.
-	ExitNoTicket       = 10  // no Kerberos ticket: no credential cache, or none for the realm
-	ExitTicketExpired  = 11  // the Kerberos ticket has expired
-	ExitPrincipal      = 12  // a principal the KDC does not know, or not the service's
-	ExitKDCUnreachable = 13  // no KDC of the realm answered
-	ExitNoKey          = 14  // the keytab holds no key for the principal (or none the KDC accepts)
-	ExitClockSkew      = 15  // clock skew with the KDC or the service too large
-	ExitInternal       = 70  // a bug in stateutil: it panicked (please report it)
-	ExitInterrupted    = 130 // interrupted by SIGINT or SIGTERM; nothing was left behind
+	ExitNoTicket       = 10 // no Kerberos ticket: no credential cache, or none for the realm
+	ExitTicketExpired  = 11 // the Kerberos ticket has expired
+	ExitPrincipal      = 12 // a principal the KDC does not know, or not the service's
+	ExitKDCUnreachable = 13 // no KDC of the realm answered
+	ExitNoKey          = 14 // the keytab holds no key for the principal (or none the KDC accepts)
+	ExitClockSkew      = 15 // clock skew with the KDC or the service too large
+	// A delegation token (HADOOP_TOKEN_FILE_LOCATION) in place of a Kerberos login.
+	ExitNoToken      = 16  // the credentials file holds no HDFS delegation token for the namenode
+	ExitTokenRefused = 17  // the namenode refused the token: expired, cancelled or not its own
+	ExitInternal     = 70  // a bug in stateutil: it panicked (please report it)
+	ExitInterrupted  = 130 // interrupted by SIGINT or SIGTERM; nothing was left behind
 )
 
 const exitCodeHelp = `Exit codes:
@@ -68,6 +71,8 @@ const exitCodeHelp = `Exit codes:
   13   Kerberos: no KDC answered
   14   Kerberos: the keytab holds no key for the principal
   15   Kerberos: clock skew too large
+  16   delegation token: none for the namenode in $HADOOP_TOKEN_FILE_LOCATION
+  17   delegation token: refused by the namenode (expired, cancelled, not its own)
   70   internal error (a bug in stateutil)
   130  interrupted (SIGINT, SIGTERM): writes were aborted and temporary
        files removed`
@@ -101,6 +106,10 @@ func exitCode(err error) int {
 		return ExitNoKey
 	case errors.Is(err, kerberos.ErrClockSkew):
 		return ExitClockSkew
+	case errors.Is(err, storage.ErrNoDelegationToken):
+		return ExitNoToken
+	case errors.Is(err, storage.ErrDelegationTokenRefused):
+		return ExitTokenRefused
 	case errors.Is(err, errUsage), errors.Is(err, kerberos.ErrLogin), errors.Is(err, keygroup.ErrInvalidParallelism), errors.Is(err, keygroup.ErrUnknownKeyType),
 		errors.Is(err, storage.ErrExist), errors.Is(err, storage.ErrInUse), errors.Is(err, migrate.ErrBadDestination),
 		errors.Is(err, migrate.ErrConflict), errors.Is(err, surgery.ErrBadEdit), errors.Is(err, surgery.ErrConflict),
@@ -237,6 +246,7 @@ s3://bucket/path URIs (s3a:// and s3p:// too, as Flink writes them).
 		newCommitCommand(e),
 		newAbortCommand(e),
 		newServeCommand(e),
+		newFetchTokenCommand(e),
 	)
 	root.Args = cobra.NoArgs
 	root.RunE = func(c *cobra.Command, _ []string) error { return c.Help() }

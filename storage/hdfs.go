@@ -57,13 +57,15 @@ func HDFSOpener(o *HDFSOptions) Opener {
 		if o != nil {
 			login = o.Kerberos
 		}
-		return openHDFS(ctx, u, login)
+		return openHDFS(ctx, u, login, tokenFile(login.WithEnvironment().Keytab))
 	}
 }
 
 type hdfsStorage struct {
 	client *hdfs.Client
 	prefix string // "hdfs://host:port" as the user wrote it, for URI and errors
+	// tokenService names the namenodes in a delegation token.
+	tokenService string
 }
 
 var (
@@ -75,7 +77,8 @@ var (
 
 // openHDFS connects to the namenodes named by u (or, for hdfs:///path, by
 // fs.defaultFS in HADOOP_CONF_DIR) and checks that one answers.
-func openHDFS(ctx context.Context, u *url.URL, login kerberos.Login) (Storage, error) {
+// With tokens, a credentials file, its delegation token logs in.
+func openHDFS(ctx context.Context, u *url.URL, login kerberos.Login, tokens string) (Storage, error) {
 	prefix := "hdfs://" + u.Host
 	fail := func(kind error, format string, a ...any) error {
 		return fmt.Errorf("connect %s: %w: %s", prefix+"/", kind, fmt.Sprintf(format, a...))
@@ -103,8 +106,23 @@ func openHDFS(ctx context.Context, u *url.URL, login kerberos.Login) (Storage, e
 
 	login = login.WithEnvironment()
 	kerberized := kerberos.Wanted(conf["hadoop.security.authentication"]) || login.Keytab != ""
+	// The delegation token of a credentials file (YARN gives each
+	// container one) for this namenode stands in for any other login, as
+	// in Hadoop's clients. A file without one leaves the login as it was:
+	// YARN's files hold only YARN's tokens on an open cluster.
+	service := hdfsTokenService(conf, authority, opts.Addresses)
+	var noToken error
+	if tokens != "" {
+		var err error
+		if opts.DelegationToken, noToken, err = hdfsDelegationToken(tokens, service); err != nil {
+			return nil, fmt.Errorf("connect %s: %w: %w", prefix+"/", ErrPermission, err)
+		}
+	}
 	var who string
-	if kerberized {
+	if opts.DelegationToken != nil {
+		opts.KerberosClient = nil
+		who = "token|" + tokens
+	} else if kerberized {
 		// dfs.namenode.kerberos.principal (without its realm) is already in
 		// opts; the library puts each namenode's canonical name in for _HOST.
 		if opts.KerberosServicePrincipleName == "" {
@@ -131,13 +149,17 @@ func openHDFS(ctx context.Context, u *url.URL, login kerberos.Login) (Storage, e
 	hdfsClientsMu.Lock()
 	defer hdfsClientsMu.Unlock()
 	if c, ok := hdfsClients[key]; ok {
-		return &hdfsStorage{client: c, prefix: prefix}, nil
+		return &hdfsStorage{client: c, prefix: prefix, tokenService: service}, nil
 	}
 
-	if kerberized {
+	if kerberized && opts.DelegationToken == nil {
 		// Once per client: a keytab login asks the KDC, which a command
 		// resolving every file of a snapshot must not do for each.
 		kc, err := kerberos.Client(login)
+		if err != nil && noToken != nil {
+			// Where a token was looked for, its absence is the cause to tell.
+			return nil, fmt.Errorf("connect %s: %w: %w; nor a Kerberos login: %v", prefix+"/", ErrPermission, noToken, err)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("connect %s: %w: kerberos: %w", prefix+"/", ErrPermission, err)
 		}
@@ -153,18 +175,24 @@ func openHDFS(ctx context.Context, u *url.URL, login kerberos.Login) (Storage, e
 	}
 	opts.DatanodeDialFunc = dialer.DialContext
 
+	connectErr := func(err error) error {
+		if opts.DelegationToken != nil && tokenRefused(err) {
+			return tokenRefusedErr(prefix, tokens, opts.DelegationToken, err)
+		}
+		return hdfsConnectErr(prefix, err)
+	}
 	c, err := hdfs.NewClient(opts)
 	if err != nil {
-		return nil, hdfsConnectErr(prefix, err)
+		return nil, connectErr(err)
 	}
 	// NewClient only writes the handshake; a real round trip proves the
 	// namenode is up (and caches the defaults Create needs).
 	if _, err := c.ServerDefaults(); err != nil {
 		c.Close()
-		return nil, hdfsConnectErr(prefix, err)
+		return nil, connectErr(err)
 	}
 	hdfsClients[key] = c
-	return &hdfsStorage{client: c, prefix: prefix}, nil
+	return &hdfsStorage{client: c, prefix: prefix, tokenService: service}, nil
 }
 
 // hdfsNamenodes is where the namenodes of authority listen: those of

@@ -106,7 +106,8 @@ func (r *recorder) close() {
 // value is in the file's path (NameNode RPC) and in its bytes (DataNode
 // transfer): under privacy neither capture holds it; under authentication
 // and integrity, which sign but do not encrypt, both do, which shows the
-// captures see the traffic.
+// captures see the traffic. The same holds for a login with a delegation
+// token in place of the ticket.
 func TestSecureHDFSWireProtection(t *testing.T) {
 	s := formattest.SecureHDFSCluster(t)
 	// Leaves the cluster as it started. Clients this process made before
@@ -157,6 +158,7 @@ func TestSecureHDFSWireProtection(t *testing.T) {
 			if inNN != want || inDN != want {
 				t.Fatalf("%s: marker in the NameNode capture %v, in the DataNode capture %v; want %v in both", level, inNN, inDN, want)
 			}
+			wantTokenWire(t, s, nnCapture, level)
 			if level == "integrity" {
 				wantNoWriteBelowPrivacy(t, s, nnCapture.addr(), dir, dnCapture)
 			}

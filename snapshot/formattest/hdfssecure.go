@@ -164,3 +164,39 @@ func ClosedAddr(t testing.TB) string {
 	ln.Close()
 	return addr
 }
+
+// TokenFile is a Hadoop credentials file, written by Hadoop's own client
+// logged in as alice, holding a delegation token of the NameNode that
+// "yarn" may renew, in format "writable" (version 0) or "protobuf"
+// (version 1); under service when it is not empty, else under the one
+// Hadoop gives it, which is returned.
+func (s SecureHDFS) TokenFile(t testing.TB, format, service string) (path, tokenService string) {
+	t.Helper()
+	path = filepath.Join(t.TempDir(), format+".token")
+	cmd := "token " + format + " " + path
+	if service != "" {
+		cmd += " " + service
+	}
+	reply := control(t, s.control, cmd)
+	tokenService, ok := strings.CutPrefix(reply, "service=")
+	if !ok {
+		t.Fatalf("harness token: %q", reply)
+	}
+	return path, tokenService
+}
+
+// CancelTokens has the NameNode cancel the tokens of the credentials file.
+func (s SecureHDFS) CancelTokens(t testing.TB, path string) {
+	t.Helper()
+	if reply := control(t, s.control, "cancel-token "+path); reply != "cancelled" {
+		t.Fatalf("harness cancel-token: %q", reply)
+	}
+}
+
+// ReadTokens is what Hadoop's own client reads in a credentials file: per
+// token "kind=K service=S owner=O renewer=R", the owner and renewer as
+// the NameNode put them in the token's identifier.
+func (s SecureHDFS) ReadTokens(t testing.TB, path string) string {
+	t.Helper()
+	return control(t, s.control, "read-token "+path)
+}

@@ -3,6 +3,7 @@ package hdfs
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"io/ioutil"
 	"net"
@@ -81,6 +82,10 @@ type ClientOptions struct {
 	// multi-namenode setup (for example: 'nn/_HOST'). It is required if
 	// KerberosClient is provided.
 	KerberosServicePrincipleName string
+	// DelegationToken, when KerberosClient is nil, is what the client logs in
+	// to the namenode with (Hadoop's TOKEN authentication, DIGEST-MD5), as
+	// the token's owner; see ReadCredentialsFile.
+	DelegationToken *Token
 	// DataTransferProtection specifies whether or not authentication, data
 	// signature integrity checks, and wire encryption is required when
 	// communicating the the datanodes. A value of "authentication" implies
@@ -189,15 +194,24 @@ func NewClient(options ClientOptions) (*Client, error) {
 		return nil, errors.New("kerberos enabled, but kerberos namenode SPN is not provided")
 	}
 
-	namenode, err := rpc.NewNamenodeConnection(
-		rpc.NamenodeConnectionOptions{
-			Addresses:                    options.Addresses,
-			User:                         options.User,
-			DialFunc:                     options.NamenodeDialFunc,
-			KerberosClient:               options.KerberosClient,
-			KerberosServicePrincipleName: options.KerberosServicePrincipleName,
-		},
-	)
+	nnOptions := rpc.NamenodeConnectionOptions{
+		Addresses:                    options.Addresses,
+		User:                         options.User,
+		DialFunc:                     options.NamenodeDialFunc,
+		KerberosClient:               options.KerberosClient,
+		KerberosServicePrincipleName: options.KerberosServicePrincipleName,
+	}
+	if options.KerberosClient == nil && options.DelegationToken != nil {
+		owner, err := options.DelegationToken.Owner()
+		if err != nil {
+			return nil, fmt.Errorf("delegation token: unreadable identifier: %w", err)
+		}
+		// user@REALM or user/host@REALM: the user is its short name.
+		nnOptions.User, _, _ = strings.Cut(owner, "@")
+		nnOptions.User, _, _ = strings.Cut(nnOptions.User, "/")
+		nnOptions.DelegationToken = options.DelegationToken.proto()
+	}
+	namenode, err := rpc.NewNamenodeConnection(nnOptions)
 
 	if err != nil {
 		return nil, err

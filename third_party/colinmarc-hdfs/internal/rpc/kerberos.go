@@ -73,11 +73,8 @@ func (c *NamenodeConnection) doKerberosHandshake() error {
 		case sasl.QopPrivacy, sasl.QopIntegrity:
 			// Switch to SASL RPC handler
 			c.transport = &saslTransport{
-				basicTransport: basicTransport{
-					clientID: c.ClientID,
-				},
-				sessionKey: sessionKey,
-				privacy:    qop == sasl.QopPrivacy,
+				basicTransport: basicTransport{clientID: c.ClientID},
+				wrapper:        &kerberosWrapper{sessionKey: sessionKey, privacy: qop == sasl.QopPrivacy},
 			}
 		case sasl.QopAuthentication:
 			// No special transport is required.

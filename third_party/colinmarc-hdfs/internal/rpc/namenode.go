@@ -63,6 +63,8 @@ type NamenodeConnection struct {
 	kerberosServicePrincipleName string
 	kerberosRealm                string
 
+	token *hadoop.TokenProto
+
 	dialFunc  func(ctx context.Context, network, addr string) (net.Conn, error)
 	conn      net.Conn
 	host      *namenodeHost
@@ -97,6 +99,10 @@ type NamenodeConnectionOptions struct {
 	// setup (for example: 'nn/_HOST@EXAMPLE.COM'). It is required if
 	// KerberosClient is provided.
 	KerberosServicePrincipleName string
+	// DelegationToken, when KerberosClient is nil, is what the connection
+	// logs in with (Hadoop's TOKEN authentication); the namenode takes the
+	// user from it.
+	DelegationToken *hadoop.TokenProto
 }
 
 type namenodeHost struct {
@@ -119,7 +125,7 @@ func NewNamenodeConnection(options NamenodeConnectionOptions) (*NamenodeConnecti
 		creds := options.KerberosClient.Credentials
 		user = creds.UserName()
 		realm = creds.Realm()
-	} else if user == "" {
+	} else if user == "" && options.DelegationToken == nil {
 		return nil, errors.New("user not specified")
 	}
 
@@ -134,6 +140,7 @@ func NewNamenodeConnection(options NamenodeConnectionOptions) (*NamenodeConnecti
 		kerberosClient:               options.KerberosClient,
 		kerberosServicePrincipleName: options.KerberosServicePrincipleName,
 		kerberosRealm:                realm,
+		token:                        options.DelegationToken,
 
 		dialFunc:  options.DialFunc,
 		hostList:  hostList,
@@ -286,10 +293,8 @@ func (c *NamenodeConnection) Execute(method string, req proto.Message, resp prot
 // +-----------------------------------------------------------+
 func (c *NamenodeConnection) doNamenodeHandshake() error {
 	authProtocol := noneAuthProtocol
-	kerberos := false
-	if c.kerberosClient != nil {
+	if c.kerberosClient != nil || c.token != nil {
 		authProtocol = saslAuthProtocol
-		kerberos = true
 	}
 
 	rpcHeader := []byte{
@@ -302,15 +307,22 @@ func (c *NamenodeConnection) doNamenodeHandshake() error {
 		return err
 	}
 
-	if kerberos {
+	switch {
+	case c.kerberosClient != nil:
 		err = c.doKerberosHandshake()
-		if err != nil {
-			return fmt.Errorf("SASL handshake: %w", err)
-		}
+	case c.token != nil:
+		err = c.doTokenHandshake()
+	}
+	if err != nil {
+		return fmt.Errorf("SASL handshake: %w", err)
 	}
 
 	rrh := newRPCRequestHeader(handshakeCallID, c.ClientID)
 	cc := newConnectionContext(c.User, c.kerberosRealm)
+	if c.kerberosClient == nil && c.token != nil {
+		// The token names the user; Hadoop's client sends none with it.
+		cc.UserInfo = nil
+	}
 	packet, err := makeRPCPacket(rrh, cc)
 	if err != nil {
 		return err

@@ -7,6 +7,7 @@ import (
 	"io"
 
 	hadoop "github.com/colinmarc/hdfs/v2/internal/protocol/hadoop_common"
+	"github.com/colinmarc/hdfs/v2/internal/transfer"
 	"github.com/jcmturner/gokrb5/v8/crypto"
 	"github.com/jcmturner/gokrb5/v8/gssapi"
 	"github.com/jcmturner/gokrb5/v8/iana/keyusage"
@@ -17,17 +18,17 @@ import (
 // saslTransport implements encrypted or signed RPC.
 type saslTransport struct {
 	basicTransport
-
-	// sessionKey is the encryption key used to decrypt and encrypt the payload.
-	sessionKey krbtypes.EncryptionKey
-	// privacy indicates full message encryption
-	privacy bool
-	// seq is the sequence number of the next wrapped request.
-	seq uint64
+	wrapper saslWrapper
 }
 
-// writeRequest sends a request wrapped as the negotiated protection says:
-// signed (integrity) or encrypted (privacy) in an RFC 4121 wrap token,
+// saslWrapper signs or seals what goes to the namenode, and checks (and
+// opens) what comes back, as the negotiated SASL mechanism and QOP say.
+type saslWrapper interface {
+	wrap(packet []byte) ([]byte, error)
+	unwrap(token []byte) ([]byte, error)
+}
+
+// writeRequest sends a request wrapped as the negotiated protection says,
 // inside a SASL WRAP message, as Hadoop's SaslRpcClient wraps what it sends.
 func (t *saslTransport) writeRequest(w io.Writer, method string, requestID int32, req proto.Message) error {
 	rrh := newRPCRequestHeader(requestID, t.clientID)
@@ -35,13 +36,7 @@ func (t *saslTransport) writeRequest(w io.Writer, method string, requestID int32
 	if err != nil {
 		return err
 	}
-	t.seq++
-	var token []byte
-	if t.privacy {
-		token, err = sealedWrapToken(packet, t.sessionKey, t.seq)
-	} else {
-		token, err = signedWrapToken(packet, t.sessionKey, t.seq)
-	}
+	token, err := t.wrapper.wrap(packet)
 	if err != nil {
 		return fmt.Errorf("wrapping a request: %w", err)
 	}
@@ -54,6 +49,53 @@ func (t *saslTransport) writeRequest(w io.Writer, method string, requestID int32
 	}
 	_, err = w.Write(wrapped)
 	return err
+}
+
+// kerberosWrapper wraps in RFC 4121 wrap tokens, signed (integrity) or
+// sealed (privacy).
+type kerberosWrapper struct {
+	// sessionKey is the encryption key used to decrypt and encrypt the payload.
+	sessionKey krbtypes.EncryptionKey
+	// privacy indicates full message encryption
+	privacy bool
+	// seq is the sequence number of the next wrapped request.
+	seq uint64
+}
+
+func (k *kerberosWrapper) wrap(packet []byte) ([]byte, error) {
+	k.seq++
+	if k.privacy {
+		return sealedWrapToken(packet, k.sessionKey, k.seq)
+	}
+	return signedWrapToken(packet, k.sessionKey, k.seq)
+}
+
+func (k *kerberosWrapper) unwrap(token []byte) ([]byte, error) {
+	var wrapToken gssapi.WrapToken
+	if err := wrapToken.Unmarshal(token, true); err != nil {
+		return nil, err
+	}
+	if k.privacy {
+		return crypto.DecryptMessage(wrapToken.Payload, k.sessionKey, keyusage.GSSAPI_ACCEPTOR_SEAL)
+	}
+	if _, err := wrapToken.Verify(k.sessionKey, keyusage.GSSAPI_ACCEPTOR_SEAL); err != nil {
+		return nil, fmt.Errorf("unverifiable message from namenode: %s", err)
+	}
+	return wrapToken.Payload, nil
+}
+
+// digestWrapper wraps as DIGEST-MD5 does (RFC 2831's integrity and
+// confidentiality), for a login with a delegation token.
+type digestWrapper struct{ token *transfer.DigestMD5Token }
+
+func (d digestWrapper) wrap(packet []byte) ([]byte, error) { return d.token.Wrap(packet), nil }
+
+func (d digestWrapper) unwrap(token []byte) ([]byte, error) {
+	payload, err := d.token.Unwrap(token)
+	if err != nil {
+		return nil, fmt.Errorf("unverifiable message from namenode: %w", err)
+	}
+	return payload, nil
 }
 
 func signedWrapToken(payload []byte, key krbtypes.EncryptionKey, seq uint64) ([]byte, error) {
@@ -100,37 +142,13 @@ func (t *saslTransport) readResponse(r io.Reader, method string, requestID int32
 		return fmt.Errorf("unexpected SASL state: %s", sasl.GetState().String())
 	}
 
-	// The SaslProto contains the actual payload.
-	var wrapToken gssapi.WrapToken
-	err = wrapToken.Unmarshal(sasl.GetToken(), true)
+	payload, err := t.wrapper.unwrap(sasl.GetToken())
 	if err != nil {
 		return err
 	}
-
 	rrh := &hadoop.RpcResponseHeaderProto{}
-
-	if t.privacy {
-		// Decrypt the blob, which then looks like a normal RPC response.
-		decrypted, err := crypto.DecryptMessage(wrapToken.Payload, t.sessionKey, keyusage.GSSAPI_ACCEPTOR_SEAL)
-		if err != nil {
-			return err
-		}
-
-		err = readRPCPacket(bytes.NewReader(decrypted), rrh, resp)
-		if err != nil {
-			return err
-		}
-	} else {
-		// Verify the checksum; the blob is just a normal RPC response.
-		_, err = wrapToken.Verify(t.sessionKey, keyusage.GSSAPI_ACCEPTOR_SEAL)
-		if err != nil {
-			return fmt.Errorf("unverifiable message from namenode: %s", err)
-		}
-
-		err = readRPCPacket(bytes.NewReader(wrapToken.Payload), rrh, resp)
-		if err != nil {
-			return err
-		}
+	if err := readRPCPacket(bytes.NewReader(payload), rrh, resp); err != nil {
+		return err
 	}
 
 	if int32(rrh.GetCallId()) != requestID {

@@ -26,6 +26,7 @@ var macMsgType = [2]byte{0x00, 0x01}
 type digestMD5Conn interface {
 	net.Conn
 	decode(input []byte) ([]byte, error)
+	wrap(b []byte) []byte
 }
 
 // digestMD5Handshake represents the negotiation state in a token-digestmd5

@@ -65,24 +65,25 @@ func (d *digestMD5IntegrityConn) SetWriteDeadline(t time.Time) error {
 }
 
 func (d *digestMD5IntegrityConn) Write(b []byte) (n int, err error) {
-	inputLen := len(b)
-	seqBuf := lenEncodeBytes(d.sendSeqNum)
-	outputLen := macDataLen + inputLen + macHMACLen + macMsgTypeLen + macSeqNumLen
-
+	wrapped := d.wrap(b)
 	d.writeBuf.Reset()
-	d.writeBuf.Grow(outputLen)
-
-	binary.Write(&d.writeBuf, binary.BigEndian, int32(outputLen-macDataLen))
-	d.writeBuf.Write(b)
-
-	hmac := msgHMAC(d.encodeMAC, seqBuf, b)
-	d.writeBuf.Write(hmac)
-	d.writeBuf.Write(macMsgType[:])
-	binary.Write(&d.writeBuf, binary.BigEndian, int32(d.sendSeqNum))
-
-	d.sendSeqNum++
+	d.writeBuf.Grow(macDataLen + len(wrapped))
+	binary.Write(&d.writeBuf, binary.BigEndian, int32(len(wrapped)))
+	d.writeBuf.Write(wrapped)
 	wr, err := d.writeBuf.WriteTo(d.conn)
 	return int(wr), err
+}
+
+// wrap is b signed: b, its HMAC, the message type and the sequence number.
+func (d *digestMD5IntegrityConn) wrap(b []byte) []byte {
+	seqBuf := lenEncodeBytes(d.sendSeqNum)
+	out := make([]byte, 0, len(b)+macHMACLen+macMsgTypeLen+macSeqNumLen)
+	out = append(out, b...)
+	out = append(out, msgHMAC(d.encodeMAC, seqBuf, b)...)
+	out = append(out, macMsgType[:]...)
+	out = append(out, seqBuf[:]...)
+	d.sendSeqNum++
+	return out
 }
 
 // Read will decode the underlying bytes and then copy them from our

@@ -136,27 +136,25 @@ func (d *digestMD5PrivacyConn) decode(input []byte) (out []byte, err error) {
 }
 
 func (d *digestMD5PrivacyConn) Write(b []byte) (int, error) {
-	inputLen := len(b)
-	seqBuf := lenEncodeBytes(d.sendSeqNum)
-
-	encryptedLen := inputLen + macHMACLen
-	outputLen := macDataLen + encryptedLen + macMsgTypeLen + macSeqNumLen
+	wrapped := d.wrap(b)
 	d.writeBuf.Reset()
-	d.writeBuf.Grow(outputLen)
-
-	finalLength := encryptedLen + macMsgTypeLen + macSeqNumLen
-	binary.Write(&d.writeBuf, binary.BigEndian, int32(finalLength))
-	d.writeBuf.Write(b)
-
-	hmac := msgHMAC(d.encodeMAC, seqBuf, b)
-	d.writeBuf.Write(hmac)
-
-	toEncrypt := d.writeBuf.Bytes()[macDataLen:]
-	d.encryptor.XORKeyStream(toEncrypt, toEncrypt)
-	d.writeBuf.Write(macMsgType[:])
-	binary.Write(&d.writeBuf, binary.BigEndian, int32(d.sendSeqNum))
-
-	d.sendSeqNum++
+	d.writeBuf.Grow(macDataLen + len(wrapped))
+	binary.Write(&d.writeBuf, binary.BigEndian, int32(len(wrapped)))
+	d.writeBuf.Write(wrapped)
 	n, err := d.writeBuf.WriteTo(d.conn)
 	return int(n), err
+}
+
+// wrap is b sealed: b and its HMAC encrypted, then the message type and
+// the sequence number.
+func (d *digestMD5PrivacyConn) wrap(b []byte) []byte {
+	seqBuf := lenEncodeBytes(d.sendSeqNum)
+	out := make([]byte, 0, len(b)+macHMACLen+macMsgTypeLen+macSeqNumLen)
+	out = append(out, b...)
+	out = append(out, msgHMAC(d.encodeMAC, seqBuf, b)...)
+	d.encryptor.XORKeyStream(out, out)
+	out = append(out, macMsgType[:]...)
+	out = append(out, seqBuf[:]...)
+	d.sendSeqNum++
+	return out
 }

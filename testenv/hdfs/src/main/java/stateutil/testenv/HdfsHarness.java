@@ -10,6 +10,7 @@ import java.io.PrintWriter;
 import java.net.InetAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
+import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -601,6 +602,24 @@ public final class HdfsHarness {
             }
             case "corrupt-replica" -> {
                 return f.length == 2 ? corruptReplica(f[1]) : "error usage: corrupt-replica PATH";
+            }
+            case "token" -> {
+                // token writable|protobuf FILE [SERVICE]: a credentials file of alice's delegation token.
+                if (secure == null || f.length < 3 || f.length > 4 || !f[1].matches("writable|protobuf")) {
+                    return "error usage (secured cluster only): token writable|protobuf FILE [SERVICE]";
+                }
+                URI nn = URI.create("hdfs://" + LOOPBACK + ":" + cluster.getNameNodePort());
+                return "ok service=" + secure.writeToken(nn, conf, f[1], new File(f[2]), f.length == 4 ? f[3] : null);
+            }
+            case "read-token" -> {
+                return f.length == 2 ? "ok " + SecureCluster.readTokens(conf, new File(f[1])) : "error usage: read-token FILE";
+            }
+            case "cancel-token" -> {
+                if (secure == null || f.length != 2) {
+                    return "error usage (secured cluster only): cancel-token FILE";
+                }
+                secure.cancelTokens(conf, new File(f[1]));
+                return "ok cancelled";
             }
             case "corrupt-replicas" -> {
                 return f.length == 2 ? "ok corrupt=" + corruptReplicas(f[1]) : "error usage: corrupt-replicas PATH";

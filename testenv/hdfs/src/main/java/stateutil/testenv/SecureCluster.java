@@ -1,9 +1,13 @@
 package stateutil.testenv;
 
+import java.io.ByteArrayInputStream;
+import java.io.DataInputStream;
 import java.io.File;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.ServerSocket;
+import java.net.URI;
+import java.security.PrivilegedExceptionAction;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -14,6 +18,12 @@ import java.util.Properties;
 import java.util.UUID;
 
 import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.hdfs.security.token.delegation.DelegationTokenIdentifier;
+import org.apache.hadoop.io.Text;
+import org.apache.hadoop.security.Credentials;
+import org.apache.hadoop.security.UserGroupInformation;
+import org.apache.hadoop.security.token.Token;
 import org.apache.hadoop.minikdc.MiniKdc;
 import org.apache.kerby.kerberos.kerb.client.KrbClient;
 import org.apache.kerby.kerberos.kerb.client.KrbConfig;
@@ -241,6 +251,65 @@ final class SecureCluster {
         Path tmp = target.resolveSibling(target.getFileName() + ".tmp");
         Files.writeString(tmp, text, StandardCharsets.UTF_8);
         Files.move(tmp, target, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+    }
+
+    /**
+     * Has Hadoop's own client, logged in as alice from her keytab, ask the
+     * NameNode at nn for a delegation token that "yarn" may renew, and
+     * writes it as a credentials file in format (writable: version 0,
+     * protobuf: version 1), under service when that is not null (a token
+     * for another NameNode). Returns the token's service.
+     */
+    String writeToken(URI nn, Configuration conf, String format, File target, String service) throws Exception {
+        UserGroupInformation alice = UserGroupInformation.loginUserFromKeytabAndReturnUGI(principal(USER), userKeytab.getAbsolutePath());
+        Credentials creds = new Credentials();
+        alice.doAs((PrivilegedExceptionAction<Void>) () -> {
+            try (FileSystem fs = FileSystem.newInstance(nn, conf)) {
+                fs.addDelegationTokens("yarn", creds);
+            }
+            return null;
+        });
+        String got = null;
+        for (Token<?> t : creds.getAllTokens()) {
+            if (service != null) {
+                t.setService(new Text(service));
+            }
+            got = t.getService().toString();
+        }
+        Credentials.SerializedFormat f = format.equals("writable") ? Credentials.SerializedFormat.WRITABLE
+                : Credentials.SerializedFormat.PROTOBUF;
+        File tmp = new File(target.getPath() + ".tmp");
+        creds.writeTokenStorageFile(new org.apache.hadoop.fs.Path(tmp.toURI()), conf, f);
+        Files.move(tmp.toPath(), target.toPath(), StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+        return got;
+    }
+
+    /**
+     * What Hadoop reads in the credentials file source: each token's kind
+     * and service, and its identifier's owner and renewer as the NameNode
+     * wrote them.
+     */
+    static String readTokens(Configuration conf, File source) throws IOException {
+        StringBuilder out = new StringBuilder();
+        for (Token<?> t : Credentials.readTokenStorageFile(source, conf).getAllTokens()) {
+            DelegationTokenIdentifier id = new DelegationTokenIdentifier();
+            id.readFields(new DataInputStream(new ByteArrayInputStream(t.getIdentifier())));
+            out.append(out.length() == 0 ? "" : " ").append("kind=").append(t.getKind()).append(" service=").append(t.getService())
+                    .append(" owner=").append(id.getOwner()).append(" renewer=").append(id.getRenewer());
+        }
+        return out.toString();
+    }
+
+    /** Cancels, as alice, every token of the credentials file source. */
+    void cancelTokens(Configuration conf, File source) throws Exception {
+        UserGroupInformation alice = UserGroupInformation.loginUserFromKeytabAndReturnUGI(principal(USER), userKeytab.getAbsolutePath());
+        Credentials creds = Credentials.readTokenStorageFile(source, conf);
+        alice.doAs((PrivilegedExceptionAction<Void>) () -> {
+            for (Token<?> t : creds.getAllTokens()) {
+                t.cancel(conf);
+            }
+            return null;
+        });
     }
 
     void stop() throws KrbException {
