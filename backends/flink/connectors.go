@@ -54,7 +54,7 @@ func connectorElementType(name string, s *SerializerSnapshot) (snapshot.Type, bo
 
 // connectorCodec decodes the byte[] elements of one connector state.
 type connectorCodec struct {
-	codec // byte[]
+	codec   // byte[]
 	layouts []connectorLayout
 }
 
@@ -73,6 +73,17 @@ func (c connectorCodec) Decode(b []byte) (any, error) {
 	}
 	if r.remaining() != 0 {
 		return nil, fmt.Errorf("%d bytes after the value", r.remaining())
+	}
+	// The operators frame every element (version, length, bytes) whatever
+	// the connector: a length that disagrees is damage.
+	fr := newReader(data, "value", 4)
+	fr.i32("serializer version")
+	at := fr.pos()
+	if n := fr.i32("serialized length"); fr.err == nil && int(n) != fr.remaining() {
+		fr.failAt(at, "connector state element: serialized length %d, but %d bytes follow", n, fr.remaining())
+	}
+	if fr.err != nil {
+		return nil, fr.err
 	}
 	var found any
 	fits := 0
