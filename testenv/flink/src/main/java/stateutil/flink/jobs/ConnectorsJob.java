@@ -29,7 +29,11 @@ import org.apache.flink.api.connector.source.SplitEnumeratorContext;
 import org.apache.flink.connector.file.sink.FileSink;
 import org.apache.flink.connector.file.src.FileSource;
 import org.apache.flink.connector.file.src.FileSourceSplit;
-import org.apache.flink.connector.file.src.reader.TextLineInputFormat;
+import org.apache.flink.connector.file.src.reader.SimpleStreamFormat;
+import org.apache.flink.core.fs.FSDataInputStream;
+import org.apache.flink.configuration.Configuration;
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
 import org.apache.flink.core.fs.Path;
 import org.apache.flink.core.io.InputStatus;
 import org.apache.flink.core.io.SimpleVersionedSerializer;
@@ -53,8 +57,10 @@ import stateutil.flink.StateDef;
  * in the middle of its second file, so the savepoint holds unfinished splits with their reader
  * positions; the sink's bucket "rolled" rolls its part file on every checkpoint (pending files,
  * committer state) and bucket "open" never does (in-progress files, writer state). Keys
- * "part-" + (r % 4): ValueState "count" and "last". The source dumps its split state; the
- * files live under the run's temporary directory.
+ * "part-" + (r % 4): ValueState "count" and "last". The source dumps its split state, the sink
+ * its writer's bucket states and the committables its committer holds (DumpingFileSink; Flink
+ * 1.19 on). The files live under the run's temporary directory, so the job's snapshots are
+ * read, not restored.
  */
 public final class ConnectorsJob extends SimpleKeyedJob<String> {
     static final String SOURCE = "files";
@@ -114,7 +120,7 @@ public final class ConnectorsJob extends SimpleKeyedJob<String> {
         } catch (IOException e) {
             throw new java.io.UncheckedIOException(e);
         }
-        FileSource<String> files = FileSource.forRecordStreamFormat(new TextLineInputFormat(), new Path(in.toURI())).build();
+        FileSource<String> files = FileSource.forRecordStreamFormat(new Lines(), new Path(in.toURI())).build();
         long keys = Jobs.keys(p, divisor());
         KeyedSpec spec = spec();
         org.apache.flink.streaming.api.datastream.DataStream<Long> records = env
@@ -126,10 +132,10 @@ public final class ConnectorsJob extends SimpleKeyedJob<String> {
                 .transform(KEYED, Types.LONG, new DumpingKeyedOperator<String, Long, Long>(new Fn<>(this, spec, keys, p), spec))
                 .uid(KEYED);
         records.map(String::valueOf).returns(Types.STRING).uid("render")
-                .sinkTo(FileSink.forRowFormat(new Path(new File(root, "out").toURI()), new SimpleStringEncoder<String>())
+                .sinkTo(new DumpingFileSink(FileSink.forRowFormat(new Path(new File(root, "out").toURI()), new SimpleStringEncoder<String>())
                         .withBucketAssigner(new ByParity())
                         .withRollingPolicy(new RollRolled())
-                        .build())
+                        .build(), SINK, p.parallelism))
                 .uid(SINK);
     }
 
@@ -149,6 +155,32 @@ public final class ConnectorsJob extends SimpleKeyedJob<String> {
                     w.print(r + "\n");
                 }
             }
+        }
+    }
+
+    /** Text lines (TextLineInputFormat's name changed across versions): not splittable, positions by record count. */
+    static final class Lines extends SimpleStreamFormat<String> {
+        private static final long serialVersionUID = 1L;
+
+        @Override
+        public Reader<String> createReader(Configuration config, FSDataInputStream in) {
+            BufferedReader r = new BufferedReader(new InputStreamReader(in, StandardCharsets.UTF_8));
+            return new Reader<String>() {
+                @Override
+                public String read() throws IOException {
+                    return r.readLine();
+                }
+
+                @Override
+                public void close() throws IOException {
+                    r.close();
+                }
+            };
+        }
+
+        @Override
+        public TypeInformation<String> getProducedType() {
+            return Types.STRING;
         }
     }
 
