@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -188,4 +189,44 @@ func fuzzConnectorState(f *testing.F, state string) {
 			t.Fatalf("decoded %v, encoded back %x, %v; want %x", v, back, err, b)
 		}
 	})
+}
+
+// TestConnectorsVerifyDamage: verify passes the connectors savepoints and
+// reports a committer state element whose frame length was flipped in the
+// savepoint's bytes as damage of that element.
+func TestConnectorsVerifyDamage(t *testing.T) {
+	ctx := context.Background()
+	for _, e := range connectorEntries(t) {
+		if got := verifyFindings(ctx, t, e.SnapshotDir(), snapshot.OpenOptions{}); got != "" {
+			t.Fatalf("%s: healthy savepoint: %s", e.Manifest.FlinkVersion, got)
+		}
+		el := connectorElements(t, e)["streaming_committer_raw_states"][0]
+		dir := filepath.Join(t.TempDir(), "savepoint")
+		if err := os.CopyFS(dir, os.DirFS(e.SnapshotDir())); err != nil {
+			t.Fatal(err)
+		}
+		flipped := 0
+		names, _ := filepath.Glob(filepath.Join(dir, "*"))
+		for _, name := range names {
+			b, err := os.ReadFile(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The element's bytes follow its int length; its frame length is at 8.
+			if at := bytes.Index(b, el); at >= 0 {
+				b[at+11] ^= 1
+				flipped++
+				if err := os.WriteFile(name, b, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if flipped != 1 {
+			t.Fatalf("element found in %d files, want 1", flipped)
+		}
+		got := verifyFindings(ctx, t, dir, snapshot.OpenOptions{})
+		if !strings.Contains(got, "decode") || !strings.Contains(got, "serialized length") {
+			t.Errorf("%s: flipped frame length: verify says %q", e.Manifest.FlinkVersion, got)
+		}
+	}
 }
