@@ -16,7 +16,7 @@ import (
 )
 
 // The connectors entries (testenv/flink job "connectors", Flink 1.20.5 and
-// 2.3.0) hold a FileSource's unfinished splits and a FileSink's writer and
+// 2.3.0, a heap canonical and a RocksDB native savepoint each) hold a FileSource's unfinished splits and a FileSink's writer and
 // committer states, which the job dumps as Flink hands them over. Their
 // files lived in the generator's temporary directory, so they are read, not
 // restored: they sit apart from testdata/flink, whose entries Flink's
@@ -28,8 +28,8 @@ func connectorEntries(t testing.TB) []flinkharness.Entry {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(es) != 2 {
-		t.Fatalf("want the connectors entries of 1.20.5 and 2.3.0, found %d", len(es))
+	if len(es) != 4 {
+		t.Fatalf("want the connectors entries of 1.20.5 and 2.3.0 (heap canonical, RocksDB native), found %d", len(es))
 	}
 	return es
 }
@@ -64,7 +64,7 @@ func connectorElements(t testing.TB, e flinkharness.Entry) map[string][][]byte {
 
 func TestConnectorsEqualJobDump(t *testing.T) {
 	for _, e := range connectorEntries(t) {
-		t.Run(e.Manifest.FlinkVersion, func(t *testing.T) {
+		t.Run(e.Manifest.FlinkVersion+"/"+e.Manifest.Backend+"-"+e.Manifest.Kind, func(t *testing.T) {
 			old, nw := e.PathMap()
 			lines, parts, err := readAsDump(context.Background(), t, e.SnapshotDir(), snapshot.OpenOptions{PathMap: map[string]string{old: nw}})
 			if err != nil || len(parts) != 0 {
