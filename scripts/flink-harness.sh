@@ -56,6 +56,11 @@ case $minor in
 1.15 | 1.16) spalayer=uid ;;
 *) spalayer=id ;;
 esac
+# The sink API with writer state and committer interfaces (the connectors job) is there from 1.19 on.
+case $minor in
+1.15 | 1.16 | 1.17 | 1.18) sinklayer=none ;;
+*) sinklayer=v2 ;;
+esac
 [[ $major == 1 || $major == 2 ]] || { say "Flink $version: only 1.x and 2.x are supported"; exit 2; }
 
 case $cmd in
@@ -113,7 +118,7 @@ build() {
 	local t0=$SECONDS log="$state/build.log"
 	say "building the harness for Flink $version (spa $spa, avro/table $extra, dstl $dstl; mvn -q -B compile; a first build downloads ~250 MB into ~/.m2)"
 	local args=(-q -B -Dstyle.color=never -f "$harness/pom.xml" "-Dflink.version=$version" "-Dflink.major=$major"
-		"-Dspa.version=${spa/#-/$minor.0}" "-Dextra.version=$extra" "-Ddstl.version=$dstl" "-Dspa.layer=$spalayer" compile)
+		"-Dspa.version=${spa/#-/$minor.0}" "-Dextra.version=$extra" "-Ddstl.version=$dstl" "-Dspa.layer=$spalayer" "-Dsink.layer=$sinklayer" compile)
 	# Offline first so a warm ~/.m2 needs no network; online if it lacks something.
 	rm -f "$stamp"
 	if ! JAVA_HOME=$javahome mvn -o "${args[@]}" >"$log" 2>&1; then

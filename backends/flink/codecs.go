@@ -124,6 +124,12 @@ func CodecFactory(t snapshot.Type) (snapshot.Codec, error) {
 	if !ok {
 		return nil, fmt.Errorf("not a Flink type")
 	}
+	if state, ok := strings.CutPrefix(expr, connectorTypePrefix); ok {
+		if c, ok := newConnectorCodec(state); ok {
+			return c, nil
+		}
+		return nil, fmt.Errorf("no connector keeps operator state %q", state)
+	}
 	if len(t.SerializerSnapshot) > 0 {
 		r := newReader(t.SerializerSnapshot, "serializer snapshot", 0)
 		sr := &snapReader{r: r}

@@ -1,0 +1,232 @@
+package flink
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stateutil/stateutil/internal/flinkharness"
+	"github.com/stateutil/stateutil/snapshot"
+)
+
+// The connectors entries (testenv/flink job "connectors", Flink 1.20.5 and
+// 2.3.0, a heap canonical and a RocksDB native savepoint each) hold a FileSource's unfinished splits and a FileSink's writer and
+// committer states, which the job dumps as Flink hands them over. Their
+// files lived in the generator's temporary directory, so they are read, not
+// restored: they sit apart from testdata/flink, whose entries Flink's
+// restore witnesses too.
+
+func connectorEntries(t testing.TB) []flinkharness.Entry {
+	t.Helper()
+	es, err := flinkharness.ReadCorpus(filepath.Join(repoRoot(t), "testdata", "flink-connectors"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(es) != 4 {
+		t.Fatalf("want the connectors entries of 1.20.5 and 2.3.0 (heap canonical, RocksDB native), found %d", len(es))
+	}
+	return es
+}
+
+// connectorElements is every element of the connectors' states in e, by
+// state name, with the element type.
+func connectorElements(t testing.TB, e flinkharness.Entry) map[string][][]byte {
+	t.Helper()
+	ctx := context.Background()
+	old, nw := e.PathMap()
+	r, err := testReg.Open(ctx, e.SnapshotDir(), snapshot.OpenOptions{PathMap: map[string]string{old: nw}, TempDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	out := map[string][][]byte{}
+	for _, op := range r.Snapshot().Operators {
+		for _, sub := range op.Subtasks {
+			for el, err := range r.Elements(ctx, op, sub.Index) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				st, _ := op.OperatorStateByName(el.State)
+				if strings.HasPrefix(st.ElementType.Name, typePrefix+connectorTypePrefix) {
+					out[el.State] = append(out[el.State], bytes.Clone(el.Value))
+				}
+			}
+		}
+	}
+	return out
+}
+
+func TestConnectorsEqualJobDump(t *testing.T) {
+	for _, e := range connectorEntries(t) {
+		t.Run(e.Manifest.FlinkVersion+"/"+e.Manifest.Backend+"-"+e.Manifest.Kind, func(t *testing.T) {
+			old, nw := e.PathMap()
+			lines, parts, err := readAsDump(context.Background(), t, e.SnapshotDir(), snapshot.OpenOptions{PathMap: map[string]string{old: nw}})
+			if err != nil || len(parts) != 0 {
+				t.Fatalf("read: %v, unreadable %v", err, parts)
+			}
+			want, err := flinkharness.ReadDump(e.File("dump.jsonl"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			states := map[string]int{}
+			for _, l := range want {
+				states[l.State]++
+			}
+			// One unfinished split per reader, a bucket state or two per writer, one
+			// committer state per subtask.
+			if states["SourceReaderState"] != 2 || states["writer_raw_states"] < 2 || states["streaming_committer_raw_states"] != 2 {
+				t.Fatalf("the job dumped %v", states)
+			}
+			if err := flinkharness.EqualDumps(want, byUID(lines, want)); err != "" {
+				t.Error(err)
+			}
+		})
+	}
+}
+
+// TestConnectorsRoundTrip: every element decodes, and its JSON (as dump
+// prints it and load reads it back) encodes to the same bytes.
+func TestConnectorsRoundTrip(t *testing.T) {
+	for _, e := range connectorEntries(t) {
+		for state, els := range connectorElements(t, e) {
+			c, _ := newConnectorCodec(state)
+			for i, b := range els {
+				v, err := c.Decode(b)
+				if _, isHex := v.(string); err != nil || isHex {
+					t.Fatalf("%s %s[%d]: %v %v", e.Manifest.FlinkVersion, state, i, v, err)
+				}
+				text, err := json.Marshal(v)
+				if err != nil {
+					t.Fatal(err)
+				}
+				dec := json.NewDecoder(bytes.NewReader(text))
+				dec.UseNumber()
+				var back any
+				if err := dec.Decode(&back); err != nil {
+					t.Fatal(err)
+				}
+				got, err := c.Encode(back)
+				if err != nil || !bytes.Equal(got, b) {
+					t.Errorf("%s %s[%d]: encoded back %x, %v; want %x", e.Manifest.FlinkVersion, state, i, got, err, b)
+				}
+			}
+		}
+	}
+}
+
+// TestConnectorsOtherBytesStay: a byte[] of a connector state name that
+// no layout parses (the harness's own source's splits) stays byte[] hex,
+// and writes back.
+func TestConnectorsOtherBytesStay(t *testing.T) {
+	c, _ := newConnectorCodec("SourceReaderState")
+	data := []byte{0, 0, 0, 1, 0, 0, 0, 24, 0, 0, 0, 2, 0, 0, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0xca, 0, 0, 0, 0, 0, 0, 0, 0xc8}
+	b := appendBytes32(nil, data)
+	v, err := c.Decode(b)
+	if err != nil || v != "0x00000001000000180000000200000004000000000000"+"00ca00000000000000c8" {
+		t.Fatalf("got %v, %v", v, err)
+	}
+	if back, err := c.Encode(v); err != nil || !bytes.Equal(back, b) {
+		t.Fatalf("encoded back %x, %v", back, err)
+	}
+}
+
+// TestConnectorsDamage: an element whose frame length disagrees with its
+// bytes is damage, named with its offset; damage inside a split's bytes
+// leaves it undecoded (byte[]), never half-read.
+func TestConnectorsDamage(t *testing.T) {
+	for _, e := range connectorEntries(t) {
+		for state, els := range connectorElements(t, e) {
+			c, _ := newConnectorCodec(state)
+			b := bytes.Clone(els[0])
+			binary.BigEndian.PutUint32(b[8:], binary.BigEndian.Uint32(b[8:])^1)
+			_, err := c.Decode(b)
+			var ce *CorruptError
+			if !errors.As(err, &ce) || ce.Offset != 8 {
+				t.Errorf("%s: flipped frame length: %v, want damage at offset 8", state, err)
+			}
+			b = bytes.Clone(els[0])
+			b[len(b)-1] ^= 0x80
+			if v, err := c.Decode(b); err != nil {
+				t.Errorf("%s: %v", state, err)
+			} else if m, ok := v.(map[string]any); ok {
+				if back, _ := c.Encode(m); !bytes.Equal(back, b) {
+					t.Errorf("%s: a damaged element decoded to %v, which does not write back", state, v)
+				}
+			}
+		}
+	}
+}
+
+// The fuzz targets decode mutated elements of one connector state each: no
+// panic, and whatever decodes writes back to the same bytes.
+
+func FuzzFileSourceSplit(f *testing.F)       { fuzzConnectorState(f, "SourceReaderState") }
+func FuzzFileWriterBucketState(f *testing.F) { fuzzConnectorState(f, "writer_raw_states") }
+func FuzzCommittableCollector(f *testing.F) {
+	fuzzConnectorState(f, "streaming_committer_raw_states")
+}
+
+func fuzzConnectorState(f *testing.F, state string) {
+	for _, e := range connectorEntries(f) {
+		for _, b := range connectorElements(f, e)[state] {
+			f.Add(b)
+		}
+	}
+	c, _ := newConnectorCodec(state)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		v, err := c.Decode(b)
+		if err != nil {
+			return
+		}
+		back, err := c.Encode(v)
+		if err != nil || !bytes.Equal(back, b) {
+			t.Fatalf("decoded %v, encoded back %x, %v; want %x", v, back, err, b)
+		}
+	})
+}
+
+// TestConnectorsVerifyDamage: verify passes the connectors savepoints and
+// reports a committer state element whose frame length was flipped in the
+// savepoint's bytes as damage of that element.
+func TestConnectorsVerifyDamage(t *testing.T) {
+	ctx := context.Background()
+	for _, e := range connectorEntries(t) {
+		if got := verifyFindings(ctx, t, e.SnapshotDir(), snapshot.OpenOptions{}); got != "" {
+			t.Fatalf("%s: healthy savepoint: %s", e.Manifest.FlinkVersion, got)
+		}
+		el := connectorElements(t, e)["streaming_committer_raw_states"][0]
+		dir := filepath.Join(t.TempDir(), "savepoint")
+		if err := os.CopyFS(dir, os.DirFS(e.SnapshotDir())); err != nil {
+			t.Fatal(err)
+		}
+		flipped := 0
+		names, _ := filepath.Glob(filepath.Join(dir, "*"))
+		for _, name := range names {
+			b, err := os.ReadFile(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The element's bytes follow its int length; its frame length is at 8.
+			if at := bytes.Index(b, el); at >= 0 {
+				b[at+11] ^= 1
+				flipped++
+				if err := os.WriteFile(name, b, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if flipped != 1 {
+			t.Fatalf("element found in %d files, want 1", flipped)
+		}
+		got := verifyFindings(ctx, t, dir, snapshot.OpenOptions{})
+		if !strings.Contains(got, "decode") || !strings.Contains(got, "serialized length") {
+			t.Errorf("%s: flipped frame length: verify says %q", e.Manifest.FlinkVersion, got)
+		}
+	}
+}
