@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/golang/snappy"
 	"io"
 	"slices"
 	"sort"
@@ -153,20 +154,23 @@ func (s *kgStream) groupBytes(kg int) ([]byte, int64, error) {
 
 // groupBytesInto is groupBytes into buf's memory where it is large enough.
 func (s *kgStream) groupBytesInto(buf []byte, kg int) ([]byte, int64, error) {
-	i := kg - int(s.h.Range.Start)
-	if i < 0 || i >= len(s.h.Offsets) {
+	o, n := s.groupSpan(kg)
+	if n == 0 {
 		return nil, 0, nil
+	}
+	b, err := s.readInto(buf, o, n)
+	return b, o, err
+}
+
+// groupSpan is where key group kg's stored bytes are in the stream, and
+// how many there are (0 when it is empty).
+func (s *kgStream) groupSpan(kg int) (off, n int64) {
+	i := kg - int(s.h.Range.Start)
+	if i < 0 || i >= len(s.h.Offsets) || s.h.Offsets[i] == 0 {
+		return 0, 0
 	}
 	o := s.h.Offsets[i]
-	if o == 0 {
-		return nil, 0, nil
-	}
-	e := nextOffset(s.offs, o, int(s.size))
-	if e == o {
-		return nil, 0, nil
-	}
-	b, err := s.readInto(buf, o, e-o)
-	return b, o, err
+	return o, nextOffset(s.offs, o, int(s.size)) - o
 }
 
 // storedBytes is the size of the key groups of the stream (header excluded).
@@ -180,13 +184,18 @@ func (s *kgStream) storedBytes() int64 {
 // entries emits the entries of key group kg. unsplit is called with the
 // name of a state whose entries could not be taken fully apart.
 func (s *kgStream) entries(kg int, emit func(snapshot.Entry) bool, unsplit func(string)) (bool, error) {
+	if err := s.decide(kg); err != nil {
+		return false, err
+	}
+	if s.format == CanonicalFormat {
+		return s.canonicalStreamed(kg, emit, unsplit)
+	}
 	b, off, err := s.groupBytesInto(s.scratch.group, kg)
 	if err != nil || b == nil {
 		return err == nil, err
 	}
 	s.scratch.group = b
 	at := s.base + off
-	s.decide(kg, b, at)
 	if s.format == HeapFormat {
 		if len(b) < 4 || int(int32(binary.BigEndian.Uint32(b))) != kg {
 			return false, &CorruptError{File: s.file, Offset: at, Reason: fmt.Sprintf("heap key group %d does not start with its index", kg)}
@@ -207,25 +216,59 @@ func (s *kgStream) entries(kg int, emit func(snapshot.Entry) bool, unsplit func(
 		return false, err
 	}
 	for _, kv := range kvs {
-		l := s.byName[kv.State]
-		if len(kv.Key) < s.prefix {
-			return false, &CorruptError{File: s.file, Offset: at, Reason: fmt.Sprintf("state %q: key of %d bytes has no key-group prefix", kv.State, len(kv.Key))}
-		}
-		if got := prefixGroup(kv.Key, s.prefix); got != kg {
-			return false, &CorruptError{File: s.file, Offset: at, Reason: fmt.Sprintf("state %q: key in key group %d says key group %d", kv.State, kg, got)}
-		}
-		cont, split, err := l.canonicalEntries(kg, kv.Key[s.prefix:], kv.Value, emit)
-		if err != nil {
-			return false, fmt.Errorf("%q key group %d at offset %d: %w", s.file, kg, at, err)
-		}
-		if split {
-			unsplit(l.name)
-		}
-		if !cont {
-			return false, nil
+		if cont, err := s.canonicalEntry(kg, at, kv, emit, unsplit); !cont || err != nil {
+			return false, err
 		}
 	}
 	return true, nil
+}
+
+// canonicalStreamed emits the entries of canonical key group kg as it
+// reads them, a window at a time (see canonicalEach).
+func (s *kgStream) canonicalStreamed(kg int, emit func(snapshot.Entry) bool, unsplit func(string)) (bool, error) {
+	off, n := s.groupSpan(kg)
+	if n == 0 {
+		return true, nil
+	}
+	at := s.base + off
+	cont := true
+	win, err := canonicalEach(s.groupReader(off, n), s.file, at, s.header, s.header.Compression, s.scratch.group, func(kv KeyedEntry) (bool, error) {
+		var err error
+		cont, err = s.canonicalEntry(kg, at, kv, emit, unsplit)
+		return cont, err
+	})
+	s.scratch.group = win
+	return cont && err == nil, err
+}
+
+// groupReader reads the n stored bytes at off, decompressed where the
+// snapshot is compressed.
+func (s *kgStream) groupReader(off, n int64) io.Reader {
+	var src io.Reader = io.NewSectionReader(s.ra, s.at+off, n)
+	if s.header.Compression {
+		src = snappy.NewReader(src)
+	}
+	return src
+}
+
+// canonicalEntry emits the entries of one canonical key/value pair of key
+// group kg, whose stored bytes start at offset at.
+func (s *kgStream) canonicalEntry(kg int, at int64, kv KeyedEntry, emit func(snapshot.Entry) bool, unsplit func(string)) (bool, error) {
+	l := s.byName[kv.State]
+	if len(kv.Key) < s.prefix {
+		return false, &CorruptError{File: s.file, Offset: at, Reason: fmt.Sprintf("state %q: key of %d bytes has no key-group prefix", kv.State, len(kv.Key))}
+	}
+	if got := prefixGroup(kv.Key, s.prefix); got != kg {
+		return false, &CorruptError{File: s.file, Offset: at, Reason: fmt.Sprintf("state %q: key in key group %d says key group %d", kv.State, kg, got)}
+	}
+	cont, split, err := l.canonicalEntries(kg, kv.Key[s.prefix:], kv.Value, emit)
+	if err != nil {
+		return false, fmt.Errorf("%q key group %d at offset %d: %w", s.file, kg, at, err)
+	}
+	if split {
+		unsplit(l.name)
+	}
+	return cont, nil
 }
 
 // heapPieces is the bytes of a heap key group after its index, at offset
@@ -280,16 +323,29 @@ func snappyStreams(b []byte) [][2]int {
 // decide sets the stream's format from its first non-empty key group:
 // savepoint handles are canonical; otherwise data that starts with its
 // key-group index and does not parse as canonical is heap data.
-func (s *kgStream) decide(kg int, b []byte, at int64) {
-	if s.format != "" {
-		return
+func (s *kgStream) decide(kg int) error {
+	off, n := s.groupSpan(kg)
+	if s.format != "" || n == 0 {
+		return nil
+	}
+	if s.typ == HandleSavepointKeyGroups || n < 4 {
+		s.format = CanonicalFormat
+		return nil
+	}
+	idx, err := s.read(off, 4)
+	if err != nil {
+		return err
 	}
 	s.format = CanonicalFormat
-	if s.typ != HandleSavepointKeyGroups && len(b) >= 4 && int(int32(binary.BigEndian.Uint32(b))) == kg {
-		if _, err := s.canonical(b, at); err != nil {
-			s.format = HeapFormat
-		}
+	if int(int32(binary.BigEndian.Uint32(idx))) != kg {
+		return nil
 	}
+	win, err := canonicalEach(s.groupReader(off, n), s.file, s.base+off, s.header, s.header.Compression, s.scratch.group, func(KeyedEntry) (bool, error) { return true, nil })
+	s.scratch.group = win
+	if err != nil {
+		s.format = HeapFormat
+	}
+	return nil
 }
 
 // detect decides the format from the first non-empty key group ("" when
@@ -297,13 +353,9 @@ func (s *kgStream) decide(kg int, b []byte, at int64) {
 func (s *kgStream) detect() (KeyGroupFormat, error) {
 	for i := range s.h.Offsets {
 		kg := int(s.h.Range.Start) + i
-		b, off, err := s.groupBytes(kg)
-		if err != nil {
-			return "", err
-		}
-		if b != nil {
-			s.decide(kg, b, s.base+off)
-			return s.format, nil
+		if _, n := s.groupSpan(kg); n > 0 {
+			err := s.decide(kg)
+			return s.format, err
 		}
 	}
 	return "", nil
