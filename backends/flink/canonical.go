@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"slices"
+
+	"github.com/stateutil/stateutil/internal/arena"
 )
 
 // windowBytes is how much of a canonical key group is read at a time
@@ -82,23 +84,18 @@ func (p *canonicalParser) name(r *reader, id int) string {
 	return ""
 }
 
-// canonicalEntries splits canonical key-group data into entries. When the
-// data was decompressed, offsets in errors are those of the compressed chunk.
-// With buf, the entries are in its memory and last until the next call
-// with it; b itself is left as it is, as it may be parsed again.
-func canonicalEntries(b []byte, file string, base int64, hdr *KeyedHeader, compressed bool, buf *entryBuf) ([]KeyedEntry, error) {
-	if buf == nil {
-		buf = &entryBuf{}
-	}
-	buf.keys.Reset()
+// canonicalEntries splits canonical key-group data into entries, b itself
+// left as it is (it may be parsed again). When the data was decompressed,
+// offsets in errors are in the decompressed data.
+func canonicalEntries(b []byte, file string, base int64, hdr *KeyedHeader, compressed bool) ([]KeyedEntry, error) {
+	var keys arena.Arena
 	r := canonicalReader(b, file, base, compressed)
-	p := canonicalParser{hdr: hdr, keep: buf.keys.Keep}
-	out := buf.out[:0]
+	p := canonicalParser{hdr: hdr, keep: keys.Keep}
+	var out []KeyedEntry
 	p.parse(r, func(e KeyedEntry) (bool, error) {
 		out = append(out, e)
 		return true, nil
 	})
-	buf.out = out
 	return out, canonicalEnd(r, &p)
 }
 

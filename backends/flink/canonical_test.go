@@ -60,7 +60,7 @@ func TestCanonicalStreamReadsAsWhole(t *testing.T) {
 		return sb.String(), err
 	}
 	whole := func(data []byte, compressed bool) (string, error) {
-		es, err := canonicalEntries(data, "f", 1000, hdr, compressed, nil)
+		es, err := canonicalEntries(data, "f", 1000, hdr, compressed)
 		var sb bytes.Buffer
 		for _, e := range es {
 			fmt.Fprintf(&sb, "%s %x %d %x\n", e.State, e.Key, len(e.Value), e.Value[:min(len(e.Value), 8)])

@@ -9,8 +9,6 @@ import (
 	"sort"
 
 	"github.com/golang/snappy"
-
-	"github.com/stateutil/stateutil/internal/arena"
 )
 
 // KeyedHeader is a decoded KeyedBackendSerializationProxy: the header of keyed
@@ -221,7 +219,7 @@ func ParseKeyGroups(data []byte, file string, base int64, kg *KeyGroupsHandle) (
 		}
 		if out.Format == HeapFormat {
 			g.Raw = body
-		} else if g.Entries, err = canonicalEntries(body, file, bodyBase, hdr, hdr.Compression, nil); err != nil {
+		} else if g.Entries, err = canonicalEntries(body, file, bodyBase, hdr, hdr.Compression); err != nil {
 			return nil, err
 		}
 		out.KeyGroups = append(out.KeyGroups, g)
@@ -244,7 +242,7 @@ func allCanonical(data []byte, file string, base int64, kg *KeyGroupsHandle, off
 				return false
 			}
 		}
-		if _, err := canonicalEntries(body, file, base+o, hdr, hdr.Compression, nil); err != nil {
+		if _, err := canonicalEntries(body, file, base+o, hdr, hdr.Compression); err != nil {
 			return false
 		}
 	}
@@ -278,11 +276,3 @@ func unsnappy(b []byte, file string, base int64) ([]byte, error) {
 var snappyStreamID = []byte{0xff, 0x06, 0x00, 0x00, 's', 'N', 'a', 'P', 'p', 'Y'}
 
 const endOfKeyGroupMark = 0xFFFF
-
-// entryBuf is memory reused from key group to key group: a key group's
-// bytes as read, and canonicalEntries' keys and entries.
-type entryBuf struct {
-	group []byte
-	keys  arena.Arena
-	out   []KeyedEntry
-}

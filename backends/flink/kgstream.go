@@ -40,14 +40,14 @@ type kgStream struct {
 	// lost is told of the heap states that could not be read in a key
 	// group (see heapEntries); nil ignores them.
 	lost func(state string, err error)
-	// scratch holds a key group's bytes and canonical entries until the
+	// scratch holds a key group's bytes, or a window of them, until the
 	// next one; it comes from scratchPool and goes back on Close.
-	scratch *entryBuf
+	scratch *[]byte
 }
 
 // scratchPool keeps the scratch of closed streams: a dump opens a stream
 // per piece of a subtask, and each would otherwise grow its buffers anew.
-var scratchPool = sync.Pool{New: func() any { return &entryBuf{} }}
+var scratchPool = sync.Pool{New: func() any { return new([]byte) }}
 
 // openKGStream opens the stream of a key-groups handle and reads its header.
 func openKGStream(ctx context.Context, res *Resolver, kh *KeyedHandle, maxParallelism int) (*kgStream, error) {
@@ -55,7 +55,7 @@ func openKGStream(ctx context.Context, res *Resolver, kh *KeyedHandle, maxParall
 		return nil, fmt.Errorf("not a key-groups handle with a stream")
 	}
 	h := kh.KeyGroups
-	s := &kgStream{h: h, typ: kh.Type, prefix: 1, maxParallelism: maxParallelism, scratch: scratchPool.Get().(*entryBuf)}
+	s := &kgStream{h: h, typ: kh.Type, prefix: 1, maxParallelism: maxParallelism, scratch: scratchPool.Get().(*[]byte)}
 	if maxParallelism > 128 {
 		s.prefix = 2
 	}
@@ -190,37 +190,26 @@ func (s *kgStream) entries(kg int, emit func(snapshot.Entry) bool, unsplit func(
 	if s.format == CanonicalFormat {
 		return s.canonicalStreamed(kg, emit, unsplit)
 	}
-	b, off, err := s.groupBytesInto(s.scratch.group, kg)
+	// Heap data, read whole: its values are delimited only by parsing them.
+	b, off, err := s.groupBytesInto(*s.scratch, kg)
 	if err != nil || b == nil {
 		return err == nil, err
 	}
-	s.scratch.group = b
+	*s.scratch = b
 	at := s.base + off
-	if s.format == HeapFormat {
-		if len(b) < 4 || int(int32(binary.BigEndian.Uint32(b))) != kg {
-			return false, &CorruptError{File: s.file, Offset: at, Reason: fmt.Sprintf("heap key group %d does not start with its index", kg)}
-		}
-		pieces, err := s.heapPieces(b[4:], at+4)
-		if err != nil {
-			return false, err
-		}
-		cont := true
-		err = heapEntries(kg, s.maxParallelism, pieces, s.layouts, func(e snapshot.Entry) bool {
-			cont = emit(e)
-			return cont
-		}, s.lost)
-		return cont && err == nil, err
+	if len(b) < 4 || int(int32(binary.BigEndian.Uint32(b))) != kg {
+		return false, &CorruptError{File: s.file, Offset: at, Reason: fmt.Sprintf("heap key group %d does not start with its index", kg)}
 	}
-	kvs, err := s.canonical(b, at)
+	pieces, err := s.heapPieces(b[4:], at+4)
 	if err != nil {
 		return false, err
 	}
-	for _, kv := range kvs {
-		if cont, err := s.canonicalEntry(kg, at, kv, emit, unsplit); !cont || err != nil {
-			return false, err
-		}
-	}
-	return true, nil
+	cont := true
+	err = heapEntries(kg, s.maxParallelism, pieces, s.layouts, func(e snapshot.Entry) bool {
+		cont = emit(e)
+		return cont
+	}, s.lost)
+	return cont && err == nil, err
 }
 
 // canonicalStreamed emits the entries of canonical key group kg as it
@@ -232,12 +221,12 @@ func (s *kgStream) canonicalStreamed(kg int, emit func(snapshot.Entry) bool, uns
 	}
 	at := s.base + off
 	cont := true
-	win, err := canonicalEach(s.groupReader(off, n), s.file, at, s.header, s.header.Compression, s.scratch.group, func(kv KeyedEntry) (bool, error) {
+	win, err := canonicalEach(s.groupReader(off, n), s.file, at, s.header, s.header.Compression, *s.scratch, func(kv KeyedEntry) (bool, error) {
 		var err error
 		cont, err = s.canonicalEntry(kg, at, kv, emit, unsplit)
 		return cont, err
 	})
-	s.scratch.group = win
+	*s.scratch = win
 	return cont && err == nil, err
 }
 
@@ -340,8 +329,8 @@ func (s *kgStream) decide(kg int) error {
 	if int(int32(binary.BigEndian.Uint32(idx))) != kg {
 		return nil
 	}
-	win, err := canonicalEach(s.groupReader(off, n), s.file, s.base+off, s.header, s.header.Compression, s.scratch.group, func(KeyedEntry) (bool, error) { return true, nil })
-	s.scratch.group = win
+	win, err := canonicalEach(s.groupReader(off, n), s.file, s.base+off, s.header, s.header.Compression, *s.scratch, func(KeyedEntry) (bool, error) { return true, nil })
+	*s.scratch = win
 	if err != nil {
 		s.format = HeapFormat
 	}
@@ -359,17 +348,6 @@ func (s *kgStream) detect() (KeyGroupFormat, error) {
 		}
 	}
 	return "", nil
-}
-
-func (s *kgStream) canonical(b []byte, at int64) ([]KeyedEntry, error) {
-	body := b
-	var err error
-	if s.header.Compression {
-		if body, err = unsnappy(b, s.file, at); err != nil {
-			return nil, err
-		}
-	}
-	return canonicalEntries(body, s.file, at, s.header, s.header.Compression, s.scratch)
 }
 
 func prefixGroup(key []byte, n int) int {
