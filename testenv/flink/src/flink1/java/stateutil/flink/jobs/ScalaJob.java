@@ -124,6 +124,11 @@ public final class ScalaJob extends SimpleKeyedJob<String> {
         s.add(StateDef.list("seqs", STRING_LIST));
         s.add(StateDef.map("vectors", Types.STRING, LONG_VECTOR));
         s.add(StateDef.map("cases", Types.STRING, tuple2(Types.LONG, option(STRING_LIST))));
+        // Scala classes in a field Flink gives to Kryo: chill's serializers (flink-scala's
+        // FlinkScalaKryoInstantiator registers them).
+        TypeInformation kryo = new org.apache.flink.api.java.typeutils.GenericTypeInfo<>(Object.class);
+        s.add(StateDef.value("kryo", new ScalaType<>(ScalaType.Kind.KRYO, Object.class, kryo::createSerializer)));
+        s.add(StateDef.list("kryos", new ScalaType<>(ScalaType.Kind.KRYO, Object.class, kryo::createSerializer)));
         return new KeyedSpec(KEYED, Types.STRING, s, false);
     }
 
@@ -134,6 +139,57 @@ public final class ScalaJob extends SimpleKeyedJob<String> {
 
     static scala.collection.immutable.List<String> list(String... xs) {
         return JavaConverters.asScalaBuffer(List.of(xs)).toList();
+    }
+
+    /** An immutable Set: Set1 to Set4 up to four elements, a HashTrieSet from five. */
+    static scala.collection.immutable.Set<String> set(String... xs) {
+        return JavaConverters.asScalaBuffer(List.of(xs)).toSet();
+    }
+
+    /** An immutable Map of key, value, ...: Map1 to Map4 up to four entries, a HashTrieMap from five. */
+    static scala.collection.immutable.Map<String, String> map(String... kv) {
+        java.util.LinkedHashMap<String, String> m = new java.util.LinkedHashMap<>();
+        for (int i = 0; i < kv.length; i += 2) {
+            m.put(kv[i], kv[i + 1]);
+        }
+        return JavaConverters.mapAsScalaMap(m).toMap(scala.Predef.$conforms());
+    }
+
+    /**
+     * A value under Kryo as stateutil shows it: Strings and Longs plain, anything else with its
+     * class; chill writes Some, Left and Right as their value, tuples as their fields,
+     * collections and maps as their elements (a map's are tuples), None and Unit as nothing.
+     */
+    static Object kryoJson(Object v) {
+        if (v == null || v instanceof String || v instanceof Long) {
+            return v;
+        }
+        java.util.TreeMap<String, Object> out = Json.obj();
+        out.put("@class", v.getClass().getName());
+        if (v instanceof scala.Some) {
+            out.put("@value", kryoJson(((scala.Some<?>) v).get()));
+        } else if (v instanceof Left) {
+            out.put("@value", kryoJson(((Left<?, ?>) v).value()));
+        } else if (v instanceof Right) {
+            out.put("@value", kryoJson(((Right<?, ?>) v).value()));
+        } else if (v instanceof Product && v.getClass().getName().startsWith("scala.Tuple")) {
+            List<Object> fields = new ArrayList<>();
+            for (Object f : JavaConverters.asJavaIterable(((Product) v).productIterator().toIterable())) {
+                fields.add(kryoJson(f));
+            }
+            out.put("@value", fields);
+        } else if (v instanceof scala.collection.Traversable) {
+            List<Object> elems = new ArrayList<>();
+            for (Object e : JavaConverters.asJavaIterable(((scala.collection.Traversable<?>) v).toIterable())) {
+                elems.add(kryoJson(e));
+            }
+            out.put("@value", elems);
+        } else if (v == Option.empty() || v instanceof scala.runtime.BoxedUnit) {
+            out.put("@value", List.of());
+        } else {
+            out.put("@value", Json.scalar(v));
+        }
+        return out;
     }
 
     @SuppressWarnings({"unchecked", "rawtypes"})
@@ -153,6 +209,11 @@ public final class ScalaJob extends SimpleKeyedJob<String> {
         scala.collection.immutable.Vector<Long> v = (scala.collection.immutable.Vector<Long>) JavaConverters.asScalaBuffer(List.of(r, r + 1)).toVector();
         ((MapState) s.get(10)).put("v" + (r % 2), v);
         ((MapState) s.get(11)).put("k" + (r % 3), new scala.Tuple2<>(r, r % 2 == 0 ? Option.empty() : Option.apply(list("x" + r))));
+        ((ValueState) s.get(12)).update(new scala.Tuple6<>(Option.apply("s" + r), r % 2 == 0 ? new Left<>("l" + r) : new Right<>(r),
+                list("a" + r, "b" + r), JavaConverters.asScalaBuffer(List.of(r)).toVector(), set("x" + r, "y" + r), map("k" + r, "v" + r)));
+        Object[] kinds = {Option.empty(), scala.runtime.BoxedUnit.UNIT, list(), set("a" + r, "b" + r, "c" + r, "d" + r, "e" + r),
+                new scala.Tuple2<>(r, "t" + r), map("k1", "a" + r, "k2", "b" + r, "k3", "c" + r, "k4", "d" + r, "k5", "e" + r)};
+        ((ListState) s.get(13)).add(kinds[(int) (r % kinds.length)]);
     }
 
     /** The dump encoding of the Scala values: as stateutil shows them. */
@@ -191,6 +252,8 @@ public final class ScalaJob extends SimpleKeyedJob<String> {
                 }
                 return out;
             }
+            case KRYO:
+                return kryoJson(v);
             case CASE_CLASS: {
                 Product pr = (Product) v;
                 List<Object> out = new ArrayList<>();

@@ -16,7 +16,7 @@ import org.apache.flink.api.common.typeutils.TypeSerializer;
 final class ScalaType<T> extends TypeInformation<T> {
     private static final long serialVersionUID = 1L;
 
-    enum Kind { CASE_CLASS, OPTION, EITHER, TRY, UNIT, ENUM, COLLECTION }
+    enum Kind { CASE_CLASS, OPTION, EITHER, TRY, UNIT, ENUM, COLLECTION, KRYO }
 
     interface Make<T> extends Serializable {
         TypeSerializer<T> of(ExecutionConfig config);
