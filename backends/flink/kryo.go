@@ -548,7 +548,7 @@ func (k *kryoIn) object(class string, marker bool, depth int) any {
 		return kryoTagged(class, consts[n-1])
 	case kserArray:
 		return k.array(class, depth)
-	case kserChillValue, kserChillTuple, kserChillSymbol:
+	case kserChillValue, kserChillTuple, kserChillSymbol, kserTimestamp, kserURI, kserUUID:
 		return k.chillObject(class, ser, depth)
 	}
 	return nil

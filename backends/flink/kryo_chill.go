@@ -18,6 +18,10 @@ import (
 // TupleN as its N fields, a collection or map as a varint size and the
 // elements (a map's are Tuple2s), Symbol as its name, and Unit (a
 // singleton) as nothing; None, a field-less object, is nothing too.
+// Flink registers some JDK classes with chill-java's serializers from id
+// 73: java.sql's Date and Time are their milliseconds as a varlong (as
+// java.util.Date), a Timestamp its milliseconds then its nanoseconds as a
+// varint, a URI its text, a UUID its two halves as zigzag varlongs.
 
 // chillIDs are the Kryo ids of the chill registrations decoded.
 var chillIDs = map[int]string{
@@ -30,6 +34,8 @@ var chillIDs = map[int]string{
 	28: "scala.collection.immutable.HashMap$HashTrieMap",
 	32: "scala.collection.mutable.BitSet", 33: "scala.collection.mutable.HashMap", 34: "scala.collection.mutable.HashSet",
 	70: "scala.Symbol", 72: "scala.runtime.BoxedUnit",
+	// Flink's own, from 73 (FlinkChillPackageRegistrar, chill-java's serializers).
+	77: "java.sql.Date", 78: "java.sql.Time", 79: "java.sql.Timestamp", 80: "java.net.URI", 82: "java.util.UUID",
 }
 
 // chillTupleFirstID is the id of Tuple1; Tuple2 to Tuple22 follow.
@@ -45,11 +51,14 @@ var chillByName = map[string]int{
 	"scala.collection.immutable.Queue": kserCollection, "scala.None$": kserEmpty,
 }
 
-// Serializers of chill's classes beyond those of the JDK's.
+// Serializers of chill's classes beyond those of kryo.go.
 const (
 	kserChillValue = iota + 100 // Some, Left, Right: the value
 	kserChillTuple
 	kserChillSymbol
+	kserTimestamp
+	kserURI
+	kserUUID
 )
 
 // chillSerializerOf is the serializer of a chill class, and whether it is one.
@@ -64,6 +73,14 @@ func chillSerializerOf(class string) (int, bool) {
 		return kserChillSymbol, true
 	case "scala.runtime.BoxedUnit":
 		return kserEmpty, true
+	case "java.sql.Date", "java.sql.Time":
+		return kserDate, true
+	case "java.sql.Timestamp":
+		return kserTimestamp, true
+	case "java.net.URI":
+		return kserURI, true
+	case "java.util.UUID":
+		return kserUUID, true
 	}
 	if _, ok := chillTupleArity(class); ok {
 		return kserChillTuple, true
@@ -122,13 +139,21 @@ func (k *kryoIn) chillObject(class string, ser int, depth int) any {
 			fields = append(fields, k.classAndObject(depth+1))
 		}
 		return kryoTagged(class, fields)
-	case kserChillSymbol:
+	case kserChillSymbol, kserURI:
 		at := k.r.pos()
-		s, ok := k.string("Kryo Symbol name", false)
+		s, ok := k.string("Kryo "+class, false)
 		if !ok && k.r.err == nil {
-			k.r.failAt(at, "Kryo Symbol without a name")
+			k.r.failAt(at, "Kryo %s holds a null", class)
 		}
 		return kryoTagged(class, s)
+	case kserTimestamp:
+		ms := int64(k.varlong("Kryo timestamp milliseconds", 9))
+		return kryoTagged(class, []any{ms, int64(k.varint("Kryo timestamp nanoseconds"))})
+	case kserUUID:
+		hi := zigzag(k.varlong("Kryo UUID high bits", 9))
+		lo := zigzag(k.varlong("Kryo UUID low bits", 9))
+		x := fmt.Sprintf("%016x%016x", uint64(hi), uint64(lo))
+		return kryoTagged(class, x[:8]+"-"+x[8:12]+"-"+x[12:16]+"-"+x[16:20]+"-"+x[20:])
 	}
 	return nil
 }
@@ -150,12 +175,36 @@ func (k *kryoOut) chillObject(class string, ser int, v any, depth int) error {
 			}
 		}
 		return nil
-	case kserChillSymbol:
+	case kserChillSymbol, kserURI:
 		s, ok := v.(string)
 		if !ok {
-			return fmt.Errorf("want a name for %s, not %v", class, v)
+			return fmt.Errorf("want a string for %s, not %v", class, v)
 		}
 		k.string(s, false)
+		return nil
+	case kserTimestamp:
+		parts, ok := v.([]any)
+		if !ok || len(parts) != 2 {
+			return fmt.Errorf("want [milliseconds, nanoseconds] for %s, not %v", class, v)
+		}
+		ms, okMS := kryoInteger(parts[0])
+		ns, okNS := kryoInteger(parts[1])
+		if !okMS || !okNS || ns < 0 || ns > 999999999 {
+			return fmt.Errorf("want [milliseconds, nanoseconds] for %s, not %v", class, v)
+		}
+		k.varlong(uint64(ms))
+		k.varint(uint64(ns))
+		return nil
+	case kserUUID:
+		text, _ := v.(string)
+		h := strings.ReplaceAll(text, "-", "")
+		hi, errHi := strconv.ParseUint(h[:min(16, len(h))], 16, 64)
+		lo, errLo := strconv.ParseUint(h[min(16, len(h)):], 16, 64)
+		if len(h) != 32 || len(text) != 36 || text[8] != '-' || text[13] != '-' || text[18] != '-' || text[23] != '-' || errHi != nil || errLo != nil {
+			return fmt.Errorf("want a UUID for %s, not %v", class, v)
+		}
+		k.varlong(zigzag64(int64(hi)))
+		k.varlong(zigzag64(int64(lo)))
 		return nil
 	}
 	return fmt.Errorf("values of class %s cannot be written as Kryo", class)

@@ -357,7 +357,7 @@ func (k *kryoOut) object(class string, v any, marker bool, depth int) error {
 		return nil
 	case kserArray:
 		return k.array(class, v, depth)
-	case kserChillValue, kserChillTuple, kserChillSymbol:
+	case kserChillValue, kserChillTuple, kserChillSymbol, kserTimestamp, kserURI, kserUUID:
 		return k.chillObject(class, ser, v, depth)
 	}
 	return fmt.Errorf("values of class %s cannot be written as Kryo", class)

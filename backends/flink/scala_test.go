@@ -88,7 +88,8 @@ func TestScalaValues(t *testing.T) {
 // written as its value, Tuple2 is id 37 (tag 39) and written as its fields;
 // List's subclasses go by name with chill's TraversableSerializer (a size,
 // the elements). Kryo 5 (Flink 2) has no chill: the same bytes are not
-// decoded there.
+// decoded there (nor are Flink's registrations from 73, whose Kryo 5 ids
+// are not checked).
 func TestKryoChill(t *testing.T) {
 	nilName := []byte("scala.collection.immutable.Nil$")
 	nilName[len(nilName)-1] |= 0x80
@@ -99,6 +100,10 @@ func TestKryoChill(t *testing.T) {
 		{[]byte{0x11, 0x01, 0x03, 0x01, 0x61, 0xE2}, `{"@class":"scala.Some","@value":"ab"}`},
 		{[]byte{0x27, 0x01, 0x03, 0x01, 0x82, 0x61, 0x09, 0x02}, `{"@class":"scala.Tuple2","@value":["a",1]}`},
 		{append(append([]byte{0x01, 0x00}, nilName...), 0x01, 0x00), `{"@class":"scala.collection.immutable.Nil$","@value":[]}`},
+		// Flink's registrations from 73: UUID (82) as two zigzag varlongs,
+		// Timestamp (79) as a varlong and a varint.
+		{[]byte{0x54, 0x01, 0x02, 0x01}, `{"@class":"java.util.UUID","@value":"00000000-0000-0001-ffff-ffffffffffff"}`},
+		{[]byte{0x51, 0x01, 0xE8, 0x07, 0x05}, `{"@class":"java.sql.Timestamp","@value":[1000,5]}`},
 	}
 	for _, v5 := range []bool{false, true} {
 		s := &SerializerSnapshot{Class: "org.apache.flink.api.java.typeutils.runtime.kryo.KryoSerializerSnapshot", TypeClass: "java.lang.Object", Kryo5: v5}

@@ -155,10 +155,17 @@ public final class ScalaJob extends SimpleKeyedJob<String> {
         return JavaConverters.mapAsScalaMap(m).toMap(scala.Predef.$conforms());
     }
 
+    static java.sql.Timestamp timestamp(long r) {
+        java.sql.Timestamp t = new java.sql.Timestamp(r * 1000);
+        t.setNanos((int) r * 7);
+        return t;
+    }
+
     /**
      * A value under Kryo as stateutil shows it: Strings and Longs plain, anything else with its
      * class; chill writes Some, Left and Right as their value, tuples as their fields,
-     * collections and maps as their elements (a map's are tuples), None and Unit as nothing.
+     * collections and maps as their elements (a map's are tuples), None and Unit as nothing; the
+     * JDK classes Flink registers show as text, milliseconds, or [milliseconds, nanoseconds].
      */
     static Object kryoJson(Object v) {
         if (v == null || v instanceof String || v instanceof Long) {
@@ -184,6 +191,12 @@ public final class ScalaJob extends SimpleKeyedJob<String> {
                 elems.add(kryoJson(e));
             }
             out.put("@value", elems);
+        } else if (v instanceof java.util.UUID || v instanceof java.net.URI) {
+            out.put("@value", v.toString());
+        } else if (v instanceof java.sql.Timestamp) {
+            out.put("@value", List.of(((java.sql.Timestamp) v).getTime(), (long) ((java.sql.Timestamp) v).getNanos()));
+        } else if (v instanceof java.util.Date) {
+            out.put("@value", ((java.util.Date) v).getTime());
         } else if (v == Option.empty() || v instanceof scala.runtime.BoxedUnit) {
             out.put("@value", List.of());
         } else {
@@ -212,7 +225,9 @@ public final class ScalaJob extends SimpleKeyedJob<String> {
         ((ValueState) s.get(12)).update(new scala.Tuple6<>(Option.apply("s" + r), r % 2 == 0 ? new Left<>("l" + r) : new Right<>(r),
                 list("a" + r, "b" + r), JavaConverters.asScalaBuffer(List.of(r)).toVector(), set("x" + r, "y" + r), map("k" + r, "v" + r)));
         Object[] kinds = {Option.empty(), scala.runtime.BoxedUnit.UNIT, list(), set("a" + r, "b" + r, "c" + r, "d" + r, "e" + r),
-                new scala.Tuple2<>(r, "t" + r), map("k1", "a" + r, "k2", "b" + r, "k3", "c" + r, "k4", "d" + r, "k5", "e" + r)};
+                new scala.Tuple2<>(r, "t" + r), map("k1", "a" + r, "k2", "b" + r, "k3", "c" + r, "k4", "d" + r, "k5", "e" + r),
+                new java.util.UUID(r, -r), java.net.URI.create("http://h/" + r), timestamp(r), new java.sql.Date(r * 86_400_000L),
+                new java.sql.Time(r * 1000)};
         ((ListState) s.get(13)).add(kinds[(int) (r % kinds.length)]);
     }
 
