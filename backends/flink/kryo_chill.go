@@ -93,6 +93,13 @@ func chillSerializerOf(class string) (int, bool) {
 	return 0, false
 }
 
+// chillHoldsNull says a null payload of class is a value, not a null
+// object: Some(null), Left(null), Right(null) in Kryo 2.
+func chillHoldsNull(class string, v5 bool) bool {
+	ser, ok := chillSerializerOf(class)
+	return ok && ser == kserChillValue && !v5
+}
+
 // chillTupleArity is N of scala.TupleN.
 func chillTupleArity(class string) (int, bool) {
 	n, err := strconv.Atoi(strings.TrimPrefix(class, "scala.Tuple"))

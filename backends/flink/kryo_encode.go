@@ -211,7 +211,7 @@ func (k *kryoOut) object(class string, v any, marker bool, depth int) error {
 				return nil
 			}
 		}
-		if v == nil {
+		if v == nil && !chillHoldsNull(class, k.v5) {
 			k.b = append(k.b, 0)
 			return nil
 		}
