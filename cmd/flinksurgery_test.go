@@ -154,7 +154,8 @@ func surgeryMatrix(t *testing.T, v string) {
 		fc := *fc
 		fc.t = t
 		types := fc.entry("types-hashmap-canonical")
-		from, want := loadTypesEdit(t, fc.stateutil("dump", types.SnapshotDir(), "--operator", "keyed"), dumpOf(t, types.File("dump.jsonl")))
+		from, want := loadEdit(t, fc.stateutil("dump", types.SnapshotDir(), "--operator", "keyed"), dumpOf(t, types.File("dump.jsonl")),
+			dumpEdit{key: "obj-0", values: typesEdits, deleteKey: "obj-1", deleteState: "string", skip: map[string]bool{"kryo": true}})
 		records := out("types-load.jsonl")
 		if err := os.WriteFile(records, from, 0o644); err != nil {
 			t.Fatal(err)
@@ -191,11 +192,20 @@ var typesEdits = map[string]string{
 	"tuple3":  `["e",1,2.5]`,
 }
 
-// loadTypesEdit makes stateutil's dump of the types savepoint records to
-// load: obj-0's values replaced by typesEdits, obj-1's string deleted,
-// Kryo values (which stateutil does not write) left out. want is the job's
-// own dump with the same edit.
-func loadTypesEdit(t *testing.T, dump string, jobDump []flinkharness.Line) (records []byte, want []flinkharness.Line) {
+// dumpEdit is an edit of stateutil's dump of a job's keyed operator: every
+// state of key set to its value in values, deleteKey's deleteState
+// deleted, the states in skip left out (loaded back as the source holds
+// them).
+type dumpEdit struct {
+	key                    string
+	values                 map[string]string
+	deleteKey, deleteState string
+	skip                   map[string]bool
+}
+
+// loadEdit makes stateutil's dump records to load with edit e applied;
+// want is the job's own dump with the same edit.
+func loadEdit(t *testing.T, dump string, jobDump []flinkharness.Line, e dumpEdit) (records []byte, want []flinkharness.Line) {
 	t.Helper()
 	want = jobDump
 	for _, line := range strings.Split(strings.TrimSpace(dump), "\n") {
@@ -208,10 +218,10 @@ func loadTypesEdit(t *testing.T, dump string, jobDump []flinkharness.Line) (reco
 			t.Fatalf("dump line %s", line)
 		}
 		switch {
-		case state == "kryo":
+		case e.skip[state]:
 			continue
-		case key == "obj-0":
-			v, ok := typesEdits[state]
+		case key == e.key:
+			v, ok := e.values[state]
 			if !ok {
 				t.Fatalf("no edit for state %q", state)
 			}
@@ -223,10 +233,10 @@ func loadTypesEdit(t *testing.T, dump string, jobDump []flinkharness.Line) (reco
 			if err := json.Unmarshal([]byte(v), &value); err != nil {
 				t.Fatal(err)
 			}
-			want = withField(t, want, keyState("obj-0", state), "value", value)
-		case key == "obj-1" && state == "string":
+			want = withField(t, want, keyState(e.key, state), "value", value)
+		case key == e.deleteKey && state == e.deleteState:
 			rec["delete"] = json.RawMessage("true")
-			want = keyedLines(want, keyState("obj-1", "string"))
+			want = keyedLines(want, keyState(e.deleteKey, e.deleteState))
 		}
 		b, err := json.Marshal(rec)
 		if err != nil {

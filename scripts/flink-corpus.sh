@@ -101,6 +101,12 @@ matrix() {
 			# (each state's section a Snappy stream of its own).
 			echo "$v heapkryo-hashmap-native"
 			echo "$v heapkryo-hashmap-checkpoint-compressed"
+			# Flink 1.x's Scala API types (Flink 2 has no Scala API).
+			if [[ $v == 1.* ]]; then
+				for e in hashmap-canonical rocksdb-native hashmap-checkpoint; do
+					echo "$v scala-$e"
+				done
+			fi
 		fi
 		# The planner's jobs on every version: a heap savepoint, and RocksDB's
 		# canonical and native ones (a heap native savepoint is the canonical format).

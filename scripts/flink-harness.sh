@@ -74,6 +74,10 @@ spa-dump | spa-rewrite)
 	fi
 	;;
 esac
+if [[ $major == 2 && " $* " == *" --job scala "* ]]; then
+	say "Flink $version: the scala job needs Flink 1.x (flink-scala); Flink 2 has no Scala API"
+	exit 2
+fi
 if [[ $dstl == - && " $* " == *" --changelog "* ]]; then
 	say "Flink $version: Maven Central has no usable flink-dstl-dfs for $minor (the changelog backend's storage); --changelog is not available"
 	exit 2

@@ -32,9 +32,16 @@ var fuzzBuiltinStates = map[string][]string{
 // map's entries out of key order, a row kind, or a lone UTF-16 surrogate,
 // which the JSON does not keep.) The first byte picks the serializer.
 func FuzzBuiltinValues(f *testing.F) {
+	fuzzCorpusValues(f, fuzzBuiltinStates)
+}
+
+// fuzzCorpusValues seeds f with real values of the named states of
+// checked-in corpus entries and checks what their mutations decode to as
+// FuzzBuiltinValues says.
+func fuzzCorpusValues(f *testing.F, entries map[string][]string) {
 	var codecs []codec
 	ctx := context.Background()
-	for entry, states := range fuzzBuiltinStates {
+	for entry, states := range entries {
 		dir, _ := filepath.Glob(filepath.Join(repoRoot(f), "testdata", "flink", entry, "snapshot", "*"))
 		if len(dir) != 1 {
 			f.Fatalf("%s: want one snapshot, found %v", entry, dir)

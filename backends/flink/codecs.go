@@ -35,6 +35,9 @@ func typeExpr(s *SerializerSnapshot) string {
 		}
 		return strings.Join(parts, ",")
 	}
+	if e, ok := scalaTypeExpr(s, serKind(s), nested); ok {
+		return e
+	}
 	switch k := serKind(s); k {
 	case "Long", "Integer", "String", "Boolean", "Double", "Float", "Short", "Byte":
 		return "java.lang." + k
@@ -525,7 +528,12 @@ func decodeAny(r *reader, s *SerializerSnapshot, depth int) any {
 			if r.u8("option flag") == 0 {
 				return nil
 			}
-			return decodeAny(r, s.Nested[0], depth+1)
+			v := decodeAny(r, s.Nested[0], depth+1)
+			if v == nil && r.err == nil {
+				// Some(null), Some(None): written back, it would be None.
+				notDecoded(r, s)
+			}
+			return v
 		}
 	case "Tuple0":
 		at := r.pos()
@@ -560,6 +568,10 @@ func decodeAny(r *reader, s *SerializerSnapshot, depth int) any {
 		}
 	case "Set":
 		if v, ok := walkSet(r, s, depth, true); ok {
+			return v
+		}
+	case "Traversable", "Try", "Unit", "ScalaEnum":
+		if v, ok := walkScala(r, s, depth, true); ok {
 			return v
 		}
 	case "External", "StringData", "SortedMap":

@@ -153,7 +153,7 @@ func encodeAny(b []byte, s *SerializerSnapshot, v any, depth int) ([]byte, error
 		}
 	case "Tuple":
 		fields, ok := v.([]any)
-		if !ok || len(fields) != len(s.Nested) || strings.Contains(s.Name(), "CaseClass") {
+		if !ok || len(fields) != len(s.Nested) {
 			return nil, fmt.Errorf("want a JSON array of %d fields, not %v", len(s.Nested), v)
 		}
 		var err error
@@ -170,6 +170,9 @@ func encodeAny(b []byte, s *SerializerSnapshot, v any, depth int) ([]byte, error
 		return b, err
 	}
 	if b, ok, err := encodePlanner(b, s, v, depth); ok { // planner.go
+		return b, err
+	}
+	if b, ok, err := encodeScala(b, s, v, depth); ok { // scala.go
 		return b, err
 	}
 	return nil, fmt.Errorf("values of %s %w", s.Name(), errNoEncoder)

@@ -16,8 +16,9 @@ import (
 // Kryo values as Flink's KryoSerializer writes them (FLINK-FORMATS.md §9):
 // Kryo 2.24 in Flink 1.x, Kryo 5.6 in Flink 2.x, references on, each value
 // its own object graph. Kryo's default serializers of the JDK classes are
-// decoded; any other class (a user class under FieldSerializer, a class
-// with a serializer of its own, chill's Scala classes) is not decoded.
+// decoded, and in Kryo 2 chill's of Scala's classes (kryo_chill.go); any
+// other class (a user class under FieldSerializer, a class with a
+// serializer of its own) is not decoded.
 //
 // The JSON: null, a String, a Long, a Boolean, an ArrayList, a
 // HashMap with String keys, and a value of the very class the snapshot
@@ -401,6 +402,9 @@ func (k *kryoIn) class() string {
 		r.failAt(at, "Kryo class id %d: the serializer snapshot registers %d classes from id %d", id, len(k.regs), kryoFirstSnapshotID)
 		return ""
 	}
+	if c, ok := chillClassOfID(id); ok && !k.v5 { // kryo_chill.go
+		return c
+	}
 	// chill's and Flink's own registrations, with serializers of their own.
 	k.notDecoded(fmt.Sprintf("Kryo class id %d", id))
 	return ""
@@ -449,6 +453,9 @@ func (k *kryoIn) object(class string, marker bool, depth int) any {
 		return nil
 	}
 	ser, ok := kryoSerializerOf(class)
+	if !ok && !k.v5 {
+		ser, ok = chillSerializerOf(class)
+	}
 	if _, wrapper := kryoPrimitives[class]; !ok && !wrapper && class != "java.lang.String" {
 		k.notDecoded(class)
 		return nil
@@ -541,6 +548,8 @@ func (k *kryoIn) object(class string, marker bool, depth int) any {
 		return kryoTagged(class, consts[n-1])
 	case kserArray:
 		return k.array(class, depth)
+	case kserChillValue, kserChillTuple, kserChillSymbol, kserTimestamp, kserURI, kserUUID:
+		return k.chillObject(class, ser, depth)
 	}
 	return nil
 }

@@ -135,6 +135,10 @@ func (k *kryoOut) class(c string) {
 		k.varint(uint64(kryoFirstSnapshotID+i) + 2)
 		return
 	}
+	if id, ok := chillIDOf(c); ok && !k.v5 { // kryo_chill.go
+		k.varint(uint64(id) + 2)
+		return
+	}
 	k.b = append(k.b, 1)
 	if id, ok := k.names[c]; ok {
 		k.varint(uint64(id))
@@ -207,7 +211,7 @@ func (k *kryoOut) object(class string, v any, marker bool, depth int) error {
 				return nil
 			}
 		}
-		if v == nil {
+		if v == nil && !chillHoldsNull(class, k.v5) {
 			k.b = append(k.b, 0)
 			return nil
 		}
@@ -275,6 +279,9 @@ func (k *kryoOut) object(class string, v any, marker bool, depth int) error {
 		return nil
 	}
 	ser, ok := kryoSerializerOf(class)
+	if !ok && !k.v5 {
+		ser, ok = chillSerializerOf(class)
+	}
 	if !ok {
 		return fmt.Errorf("values of class %s cannot be written as Kryo", class)
 	}
@@ -350,6 +357,8 @@ func (k *kryoOut) object(class string, v any, marker bool, depth int) error {
 		return nil
 	case kserArray:
 		return k.array(class, v, depth)
+	case kserChillValue, kserChillTuple, kserChillSymbol, kserTimestamp, kserURI, kserUUID:
+		return k.chillObject(class, ser, v, depth)
 	}
 	return fmt.Errorf("values of class %s cannot be written as Kryo", class)
 }

@@ -31,6 +31,8 @@ type SerializerSnapshot struct {
 	Fields []string `json:"fields,omitempty"`
 	// Constants are an enum's constants by ordinal.
 	Constants []string `json:"constants,omitempty"`
+	// ConstantIDs are a Scala Enumeration's ids, one per name in Constants.
+	ConstantIDs []int32 `json:"constantIds,omitempty"`
 	// LogicalTypes are a RowData's field types.
 	LogicalTypes []LogicalType `json:"logicalTypes,omitempty"`
 	// Schema is an Avro schema (JSON).

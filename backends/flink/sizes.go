@@ -34,6 +34,9 @@ func classKind(s *SerializerSnapshot) string {
 		if k := plannerKind(n); k != "" {
 			return k
 		}
+		if k := scalaKind(n); k != "" {
+			return k
+		}
 		switch {
 		case n == "":
 		case strings.Contains(n, "PojoSerializer"):
@@ -58,8 +61,6 @@ func classKind(s *SerializerSnapshot) string {
 			return "Option"
 		case strings.Contains(n, "EitherSerializer"):
 			return "Either"
-		case strings.Contains(n, "ScalaEnumSerializer") || strings.Contains(n, "EnumValueSerializer"):
-			return "IntEnum"
 		case strings.Contains(n, "KryoSerializer"):
 			return "Kryo"
 		case strings.Contains(n, "ArrayListSerializer"):
@@ -137,8 +138,10 @@ func sizedDepth(s *SerializerSnapshot, depth int) bool {
 	}
 	switch k := serKind(s); k {
 	case "Long", "Integer", "Short", "Byte", "Char", "Boolean", "Double", "Float", "String", "byte[]",
-		"VoidNamespace", "GlobalWindow", "TimeWindow", "IntEnum", "Kryo":
+		"VoidNamespace", "GlobalWindow", "TimeWindow", "IntEnum", "Kryo", "Unit", "ScalaEnum":
 		return true
+	case "Traversable", "Try":
+		return scalaSized(s, depth)
 	case "Avro":
 		_, err := avroSchema(s.Schema)
 		return s.Schema != "" && err == nil
@@ -186,11 +189,11 @@ func fixedWidth(kind string) int {
 	switch kind {
 	case "Long", "Double":
 		return 8
-	case "Integer", "Float", "IntEnum":
+	case "Integer", "Float", "IntEnum", "ScalaEnum":
 		return 4
 	case "Short", "Char":
 		return 2
-	case "Byte", "Boolean", "VoidNamespace", "GlobalWindow", "Tuple0":
+	case "Byte", "Boolean", "VoidNamespace", "GlobalWindow", "Tuple0", "Unit":
 		return 1
 	case "TimeWindow":
 		return 16
@@ -273,6 +276,9 @@ func skipValue(r *reader, s *SerializerSnapshot, depth int) bool {
 		return r.err != nil || skipValue(r, s.Nested[side], depth+1)
 	case "Set":
 		_, ok := walkSet(r, s, depth, false)
+		return ok
+	case "Traversable", "Try":
+		_, ok := walkScala(r, s, depth, false)
 		return ok
 	case "External", "StringData", "SortedMap":
 		_, ok := walkPlanner(r, s, depth, false)

@@ -23,6 +23,9 @@ func init() {
 		// The planner's other serializers (planner.go).
 		"ExternalSerializer$ExternalSerializerSnapshot": parseExternalSnapshot,
 		"SortedMapSerializerSnapshot":                   parseSortedMapSnapshot,
+		// Flink 1.x's Scala API (scala.go).
+		"TraversableSerializerSnapshot": parseTraversableSnapshot,
+		"ScalaEnumSerializerSnapshot":   parseScalaEnumSnapshot,
 		// The snapshots RowData's nest (rowdata.go).
 		"ArrayDataSerializer$ArrayDataSerializerSnapshot":         javaObjectsSnapshot(2, "ArrayData"),
 		"MapDataSerializer$MapDataSerializerSnapshot":             javaObjectsSnapshot(4, "MapData"),
@@ -81,6 +84,7 @@ func (sr *snapReader) exact(s *SerializerSnapshot, cont contFunc, depth int) boo
 	if try.err != nil || !cont(try.off) {
 		*sr.r = saved
 		s.TypeClass, s.Fields, s.Nested, s.Constants, s.Schema, s.LogicalTypes, s.KryoRegistrations = "", nil, nil, nil, "", nil, nil
+		s.ConstantIDs, s.Outer, s.OuterVersion = nil, nil, 0
 		return false
 	}
 	*sr.r = try

@@ -73,11 +73,28 @@ public final class Json {
         return new TreeMap<>(BYTE_ORDER);
     }
 
+    /** What an encoder of {@link #register} returns for values that are not its own. */
+    public static final Object UNKNOWN = new Object();
+
+    private static final List<java.util.function.BiFunction<Object, TypeInformation<?>, Object>> ENCODERS =
+            new java.util.concurrent.CopyOnWriteArrayList<>();
+
+    /** Adds an encoder of types this class does not know (those of one Flink major only). */
+    public static void register(java.util.function.BiFunction<Object, TypeInformation<?>, Object> encoder) {
+        ENCODERS.add(encoder);
+    }
+
     /** Encodes v as the value of type t (t may be null: then by v's runtime class). */
     @SuppressWarnings({"unchecked", "rawtypes"})
     public static Object enc(Object v, TypeInformation<?> t) {
         if (v == null) {
             return null;
+        }
+        for (java.util.function.BiFunction<Object, TypeInformation<?>, Object> e : ENCODERS) {
+            Object out = e.apply(v, t);
+            if (out != UNKNOWN) {
+                return out;
+            }
         }
         if (v instanceof GenericRecord) { // before POJOs: a SpecificRecord's AvroTypeInfo is a PojoTypeInfo
             return avro(v, ((GenericRecord) v).getSchema());

@@ -39,10 +39,22 @@ public final class Jobs {
         for (Job j : new Job[] {new BasicJob(), new LongKeysJob(), new TupleKeysJob(), new TypesJob(), new BigJob(), new CountersJob(), new RowDataJob(), new OrdersJob(), new AvroJob(), new RowTypesJob(), new CollectionsJob(), new HeapKryoJob(), new WindowsJob(), new ConnectorsJob(), SqlJob.regular(), SqlJob.eventTime()}) {
             ALL.put(j.name(), j);
         }
+        try {
+            // Flink 1.x only (src/flink1): Flink 2 has no Scala API.
+            Job scala = (Job) Class.forName("stateutil.flink.jobs.ScalaJob").getDeclaredConstructor().newInstance();
+            ALL.put(scala.name(), scala);
+        } catch (ClassNotFoundException e) {
+            // a Flink 2 build
+        } catch (ReflectiveOperationException e) {
+            throw new IllegalStateException(e);
+        }
     }
 
     public static Job get(String name) {
         Job j = ALL.get(name);
+        if (j == null && name.equals("scala")) {
+            throw new IllegalArgumentException("job scala needs Flink 1.x: Flink 2 has no Scala API (flink-scala)");
+        }
         if (j == null) {
             throw new IllegalArgumentException("unknown job " + name + " (jobs: " + String.join(", ", ALL.keySet()) + ")");
         }
