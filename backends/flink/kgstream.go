@@ -147,12 +147,9 @@ func (s *kgStream) readInto(buf []byte, off, n int64) ([]byte, error) {
 	return b, nil
 }
 
-// groupBytes returns the stored bytes of key group kg (nil when empty).
-func (s *kgStream) groupBytes(kg int) ([]byte, int64, error) {
-	return s.groupBytesInto(nil, kg)
-}
-
-// groupBytesInto is groupBytes into buf's memory where it is large enough.
+// groupBytesInto returns the stored bytes of key group kg (nil when
+// empty) and their offset, read into buf's memory where it is large
+// enough.
 func (s *kgStream) groupBytesInto(buf []byte, kg int) ([]byte, int64, error) {
 	o, n := s.groupSpan(kg)
 	if n == 0 {
