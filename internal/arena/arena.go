@@ -52,13 +52,3 @@ func (a *Arena) Reset() {
 	clear(a.blocks)
 	a.blocks = a.blocks[:0]
 }
-
-// Held is the bytes of the blocks in use: at most what Keep copied since
-// the last Reset plus one block.
-func (a *Arena) Held() int {
-	n := 0
-	for _, b := range a.blocks {
-		n += cap(b)
-	}
-	return n
-}
