@@ -614,6 +614,9 @@ public final class HdfsHarness {
             case "read-token" -> {
                 return f.length == 2 ? "ok " + SecureCluster.readTokens(conf, new File(f[1])) : "error usage: read-token FILE";
             }
+            case "url-token" -> {
+                return f.length == 2 ? "ok " + SecureCluster.urlTokens(conf, new File(f[1])) : "error usage: url-token FILE";
+            }
             case "cancel-token" -> {
                 if (secure == null || f.length != 2) {
                     return "error usage (secured cluster only): cancel-token FILE";

@@ -285,6 +285,19 @@ final class SecureCluster {
     }
 
     /**
+     * Each token of the credentials file source as Hadoop's
+     * Token.encodeToUrlString writes it (what YARN's REST submission
+     * takes), space-separated.
+     */
+    static String urlTokens(Configuration conf, File source) throws IOException {
+        StringBuilder out = new StringBuilder();
+        for (Token<?> t : Credentials.readTokenStorageFile(source, conf).getAllTokens()) {
+            out.append(out.length() == 0 ? "" : " ").append(t.encodeToUrlString());
+        }
+        return out.toString();
+    }
+
+    /**
      * What Hadoop reads in the credentials file source: each token's kind
      * and service, and its identifier's owner and renewer as the NameNode
      * wrote them.
