@@ -234,6 +234,7 @@ public final class HdfsHarness {
         if (secure != null) {
             shareTestRoot(cluster);
             secure.writeClientConf(cluster.getNameNodePort(), protection, rpcProtection);
+            secure.writeYarnConf(cluster.getNameNodePort(), protection, rpcProtection);
             secure.writeCaches();
         }
 
