@@ -11,6 +11,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/colinmarc/hdfs/v2"
 
 	"github.com/stateutil/stateutil/snapshot/formattest"
 )
@@ -113,4 +116,67 @@ func credentialsFile(t *testing.T, alias, urlToken string) string {
 		t.Fatal(err)
 	}
 	return file
+}
+
+// On the kerberized cluster's YARN (SPNEGO to the ResourceManager, which
+// renews the token), a rescale in 2 shards gives what the single process
+// gives. The shards ran with the application's delegation token alone:
+// each saw HADOOP_TOKEN_FILE_LOCATION holding alice's HDFS token, and no
+// Kerberos cache, keytab or login setting in its environment or its
+// container's directory.
+func TestSecureYARNShardsWithADelegationToken(t *testing.T) {
+	s := formattest.SecureHDFSCluster(t)
+	rm, cp := yarnEnvOf(t, "STATEUTIL_TEST_SECURE_YARN", "scripts/hdfs-start.sh --secure && . .cache/hdfs-secure.env")
+	dir := s.Dir(t)
+	src, single, sharded := dir+"/src", dir+"/single", dir+"/sharded"
+	mustRun(t, "generate", "--format", "filesystem", "--keys", "2000", "--output", src)
+	mustRun(t, "rescale", src, "--parallelism", "3", "--output", single, "-q")
+
+	// The shards' binary: a wrapper that keeps what its container gave it.
+	seen := t.TempDir()
+	wrapper := filepath.Join(t.TempDir(), "stateutil")
+	script := "#!/bin/bash\nd=" + seen + "/$YARN_SHELL_ID.$$\nmkdir -p $d\nenv >$d/env\nls -la >$d/files\n" +
+		"cp \"$HADOOP_TOKEN_FILE_LOCATION\" $d/tokens\nexec " + stateutilBinary(t) + " \"$@\"\n"
+	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	mustExe(t, nil, append([]string{"rescale", src, "--parallelism", "3", "--output", sharded, "--yarn-binary", wrapper,
+		"--yarn-shard-env", "HADOOP_CONF_DIR=" + s.Conf}, yarnArgs(rm, cp, 2)...)...)
+	t.Logf("rescale in 2 shards on the kerberized YARN: %s", time.Since(start).Round(time.Millisecond))
+	mustEqual(t, single, sharded)
+
+	runs, err := filepath.Glob(filepath.Join(seen, "*"))
+	if err != nil || len(runs) < 2 {
+		t.Fatalf("the wrapper recorded %d shard runs (%v), want 2", len(runs), err)
+	}
+	for _, r := range runs {
+		env, err := os.ReadFile(filepath.Join(r, "env"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files, err := os.ReadFile(filepath.Join(r, "files"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, secret := range []string{"KRB5CCNAME=", "STATEUTIL_KEYTAB=", "STATEUTIL_PRINCIPAL=", s.Keytab, s.Ccache, ".keytab", "ccache"} {
+			if strings.Contains(string(env), secret) || strings.Contains(string(files), secret) {
+				t.Errorf("shard run %s had %q:\nenv:\n%s\nfiles:\n%s", filepath.Base(r), secret, env, files)
+			}
+		}
+		if !strings.Contains(string(env), "HADOOP_TOKEN_FILE_LOCATION=") {
+			t.Errorf("shard run %s had no HADOOP_TOKEN_FILE_LOCATION", filepath.Base(r))
+		}
+		tokens, err := hdfs.ReadCredentialsFile(filepath.Join(r, "tokens"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tok, ok := hdfs.TokenForService(tokens, hdfs.DelegationTokenKind, s.Addr)
+		if !ok {
+			t.Fatalf("shard run %s: no %s for %s among %d tokens", filepath.Base(r), hdfs.DelegationTokenKind, s.Addr, len(tokens))
+		}
+		if owner, err := tok.Owner(); err != nil || owner != s.Principal {
+			t.Errorf("shard run %s: the token's owner %q (%v), want %s", filepath.Base(r), owner, err, s.Principal)
+		}
+	}
 }
