@@ -134,3 +134,16 @@ func TestSecureHDFSFetchToken(t *testing.T) {
 	code, _, errOut := run(t, "fetch-token", "hdfs://"+s.Addr+"/", "--renewer", "yarn", "--output", filepath.Join(t.TempDir(), "none"))
 	wantKerberosExit(t, code, errOut, ExitNoTicket, "no-such-cache")
 }
+
+// Without --renewer, fetch-token names the ResourceManager of
+// yarn-site.xml, where Hadoop keeps yarn.resourcemanager.principal (the
+// secured cluster's client configuration has yarn/HOST there).
+func TestSecureHDFSFetchTokenRenewerFromYarnSite(t *testing.T) {
+	s := formattest.SecureHDFSCluster(t)
+	file := filepath.Join(t.TempDir(), "job.token")
+	mustRun(t, "fetch-token", "hdfs://"+s.Addr+"/", "--output", file)
+	want := "kind=HDFS_DELEGATION_TOKEN service=" + s.Addr + " owner=" + s.Principal + " renewer=yarn"
+	if got := s.ReadTokens(t, file); got != want {
+		t.Fatalf("Hadoop reads %q in the file, want %q", got, want)
+	}
+}

@@ -8,13 +8,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/colinmarc/hdfs/v2"
 	"github.com/spf13/cobra"
 
 	"github.com/stateutil/stateutil/internal/kerberos"
@@ -306,6 +309,10 @@ func (s *shardFlags) run(c *cobra.Command, e *env, req migrate.Request, report o
 			return err
 		}
 	}
+	tokens, err := shardTokens(c, e, sp, planFile)
+	if err != nil {
+		return err
+	}
 	env := map[string]string{}
 	for _, kv := range s.shardEnv {
 		k, v, _ := strings.Cut(kv, "=")
@@ -313,7 +320,7 @@ func (s *shardFlags) run(c *cobra.Command, e *env, req migrate.Request, report o
 	}
 	_, err = yarn.Run(ctx, yarn.Job{Client: client, Storage: e.reg.Storage, Plan: sp, PlanFile: planFile, Binary: bin,
 		Queue: s.queue, ContainerMemoryMB: s.memory, Retries: s.retries, AMJar: s.amJar, AMClasspath: s.amClasspath,
-		ShardEnv: env, Poll: time.Second, Log: c.ErrOrStderr()})
+		ShardEnv: env, Tokens: tokens, Poll: time.Second, Log: c.ErrOrStderr()})
 	if err != nil {
 		return fmt.Errorf("%w (the shards' staging area %s stays for a look or a commit; stateutil commit %s finishes once all shards have recorded, stateutil abort %s removes it)", err, sp.Staging, planFile, planFile)
 	}
@@ -322,6 +329,40 @@ func (s *shardFlags) run(c *cobra.Command, e *env, req migrate.Request, report o
 		return err
 	}
 	return done(res.Result)
+}
+
+// shardTokens are the delegation tokens the shards' containers reach a
+// kerberized HDFS with, having no Kerberos identity there: one for each
+// namenode of the source, destination and plan, which the ResourceManager
+// (yarn.resourcemanager.principal) may renew while the application runs.
+// An HDFS without Kerberos needs none.
+func shardTokens(c *cobra.Command, e *env, sp *migrate.ShardPlan, planFile string) ([]hdfs.Token, error) {
+	kerberized, err := storage.HDFSKerberized(e.hdfs)
+	if err != nil || !kerberized {
+		return nil, err
+	}
+	renewer, err := defaultRenewer()
+	if err != nil {
+		return nil, fmt.Errorf("a delegation token for the shards on kerberized HDFS: %w", err)
+	}
+	var tokens []hdfs.Token
+	var asked []string
+	for _, uri := range []string{sp.Source, sp.Destination, planFile} {
+		u, err := url.Parse(uri)
+		if err != nil || u.Scheme != "hdfs" || slices.Contains(asked, u.Host) {
+			continue
+		}
+		asked = append(asked, u.Host)
+		t, err := storage.HDFSDelegationToken(c.Context(), u, e.hdfs, renewer)
+		if err != nil {
+			return nil, err
+		}
+		if !slices.ContainsFunc(tokens, func(h hdfs.Token) bool { return h.Service == t.Service }) {
+			fmt.Fprintf(c.ErrOrStderr(), "stateutil: the shards get a %s for %s, renewer %s\n", t.Kind, t.Service, renewer)
+			tokens = append(tokens, *t)
+		}
+	}
+	return tokens, nil
 }
 
 func printShardPlan(w io.Writer, sp *migrate.ShardPlan, planFile string) error {

@@ -24,9 +24,15 @@ import (
 // classpath; it skips (or fails, where HDFS is required) without them.
 func yarnEnv(t *testing.T) (rm, amClasspath string) {
 	t.Helper()
-	rm, cp := os.Getenv("STATEUTIL_TEST_YARN"), os.Getenv("STATEUTIL_TEST_YARN_AM_CLASSPATH")
+	return yarnEnvOf(t, "STATEUTIL_TEST_YARN", "scripts/hdfs-start.sh && . .cache/hdfs.env")
+}
+
+// yarnEnvOf is yarnEnv for the cluster whose variables start with prefix.
+func yarnEnvOf(t *testing.T, prefix, start string) (rm, amClasspath string) {
+	t.Helper()
+	rm, cp := os.Getenv(prefix), os.Getenv(prefix+"_AM_CLASSPATH")
 	if rm == "" || cp == "" {
-		msg := "STATEUTIL_TEST_YARN is not set; start the test cluster with: scripts/hdfs-start.sh && . .cache/hdfs.env"
+		msg := prefix + " is not set; start the test cluster with: " + start
 		if formattest.HDFSRequired() {
 			t.Fatal(msg + " (required under CI=true or STATEUTIL_REQUIRE_HDFS=1)")
 		}

@@ -6,8 +6,10 @@
 #   scripts/hdfs-start.sh && . .cache/hdfs.env && go test ./storage/...; scripts/hdfs-stop.sh
 #
 # With --secure it starts the kerberized cluster instead (a MiniKdc beside a
-# NameNode and DataNode with Kerberos, SASL on RPC and on data transfer, no
-# YARN), in a JVM of its own under .cache/hdfs-secure, and writes
+# NameNode and DataNode with Kerberos, SASL on RPC and on data transfer), in
+# a JVM of its own under .cache/hdfs-secure, and beside it a kerberized YARN
+# (a ResourceManager with SPNEGO on its web endpoint, and a NodeManager,
+# each in a JVM of its own; not with STATEUTIL_YARN=0), and writes
 # .cache/hdfs-secure.env: HADOOP_CONF_DIR, KRB5_CONFIG, KRB5CCNAME (a cache
 # holding a valid ticket of alice@EXAMPLE.COM) and STATEUTIL_TEST_HDFS, for a
 # shell, and the same under STATEUTIL_TEST_SECURE_* names for the tests:
@@ -107,8 +109,11 @@ is_harness() {
 		tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null | grep -q "stateutil.testenv.${2:-HdfsHarness}"
 }
 yarn=${STATEUTIL_YARN:-1}
-((secure == 0 && ha == 0 && dn == 0)) || yarn=0
+((ha == 0 && dn == 0)) || yarn=0
 nmpidfile="$state/nodemanager.pid"
+rmpidfile="$state/resourcemanager.pid"
+rmlog="$state/resourcemanager.log"
+rmaddrfile="$state/rm-addr"
 nmlog="$state/nodemanager.log"
 nmaddrfile="$state/nm-addr"
 yarnconf="$state/yarn-conf"
@@ -116,7 +121,8 @@ yarnconf="$state/yarn-conf"
 mkdir -p "$state"
 
 if [[ -f $pidfile && -f $envfile ]] && is_harness "$(cat "$pidfile")" &&
-	{ [[ $yarn == 0 ]] || is_harness "$(cat "$nmpidfile" 2>/dev/null)" YarnHarness; }; then
+	{ [[ $yarn == 0 ]] || is_harness "$(cat "$nmpidfile" 2>/dev/null)" YarnHarness; } &&
+	{ [[ $yarn == 0 || $secure == 0 ]] || is_harness "$(cat "$rmpidfile" 2>/dev/null)" YarnHarness; }; then
 	say "already running (pid $(cat "$pidfile")); reusing $envfile"
 	exit 0
 fi
@@ -192,18 +198,20 @@ for p in java.lang java.lang.reflect java.util java.util.concurrent java.nio jav
 	opens+=("--add-opens=java.base/$p=ALL-UNNAMED")
 done
 
-if [[ -f $nmpidfile ]] && is_harness "$(cat "$nmpidfile")" YarnHarness; then
-	stop "$(cat "$nmpidfile")"
-fi
+for f in "$nmpidfile" "$rmpidfile"; do
+	if [[ -f $f ]] && is_harness "$(cat "$f")" YarnHarness; then
+		stop "$(cat "$f")"
+	fi
+done
 krb="$state/krb"
 haconf="$state/conf"
 admin="$state/failover"
-rm -rf "$state/data" "$addrfile" "$envfile" "$nmaddrfile" "$yarnconf" "$krb" "$haconf" "$admin"
+rm -rf "$state/data" "$addrfile" "$envfile" "$nmaddrfile" "$rmaddrfile" "$yarnconf" "$krb" "$haconf" "$admin" "$state/nm-local" "$state/nm-logs"
 : >"$log"
 port=${STATEUTIL_HDFS_PORT:-0}
 ((secure == 0 && ha == 0 && dn == 0)) || port=0
 args=(--port "$port" --base-dir "$state/data")
-[[ $yarn == 0 ]] || args+=(--yarn "$yarnconf")
+((yarn == 0 || secure)) || args+=(--yarn "$yarnconf")
 if ((secure)); then
 	level=${STATEUTIL_HDFS_PROTECTION:-privacy}
 	mkdir -p "$krb"
@@ -240,8 +248,51 @@ if ! timeout 5 bash -c "exec 3<>/dev/tcp/${HDFS_NAMENODE%:*}/${HDFS_NAMENODE##*:
 	die "namenode $HDFS_NAMENODE does not accept connections"
 fi
 
+# wait_for FILE PID NAME: until FILE appears; gives up (stopping what
+# started) when PID exits or the deadline passes.
+wait_for() {
+	until [[ -f $1 ]]; do
+		if ! kill -0 "$2" 2>/dev/null || ((SECONDS >= deadline)); then
+			local why="exited"
+			kill -0 "$2" 2>/dev/null && why="not up after ${timeout}s"
+			for f in "$nmpidfile" "$rmpidfile"; do
+				[[ -f $f ]] && is_harness "$(cat "$f")" YarnHarness && stop "$(cat "$f")"
+			done
+			stop "$pid"
+			die "$3 (pid $2) $why; stopped the cluster"
+		fi
+		sleep 0.5
+	done
+}
+
 yarnenv=
-if [[ $yarn != 0 ]]; then
+if [[ $yarn != 0 ]] && ((secure)); then
+	# The kerberized ResourceManager in a JVM of its own: its Kerberos login
+	# replaces its JVM's login user. The NodeManager registers before it
+	# announces itself.
+	: >"$rmlog"
+	setsid "$java" -Xmx384m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 "${opens[@]}" \
+		-Djava.security.krb5.conf="$krb/krb5.conf" \
+		-cp "$classpath" stateutil.testenv.YarnHarness resourcemanager "$krb/yarn-server" "$yarnconf" "$rmaddrfile" \
+		</dev/null >>"$rmlog" 2>&1 &
+	rmpid=$!
+	echo "$rmpid" >"$rmpidfile"
+	log=$rmlog wait_for "$rmaddrfile" "$rmpid" "resourcemanager"
+	# shellcheck disable=SC1090
+	. <(sed 's/^/export /' "$rmaddrfile")
+	: >"$nmlog"
+	env -u KRB5CCNAME -u STATEUTIL_KEYTAB -u HADOOP_TOKEN_FILE_LOCATION \
+		setsid "$java" -Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 "${opens[@]}" \
+		-Djava.security.krb5.conf="$krb/krb5.conf" \
+		-cp "$yarnconf:$classpath" stateutil.testenv.YarnHarness nodemanager "$yarnconf" "$nmaddrfile" "$krb/yarn-server" \
+		</dev/null >>"$nmlog" 2>&1 &
+	nmpid=$!
+	echo "$nmpid" >"$nmpidfile"
+	log=$nmlog wait_for "$nmaddrfile" "$nmpid" "nodemanager"
+	yarnenv="export STATEUTIL_TEST_SECURE_YARN=http://$YARN_RM_WEB
+export STATEUTIL_TEST_SECURE_YARN_AM_CLASSPATH=$yarnconf:$classpath
+export STATEUTIL_TEST_SECURE_YARN_NM_LOCAL=$state/nm-local"
+elif [[ $yarn != 0 ]]; then
 	# The NodeManager in a JVM of its own: in the harness's JVM its web app
 	# would take the ResourceManager's REST calls.
 	: >"$nmlog"
@@ -293,9 +344,10 @@ export STATEUTIL_TEST_SECURE_DATANODE=$HDFS_DATANODE
 export STATEUTIL_TEST_SECURE_CONTROL=$HDFS_CONTROL
 export STATEUTIL_TEST_SECURE_PROTECTION=$level
 export STATEUTIL_TEST_SECURE_PID=$pid
+$yarnenv
 ENV
 	mv "$envfile.tmp" "$envfile"
-	say "secured namenode $HDFS_NAMENODE (realm $HDFS_REALM, protection $level, control $HDFS_CONTROL, pid $pid) up in $((SECONDS - t0))s; env in $envfile"
+	say "secured namenode $HDFS_NAMENODE (realm $HDFS_REALM, protection $level, control $HDFS_CONTROL, pid $pid)${YARN_RM_WEB:+, resourcemanager http://$YARN_RM_WEB} up in $((SECONDS - t0))s; env in $envfile"
 	exit 0
 fi
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Stops the harnesses started by scripts/hdfs-start.sh (the open one, its
-# NodeManager, the one of --secure and the one of --ha) and removes their
+# NodeManager, the one of --secure with its YARN and the one of --ha) and removes their
 # state.
 # Safe to run when nothing is running. Honours STATEUTIL_CACHE_DIR.
 set -euo pipefail
@@ -44,6 +44,11 @@ rm -rf "$state/yarn-conf"
 stop_jvm "$state/harness.pid" HdfsHarness "the HDFS harness"
 rm -f "$cache/hdfs.env" "$state/harness.pid" "$state/addr"
 rm -rf "$state/data"
+
+stop_jvm "$secure/nodemanager.pid" YarnHarness "the kerberized nodemanager"
+stop_jvm "$secure/resourcemanager.pid" YarnHarness "the kerberized resourcemanager"
+rm -f "$secure/nodemanager.pid" "$secure/nm-addr" "$secure/resourcemanager.pid" "$secure/rm-addr"
+rm -rf "$secure/yarn-conf"
 
 stop_jvm "$secure/harness.pid" HdfsHarness "the kerberized HDFS harness"
 rm -f "$cache/hdfs-secure.env" "$secure/harness.pid" "$secure/addr"

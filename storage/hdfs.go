@@ -105,7 +105,7 @@ func openHDFS(ctx context.Context, u *url.URL, login kerberos.Login, tokens stri
 	}
 
 	login = login.WithEnvironment()
-	kerberized := kerberos.Wanted(conf["hadoop.security.authentication"]) || login.Keytab != ""
+	kerberized := hdfsKerberized(conf, login)
 	// The delegation token of a credentials file (YARN gives each
 	// container one) for this namenode stands in for any other login, as
 	// in Hadoop's clients. A file without one leaves the login as it was:

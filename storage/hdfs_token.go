@@ -129,3 +129,25 @@ func HDFSDelegationToken(ctx context.Context, u *url.URL, o *HDFSOptions, renewe
 	t.Service = s.tokenService
 	return t, nil
 }
+
+// hdfsKerberized reports whether the HDFS client logs in with Kerberos
+// where no delegation token stands in: the configuration says so (or,
+// saying nothing, the environment has Kerberos), or a keytab is given.
+func hdfsKerberized(conf hadoopconf.HadoopConf, login kerberos.Login) bool {
+	return kerberos.Wanted(conf["hadoop.security.authentication"]) || login.Keytab != ""
+}
+
+// HDFSKerberized reports whether HDFS is reached with Kerberos as o and
+// the environment say: where processes without a Kerberos identity of
+// their own need a delegation token.
+func HDFSKerberized(o *HDFSOptions) (bool, error) {
+	conf, err := hadoopconf.LoadFromEnvironment()
+	if err != nil {
+		return false, fmt.Errorf("reading Hadoop configuration: %w", err)
+	}
+	var login kerberos.Login
+	if o != nil {
+		login = o.Kerberos
+	}
+	return hdfsKerberized(conf, login.WithEnvironment()), nil
+}

@@ -32,6 +32,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/colinmarc/hdfs/v2"
 	"github.com/colinmarc/hdfs/v2/hadoopconf"
 	"github.com/jcmturner/gokrb5/v8/spnego"
 
@@ -200,6 +201,10 @@ type Submission struct {
 	// MemoryMB and VCores are the ApplicationMaster container's size.
 	MemoryMB, VCores int
 	MaxAttempts      int
+	// Tokens go into the ApplicationMaster's credentials, each under its
+	// service as its alias: what the ResourceManager renews and the
+	// NodeManager writes to the container's HADOOP_TOKEN_FILE_LOCATION.
+	Tokens []hdfs.Token
 }
 
 // Submit submits s (its ID from NewApplication).
@@ -218,7 +223,7 @@ func documentedSubmission(s Submission) map[string]any {
 		Key   string `json:"key"`
 		Value any    `json:"value"`
 	}
-	var res, env []entry
+	var res, env, tokens []entry
 	for _, k := range slices.Sorted(maps.Keys(s.Resources)) {
 		r := s.Resources[k]
 		res = append(res, entry{k, map[string]any{"resource": r.URL, "type": "FILE", "visibility": "APPLICATION", "size": r.Size, "timestamp": r.Timestamp}})
@@ -226,14 +231,21 @@ func documentedSubmission(s Submission) map[string]any {
 	for _, k := range slices.Sorted(maps.Keys(s.Env)) {
 		env = append(env, entry{k, s.Env[k]})
 	}
+	for _, t := range s.Tokens {
+		tokens = append(tokens, entry{t.Service, t.URLString()})
+	}
+	spec := map[string]any{
+		"local-resources": map[string]any{"entry": res},
+		"environment":     map[string]any{"entry": env},
+		"commands":        map[string]any{"command": s.Command},
+	}
+	if len(tokens) > 0 {
+		spec["credentials"] = map[string]any{"tokens": map[string]any{"entry": tokens}}
+	}
 	return map[string]any{
 		"application-id": s.ID, "application-name": s.Name, "queue": s.Queue, "application-type": s.Type,
-		"am-container-spec": map[string]any{
-			"local-resources": map[string]any{"entry": res},
-			"environment":     map[string]any{"entry": env},
-			"commands":        map[string]any{"command": s.Command},
-		},
-		"unmanaged-AM": false, "max-app-attempts": s.MaxAttempts,
+		"am-container-spec": spec,
+		"unmanaged-AM":      false, "max-app-attempts": s.MaxAttempts,
 		"resource": map[string]any{"memory": s.MemoryMB, "vCores": s.VCores},
 		"keep-containers-across-application-attempts": false,
 	}
@@ -244,9 +256,17 @@ func beanSubmission(s Submission) map[string]any {
 	for k, r := range s.Resources {
 		res[k] = map[string]any{"url": r.URL, "type": "FILE", "visibility": "APPLICATION", "size": r.Size, "timestamp": r.Timestamp}
 	}
+	spec := map[string]any{"resources": res, "environment": s.Env, "commands": []string{s.Command}}
+	if len(s.Tokens) > 0 {
+		tokens := map[string]string{}
+		for _, t := range s.Tokens {
+			tokens[t.Service] = t.URLString()
+		}
+		spec["credentials"] = map[string]any{"tokens": tokens}
+	}
 	return map[string]any{
 		"applicationId": s.ID, "applicationName": s.Name, "queue": s.Queue, "applicationType": s.Type,
-		"containerLaunchContextInfo": map[string]any{"resources": res, "environment": s.Env, "commands": []string{s.Command}},
+		"containerLaunchContextInfo": spec,
 		"unmanagedAM":                false, "maxAppAttempts": s.MaxAttempts,
 		"resource": map[string]any{"memory": s.MemoryMB, "vCores": s.VCores},
 		"keepContainersAcrossApplicationAttempts": false,

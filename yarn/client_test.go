@@ -3,6 +3,7 @@ package yarn
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -11,21 +12,53 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/colinmarc/hdfs/v2"
+
 	"github.com/stateutil/stateutil/internal/kerberos"
 )
 
 // The REST JSON's two spellings: a ResourceManager that answers
 // new-application in the documented names gets the documented submission,
-// one that answers in bean names (the minicluster) gets bean names. The
+// one that answers in bean names (the minicluster) gets bean names. Its
+// credentials carry the token under its service, in the form Hadoop's
+// Token.encodeToUrlString gave for it (testdata/hadoop.token.url, written
+// by the secured test cluster's url-token from testdata/hadoop.token). The
 // ResourceManager here only records what it is sent: the minicluster test
 // harness serves bean names only, so the documented side has no real
 // server to meet in these tests (TestRealResourceManager is the real one).
 func TestSubmitSpeaksTheSpellingItIsAnswered(t *testing.T) {
+	tokens, err := hdfs.ReadCredentialsFile("testdata/hadoop.token")
+	if err != nil || len(tokens) != 1 {
+		t.Fatalf("testdata/hadoop.token: %d tokens, %v", len(tokens), err)
+	}
+	hadoopURL, err := os.ReadFile("testdata/hadoop.token.url")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const service = "127.0.0.1:35349"
 	for _, c := range []struct {
 		newApp, idKey, specKey string
+		// tokens is where the credentials' tokens are, as the
+		// ResourceManager's JSON reader maps them.
+		tokens func(spec map[string]any) string
 	}{
-		{`{"application-id":"application_1_0001","maximum-resource-capability":{"memory":8192,"vCores":32}}`, "application-id", "am-container-spec"},
-		{`{"applicationId":"application_1_0001","maximumResourceCapability":{"memory":8192,"vCores":32}}`, "applicationId", "containerLaunchContextInfo"},
+		{`{"application-id":"application_1_0001","maximum-resource-capability":{"memory":8192,"vCores":32}}`, "application-id", "am-container-spec",
+			func(spec map[string]any) string {
+				entries, _ := dig(spec, "credentials", "tokens", "entry").([]any)
+				if len(entries) != 1 {
+					return fmt.Sprintf("entries %v", entries)
+				}
+				e, _ := entries[0].(map[string]any)
+				return fmt.Sprintf("%v=%v", e["key"], e["value"])
+			}},
+		{`{"applicationId":"application_1_0001","maximumResourceCapability":{"memory":8192,"vCores":32}}`, "applicationId", "containerLaunchContextInfo",
+			func(spec map[string]any) string {
+				m, _ := dig(spec, "credentials", "tokens").(map[string]any)
+				if len(m) != 1 {
+					return fmt.Sprintf("tokens %v", m)
+				}
+				return fmt.Sprintf("%s=%v", service, m[service])
+			}},
 	} {
 		var submitted map[string]any
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -50,7 +83,7 @@ func TestSubmitSpeaksTheSpellingItIsAnswered(t *testing.T) {
 			t.Fatalf("new-application: %q, %v", id, err)
 		}
 		err = cl.Submit(context.Background(), Submission{ID: id, Name: "n", Queue: "q", Command: "true", Env: map[string]string{"A": "1"},
-			Resources: map[string]LocalResource{"f": {URL: "hdfs://nn/f", Size: 1, Timestamp: 2}}, MemoryMB: 128, VCores: 1, MaxAttempts: 1})
+			Resources: map[string]LocalResource{"f": {URL: "hdfs://nn/f", Size: 1, Timestamp: 2}}, MemoryMB: 128, VCores: 1, MaxAttempts: 1, Tokens: tokens})
 		srv.Close()
 		if err != nil {
 			t.Fatal(err)
@@ -58,7 +91,20 @@ func TestSubmitSpeaksTheSpellingItIsAnswered(t *testing.T) {
 		if submitted[c.idKey] != id || submitted[c.specKey] == nil {
 			t.Fatalf("answered with %s: submitted %v", c.idKey, submitted)
 		}
+		spec, _ := submitted[c.specKey].(map[string]any)
+		if got, want := c.tokens(spec), service+"="+strings.TrimSpace(string(hadoopURL)); got != want {
+			t.Errorf("answered with %s: credentials' token %s, want %s", c.idKey, got, want)
+		}
 	}
+}
+
+// dig follows keys through nested JSON objects.
+func dig(v any, keys ...string) any {
+	for _, k := range keys {
+		m, _ := v.(map[string]any)
+		v = m[k]
+	}
+	return v
 }
 
 // Against the harness's real ResourceManager: new-application answers,

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/colinmarc/hdfs/v2"
+
 	"github.com/stateutil/stateutil/migrate"
 	"github.com/stateutil/stateutil/storage"
 )
@@ -56,6 +58,10 @@ type Job struct {
 	AMJar, AMClasspath string
 	// ShardEnv is more environment for the shards.
 	ShardEnv map[string]string
+	// Tokens are handed to the ApplicationMaster and by it to every
+	// shard's container (DistributedShell passes its credentials on): the
+	// HDFS delegation tokens a kerberized cluster's shards log in with.
+	Tokens []hdfs.Token
 	// Poll is how often the application's state is asked (default 1s).
 	Poll time.Duration
 	// Log receives progress lines (may be nil).
@@ -143,7 +149,7 @@ func Run(ctx context.Context, job Job) (*App, error) {
 	err = c.Submit(ctx, Submission{
 		ID: id, Name: "stateutil shards " + job.Plan.ID, Queue: cmpOr(job.Queue, "default"), Type: "STATEUTIL",
 		Command: strings.Join(args, " "), Env: env, Resources: resources,
-		MemoryMB: amMem, VCores: 1, MaxAttempts: 1,
+		MemoryMB: amMem, VCores: 1, MaxAttempts: 1, Tokens: job.Tokens,
 	})
 	if err != nil {
 		return nil, err

@@ -2,6 +2,7 @@ package hdfs
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -236,14 +237,26 @@ func WriteCredentials(w io.Writer, tokens []Token) error {
 	b = appendVInt(b, int64(len(tokens)))
 	for _, t := range tokens {
 		b = appendText(b, []byte(t.Service))
-		b = appendText(b, t.Identifier)
-		b = appendText(b, t.Password)
-		b = appendText(b, []byte(t.Kind))
-		b = appendText(b, []byte(t.Service))
+		b = t.appendWritable(b)
 	}
 	b = appendVInt(b, 0) // no secret keys
 	_, err := w.Write(b)
 	return err
+}
+
+// appendWritable is the token as Hadoop's Token.write writes it.
+func (t *Token) appendWritable(b []byte) []byte {
+	b = appendText(b, t.Identifier)
+	b = appendText(b, t.Password)
+	b = appendText(b, []byte(t.Kind))
+	return appendText(b, []byte(t.Service))
+}
+
+// URLString is the token as Hadoop's Token.encodeToUrlString writes it,
+// the form YARN's REST API takes tokens in: its Writable form in URL-safe
+// base64 without padding.
+func (t *Token) URLString() string {
+	return base64.RawURLEncoding.EncodeToString(t.appendWritable(nil))
 }
 
 // appendText is a vint length and the bytes, as Text and byte arrays are written.

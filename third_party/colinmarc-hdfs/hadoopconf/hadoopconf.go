@@ -22,7 +22,7 @@ type propertyList struct {
 	Property []property `xml:"property"`
 }
 
-var confFiles = []string{"core-site.xml", "hdfs-site.xml", "mapred-site.xml"}
+var confFiles = []string{"core-site.xml", "hdfs-site.xml", "mapred-site.xml", "yarn-site.xml"}
 
 // HadoopConf represents a map of all the key value configutation
 // pairs found in a user's hadoop configuration files.
@@ -55,8 +55,9 @@ func LoadFromEnvironment() (HadoopConf, error) {
 }
 
 // Load returns a HadoopConf object representing configuration from the
-// specified path. It will parse core-site.xml, hdfs-site.xml, and
-// mapred-site.xml.
+// specified path. It will parse core-site.xml, hdfs-site.xml,
+// mapred-site.xml and yarn-site.xml (where the ResourceManager's principal
+// is).
 //
 // If no configuration files could be found, Load returns a nil map. If the
 // configuration files exist but there was an error opening or parsing them,

@@ -234,6 +234,7 @@ public final class HdfsHarness {
         if (secure != null) {
             shareTestRoot(cluster);
             secure.writeClientConf(cluster.getNameNodePort(), protection, rpcProtection);
+            secure.writeYarnConf(cluster.getNameNodePort(), protection, rpcProtection);
             secure.writeCaches();
         }
 
@@ -613,6 +614,9 @@ public final class HdfsHarness {
             }
             case "read-token" -> {
                 return f.length == 2 ? "ok " + SecureCluster.readTokens(conf, new File(f[1])) : "error usage: read-token FILE";
+            }
+            case "url-token" -> {
+                return f.length == 2 ? "ok " + SecureCluster.urlTokens(conf, new File(f[1])) : "error usage: url-token FILE";
             }
             case "cancel-token" -> {
                 if (secure == null || f.length != 2) {

@@ -45,9 +45,11 @@ import org.apache.kerby.kerberos.kerb.type.ticket.TgtTicket;
  * krb5.conf           the realm and its KDC (MIT format)
  * hdfs.keytab         hdfs/HOST and HTTP/HOST, the services' keys
  * alice.keytab        the user alice
+ * yarn.keytab         yarn/HOST, the ResourceManager's and NodeManager's key
+ * yarn-server/        the secured YARN's settings, keytabs included
  * alice.ccache        a credential cache holding a ticket of alice
  * alice-expired.ccache  one whose ticket has expired
- * conf/core-site.xml, conf/hdfs-site.xml  a client's HADOOP_CONF_DIR
+ * conf/core-site.xml, conf/hdfs-site.xml, conf/yarn-site.xml  a client's HADOOP_CONF_DIR
  * noskew-krb5.conf    the realm served by a second KDC, which allows no
  *                     clock skew at all, so that every login there fails as
  *                     one from a machine whose clock is off does
@@ -74,6 +76,7 @@ final class SecureCluster {
     final String host;
     final File serviceKeytab;
     final File userKeytab;
+    final File yarnKeytab;
 
     private SecureCluster(MiniKdc kdc, File dir, String host) {
         this.kdc = kdc;
@@ -81,6 +84,7 @@ final class SecureCluster {
         this.host = host;
         this.serviceKeytab = new File(dir, "hdfs.keytab");
         this.userKeytab = new File(dir, USER + ".keytab");
+        this.yarnKeytab = new File(dir, "yarn.keytab");
     }
 
     static SecureCluster start(File work, File dir) throws Exception {
@@ -99,6 +103,7 @@ final class SecureCluster {
         kdc.start();
         kdc.createPrincipal(s.serviceKeytab, "hdfs/" + host, "HTTP/" + host);
         kdc.createPrincipal(s.userKeytab, USER);
+        kdc.createPrincipal(s.yarnKeytab, "yarn/" + host);
         kdc.createPrincipal(OTHER_USER, UUID.randomUUID().toString());
         s.writeKrb5Conf();
         return s;
@@ -182,6 +187,50 @@ final class SecureCluster {
         hdfs.put("dfs.data.transfer.protection", dataProtection);
         writeXml(new File(dir, "conf/core-site.xml"), core);
         writeXml(new File(dir, "conf/hdfs-site.xml"), hdfs);
+    }
+
+    /**
+     * The secured YARN's settings in yarn-server/: core-site.xml and
+     * hdfs-site.xml as a client of the cluster has them plus SPNEGO on the
+     * web endpoints, and yarn-site.xml with the principals of the
+     * ResourceManager and NodeManager (both yarn/HOST, whose short name
+     * "yarn" renews the applications' HDFS tokens) and every keytab, which
+     * no container's configuration repeats. The client's conf/ gets the
+     * principals alone.
+     */
+    void writeYarnConf(int namenodePort, String dataProtection, String rpcProtection) throws IOException {
+        String yarn = principal("yarn/" + host);
+        String http = principal("HTTP/" + host);
+        Map<String, String> core = new LinkedHashMap<>();
+        core.put("fs.defaultFS", "hdfs://127.0.0.1:" + namenodePort);
+        core.put("hadoop.security.authentication", "kerberos");
+        core.put("hadoop.rpc.protection", rpcProtection);
+        core.put("hadoop.http.filter.initializers", "org.apache.hadoop.security.AuthenticationFilterInitializer");
+        core.put("hadoop.http.authentication.type", "kerberos");
+        core.put("hadoop.http.authentication.simple.anonymous.allowed", "false");
+        core.put("hadoop.http.authentication.kerberos.principal", http);
+        Map<String, String> hdfs = new LinkedHashMap<>();
+        hdfs.put("dfs.namenode.kerberos.principal", "hdfs/_HOST@" + kdc.getRealm());
+        hdfs.put("dfs.data.transfer.protection", dataProtection);
+        Map<String, String> site = new LinkedHashMap<>();
+        site.put("yarn.resourcemanager.principal", yarn);
+        site.put("yarn.resourcemanager.keytab", yarnKeytab.getAbsolutePath());
+        site.put("yarn.nodemanager.principal", yarn);
+        site.put("yarn.nodemanager.keytab", yarnKeytab.getAbsolutePath());
+        site.put("hadoop.http.authentication.kerberos.keytab", serviceKeytab.getAbsolutePath());
+        // What a node's /etc/krb5.conf would be to the containers' JVMs
+        // (the ApplicationMaster's Hadoop needs the default realm).
+        site.put("yarn.nodemanager.admin-env", "MALLOC_ARENA_MAX=$MALLOC_ARENA_MAX,JAVA_TOOL_OPTIONS=-Djava.security.krb5.conf="
+                + new File(dir, "krb5.conf").getAbsolutePath());
+        File server = new File(dir, "yarn-server");
+        Files.createDirectories(server.toPath());
+        writeXml(new File(server, "core-site.xml"), core);
+        writeXml(new File(server, "hdfs-site.xml"), hdfs);
+        writeXml(new File(server, "yarn-site.xml"), site);
+        Map<String, String> client = new LinkedHashMap<>();
+        client.put("yarn.resourcemanager.principal", yarn);
+        client.put("hadoop.http.authentication.kerberos.principal", http);
+        writeXml(new File(dir, "conf/yarn-site.xml"), client);
     }
 
     /** The credential caches of alice: one valid for a day, one expired. */
@@ -282,6 +331,19 @@ final class SecureCluster {
         creds.writeTokenStorageFile(new org.apache.hadoop.fs.Path(tmp.toURI()), conf, f);
         Files.move(tmp.toPath(), target.toPath(), StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
         return got;
+    }
+
+    /**
+     * Each token of the credentials file source as Hadoop's
+     * Token.encodeToUrlString writes it (what YARN's REST submission
+     * takes), space-separated.
+     */
+    static String urlTokens(Configuration conf, File source) throws IOException {
+        StringBuilder out = new StringBuilder();
+        for (Token<?> t : Credentials.readTokenStorageFile(source, conf).getAllTokens()) {
+            out.append(out.length() == 0 ? "" : " ").append(t.encodeToUrlString());
+        }
+        return out.toString();
     }
 
     /**

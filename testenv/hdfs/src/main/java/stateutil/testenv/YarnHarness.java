@@ -10,6 +10,7 @@ import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 
 import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.security.UserGroupInformation;
 import org.apache.hadoop.yarn.conf.YarnConfiguration;
 import org.apache.hadoop.yarn.server.MiniYARNCluster;
 import org.apache.hadoop.yarn.server.nodemanager.NodeManager;
@@ -28,6 +29,20 @@ import org.apache.hadoop.yarn.server.nodemanager.NodeManager;
  * It reads CONF_DIR/yarn-site.xml (written by {@link #startResourceManager}),
  * registers with the ResourceManager and writes {@code YARN_NM=host:port}
  * to ADDR_FILE; it stops on SIGTERM.
+ *
+ * <p>The secured cluster's ResourceManager runs in a JVM of its own too: its
+ * Kerberos login replaces the JVM's login user, which the kerberized
+ * MiniDFSCluster's JVM must keep:
+ *
+ * <pre>
+ * YarnHarness resourcemanager SERVER_CONF CONF_DIR ADDR_FILE
+ * YarnHarness nodemanager CONF_DIR ADDR_FILE SERVER_CONF
+ * </pre>
+ *
+ * SERVER_CONF holds the settings with the keytabs ({@link SecureCluster#writeYarnConf});
+ * the ResourceManager writes CONF_DIR without them, for the NodeManager,
+ * the ApplicationMasters and the containers, and {@code YARN_RM_WEB=host:port}
+ * to ADDR_FILE.
  */
 public final class YarnHarness {
     private static final String LOOPBACK = "127.0.0.1";
@@ -77,6 +92,13 @@ public final class YarnHarness {
     static MiniYARNCluster startResourceManager(Configuration dfsConf, File base, File confDir) throws IOException {
         YarnConfiguration conf = new YarnConfiguration(dfsConf);
         configure(conf, base);
+        Configuration core = new Configuration(false);
+        core.set("fs.defaultFS", dfsConf.get("fs.defaultFS"));
+        return start(conf, confDir, core);
+    }
+
+    /** Starts the ResourceManager of conf, then writes CONF_DIR's yarn-site.xml and core-site.xml (core). */
+    private static MiniYARNCluster start(YarnConfiguration conf, File confDir, Configuration core) throws IOException {
         MiniYARNCluster yarn = new MiniYARNCluster("stateutil", 1, 0, 1, 1);
         yarn.init(conf);
         yarn.start();
@@ -87,14 +109,12 @@ public final class YarnHarness {
         Configuration site = new Configuration(false);
         for (var e : live) {
             String k = e.getKey();
-            if (k.startsWith("yarn.") || k.startsWith("fs.defaultFS") || k.startsWith("hadoop.security")) {
+            if ((k.startsWith("yarn.") || k.startsWith("fs.defaultFS") || k.startsWith("hadoop.security")) && !k.endsWith(".keytab")) {
                 site.set(k, live.get(k));
             }
         }
         site.setBoolean(YarnConfiguration.IS_MINI_YARN_CLUSTER, true);
         write(site, new File(confDir, "yarn-site.xml"));
-        Configuration core = new Configuration(false);
-        core.set("fs.defaultFS", dfsConf.get("fs.defaultFS"));
         write(core, new File(confDir, "core-site.xml"));
         return yarn;
     }
@@ -113,11 +133,14 @@ public final class YarnHarness {
 
     public static void main(String[] args) {
         try {
-            if (args.length != 3 || !args[0].equals("nodemanager")) {
-                System.err.println("usage: YarnHarness nodemanager CONF_DIR ADDR_FILE");
+            if (args.length == 4 && args[0].equals("resourcemanager")) {
+                runResourceManager(new File(args[1]), new File(args[2]), Path.of(args[3]));
+            } else if ((args.length == 3 || args.length == 4) && args[0].equals("nodemanager")) {
+                runNodeManager(new File(args[1]), Path.of(args[2]), args.length == 4 ? new File(args[3]) : null);
+            } else {
+                System.err.println("usage: YarnHarness nodemanager CONF_DIR ADDR_FILE [SERVER_CONF] | resourcemanager SERVER_CONF CONF_DIR ADDR_FILE");
                 System.exit(2);
             }
-            runNodeManager(new File(args[1]), Path.of(args[2]));
         } catch (Throwable e) {
             System.err.println("yarn-harness: failed");
             e.printStackTrace();
@@ -125,8 +148,50 @@ public final class YarnHarness {
         }
     }
 
-    private static void runNodeManager(File confDir, Path addrFile) throws Exception {
+    private static void runResourceManager(File serverConf, File confDir, Path addrFile) throws Exception {
         YarnConfiguration conf = new YarnConfiguration();
+        for (String f : new String[] {"core-site.xml", "hdfs-site.xml", "yarn-site.xml"}) {
+            conf.addResource(new org.apache.hadoop.fs.Path(new File(serverConf, f).toURI()));
+        }
+        configure(conf, confDir.getParentFile());
+        // Its node attributes on local disk, not on fs.defaultFS.
+        conf.set("yarn.node-attribute.fs-store.root-dir", new File(confDir.getParentFile(), "rm-node-attributes").toURI().toString());
+        UserGroupInformation.setConfiguration(conf);
+        // MiniYARNCluster's ResourceManager does not log in itself.
+        UserGroupInformation.loginUserFromKeytab(conf.get(YarnConfiguration.RM_PRINCIPAL), conf.get(YarnConfiguration.RM_KEYTAB));
+        Configuration core = new Configuration(false);
+        for (String f : new String[] {"core-site.xml", "hdfs-site.xml"}) {
+            core.addResource(new org.apache.hadoop.fs.Path(new File(serverConf, f).toURI()));
+        }
+        MiniYARNCluster yarn = start(conf, confDir, core);
+        // HDFS's settings too, for the NodeManager's localizer and the
+        // ApplicationMasters, which have CONF_DIR on their classpath.
+        Files.copy(new File(serverConf, "hdfs-site.xml").toPath(), new File(confDir, "hdfs-site.xml").toPath(), StandardCopyOption.REPLACE_EXISTING);
+        java.util.concurrent.CountDownLatch stop = new java.util.concurrent.CountDownLatch(1);
+        for (String sig : new String[] {"TERM", "INT", "HUP"}) {
+            sun.misc.Signal.handle(new sun.misc.Signal(sig), x -> stop.countDown());
+        }
+        announce(addrFile, "YARN_RM_WEB=" + webAddress(yarn) + "\n");
+        stop.await();
+        System.err.println("yarn-harness: stopping the resourcemanager");
+        yarn.stop();
+        Files.deleteIfExists(addrFile);
+        System.exit(0);
+    }
+
+    private static void announce(Path addrFile, String out) throws IOException {
+        Path tmp = addrFile.resolveSibling(addrFile.getFileName() + ".tmp");
+        Files.writeString(tmp, out, StandardCharsets.UTF_8);
+        Files.move(tmp, addrFile, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+        System.out.print(out);
+        System.out.flush();
+    }
+
+    private static void runNodeManager(File confDir, Path addrFile, File serverConf) throws Exception {
+        YarnConfiguration conf = new YarnConfiguration();
+        if (serverConf != null) {
+            conf.addResource(new org.apache.hadoop.fs.Path(new File(serverConf, "yarn-site.xml").toURI()));
+        }
         conf.addResource(new org.apache.hadoop.fs.Path(new File(confDir, "core-site.xml").toURI()));
         conf.addResource(new org.apache.hadoop.fs.Path(new File(confDir, "yarn-site.xml").toURI()));
         conf.set(YarnConfiguration.NM_ADDRESS, LOOPBACK + ":0");
@@ -147,15 +212,14 @@ public final class YarnHarness {
         for (String sig : new String[] {"TERM", "INT", "HUP"}) {
             sun.misc.Signal.handle(new sun.misc.Signal(sig), x -> stop.countDown());
         }
+        UserGroupInformation.setConfiguration(conf);
+        if (serverConf != null) {
+            UserGroupInformation.loginUserFromKeytab(conf.get(YarnConfiguration.NM_PRINCIPAL), conf.get(YarnConfiguration.NM_KEYTAB));
+        }
         nm.init(conf);
         nm.start();
-        String out = "YARN_NM=" + nm.getNMContext().getNodeId() + "\n"
-                + "YARN_NM_WEB=" + LOOPBACK + ":" + nm.getNMContext().getHttpPort() + "\n";
-        Path tmp = addrFile.resolveSibling(addrFile.getFileName() + ".tmp");
-        Files.writeString(tmp, out, StandardCharsets.UTF_8);
-        Files.move(tmp, addrFile, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
-        System.out.print(out);
-        System.out.flush();
+        announce(addrFile, "YARN_NM=" + nm.getNMContext().getNodeId() + "\n"
+                + "YARN_NM_WEB=" + LOOPBACK + ":" + nm.getNMContext().getHttpPort() + "\n");
         stop.await();
         System.err.println("yarn-harness: stopping the nodemanager");
         nm.stop();
