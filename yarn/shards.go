@@ -146,10 +146,13 @@ func Run(ctx context.Context, job Job) (*App, error) {
 		args = append(args, "--shell_env", shellQuote(k+"="+shardEnv[k]))
 	}
 	args = append(args, "1><LOG_DIR>/AppMaster.stdout", "2><LOG_DIR>/AppMaster.stderr")
+	// A second attempt only follows an ApplicationMaster that died without
+	// unregistering (one that reports failed shards ends the application);
+	// it runs the shards again, which a shard allows (see migrate.RunShard).
 	err = c.Submit(ctx, Submission{
 		ID: id, Name: "stateutil shards " + job.Plan.ID, Queue: cmpOr(job.Queue, "default"), Type: "STATEUTIL",
 		Command: strings.Join(args, " "), Env: env, Resources: resources,
-		MemoryMB: amMem, VCores: 1, MaxAttempts: 1, Tokens: job.Tokens,
+		MemoryMB: amMem, VCores: 1, MaxAttempts: 2, Tokens: job.Tokens,
 	})
 	if err != nil {
 		return nil, err
