@@ -3,6 +3,7 @@ package hdfs
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"time"
@@ -312,7 +313,12 @@ func (f *FileWriter) replaceBlock(failure *transfer.CreateBlockError) error {
 	}
 
 	f.excluded = append(f.excluded, failure.Datanode)
-	return f.allocateBlock()
+	if err := f.allocateBlock(); err != nil {
+		// The namenode has no datanode left for the block: the pipeline's
+		// failure is why the write cannot go on.
+		return &os.PathError{"create", f.name, fmt.Errorf("%w; no other datanode: %v", failure, err)}
+	}
+	return nil
 }
 
 func (f *FileWriter) allocateBlock() error {
