@@ -73,6 +73,8 @@ var stdoutCases = map[string]func(t *testing.T, dir string) []string{
 		return []string{"run", "wordcount", "--records", "100", "--checkpoint-dir", dir}
 	},
 	"version": func(*testing.T, string) []string { return []string{"version"} },
+	// fetch-token needs a kerberized NameNode; its help still prints to stdout.
+	"fetch-token": func(*testing.T, string) []string { return []string{"fetch-token", "--help"} },
 	"serve": func(*testing.T, string) []string {
 		return []string{"serve", example, "--listen", "127.0.0.1:0"}
 	},
