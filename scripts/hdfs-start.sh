@@ -265,29 +265,41 @@ wait_for() {
 	done
 }
 
+# yarn_jvm LOG PIDFILE HEAP CLASSPATH [JVM-OPTION...] -- ROLE [ARG...]: starts
+# a YarnHarness role detached in a JVM of its own, logging to LOG; its pid
+# goes to PIDFILE and to $started. The client's login variables are left
+# out: a daemon logs in from its own keytab or not at all.
+yarn_jvm() {
+	local log=$1 pidfile=$2 heap=$3 cp=$4
+	shift 4
+	local jvmopts=()
+	while [[ $1 != -- ]]; do
+		jvmopts+=("$1")
+		shift
+	done
+	shift
+	: >"$log"
+	env -u KRB5CCNAME -u STATEUTIL_KEYTAB -u HADOOP_TOKEN_FILE_LOCATION \
+		setsid "$java" -Xmx"$heap" -XX:+UseSerialGC -XX:TieredStopAtLevel=1 "${opens[@]}" "${jvmopts[@]}" \
+		-cp "$cp" stateutil.testenv.YarnHarness "$@" </dev/null >>"$log" 2>&1 &
+	started=$!
+	echo "$started" >"$pidfile"
+}
+
 yarnenv=
 if [[ $yarn != 0 ]] && ((secure)); then
 	# The kerberized ResourceManager in a JVM of its own: its Kerberos login
 	# replaces its JVM's login user. The NodeManager registers before it
 	# announces itself.
-	: >"$rmlog"
-	setsid "$java" -Xmx384m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 "${opens[@]}" \
-		-Djava.security.krb5.conf="$krb/krb5.conf" \
-		-cp "$classpath" stateutil.testenv.YarnHarness resourcemanager "$krb/yarn-server" "$yarnconf" "$rmaddrfile" \
-		</dev/null >>"$rmlog" 2>&1 &
-	rmpid=$!
-	echo "$rmpid" >"$rmpidfile"
+	yarn_jvm "$rmlog" "$rmpidfile" 384m "$classpath" -Djava.security.krb5.conf="$krb/krb5.conf" -- \
+		resourcemanager "$krb/yarn-server" "$yarnconf" "$rmaddrfile"
+	rmpid=$started
 	log=$rmlog wait_for "$rmaddrfile" "$rmpid" "resourcemanager"
 	# shellcheck disable=SC1090
 	. <(sed 's/^/export /' "$rmaddrfile")
-	: >"$nmlog"
-	env -u KRB5CCNAME -u STATEUTIL_KEYTAB -u HADOOP_TOKEN_FILE_LOCATION \
-		setsid "$java" -Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 "${opens[@]}" \
-		-Djava.security.krb5.conf="$krb/krb5.conf" \
-		-cp "$yarnconf:$classpath" stateutil.testenv.YarnHarness nodemanager "$yarnconf" "$nmaddrfile" "$krb/yarn-server" \
-		</dev/null >>"$nmlog" 2>&1 &
-	nmpid=$!
-	echo "$nmpid" >"$nmpidfile"
+	yarn_jvm "$nmlog" "$nmpidfile" 256m "$yarnconf:$classpath" -Djava.security.krb5.conf="$krb/krb5.conf" -- \
+		nodemanager "$yarnconf" "$nmaddrfile" "$krb/yarn-server"
+	nmpid=$started
 	log=$nmlog wait_for "$nmaddrfile" "$nmpid" "nodemanager"
 	yarnenv="export STATEUTIL_TEST_SECURE_YARN=http://$YARN_RM_WEB
 export STATEUTIL_TEST_SECURE_YARN_AM_CLASSPATH=$yarnconf:$classpath
@@ -295,12 +307,8 @@ export STATEUTIL_TEST_SECURE_YARN_NM_LOCAL=$state/nm-local"
 elif [[ $yarn != 0 ]]; then
 	# The NodeManager in a JVM of its own: in the harness's JVM its web app
 	# would take the ResourceManager's REST calls.
-	: >"$nmlog"
-	setsid "$java" -Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 "${opens[@]}" \
-		-cp "$yarnconf:$classpath" stateutil.testenv.YarnHarness nodemanager "$yarnconf" "$nmaddrfile" \
-		</dev/null >>"$nmlog" 2>&1 &
-	nmpid=$!
-	echo "$nmpid" >"$nmpidfile"
+	yarn_jvm "$nmlog" "$nmpidfile" 256m "$yarnconf:$classpath" -- nodemanager "$yarnconf" "$nmaddrfile"
+	nmpid=$started
 	# Registered once the ResourceManager lists the node as RUNNING.
 	until curl -fsS "http://$YARN_RM_WEB/ws/v1/cluster/nodes" 2>/dev/null | grep -q RUNNING; do
 		kill -0 "$nmpid" 2>/dev/null || { log=$nmlog; stop "$pid"; die "nodemanager (pid $nmpid) exited before registering"; }

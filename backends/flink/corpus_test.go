@@ -169,7 +169,7 @@ func checkEntry(ctx context.Context, t testing.TB, e flinkharness.Entry) corpusR
 			kept = append(kept, l)
 		}
 	}
-	res.err = flinkharness.EqualDumps(withoutKryoText(notDecodedAsClass(e.Manifest, kept)), withoutKryoText(byUID(lines, want)))
+	res.err = flinkharness.EqualDumps(withoutKryoText(kept), withoutKryoText(byUID(lines, want)))
 	if res.err == "" {
 		res.err = verifyFindings(ctx, t, e.SnapshotDir(), snapshot.OpenOptions{PathMap: map[string]string{old: nw}, TempDir: t.TempDir()})
 	}
@@ -393,30 +393,6 @@ func TestUIDHash(t *testing.T) {
 			t.Errorf("uidHash(%q) = %s, want %s", uid, got, id)
 		}
 	}
-}
-
-// notDecodedYet are the states of corpus jobs, by Flink version and job,
-// whose values stateutil does not decode yet (issue 24), with the class
-// stateutil must tag them with; they are compared by that class.
-var notDecodedYet = map[string]map[string]string{}
-
-// notDecodedAsClass makes the values of the job's states in notDecodedYet,
-// as the job dumped them, their class alone, as withoutKryoText makes what
-// stateutil shows of them.
-func notDecodedAsClass(m flinkharness.Manifest, lines []flinkharness.Line) []flinkharness.Line {
-	job := m.FlinkVersion + "/" + m.Job
-	out := make([]flinkharness.Line, 0, len(lines))
-	for _, l := range lines {
-		var m map[string]any
-		if class, ok := notDecodedYet[job][l.State]; ok && json.Unmarshal([]byte(l.Raw), &m) == nil {
-			m["value"] = map[string]any{"class": class}
-			if nl, err := lineOf(m); err == nil {
-				l = nl
-			}
-		}
-		out = append(out, l)
-	}
-	return out
 }
 
 // javaCollectionText turns the job's dump of a Kryo ArrayList, HashSet or
