@@ -108,10 +108,11 @@ matrix() {
 				done
 			fi
 		fi
-		# The planner's jobs on every version: a heap savepoint, and RocksDB's
-		# canonical and native ones (a heap native savepoint is the canonical format).
+		# The planner's jobs on every version: a heap savepoint, RocksDB's
+		# canonical and native ones (a heap native savepoint is the canonical
+		# format), and the checkpoints a running job leaves.
 		for j in sql sqltime; do
-			for e in hashmap-canonical rocksdb-canonical rocksdb-native; do
+			for e in hashmap-canonical rocksdb-canonical rocksdb-native hashmap-checkpoint rocksdb-checkpoint-incremental; do
 				echo "$v $j-$e"
 			done
 		done
