@@ -87,7 +87,14 @@ func Murmur(code int32) int32 {
 
 // OfHash is the key group of a key whose Java hashCode is code.
 func OfHash(code int32, maxParallelism int) int {
-	return int(Murmur(code)) % maxParallelism
+	// Murmur is never negative: the remainder is unsigned, and for a
+	// power of two (Flink's defaults all are) a mask, not a division,
+	// which cost as much as the hash on a re-hash of small entries.
+	h, m := uint32(Murmur(code)), uint32(maxParallelism)
+	if m != 0 && m&(m-1) == 0 {
+		return int(h & (m - 1))
+	}
+	return int(h % m)
 }
 
 // RangeOf is the key-group range Flink assigns to subtask index of an

@@ -48,6 +48,17 @@ func TestFlinkVectors(t *testing.T) {
 	}
 }
 
+// Max parallelisms that are no power of two take the remainder, not a mask.
+func TestKeyGroupOfOtherMaxParallelism(t *testing.T) {
+	for _, v := range vectors {
+		for _, maxP := range []int{1, 3, 384, 1000, 32767} {
+			if got, want := OfHash(v.hash, maxP), int(v.murmur)%maxP; got != want {
+				t.Errorf("%s: key group @%d = %d, want murmur %d mod %d = %d", v.name, maxP, got, v.murmur, maxP, want)
+			}
+		}
+	}
+}
+
 func TestEmptyStringHashesToZero(t *testing.T) {
 	if HashString("") != 0 {
 		t.Fatal(`"".hashCode() must be 0`)

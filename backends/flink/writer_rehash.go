@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"math/bits"
 	"runtime"
 	"slices"
 	"sync"
@@ -209,11 +210,11 @@ type routed struct {
 // routedPair is where one pair comes from and goes to: its slot (the new
 // key group's index among the unit's, growing, times the states, plus its
 // new state id), its new key group, the old key group (index in groups),
-// and where in that group's bytes the pair, its key's body and its end
-// lie.
+// and where in that group's bytes the pair starts. It is written for
+// every pair and read back once: kept to 16 bytes, its lengths are read
+// again from the pair itself.
 type routedPair struct {
-	slot, kg, group int32
-	at, body, end   int32
+	slot, kg, group, at int32
 }
 
 // unitGroup is one old key group of a unit, with its source.
@@ -327,6 +328,13 @@ func (rh *rehash) route(u int, rt *routed) error {
 	rt.last = resize(rt.last, nslots)
 	clear(rt.sizes)
 	rt.pairs = rt.pairs[:0]
+	// A new key group k comes from old k mod M, and is its child k/M: a
+	// shift where M is a power of two (Flink's defaults all are), not a
+	// division per pair.
+	mShift := -1
+	if rh.m&(rh.m-1) == 0 {
+		mShift = bits.TrailingZeros(uint(rh.m))
+	}
 	outs := len(rh.out)
 	rt.out = resize(rt.out, outs)
 	rt.starts = resize(rt.starts, outs)
@@ -350,7 +358,12 @@ func (rh *rehash) route(u int, rt *routed) error {
 				if k, err = src.hs[id].keyGroup(body, rh.m2); err != nil {
 					return err
 				}
-				if child = k / rh.m; k-child*rh.m != g {
+				if mShift >= 0 {
+					child = k >> mShift
+				} else {
+					child = k / rh.m
+				}
+				if k-child*rh.m != g {
 					return fmt.Errorf("state %q: key 0x%x stored in key group %d hashes to %d of %d", src.hs[id].l.name, body, g, k%rh.m, rh.m)
 				}
 			}
@@ -367,9 +380,7 @@ func (rh *rehash) route(u int, rt *routed) error {
 				c.Entries++
 			}
 			c.Bytes += int64(len(body) + len(value))
-			bodyAt := at + 4 + ug.g.p.prefix
-			rt.pairs = append(rt.pairs, routedPair{slot: int32(slot), kg: int32(k), group: int32(gi),
-				at: int32(at), body: int32(bodyAt), end: int32(bodyAt + len(body) + 4 + len(value))})
+			rt.pairs = append(rt.pairs, routedPair{slot: int32(slot), kg: int32(k), group: int32(gi), at: int32(at)})
 			return nil
 		})
 		if err != nil {
@@ -378,12 +389,17 @@ func (rh *rehash) route(u int, rt *routed) error {
 	}
 	rt.place(rh, u)
 	for _, pr := range rt.pairs {
-		from := rt.groups[pr.group].g.b
+		g := &rt.groups[pr.group].g
+		from := g.b
 		b := rt.out[rh.dest[pr.kg]]
 		at := rt.pos[pr.slot]
+		// Both lengths were checked by each on the first pass.
+		oldKeyLen := int(binary.BigEndian.Uint32(from[pr.at:]))
+		body := int(pr.at) + 4 + g.p.prefix
+		end := int(pr.at) + 4 + oldKeyLen + 4 + int(binary.BigEndian.Uint32(from[int(pr.at)+4+oldKeyLen:]))
 		// The key's length changes with the prefix; the pair's key says
 		// its new key group, and its flag is set below for the last one.
-		keyLen := int(binary.BigEndian.Uint32(from[pr.at:])) - int(pr.body-pr.at-4) + prefix
+		keyLen := oldKeyLen - g.p.prefix + prefix
 		binary.BigEndian.PutUint32(b[at:], uint32(keyLen))
 		rt.last[pr.slot] = at + 4
 		if prefix == 1 {
@@ -391,7 +407,7 @@ func (rh *rehash) route(u int, rt *routed) error {
 		} else {
 			binary.BigEndian.PutUint16(b[at+4:], uint16(pr.kg))
 		}
-		rt.pos[pr.slot] = at + 4 + prefix + copy(b[at+4+prefix:], from[pr.body:pr.end])
+		rt.pos[pr.slot] = at + 4 + prefix + copy(b[at+4+prefix:], from[body:end])
 	}
 	for slot, size := range rt.sizes {
 		if size > 0 {

@@ -44,7 +44,8 @@ type subtaskWriter struct {
 	in      *rocksdbformat.Instance
 	tmp     string
 	states  map[string]*sstState
-	last    *sstState // the state of the entry before
+	order   []*sstState // states in the order they were first seen
+	last    *sstState   // the state of the entry before
 	lastKG  int
 	stats   snapshot.Stats
 	kgStats []snapshot.KeyGroupStat
@@ -330,6 +331,17 @@ func (sw *subtaskWriter) stateOf(e *snapshot.Entry) (*sstState, error) {
 	if s := sw.last; s != nil && e.KeyGroup == sw.lastKG && s.c.State == e.State {
 		return s, nil
 	}
+	if e.KeyGroup == sw.lastKG {
+		// The key group was checked with an entry before; states
+		// alternate within one, and a scan of the few is cheaper than
+		// two map lookups.
+		for _, s := range sw.order {
+			if s.c.State == e.State {
+				sw.last = s
+				return s, nil
+			}
+		}
+	}
 	c, err := sw.in.Codec(e)
 	if err != nil {
 		return nil, err
@@ -338,6 +350,7 @@ func (sw *subtaskWriter) stateOf(e *snapshot.Entry) (*sstState, error) {
 	if !ok {
 		s = &sstState{c: c, path: filepath.Join(sw.tmp, "ingest-"+strconv.Itoa(len(sw.states)))}
 		sw.states[c.State] = s
+		sw.order = append(sw.order, s)
 	}
 	sw.last = s
 	return s, nil
