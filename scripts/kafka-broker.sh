@@ -58,6 +58,8 @@ run="$state/run.$$"
 rm -rf "$run"
 mkdir -p "$run/data"
 log="$state/broker-$(date +%Y%m%d-%H%M%S)-$$.log"
+# Keep the 20 newest broker logs.
+{ ls -1t "$state"/broker-*.log 2>/dev/null || true; } | tail -n +20 | xargs -r rm -f
 cat >"$run/server.properties" <<PROPS
 process.roles=broker,controller
 node.id=1

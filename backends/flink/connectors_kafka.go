@@ -3,9 +3,9 @@ package flink
 // Flink's Kafka connector (flink-connector-kafka): the KafkaSource's
 // splits, the exactly-once KafkaSink's writer state and its committables.
 
-// kafkaSplitLayout is KafkaPartitionSplitSerializer version 0. The
-// stopping offset is as the connector writes it: Long.MIN_VALUE for none,
-// -1 latest, -3 committed.
+// kafkaSplitLayout is KafkaPartitionSplitSerializer version 0. Offsets
+// are as the connector writes them: -1 latest, -2 earliest, -3 committed,
+// and a stopping offset of Long.MIN_VALUE for none.
 var kafkaSplitLayout = connectorLayout{
 	name: "KafkaPartitionSplit",
 	tag:  "split",
