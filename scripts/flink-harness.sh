@@ -62,6 +62,11 @@ case $minor in
 *) sinklayer=v2 ;;
 esac
 [[ $major == 1 || $major == 2 ]] || { say "Flink $version: only 1.x and 2.x are supported"; exit 2; }
+# flink-connector-kafka (the kafka job): the release built for this Flink major.
+case $major in
+1) kafkaconn=3.3.0-1.20 ;;
+2) kafkaconn=5.0.0-2.2 ;;
+esac
 
 case $cmd in
 spa-dump | spa-rewrite)
@@ -122,7 +127,7 @@ build() {
 	local t0=$SECONDS log="$state/build.log"
 	say "building the harness for Flink $version (spa $spa, avro/table $extra, dstl $dstl; mvn -q -B compile; a first build downloads ~250 MB into ~/.m2)"
 	local args=(-q -B -Dstyle.color=never -f "$harness/pom.xml" "-Dflink.version=$version" "-Dflink.major=$major"
-		"-Dspa.version=${spa/#-/$minor.0}" "-Dextra.version=$extra" "-Ddstl.version=$dstl" "-Dspa.layer=$spalayer" "-Dsink.layer=$sinklayer" compile)
+		"-Dspa.version=${spa/#-/$minor.0}" "-Dextra.version=$extra" "-Ddstl.version=$dstl" "-Dspa.layer=$spalayer" "-Dsink.layer=$sinklayer" "-Dkafka.connector.version=$kafkaconn" compile)
 	# Offline first so a warm ~/.m2 needs no network; online if it lacks something.
 	rm -f "$stamp"
 	if ! JAVA_HOME=$javahome mvn -o "${args[@]}" >"$log" 2>&1; then

@@ -27,6 +27,7 @@ const connectorTypePrefix = "connector:"
 // bytes after the version and length) of a version it knows.
 type connectorLayout struct {
 	name   string
+	tag    string // the key naming the layout in its JSON object: "@" + tag
 	decode func(r *reader, version int32) any
 	encode func(w *connWriter, v map[string]any) (version int32)
 }
@@ -34,9 +35,9 @@ type connectorLayout struct {
 // connectorStates are the layouts each operator state name can hold.
 var connectorStates = map[string][]connectorLayout{
 	// SourceOperator's split state.
-	"SourceReaderState": {fileSourceSplitLayout},
+	"SourceReaderState": {fileSourceSplitLayout, kafkaSplitLayout},
 	// SinkWriterOperator's writer state (sink v2).
-	"writer_raw_states": {fileWriterBucketStateLayout},
+	"writer_raw_states": {fileWriterBucketStateLayout, kafkaWriterStateLayout},
 	// CommitterOperator's committables (sink v2).
 	"streaming_committer_raw_states": {committableCollectorLayout},
 }
@@ -105,7 +106,7 @@ func (c connectorCodec) Encode(v any) ([]byte, error) {
 		return c.codec.Encode(v)
 	}
 	for _, l := range c.layouts {
-		if m["@"+l.tag()] == l.name {
+		if m["@"+l.tag] == l.name {
 			data, err := l.write(m)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", l.name, err)
@@ -114,17 +115,6 @@ func (c connectorCodec) Encode(v any) ([]byte, error) {
 		}
 	}
 	return nil, fmt.Errorf("not a value of this state: want byte[] hex or one of its connector layouts")
-}
-
-// tag is the key naming the layout in its JSON object.
-func (l connectorLayout) tag() string {
-	switch l.name {
-	case "FileSourceSplit":
-		return "split"
-	case "FileWriterBucketState":
-		return "writerState"
-	}
-	return "committerState"
 }
 
 // parse decodes data (version, length, bytes) as l, if it fits whole and
@@ -142,7 +132,7 @@ func (l connectorLayout) parse(data []byte) (any, bool) {
 		return nil, false
 	}
 	m := v.(map[string]any)
-	m["@"+l.tag()] = l.name
+	m["@"+l.tag] = l.name
 	back, err := l.write(m)
 	if err != nil || !bytes.Equal(back, data) {
 		return nil, false
@@ -182,6 +172,10 @@ func (w *connWriter) int(v any, bits int, what string) int64 {
 		w.fail("%s: %v", what, err)
 	}
 	return n
+}
+
+func (w *connWriter) i16(v any, what string) {
+	w.b = binary.BigEndian.AppendUint16(w.b, uint16(w.int(v, 16, what)))
 }
 
 func (w *connWriter) i32(v any, what string) {
@@ -304,6 +298,7 @@ func num(n int64) any { return n }
 // fileSourceSplitLayout is FileSourceSplitSerializer version 1.
 var fileSourceSplitLayout = connectorLayout{
 	name: "FileSourceSplit",
+	tag:  "split",
 	decode: func(r *reader, version int32) any {
 		if version != 1 {
 			return nil
@@ -420,6 +415,7 @@ func (w *connWriter) magic(m uint32) { w.b = binary.BigEndian.AppendUint32(w.b, 
 // (what Flink 1.15 and later write).
 var fileWriterBucketStateLayout = connectorLayout{
 	name: "FileWriterBucketState",
+	tag:  "writerState",
 	decode: func(r *reader, version int32) any {
 		if version != 3 || !readMagic(r, bucketStateMagic, "bucket state") {
 			return nil
@@ -646,9 +642,10 @@ func (w *connWriter) fileSinkCommittable(m map[string]any) {
 // checkpoints (version 1: id, number of subtasks, subtasks), each subtask
 // (version 1 in Flink 1.x, 2 from 2.0 on, which drops the drained count)
 // with its commit requests (version 0). Committables other than the file
-// sink's are kept as bytes.
+// and Kafka sinks' are kept as bytes.
 var committableCollectorLayout = connectorLayout{
 	name: "CommittableCollector",
+	tag:  "committerState",
 	decode: func(r *reader, version int32) any {
 		if version != 2 || !readMagic(r, collectorMagic, "committable collector") {
 			return nil
@@ -678,6 +675,32 @@ var committableCollectorLayout = connectorLayout{
 	},
 }
 
+// readCommittable reads one committable frame: the file sink's or the
+// Kafka sink's, else kept whole.
+func readCommittable(r *reader) any {
+	for _, decode := range []func(r *reader, version int32) any{fileSinkCommittable, kafkaCommittable} {
+		if c := tryFrame(r, decode); c != nil {
+			return c
+		}
+	}
+	return notDecodedFrame(r, "Committable")
+}
+
+func (w *connWriter) committable(v any) {
+	if w.notDecoded(v, "Committable") {
+		return
+	}
+	m := w.obj(v, "committable")
+	switch m["@committable"] {
+	case "FileSinkCommittable":
+		w.fileSinkCommittable(m)
+	case "KafkaCommittable":
+		w.kafkaCommittable(m)
+	default:
+		w.fail("committable: want a FileSinkCommittable, a KafkaCommittable or @class Committable, not %v", m["@committable"])
+	}
+}
+
 func readSubtaskCommittables(r *reader, version int32) any {
 	if version != 1 && version != 2 {
 		r.fail("subtask serializer version %d, want 1 or 2", version)
@@ -689,10 +712,7 @@ func readSubtaskCommittables(r *reader, version int32) any {
 			r.fail("request serializer version %d, want 0", v)
 			return nil
 		}
-		var c any
-		if c = tryFrame(r, fileSinkCommittable); c == nil {
-			c = notDecodedFrame(r, "Committable")
-		}
+		c := readCommittable(r)
 		return map[string]any{"committable": c, "numberOfRetries": num(int64(r.i32("retries"))), "state": num(int64(r.i32("state")))}
 	})
 	s["numCommittables"] = num(int64(r.i32("committables")))
@@ -712,9 +732,7 @@ func (w *connWriter) subtaskCommittables(version int32, s map[string]any) {
 		if version != 0 {
 			w.fail("request version %d: want 0", version)
 		}
-		if !w.notDecoded(q["committable"], "Committable") {
-			w.fileSinkCommittable(w.obj(q["committable"], "committable"))
-		}
+		w.committable(q["committable"])
 		w.i32(q["numberOfRetries"], "numberOfRetries")
 		w.i32(q["state"], "state")
 	})

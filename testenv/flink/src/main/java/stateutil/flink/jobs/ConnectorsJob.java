@@ -24,6 +24,7 @@ import org.apache.flink.api.connector.source.Source;
 import org.apache.flink.api.connector.source.SourceEvent;
 import org.apache.flink.api.connector.source.SourceReader;
 import org.apache.flink.api.connector.source.SourceReaderContext;
+import org.apache.flink.api.connector.source.SourceSplit;
 import org.apache.flink.api.connector.source.SplitEnumerator;
 import org.apache.flink.api.connector.source.SplitEnumeratorContext;
 import org.apache.flink.connector.file.sink.FileSink;
@@ -124,7 +125,7 @@ public final class ConnectorsJob extends SimpleKeyedJob<String> {
         long keys = Jobs.keys(p, divisor());
         KeyedSpec spec = spec();
         org.apache.flink.streaming.api.datastream.DataStream<Long> records = env
-                .fromSource(new Stopping<>(files, SOURCE, limit(p)), WatermarkStrategy.noWatermarks(), SOURCE)
+                .fromSource(new Stopping<>(files, SOURCE, limit(p), ConnectorsJob::splitJson), WatermarkStrategy.noWatermarks(), SOURCE)
                 .uid(SOURCE)
                 .map(new Parse())
                 .uid("parse");
@@ -258,20 +259,27 @@ public final class ConnectorsJob extends SimpleKeyedJob<String> {
         return m;
     }
 
+    /** The JSON of a split as stateutil shows it. */
+    interface SplitJson<S> extends java.io.Serializable {
+        Object json(S split);
+    }
+
     /**
      * A source around another whose readers dump their split state and stop emitting after
      * limit records (so their splits stay unfinished); restored, they dump the splits they get
-     * and end.
+     * and end. Its records are counted by the caller's first operator ("read-" + subtask).
      */
-    static final class Stopping<E> implements Source<String, FileSourceSplit, E> {
-        private final Source<String, FileSourceSplit, E> inner;
+    static final class Stopping<S extends SourceSplit, E> implements Source<String, S, E> {
+        private final Source<String, S, E> inner;
         private final String uid;
         private final long limit;
+        private final SplitJson<S> json;
 
-        Stopping(Source<String, FileSourceSplit, E> inner, String uid, long limit) {
+        Stopping(Source<String, S, E> inner, String uid, long limit, SplitJson<S> json) {
             this.inner = inner;
             this.uid = uid;
             this.limit = limit;
+            this.json = json;
         }
 
         @Override
@@ -280,17 +288,17 @@ public final class ConnectorsJob extends SimpleKeyedJob<String> {
         }
 
         @Override
-        public SplitEnumerator<FileSourceSplit, E> createEnumerator(SplitEnumeratorContext<FileSourceSplit> ctx) throws Exception {
+        public SplitEnumerator<S, E> createEnumerator(SplitEnumeratorContext<S> ctx) throws Exception {
             return inner.createEnumerator(ctx);
         }
 
         @Override
-        public SplitEnumerator<FileSourceSplit, E> restoreEnumerator(SplitEnumeratorContext<FileSourceSplit> ctx, E state) throws Exception {
+        public SplitEnumerator<S, E> restoreEnumerator(SplitEnumeratorContext<S> ctx, E state) throws Exception {
             return inner.restoreEnumerator(ctx, state);
         }
 
         @Override
-        public SimpleVersionedSerializer<FileSourceSplit> getSplitSerializer() {
+        public SimpleVersionedSerializer<S> getSplitSerializer() {
             return inner.getSplitSerializer();
         }
 
@@ -300,22 +308,24 @@ public final class ConnectorsJob extends SimpleKeyedJob<String> {
         }
 
         @Override
-        public SourceReader<String, FileSourceSplit> createReader(SourceReaderContext ctx) throws Exception {
-            return new Reader(inner.createReader(ctx), uid, ctx.getIndexOfSubtask(), limit);
+        public SourceReader<String, S> createReader(SourceReaderContext ctx) throws Exception {
+            return new Reader<>(inner.createReader(ctx), uid, ctx.getIndexOfSubtask(), limit, json);
         }
     }
 
-    static final class Reader implements SourceReader<String, FileSourceSplit> {
-        private final SourceReader<String, FileSourceSplit> inner;
+    static final class Reader<S extends SourceSplit> implements SourceReader<String, S> {
+        private final SourceReader<String, S> inner;
         private final String uid;
         private final int subtask;
         private final long limit;
+        private final SplitJson<S> json;
 
-        Reader(SourceReader<String, FileSourceSplit> inner, String uid, int subtask, long limit) {
+        Reader(SourceReader<String, S> inner, String uid, int subtask, long limit, SplitJson<S> json) {
             this.inner = inner;
             this.uid = uid;
             this.subtask = subtask;
             this.limit = limit;
+            this.json = json;
         }
 
         private boolean stopped() {
@@ -346,19 +356,19 @@ public final class ConnectorsJob extends SimpleKeyedJob<String> {
         }
 
         @Override
-        public List<FileSourceSplit> snapshotState(long checkpointId) {
-            List<FileSourceSplit> splits = Dumps.mode == Dumps.Mode.RESTORE ? new ArrayList<>() : inner.snapshotState(checkpointId);
-            for (FileSourceSplit s : splits) {
-                Dumps.snapshotLine(checkpointId, Dumps.operator("split", uid, "SourceReaderState", subtask, splitJson(s)));
+        public List<S> snapshotState(long checkpointId) {
+            List<S> splits = Dumps.mode == Dumps.Mode.RESTORE ? new ArrayList<>() : inner.snapshotState(checkpointId);
+            for (S s : splits) {
+                Dumps.snapshotLine(checkpointId, Dumps.operator("split", uid, "SourceReaderState", subtask, json.json(s)));
             }
             return splits;
         }
 
         @Override
-        public void addSplits(List<FileSourceSplit> splits) {
+        public void addSplits(List<S> splits) {
             if (Dumps.mode == Dumps.Mode.RESTORE) {
-                for (FileSourceSplit s : splits) {
-                    Dumps.restoreLine(Dumps.operator("split", uid, "SourceReaderState", subtask, splitJson(s)));
+                for (S s : splits) {
+                    Dumps.restoreLine(Dumps.operator("split", uid, "SourceReaderState", subtask, json.json(s)));
                 }
                 return;
             }
