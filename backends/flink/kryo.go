@@ -16,7 +16,8 @@ import (
 // Kryo values as Flink's KryoSerializer writes them (FLINK-FORMATS.md §9):
 // Kryo 2.24 in Flink 1.x, Kryo 5.6 in Flink 2.x, references on, each value
 // its own object graph. Kryo's default serializers of the JDK classes are
-// decoded, and in Kryo 2 chill's of Scala's classes (kryo_chill.go); any
+// decoded, those of the JDK classes Flink registers, and in Kryo 2 chill's
+// of Scala's classes (kryo_chill.go); any
 // other class (a user class under FieldSerializer, a class with a
 // serializer of its own) is not decoded.
 //
@@ -156,7 +157,7 @@ func decodeKryo(r *reader, s *SerializerSnapshot) any {
 	// A value of the class the snapshot declares needs no tag.
 	switch x := v.(type) {
 	case map[string]any:
-		if c, _ := x["@class"].(string); c == s.TypeClass && c != "" {
+		if c, _ := x["@class"].(string); c == s.TypeClass && c != "" && len(x) == 2 {
 			return x["@value"]
 		}
 	case *kryoMap:
@@ -402,10 +403,13 @@ func (k *kryoIn) class() string {
 		r.failAt(at, "Kryo class id %d: the serializer snapshot registers %d classes from id %d", id, len(k.regs), kryoFirstSnapshotID)
 		return ""
 	}
-	if c, ok := chillClassOfID(id); ok && !k.v5 { // kryo_chill.go
+	if c, ok := flinkJDKIDs[id]; ok { // kryo_chill.go
 		return c
 	}
-	// chill's and Flink's own registrations, with serializers of their own.
+	if c, ok := chillClassOfID(id); ok && !k.v5 {
+		return c
+	}
+	// chill's registrations, with serializers of their own.
 	k.notDecoded(fmt.Sprintf("Kryo class id %d", id))
 	return ""
 }
@@ -453,6 +457,9 @@ func (k *kryoIn) object(class string, marker bool, depth int) any {
 		return nil
 	}
 	ser, ok := kryoSerializerOf(class)
+	if !ok {
+		ser, ok = flinkJDKSerializerOf(class, k.v5)
+	}
 	if !ok && !k.v5 {
 		ser, ok = chillSerializerOf(class)
 	}
@@ -548,7 +555,8 @@ func (k *kryoIn) object(class string, marker bool, depth int) any {
 		return kryoTagged(class, consts[n-1])
 	case kserArray:
 		return k.array(class, depth)
-	case kserChillValue, kserChillTuple, kserChillSymbol, kserTimestamp, kserURI, kserUUID:
+	case kserChillValue, kserChillTuple, kserChillSymbol, kserTimestamp, kserURI, kserUUID,
+		kserArraysAsList, kserBitSet, kserPattern, kserSocketAddress, kserLocale:
 		return k.chillObject(class, ser, depth)
 	}
 	return nil

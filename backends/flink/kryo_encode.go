@@ -135,7 +135,11 @@ func (k *kryoOut) class(c string) {
 		k.varint(uint64(kryoFirstSnapshotID+i) + 2)
 		return
 	}
-	if id, ok := chillIDOf(c); ok && !k.v5 { // kryo_chill.go
+	if id, ok := flinkJDKIDOf(c); ok { // kryo_chill.go
+		k.varint(uint64(id) + 2)
+		return
+	}
+	if id, ok := chillIDOf(c); ok && !k.v5 {
 		k.varint(uint64(id) + 2)
 		return
 	}
@@ -160,11 +164,15 @@ func kryoSplit(v any) (class string, payload any, err error) {
 			return "java.util.HashMap", x, nil
 		}
 		val, ok := x["@value"]
-		if !ok || len(x) > 3 || len(x) == 3 && x["@keys"] != "json" {
+		attr, hasAttr := x[kryoAttributes[c]]
+		if !ok || len(x) > 3 || len(x) == 3 && x["@keys"] != "json" && !hasAttr {
 			return "", nil, fmt.Errorf(`want {"@class": .., "@value": ..}, not %v`, v)
 		}
 		if x["@keys"] == "json" {
 			val = map[string]any{"@keys": "json", "@value": val}
+		}
+		if hasAttr {
+			val = kryoAttributed{Value: val, Attr: attr}
 		}
 		return c, val, nil
 	}
@@ -279,6 +287,9 @@ func (k *kryoOut) object(class string, v any, marker bool, depth int) error {
 		return nil
 	}
 	ser, ok := kryoSerializerOf(class)
+	if !ok {
+		ser, ok = flinkJDKSerializerOf(class, k.v5)
+	}
 	if !ok && !k.v5 {
 		ser, ok = chillSerializerOf(class)
 	}
@@ -357,7 +368,8 @@ func (k *kryoOut) object(class string, v any, marker bool, depth int) error {
 		return nil
 	case kserArray:
 		return k.array(class, v, depth)
-	case kserChillValue, kserChillTuple, kserChillSymbol, kserTimestamp, kserURI, kserUUID:
+	case kserChillValue, kserChillTuple, kserChillSymbol, kserTimestamp, kserURI, kserUUID,
+		kserArraysAsList, kserBitSet, kserPattern, kserSocketAddress, kserLocale:
 		return k.chillObject(class, ser, v, depth)
 	}
 	return fmt.Errorf("values of class %s cannot be written as Kryo", class)
