@@ -161,7 +161,7 @@ func decodeKryo(r *reader, s *SerializerSnapshot) any {
 			return x["@value"]
 		}
 	case *kryoMap:
-		if x.Class == s.TypeClass && !x.JSONKeys {
+		if x.Class == s.TypeClass && !x.JSONKeys && x.Comparator == "" {
 			x.Plain = true
 		}
 	}
@@ -575,7 +575,8 @@ func kryoTagged(class string, v any) map[string]any {
 // collection reads CollectionSerializer's (and TreeSet's) collection.
 func (k *kryoIn) collection(class string, sorted bool, depth int) any {
 	r := k.r
-	if sorted && !k.v5 && !k.nullComparator(class) {
+	cmp := ""
+	if sorted && !k.v5 && !k.comparator(class, &cmp) {
 		return nil
 	}
 	at := r.pos()
@@ -590,7 +591,7 @@ func (k *kryoIn) collection(class string, sorted bool, depth int) any {
 	} else {
 		n = k.varint("Kryo collection size")
 	}
-	if sorted && k.v5 && !k.nullComparator(class) {
+	if sorted && k.v5 && !k.comparator(class, &cmp) {
 		return nil
 	}
 	if r.err != nil {
@@ -639,7 +640,11 @@ func (k *kryoIn) collection(class string, sorted bool, depth int) any {
 	if class == "java.util.ArrayList" {
 		return out
 	}
-	return kryoTagged(class, out)
+	m := kryoTagged(class, out)
+	if cmp != "" {
+		m["@comparator"] = cmp
+	}
+	return m
 }
 
 // elementOf reads an element of a collection whose elements are all of
@@ -668,12 +673,26 @@ func containsNil(vs []any) bool {
 	return false
 }
 
-// nullComparator reads a sorted collection's comparator: only the natural
-// order (null) is decoded.
-func (k *kryoIn) nullComparator(class string) bool {
+// kryoFieldlessComparators are the JDK comparators without fields, which
+// Kryo's FieldSerializer writes as nothing: a sorted collection ordered by
+// one is decoded (a user's comparator may have fields, and its class does
+// not say).
+var kryoFieldlessComparators = []string{"java.util.Collections$ReverseComparator", "java.lang.String$CaseInsensitiveComparator"}
+
+// comparator reads a sorted collection's comparator into cmp: "" for the
+// natural order (null), else one of kryoFieldlessComparators; any other
+// leaves the collection of class not decoded.
+func (k *kryoIn) comparator(class string, cmp *string) bool {
 	if k.r.remaining() > 0 && k.r.buf[k.r.off] == 0 {
 		k.r.off++
 		return true
+	}
+	c := k.class()
+	if k.r.err == nil && slices.Contains(kryoFieldlessComparators, c) {
+		if _, follows := k.ref(c); follows {
+			*cmp = c
+			return true
+		}
 	}
 	if k.r.err == nil {
 		k.notDecoded(class)
@@ -684,7 +703,8 @@ func (k *kryoIn) nullComparator(class string) bool {
 // mapOf reads MapSerializer's (and TreeMap's) map.
 func (k *kryoIn) mapOf(class string, sorted bool, depth int) any {
 	r := k.r
-	if sorted && !k.v5 && !k.nullComparator(class) {
+	m := &kryoMap{Class: class}
+	if sorted && !k.v5 && !k.comparator(class, &m.Comparator) {
 		return nil
 	}
 	at := r.pos()
@@ -695,11 +715,10 @@ func (k *kryoIn) mapOf(class string, sorted bool, depth int) any {
 		}
 		n--
 	}
-	if sorted && k.v5 && !k.nullComparator(class) {
+	if sorted && k.v5 && !k.comparator(class, &m.Comparator) {
 		return nil
 	}
 	cnt := k.count(n, 2, "Kryo map size", at)
-	m := &kryoMap{Class: class}
 	for i := 0; i < cnt && r.err == nil; i++ {
 		m.add(k.classAndObject(depth+1), k.classAndObject(depth+1))
 	}
@@ -862,11 +881,12 @@ func kryoSameClass(vs []any, refs []string) bool {
 
 // kryoMap is a Kryo map in its iteration order, which a JSON object loses.
 type kryoMap struct {
-	Class    string
-	JSONKeys bool
-	Plain    bool // the snapshot's declared class: no tag
-	Keys     []any
-	Vals     []any
+	Class      string
+	JSONKeys   bool
+	Plain      bool   // the snapshot's declared class: no tag
+	Comparator string // a sorted map's, if not the natural order
+	Keys       []any
+	Vals       []any
 }
 
 func (m *kryoMap) add(k, v any) {
@@ -902,12 +922,16 @@ func (m *kryoMap) MarshalJSON() ([]byte, error) {
 		b.Write(vb)
 	}
 	b.WriteByte('}')
-	if (m.Plain || m.Class == "java.util.HashMap") && !m.JSONKeys {
+	if (m.Plain || m.Class == "java.util.HashMap") && !m.JSONKeys && m.Comparator == "" {
 		return []byte(b.String()), nil
 	}
 	keys := ""
 	if m.JSONKeys {
 		keys = `"@keys":"json",`
+	}
+	if m.Comparator != "" {
+		c, _ := json.Marshal(m.Comparator)
+		keys = `"@comparator":` + string(c) + `,` + keys
 	}
 	cb, _ := json.Marshal(m.Class)
 	return []byte(`{"@class":` + string(cb) + `,` + keys + `"@value":` + b.String() + `}`), nil

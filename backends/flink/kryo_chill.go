@@ -131,9 +131,11 @@ func flinkJDKIDOf(class string) (int, bool) {
 // kryoAttributes names the one attribute a class's JSON may carry next to
 // its value, which its bytes need: the component class of Arrays.asList's
 // array (Kryo 2), the words of a BitSet when it keeps more than its bits
-// need, the flags of a Pattern (Kryo 5).
+// need, the flags of a Pattern (Kryo 5), the comparator of a sorted
+// collection or map that has one (kryo.go's kryoFieldlessComparators).
 var kryoAttributes = map[string]string{
 	"java.util.Arrays$ArrayList": "@component", "java.util.BitSet": "@words", "java.util.regex.Pattern": "@flags",
+	"java.util.TreeSet": "@comparator", "java.util.TreeMap": "@comparator", "java.util.PriorityQueue": "@comparator",
 }
 
 // kryoAttributed is the payload of a JSON value with its attribute.

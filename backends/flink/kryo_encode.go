@@ -165,7 +165,12 @@ func kryoSplit(v any) (class string, payload any, err error) {
 		}
 		val, ok := x["@value"]
 		attr, hasAttr := x[kryoAttributes[c]]
-		if !ok || len(x) > 3 || len(x) == 3 && x["@keys"] != "json" && !hasAttr {
+		for key := range x {
+			if key != "@class" && key != "@value" && (key != "@keys" || x["@keys"] != "json") && (key != kryoAttributes[c] || !hasAttr) {
+				ok = false
+			}
+		}
+		if !ok {
 			return "", nil, fmt.Errorf(`want {"@class": .., "@value": ..}, not %v`, v)
 		}
 		if x["@keys"] == "json" {
@@ -401,13 +406,19 @@ func kryoLen(v any) (int, bool) {
 }
 
 func (k *kryoOut) collection(v any, sorted bool, depth int) error {
+	v, cmp := kryoAttr(v)
 	vs, ok := v.([]any)
 	if !ok {
 		return fmt.Errorf("want an array, not %v", v)
 	}
+	if cmp != nil && !sorted {
+		return fmt.Errorf("a comparator %v for a collection that has none", cmp)
+	}
 	if !k.v5 {
 		if sorted {
-			k.b = append(k.b, 0)
+			if err := k.comparator(cmp); err != nil {
+				return err
+			}
 		}
 		k.varint(uint64(len(vs)))
 		for _, e := range vs {
@@ -420,7 +431,9 @@ func (k *kryoOut) collection(v any, sorted bool, depth int) error {
 	same := len(vs) > 0 && k.sameClass(vs, depth)
 	k.flagged(same, uint64(len(vs))+1)
 	if sorted {
-		k.b = append(k.b, 0)
+		if err := k.comparator(cmp); err != nil {
+			return err
+		}
 	}
 	if !same {
 		for _, e := range vs {
@@ -501,6 +514,23 @@ func (k *kryoOut) sameClass(vs []any, depth int) bool {
 	return kryoSameClass(vs, refs)
 }
 
+// comparator writes a sorted collection's comparator: null for the
+// natural order, else one without fields (its class, a new object).
+func (k *kryoOut) comparator(cmp any) error {
+	if cmp == nil {
+		k.b = append(k.b, 0)
+		return nil
+	}
+	c, _ := cmp.(string)
+	if !slices.Contains(kryoFieldlessComparators, c) {
+		return fmt.Errorf("comparator %v: only the natural order and %s are written", cmp, strings.Join(kryoFieldlessComparators, ", "))
+	}
+	k.class(c)
+	k.b = append(k.b, 1)
+	k.refs = append(k.refs, c)
+	return nil
+}
+
 // kryoEntries are a map's keys and values, in its order.
 func kryoEntries(v any) ([]any, []any, error) {
 	switch x := v.(type) {
@@ -536,12 +566,21 @@ func kryoEntries(v any) ([]any, []any, error) {
 }
 
 func (k *kryoOut) mapOf(v any, sorted bool, depth int) error {
+	v, cmp := kryoAttr(v)
+	if m, ok := v.(*kryoMap); ok && m.Comparator != "" {
+		cmp = m.Comparator
+	}
 	keys, vals, err := kryoEntries(v)
 	if err != nil {
 		return err
 	}
+	if cmp != nil && !sorted {
+		return fmt.Errorf("a comparator %v for a map that has none", cmp)
+	}
 	if sorted && !k.v5 {
-		k.b = append(k.b, 0)
+		if err := k.comparator(cmp); err != nil {
+			return err
+		}
 	}
 	n := uint64(len(keys))
 	if k.v5 {
@@ -549,7 +588,9 @@ func (k *kryoOut) mapOf(v any, sorted bool, depth int) error {
 	}
 	k.varint(n)
 	if sorted && k.v5 {
-		k.b = append(k.b, 0)
+		if err := k.comparator(cmp); err != nil {
+			return err
+		}
 	}
 	for i := range keys {
 		if err := k.classAndObject(keys[i], depth+1); err != nil {

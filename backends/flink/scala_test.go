@@ -126,6 +126,10 @@ func TestKryoChill(t *testing.T) {
 // flinkJDKCases are values of the JDK classes Flink registers from id 73
 // (tag 75), in Flink 1.x with chill-java's serializers under Kryo 2, in
 // Flink 2.x with Kryo 5's, each written as those serializers write it.
+// reverseComparator is the class name of Collections.reverseOrder() as
+// Kryo writes it (ASCII, the last byte's high bit set).
+const reverseComparator = "6A6176612E7574696C2E436F6C6C656374696F6E732452657665727365436F6D70617261746FF2"
+
 var flinkJDKCases = []struct {
 	v5   bool
 	b    string
@@ -143,6 +147,10 @@ var flinkJDKCases = []struct {
 	// PriorityQueue: a null comparator and the elements, as a TreeSet.
 	{false, "4D 01 00 01 09 02", `{"@class":"java.util.PriorityQueue","@value":[1]}`},
 	{true, "4D 01 82 00 09 00 02", `{"@class":"java.util.PriorityQueue","@value":[1]}`},
+	// Ordered by Collections.reverseOrder(): its class by name, a new
+	// object, and nothing of it (no fields).
+	{false, "4D 01 01 00 " + reverseComparator + " 01 01 09 02", `{"@class":"java.util.PriorityQueue","@comparator":"java.util.Collections$ReverseComparator","@value":[1]}`},
+	{true, "4D 01 82 01 00 " + reverseComparator + " 01 09 00 02", `{"@class":"java.util.PriorityQueue","@comparator":"java.util.Collections$ReverseComparator","@value":[1]}`},
 	// Pattern: its text; Kryo 5 then its flags.
 	{false, "4E 01 61 AB", `{"@class":"java.util.regex.Pattern","@value":"a+"}`},
 	{true, "4E 01 61 AB 02", `{"@class":"java.util.regex.Pattern","@flags":2,"@value":"a+"}`},
@@ -188,12 +196,15 @@ func TestKryoFlinkJDK(t *testing.T) {
 	}
 
 	// Not decoded: Locale in Kryo 2 and SimpleDateFormat in both (Java
-	// serialization), named by their class.
+	// serialization), named by their class; a queue ordered by a user's
+	// comparator.
 	for _, c := range []struct {
 		v5    bool
 		b     string
 		class string
-	}{{false, "55 01 AC ED", "java.util.Locale"}, {false, "56 01 AC ED", "java.text.SimpleDateFormat"}, {true, "56 01 AC ED", "java.text.SimpleDateFormat"}} {
+	}{{false, "55 01 AC ED", "java.util.Locale"}, {false, "56 01 AC ED", "java.text.SimpleDateFormat"}, {true, "56 01 AC ED", "java.text.SimpleDateFormat"},
+		// A comparator of a user's class may have fields: its queue is not decoded.
+		{false, "4D 01 01 00 636F6D2E61636D652E436DF0 01 01 09 02", "java.util.PriorityQueue"}} {
 		s := &SerializerSnapshot{Class: "org.apache.flink.api.java.typeutils.runtime.kryo.KryoSerializerSnapshot", TypeClass: "java.lang.Object", Kryo5: c.v5}
 		_, err := codec{s: s}.Decode(h(c.b))
 		var nd *snapshot.NotDecodedError
