@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf16"
 )
 
@@ -531,6 +532,42 @@ func (k *kryoOut) comparator(cmp any) error {
 	return nil
 }
 
+// javaSortedEntries puts the String keys of a sorted map from JSON text
+// (whose objects keep no order) in the order of its comparator, which is
+// the order Kryo writes them in; other keys stay as they are.
+func javaSortedEntries(keys, vals []any, cmp any) ([]any, []any) {
+	idx := make([]int, len(keys))
+	strs := make([][]uint16, len(keys))
+	for i, key := range keys {
+		s, ok := key.(string)
+		if !ok {
+			return keys, vals
+		}
+		idx[i], strs[i] = i, utf16.Encode([]rune(s))
+	}
+	compare := func(a, b []uint16) int { return slices.Compare(a, b) } // String.compareTo
+	switch cmp {
+	case "java.util.Collections$ReverseComparator":
+		compare = func(a, b []uint16) int { return slices.Compare(b, a) }
+	case "java.lang.String$CaseInsensitiveComparator":
+		compare = func(a, b []uint16) int {
+			fold := func(c uint16) uint16 { return uint16(unicode.ToLower(unicode.ToUpper(rune(c)))) }
+			for i := 0; i < len(a) && i < len(b); i++ {
+				if x, y := fold(a[i]), fold(b[i]); x != y {
+					return int(x) - int(y)
+				}
+			}
+			return len(a) - len(b)
+		}
+	}
+	sort.SliceStable(idx, func(i, j int) bool { return compare(strs[idx[i]], strs[idx[j]]) < 0 })
+	sk, sv := make([]any, len(keys)), make([]any, len(keys))
+	for i, j := range idx {
+		sk[i], sv[i] = keys[j], vals[j]
+	}
+	return sk, sv
+}
+
 // kryoEntries are a map's keys and values, in its order.
 func kryoEntries(v any) ([]any, []any, error) {
 	switch x := v.(type) {
@@ -576,6 +613,9 @@ func (k *kryoOut) mapOf(v any, sorted bool, depth int) error {
 	}
 	if cmp != nil && !sorted {
 		return fmt.Errorf("a comparator %v for a map that has none", cmp)
+	}
+	if _, decoded := v.(*kryoMap); sorted && !decoded {
+		keys, vals = javaSortedEntries(keys, vals, cmp)
 	}
 	if sorted && !k.v5 {
 		if err := k.comparator(cmp); err != nil {

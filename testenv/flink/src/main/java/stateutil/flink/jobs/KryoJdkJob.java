@@ -6,10 +6,12 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.BitSet;
 import java.util.Collection;
+import java.util.Collections;
 import java.util.List;
 import java.util.Locale;
 import java.util.PriorityQueue;
 import java.util.TreeMap;
+import java.util.TreeSet;
 import java.util.UUID;
 import java.util.regex.Pattern;
 
@@ -26,7 +28,9 @@ import stateutil.flink.StateDef;
 /**
  * The JDK classes Flink registers for Kryo from id 73 (Arrays.asList's list, BitSet,
  * PriorityQueue, Pattern, InetSocketAddress, and in Flink 2 Locale and the java.sql, URI and
- * UUID classes too) in a value and a list state of Object, on String keys "jdk-&lt;r % keys&gt;".
+ * UUID classes too), and a TreeSet, a PriorityQueue and a TreeMap each ordered by a JDK
+ * comparator without fields, in a value and a list state of Object, on String keys
+ * "jdk-&lt;r % keys&gt;".
  * Flink 1.x writes them with chill-java's serializers under Kryo 2, Flink 2.x with Kryo 5's
  * own. Locale is left out of Flink 1.x: chill writes it with Java serialization.
  */
@@ -82,7 +86,10 @@ public final class KryoJdkJob extends StringKeyedJob {
                 new PriorityQueue<>(List.of(r + 3, r, r + 1)),
                 Pattern.compile("a" + r + "+b"),
                 Pattern.compile("x" + r, Pattern.CASE_INSENSITIVE),
-                InetSocketAddress.createUnresolved("h" + r + ".example", (int) (8000 + r))));
+                InetSocketAddress.createUnresolved("h" + r + ".example", (int) (8000 + r)),
+                sorted(new TreeSet<>(Collections.reverseOrder()), "s" + r, "t" + r, "u" + r),
+                sorted(new PriorityQueue<>(Collections.reverseOrder()), r, r + 2, r + 1),
+                caseInsensitive(r)));
         if (KRYO5) {
             k.addAll(Arrays.asList(new Locale("de", "CH", r % 2 == 0 ? "" : "v" + r), new Locale("en"),
                     new UUID(r, -r), URI.create("http://h/" + r), timestamp(r),
@@ -97,6 +104,21 @@ public final class KryoJdkJob extends StringKeyedJob {
         Object[] kinds = kinds(r);
         ((ValueState) s.get(0)).update(kinds[(int) (r % kinds.length)]);
         ((ListState) s.get(1)).add(kinds[(int) ((r / 3) % kinds.length)]);
+    }
+
+    /** c with xs added. */
+    @SafeVarargs
+    static <T> Collection<T> sorted(Collection<T> c, T... xs) {
+        c.addAll(Arrays.asList(xs));
+        return c;
+    }
+
+    /** A TreeMap ordered by a comparator without fields (Kryo writes none of it but its class). */
+    static TreeMap<String, Object> caseInsensitive(long r) {
+        TreeMap<String, Object> m = new TreeMap<>(String.CASE_INSENSITIVE_ORDER);
+        m.put("B" + r, r);
+        m.put("a" + r, "x" + r);
+        return m;
     }
 
     /** A Timestamp with nanoseconds below its milliseconds. */
@@ -115,7 +137,8 @@ public final class KryoJdkJob extends StringKeyedJob {
      * class. A list of Arrays.asList names its array's component class in Flink 1.x (chill
      * writes it): String for a list of Strings here, Object otherwise; a BitSet is its set bits;
      * a Pattern its text, and in Flink 2.x its flags when there are any (chill drops them); an
-     * InetSocketAddress [host, port]; a Locale [language, country, variant].
+     * InetSocketAddress [host, port]; a Locale [language, country, variant]; a sorted collection
+     * or map names the class of its comparator, if it has one.
      */
     static Object kryoJson(Object v) {
         if (v == null || v instanceof String || v instanceof Long) {
@@ -123,7 +146,20 @@ public final class KryoJdkJob extends StringKeyedJob {
         }
         TreeMap<String, Object> out = Json.obj();
         out.put("@class", v.getClass().getName());
-        if (v instanceof Collection) {
+        if (v instanceof TreeSet || v instanceof PriorityQueue || v instanceof TreeMap) {
+            Object c = v instanceof TreeSet ? ((TreeSet<?>) v).comparator()
+                    : v instanceof PriorityQueue ? ((PriorityQueue<?>) v).comparator() : ((TreeMap<?, ?>) v).comparator();
+            if (c != null) {
+                out.put("@comparator", c.getClass().getName());
+            }
+        }
+        if (v instanceof TreeMap) {
+            TreeMap<String, Object> m = Json.obj();
+            for (java.util.Map.Entry<?, ?> e : ((TreeMap<?, ?>) v).entrySet()) {
+                m.put((String) e.getKey(), kryoJson(e.getValue()));
+            }
+            out.put("@value", m);
+        } else if (v instanceof Collection) {
             List<Object> elems = new ArrayList<>();
             boolean strings = true;
             for (Object e : (Collection<?>) v) {
