@@ -587,6 +587,9 @@ func (k *kryoIn) collection(class string, sorted bool, depth int) any {
 		if r.err == nil && n == 0 {
 			r.failAt(at, "Kryo collection size 0: Kryo 5 writes the size plus one")
 		}
+		if r.err == nil && n == 1 && same {
+			r.failAt(at, "Kryo 5 empty collection flagged as of one class, which Kryo never writes")
+		}
 		n--
 	} else {
 		n = k.varint("Kryo collection size")
