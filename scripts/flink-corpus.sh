@@ -101,6 +101,10 @@ matrix() {
 			# (each state's section a Snappy stream of its own).
 			echo "$v heapkryo-hashmap-native"
 			echo "$v heapkryo-hashmap-checkpoint-compressed"
+			# The JDK classes Flink registers for Kryo from id 73: a heap savepoint and
+			# RocksDB's native one.
+			echo "$v kryojdk-hashmap-canonical"
+			echo "$v kryojdk-rocksdb-native"
 			# Flink 1.x's Scala API types (Flink 2 has no Scala API).
 			if [[ $v == 1.* ]]; then
 				for e in hashmap-canonical rocksdb-native hashmap-checkpoint; do

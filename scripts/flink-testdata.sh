@@ -5,7 +5,7 @@
 # native, RocksDB incremental checkpoint, one compressed, one changelog), types
 # (hashmap canonical, and heap native for its Kryo values), tuplekeys,
 # longkeys, orders, avro, rowtypes and collections, heapkryo (heap native, and a compressed
-# heap checkpoint), windows (hashmap canonical and native, RocksDB native), scala (1.x only: hashmap
+# heap checkpoint), kryojdk (hashmap canonical, RocksDB native), windows (hashmap canonical and native, RocksDB native), scala (1.x only: hashmap
 # canonical and checkpoint, RocksDB native), and the planner's
 # sql and sqltime (hashmap canonical), 200 records each, with the job's dump, Flink's restore dump and the State
 # Processor API's dump (spa.err where it cannot read the job).
@@ -18,6 +18,7 @@ entries="basic-hashmap-canonical basic-rocksdb-native basic-rocksdb-checkpoint-i
 basic-rocksdb-canonical-compressed basic-hashmap-checkpoint-changelog types-hashmap-canonical types-hashmap-native
 tuplekeys-hashmap-canonical longkeys-hashmap-canonical orders-hashmap-canonical avro-hashmap-canonical
 rowtypes-hashmap-canonical collections-hashmap-canonical heapkryo-hashmap-native heapkryo-hashmap-checkpoint-compressed
+kryojdk-hashmap-canonical kryojdk-rocksdb-native
 windows-hashmap-canonical windows-hashmap-native windows-rocksdb-native sql-hashmap-canonical sqltime-hashmap-canonical
 scala-hashmap-canonical scala-rocksdb-native scala-hashmap-checkpoint"
 tmp="$root/testdata/.flink.new"

@@ -16,7 +16,8 @@ import (
 // Kryo values as Flink's KryoSerializer writes them (FLINK-FORMATS.md §9):
 // Kryo 2.24 in Flink 1.x, Kryo 5.6 in Flink 2.x, references on, each value
 // its own object graph. Kryo's default serializers of the JDK classes are
-// decoded, and in Kryo 2 chill's of Scala's classes (kryo_chill.go); any
+// decoded, those of the JDK classes Flink registers, and in Kryo 2 chill's
+// of Scala's classes (kryo_chill.go); any
 // other class (a user class under FieldSerializer, a class with a
 // serializer of its own) is not decoded.
 //
@@ -156,11 +157,11 @@ func decodeKryo(r *reader, s *SerializerSnapshot) any {
 	// A value of the class the snapshot declares needs no tag.
 	switch x := v.(type) {
 	case map[string]any:
-		if c, _ := x["@class"].(string); c == s.TypeClass && c != "" {
+		if c, _ := x["@class"].(string); c == s.TypeClass && c != "" && len(x) == 2 {
 			return x["@value"]
 		}
 	case *kryoMap:
-		if x.Class == s.TypeClass && !x.JSONKeys {
+		if x.Class == s.TypeClass && !x.JSONKeys && x.Comparator == "" {
 			x.Plain = true
 		}
 	}
@@ -402,10 +403,13 @@ func (k *kryoIn) class() string {
 		r.failAt(at, "Kryo class id %d: the serializer snapshot registers %d classes from id %d", id, len(k.regs), kryoFirstSnapshotID)
 		return ""
 	}
-	if c, ok := chillClassOfID(id); ok && !k.v5 { // kryo_chill.go
+	if c, ok := flinkJDKIDs[id]; ok { // kryo_chill.go
 		return c
 	}
-	// chill's and Flink's own registrations, with serializers of their own.
+	if c, ok := chillClassOfID(id); ok && !k.v5 {
+		return c
+	}
+	// chill's registrations, with serializers of their own.
 	k.notDecoded(fmt.Sprintf("Kryo class id %d", id))
 	return ""
 }
@@ -453,6 +457,9 @@ func (k *kryoIn) object(class string, marker bool, depth int) any {
 		return nil
 	}
 	ser, ok := kryoSerializerOf(class)
+	if !ok {
+		ser, ok = flinkJDKSerializerOf(class, k.v5)
+	}
 	if !ok && !k.v5 {
 		ser, ok = chillSerializerOf(class)
 	}
@@ -548,7 +555,8 @@ func (k *kryoIn) object(class string, marker bool, depth int) any {
 		return kryoTagged(class, consts[n-1])
 	case kserArray:
 		return k.array(class, depth)
-	case kserChillValue, kserChillTuple, kserChillSymbol, kserTimestamp, kserURI, kserUUID:
+	case kserChillValue, kserChillTuple, kserChillSymbol, kserTimestamp, kserURI, kserUUID,
+		kserArraysAsList, kserBitSet, kserPattern, kserSocketAddress, kserLocale:
 		return k.chillObject(class, ser, depth)
 	}
 	return nil
@@ -567,7 +575,8 @@ func kryoTagged(class string, v any) map[string]any {
 // collection reads CollectionSerializer's (and TreeSet's) collection.
 func (k *kryoIn) collection(class string, sorted bool, depth int) any {
 	r := k.r
-	if sorted && !k.v5 && !k.nullComparator(class) {
+	cmp := ""
+	if sorted && !k.v5 && !k.comparator(class, &cmp) {
 		return nil
 	}
 	at := r.pos()
@@ -578,11 +587,14 @@ func (k *kryoIn) collection(class string, sorted bool, depth int) any {
 		if r.err == nil && n == 0 {
 			r.failAt(at, "Kryo collection size 0: Kryo 5 writes the size plus one")
 		}
+		if r.err == nil && n == 1 && same {
+			r.failAt(at, "Kryo 5 empty collection flagged as of one class, which Kryo never writes")
+		}
 		n--
 	} else {
 		n = k.varint("Kryo collection size")
 	}
-	if sorted && k.v5 && !k.nullComparator(class) {
+	if sorted && k.v5 && !k.comparator(class, &cmp) {
 		return nil
 	}
 	if r.err != nil {
@@ -631,7 +643,11 @@ func (k *kryoIn) collection(class string, sorted bool, depth int) any {
 	if class == "java.util.ArrayList" {
 		return out
 	}
-	return kryoTagged(class, out)
+	m := kryoTagged(class, out)
+	if cmp != "" {
+		m["@comparator"] = cmp
+	}
+	return m
 }
 
 // elementOf reads an element of a collection whose elements are all of
@@ -660,12 +676,26 @@ func containsNil(vs []any) bool {
 	return false
 }
 
-// nullComparator reads a sorted collection's comparator: only the natural
-// order (null) is decoded.
-func (k *kryoIn) nullComparator(class string) bool {
+// kryoFieldlessComparators are the JDK comparators without fields, which
+// Kryo's FieldSerializer writes as nothing: a sorted collection ordered by
+// one is decoded (a user's comparator may have fields, and its class does
+// not say).
+var kryoFieldlessComparators = []string{"java.util.Collections$ReverseComparator", "java.lang.String$CaseInsensitiveComparator"}
+
+// comparator reads a sorted collection's comparator into cmp: "" for the
+// natural order (null), else one of kryoFieldlessComparators; any other
+// leaves the collection of class not decoded.
+func (k *kryoIn) comparator(class string, cmp *string) bool {
 	if k.r.remaining() > 0 && k.r.buf[k.r.off] == 0 {
 		k.r.off++
 		return true
+	}
+	c := k.class()
+	if k.r.err == nil && slices.Contains(kryoFieldlessComparators, c) {
+		if _, follows := k.ref(c); follows {
+			*cmp = c
+			return true
+		}
 	}
 	if k.r.err == nil {
 		k.notDecoded(class)
@@ -676,7 +706,8 @@ func (k *kryoIn) nullComparator(class string) bool {
 // mapOf reads MapSerializer's (and TreeMap's) map.
 func (k *kryoIn) mapOf(class string, sorted bool, depth int) any {
 	r := k.r
-	if sorted && !k.v5 && !k.nullComparator(class) {
+	m := &kryoMap{Class: class}
+	if sorted && !k.v5 && !k.comparator(class, &m.Comparator) {
 		return nil
 	}
 	at := r.pos()
@@ -687,11 +718,10 @@ func (k *kryoIn) mapOf(class string, sorted bool, depth int) any {
 		}
 		n--
 	}
-	if sorted && k.v5 && !k.nullComparator(class) {
+	if sorted && k.v5 && !k.comparator(class, &m.Comparator) {
 		return nil
 	}
 	cnt := k.count(n, 2, "Kryo map size", at)
-	m := &kryoMap{Class: class}
 	for i := 0; i < cnt && r.err == nil; i++ {
 		m.add(k.classAndObject(depth+1), k.classAndObject(depth+1))
 	}
@@ -854,11 +884,12 @@ func kryoSameClass(vs []any, refs []string) bool {
 
 // kryoMap is a Kryo map in its iteration order, which a JSON object loses.
 type kryoMap struct {
-	Class    string
-	JSONKeys bool
-	Plain    bool // the snapshot's declared class: no tag
-	Keys     []any
-	Vals     []any
+	Class      string
+	JSONKeys   bool
+	Plain      bool   // the snapshot's declared class: no tag
+	Comparator string // a sorted map's, if not the natural order
+	Keys       []any
+	Vals       []any
 }
 
 func (m *kryoMap) add(k, v any) {
@@ -894,12 +925,16 @@ func (m *kryoMap) MarshalJSON() ([]byte, error) {
 		b.Write(vb)
 	}
 	b.WriteByte('}')
-	if (m.Plain || m.Class == "java.util.HashMap") && !m.JSONKeys {
+	if (m.Plain || m.Class == "java.util.HashMap") && !m.JSONKeys && m.Comparator == "" {
 		return []byte(b.String()), nil
 	}
 	keys := ""
 	if m.JSONKeys {
 		keys = `"@keys":"json",`
+	}
+	if m.Comparator != "" {
+		c, _ := json.Marshal(m.Comparator)
+		keys = `"@comparator":` + string(c) + `,` + keys
 	}
 	cb, _ := json.Marshal(m.Class)
 	return []byte(`{"@class":` + string(cb) + `,` + keys + `"@value":` + b.String() + `}`), nil

@@ -2,6 +2,7 @@ package flink
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 )
@@ -18,10 +19,24 @@ import (
 // TupleN as its N fields, a collection or map as a varint size and the
 // elements (a map's are Tuple2s), Symbol as its name, and Unit (a
 // singleton) as nothing; None, a field-less object, is nothing too.
-// Flink registers some JDK classes with chill-java's serializers from id
-// 73: java.sql's Date and Time are their milliseconds as a varlong (as
-// java.util.Date), a Timestamp its milliseconds then its nanoseconds as a
-// varint, a URI its text, a UUID its two halves as zigzag varlongs.
+//
+// Flink registers JDK classes from id 73 (FlinkChillPackageRegistrar), in
+// Flink 1.x with chill-java's serializers, in Flink 2.x with Kryo 5's own
+// (and one of Flink's), so these are decoded in both: java.sql's Date and
+// Time are their milliseconds as a varlong (as java.util.Date), a URI its
+// text, an InetSocketAddress its host name and port (a varint); a
+// PriorityQueue is written as a TreeSet is (its comparator, the elements);
+// Arrays.asList's list in Kryo 2 is its length, its array's component
+// class and the elements, in Kryo 5 a collection. A Timestamp is, in Kryo
+// 2, its milliseconds then its nanoseconds as a varint, in Kryo 5 its
+// milliseconds without those of the nanoseconds; a UUID its two halves as
+// zigzag varlongs in Kryo 2, fixed longs in Kryo 5. A BitSet is its words,
+// a varint count and fixed longs (in Kryo 2 the whole array, with the
+// zero words a BitSet may keep at its end, in Kryo 5 the words up to the
+// last bit set); a Pattern its text, in Kryo 5 then its flags as a varint.
+// A Locale is its language, country and variant in Kryo 5; chill writes it
+// with Java serialization, which is not decoded, as SimpleDateFormat's is
+// in both.
 
 // chillIDs are the Kryo ids of the chill registrations decoded.
 var chillIDs = map[int]string{
@@ -34,8 +49,14 @@ var chillIDs = map[int]string{
 	28: "scala.collection.immutable.HashMap$HashTrieMap",
 	32: "scala.collection.mutable.BitSet", 33: "scala.collection.mutable.HashMap", 34: "scala.collection.mutable.HashSet",
 	70: "scala.Symbol", 72: "scala.runtime.BoxedUnit",
-	// Flink's own, from 73 (FlinkChillPackageRegistrar, chill-java's serializers).
-	77: "java.sql.Date", 78: "java.sql.Time", 79: "java.sql.Timestamp", 80: "java.net.URI", 82: "java.util.UUID",
+}
+
+// flinkJDKIDs are the JDK classes Flink registers from id 73, in Flink 1.x
+// and 2.x alike.
+var flinkJDKIDs = map[int]string{
+	73: "java.util.Arrays$ArrayList", 74: "java.util.BitSet", 75: "java.util.PriorityQueue", 76: "java.util.regex.Pattern",
+	77: "java.sql.Date", 78: "java.sql.Time", 79: "java.sql.Timestamp", 80: "java.net.URI",
+	81: "java.net.InetSocketAddress", 82: "java.util.UUID", 83: "java.util.Locale", 84: "java.text.SimpleDateFormat",
 }
 
 // chillTupleFirstID is the id of Tuple1; Tuple2 to Tuple22 follow.
@@ -59,7 +80,76 @@ const (
 	kserTimestamp
 	kserURI
 	kserUUID
+	kserArraysAsList // Kryo 2: the array's component class first
+	kserBitSet
+	kserPattern
+	kserSocketAddress
+	kserLocale
 )
+
+// flinkJDKSerializerOf is the serializer of a JDK class Flink registers,
+// and whether it is one decoded in Kryo 5 (v5) or Kryo 2.
+func flinkJDKSerializerOf(class string, v5 bool) (int, bool) {
+	switch class {
+	case "java.util.Arrays$ArrayList":
+		if v5 {
+			return kserCollection, true
+		}
+		return kserArraysAsList, true
+	case "java.util.BitSet":
+		return kserBitSet, true
+	case "java.util.PriorityQueue":
+		return kserSortedCollection, true
+	case "java.util.regex.Pattern":
+		return kserPattern, true
+	case "java.sql.Date", "java.sql.Time":
+		return kserDate, true
+	case "java.sql.Timestamp":
+		return kserTimestamp, true
+	case "java.net.URI":
+		return kserURI, true
+	case "java.net.InetSocketAddress":
+		return kserSocketAddress, true
+	case "java.util.UUID":
+		return kserUUID, true
+	case "java.util.Locale":
+		return kserLocale, v5
+	}
+	return 0, false
+}
+
+// flinkJDKIDOf is the Kryo id Flink registers a JDK class with.
+func flinkJDKIDOf(class string) (int, bool) {
+	for id, c := range flinkJDKIDs {
+		if c == class {
+			return id, true
+		}
+	}
+	return 0, false
+}
+
+// kryoAttributes names the one attribute a class's JSON may carry next to
+// its value, which its bytes need: the component class of Arrays.asList's
+// array (Kryo 2), the words of a BitSet when it keeps more than its bits
+// need, the flags of a Pattern (Kryo 5), the comparator of a sorted
+// collection or map that has one (kryo.go's kryoFieldlessComparators).
+var kryoAttributes = map[string]string{
+	"java.util.Arrays$ArrayList": "@component", "java.util.BitSet": "@words", "java.util.regex.Pattern": "@flags",
+	"java.util.TreeSet": "@comparator", "java.util.TreeMap": "@comparator", "java.util.PriorityQueue": "@comparator",
+}
+
+// kryoAttributed is the payload of a JSON value with its attribute.
+type kryoAttributed struct {
+	Value, Attr any
+}
+
+// kryoAttr splits a payload into its value and its attribute (nil if none).
+func kryoAttr(v any) (value, attr any) {
+	if a, ok := v.(kryoAttributed); ok {
+		return a.Value, a.Attr
+	}
+	return v, nil
+}
 
 // chillSerializerOf is the serializer of a chill class, and whether it is one.
 func chillSerializerOf(class string) (int, bool) {
@@ -73,14 +163,6 @@ func chillSerializerOf(class string) (int, bool) {
 		return kserChillSymbol, true
 	case "scala.runtime.BoxedUnit":
 		return kserEmpty, true
-	case "java.sql.Date", "java.sql.Time":
-		return kserDate, true
-	case "java.sql.Timestamp":
-		return kserTimestamp, true
-	case "java.net.URI":
-		return kserURI, true
-	case "java.util.UUID":
-		return kserUUID, true
 	}
 	if _, ok := chillTupleArity(class); ok {
 		return kserChillTuple, true
@@ -155,14 +237,119 @@ func (k *kryoIn) chillObject(class string, ser int, depth int) any {
 		return kryoTagged(class, s)
 	case kserTimestamp:
 		ms := int64(k.varlong("Kryo timestamp milliseconds", 9))
-		return kryoTagged(class, []any{ms, int64(k.varint("Kryo timestamp nanoseconds"))})
+		at := k.r.pos()
+		ns := int64(k.varint("Kryo timestamp nanoseconds"))
+		if k.r.err == nil && ns > 999999999 {
+			k.r.failAt(at, "Kryo timestamp nanoseconds %d", ns)
+		}
+		if k.v5 {
+			ms += ns / 1000000
+		}
+		return kryoTagged(class, []any{ms, ns})
 	case kserUUID:
-		hi := zigzag(k.varlong("Kryo UUID high bits", 9))
-		lo := zigzag(k.varlong("Kryo UUID low bits", 9))
+		var hi, lo int64
+		if k.v5 {
+			hi, lo = int64(k.fixed(8, "Kryo UUID high bits")), int64(k.fixed(8, "Kryo UUID low bits"))
+		} else {
+			hi, lo = zigzag(k.varlong("Kryo UUID high bits", 9)), zigzag(k.varlong("Kryo UUID low bits", 9))
+		}
 		x := fmt.Sprintf("%016x%016x", uint64(hi), uint64(lo))
 		return kryoTagged(class, x[:8]+"-"+x[8:12]+"-"+x[12:16]+"-"+x[16:20]+"-"+x[20:])
+	case kserArraysAsList:
+		return k.arraysAsList(class, depth)
+	case kserBitSet:
+		return k.bitSet(class)
+	case kserPattern:
+		at := k.r.pos()
+		p, ok := k.string("Kryo pattern", false)
+		if !ok && k.r.err == nil {
+			k.r.failAt(at, "Kryo pattern holds a null")
+		}
+		out := kryoTagged(class, p)
+		if k.v5 {
+			if flags := int64(k.varint("Kryo pattern flags")); flags != 0 {
+				out["@flags"] = flags
+			}
+		}
+		return out
+	case kserSocketAddress:
+		at := k.r.pos()
+		host, ok := k.string("Kryo socket address host", false)
+		if !ok && k.r.err == nil {
+			k.r.failAt(at, "Kryo socket address without its host")
+		}
+		return kryoTagged(class, []any{host, int64(k.varint("Kryo socket address port"))})
+	case kserLocale:
+		parts := make([]any, 0, 3)
+		for _, what := range []string{"Kryo locale language", "Kryo locale country", "Kryo locale variant"} {
+			at := k.r.pos()
+			p, ok := k.string(what, false)
+			if !ok && k.r.err == nil {
+				k.r.failAt(at, "%s is null", what)
+			}
+			parts = append(parts, p)
+		}
+		return kryoTagged(class, parts)
 	}
 	return nil
+}
+
+// arraysAsList reads chill's Arrays.asList list: the length, the class of
+// the array's components, the elements with their classes.
+func (k *kryoIn) arraysAsList(class string, depth int) any {
+	r := k.r
+	at := r.pos()
+	n := k.varint("Kryo list length")
+	component := k.class()
+	if r.err != nil {
+		return nil
+	}
+	if component == "" {
+		r.failAt(at, "Kryo %s without its component class", class)
+		return nil
+	}
+	cnt := k.count(uint64(n), 1, "Kryo list length", at)
+	out := make([]any, 0, cnt)
+	for i := 0; i < cnt && r.err == nil; i++ {
+		out = append(out, k.classAndObject(depth+1))
+	}
+	m := kryoTagged(class, out)
+	m["@component"] = component
+	return m
+}
+
+// bitSet reads a BitSet's words as the set bits' indexes; "@words" keeps
+// how many words there are when more than the bits need.
+func (k *kryoIn) bitSet(class string) any {
+	r := k.r
+	at := r.pos()
+	n := k.varint("Kryo bit set words")
+	cnt := k.count(uint64(n), 8, "Kryo bit set words", at)
+	bits := []any{}
+	used := 0
+	for i := 0; i < cnt && r.err == nil; i++ {
+		w := k.fixed(8, "Kryo bit set word")
+		for b := 0; b < 64; b++ {
+			if w&(1<<b) != 0 {
+				bits = append(bits, int64(64*i+b))
+			}
+		}
+		if w != 0 {
+			used = i + 1
+		}
+	}
+	if r.err != nil {
+		return nil
+	}
+	out := kryoTagged(class, bits)
+	if cnt > used {
+		if k.v5 {
+			r.failAt(at, "Kryo 5 bit set with zero words at its end, which Kryo never writes")
+			return nil
+		}
+		out["@words"] = int64(cnt)
+	}
+	return out
 }
 
 // chillObject writes an object of a chill serializer of its own.
@@ -199,9 +386,14 @@ func (k *kryoOut) chillObject(class string, ser int, v any, depth int) error {
 		if !okMS || !okNS || ns < 0 || ns > 999999999 {
 			return fmt.Errorf("want [milliseconds, nanoseconds] for %s, not %v", class, v)
 		}
+		if k.v5 {
+			ms -= ns / 1000000
+		}
 		k.varlong(uint64(ms))
 		k.varint(uint64(ns))
 		return nil
+	case kserArraysAsList, kserBitSet, kserPattern, kserSocketAddress, kserLocale:
+		return k.flinkJDKObject(class, ser, v, depth)
 	case kserUUID:
 		text, _ := v.(string)
 		h := strings.ReplaceAll(text, "-", "")
@@ -210,9 +402,110 @@ func (k *kryoOut) chillObject(class string, ser int, v any, depth int) error {
 		if len(h) != 32 || len(text) != 36 || text[8] != '-' || text[13] != '-' || text[18] != '-' || text[23] != '-' || errHi != nil || errLo != nil {
 			return fmt.Errorf("want a UUID for %s, not %v", class, v)
 		}
+		if k.v5 {
+			k.fixed(8, hi)
+			k.fixed(8, lo)
+			return nil
+		}
 		k.varlong(zigzag64(int64(hi)))
 		k.varlong(zigzag64(int64(lo)))
 		return nil
 	}
 	return fmt.Errorf("values of class %s cannot be written as Kryo", class)
+}
+
+// flinkJDKObject writes an object of the serializers of the JDK classes
+// Flink registers that have no twin among chill's Scala ones.
+func (k *kryoOut) flinkJDKObject(class string, ser int, v any, depth int) error {
+	v, attr := kryoAttr(v)
+	switch ser {
+	case kserArraysAsList:
+		vs, ok := v.([]any)
+		component, okC := attr.(string)
+		if !ok || !okC || component == "" {
+			return fmt.Errorf(`want {"@class": %q, "@component": class, "@value": [...]}, not %v`, class, v)
+		}
+		k.varint(uint64(len(vs)))
+		k.class(component)
+		for _, e := range vs {
+			if err := k.classAndObject(e, depth+1); err != nil {
+				return err
+			}
+		}
+		return nil
+	case kserBitSet:
+		return k.bitSet(class, v, attr)
+	case kserPattern:
+		p, ok := v.(string)
+		if !ok {
+			return fmt.Errorf("want a string for %s, not %v", class, v)
+		}
+		k.string(p, false)
+		flags, okF := kryoInteger(attr)
+		if attr != nil && (!okF || !k.v5 || flags <= 0 || flags > math.MaxInt32) {
+			return fmt.Errorf("%s: flags %v, which Kryo %s does not write", class, attr, map[bool]string{false: "2", true: "5"}[k.v5])
+		}
+		if k.v5 {
+			k.varint(uint64(flags))
+		}
+		return nil
+	case kserSocketAddress:
+		parts, ok := v.([]any)
+		if ok && len(parts) == 2 {
+			host, okH := parts[0].(string)
+			port, okP := kryoInteger(parts[1])
+			if okH && okP && port >= 0 && port <= math.MaxInt32 {
+				k.string(host, false)
+				k.varint(uint64(port))
+				return nil
+			}
+		}
+		return fmt.Errorf("want [host, port] for %s, not %v", class, v)
+	case kserLocale:
+		parts, ok := v.([]any)
+		if !ok || len(parts) != 3 {
+			return fmt.Errorf("want [language, country, variant] for %s, not %v", class, v)
+		}
+		for _, p := range parts {
+			s, ok := p.(string)
+			if !ok {
+				return fmt.Errorf("want [language, country, variant] for %s, not %v", class, v)
+			}
+			k.string(s, false)
+		}
+		return nil
+	}
+	return fmt.Errorf("values of class %s cannot be written as Kryo", class)
+}
+
+// bitSet writes a BitSet of the set bits' indexes in bits, in words words
+// if given, else as few as they need.
+func (k *kryoOut) bitSet(class string, v, words any) error {
+	vs, ok := v.([]any)
+	if !ok {
+		return fmt.Errorf("want the indexes of the set bits for %s, not %v", class, v)
+	}
+	var w []uint64
+	for _, e := range vs {
+		i, ok := kryoInteger(e)
+		if !ok || i < 0 || i >= 64<<20 {
+			return fmt.Errorf("want the indexes of the set bits for %s, not %v", class, v)
+		}
+		for int64(len(w)) <= i/64 {
+			w = append(w, 0)
+		}
+		w[i/64] |= 1 << (i % 64)
+	}
+	if words != nil {
+		n, ok := kryoInteger(words)
+		if !ok || k.v5 || n <= int64(len(w)) || n > 1<<20 {
+			return fmt.Errorf("%s: %v words, not as Kryo %s writes its bits", class, words, map[bool]string{false: "2", true: "5"}[k.v5])
+		}
+		w = append(w, make([]uint64, n-int64(len(w)))...)
+	}
+	k.varint(uint64(len(w)))
+	for _, x := range w {
+		k.fixed(8, x)
+	}
+	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf16"
 )
 
@@ -135,7 +136,11 @@ func (k *kryoOut) class(c string) {
 		k.varint(uint64(kryoFirstSnapshotID+i) + 2)
 		return
 	}
-	if id, ok := chillIDOf(c); ok && !k.v5 { // kryo_chill.go
+	if id, ok := flinkJDKIDOf(c); ok { // kryo_chill.go
+		k.varint(uint64(id) + 2)
+		return
+	}
+	if id, ok := chillIDOf(c); ok && !k.v5 {
 		k.varint(uint64(id) + 2)
 		return
 	}
@@ -160,11 +165,20 @@ func kryoSplit(v any) (class string, payload any, err error) {
 			return "java.util.HashMap", x, nil
 		}
 		val, ok := x["@value"]
-		if !ok || len(x) > 3 || len(x) == 3 && x["@keys"] != "json" {
+		attr, hasAttr := x[kryoAttributes[c]]
+		for key := range x {
+			if key != "@class" && key != "@value" && (key != "@keys" || x["@keys"] != "json") && (key != kryoAttributes[c] || !hasAttr) {
+				ok = false
+			}
+		}
+		if !ok {
 			return "", nil, fmt.Errorf(`want {"@class": .., "@value": ..}, not %v`, v)
 		}
 		if x["@keys"] == "json" {
 			val = map[string]any{"@keys": "json", "@value": val}
+		}
+		if hasAttr {
+			val = kryoAttributed{Value: val, Attr: attr}
 		}
 		return c, val, nil
 	}
@@ -279,6 +293,9 @@ func (k *kryoOut) object(class string, v any, marker bool, depth int) error {
 		return nil
 	}
 	ser, ok := kryoSerializerOf(class)
+	if !ok {
+		ser, ok = flinkJDKSerializerOf(class, k.v5)
+	}
 	if !ok && !k.v5 {
 		ser, ok = chillSerializerOf(class)
 	}
@@ -357,7 +374,8 @@ func (k *kryoOut) object(class string, v any, marker bool, depth int) error {
 		return nil
 	case kserArray:
 		return k.array(class, v, depth)
-	case kserChillValue, kserChillTuple, kserChillSymbol, kserTimestamp, kserURI, kserUUID:
+	case kserChillValue, kserChillTuple, kserChillSymbol, kserTimestamp, kserURI, kserUUID,
+		kserArraysAsList, kserBitSet, kserPattern, kserSocketAddress, kserLocale:
 		return k.chillObject(class, ser, v, depth)
 	}
 	return fmt.Errorf("values of class %s cannot be written as Kryo", class)
@@ -389,13 +407,19 @@ func kryoLen(v any) (int, bool) {
 }
 
 func (k *kryoOut) collection(v any, sorted bool, depth int) error {
+	v, cmp := kryoAttr(v)
 	vs, ok := v.([]any)
 	if !ok {
 		return fmt.Errorf("want an array, not %v", v)
 	}
+	if cmp != nil && !sorted {
+		return fmt.Errorf("a comparator %v for a collection that has none", cmp)
+	}
 	if !k.v5 {
 		if sorted {
-			k.b = append(k.b, 0)
+			if err := k.comparator(cmp); err != nil {
+				return err
+			}
 		}
 		k.varint(uint64(len(vs)))
 		for _, e := range vs {
@@ -408,7 +432,9 @@ func (k *kryoOut) collection(v any, sorted bool, depth int) error {
 	same := len(vs) > 0 && k.sameClass(vs, depth)
 	k.flagged(same, uint64(len(vs))+1)
 	if sorted {
-		k.b = append(k.b, 0)
+		if err := k.comparator(cmp); err != nil {
+			return err
+		}
 	}
 	if !same {
 		for _, e := range vs {
@@ -489,6 +515,59 @@ func (k *kryoOut) sameClass(vs []any, depth int) bool {
 	return kryoSameClass(vs, refs)
 }
 
+// comparator writes a sorted collection's comparator: null for the
+// natural order, else one without fields (its class, a new object).
+func (k *kryoOut) comparator(cmp any) error {
+	if cmp == nil {
+		k.b = append(k.b, 0)
+		return nil
+	}
+	c, _ := cmp.(string)
+	if !slices.Contains(kryoFieldlessComparators, c) {
+		return fmt.Errorf("comparator %v: only the natural order and %s are written", cmp, strings.Join(kryoFieldlessComparators, ", "))
+	}
+	k.class(c)
+	k.b = append(k.b, 1)
+	k.refs = append(k.refs, c)
+	return nil
+}
+
+// javaSortedEntries puts the String keys of a sorted map from JSON text
+// (whose objects keep no order) in the order of its comparator, which is
+// the order Kryo writes them in; other keys stay as they are.
+func javaSortedEntries(keys, vals []any, cmp any) ([]any, []any) {
+	idx := make([]int, len(keys))
+	strs := make([][]uint16, len(keys))
+	for i, key := range keys {
+		s, ok := key.(string)
+		if !ok {
+			return keys, vals
+		}
+		idx[i], strs[i] = i, utf16.Encode([]rune(s))
+	}
+	compare := func(a, b []uint16) int { return slices.Compare(a, b) } // String.compareTo
+	switch cmp {
+	case "java.util.Collections$ReverseComparator":
+		compare = func(a, b []uint16) int { return slices.Compare(b, a) }
+	case "java.lang.String$CaseInsensitiveComparator":
+		compare = func(a, b []uint16) int {
+			fold := func(c uint16) uint16 { return uint16(unicode.ToLower(unicode.ToUpper(rune(c)))) }
+			for i := 0; i < len(a) && i < len(b); i++ {
+				if x, y := fold(a[i]), fold(b[i]); x != y {
+					return int(x) - int(y)
+				}
+			}
+			return len(a) - len(b)
+		}
+	}
+	sort.SliceStable(idx, func(i, j int) bool { return compare(strs[idx[i]], strs[idx[j]]) < 0 })
+	sk, sv := make([]any, len(keys)), make([]any, len(keys))
+	for i, j := range idx {
+		sk[i], sv[i] = keys[j], vals[j]
+	}
+	return sk, sv
+}
+
 // kryoEntries are a map's keys and values, in its order.
 func kryoEntries(v any) ([]any, []any, error) {
 	switch x := v.(type) {
@@ -524,12 +603,24 @@ func kryoEntries(v any) ([]any, []any, error) {
 }
 
 func (k *kryoOut) mapOf(v any, sorted bool, depth int) error {
+	v, cmp := kryoAttr(v)
+	if m, ok := v.(*kryoMap); ok && m.Comparator != "" {
+		cmp = m.Comparator
+	}
 	keys, vals, err := kryoEntries(v)
 	if err != nil {
 		return err
 	}
+	if cmp != nil && !sorted {
+		return fmt.Errorf("a comparator %v for a map that has none", cmp)
+	}
+	if _, decoded := v.(*kryoMap); sorted && !decoded {
+		keys, vals = javaSortedEntries(keys, vals, cmp)
+	}
 	if sorted && !k.v5 {
-		k.b = append(k.b, 0)
+		if err := k.comparator(cmp); err != nil {
+			return err
+		}
 	}
 	n := uint64(len(keys))
 	if k.v5 {
@@ -537,7 +628,9 @@ func (k *kryoOut) mapOf(v any, sorted bool, depth int) error {
 	}
 	k.varint(n)
 	if sorted && k.v5 {
-		k.b = append(k.b, 0)
+		if err := k.comparator(cmp); err != nil {
+			return err
+		}
 	}
 	for i := range keys {
 		if err := k.classAndObject(keys[i], depth+1); err != nil {

@@ -237,6 +237,9 @@ func FuzzKryo(f *testing.F) {
 			f.Add(file == "kryo5.txt", b)
 		}
 	}
+	for _, c := range flinkJDKCases {
+		f.Add(c.v5, spacedHex(f, c.b))
+	}
 	regs := []KryoRegistration{{Class: "java.util.TreeMap", Kind: 0}, {Class: "com.acme.Custom", Kind: 1}}
 	f.Fuzz(func(t *testing.T, v5 bool, b []byte) {
 		s := &SerializerSnapshot{Class: "org.apache.flink.api.java.typeutils.runtime.kryo.KryoSerializerSnapshot", Kryo5: v5, KryoRegistrations: regs}

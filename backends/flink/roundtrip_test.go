@@ -138,7 +138,8 @@ func TestCorpusValuesRoundTrip(t *testing.T) {
 		"2.3.0/sql accState", "2.3.0/sql deduplicate-state", "1.20.5/sql left-records user key", "1.20.5/sql distinctAcc_0 user key",
 		"2.3.0/sqltime window-aggs", "2.3.0/sqltime watermark", "1.20.5/sqltime deduplicate-state",
 		"2.3.0/windows window-contents", "2.3.0/windows window-contents namespace", "1.20.5/windows window-contents namespace",
-		"2.3.0/windows count namespace", "2.3.0/windows tuple0", "2.3.0/windows tuple5", "1.20.5/windows tuple0"} {
+		"2.3.0/windows count namespace", "2.3.0/windows tuple0", "2.3.0/windows tuple5", "1.20.5/windows tuple0",
+		"1.20.5/kryojdk jdks", "1.20.5/kryojdk jdk", "2.3.0/kryojdk jdks", "2.3.0/kryojdk jdk"} {
 		if counts[want] == 0 {
 			t.Errorf("no value of %s round-tripped", want)
 		}

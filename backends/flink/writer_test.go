@@ -73,12 +73,12 @@ func TestWriterRoundTripsRealSnapshots(t *testing.T) {
 					}
 					return
 				}
-				// The types job's Kryo state and the orders job's POJO with a
+				// The types and kryojdk jobs' Kryo states and the orders job's POJO with a
 				// List field stay in their major version, and so, until a
 				// restore in the other major shows their snapshots carry
 				// over, do window serializers. The scala job's serializers
 				// are flink-scala's, which Flink 2 does not have.
-				refused := map[string]string{"types-": `"kryo"`, "orders-": `"order" has a POJO field`, "collections-": `"basket" has a POJO field`,
+				refused := map[string]string{"types-": `"kryo"`, "kryojdk-": `"jdk"`, "orders-": `"order" has a POJO field`, "collections-": `"basket" has a POJO field`,
 					"windows-": `TimeWindow$Serializer`, "scala-": `org.apache.flink.api.scala.typeutils.`}
 				var re *flink.RestoreError
 				for prefix, state := range refused {
