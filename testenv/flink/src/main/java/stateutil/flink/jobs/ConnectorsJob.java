@@ -7,15 +7,11 @@ import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.CompletableFuture;
 
-import org.apache.flink.api.common.eventtime.WatermarkStrategy;
 import org.apache.flink.api.common.functions.RichMapFunction;
 import org.apache.flink.api.common.serialization.SimpleStringEncoder;
-import org.apache.flink.api.common.state.State;
-import org.apache.flink.api.common.state.ValueState;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.api.connector.source.Boundedness;
@@ -38,18 +34,15 @@ import java.io.InputStreamReader;
 import org.apache.flink.core.fs.Path;
 import org.apache.flink.core.io.InputStatus;
 import org.apache.flink.core.io.SimpleVersionedSerializer;
+import org.apache.flink.streaming.api.datastream.DataStream;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.streaming.api.functions.sink.filesystem.BucketAssigner;
 import org.apache.flink.streaming.api.functions.sink.filesystem.PartFileInfo;
 import org.apache.flink.streaming.api.functions.sink.filesystem.RollingPolicy;
 import org.apache.flink.streaming.api.functions.sink.filesystem.bucketassigners.SimpleVersionedStringSerializer;
 
-import stateutil.flink.DumpingKeyedOperator;
 import stateutil.flink.Dumps;
-import stateutil.flink.KeyedSpec;
-import stateutil.flink.OperatorStateSpec;
 import stateutil.flink.Params;
-import stateutil.flink.StateDef;
 
 /**
  * Flink's file connector: a FileSource (uid "files") reads text files of record numbers (file
@@ -63,7 +56,7 @@ import stateutil.flink.StateDef;
  * 1.19 on). The files live under the run's temporary directory, so the job's snapshots are
  * read, not restored.
  */
-public final class ConnectorsJob extends SimpleKeyedJob<String> {
+public final class ConnectorsJob extends ConnectorJob {
     static final String SOURCE = "files";
     static final String SINK = "file-sink";
 
@@ -73,43 +66,14 @@ public final class ConnectorsJob extends SimpleKeyedJob<String> {
     }
 
     @Override
-    long divisor() {
-        return Long.MAX_VALUE; // four keys, one per file
+    String source() {
+        return SOURCE;
     }
 
+    /** Lines each source reader emits: three quarters of its share, so it stops inside its second file. */
     @Override
-    TypeInformation<String> keyType() {
-        return Types.STRING;
-    }
-
-    @Override
-    KeyedSpec spec() {
-        return new KeyedSpec(KEYED, Types.STRING,
-                List.of(StateDef.value("count", Types.LONG), StateDef.value("last", Types.LONG)), false);
-    }
-
-    @Override
-    String key(long r, long keys) {
-        return "part-" + (r % keys);
-    }
-
-    @SuppressWarnings("unchecked")
-    @Override
-    void apply(long r, long keys, List<State> s, Params p) throws Exception {
-        ValueState<Long> count = (ValueState<Long>) s.get(0);
-        Long c = count.value();
-        count.update(c == null ? 1 : c + 1);
-        ((ValueState<Long>) s.get(1)).update(r);
-    }
-
-    @Override
-    public List<OperatorStateSpec> operatorStates(Params p) {
-        return List.of(Jobs.sourceState(SOURCE));
-    }
-
-    @Override
-    public Map<String, Long> expected(Params p) {
-        return Map.of(KEYED, limit(p) * p.parallelism);
+    long readerLimit(Params p) {
+        return p.records * 3 / (4L * p.parallelism);
     }
 
     @Override
@@ -122,27 +86,13 @@ public final class ConnectorsJob extends SimpleKeyedJob<String> {
             throw new java.io.UncheckedIOException(e);
         }
         FileSource<String> files = FileSource.forRecordStreamFormat(new Lines(), new Path(in.toURI())).build();
-        long keys = Jobs.keys(p, divisor());
-        KeyedSpec spec = spec();
-        org.apache.flink.streaming.api.datastream.DataStream<Long> records = env
-                .fromSource(new Stopping<>(files, SOURCE, limit(p), ConnectorsJob::splitJson), WatermarkStrategy.noWatermarks(), SOURCE)
-                .uid(SOURCE)
-                .map(new Parse())
-                .uid("parse");
-        records.keyBy(new Key<>(this, keys), keyType())
-                .transform(KEYED, Types.LONG, new DumpingKeyedOperator<String, Long, Long>(new Fn<>(this, spec, keys, p), spec))
-                .uid(KEYED);
+        DataStream<Long> records = keyedFrom(env, files, ConnectorsJob::splitJson, p);
         records.map(String::valueOf).returns(Types.STRING).uid("render")
                 .sinkTo(new DumpingFileSink(FileSink.forRowFormat(new Path(new File(root, "out").toURI()), new SimpleStringEncoder<String>())
                         .withBucketAssigner(new ByParity())
                         .withRollingPolicy(new RollRolled())
                         .build(), SINK, p.parallelism))
                 .uid(SINK);
-    }
-
-    /** Lines each source reader emits: three quarters of its share, so it stops inside its second file. */
-    static long limit(Params p) {
-        return p.records * 3 / (4L * p.parallelism);
     }
 
     /** Files part-0..part-3, file i the numbers r < records with r % 4 == i, one a line. */

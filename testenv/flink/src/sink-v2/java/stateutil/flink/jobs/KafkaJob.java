@@ -3,15 +3,10 @@ package stateutil.flink.jobs;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
-import java.util.Map;
 import java.util.Properties;
 import java.util.TreeMap;
 
-import org.apache.flink.api.common.eventtime.WatermarkStrategy;
 import org.apache.flink.api.common.serialization.SimpleStringSchema;
-import org.apache.flink.api.common.state.State;
-import org.apache.flink.api.common.state.ValueState;
-import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.connector.base.DeliveryGuarantee;
 import org.apache.flink.connector.kafka.sink.KafkaRecordSerializationSchema;
@@ -27,12 +22,8 @@ import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.serialization.StringSerializer;
 
-import stateutil.flink.DumpingKeyedOperator;
 import stateutil.flink.Json;
-import stateutil.flink.KeyedSpec;
-import stateutil.flink.OperatorStateSpec;
 import stateutil.flink.Params;
-import stateutil.flink.StateDef;
 
 /**
  * Flink's Kafka connector against a real broker (bootstrap servers in STATEUTIL_KAFKA_BOOTSTRAP,
@@ -45,7 +36,7 @@ import stateutil.flink.StateDef;
  * splits, the sink its writer states and the committables its committer holds (DumpingSink).
  * Snapshots are read, not restored: their transactions lived on the broker of the run.
  */
-public final class KafkaJob extends SimpleKeyedJob<String> {
+public final class KafkaJob extends ConnectorJob {
     static final String SOURCE = "kafka";
     static final String SINK = "kafka-sink";
 
@@ -55,47 +46,13 @@ public final class KafkaJob extends SimpleKeyedJob<String> {
     }
 
     @Override
-    long divisor() {
-        return Long.MAX_VALUE; // four keys
-    }
-
-    @Override
-    TypeInformation<String> keyType() {
-        return Types.STRING;
-    }
-
-    @Override
-    KeyedSpec spec() {
-        return new KeyedSpec(KEYED, Types.STRING,
-                List.of(StateDef.value("count", Types.LONG), StateDef.value("last", Types.LONG)), false);
-    }
-
-    @Override
-    String key(long r, long keys) {
-        return "part-" + (r % keys);
-    }
-
-    @SuppressWarnings("unchecked")
-    @Override
-    void apply(long r, long keys, List<State> s, Params p) throws Exception {
-        ValueState<Long> count = (ValueState<Long>) s.get(0);
-        Long c = count.value();
-        count.update(c == null ? 1 : c + 1);
-        ((ValueState<Long>) s.get(1)).update(r);
-    }
-
-    @Override
-    public List<OperatorStateSpec> operatorStates(Params p) {
-        return List.of(Jobs.sourceState(SOURCE));
-    }
-
-    @Override
-    public Map<String, Long> expected(Params p) {
-        return Map.of(KEYED, limit(p) * p.parallelism);
+    String source() {
+        return SOURCE;
     }
 
     /** Records each source reader emits: three quarters of its partition. */
-    static long limit(Params p) {
+    @Override
+    long readerLimit(Params p) {
         return p.records / p.parallelism * 3 / 4;
     }
 
@@ -148,16 +105,7 @@ public final class KafkaJob extends SimpleKeyedJob<String> {
                 .setTransactionalIdPrefix("stateutil")
                 .setRecordSerializer(KafkaRecordSerializationSchema.builder().setTopic("out").setValueSerializationSchema(new SimpleStringSchema()).build())
                 .build();
-        long keys = Jobs.keys(p, divisor());
-        KeyedSpec spec = spec();
-        DataStream<Long> records = env
-                .fromSource(new ConnectorsJob.Stopping<>(source, SOURCE, limit(p), KafkaJob::splitJson), WatermarkStrategy.noWatermarks(), SOURCE)
-                .uid(SOURCE)
-                .map(new ConnectorsJob.Parse())
-                .uid("parse");
-        records.keyBy(new Key<>(this, keys), keyType())
-                .transform(KEYED, Types.LONG, new DumpingKeyedOperator<String, Long, Long>(new Fn<>(this, spec, keys, p), spec))
-                .uid(KEYED);
+        DataStream<Long> records = keyedFrom(env, source, KafkaJob::splitJson, p);
         records.map(String::valueOf).returns(Types.STRING).uid("render")
                 .sinkTo(new DumpingKafkaSink(sink, SINK, p.parallelism))
                 .uid(SINK);
