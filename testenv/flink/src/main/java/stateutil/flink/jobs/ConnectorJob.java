@@ -55,9 +55,7 @@ abstract class ConnectorJob extends SimpleKeyedJob<String> {
     @SuppressWarnings("unchecked")
     @Override
     void apply(long r, long keys, List<State> s, Params p) throws Exception {
-        ValueState<Long> count = (ValueState<Long>) s.get(0);
-        Long c = count.value();
-        count.update(c == null ? 1 : c + 1);
+        increment(s.get(0));
         ((ValueState<Long>) s.get(1)).update(r);
     }
 

@@ -47,9 +47,7 @@ public final class LongKeysJob extends SimpleKeyedJob<Long> {
     @SuppressWarnings("unchecked")
     @Override
     void apply(long r, long keys, List<State> s, Params p) throws Exception {
-        ValueState<Long> count = (ValueState<Long>) s.get(0);
-        Long c = count.value();
-        count.update(c == null ? 1 : c + 1);
+        increment(s.get(0));
         ((MapState<Long, String>) s.get(1)).put(r, "v" + r);
     }
 }

@@ -4,6 +4,7 @@ import java.util.List;
 import java.util.Map;
 
 import org.apache.flink.api.common.state.State;
+import org.apache.flink.api.common.state.ValueState;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.api.java.functions.KeySelector;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
@@ -36,6 +37,14 @@ abstract class SimpleKeyedJob<K> implements Job {
 
     /** Applies record r to the key's states (in spec order). */
     abstract void apply(long r, long keys, List<State> states, Params p) throws Exception;
+
+    /** Adds one to a ValueState<Long> counter, which starts empty. */
+    @SuppressWarnings("unchecked")
+    static void increment(State counter) throws Exception {
+        ValueState<Long> v = (ValueState<Long>) counter;
+        Long c = v.value();
+        v.update(c == null ? 1 : c + 1);
+    }
 
     @Override
     public List<KeyedSpec> keyed(Params p) {

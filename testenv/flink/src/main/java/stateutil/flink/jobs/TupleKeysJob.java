@@ -45,9 +45,7 @@ public final class TupleKeysJob extends SimpleKeyedJob<Tuple2<String, Integer>> 
     @SuppressWarnings("unchecked")
     @Override
     void apply(long r, long keys, List<State> s, Params p) throws Exception {
-        ValueState<Long> count = (ValueState<Long>) s.get(0);
-        Long c = count.value();
-        count.update(c == null ? 1 : c + 1);
+        increment(s.get(0));
         ((ListState<Long>) s.get(1)).add(r);
     }
 }
