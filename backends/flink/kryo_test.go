@@ -306,9 +306,10 @@ func kryoASCII(name string) string {
 //   - an object of a user's class (here an enum, com.acme.Color) as the last
 //     thing of a value, kept as the bytes after its class: Kryo 2's marker
 //     and ordinal plus one (01 02 for GREEN), Kryo 5's ordinal plus one.
-//     A constant with a body is written as its enum's class (Kryo
-//     getRegistration: an Enum subclass that is not isEnum() registers as
-//     getEnclosingClass()), so its bytes are the same.
+//     A constant with a body is written by the name of its own class
+//     (DefaultClassResolver.writeName writes type.getName(), Color$1) and
+//     serialized by its enum's EnumSerializer (Kryo.getRegistration: an
+//     Enum subclass that is not isEnum() takes getEnclosingClass()'s).
 var kryoKnownCases = []struct {
 	v5   bool
 	b    string
@@ -335,7 +336,10 @@ var kryoKnownCases = []struct {
 	// Kryo 5 [Color.RED]: one class, flagged, written once; no null.
 	{true, "01 00 " + kryoASCII("java.util.ArrayList") + " 01 82 01 01 " + kryoASCII("com.acme.Color") + " 00 01",
 		`[{"@bytes":"0x01","@class":"com.acme.Color"}]`},
-	// HashMap<String,Object> {"c": Color.BLUE}.
+	// HashMap<String,Object> {"c": Color.BLUE}, BLUE with a body.
+	{false, "01 00 " + kryoASCII("java.util.HashMap") + " 01 01 03 01 82 63 01 01 " + kryoASCII("com.acme.Color$1") + " 01 03",
+		`{"c":{"@bytes":"0x0103","@class":"com.acme.Color$1"}}`},
+	// HashMap<String,Object> {"c": Color.BLUE}, BLUE without one.
 	{false, "01 00 " + kryoASCII("java.util.HashMap") + " 01 01 03 01 82 63 01 01 " + kryoASCII("com.acme.Color") + " 01 03",
 		`{"c":{"@bytes":"0x0103","@class":"com.acme.Color"}}`},
 }
