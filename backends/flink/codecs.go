@@ -400,7 +400,7 @@ func hashAny(r *reader, s *SerializerSnapshot, depth int) (int32, error) {
 		return keygroup.HashString(s), nil
 	case "Kryo":
 		d := *r
-		v := decodeKryo(&d, s)
+		v := decodeKryo(&d, s, false)
 		if h, ok := kryoHash(v); ok && d.err == nil {
 			r.off = d.off
 			return h, nil
@@ -471,7 +471,8 @@ func decodeAny(r *reader, s *SerializerSnapshot, depth int) any {
 		}
 		return s.Constants[i]
 	case "Kryo":
-		return decodeKryo(r, s)
+		// At depth 0 the value is all of the reader's bytes.
+		return decodeKryo(r, s, depth == 0)
 	case "Pojo":
 		if len(s.Fields) == len(s.Nested) {
 			// A field no decoder walks stops the walk there, not decoded;

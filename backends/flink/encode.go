@@ -164,7 +164,7 @@ func encodeAny(b []byte, s *SerializerSnapshot, v any, depth int) ([]byte, error
 		}
 		return b, nil
 	case "Kryo":
-		return encodeKryo(b, s, v)
+		return encodeKryo(b, s, v, depth == 0)
 	}
 	if b, ok, err := encodeBuiltin(b, s, v, depth); ok { // encode_builtin.go
 		return b, err

@@ -18,8 +18,10 @@ import (
 // its own object graph. Kryo's default serializers of the JDK classes are
 // decoded, those of the JDK classes Flink registers, and in Kryo 2 chill's
 // of Scala's classes (kryo_chill.go); any
-// other class (a user class under FieldSerializer, a class with a
-// serializer of its own) is not decoded.
+// other class (a user class under FieldSerializer, a user enum, a class
+// with a serializer of its own) is not decoded: where its bytes end is
+// unknown, so they are kept only as the last thing of a value that ends
+// where its bytes do (keepTail).
 //
 // The JSON: null, a String, a Long, a Boolean, an ArrayList, a
 // HashMap with String keys, and a value of the very class the snapshot
@@ -88,7 +90,12 @@ var kryoEnums = map[string][]string{
 	"java.util.concurrent.TimeUnit": {"NANOSECONDS", "MICROSECONDS", "MILLISECONDS", "SECONDS", "MINUTES", "HOURS", "DAYS"},
 	"java.math.RoundingMode":        {"UP", "DOWN", "CEILING", "FLOOR", "HALF_UP", "HALF_DOWN", "HALF_EVEN", "UNNECESSARY"},
 	"java.time.DayOfWeek":           {"MONDAY", "TUESDAY", "WEDNESDAY", "THURSDAY", "FRIDAY", "SATURDAY", "SUNDAY"},
+	kryoNaturalOrder:                {"INSTANCE"},
 }
+
+// kryoNaturalOrder is the class of Comparator.naturalOrder(), an enum of
+// one constant (Kryo writes it with its EnumSerializer).
+const kryoNaturalOrder = "java.util.Comparators$NaturalOrderComparator"
 
 // kryoPrimitiveArrays are the arrays of primitives by class name, with the
 // element's wrapper.
@@ -110,6 +117,22 @@ func kryoSerializerOf(class string) (int, bool) {
 		return kserArray, true
 	}
 	return 0, false
+}
+
+// kryoSerializerIn is the serializer of class in Kryo 5 (v5) or Kryo 2,
+// and whether its values are decoded (kser for a wrapper or String).
+func kryoSerializerIn(class string, v5 bool) (int, bool) {
+	if ser, ok := kryoSerializerOf(class); ok {
+		return ser, true
+	}
+	if ser, ok := flinkJDKSerializerOf(class, v5); ok {
+		return ser, true
+	}
+	if ser, ok := chillSerializerOf(class); ok && !v5 {
+		return ser, true
+	}
+	_, wrapper := kryoPrimitives[class]
+	return kser, wrapper || class == "java.lang.String"
 }
 
 // kryoObjectArrayElem is the element class of an array of objects decoded
@@ -148,16 +171,28 @@ type kryoIn struct {
 	refs  []string // the class of each object given a reference id
 	// serializer names the KryoSerializer in what is not decoded.
 	serializer string
+	// delimited: the value ends where the reader does.
+	delimited bool
+	// tail is the class of the object kept as the value's last bytes.
+	tail string
 }
 
-// decodeKryo decodes a value of a KryoSerializer.
-func decodeKryo(r *reader, s *SerializerSnapshot) any {
-	k := &kryoIn{r: r, v5: s.Kryo5, regs: s.KryoRegistrations, serializer: s.Name()}
+// decodeKryo decodes a value of a KryoSerializer; delimited says the value
+// ends where r does.
+func decodeKryo(r *reader, s *SerializerSnapshot, delimited bool) any {
+	k := &kryoIn{r: r, v5: s.Kryo5, regs: s.KryoRegistrations, serializer: s.Name(), delimited: delimited}
 	v := k.classAndObject(0)
+	if k.tail != "" && r.err != nil {
+		// More of the value was due after the object kept as the last
+		// bytes: they were not all its own, and where it ends is unknown.
+		r.err = nil
+		k.notDecoded(k.tail)
+		return nil
+	}
 	// A value of the class the snapshot declares needs no tag.
 	switch x := v.(type) {
 	case map[string]any:
-		if c, _ := x["@class"].(string); c == s.TypeClass && c != "" && len(x) == 2 {
+		if c, _ := x["@class"].(string); c == s.TypeClass && c != "" && len(x) == 2 && x["@value"] != nil {
 			return x["@value"]
 		}
 	case *kryoMap:
@@ -456,14 +491,11 @@ func (k *kryoIn) object(class string, marker bool, depth int) any {
 		k.r.fail("Kryo values nested deeper than 16")
 		return nil
 	}
-	ser, ok := kryoSerializerOf(class)
+	ser, ok := kryoSerializerIn(class, k.v5)
 	if !ok {
-		ser, ok = flinkJDKSerializerOf(class, k.v5)
-	}
-	if !ok && !k.v5 {
-		ser, ok = chillSerializerOf(class)
-	}
-	if _, wrapper := kryoPrimitives[class]; !ok && !wrapper && class != "java.lang.String" {
+		if depth > 0 && k.delimited && marker {
+			return k.keepTail(class)
+		}
 		k.notDecoded(class)
 		return nil
 	}
@@ -555,11 +587,31 @@ func (k *kryoIn) object(class string, marker bool, depth int) any {
 		return kryoTagged(class, consts[n-1])
 	case kserArray:
 		return k.array(class, depth)
-	case kserChillValue, kserChillTuple, kserChillSymbol, kserTimestamp, kserURI, kserUUID,
+	case kserChillValue, kserChillTuple, kserChillSpecialized, kserChillSymbol, kserTimestamp, kserURI, kserUUID,
 		kserArraysAsList, kserBitSet, kserPattern, kserSocketAddress, kserLocale:
 		return k.chillObject(class, ser, depth)
 	}
 	return nil
+}
+
+// keepTail keeps an object of class, which no decoder here walks, as the
+// bytes Kryo wrote after its class (a reference marker or none, then what
+// its serializer wrote): {"@class": class, "@bytes": "0x…"}. Where it ends
+// is unknown, so it must be the last thing in a value that ends where the
+// reader does: it takes the rest, and decodeKryo leaves the value not
+// decoded if more was due.
+func (k *kryoIn) keepTail(class string) any {
+	r := k.r
+	if r.remaining() == 0 {
+		r.fail("truncated Kryo %s: nothing after its class", class)
+		return nil
+	}
+	k.tail = class
+	return kryoKept(class, r.take(r.remaining(), "Kryo "+class))
+}
+
+func kryoKept(class string, b []byte) map[string]any {
+	return map[string]any{"@class": class, "@bytes": "0x" + hex.EncodeToString(b)}
 }
 
 // Java's canonical NaNs (floatToIntBits, doubleToLongBits).
@@ -683,8 +735,9 @@ func containsNil(vs []any) bool {
 var kryoFieldlessComparators = []string{"java.util.Collections$ReverseComparator", "java.lang.String$CaseInsensitiveComparator"}
 
 // comparator reads a sorted collection's comparator into cmp: "" for the
-// natural order (null), else one of kryoFieldlessComparators; any other
-// leaves the collection of class not decoded.
+// natural order (null), else one of kryoFieldlessComparators or
+// Comparator.naturalOrder(); any other (a user's class, whose fields
+// nothing here knows) leaves the collection of class not decoded.
 func (k *kryoIn) comparator(class string, cmp *string) bool {
 	if k.r.remaining() > 0 && k.r.buf[k.r.off] == 0 {
 		k.r.off++
@@ -693,6 +746,13 @@ func (k *kryoIn) comparator(class string, cmp *string) bool {
 	c := k.class()
 	if k.r.err == nil && slices.Contains(kryoFieldlessComparators, c) {
 		if _, follows := k.ref(c); follows {
+			*cmp = c
+			return true
+		}
+	}
+	if k.r.err == nil && c == kryoNaturalOrder {
+		// A new object (not a back-reference): its one constant.
+		if v, ok := k.object(c, true, 1).(map[string]any); ok && v["@value"] != nil {
 			*cmp = c
 			return true
 		}

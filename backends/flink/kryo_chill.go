@@ -3,6 +3,7 @@ package flink
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -62,6 +63,27 @@ var flinkJDKIDs = map[int]string{
 // chillTupleFirstID is the id of Tuple1; Tuple2 to Tuple22 follow.
 const chillTupleFirstID = 36
 
+// chillSpecializedTuples are Scala's specialized tuples, which chill
+// registers right after Tuple22 in this order (ScalaTupleSerialization),
+// with serializers that write their fields as Kryo 2's fixed-width
+// big-endian primitives: J a long, I an int, D a double.
+var chillSpecializedTuples = []string{"scala.Tuple1$mcJ$sp", "scala.Tuple1$mcI$sp", "scala.Tuple1$mcD$sp",
+	"scala.Tuple2$mcJJ$sp", "scala.Tuple2$mcJI$sp", "scala.Tuple2$mcJD$sp", "scala.Tuple2$mcIJ$sp", "scala.Tuple2$mcII$sp",
+	"scala.Tuple2$mcID$sp", "scala.Tuple2$mcDJ$sp", "scala.Tuple2$mcDI$sp", "scala.Tuple2$mcDD$sp"}
+
+// chillSpecializedFirstID is the id of the first specialized tuple.
+const chillSpecializedFirstID = chillTupleFirstID + 22
+
+// chillSpecializedFields are the fields' primitive kinds of a specialized
+// tuple ("JI" of Tuple2$mcJI$sp), and whether class is one.
+func chillSpecializedFields(class string) (string, bool) {
+	if !slices.Contains(chillSpecializedTuples, class) {
+		return "", false
+	}
+	_, rest, _ := strings.Cut(class, "$mc")
+	return strings.TrimSuffix(rest, "$sp"), true
+}
+
 // chillByName are the classes written by name that chill gives a
 // serializer decoded here: subclasses of List, Buffer, ListBuffer and
 // Queue (its TraversableSerializer), and None (Kryo's FieldSerializer of
@@ -76,6 +98,7 @@ var chillByName = map[string]int{
 const (
 	kserChillValue = iota + 100 // Some, Left, Right: the value
 	kserChillTuple
+	kserChillSpecialized // Tuple2$mcII$sp: fixed-width primitives
 	kserChillSymbol
 	kserTimestamp
 	kserURI
@@ -167,6 +190,9 @@ func chillSerializerOf(class string) (int, bool) {
 	if _, ok := chillTupleArity(class); ok {
 		return kserChillTuple, true
 	}
+	if _, ok := chillSpecializedFields(class); ok {
+		return kserChillSpecialized, true
+	}
 	for _, c := range chillIDs {
 		if c == class {
 			return kserCollection, true
@@ -200,6 +226,9 @@ func chillClassOfID(id int) (string, bool) {
 	if id >= chillTupleFirstID && id < chillTupleFirstID+22 {
 		return "scala.Tuple" + strconv.Itoa(id-chillTupleFirstID+1), true
 	}
+	if i := id - chillSpecializedFirstID; i >= 0 && i < len(chillSpecializedTuples) {
+		return chillSpecializedTuples[i], true
+	}
 	return "", false
 }
 
@@ -207,6 +236,9 @@ func chillClassOfID(id int) (string, bool) {
 func chillIDOf(class string) (int, bool) {
 	if n, ok := chillTupleArity(class); ok {
 		return chillTupleFirstID + n - 1, true
+	}
+	if i := slices.Index(chillSpecializedTuples, class); i >= 0 {
+		return chillSpecializedFirstID + i, true
 	}
 	for id, c := range chillIDs {
 		if c == class {
@@ -228,6 +260,8 @@ func (k *kryoIn) chillObject(class string, ser int, depth int) any {
 			fields = append(fields, k.classAndObject(depth+1))
 		}
 		return kryoTagged(class, fields)
+	case kserChillSpecialized:
+		return k.specializedTuple(class)
 	case kserChillSymbol, kserURI:
 		at := k.r.pos()
 		s, ok := k.string("Kryo "+class, false)
@@ -292,6 +326,32 @@ func (k *kryoIn) chillObject(class string, ser int, depth int) any {
 		return kryoTagged(class, parts)
 	}
 	return nil
+}
+
+// specializedTuple reads a specialized tuple's primitive fields.
+func (k *kryoIn) specializedTuple(class string) any {
+	kinds, _ := chillSpecializedFields(class)
+	fields := make([]any, 0, len(kinds))
+	for _, kind := range kinds {
+		switch kind {
+		case 'J':
+			fields = append(fields, int64(k.fixed(8, "Kryo tuple long")))
+		case 'I':
+			fields = append(fields, int64(int32(k.fixed(4, "Kryo tuple int"))))
+		default:
+			at := k.r.pos()
+			d := math.Float64frombits(k.fixed(8, "Kryo tuple double"))
+			if d != d && math.Float64bits(d) != kryoNaN64 {
+				k.r.failAt(at, "Kryo tuple double: a NaN Java never writes")
+			}
+			if math.IsNaN(d) || math.IsInf(d, 0) {
+				k.notDecoded(class) // no JSON number holds it
+				return nil
+			}
+			fields = append(fields, d)
+		}
+	}
+	return kryoTagged(class, fields)
 }
 
 // arraysAsList reads chill's Arrays.asList list: the length, the class of
@@ -369,6 +429,8 @@ func (k *kryoOut) chillObject(class string, ser int, v any, depth int) error {
 			}
 		}
 		return nil
+	case kserChillSpecialized:
+		return k.specializedTuple(class, v)
 	case kserChillSymbol, kserURI:
 		s, ok := v.(string)
 		if !ok {
@@ -412,6 +474,35 @@ func (k *kryoOut) chillObject(class string, ser int, v any, depth int) error {
 		return nil
 	}
 	return fmt.Errorf("values of class %s cannot be written as Kryo", class)
+}
+
+// specializedTuple writes a specialized tuple's primitive fields.
+func (k *kryoOut) specializedTuple(class string, v any) error {
+	kinds, _ := chillSpecializedFields(class)
+	fields, ok := v.([]any)
+	if !ok || len(fields) != len(kinds) {
+		return fmt.Errorf("want an array of %d fields for %s, not %v", len(kinds), class, v)
+	}
+	for i, kind := range kinds {
+		if kind == 'D' {
+			d, err := kryoFloat(fields[i])
+			if err != nil {
+				return fmt.Errorf("%s field %d: %w", class, i+1, err)
+			}
+			k.fixed(8, math.Float64bits(d))
+			continue
+		}
+		n, ok := kryoInteger(fields[i])
+		if !ok || kind == 'I' && n != int64(int32(n)) {
+			return fmt.Errorf("%s field %d: want a %s, not %v", class, i+1, map[rune]string{'I': "32-bit integer", 'J': "64-bit integer"}[kind], fields[i])
+		}
+		if kind == 'I' {
+			k.fixed(4, uint64(uint32(n)))
+		} else {
+			k.fixed(8, uint64(n))
+		}
+	}
+	return nil
 }
 
 // flinkJDKObject writes an object of the serializers of the JDK classes

@@ -22,23 +22,59 @@ type kryoOut struct {
 	regs  []KryoRegistration
 	names map[string]int // name ids given
 	refs  []string       // the class of each reference id
+	// delimited: the value ends where its bytes do, so that its last
+	// object may be one kept as bytes (kryo.go's keepTail).
+	delimited bool
+	tailEnd   int // where the object kept as bytes ends, -1 for none
 }
 
-// encodeKryo appends the value v of a KryoSerializer to b.
-func encodeKryo(b []byte, s *SerializerSnapshot, v any) ([]byte, error) {
-	k := &kryoOut{b: b, v5: s.Kryo5, regs: s.KryoRegistrations, names: map[string]int{}}
+// encodeKryo appends the value v of a KryoSerializer to b; delimited says
+// nothing follows the value.
+func encodeKryo(b []byte, s *SerializerSnapshot, v any, delimited bool) ([]byte, error) {
+	start := len(b)
+	k := &kryoOut{b: b, v5: s.Kryo5, regs: s.KryoRegistrations, names: map[string]int{}, delimited: delimited, tailEnd: -1}
+	var err error
 	if kryoDeclared(s.TypeClass) && kryoUntaggedValue(v) {
 		k.class(s.TypeClass)
-		if err := k.object(s.TypeClass, v, true, 0); err != nil {
-			return nil, err
-		}
-		return k.b, nil
+		err = k.object(s.TypeClass, v, true, 0)
+	} else {
+		err = k.classAndObject(v, 0)
 	}
-	if err := k.classAndObject(v, 0); err != nil {
+	if err != nil {
 		return nil, err
+	}
+	if k.tailEnd >= 0 {
+		if k.tailEnd != len(k.b) {
+			return nil, errors.New(`an object kept as its bytes ({"@class": .., "@bytes": ..}) must be the last thing of the Kryo value`)
+		}
+		r := newReader(k.b[start:], "value", 0)
+		if decodeKryo(r, s, true); r.err != nil {
+			return nil, fmt.Errorf("the bytes kept of an object are not what Kryo writes there: %w", r.err)
+		}
 	}
 	return k.b, nil
 }
+
+// keptBytes writes an object of class kept as its bytes.
+func (k *kryoOut) keptBytes(class string, b kryoKeptBytes, depth int) error {
+	switch {
+	case kryoDecoded(class, k.v5):
+		return fmt.Errorf("values of class %s are decoded, not kept as bytes", class)
+	case !k.delimited || depth == 0 || k.tailEnd >= 0 || len(b) == 0:
+		return fmt.Errorf(`an object of class %s kept as its bytes must be nested in the Kryo value, and its last thing`, class)
+	}
+	k.b = append(k.b, b...)
+	k.tailEnd = len(k.b)
+	return nil
+}
+
+func kryoDecoded(class string, v5 bool) bool {
+	_, ok := kryoSerializerIn(class, v5)
+	return ok
+}
+
+// kryoKeptBytes are the bytes of an object kept as bytes.
+type kryoKeptBytes []byte
 
 // kryoDeclared reports whether values of class are decoded, so that an
 // untagged value is of that class when the snapshot declares it.
@@ -164,6 +200,14 @@ func kryoSplit(v any) (class string, payload any, err error) {
 		if !tagged {
 			return "java.util.HashMap", x, nil
 		}
+		if text, kept := x["@bytes"].(string); kept && len(x) == 2 {
+			h, isHex := strings.CutPrefix(text, "0x")
+			b, err := hex.DecodeString(h)
+			if !isHex || err != nil {
+				return "", nil, fmt.Errorf(`"@bytes": want 0x-prefixed hex, not %q`, text)
+			}
+			return c, kryoKeptBytes(b), nil
+		}
 		val, ok := x["@value"]
 		attr, hasAttr := x[kryoAttributes[c]]
 		for key := range x {
@@ -214,6 +258,9 @@ func (k *kryoOut) classAndObject(v any, depth int) error {
 func (k *kryoOut) object(class string, v any, marker bool, depth int) error {
 	if depth > 16 {
 		return errors.New("a Kryo value nested deeper than 16")
+	}
+	if kept, ok := v.(kryoKeptBytes); ok {
+		return k.keptBytes(class, kept, depth)
 	}
 	if marker && !kryoNoRefs(class, k.v5) {
 		if m, ok := v.(map[string]any); ok {
@@ -292,13 +339,7 @@ func (k *kryoOut) object(class string, v any, marker bool, depth int) error {
 		k.fixed(8, bits)
 		return nil
 	}
-	ser, ok := kryoSerializerOf(class)
-	if !ok {
-		ser, ok = flinkJDKSerializerOf(class, k.v5)
-	}
-	if !ok && !k.v5 {
-		ser, ok = chillSerializerOf(class)
-	}
+	ser, ok := kryoSerializerIn(class, k.v5)
 	if !ok {
 		return fmt.Errorf("values of class %s cannot be written as Kryo", class)
 	}
@@ -374,7 +415,7 @@ func (k *kryoOut) object(class string, v any, marker bool, depth int) error {
 		return nil
 	case kserArray:
 		return k.array(class, v, depth)
-	case kserChillValue, kserChillTuple, kserChillSymbol, kserTimestamp, kserURI, kserUUID,
+	case kserChillValue, kserChillTuple, kserChillSpecialized, kserChillSymbol, kserTimestamp, kserURI, kserUUID,
 		kserArraysAsList, kserBitSet, kserPattern, kserSocketAddress, kserLocale:
 		return k.chillObject(class, ser, v, depth)
 	}
@@ -501,7 +542,7 @@ func (k *kryoOut) sameClass(vs []any, depth int) bool {
 	if !slices.ContainsFunc(vs, func(e any) bool { return kryoClassOf(e, k.refs) == "@ref" }) {
 		return kryoSameClass(vs, k.refs)
 	}
-	aside := &kryoOut{v5: k.v5, regs: k.regs, names: map[string]int{}, refs: slices.Clone(k.refs)}
+	aside := &kryoOut{v5: k.v5, regs: k.regs, names: map[string]int{}, refs: slices.Clone(k.refs), delimited: k.delimited, tailEnd: -1}
 	for c, id := range k.names {
 		aside.names[c] = id
 	}
@@ -516,15 +557,20 @@ func (k *kryoOut) sameClass(vs []any, depth int) bool {
 }
 
 // comparator writes a sorted collection's comparator: null for the
-// natural order, else one without fields (its class, a new object).
+// natural order, Comparator.naturalOrder() as its enum, else one without
+// fields (its class, a new object).
 func (k *kryoOut) comparator(cmp any) error {
 	if cmp == nil {
 		k.b = append(k.b, 0)
 		return nil
 	}
 	c, _ := cmp.(string)
+	if c == kryoNaturalOrder {
+		k.class(c)
+		return k.object(c, "INSTANCE", true, 1)
+	}
 	if !slices.Contains(kryoFieldlessComparators, c) {
-		return fmt.Errorf("comparator %v: only the natural order and %s are written", cmp, strings.Join(kryoFieldlessComparators, ", "))
+		return fmt.Errorf("comparator %v: only the natural order, %s and %s are written", cmp, kryoNaturalOrder, strings.Join(kryoFieldlessComparators, ", "))
 	}
 	k.class(c)
 	k.b = append(k.b, 1)

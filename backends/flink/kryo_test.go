@@ -139,7 +139,7 @@ func TestKryoVectorsOfTheRealKryo(t *testing.T) {
 			if !bytes.Equal(wb, gb) {
 				t.Errorf("%s %s = %s, want %s", file, name, got, kryoWant[name])
 			}
-			enc, err := encodeKryo(nil, s, v)
+			enc, err := encodeKryo(nil, s, v, true)
 			if err != nil || !bytes.Equal(enc, b) {
 				t.Errorf("%s %s: encodes to %x (%v), want %x", file, name, enc, err, b)
 			}
@@ -159,7 +159,7 @@ func TestKryoFromJSONText(t *testing.T) {
 		if err := d.Decode(&v); err != nil {
 			t.Fatal(err)
 		}
-		b, err := encodeKryo(nil, s, v)
+		b, err := encodeKryo(nil, s, v, true)
 		if err != nil || !bytes.Equal(b, vecs[name]) {
 			t.Errorf("%s: %x (%v), want %x", name, b, err, vecs[name])
 		}
@@ -240,6 +240,9 @@ func FuzzKryo(f *testing.F) {
 	for _, c := range flinkJDKCases {
 		f.Add(c.v5, spacedHex(f, c.b))
 	}
+	for _, c := range kryoKnownCases {
+		f.Add(c.v5, spacedHex(f, c.b))
+	}
 	regs := []KryoRegistration{{Class: "java.util.TreeMap", Kind: 0}, {Class: "com.acme.Custom", Kind: 1}}
 	f.Fuzz(func(t *testing.T, v5 bool, b []byte) {
 		s := &SerializerSnapshot{Class: "org.apache.flink.api.java.typeutils.runtime.kryo.KryoSerializerSnapshot", Kryo5: v5, KryoRegistrations: regs}
@@ -247,7 +250,7 @@ func FuzzKryo(f *testing.F) {
 		if err != nil {
 			return
 		}
-		got, err := encodeKryo(nil, s, v)
+		got, err := encodeKryo(nil, s, v, true)
 		if err != nil || !bytes.Equal(got, b) {
 			t.Fatalf("0x%x decodes to %#v, which encodes to 0x%x (%v)", b, v, got, err)
 		}
@@ -277,5 +280,145 @@ func TestNotDecodedEncodesBackToItsBytes(t *testing.T) {
 		if got, err := c.Encode(v); err == nil {
 			t.Errorf("%s: encoded as %x, want an error", name, got)
 		}
+	}
+}
+
+// kryoASCII is a class name as Kryo writes it by name: ASCII, the last
+// byte's high bit set (Output.writeAscii / writeString).
+func kryoASCII(name string) string {
+	b := []byte(name)
+	b[len(b)-1] |= 0x80
+	return hex.EncodeToString(b)
+}
+
+// kryoKnownCases are values stateutil can know, with the bytes the Kryo
+// and chill sources say are written:
+//   - chill's specialized tuples (chill-scala TupleSerializers.scala,
+//     ScalaTupleSerialization.register: after Tuple1-22, ids 36-57, come
+//     Tuple1$mcJ$sp, $mcI$sp, $mcD$sp, Tuple2$mcJJ$sp, JI, JD, IJ, II, ID,
+//     DJ, DI, DD: ids 58-69, tags 60-71), each a reference marker (Kryo
+//     2.24 Kryo.writeReferenceOrNull: every class but the wrappers) and its
+//     fields as Output.writeLong/writeInt/writeDouble (big-endian);
+//   - Comparator.naturalOrder(), java.util.Comparators$NaturalOrderComparator,
+//     an enum: its class by name, in Kryo 2 a reference marker (Kryo 5's
+//     MapReferenceResolver.useReferences is false for Util.isEnum), then
+//     EnumSerializer's ordinal plus one;
+//   - an object of a user's class (here an enum, com.acme.Color) as the last
+//     thing of a value, kept as the bytes after its class: Kryo 2's marker
+//     and ordinal plus one (01 02 for GREEN), Kryo 5's ordinal plus one.
+//     A constant with a body is written by the name of its own class
+//     (DefaultClassResolver.writeName writes type.getName(), Color$1) and
+//     serialized by its enum's EnumSerializer (Kryo.getRegistration: an
+//     Enum subclass that is not isEnum() takes getEnclosingClass()'s).
+var kryoKnownCases = []struct {
+	v5   bool
+	b    string
+	want string
+}{
+	{false, "43 01 00000001 FFFFFFFE", `{"@class":"scala.Tuple2$mcII$sp","@value":[1,-2]}`},
+	{false, "3C 01 0000000000000005", `{"@class":"scala.Tuple1$mcJ$sp","@value":[5]}`},
+	{false, "3D 01 80000000", `{"@class":"scala.Tuple1$mcI$sp","@value":[-2147483648]}`},
+	{false, "3E 01 3FF8000000000000", `{"@class":"scala.Tuple1$mcD$sp","@value":[1.5]}`},
+	{false, "41 01 FFFFFFFFFFFFFFFF 3FD0000000000000", `{"@class":"scala.Tuple2$mcJD$sp","@value":[-1,0.25]}`},
+	{false, "46 01 4000000000000000 00000007", `{"@class":"scala.Tuple2$mcDI$sp","@value":[2,7]}`},
+	{false, "47 01 BFF0000000000000 0000000000000000", `{"@class":"scala.Tuple2$mcDD$sp","@value":[-1,0]}`},
+	// Some (tag 17) of a Tuple2$mcJI$sp, then the same tuple again: a back-reference.
+	{false, "11 01 40 01 0000000000000003 00000004", `{"@class":"scala.Some","@value":{"@class":"scala.Tuple2$mcJI$sp","@value":[3,4]}}`},
+	{false, "4D 01 01 00 " + kryoASCII(kryoNaturalOrder) + " 01 01 01 09 02",
+		`{"@class":"java.util.PriorityQueue","@comparator":"java.util.Comparators$NaturalOrderComparator","@value":[1]}`},
+	{true, "4D 01 82 01 00 " + kryoASCII(kryoNaturalOrder) + " 01 09 00 02",
+		`{"@class":"java.util.PriorityQueue","@comparator":"java.util.Comparators$NaturalOrderComparator","@value":[1]}`},
+	// ArrayList<Object> ["a", Color.GREEN].
+	{false, "01 00 " + kryoASCII("java.util.ArrayList") + " 01 02 03 01 82 61 01 01 " + kryoASCII("com.acme.Color") + " 01 02",
+		`["a",{"@bytes":"0x0102","@class":"com.acme.Color"}]`},
+	{true, "01 00 " + kryoASCII("java.util.ArrayList") + " 01 03 03 01 82 61 01 01 " + kryoASCII("com.acme.Color") + " 02",
+		`["a",{"@bytes":"0x02","@class":"com.acme.Color"}]`},
+	// Kryo 5 [Color.RED]: one class, flagged, written once; no null.
+	{true, "01 00 " + kryoASCII("java.util.ArrayList") + " 01 82 01 01 " + kryoASCII("com.acme.Color") + " 00 01",
+		`[{"@bytes":"0x01","@class":"com.acme.Color"}]`},
+	// HashMap<String,Object> {"c": Color.BLUE}, BLUE with a body.
+	{false, "01 00 " + kryoASCII("java.util.HashMap") + " 01 01 03 01 82 63 01 01 " + kryoASCII("com.acme.Color$1") + " 01 03",
+		`{"c":{"@bytes":"0x0103","@class":"com.acme.Color$1"}}`},
+	// HashMap<String,Object> {"c": Color.BLUE}, BLUE without one.
+	{false, "01 00 " + kryoASCII("java.util.HashMap") + " 01 01 03 01 82 63 01 01 " + kryoASCII("com.acme.Color") + " 01 03",
+		`{"c":{"@bytes":"0x0103","@class":"com.acme.Color"}}`},
+}
+
+func TestKryoKnownValues(t *testing.T) {
+	for _, c := range kryoKnownCases {
+		s := &SerializerSnapshot{Class: "org.apache.flink.api.java.typeutils.runtime.kryo.KryoSerializerSnapshot", TypeClass: "java.lang.Object", Kryo5: c.v5}
+		b := spacedHex(t, c.b)
+		v, err := codec{s: s}.Decode(b)
+		if got, _ := json.Marshal(v); err != nil || string(got) != c.want {
+			t.Errorf("Kryo 5 %v: %x: %s, %v; want %s", c.v5, b, got, err, c.want)
+			continue
+		}
+		var fromText any
+		d := json.NewDecoder(strings.NewReader(c.want))
+		d.UseNumber()
+		if err := d.Decode(&fromText); err != nil {
+			t.Fatal(err)
+		}
+		for _, in := range []any{v, fromText} {
+			if out, err := (codec{s: s}).Encode(in); err != nil || !bytes.Equal(out, b) {
+				t.Errorf("Kryo 5 %v: %s encodes to %x, %v; want %x", c.v5, c.want, out, err, b)
+			}
+		}
+	}
+}
+
+// What cannot be known stays not decoded: chill's ids in Kryo 5, an
+// object of a user's class that is not the value's last thing or is the
+// value itself, and one in a Kryo value that is not all of the bytes (a
+// POJO's field), where its end is unknown.
+func TestKryoUnknowableNotDecoded(t *testing.T) {
+	color := kryoASCII("com.acme.Color")
+	for _, c := range []struct {
+		v5 bool
+		b  string
+	}{
+		{true, "43 01 00000001 FFFFFFFE"},
+		{false, "01 00 " + kryoASCII("java.util.ArrayList") + " 01 02 01 01 " + color + " 01 02 03 01 82 61"},
+		{true, "01 00 " + kryoASCII("java.util.ArrayList") + " 01 03 01 01 " + color + " 02 03 01 82 61"},
+		{true, "01 00 " + kryoASCII("java.util.ArrayList") + " 01 83 01 01 " + color + " 00 01 02"},
+		{false, "01 00 " + color + " 01 02"},
+		{false, "27 01 01 00 " + color + " 01 01 03 01 82 61"},
+		// A user's comparator: its fields are unknown, and elements follow.
+		{true, "4D 01 82 01 00 " + color + " 01 09 00 02"},
+	} {
+		s := &SerializerSnapshot{Class: "org.apache.flink.api.java.typeutils.runtime.kryo.KryoSerializerSnapshot", TypeClass: "java.lang.Object", Kryo5: c.v5}
+		v, err := codec{s: s}.Decode(spacedHex(t, c.b))
+		var nd *snapshot.NotDecodedError
+		if !errors.As(err, &nd) {
+			t.Errorf("Kryo 5 %v: %s: %v, %v; want it not decoded", c.v5, c.b, v, err)
+		}
+	}
+	s := &SerializerSnapshot{Class: "org.apache.flink.api.java.typeutils.runtime.kryo.KryoSerializerSnapshot", TypeClass: "java.lang.Object"}
+	r := newReader(spacedHex(t, "11 01 01 00 "+color+" 01 02"), "value", 0)
+	if v := decodeKryo(r, s, false); !errors.As(r.err, new(*snapshot.NotDecodedError)) {
+		t.Errorf("a Kryo field not delimited: %v, %v; want it not decoded", v, r.err)
+	}
+
+	for _, bad := range []string{
+		`[{"@class":"com.acme.Color","@bytes":"0x0102"},"a"]`,                          // not the last thing
+		`{"@class":"scala.Some","@value":{"@class":"com.acme.Color","@bytes":"0x00"}}`, // bytes Kryo never writes there
+		`{"@class":"scala.Some","@value":{"@class":"java.util.ArrayList","@bytes":"0x0100"}}`,
+		`{"@class":"scala.Some","@value":{"@class":"com.acme.Color","@bytes":"0x"}}`,
+		`{"@class":"scala.Tuple2$mcII$sp","@value":[1,2147483648]}`,
+		`{"@class":"scala.Tuple1$mcD$sp","@value":["x"]}`,
+		`{"@class":"java.util.PriorityQueue","@comparator":"com.acme.Cmp","@value":[1]}`,
+	} {
+		var v any
+		if err := json.Unmarshal([]byte(bad), &v); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := encodeKryo(nil, s, v, true); err == nil {
+			t.Errorf("%s encodes to %x; want an error", bad, out)
+		}
+	}
+	var kept any
+	_ = json.Unmarshal([]byte(`{"@class":"scala.Some","@value":{"@class":"com.acme.Color","@bytes":"0x0102"}}`), &kept)
+	if out, err := encodeKryo(nil, s, kept, false); err == nil {
+		t.Errorf("kept bytes in a Kryo value not delimited encode to %x; want an error", out)
 	}
 }

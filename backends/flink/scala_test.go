@@ -116,7 +116,7 @@ func TestKryoChill(t *testing.T) {
 				t.Errorf("%x: %s, %v; want %s", c.b, got, err, c.want)
 				continue
 			}
-			if out, err := encodeKryo(nil, s, v); err != nil || !bytes.Equal(out, c.b) {
+			if out, err := encodeKryo(nil, s, v, true); err != nil || !bytes.Equal(out, c.b) {
 				t.Errorf("%s encodes to %x, %v; want %x", c.want, out, err, c.b)
 			}
 		}
@@ -189,7 +189,7 @@ func TestKryoFlinkJDK(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, in := range []any{v, fromText} {
-			if out, err := encodeKryo(nil, s, in); err != nil || !bytes.Equal(out, b) {
+			if out, err := encodeKryo(nil, s, in, true); err != nil || !bytes.Equal(out, b) {
 				t.Errorf("Kryo 5 %v: %s encodes to %x, %v; want %x", c.v5, c.want, out, err, b)
 			}
 		}
@@ -237,7 +237,7 @@ func TestKryoFlinkJDK(t *testing.T) {
 		if err := json.Unmarshal([]byte(bad.json), &v); err != nil {
 			t.Fatal(err)
 		}
-		if out, err := encodeKryo(nil, bad.s, v); err == nil {
+		if out, err := encodeKryo(nil, bad.s, v, true); err == nil {
 			t.Errorf("Kryo 5 %v: %s encodes to %x; want an error", bad.s.Kryo5, bad.json, out)
 		}
 	}

@@ -339,7 +339,7 @@ func skipValue(r *reader, s *SerializerSnapshot, depth int) bool {
 // decode are not (false, r unchanged).
 func skipKryo(r *reader, s *SerializerSnapshot) bool {
 	d := *r
-	decodeKryo(&d, s)
+	decodeKryo(&d, s, false)
 	if d.err != nil {
 		return false
 	}

@@ -163,7 +163,8 @@ public final class ScalaJob extends SimpleKeyedJob<String> {
 
     /**
      * A value under Kryo as stateutil shows it: Strings and Longs plain, anything else with its
-     * class; chill writes Some, Left and Right as their value, tuples as their fields,
+     * class; chill writes Some, Left and Right as their value, tuples as their fields (the
+     * specialized ones, Tuple2$mcII$sp and the like, as primitives),
      * collections and maps as their elements (a map's are tuples), None and Unit as nothing; the
      * JDK classes Flink registers show as text, milliseconds, or [milliseconds, nanoseconds].
      */
@@ -179,6 +180,13 @@ public final class ScalaJob extends SimpleKeyedJob<String> {
             out.put("@value", kryoJson(((Left<?, ?>) v).value()));
         } else if (v instanceof Right) {
             out.put("@value", kryoJson(((Right<?, ?>) v).value()));
+        } else if (v instanceof Product && v.getClass().getName().contains("$mc")) {
+            // chill's specialized tuples: Int, Long and Double fields, written as primitives.
+            List<Object> fields = new ArrayList<>();
+            for (Object f : JavaConverters.asJavaIterable(((Product) v).productIterator().toIterable())) {
+                fields.add(Json.scalar(f));
+            }
+            out.put("@value", fields);
         } else if (v instanceof Product && v.getClass().getName().startsWith("scala.Tuple")) {
             List<Object> fields = new ArrayList<>();
             for (Object f : JavaConverters.asJavaIterable(((Product) v).productIterator().toIterable())) {
@@ -227,7 +235,8 @@ public final class ScalaJob extends SimpleKeyedJob<String> {
         Object[] kinds = {Option.empty(), scala.runtime.BoxedUnit.UNIT, list(), set("a" + r, "b" + r, "c" + r, "d" + r, "e" + r),
                 new scala.Tuple2<>(r, "t" + r), map("k1", "a" + r, "k2", "b" + r, "k3", "c" + r, "k4", "d" + r, "k5", "e" + r),
                 new java.util.UUID(r, -r), java.net.URI.create("http://h/" + r), timestamp(r), new java.sql.Date(r * 86_400_000L),
-                new java.sql.Time(r * 1000)};
+                new java.sql.Time(r * 1000), new scala.Tuple2$mcII$sp((int) r, (int) -r), new scala.Tuple2$mcJD$sp(r, r + 0.5),
+                new scala.Tuple1$mcJ$sp(r)};
         ((ListState) s.get(13)).add(kinds[(int) (r % kinds.length)]);
     }
 

@@ -7,6 +7,8 @@ import java.util.Arrays;
 import java.util.BitSet;
 import java.util.Collection;
 import java.util.Collections;
+import java.util.Comparator;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.PriorityQueue;
@@ -29,8 +31,10 @@ import stateutil.flink.StateDef;
  * The JDK classes Flink registers for Kryo from id 73 (Arrays.asList's list, BitSet,
  * PriorityQueue, Pattern, InetSocketAddress, and in Flink 2 Locale and the java.sql, URI and
  * UUID classes too), and a TreeSet, a PriorityQueue and a TreeMap each ordered by a JDK
- * comparator without fields, in a value and a list state of Object, on String keys
- * "jdk-&lt;r % keys&gt;".
+ * comparator without fields or by Comparator.naturalOrder(), in a value and a list state of
+ * Object, on String keys "jdk-&lt;r % keys&gt;"; and in a value state "kept", a user's enum
+ * (one constant with a body) as the last thing of an ArrayList or HashMap, which stateutil
+ * keeps as the bytes Kryo wrote after its class.
  * Flink 1.x writes them with chill-java's serializers under Kryo 2, Flink 2.x with Kryo 5's
  * own. Locale is left out of Flink 1.x: chill writes it with Java serialization.
  */
@@ -45,6 +49,27 @@ public final class KryoJdkJob extends StringKeyedJob {
 
         AnyJdk() {
             super(Object.class);
+        }
+    }
+
+    /** Object under Kryo holding a user's enum last. */
+    static final class AnyKept extends GenericTypeInfo<Object> {
+        private static final long serialVersionUID = 1L;
+
+        AnyKept() {
+            super(Object.class);
+        }
+    }
+
+    /** A user's enum; BLUE has a body, a class of its own. */
+    enum Color {
+        RED,
+        GREEN,
+        BLUE {
+            @Override
+            public String toString() {
+                return "blue";
+            }
         }
     }
 
@@ -74,6 +99,7 @@ public final class KryoJdkJob extends StringKeyedJob {
         List<StateDef> s = new ArrayList<>();
         s.add(StateDef.value("jdk", new AnyJdk()));
         s.add(StateDef.list("jdks", new AnyJdk()));
+        s.add(StateDef.value("kept", new AnyKept()));
         return s;
     }
 
@@ -89,6 +115,7 @@ public final class KryoJdkJob extends StringKeyedJob {
                 InetSocketAddress.createUnresolved("h" + r + ".example", (int) (8000 + r)),
                 sorted(new TreeSet<>(Collections.reverseOrder()), "s" + r, "t" + r, "u" + r),
                 sorted(new PriorityQueue<>(Collections.reverseOrder()), r, r + 2, r + 1),
+                sorted(new PriorityQueue<Long>(Comparator.naturalOrder()), r + 1, r),
                 caseInsensitive(r)));
         if (KRYO5) {
             k.addAll(Arrays.asList(new Locale("de", "CH", r % 2 == 0 ? "" : "v" + r), new Locale("en"),
@@ -104,6 +131,53 @@ public final class KryoJdkJob extends StringKeyedJob {
         Object[] kinds = kinds(r);
         ((ValueState) s.get(0)).update(kinds[(int) (r % kinds.length)]);
         ((ListState) s.get(1)).add(kinds[(int) ((r / 3) % kinds.length)]);
+        ((ValueState) s.get(2)).update(kept(r));
+    }
+
+    /** An ArrayList or HashMap with a Color last. */
+    static Object kept(long r) {
+        Color c = Color.values()[(int) (r % 3)];
+        switch ((int) (r / 3 % 3)) {
+            case 0:
+                return new ArrayList<>(Arrays.asList("e" + r, c));
+            case 1:
+                return new ArrayList<>(List.of(c));
+            default:
+                HashMap<String, Object> m = new HashMap<>();
+                m.put("c" + r, c);
+                return m;
+        }
+    }
+
+    /**
+     * A Color as stateutil shows it: its class (BLUE's own, Color$1: Kryo writes the name of the
+     * object's class, and serializes it with its enum's serializer) and the bytes Kryo writes
+     * after it, in Kryo 2 a
+     * reference marker (1, a new object) then the ordinal plus one (EnumSerializer), in Kryo 5
+     * the ordinal plus one alone (Kryo 5 keeps no references to enums).
+     */
+    static Object keptJson(Object v) {
+        if (v instanceof Color) {
+            TreeMap<String, Object> out = Json.obj();
+            out.put("@class", v.getClass().getName());
+            out.put("@bytes", String.format(KRYO5 ? "0x%02x" : "0x01%02x", ((Color) v).ordinal() + 1));
+            return out;
+        }
+        if (v instanceof List) {
+            List<Object> out = new ArrayList<>();
+            for (Object e : (List<?>) v) {
+                out.add(keptJson(e));
+            }
+            return out;
+        }
+        if (v instanceof java.util.Map) {
+            TreeMap<String, Object> out = Json.obj();
+            for (java.util.Map.Entry<?, ?> e : ((java.util.Map<?, ?>) v).entrySet()) {
+                out.put((String) e.getKey(), keptJson(e.getValue()));
+            }
+            return out;
+        }
+        return v;
     }
 
     /** c with xs added. */
@@ -129,6 +203,9 @@ public final class KryoJdkJob extends StringKeyedJob {
     }
 
     static Object json(Object v, TypeInformation<?> t) {
+        if (t instanceof AnyKept) {
+            return keptJson(v);
+        }
         return t instanceof AnyJdk ? kryoJson(v) : Json.UNKNOWN;
     }
 
