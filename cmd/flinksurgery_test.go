@@ -130,6 +130,7 @@ func surgeryMatrix(t *testing.T, v string) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			fc := *fc
 			fc.t = t
 			if flinkharness.EqualDumps(c.orig, c.want) == "" {
@@ -151,6 +152,7 @@ func surgeryMatrix(t *testing.T, v string) {
 		// A value of every type the types job keeps, changed in stateutil's
 		// own dump of the savepoint, one key deleted, the rest loaded back
 		// as dumped: Flink restores exactly those changes.
+		t.Parallel()
 		fc := *fc
 		fc.t = t
 		types := fc.entry("types-hashmap-canonical")

@@ -29,7 +29,7 @@ func TestFlinkVersionRestoresInFlink(t *testing.T) {
 
 func flinkVersionCells(t *testing.T, v string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
-	defer cancel()
+	t.Cleanup(cancel)
 	line, err := flink.ReleaseOf(v)
 	if err != nil {
 		t.Fatal(err)
@@ -75,6 +75,7 @@ func flinkVersionCells(t *testing.T, v string) {
 			src := source(t, job+"-hashmap-canonical", major)
 			name := fmt.Sprintf("%s-of-%s", job, src.Manifest.FlinkVersion)
 			t.Run(name, func(t *testing.T) {
+				t.Parallel()
 				fc := *fc
 				fc.t = t
 				dst := filepath.Join(fc.dir, name)

@@ -184,6 +184,7 @@ func flinkWriterMatrix(t *testing.T, v string) {
 	basicDump := dumpOf(t, basic.File("dump.jsonl"))
 
 	t.Run("maxp-128-to-256", func(t *testing.T) {
+		t.Parallel()
 		fc := *fc
 		fc.t = t
 		dst := out("m256")
@@ -195,6 +196,7 @@ func flinkWriterMatrix(t *testing.T, v string) {
 	t.Run("sharded-commit", func(t *testing.T) {
 		// Shards write the state files, the commit _metadata; Flink
 		// restores it with stateutil's checksum manifest beside it.
+		t.Parallel()
 		fc := *fc
 		fc.t = t
 		dst, plan := out("sharded"), out("sharded-plan.json")
@@ -209,6 +211,7 @@ func flinkWriterMatrix(t *testing.T, v string) {
 		fc.restore("sharded", "basic", dst, basicDump, flinkharness.RestoreOptions{Parallelism: 3})
 	})
 	t.Run("changelog-checkpoint", func(t *testing.T) {
+		t.Parallel()
 		fc := *fc
 		fc.t = t
 		cl := fc.entry("basic-hashmap-checkpoint-changelog")
@@ -218,6 +221,7 @@ func flinkWriterMatrix(t *testing.T, v string) {
 		fc.restore("changelog", "basic", dst, dumpOf(t, cl.File("dump.jsonl")), flinkharness.RestoreOptions{Parallelism: 2})
 	})
 	t.Run("maxp-128-to-4096", func(t *testing.T) {
+		t.Parallel()
 		fc := *fc
 		fc.t = t
 		dst := out("m4096")
@@ -226,6 +230,7 @@ func flinkWriterMatrix(t *testing.T, v string) {
 		fc.spa("m4096", "basic", dst, basicDump)
 	})
 	t.Run("maxp-4096-to-128", func(t *testing.T) {
+		t.Parallel()
 		fc := *fc
 		fc.t = t
 		snap, dump, err := flinkharness.Snapshot(fc.ctx, v, flinkharness.SnapshotOptions{Job: "longkeys", Backend: "rocksdb", Kind: "canonical",
@@ -240,6 +245,7 @@ func flinkWriterMatrix(t *testing.T, v string) {
 		fc.spa("m128", "longkeys", dst, want)
 	})
 	t.Run("maxp-256-to-200", func(t *testing.T) {
+		t.Parallel()
 		fc := *fc
 		fc.t = t
 		tuple := fc.entry("tuplekeys-hashmap-canonical")
@@ -251,6 +257,7 @@ func flinkWriterMatrix(t *testing.T, v string) {
 		fc.spa("t200", "tuplekeys", dst, want)
 	})
 	t.Run("rowdata-keys-128-to-256", func(t *testing.T) {
+		t.Parallel()
 		fc := *fc
 		fc.t = t
 		snap, dump, err := flinkharness.Snapshot(fc.ctx, v, flinkharness.SnapshotOptions{Job: "rowdata", Backend: "hashmap", Kind: "canonical",
@@ -266,6 +273,7 @@ func flinkWriterMatrix(t *testing.T, v string) {
 		fc.spa("rowdata-256", "rowdata", dst, dumpOf(t, dump))
 	})
 	t.Run("native-rocksdb-to-canonical", func(t *testing.T) {
+		t.Parallel()
 		fc := *fc
 		fc.t = t
 		native := fc.entry("basic-rocksdb-native")
@@ -276,6 +284,7 @@ func flinkWriterMatrix(t *testing.T, v string) {
 		fc.spa("canonical", "basic", dst, want)
 	})
 	t.Run("checkpoint-to-moved-savepoint", func(t *testing.T) {
+		t.Parallel()
 		fc := *fc
 		fc.t = t
 		chk := fc.entry("basic-rocksdb-checkpoint-incremental")
@@ -302,6 +311,7 @@ func flinkWriterMatrix(t *testing.T, v string) {
 		fc.spa("moved", "basic", final, dumpOf(t, chk.File("dump.jsonl")))
 	})
 	t.Run("operator-rename", func(t *testing.T) {
+		t.Parallel()
 		fc := *fc
 		fc.t = t
 		const newUID = "keyed-renamed-by-stateutil-v2"
@@ -321,6 +331,7 @@ func flinkWriterMatrix(t *testing.T, v string) {
 		fc.spaWith("renamed", dst, want, flinkharness.SPAOptions{Job: "basic", RenameUID: "keyed=" + newUID})
 	})
 	t.Run("drop-expired-ttl", func(t *testing.T) {
+		t.Parallel()
 		fc := *fc
 		fc.t = t
 		dst := out("unexpired")
@@ -344,6 +355,7 @@ func flinkWriterMatrix(t *testing.T, v string) {
 		fc.spa("unexpired", "basic", dst, want)
 	})
 	t.Run("operator-remove", func(t *testing.T) {
+		t.Parallel()
 		fc := *fc
 		fc.t = t
 		dst := out("removed")

@@ -1,7 +1,6 @@
 package flinkharness
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -47,12 +46,10 @@ func ReadDump(path string) ([]Line, error) {
 // ParseDump parses dump text, one JSON object a line.
 func ParseDump(data []byte) ([]Line, error) {
 	var lines []Line
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 1<<20), 1<<30)
 	n := 0
-	for sc.Scan() {
+	for raw := range bytes.Lines(data) {
 		n++
-		raw := sc.Bytes()
+		raw = bytes.TrimSuffix(bytes.TrimSuffix(raw, []byte("\n")), []byte("\r"))
 		if len(bytes.TrimSpace(raw)) == 0 {
 			continue
 		}
@@ -66,7 +63,7 @@ func ParseDump(data []byte) ([]Line, error) {
 		}
 		lines = append(lines, l)
 	}
-	return lines, sc.Err()
+	return lines, nil
 }
 
 // decodeLine decodes one line, allowing the optional "ttl_ts" field.
