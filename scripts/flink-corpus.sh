@@ -26,6 +26,7 @@
 #                      restore Flink refuses or a restore dump that differs fails the entry.
 #                      internal/flinkharness's tests compare all three with EqualDumps.
 #   --force            regenerate entries that exist
+#   --jobs N           entries made at once (default 1; each is a JVM at a time)
 # Environment: as scripts/flink-harness.sh (STATEUTIL_CACHE_DIR, ...);
 # STATEUTIL_FLINK_JOB_VERSIONS, the versions the DataStream zoo jobs run on.
 set -euo pipefail
@@ -51,6 +52,7 @@ slice=""
 verify=0
 force=0
 list=0
+jobs=1
 while [[ $# -gt 0 ]]; do
 	case $1 in
 	--slice) slice=$2; shift 2 ;;
@@ -60,10 +62,15 @@ while [[ $# -gt 0 ]]; do
 	--records) records=$2; shift 2 ;;
 	--verify) verify=1; shift ;;
 	--force) force=1; shift ;;
+	--jobs) jobs=$2; shift 2 ;;
 	--list) list=1; shift ;;
 	*) say "unknown argument $1"; exit 2 ;;
 	esac
 done
+if [[ ! $jobs =~ ^[1-9][0-9]*$ ]]; then
+	say "--jobs wants a number of at least 1"
+	exit 2
+fi
 if [[ -n $slice && ! $slice =~ ^[0-9]+/[0-9]+$ ]]; then
 	say "--slice wants K/N"
 	exit 2
@@ -151,21 +158,23 @@ t0=$SECONDS
 # Flink's refusals of a combination (e.g. 1.18: the changelog backend over hashmap takes no
 # native savepoint).
 refusals='does not support NATIVE savepoints'
-n=0
-refused=0
-failed=0
-mismatched=0
-while read -r v e; do
-	dest="$out/$v/$e"
-	if [[ (-f $dest/manifest.json || -f $dest.refused) && $force == 0 ]]; then
-		continue
-	fi
+# What became of each entry, a word a line (started, then written, refused or failed, and
+# mismatched beside written), counted at the end.
+mkdir -p "$out"
+outcomes=$(mktemp "$out/.outcomes.XXXXXX")
+trap 'rm -f "$outcomes"' EXIT
+outcome() { echo "$1" >>"$outcomes"; }
+
+# make_entry V E: one snapshot, its dump and manifest (and its witnesses with --verify).
+make_entry() {
+	local v=$1 e=$2 job backend kind rest
+	local dest="$out/$v/$e"
 	IFS=- read -r job backend kind rest <<<"$e"
-	args=(--job "$job" --backend "$backend" --kind "$kind" --records "$records")
+	local args=(--job "$job" --backend "$backend" --kind "$kind" --records "$records")
 	[[ $e == *-incremental* ]] && args+=(--incremental)
 	[[ $e == *-compressed* ]] && args+=(--compression)
 	[[ $e == *-changelog* ]] && args+=(--changelog)
-	work="$out/$v/.$e.tmp"
+	local work="$out/$v/.$e.tmp" t1 path msg flags
 	rm -rf "$work"
 	mkdir -p "$work"
 	t1=$SECONDS
@@ -179,13 +188,13 @@ while read -r v e; do
 			echo "$msg" >"$dest.refused"
 			rm -rf "$work"
 			say "$v $e: refused by Flink: $msg"
-			refused=$((refused + 1))
-			continue
+			outcome refused
+			return
 		fi
 		say "$v $e: FAILED: $msg"
 		tail -n 3 "$work/harness.err" >&2
-		failed=$((failed + 1))
-		continue
+		outcome failed
+		return
 	fi
 	if ((verify)); then
 		flags=()
@@ -193,8 +202,8 @@ while read -r v e; do
 		if ! "$harness" "$v" restore-dump --job "$job" --backend "$backend" --snapshot "$path" --parallelism 3 \
 			--dump "$work/restore.jsonl" --records "$records" "${flags[@]}" 2>>"$work/harness.err"; then
 			say "$v $e: Flink did not restore it: $(grep '^flink-harness: failed' "$work/harness.err" | tail -1 || true)"
-			failed=$((failed + 1))
-			continue
+			outcome failed
+			return
 		fi
 		# A quick textual check (subtasks dropped, duplicates merged); EqualDumps is exact.
 		# A difference is kept, not fatal: it is Flink's answer (e.g. FLINK-34063 on 1.18.1).
@@ -205,7 +214,7 @@ while read -r v e; do
 				diff <(canon "$work/dump.jsonl") <(canon "$work/restore-mismatch.jsonl") || true
 			} >"$work/verify.txt"
 			say "$v $e: Flink's restore differs from the job's dump; see verify.txt"
-			mismatched=$((mismatched + 1))
+			outcome mismatched
 		fi
 		if ! "$harness" "$v" spa-dump --job "$job" --snapshot "$path" --records "$records" \
 			--dump "$work/spa.jsonl" 2>>"$work/harness.err"; then
@@ -219,15 +228,30 @@ while read -r v e; do
 				diff <(canon "$work/dump.jsonl") <(canon "$work/spa-mismatch.jsonl") || true
 			} >>"$work/verify.txt"
 			say "$v $e: the State Processor API dump differs; see verify.txt"
-			mismatched=$((mismatched + 1))
+			outcome mismatched
 		fi
 	fi
 	rm -f "$work/harness.err"
 	rm -rf "$dest"
 	mkdir -p "$(dirname "$dest")"
 	mv "$work" "$dest"
-	n=$((n + 1))
+	outcome written
 	say "$v $e: $((SECONDS - t1))s"
+}
+
+while read -r v e; do
+	if [[ (-f $out/$v/$e/manifest.json || -f $out/$v/$e.refused) && $force == 0 ]]; then
+		continue
+	fi
+	while (($(jobs -rp | wc -l) >= jobs)); do
+		wait -n || true
+	done
+	outcome started
+	make_entry "$v" "$e" </dev/null &
 done < <(selected)
-say "$n snapshots written under $out in $((SECONDS - t0))s; $refused refused by Flink (<entry>.refused); $failed failed; $mismatched with a witness that differs (verify.txt)"
+wait
+count() { grep -cx "$1" "$outcomes" || true; }
+# An entry whose run stopped on an error of its own (set -e) left no outcome: a failure too.
+failed=$(($(count started) - $(count written) - $(count refused)))
+say "$(count written) snapshots written under $out in $((SECONDS - t0))s; $(count refused) refused by Flink (<entry>.refused); $failed failed; $(count mismatched) with a witness that differs (verify.txt)"
 ((failed == 0))

@@ -112,7 +112,7 @@ flink_slice=${STATEUTIL_FLINK_SLICE:-$((day / 2 % 8 + 1))/8}
 export STATEUTIL_FLINK_CORPUS="${STATEUTIL_CACHE_DIR:-$PWD/.cache}/flink-corpus-slice"
 rm -rf "$STATEUTIL_FLINK_CORPUS"
 echo "real Flink: $STATEUTIL_FLINK_VERSIONS; corpus slice $flink_slice, into $STATEUTIL_FLINK_CORPUS"
-scripts/flink-corpus.sh --versions "$STATEUTIL_FLINK_VERSIONS" --slice "$flink_slice" --verify --out "$STATEUTIL_FLINK_CORPUS"
+scripts/flink-corpus.sh --versions "$STATEUTIL_FLINK_VERSIONS" --slice "$flink_slice" --verify --jobs 2 --out "$STATEUTIL_FLINK_CORPUS"
 phase "real-Flink corpus slice $flink_slice"
 
 # The storage tests stop and restart the DataNode, and restart the
