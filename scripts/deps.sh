@@ -4,6 +4,10 @@
 # what is missing.
 set -euo pipefail
 
+# The modules download while apt works (neither waits for the other).
+go mod download &
+modules=$!
+
 missing=()
 for pkg in librocksdb-dev rocksdb-tools; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
@@ -23,4 +27,4 @@ if [ ${#missing[@]} -gt 0 ]; then
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
-go mod download
+wait "$modules"
