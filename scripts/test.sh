@@ -25,6 +25,7 @@ print_phases() {
   printf '  %-46s %6ss\n' "total" $((SECONDS - run_start))
 }
 stop_servers() {
+  [[ -z ${corpus:-} ]] || kill -- -"$corpus" 2>/dev/null || true
   scripts/hdfs-stop.sh
   scripts/s3-stop.sh
   print_phases
@@ -45,7 +46,11 @@ scripts/hdfs-start.sh --ha >"$logs/hdfs-ha-start.log" 2>&1 &
 ha_start=$!
 scripts/hdfs-start.sh --dn >"$logs/hdfs-dn-start.log" 2>&1 &
 dn_start=$!
-trap 'scripts/hdfs-stop.sh; print_phases' EXIT
+# S3: moto (installed into a venv on first use); storage/s3's tests restart
+# it, so they run in the first go test below, where nothing else uses it.
+scripts/s3-start.sh >"$logs/s3-start.log" 2>&1 &
+s3_start=$!
+trap stop_servers EXIT
 scripts/hdfs-start.sh
 phase "HDFS and YARN harness (build, start)"
 . .cache/hdfs.env
@@ -75,11 +80,13 @@ cat "$logs/hdfs-dn-start.log" >&2
 . <(grep '^export STATEUTIL_TEST_DN_' "$logs/hdfs-dn.env")
 phase "3-DataNode HDFS harness (start, beside the above)"
 
-# S3: moto; storage/s3's tests restart it, so they run in the first go test
-# below, where nothing else uses it.
-scripts/s3-start.sh
-trap stop_servers EXIT
-phase "S3 server (moto: install, start)"
+if ! wait "$s3_start"; then
+  cat "$logs/s3-start.log" >&2
+  echo "the S3 server (moto) did not start" >&2
+  exit 1
+fi
+cat "$logs/s3-start.log" >&2
+phase "S3 server (moto: install, start; beside the above)"
 . "${STATEUTIL_CACHE_DIR:-.cache}/s3.env"
 export STATEUTIL_REQUIRE_S3=1
 # scripts/deps.sh installed Chromium: the browser tests of stateutil serve
@@ -111,19 +118,30 @@ phase "Flink harness build ($STATEUTIL_FLINK_VERSIONS)"
 flink_slice=${STATEUTIL_FLINK_SLICE:-$((day / 2 % 8 + 1))/8}
 export STATEUTIL_FLINK_CORPUS="${STATEUTIL_CACHE_DIR:-$PWD/.cache}/flink-corpus-slice"
 rm -rf "$STATEUTIL_FLINK_CORPUS"
-echo "real Flink: $STATEUTIL_FLINK_VERSIONS; corpus slice $flink_slice, into $STATEUTIL_FLINK_CORPUS"
-scripts/flink-corpus.sh --versions "$STATEUTIL_FLINK_VERSIONS" --slice "$flink_slice" --verify --jobs 2 --out "$STATEUTIL_FLINK_CORPUS"
-phase "real-Flink corpus slice $flink_slice"
+echo "real Flink: $STATEUTIL_FLINK_VERSIONS; corpus slice $flink_slice, into $STATEUTIL_FLINK_CORPUS (beside the storage tests; its log follows them)"
+# In a session of its own, so that a failure below stops its JVMs too.
+setsid scripts/flink-corpus.sh --versions "$STATEUTIL_FLINK_VERSIONS" --slice "$flink_slice" --verify --jobs 2 \
+  --out "$STATEUTIL_FLINK_CORPUS" >"$logs/flink-corpus.log" 2>&1 &
+corpus=$!
 
 # The storage tests stop and restart the DataNode, and restart the
 # kerberized cluster at each protection level; run them before the packages
-# that write to HDFS, not beside them.
+# that write to HDFS, not beside them (the corpus slice writes no HDFS).
 # -v so that the log shows each HDFS test running against the cluster. The
 # whole output of each go test is kept in the cache; the lines shown include
 # every failure's messages, from test helpers' files too.
 go test -count=1 -timeout 30m -v ./storage/... 2>&1 | tee "$logs/go-test-storage.log" |
   grep -E '^\s*(=== RUN|--- )|^(ok|FAIL|PASS|panic)|\.go:[0-9]+: '
-phase "go test ./storage/..."
+phase "go test ./storage/... (the corpus slice beside it)"
+corpus_rc=0
+wait "$corpus" || corpus_rc=$?
+corpus=
+cat "$logs/flink-corpus.log" >&2
+phase "real-Flink corpus slice $flink_slice (what was left of it)"
+if ((corpus_rc != 0)); then
+  echo "the real-Flink corpus slice failed (exit $corpus_rc)" >&2
+  exit 1
+fi
 
 # -v again so that the log names every HDFS and S3 test and every skip; other
 # passing tests show only in their package's ok line.
