@@ -25,7 +25,7 @@ print_phases() {
   printf '  %-46s %6ss\n' "total" $((SECONDS - run_start))
 }
 stop_servers() {
-  [[ -z ${corpus:-} ]] || kill -- -"$corpus" 2>/dev/null || true
+  [[ -z ${corpus:-} ]] || kill -- -"$corpus" 2>/dev/null || kill "$corpus" 2>/dev/null || true
   scripts/hdfs-stop.sh
   scripts/s3-stop.sh
   print_phases
