@@ -216,7 +216,10 @@ func (c *claim) refresh(ctx context.Context) {
 		}
 		c.mu.Lock()
 		c.rec.Seq++
-		etag, ok, err := c.put(ctx, c.etag)
+		// Not cut off by Release: a write the server has taken would
+		// change the ETag unseen, and the conditional delete would then
+		// leave the claim behind.
+		etag, ok, err := c.put(context.WithoutCancel(ctx), c.etag)
 		switch {
 		case err != nil:
 			// Unreachable for now: try again at the next tick; past the

@@ -124,3 +124,27 @@ func TestClaimLostIsReported(t *testing.T) {
 		t.Fatalf("the other writer's claim is %q, %v after Release; want it untouched", b, err)
 	}
 }
+
+// A Release that comes while a refresh is being written still removes the
+// claim: the destination can be claimed again at once. (A refresh cut off
+// by Release could rewrite the object on the server unseen by the holder,
+// whose delete, conditional on the older ETag, then left a fresh claim.)
+func TestReleaseDuringRefreshLeavesNoClaim(t *testing.T) {
+	t.Setenv("STATEUTIL_S3_CLAIM_TTL", "40ms") // a refresh every 10 ms
+	dir := s3test.Dir(t)
+	st, p := s3test.Resolve(t, dir)
+	dst := path.Join(p, "dst")
+	for i := range 60 {
+		c, err := st.Claim(ctx, dst)
+		if err != nil {
+			t.Fatalf("claim %d: %v", i, err)
+		}
+		time.Sleep(time.Duration(i%7) * 3 * time.Millisecond)
+		if err := c.Release(); err != nil {
+			t.Fatalf("release %d: %v", i, err)
+		}
+		if names, _ := st.List(ctx, p); len(names) != 0 {
+			t.Fatalf("claim object left after release %d: %v", i, names)
+		}
+	}
+}
