@@ -7,24 +7,27 @@
 #
 # Environment (all optional):
 #   BENCH_FLINK_READ_JOB      the harness's job: big (default) or counters (a Long
-#                             key and a Long value: small entries)
-#   BENCH_FLINK_READ_RECORDS  keys of the savepoint (default 1000000: one per record)
+#                             key and a Long value: small entries); the savepoint is
+#                             the one bench-flink.sh rewrites (bench-flink-savepoint.sh)
+#   BENCH_FLINK_READ_RECORDS  keys of the savepoint (default about 1 GiB of state)
 #   BENCH_FLINK_VERSION       Flink version (default 2.3.0)
 #   BENCH_FLINK_READ_ROUNDS   stateutil runs, median taken (default 5); the State
 #                             Processor API runs once per round too, up to 3
-#   BENCH_FLINK_READ_XMX      the State Processor API JVM's heap (default 4g: it
-#                             collects the dump)
 #   BENCH_FLINK_READ_BASE     a commit whose dump runs beside today's, interleaved, for the
 #                             ratio of records/s (default d1a1e51, the last before the value
 #                             decoders of Kryo, Avro and RowData; "" leaves it out)
 #   STATEUTIL_CACHE_DIR       where the savepoint is kept between runs
-# Needs Java and Maven (scripts/flink-harness.sh); prints a note and exits 0
-# without them. Results go to stdout and, under bench.sh, bench-results.txt.
+#   STATEUTIL_FLINK_XMX       the State Processor API JVM's heap (default 8g: it reads
+#                             canonical savepoints through the heap backend)
+# Both write every entry as a line to a file: stateutil's JSONL, the State
+# Processor API's lines as they come (spa-dump --unsorted). Needs Java and
+# Maven (scripts/flink-harness.sh); prints a note and exits 0 without them.
+# Results go to stdout and, under bench.sh, bench-results.txt.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cache=${STATEUTIL_CACHE_DIR:-$root/.cache}
-records=${BENCH_FLINK_READ_RECORDS:-1000000}
+records=${BENCH_FLINK_READ_RECORDS:-}
 job=${BENCH_FLINK_READ_JOB:-big}
 version=${BENCH_FLINK_VERSION:-2.3.0}
 rounds=${BENCH_FLINK_READ_ROUNDS:-5}
@@ -56,16 +59,7 @@ if [[ -n $base ]]; then
 	fi
 fi
 
-# The savepoint: the harness's big job, RocksDB, canonical; made once.
-snapdir="$cache/bench-flink/$job-$version-$records"
-if [[ ! -f $snapdir/path ]]; then
-	rm -rf "$snapdir"
-	mkdir -p "$snapdir"
-	"$harness" "$version" snapshot --job "$job" --backend rocksdb --kind canonical --records "$records" \
-		--dir "$snapdir/snapshot" >"$snapdir/harness.out"
-	tail -n 1 "$snapdir/harness.out" >"$snapdir/path"
-fi
-snap=$(cat "$snapdir/path")
+. "$root/scripts/bench-flink-savepoint.sh"
 work=$(mktemp -d "$cache/bench-flink/run.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
@@ -85,8 +79,8 @@ for i in $(seq "$rounds"); do
 		timed base "$base_bin" dump "$snap" --now 0 -o jsonl >"$work/base.jsonl"
 	fi
 	if ((i <= 3)); then
-		STATEUTIL_FLINK_XMX=${BENCH_FLINK_READ_XMX:-4g} timed spa "$harness" "$version" spa-dump --job "$job" --snapshot "$snap" --records "$records" \
-			--dump "$work/spa.jsonl" >/dev/null
+		STATEUTIL_FLINK_XMX=${STATEUTIL_FLINK_XMX:-8g} timed spa "$harness" "$version" spa-dump --job "$job" --snapshot "$snap" --records "$records" \
+			--dump "$work/spa.jsonl" --unsorted >/dev/null
 	fi
 done
 entries=$(wc -l <"$work/su.jsonl")
@@ -96,7 +90,7 @@ spa=$(cut -d' ' -f1 "$work/spa" | median)
 su_cpu=$(cut -d' ' -f2 "$work/su" | median)
 spa_cpu=$(cut -d' ' -f2 "$work/spa" | median)
 bytes=$(du -sb "$snap" | cut -f1)
-out "== reading every entry of a Flink $version canonical RocksDB savepoint of job $job ($records keys, $bytes bytes), process start to exit, medians"
+out "== reading every entry of a canonical Flink $version savepoint of job $job ($records keys, $what, $((bytes >> 20)) MiB), process start to exit, medians"
 out "$(printf 'stateutil dump:              %8.3f s  %7.2f CPU-s  %s records/s  (%s records, %s runs: %s)' "$su" "$su_cpu" "$(awk -v n="$entries" -v t="$su" 'BEGIN {printf "%.2fM", n / t / 1e6}')" "$entries" "$rounds" "$(cut -d' ' -f1 "$work/su" | tr '\n' ' ')")"
 out "$(printf 'State Processor API dump:    %8.3f s  %7.2f CPU-s  (%s lines, %s runs: %s)' "$spa" "$spa_cpu" "$spa_lines" "$(wc -l <"$work/spa")" "$(cut -d' ' -f1 "$work/spa" | tr '\n' ' ')")"
 out "$(awk -v a="$spa" -v b="$su" -v c="$spa_cpu" -v d="$su_cpu" 'BEGIN {printf "stateutil is %.1fx faster (%.1fx in CPU-seconds)\n", a / b, c / d}')"

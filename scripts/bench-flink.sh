@@ -1,32 +1,23 @@
 #!/usr/bin/env bash
 # The flink writer's benchmark (make bench runs it; BENCH_FLINK=0 skips):
-# max parallelism 128 -> 4096 of a canonical Flink savepoint of the
-# harness's BENCH_FLINK_JOB (default big: a Long key, a Long value and a
-# map entry of a BENCH_FLINK_PAYLOAD-character string, default 1000, per
-# record; counters: a Long key and a Long value, the small entries most
-# state is) of BENCH_FLINK_RECORDS records (default about 1 GiB: 1M for
-# big, 40M for counters), process start to exit, side by side with `cp -r` of the savepoint (median of
-# BENCH_ROUNDS rounds, interleaved) and with Flink's State Processor API
-# doing the same job (spa-rewrite: read every state, write a savepoint at
-# 4096 with SavepointWriter; once, JVM start excluded by its own clock and
-# included by ours). Beside them, `keys delete` of 1% of the keys (every
-# 100th; both jobs key record r by r) through the same copy. The savepoint is made once by the harness's job
-# and kept in $CACHE/bench-flink. Results are appended to bench-results.txt.
+# max parallelism 128 -> 4096 of the canonical Flink savepoint of the
+# harness's BENCH_FLINK_JOB (big or counters, BENCH_FLINK_RECORDS records;
+# scripts/bench-flink-savepoint.sh makes it once), process start to exit,
+# side by side with `cp -r` of the savepoint (median of BENCH_ROUNDS rounds,
+# interleaved) and with Flink's State Processor API doing the same job
+# (spa-rewrite: read every state, write a savepoint at 4096 with
+# SavepointWriter, through the backend that suits the job's size; once, JVM
+# start excluded by its own clock and included by ours). Beside them, `keys
+# delete` of 1% of the keys (every 100th; both jobs key record r by r)
+# through the same copy. Results are appended to bench-results.txt.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=$(realpath "${1:-bin/stateutil}")
 version=${BENCH_FLINK_VERSION:-2.3.0}
 job=${BENCH_FLINK_JOB:-big}
-payload=${BENCH_FLINK_PAYLOAD:-1000}
-case $job in
-big) records=${BENCH_FLINK_RECORDS:-1000000} job_args=(--payload "$payload") what="a Long, a Long and a $payload-character string a record" backend=rocksdb ;;
-# The heap backend makes the 40M-key savepoint (a canonical savepoint is the same whichever
-# backend wrote it): through RocksDB, one get and one put a record, it took over 40 minutes.
-counters) records=${BENCH_FLINK_RECORDS:-40000000} job_args=() what="a Long key and a Long value a record" backend=hashmap ;;
-*) echo "bench-flink: BENCH_FLINK_JOB is big or counters, not $job" >&2; exit 2 ;;
-esac
+records=${BENCH_FLINK_RECORDS:-}
+. scripts/bench-flink-savepoint.sh
 rounds=${BENCH_ROUNDS:-3}
-cache=${STATEUTIL_CACHE_DIR:-$PWD/.cache}/bench-flink
 work=$(mktemp -d "${BENCH_DIR:-/var/tmp}/stateutil-bench-flink.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 results=bench-results.txt
@@ -50,15 +41,6 @@ med() { cut -d" " -f1 "$work/t.$1" | median; }
 cpu() { cut -d" " -f3 "$work/t.$1" | median; }
 rss() { cut -d" " -f2 "$work/t.$1" | sort -n | tail -1; }
 
-snapdir=$cache/$version-$job-$records${job_args[1]:+-p${job_args[1]}}
-if [ ! -f "$snapdir/path" ]; then
-  rm -rf "$snapdir"
-  mkdir -p "$snapdir"
-  STATEUTIL_FLINK_XMX=${STATEUTIL_FLINK_XMX:-8g} scripts/flink-harness.sh "$version" snapshot --job "$job" "${job_args[@]}" --backend "$backend" --kind canonical \
-    --records "$records" --parallelism 2 --max-parallelism 128 --dir "$snapdir/out" >"$snapdir/path.tmp"
-  mv "$snapdir/path.tmp" "$snapdir/path"
-fi
-snap=$(cat "$snapdir/path")
 size=$(du -sb "$snap" | cut -f1)
 say "== flink ($job): max parallelism 128 -> 4096 of a canonical Flink $version savepoint, $records records ($what), $((size >> 20)) MiB (median of $rounds rounds)"
 seq 0 100 $((records - 1)) >"$work/keys"
@@ -76,8 +58,11 @@ say "stateutil keys delete (1%):     $(med del)s   CPU $(cpu del)s   cp/stateuti
 say "stateutil rescale:              $(med su)s   CPU $(cpu su)s   $(awk -v n="$records" -v t="$(med su)" 'BEGIN {printf "%.2fM", n / t / 1e6}') records/s   cp/stateutil = $(ratio "$(med cp)" "$(med su)")   peak RSS $(rss su) MiB   (runs: $(cut -d' ' -f1 "$work/t.su" | tr '\n' ' '))"
 if [ "${BENCH_FLINK_SPA:-1}" != 0 ]; then
   t0=$(date +%s.%N)
-  /usr/bin/time -f '%e %M' -o "$work/spatime" scripts/flink-harness.sh "$version" spa-rewrite --job "$job" --snapshot "$snap" \
-    --max-parallelism 4096 --out "$work/spa" --backend rocksdb >"$work/spa.out"
+  # The heap backend holds every key in the JVM: 40M Long pairs take about 6 GiB.
+  spa_xmx=768m
+  [[ $backend == hashmap ]] && spa_xmx=8g
+  STATEUTIL_FLINK_XMX=${STATEUTIL_FLINK_XMX:-$spa_xmx} /usr/bin/time -f '%e %M' -o "$work/spatime" scripts/flink-harness.sh "$version" spa-rewrite --job "$job" --snapshot "$snap" \
+    --max-parallelism 4096 --out "$work/spa" --backend "$backend" >"$work/spa.out"
   spa=$(awk '{print $1}' "$work/spatime")
   spa_rss=$(awk '{printf "%.0f", $2/1024}' "$work/spatime")
   inner=$(sed -n 's/^elapsed_seconds //p' "$work/spa.out")

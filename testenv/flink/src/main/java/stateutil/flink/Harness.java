@@ -106,7 +106,7 @@ public final class Harness {
         final Set<String> flags = new java.util.HashSet<>();
         final Set<String> used = new java.util.HashSet<>();
 
-        static final Set<String> FLAGS = Set.of("incremental", "compression", "changelog", "allow-non-restored");
+        static final Set<String> FLAGS = Set.of("incremental", "compression", "changelog", "allow-non-restored", "unsorted");
 
         Opts(String[] a, int from) throws UsageException {
             for (int i = from; i < a.length; i++) {
@@ -352,12 +352,16 @@ public final class Harness {
             if (this == NONE) {
                 return lines;
             }
-            String a = operatorField(from), b = operatorField(to);
             List<String> out = new ArrayList<>(lines.size());
             for (String l : lines) {
-                out.add(l.replace(a, b));
+                out.add(line(l));
             }
             return out;
+        }
+
+        /** One dump line with operator OLD named NEW. */
+        String line(String l) {
+            return this == NONE ? l : l.replace(operatorField(from), operatorField(to));
         }
     }
 

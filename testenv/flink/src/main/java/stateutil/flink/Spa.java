@@ -1,5 +1,8 @@
 package stateutil.flink;
 
+import java.io.BufferedWriter;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.util.ArrayList;
@@ -90,6 +93,8 @@ final class Spa {
         Harness.UidRename rename = Harness.UidRename.parse(o.get("rename-uid", ""));
         // --without-operator: an operator the snapshot no longer has is not read.
         String without = o.get("without-operator", "");
+        // --unsorted: each line is written as it comes, so that memory stays bounded (benchmarks).
+        boolean unsorted = o.flag("unsorted");
         o.done();
         long t0 = System.nanoTime();
         StreamExecutionEnvironment env = env(p);
@@ -110,14 +115,29 @@ final class Spa {
             DataStream<String> s = readOperator(r, os, rename.uid(os.uid)).map(new OperatorLine(os)).returns(Types.STRING);
             all = all == null ? s : all.union(s);
         }
-        List<String> lines = new ArrayList<>();
-        if (all != null) {
-            try (CloseableIterator<String> it = all.executeAndCollect("stateutil-spa-dump-" + job.name())) {
-                it.forEachRemaining(lines::add);
+        long n = 0;
+        if (unsorted) {
+            try (BufferedWriter w = Files.newBufferedWriter(dump, StandardCharsets.UTF_8)) {
+                if (all != null) {
+                    try (CloseableIterator<String> it = all.executeAndCollect("stateutil-spa-dump-" + job.name())) {
+                        for (; it.hasNext(); n++) {
+                            w.write(rename.line(it.next()));
+                            w.write('\n');
+                        }
+                    }
+                }
             }
+        } else {
+            List<String> lines = new ArrayList<>();
+            if (all != null) {
+                try (CloseableIterator<String> it = all.executeAndCollect("stateutil-spa-dump-" + job.name())) {
+                    it.forEachRemaining(lines::add);
+                }
+            }
+            Harness.writeDump(dump, rename.lines(lines));
+            n = lines.size();
         }
-        Harness.writeDump(dump, rename.lines(lines));
-        System.err.printf("flink-harness: State Processor API read %d lines in %.1fs%n", lines.size(), (System.nanoTime() - t0) / 1e9);
+        System.err.printf("flink-harness: State Processor API read %d lines in %.1fs%n", n, (System.nanoTime() - t0) / 1e9);
         return 0;
     }
 
