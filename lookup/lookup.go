@@ -678,7 +678,12 @@ func (g *keyGroup) inOrder() []snapshot.Entry {
 		return es
 	}
 	slices.SortStableFunc(g.runs, func(a, b []snapshot.Entry) int { return strings.Compare(a[0].State, b[0].State) })
-	g.sorted = g.sorted[:0]
+	// Every buffer a merge writes holds all the entries at most: sized
+	// once, appends never move them, and no garbage grows the heap.
+	g.sorted = slices.Grow(g.sorted[:0], len(es))
+	for r := range g.scratch {
+		g.scratch[r] = slices.Grow(g.scratch[r][:0], len(es))
+	}
 	for rs := g.runs; len(rs) > 0; {
 		n := 1
 		for n < len(rs) && rs[n][0].State == rs[0][0].State {
