@@ -64,14 +64,15 @@ work=$(mktemp -d "$cache/bench-flink/run.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-# timed NAME CMD...: appends "wall-seconds cpu-seconds" (user + system, the
-# process and its children) of one run of CMD to $work/NAME.
+# timed NAME CMD...: appends "wall-seconds cpu-seconds peak-RSS-MiB" (CPU:
+# user + system, the process and its children) of one run of CMD to $work/NAME.
 timed() {
 	local name=$1
 	shift
-	/usr/bin/time -f '%e %U %S' -o "$work/time" "$@"
-	awk '{printf "%.3f %.2f\n", $1, $2 + $3}' "$work/time" >>"$work/$name"
+	/usr/bin/time -f '%e %U %S %M' -o "$work/time" "$@"
+	awk '{printf "%.3f %.2f %.0f\n", $1, $2 + $3, $4 / 1024}' "$work/time" >>"$work/$name"
 }
+rss() { cut -d' ' -f3 "$work/$1" | sort -n | tail -1; }
 
 for i in $(seq "$rounds"); do
 	timed su "$bin" dump "$snap" --now 0 -o jsonl >"$work/su.jsonl"
@@ -91,8 +92,8 @@ su_cpu=$(cut -d' ' -f2 "$work/su" | median)
 spa_cpu=$(cut -d' ' -f2 "$work/spa" | median)
 bytes=$(du -sb "$snap" | cut -f1)
 out "== reading every entry of a canonical Flink $version savepoint of job $job ($records keys, $what, $((bytes >> 20)) MiB), process start to exit, medians"
-out "$(printf 'stateutil dump:              %8.3f s  %7.2f CPU-s  %s records/s  (%s records, %s runs: %s)' "$su" "$su_cpu" "$(awk -v n="$entries" -v t="$su" 'BEGIN {printf "%.2fM", n / t / 1e6}')" "$entries" "$rounds" "$(cut -d' ' -f1 "$work/su" | tr '\n' ' ')")"
-out "$(printf 'State Processor API dump:    %8.3f s  %7.2f CPU-s  (%s lines, %s runs: %s)' "$spa" "$spa_cpu" "$spa_lines" "$(wc -l <"$work/spa")" "$(cut -d' ' -f1 "$work/spa" | tr '\n' ' ')")"
+out "$(printf 'stateutil dump:              %8.3f s  %7.2f CPU-s  %s records/s  peak RSS %s MiB  (%s records, %s runs: %s)' "$su" "$su_cpu" "$(awk -v n="$entries" -v t="$su" 'BEGIN {printf "%.2fM", n / t / 1e6}')" "$(rss su)" "$entries" "$rounds" "$(cut -d' ' -f1 "$work/su" | tr '\n' ' ')")"
+out "$(printf 'State Processor API dump:    %8.3f s  %7.2f CPU-s  peak RSS %s MiB  (%s lines, %s runs: %s)' "$spa" "$spa_cpu" "$(rss spa)" "$spa_lines" "$(wc -l <"$work/spa")" "$(cut -d' ' -f1 "$work/spa" | tr '\n' ' ')")"
 out "$(awk -v a="$spa" -v b="$su" -v c="$spa_cpu" -v d="$su_cpu" 'BEGIN {printf "stateutil is %.1fx faster (%.1fx in CPU-seconds)\n", a / b, c / d}')"
 if [[ -n $base_bin ]]; then
 	b=$(cut -d' ' -f1 "$work/base" | median)
