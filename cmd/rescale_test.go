@@ -3,7 +3,10 @@ package cmd
 import (
 	"bytes"
 	"context"
+	"io/fs"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -93,6 +96,49 @@ func TestRescaleMaxParallelismRoundTrip(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("128 -> 4096 -> 128 differs:\n%s", out)
 	}
+}
+
+// A RocksDB rescale through the command takes the SST fast path: SST files
+// that lie within one new subtask are linked from the source, not
+// rewritten, and the result is the entry-by-entry one.
+func TestRescaleRocksDBLinksSSTFiles(t *testing.T) {
+	dir := t.TempDir()
+	src, fast, slow := filepath.Join(dir, "src"), filepath.Join(dir, "fast"), filepath.Join(dir, "slow")
+	// About 50 MiB: SST files are cut at key-group boundaries past 4 MiB.
+	mustRun(t, "generate", "--format", "rocksdb", "--output", src, "--keys", "8000", "--value-bytes", "1000", "--parallelism", "2")
+	mustRun(t, "rescale", src, "--parallelism", "3", "--output", fast, "--quiet")
+	mustRun(t, "rescale", src, "--parallelism", "3", "--output", slow, "--quiet", "--entry-by-entry")
+	old := sstFiles(t, src)
+	linked := 0
+	for _, fi := range sstFiles(t, fast) {
+		if slices.ContainsFunc(old, func(o os.FileInfo) bool { return os.SameFile(o, fi) }) {
+			linked++
+		}
+	}
+	if linked == 0 {
+		t.Errorf("no SST file of the rescaled snapshot is linked from the source's %d: the rescale went entry by entry", len(old))
+	}
+	if code, out, _ := run(t, "diff", fast, slow, "--entries"); code != 0 {
+		t.Fatalf("the fast path's snapshot differs from the entry-by-entry one:\n%s", out)
+	}
+}
+
+// sstFiles is every SST file under dir.
+func sstFiles(t *testing.T, dir string) []os.FileInfo {
+	t.Helper()
+	var out []os.FileInfo
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !strings.HasSuffix(p, ".sst") {
+			return err
+		}
+		fi, err := os.Stat(p)
+		out = append(out, fi)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 func TestRescaleDryRunWritesNothing(t *testing.T) {

@@ -12,7 +12,7 @@ import (
 // else entry by entry (WriteSubtask). Operator and raw state take the
 // same code either way.
 func writeSubtask(ctx context.Context, r snapshot.Reader, a *redistribute.Assignment, w snapshot.Writer, op, newOp *snapshot.Operator, p *redistribute.OperatorPlan, j int, opts ExecuteOptions) error {
-	kc, ok := w.(snapshot.KeyedCopier)
+	kc, ok := unwrapWriter(w).(snapshot.KeyedCopier)
 	if !ok || opts.EntryByEntry || p.New.MaxParallelism != p.Old.MaxParallelism {
 		return WriteSubtask(ctx, a, w, newOp, j, opts.Progress)
 	}
