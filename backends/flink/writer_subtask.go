@@ -277,11 +277,16 @@ func (sw *subtaskWriter) flush() error {
 	}
 	a := sw.arena
 	key := func(r record) []byte { return a[r.key:r.keyEnd] }
+	// The kind of each state, by id: looked up once, not per comparison.
+	kinds := make([]snapshot.StateKind, len(sw.op.KeyedStates))
+	for id := range kinds {
+		kinds[id] = sw.stateLayout(id).kind
+	}
 	// Pairs of a state in key order; timers by their key and namespace, in
 	// the order they came (what order a restore reads them in does not
 	// matter; this one keeps a copy's timers in the source's order).
 	sortKey := func(r record) []byte {
-		if sw.stateLayout(r.state).kind == KindTimer {
+		if kinds[r.state] == KindTimer {
 			return a[r.key+8 : r.keyEnd]
 		}
 		return key(r)
@@ -308,7 +313,7 @@ func (sw *subtaskWriter) flush() error {
 	for i := 0; i < len(sw.recs); {
 		r := sw.recs[i]
 		j := i + 1
-		list := sw.stateLayout(r.state).kind == snapshot.List
+		list := kinds[r.state] == snapshot.List
 		vlen := r.valEnd - r.val
 		if list {
 			for j < len(sw.recs) && sw.recs[j].state == r.state && bytes.Equal(key(sw.recs[j]), key(r)) {
