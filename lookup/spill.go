@@ -17,7 +17,7 @@ import (
 // before they are ordered and written to a temporary file as a sorted
 // run; a key group larger than that is ordered by merging its runs, so
 // that memory stays bounded by this, not by the largest key group.
-var spillBytes = 16 << 20
+var spillBytes = 8 << 20
 
 // entryFootprint is what an entry takes besides its bytes: the Entry, and
 // its places in the merge rounds and the order inOrder makes.
