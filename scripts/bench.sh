@@ -201,13 +201,17 @@ if [ -d "$fixtures" ]; then
 fi
 
 # Flink (BENCH_FLINK=0 skips them): the writer's rescale, and reading a
-# real savepoint, both against the State Processor API.
+# real savepoint, both against the State Processor API; their peak memory
+# at BENCH_RSS_BYTES of state.
 if [ "${BENCH_FLINK:-1}" != 0 ]; then
   scripts/bench-flink.sh "$bin"
   BENCH_FLINK_JOB=counters scripts/bench-flink.sh "$bin"
   results="$results" scripts/bench-flink-read.sh
   BENCH_FLINK_READ_JOB=counters results="$results" scripts/bench-flink-read.sh
   say ""
+  if [ "$huge" -gt 0 ]; then
+    BENCH_RSS_BYTES=$huge scripts/bench-flink-rss.sh "$bin"
+  fi
 fi
 
 say "== Go benchmarks"
