@@ -34,7 +34,7 @@ var connectorCorpora = []string{"flink-connectors", "flink-kafka"}
 // connectorVersions and connectorKinds are what each connector corpus
 // holds: every version by every kind.
 var (
-	connectorVersions = []string{"1.19.3", "1.20.5", "2.0.2", "2.1.3", "2.2.1", "2.3.0"}
+	connectorVersions = []string{"1.18.1", "1.19.3", "1.20.5", "2.0.2", "2.1.3", "2.2.1", "2.3.0"}
 	connectorKinds    = []string{"hashmap-canonical", "hashmap-checkpoint", "rocksdb-checkpoint-incremental", "rocksdb-native"}
 )
 
