@@ -45,11 +45,15 @@ row=$(awk -v v="$version" '$1 == v { print; exit }' "$harness/versions.tsv")
 minor=${version%.*}
 dstl=
 if [[ -n $row ]]; then
-	read -r _ major spa extra dstl <<<"$row"
+	read -r _ major spa extra kafkaconn dstl <<<"$row"
 else
 	major=${version%%.*}
 	spa=$minor.0
 	extra=$version
+	# flink-connector-kafka (the kafka job): that of the newest listed version of this minor, else
+	# of this major.
+	kafkaconn=$(awk -v m="$major" -v n="$minor." '$1 !~ /^#/ && $2 == m { k = $5; if (index($1, n) == 1) km = $5 }
+		END { print (km != "" ? km : k) }' "$harness/versions.tsv")
 fi
 dstl=${dstl:-$version}
 # The State Processor API names operators by OperatorIdentifier from 1.17 on, by uid before.
@@ -57,17 +61,14 @@ case $minor in
 1.15 | 1.16) spalayer=uid ;;
 *) spalayer=id ;;
 esac
-# The sink API with writer state and committer interfaces (the connectors job) is there from 1.19 on.
+# The sink API with writer state and a committer (the connector jobs): StatefulSink and
+# TwoPhaseCommittingSink in 1.18, SupportsWriterState and SupportsCommitter from 1.19 on.
 case $minor in
-1.15 | 1.16 | 1.17 | 1.18) sinklayer=none ;;
+1.15 | 1.16 | 1.17) sinklayer=none ;;
+1.18) sinklayer=twophase ;;
 *) sinklayer=v2 ;;
 esac
 [[ $major == 1 || $major == 2 ]] || { say "Flink $version: only 1.x and 2.x are supported"; exit 2; }
-# flink-connector-kafka (the kafka job): the release built for this Flink major.
-case $major in
-1) kafkaconn=3.3.0-1.20 ;;
-2) kafkaconn=5.0.0-2.2 ;;
-esac
 
 case $cmd in
 spa-dump | spa-rewrite)
@@ -126,7 +127,7 @@ needs_build() {
 }
 build() {
 	local t0=$SECONDS log="$state/build.log"
-	say "building the harness for Flink $version (spa $spa, avro/table $extra, dstl $dstl; mvn -q -B compile; a first build downloads ~250 MB into ~/.m2)"
+	say "building the harness for Flink $version (spa $spa, avro/table $extra, kafka $kafkaconn, dstl $dstl; mvn -q -B compile; a first build downloads ~250 MB into ~/.m2)"
 	local args=(-q -B -Dstyle.color=never -f "$harness/pom.xml" "-Dflink.version=$version" "-Dflink.major=$major"
 		"-Dspa.version=${spa/#-/$minor.0}" "-Dextra.version=$extra" "-Ddstl.version=$dstl" "-Dspa.layer=$spalayer" "-Dsink.layer=$sinklayer" "-Dkafka.connector.version=$kafkaconn" compile)
 	# Offline first so a warm ~/.m2 needs no network; online if it lacks something.

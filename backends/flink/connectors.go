@@ -639,10 +639,12 @@ func (w *connWriter) fileSinkCommittable(m map[string]any) {
 // --- Sink v2 committer -------------------------------------------------------
 
 // committableCollectorLayout is CommittableCollectorSerializer version 2:
-// checkpoints (version 1: id, number of subtasks, subtasks), each subtask
-// (version 1 in Flink 1.x, 2 from 2.0 on, which drops the drained count)
-// with its commit requests (version 0). Committables other than the file
-// and Kafka sinks' are kept as bytes.
+// checkpoints (version 0 in Flink 1.18: id, subtasks; version 1 from 1.19
+// on adds the number of subtasks after the id), each subtask (version 0 in
+// 1.18: commit requests and counts; version 1 from 1.19 on leads with the
+// subtask's id; version 2 from 2.0 on drops the drained count) with its
+// commit requests (version 0). Committables other than the file and Kafka
+// sinks' are kept as bytes.
 var committableCollectorLayout = connectorLayout{
 	name: "CommittableCollector",
 	tag:  "committerState",
@@ -651,11 +653,14 @@ var committableCollectorLayout = connectorLayout{
 			return nil
 		}
 		cv, checkpoints := readVersionedList(r, "checkpoints", func(r *reader, v int32) any {
-			if v != 1 {
-				r.fail("checkpoint serializer version %d, want 1", v)
+			if v != 0 && v != 1 {
+				r.fail("checkpoint serializer version %d, want 0 or 1", v)
 				return nil
 			}
-			c := map[string]any{"checkpointId": num(r.i64("checkpoint id")), "numberOfSubtasks": num(int64(r.i32("number of subtasks")))}
+			c := map[string]any{"checkpointId": num(r.i64("checkpoint id"))}
+			if v == 1 {
+				c["numberOfSubtasks"] = num(int64(r.i32("number of subtasks")))
+			}
 			c["subtasksVersion"], c["subtasks"] = readVersionedList(r, "subtasks", readSubtaskCommittables)
 			return c
 		})
@@ -664,11 +669,13 @@ var committableCollectorLayout = connectorLayout{
 	encode: func(w *connWriter, m map[string]any) int32 {
 		w.magic(collectorMagic)
 		w.versionedList(m["checkpointsVersion"], m["checkpoints"], "checkpoints", func(w *connWriter, version int32, c map[string]any) {
-			if version != 1 {
-				w.fail("checkpoint version %d: want 1", version)
+			if version != 0 && version != 1 {
+				w.fail("checkpoint version %d: want 0 or 1", version)
 			}
 			w.i64(c["checkpointId"], "checkpointId")
-			w.i32(c["numberOfSubtasks"], "numberOfSubtasks")
+			if version == 1 {
+				w.i32(c["numberOfSubtasks"], "numberOfSubtasks")
+			}
 			w.versionedList(c["subtasksVersion"], c["subtasks"], "subtasks", (*connWriter).subtaskCommittables)
 		})
 		return 2
@@ -702,11 +709,14 @@ func (w *connWriter) committable(v any) {
 }
 
 func readSubtaskCommittables(r *reader, version int32) any {
-	if version != 1 && version != 2 {
-		r.fail("subtask serializer version %d, want 1 or 2", version)
+	if version < 0 || version > 2 {
+		r.fail("subtask serializer version %d, want 0, 1 or 2", version)
 		return nil
 	}
-	s := map[string]any{"subtaskId": num(int64(r.i32("subtask id")))}
+	s := map[string]any{}
+	if version >= 1 {
+		s["subtaskId"] = num(int64(r.i32("subtask id")))
+	}
 	s["requestsVersion"], s["requests"] = readVersionedList(r, "requests", func(r *reader, v int32) any {
 		if v != 0 {
 			r.fail("request serializer version %d, want 0", v)
@@ -716,7 +726,7 @@ func readSubtaskCommittables(r *reader, version int32) any {
 		return map[string]any{"committable": c, "numberOfRetries": num(int64(r.i32("retries"))), "state": num(int64(r.i32("state")))}
 	})
 	s["numCommittables"] = num(int64(r.i32("committables")))
-	if version == 1 {
+	if version <= 1 {
 		s["numDrained"] = num(int64(r.i32("drained")))
 	}
 	s["numFailed"] = num(int64(r.i32("failed")))
@@ -724,10 +734,12 @@ func readSubtaskCommittables(r *reader, version int32) any {
 }
 
 func (w *connWriter) subtaskCommittables(version int32, s map[string]any) {
-	if version != 1 && version != 2 {
-		w.fail("subtask version %d: want 1 or 2", version)
+	if version < 0 || version > 2 {
+		w.fail("subtask version %d: want 0, 1 or 2", version)
 	}
-	w.i32(s["subtaskId"], "subtaskId")
+	if version >= 1 {
+		w.i32(s["subtaskId"], "subtaskId")
+	}
 	w.versionedList(s["requestsVersion"], s["requests"], "requests", func(w *connWriter, version int32, q map[string]any) {
 		if version != 0 {
 			w.fail("request version %d: want 0", version)
@@ -737,7 +749,7 @@ func (w *connWriter) subtaskCommittables(version int32, s map[string]any) {
 		w.i32(q["state"], "state")
 	})
 	w.i32(s["numCommittables"], "numCommittables")
-	if version == 1 {
+	if version <= 1 {
 		w.i32(s["numDrained"], "numDrained")
 	}
 	w.i32(s["numFailed"], "numFailed")

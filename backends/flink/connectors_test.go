@@ -8,6 +8,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -15,18 +16,27 @@ import (
 	"github.com/stateutil/stateutil/snapshot"
 )
 
-// The connector corpora hold, for Flink 1.20.5 and 2.3.0, a heap canonical
-// and a RocksDB native savepoint each of two testenv/flink jobs, with the
-// job's dump of its connector states as Flink hands them over:
-// testdata/flink-connectors (job "connectors": a FileSource's unfinished
-// splits, a FileSink's writer and committer states) and testdata/flink-kafka
-// (job "kafka", against a real broker: a KafkaSource's unfinished splits, an
-// exactly-once KafkaSink's writer states and the committables of its open
-// transactions). Their files and transactions lived with the generator's
-// run, so they are read, not restored: they sit apart from testdata/flink,
-// whose entries Flink's restore witnesses too.
+// The connector corpora hold, for every Flink version stateutil reads, a
+// heap canonical and a RocksDB native savepoint and the checkpoints a
+// running job leaves (a full heap one, an incremental RocksDB one) each of
+// two testenv/flink jobs, with the job's dump of its connector states as
+// Flink hands them over: testdata/flink-connectors (job "connectors": a
+// FileSource's unfinished splits, a FileSink's writer and committer
+// states) and testdata/flink-kafka (job "kafka", against a real broker: a
+// KafkaSource's unfinished splits, an exactly-once KafkaSink's writer
+// states and the committables of its open transactions), each version with
+// the Kafka connector release built for it. Their files and transactions
+// lived with the generator's run, so they are read, not restored: they sit
+// apart from testdata/flink, whose entries Flink's restore witnesses too.
 
 var connectorCorpora = []string{"flink-connectors", "flink-kafka"}
+
+// connectorVersions and connectorKinds are what each connector corpus
+// holds: every version by every kind.
+var (
+	connectorVersions = []string{"1.18.1", "1.19.3", "1.20.5", "2.0.2", "2.1.3", "2.2.1", "2.3.0"}
+	connectorKinds    = []string{"hashmap-canonical", "hashmap-checkpoint", "rocksdb-checkpoint-incremental", "rocksdb-native"}
+)
 
 // connectorEntries is every entry of the connector corpora.
 func connectorEntries(t testing.TB) []flinkharness.Entry {
@@ -38,16 +48,28 @@ func connectorEntries(t testing.TB) []flinkharness.Entry {
 	return all
 }
 
-// corpusEntries is one connector corpus's entries: 1.20.5 and 2.3.0, heap
-// canonical and RocksDB native.
+// corpusEntries is one connector corpus's entries: every version of
+// connectorVersions by every kind of connectorKinds, nothing else.
 func corpusEntries(t testing.TB, corpus string) []flinkharness.Entry {
 	t.Helper()
 	es, err := flinkharness.ReadCorpus(filepath.Join(repoRoot(t), "testdata", corpus))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(es) != 4 {
-		t.Fatalf("%s: want the entries of 1.20.5 and 2.3.0 (heap canonical, RocksDB native), found %d", corpus, len(es))
+	job := strings.TrimPrefix(corpus, "flink-")
+	var want, got []string
+	for _, v := range connectorVersions {
+		for _, k := range connectorKinds {
+			want = append(want, v+"/"+job+"-"+k)
+		}
+	}
+	for _, e := range es {
+		got = append(got, e.Manifest.FlinkVersion+"/"+e.Name)
+	}
+	slices.Sort(want)
+	slices.Sort(got)
+	if !slices.Equal(got, want) {
+		t.Fatalf("%s: want the entries %v, found %v", corpus, want, got)
 	}
 	return es
 }
@@ -82,7 +104,7 @@ func connectorElements(t testing.TB, e flinkharness.Entry) map[string][][]byte {
 
 func TestConnectorsEqualJobDump(t *testing.T) {
 	for _, e := range connectorEntries(t) {
-		t.Run(e.Manifest.Job+"/"+e.Manifest.FlinkVersion+"/"+e.Manifest.Backend+"-"+e.Manifest.Kind, func(t *testing.T) {
+		t.Run(e.Manifest.FlinkVersion+"/"+e.Name, func(t *testing.T) {
 			old, nw := e.PathMap()
 			lines, parts, err := readAsDump(context.Background(), t, e.SnapshotDir(), snapshot.OpenOptions{PathMap: map[string]string{old: nw}})
 			if err != nil || len(parts) != 0 {
@@ -121,7 +143,7 @@ func TestConnectorsRoundTrip(t *testing.T) {
 			for i, b := range els {
 				v, err := c.Decode(b)
 				if _, isHex := v.(string); err != nil || isHex {
-					t.Fatalf("%s %s[%d]: %v %v", e.Manifest.FlinkVersion, state, i, v, err)
+					t.Fatalf("%s/%s %s[%d]: %v %v", e.Manifest.FlinkVersion, e.Name, state, i, v, err)
 				}
 				text, err := json.Marshal(v)
 				if err != nil {
@@ -135,7 +157,7 @@ func TestConnectorsRoundTrip(t *testing.T) {
 				}
 				got, err := c.Encode(back)
 				if err != nil || !bytes.Equal(got, b) {
-					t.Errorf("%s %s[%d]: encoded back %x, %v; want %x", e.Manifest.FlinkVersion, state, i, got, err, b)
+					t.Errorf("%s/%s %s[%d]: encoded back %x, %v; want %x", e.Manifest.FlinkVersion, e.Name, state, i, got, err, b)
 				}
 			}
 		}
@@ -225,42 +247,51 @@ func fuzzConnectorState(f *testing.F, corpus, state string) {
 	})
 }
 
-// TestConnectorsVerifyDamage: verify passes the connectors savepoints and
+// TestConnectorsVerifyDamage: verify passes the connector snapshots and
 // reports a committer state element whose frame length was flipped in the
-// savepoint's bytes as damage of that element.
+// snapshot's bytes as damage of that element.
 func TestConnectorsVerifyDamage(t *testing.T) {
 	ctx := context.Background()
 	for _, e := range connectorEntries(t) {
-		if got := verifyFindings(ctx, t, e.SnapshotDir(), snapshot.OpenOptions{}); got != "" {
-			t.Fatalf("%s: healthy savepoint: %s", e.Manifest.FlinkVersion, got)
+		name := e.Manifest.FlinkVersion + "/" + e.Name
+		old, nw := e.PathMap()
+		if got := verifyFindings(ctx, t, e.SnapshotDir(), snapshot.OpenOptions{PathMap: map[string]string{old: nw}}); got != "" {
+			t.Fatalf("%s: healthy snapshot: %s", name, got)
 		}
 		el := connectorElements(t, e)["streaming_committer_raw_states"][0]
-		dir := filepath.Join(t.TempDir(), "savepoint")
-		if err := os.CopyFS(dir, os.DirFS(e.SnapshotDir())); err != nil {
+		// The whole directory Flink wrote into: a checkpoint's shared files
+		// are beside it, named by absolute path.
+		root := filepath.Join(t.TempDir(), "snapshot")
+		if err := os.CopyFS(root, os.DirFS(nw)); err != nil {
 			t.Fatal(err)
 		}
 		flipped := 0
-		names, _ := filepath.Glob(filepath.Join(dir, "*"))
-		for _, name := range names {
+		err := filepath.WalkDir(root, func(name string, d os.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return err
+			}
 			b, err := os.ReadFile(name)
 			if err != nil {
-				t.Fatal(err)
+				return err
 			}
 			// The element's bytes follow its int length; its frame length is at 8.
 			if at := bytes.Index(b, el); at >= 0 {
 				b[at+11] ^= 1
 				flipped++
-				if err := os.WriteFile(name, b, 0o644); err != nil {
-					t.Fatal(err)
-				}
+				return os.WriteFile(name, b, 0o644)
 			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
 		}
 		if flipped != 1 {
-			t.Fatalf("element found in %d files, want 1", flipped)
+			t.Fatalf("%s: element found in %d files, want 1", name, flipped)
 		}
-		got := verifyFindings(ctx, t, dir, snapshot.OpenOptions{})
+		dir := filepath.Join(root, filepath.FromSlash(e.Manifest.SnapshotSubpath))
+		got := verifyFindings(ctx, t, dir, snapshot.OpenOptions{PathMap: map[string]string{old: root}})
 		if !strings.Contains(got, "decode") || !strings.Contains(got, "serialized length") {
-			t.Errorf("%s: flipped frame length: verify says %q", e.Manifest.FlinkVersion, got)
+			t.Errorf("%s: flipped frame length: verify says %q", name, got)
 		}
 	}
 }

@@ -53,7 +53,7 @@ import stateutil.flink.Params;
  * committer state) and bucket "open" never does (in-progress files, writer state). Keys
  * "part-" + (r % 4): ValueState "count" and "last". The source dumps its split state, the sink
  * its writer's bucket states and the committables its committer holds (DumpingFileSink; Flink
- * 1.19 on). The files live under the run's temporary directory, so the job's snapshots are
+ * 1.18 on). The files live under the run's temporary directory, so the job's snapshots are
  * read, not restored.
  */
 public final class ConnectorsJob extends ConnectorJob {

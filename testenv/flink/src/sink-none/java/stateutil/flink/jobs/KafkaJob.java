@@ -10,7 +10,7 @@ import stateutil.flink.KeyedSpec;
 import stateutil.flink.OperatorStateSpec;
 import stateutil.flink.Params;
 
-/** Before Flink 1.19 the sink API has no SupportsWriterState/SupportsCommitter: the kafka job is not available. */
+/** Before Flink 1.18 the harness has no sink layer for the connector jobs: the kafka job is not available. */
 public final class KafkaJob implements Job {
     @Override
     public String name() {
@@ -34,6 +34,6 @@ public final class KafkaJob implements Job {
 
     @Override
     public void build(StreamExecutionEnvironment env, Params p) {
-        throw new UnsupportedOperationException("the kafka job needs Flink 1.19 or later (sink writer state and committer API)");
+        throw new UnsupportedOperationException("the kafka job runs on Flink 1.18 or later (the harness has no sink layer before)");
     }
 }

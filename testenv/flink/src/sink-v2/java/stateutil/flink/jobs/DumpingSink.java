@@ -4,7 +4,6 @@ import java.io.IOException;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
-import java.util.TreeMap;
 
 import org.apache.flink.api.common.eventtime.Watermark;
 import org.apache.flink.api.connector.sink2.Committer;
@@ -19,25 +18,22 @@ import org.apache.flink.api.connector.sink2.WriterInitContext;
 import org.apache.flink.core.io.SimpleVersionedSerializer;
 
 import stateutil.flink.Compat;
-import stateutil.flink.Dumps;
-import stateutil.flink.Json;
 import stateutil.flink.SinkBase;
 
 /**
- * A sink with writer state and a committer whose writers dump, while Flink snapshots them, the
- * states they hand to Flink (writer state "writer_raw_states") and the committables they handed
- * to the committer for that checkpoint (committer state "streaming_committer_raw_states" of its
- * subtask). The states and committables are the connector's objects as its serializers get
- * them; the committer's bookkeeping around them (checkpoint id, subtask, counts, serializer
- * versions) is what Flink's CommittableCollector stores for committables received and not yet
- * committed.
+ * A sink with writer state and a committer (Flink 1.19 on: SupportsWriterState,
+ * SupportsCommitter) whose writers dump, while Flink snapshots them, the states and
+ * committables the connector's serializers get (SinkDumps).
  */
 abstract class DumpingSink<S, C> extends SinkBase<String> implements SupportsWriterState<String, S>, SupportsCommitter<C> {
     private static final long serialVersionUID = 1L;
 
+    /** The committer's CommittableCollector serializer: checkpoints version 1, subtasks 1 in 1.x and 2 from 2.0 on. */
+    static final long COLLECTOR_CHECKPOINT_VERSION = 1, COLLECTOR_SUBTASK_VERSION = Compat.MAJOR == 1 ? 1 : 2;
+
     private final Sink<String> inner;
-    private final String uid;
-    private final int parallelism;
+    final String uid;
+    final int parallelism;
 
     DumpingSink(Sink<String> inner, String uid, int parallelism) {
         this.inner = inner;
@@ -122,11 +118,7 @@ abstract class DumpingSink<S, C> extends SinkBase<String> implements SupportsWri
         @Override
         public List<S> snapshotState(long checkpointId) throws IOException {
             List<S> states = ((StatefulSinkWriter<String, S>) w).snapshotState(checkpointId);
-            for (S s : states) {
-                Dumps.line(checkpointId, Dumps.operator("split", uid, "writer_raw_states", subtask, stateJson(s)));
-            }
-            Dumps.line(checkpointId, Dumps.operator("split", "Sink Committer: " + uid, "streaming_committer_raw_states", subtask,
-                    collectorJson(checkpointId, subtask, prepared)));
+            SinkDumps.snapshot(DumpingSink.this, checkpointId, subtask, states, prepared);
             prepared = new ArrayList<>();
             return states;
         }
@@ -134,48 +126,6 @@ abstract class DumpingSink<S, C> extends SinkBase<String> implements SupportsWri
         @Override
         public void close() throws Exception {
             w.close();
-        }
-    }
-
-    private Object collectorJson(long checkpointId, int subtask, List<C> committables) {
-        int version = getCommittableSerializer().getVersion();
-        List<Object> requests = new ArrayList<>();
-        for (C c : committables) {
-            TreeMap<String, Object> q = Json.obj();
-            q.put("committable", committableJson(c, version));
-            q.put("numberOfRetries", 0L);
-            q.put("state", 0L); // CommitRequestState.RECEIVED
-            requests.add(q);
-        }
-        TreeMap<String, Object> sub = Json.obj();
-        sub.put("subtaskId", (long) subtask);
-        sub.put("requestsVersion", 0L);
-        sub.put("requests", requests);
-        sub.put("numCommittables", (long) committables.size());
-        if (Compat.MAJOR == 1) {
-            sub.put("numDrained", 0L); // dropped from the subtask serializer in 2.0 (its version 2)
-        }
-        sub.put("numFailed", 0L);
-        TreeMap<String, Object> cp = Json.obj();
-        cp.put("checkpointId", checkpointId);
-        cp.put("numberOfSubtasks", (long) parallelism);
-        cp.put("subtasksVersion", Compat.MAJOR == 1 ? 1L : 2L);
-        cp.put("subtasks", List.of(sub));
-        TreeMap<String, Object> m = Json.obj();
-        m.put("@committerState", "CommittableCollector");
-        m.put("checkpointsVersion", 1L);
-        m.put("checkpoints", List.of(cp));
-        return m;
-    }
-
-    /** Calls a no-argument method, package-private ones too (connectors keep some getters internal). */
-    static Object call(Object o, String name) {
-        try {
-            java.lang.reflect.Method m = o.getClass().getDeclaredMethod(name);
-            m.setAccessible(true);
-            return m.invoke(o);
-        } catch (ReflectiveOperationException e) {
-            throw new IllegalStateException(o.getClass().getName() + "." + name, e);
         }
     }
 }

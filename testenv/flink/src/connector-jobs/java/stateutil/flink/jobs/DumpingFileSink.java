@@ -38,20 +38,20 @@ final class DumpingFileSink extends DumpingSink<FileWriterBucketState, FileSinkC
         m.put("bucketId", s.getBucketId());
         m.put("bucketPath", s.getBucketPath().toString());
         m.put("inProgressFileCreationTime", s.getInProgressFileCreationTime());
-        boolean has = (Boolean) call(s, "hasInProgressFileRecoverable");
-        m.put("inProgressFile", has ? fileJson(call(s, "getInProgressFileRecoverable"), "getResumeRecoverable", "resumable") : null);
+        boolean has = (Boolean) SinkDumps.call(s, "hasInProgressFileRecoverable");
+        m.put("inProgressFile", has ? fileJson(SinkDumps.call(s, "getInProgressFileRecoverable"), "getResumeRecoverable", "resumable") : null);
         return m;
     }
 
     /** An output-stream-based part file's recoverable: its path, size (pending files) and the file system's recoverable. */
     private static Object fileJson(Object f, String getter, String field) {
         TreeMap<String, Object> m = Json.obj();
-        Path p = (Path) call(f, "getPath");
+        Path p = (Path) SinkDumps.call(f, "getPath");
         m.put("path", p == null ? null : p.toUri().toString());
         if (field.equals("commitRecoverable")) {
-            m.put("size", (Long) call(f, "getSize"));
+            m.put("size", (Long) SinkDumps.call(f, "getSize"));
         }
-        m.put(field, recoverableJson(call(f, getter)));
+        m.put(field, recoverableJson(SinkDumps.call(f, getter)));
         return m;
     }
 
@@ -62,9 +62,9 @@ final class DumpingFileSink extends DumpingSink<FileWriterBucketState, FileSinkC
         }
         TreeMap<String, Object> m = Json.obj();
         m.put("@recoverable", "LocalRecoverable");
-        m.put("targetFile", call(r, "targetFile").toString());
-        m.put("tempFile", call(r, "tempFile").toString());
-        m.put("offset", (Long) call(r, "offset"));
+        m.put("targetFile", SinkDumps.call(r, "targetFile").toString());
+        m.put("tempFile", SinkDumps.call(r, "tempFile").toString());
+        m.put("offset", (Long) SinkDumps.call(r, "offset"));
         return m;
     }
 }

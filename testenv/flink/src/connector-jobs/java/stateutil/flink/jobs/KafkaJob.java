@@ -141,16 +141,16 @@ public final class KafkaJob extends ConnectorJob {
             TreeMap<String, Object> m = Json.obj();
             m.put("@writerState", "KafkaWriterState");
             m.put("@version", version);
-            m.put("transactionalIdPrefix", call(s, "getTransactionalIdPrefix"));
+            m.put("transactionalIdPrefix", SinkDumps.call(s, "getTransactionalIdPrefix"));
             if (version >= 2) {
-                m.put("ownedSubtaskId", (long) (Integer) call(s, "getOwnedSubtaskId"));
-                m.put("totalNumberOfOwnedSubtasks", (long) (Integer) call(s, "getTotalNumberOfOwnedSubtasks"));
-                m.put("transactionOwnership", (long) ((Enum<?>) call(s, "getTransactionOwnership")).ordinal());
+                m.put("ownedSubtaskId", (long) (Integer) SinkDumps.call(s, "getOwnedSubtaskId"));
+                m.put("totalNumberOfOwnedSubtasks", (long) (Integer) SinkDumps.call(s, "getTotalNumberOfOwnedSubtasks"));
+                m.put("transactionOwnership", (long) ((Enum<?>) SinkDumps.call(s, "getTransactionOwnership")).ordinal());
                 List<Object> txs = new ArrayList<>();
-                for (Object t : (Collection<?>) call(s, "getPrecommittedTransactionalIds")) {
+                for (Object t : (Collection<?>) SinkDumps.call(s, "getPrecommittedTransactionalIds")) {
                     TreeMap<String, Object> tx = Json.obj();
-                    tx.put("transactionalId", call(t, "getTransactionalId"));
-                    tx.put("checkpointId", call(t, "getCheckpointId"));
+                    tx.put("transactionalId", SinkDumps.call(t, "getTransactionalId"));
+                    tx.put("checkpointId", SinkDumps.call(t, "getCheckpointId"));
                     txs.add(tx);
                 }
                 m.put("precommittedTransactions", txs);
@@ -162,9 +162,9 @@ public final class KafkaJob extends ConnectorJob {
         Object committableJson(Object c, int version) {
             TreeMap<String, Object> m = Json.obj();
             m.put("@committable", "KafkaCommittable");
-            m.put("epoch", (long) (Short) call(c, "getEpoch"));
-            m.put("producerId", call(c, "getProducerId"));
-            m.put("transactionalId", call(c, "getTransactionalId"));
+            m.put("epoch", (long) (Short) SinkDumps.call(c, "getEpoch"));
+            m.put("producerId", SinkDumps.call(c, "getProducerId"));
+            m.put("transactionalId", SinkDumps.call(c, "getTransactionalId"));
             return m;
         }
     }
