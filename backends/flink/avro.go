@@ -30,6 +30,55 @@ import (
 // that every value it reads encodes back to the same bytes (map entries
 // excepted, which encode in key order).
 
+// avroFamily is flink-avro's AvroSerializer.
+var avroFamily = &family{
+	name: "avro",
+	kind: func(n string) string {
+		if strings.Contains(n, "formats.avro.typeutils.AvroSerializer") {
+			return "Avro"
+		}
+		return ""
+	},
+	snapshots: map[string]snapshotParser{"AvroSerializerSnapshot": parseAvroSnapshot},
+	expr:      func(*SerializerSnapshot, string, func() string) (string, bool) { return "avro", true },
+	walk: func(r *reader, s *SerializerSnapshot, _ int, decode bool) (any, bool) {
+		sch, err := avroSchema(s.Schema)
+		if err != nil || s.Schema == "" {
+			return nil, false
+		}
+		return walkAvro(r, sch, 0, decode), true
+	},
+	sized: func(s *SerializerSnapshot, _ int) bool {
+		_, err := avroSchema(s.Schema)
+		return s.Schema != "" && err == nil
+	},
+	encode: func(b []byte, s *SerializerSnapshot, v any, _ int) ([]byte, bool, error) {
+		sch, err := avroSchema(s.Schema)
+		if err != nil || s.Schema == "" {
+			return nil, true, fmt.Errorf("values of this Avro serializer cannot be written: its snapshot has no schema")
+		}
+		b, err = encodeAvro(b, sch, v, 0)
+		return b, true, err
+	},
+}
+
+// parseAvroSnapshot reads an AvroSerializerSnapshot (version 2+): the
+// runtime class and the writer schema, as StringValues.
+func parseAvroSnapshot(sr *snapReader, s *SerializerSnapshot, cont contFunc, depth int) {
+	if s.Version < 2 {
+		sr.r.fail("Avro serializer snapshot version %d", s.Version)
+		return
+	}
+	t, _ := readStringValue(sr.r).(string)
+	schema, _ := readStringValue(sr.r).(string)
+	s.TypeClass, s.Schema = t, schema
+	if sr.r.err == nil {
+		if _, err := avroSchema(schema); err != nil {
+			sr.r.fail("Avro schema: %v", err)
+		}
+	}
+}
+
 // avroSchemas caches parsed schemas by their text. Each is parsed with a
 // cache of its own, so that schemas of different snapshots that reuse a
 // name never see each other.

@@ -55,7 +55,7 @@ func fuzzCorpusValues(f *testing.F, entries map[string][]string) {
 			if st == nil {
 				f.Fatalf("%s: no state %q", entry, name)
 			}
-			c, err := CodecFactory(st.ValueType)
+			c, err := serializers.codecFactory(st.ValueType)
 			if err != nil {
 				f.Fatal(err)
 			}

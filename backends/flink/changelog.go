@@ -174,7 +174,9 @@ func (f *changelogFile) changeSet(offset int64) ([]stateChange, int64, error) {
 // changelogState is a subtask's keyed state with its changes applied.
 type changelogState struct {
 	// kryo5 says the Kryo values are Kryo 5's.
-	kryo5  bool
+	kryo5 bool
+	// table holds the serializer families the state is read with.
+	table  *serializerTable
 	header *KeyedHeader
 	rng    KeyGroupRange
 	groups map[int]*changedGroup
@@ -308,7 +310,7 @@ type appliedChangelog struct {
 
 func (r *SnapshotReader) applyChangelog(ctx context.Context, op *OperatorState, st *SubtaskState) (*changelogState, error) {
 	h := st.ManagedKeyedState.Changelog
-	s := &changelogState{kryo5: r.res.Kryo5, rng: h.Range, groups: map[int]*changedGroup{}, broken: map[string]error{}, header: &KeyedHeader{}}
+	s := &changelogState{kryo5: r.res.Kryo5, table: r.res.Serializers, rng: h.Range, groups: map[int]*changedGroup{}, broken: map[string]error{}, header: &KeyedHeader{}}
 	all := keygroup.Range{Start: 0, End: keygroup.UpperBoundMaxParallelism}
 	var base snapshot.Entries
 	if inc := nativeHandle(st.ManagedKeyedState); inc != nil {
@@ -390,7 +392,7 @@ func (a *applier) register(changes []stateChange) error {
 		if len(c.data) == 0 || c.data[0] != opMetadata {
 			continue
 		}
-		m, _, err := parseChangeMeta(c, a.s.kryo5)
+		m, _, err := parseChangeMeta(a.s.table, c, a.s.kryo5)
 		if err != nil {
 			return err
 		}
@@ -424,7 +426,7 @@ func proxied(n *SerializerSnapshot) *SerializerSnapshot {
 	raw := binary.BigEndian.AppendUint32(nil, 2)
 	raw = append(raw, n.Versioned...)
 	r := newReader(raw, "", 0)
-	s := (&snapReader{r: r}).snapshotProxy(func(q int) bool { return q == len(raw) })
+	s := (&snapReader{r: r, table: n.table}).snapshotProxy(func(q int) bool { return q == len(raw) })
 	if r.err != nil || s == nil || r.remaining() != 0 {
 		return n
 	}
@@ -435,12 +437,12 @@ func proxied(n *SerializerSnapshot) *SerializerSnapshot {
 // key-value states its TTL config (a Java-serialized StateTtlConfig) and
 // default value, then the state's short id and backend state type; kryo5
 // says its Kryo values are Kryo 5's.
-func parseChangeMeta(c stateChange, kryo5 bool) (*StateMeta, int16, error) {
+func parseChangeMeta(table *serializerTable, c stateChange, kryo5 bool) (*StateMeta, int16, error) {
 	r := newReader(c.data, c.file, c.base)
 	r.u8("operation")
 	at := r.pos()
 	v := int(r.i32("state meta info version"))
-	mr := &metaReader{sr: &snapReader{r: r}, end: -1}
+	mr := &metaReader{sr: &snapReader{r: r, table: table}, end: -1}
 	switch {
 	case r.err != nil:
 		return nil, 0, r.err
@@ -538,7 +540,7 @@ func (a *applier) apply(c stateChange) error {
 		return r.err
 	}
 	if op == opMetadata {
-		m, id, err := parseChangeMeta(c, a.s.kryo5)
+		m, id, err := parseChangeMeta(a.s.table, c, a.s.kryo5)
 		if err != nil {
 			return err
 		}

@@ -35,8 +35,13 @@ func typeExpr(s *SerializerSnapshot) string {
 		}
 		return strings.Join(parts, ",")
 	}
-	if e, ok := scalaTypeExpr(s, serKind(s), nested); ok {
-		return e
+	if f := familyOf(s); f != nil {
+		if f.expr != nil {
+			if e, ok := f.expr(s, serKind(s), nested); ok {
+				return e
+			}
+		}
+		return "bytes"
 	}
 	switch k := serKind(s); k {
 	case "Long", "Integer", "String", "Boolean", "Double", "Float", "Short", "Byte":
@@ -51,17 +56,8 @@ func typeExpr(s *SerializerSnapshot) string {
 		return k
 	case "IntEnum":
 		return "enum"
-	case "Kryo":
-		if s.Kryo5 {
-			return "kryo5"
-		}
-		return "kryo"
 	case "Pojo":
 		return "pojo"
-	case "RowData":
-		return "rowdata"
-	case "Avro":
-		return "avro"
 	case "Row", "GenericArray":
 		if len(s.Nested) > 0 {
 			return map[string]string{"Row": "row", "GenericArray": "array"}[k] + "(" + nested() + ")"
@@ -79,9 +75,7 @@ func typeExpr(s *SerializerSnapshot) string {
 		if len(s.Nested) == 2 {
 			return "union(" + nested() + ")"
 		}
-	case "StringData":
-		return "stringdata"
-	case "List", "Map", "Option", "Either", "Timer", "Broadcast", "Entry", "Nullable", "Set", "External", "SortedMap":
+	case "List", "Map", "Option", "Either", "Timer", "Broadcast", "Entry", "Nullable", "Set":
 		if len(s.Nested) > 0 {
 			return strings.ToLower(k) + "(" + nested() + ")"
 		}
@@ -119,24 +113,41 @@ func typeOf(s *SerializerSnapshot) snapshot.Type {
 // typePrefix starts the name of every Flink type.
 const typePrefix = "flink:"
 
-// CodecFactory builds the codec of a Flink type (a name starting
+// stateTypePrefix names the element type of an operator state whose
+// byte[] elements a family decodes by the state's name (connectors keep
+// their state so): "flink:connector:" + the state's name.
+const stateTypePrefix = "connector:"
+
+// stateElementType is the element type of operator state name with
+// elements of s, when a family decodes the byte[] elements of states of
+// that name.
+func (t *serializerTable) stateElementType(name string, s *SerializerSnapshot) (snapshot.Type, bool) {
+	if _, ok := t.stateCodecs[name]; !ok || serKind(s) != "byte[]" {
+		return snapshot.Type{}, false
+	}
+	typ := typeOf(s)
+	typ.Name = typePrefix + stateTypePrefix + name
+	return typ, true
+}
+
+// codecFactory builds the codec of a Flink type (a name starting
 // "flink:"): from its serializer snapshot's bytes when they parse to the
 // same type, else from the type expression in its name.
-func CodecFactory(t snapshot.Type) (snapshot.Codec, error) {
-	expr, ok := strings.CutPrefix(t.Name, typePrefix)
+func (t *serializerTable) codecFactory(typ snapshot.Type) (snapshot.Codec, error) {
+	expr, ok := strings.CutPrefix(typ.Name, typePrefix)
 	if !ok {
 		return nil, fmt.Errorf("not a Flink type")
 	}
-	if state, ok := strings.CutPrefix(expr, connectorTypePrefix); ok {
-		if c, ok := newConnectorCodec(state); ok {
-			return c, nil
+	if state, ok := strings.CutPrefix(expr, stateTypePrefix); ok {
+		if c, ok := t.stateCodecs[state]; ok {
+			return c(), nil
 		}
-		return nil, fmt.Errorf("no connector keeps operator state %q", state)
+		return nil, fmt.Errorf("no codec decodes the elements of operator state %q", state)
 	}
-	if len(t.SerializerSnapshot) > 0 {
-		r := newReader(t.SerializerSnapshot, "serializer snapshot", 0)
-		sr := &snapReader{r: r}
-		s := sr.snapshotProxy(func(q int) bool { return q == len(t.SerializerSnapshot) })
+	if len(typ.SerializerSnapshot) > 0 {
+		r := newReader(typ.SerializerSnapshot, "serializer snapshot", 0)
+		sr := &snapReader{r: r, table: t}
+		s := sr.snapshotProxy(func(q int) bool { return q == len(typ.SerializerSnapshot) })
 		if strings.Contains(expr, "kryo5") {
 			markKryo5(s)
 		}
@@ -144,16 +155,16 @@ func CodecFactory(t snapshot.Type) (snapshot.Codec, error) {
 			return codec{s: s}, nil
 		}
 	}
-	s, err := parseTypeExpr(expr)
+	s, err := t.parseTypeExpr(expr)
 	if err != nil {
 		return nil, err
 	}
 	return codec{s: s}, nil
 }
 
-// exprClasses are serializer snapshot classes that serKind maps back onto
-// each leaf of a type expression.
-var exprClasses = map[string]string{
+// coreExprs are the snapshot classes that serKind maps back onto each
+// flink-core leaf of a type expression; the families add theirs.
+var coreExprs = map[string]string{
 	"java.lang.Long": "LongSerializerSnapshot", "java.lang.Integer": "IntSerializerSnapshot",
 	"java.lang.String": "StringSerializerSnapshot", "java.lang.Boolean": "BooleanSerializerSnapshot",
 	"java.lang.Double": "DoubleSerializerSnapshot", "java.lang.Float": "FloatSerializerSnapshot",
@@ -161,15 +172,13 @@ var exprClasses = map[string]string{
 	"java.lang.Character": "CharSerializerSnapshot", "byte[]": "BytePrimitiveArraySerializerSnapshot",
 	"void": "VoidNamespaceSerializerSnapshot", "GlobalWindow": "GlobalWindow$Serializer",
 	"TimeWindow": "TimeWindow$Serializer", "enum": "typeutils.base.EnumSerializer",
-	"kryo": "KryoSerializer", "kryo5": "KryoSerializer", "tuple": "TupleSerializerSnapshot", "tuple0": "Tuple0SerializerSnapshot",
+	"tuple": "TupleSerializerSnapshot", "tuple0": "Tuple0SerializerSnapshot",
 	"union": "CoGroupedStreams$UnionSerializerSnapshot", "caseclass": "CaseClassSerializer",
 	"list": "ListSerializerSnapshot", "map": "MapSerializerSnapshot", "option": "ScalaOptionSerializer",
 	"either": "EitherSerializer", "timer": "TimerSerializerSnapshot", "broadcast": broadcastClass, "entry": broadcastEntryClass,
 	"ttl": "TtlSerializerSnapshot", "nullable": "runtime.NullableSerializer$NullableSerializerSnapshot",
-	"set":      "typeutils.base.SetSerializerSnapshot",
-	"external": "table.runtime.typeutils.ExternalSerializer$ExternalSerializerSnapshot", "sortedmap": "table.runtime.typeutils.SortedMapSerializerSnapshot",
-	"stringdata": "table.runtime.typeutils.StringDataSerializer$StringDataSerializerSnapshot",
-	"boolean[]":  "typeutils.base.array.BooleanPrimitiveArraySerializer", "char[]": "typeutils.base.array.CharPrimitiveArraySerializer",
+	"set":       "typeutils.base.SetSerializerSnapshot",
+	"boolean[]": "typeutils.base.array.BooleanPrimitiveArraySerializer", "char[]": "typeutils.base.array.CharPrimitiveArraySerializer",
 	"double[]": "typeutils.base.array.DoublePrimitiveArraySerializer", "float[]": "typeutils.base.array.FloatPrimitiveArraySerializer",
 	"int[]": "typeutils.base.array.IntPrimitiveArraySerializer", "long[]": "typeutils.base.array.LongPrimitiveArraySerializer",
 	"short[]": "typeutils.base.array.ShortPrimitiveArraySerializer", "java.lang.String[]": "typeutils.base.array.StringArraySerializer",
@@ -177,15 +186,15 @@ var exprClasses = map[string]string{
 
 // parseTypeExpr turns a type expression back into the serializer snapshot
 // tree the decoders walk; "bytes" is nil (shown as hex).
-func parseTypeExpr(expr string) (*SerializerSnapshot, error) {
-	s, rest, err := parseExpr(expr, 0)
+func (t *serializerTable) parseTypeExpr(expr string) (*SerializerSnapshot, error) {
+	s, rest, err := t.parseExpr(expr, 0)
 	if err == nil && rest != "" {
 		err = fmt.Errorf("type expression %q: %q after the type", expr, rest)
 	}
 	return s, err
 }
 
-func parseExpr(e string, depth int) (*SerializerSnapshot, string, error) {
+func (t *serializerTable) parseExpr(e string, depth int) (*SerializerSnapshot, string, error) {
 	if depth > 16 {
 		return nil, "", errors.New("type expression nested deeper than 16")
 	}
@@ -197,17 +206,17 @@ func parseExpr(e string, depth int) (*SerializerSnapshot, string, error) {
 	if name == "bytes" {
 		return nil, rest, nil
 	}
-	class, ok := exprClasses[name]
+	leaf, ok := t.exprs[name]
 	if !ok {
 		return nil, "", fmt.Errorf("unknown type %q in a Flink type expression", name)
 	}
-	s := &SerializerSnapshot{Class: class, Kryo5: name == "kryo5"}
+	s := &SerializerSnapshot{Class: leaf.class, Kryo5: leaf.kryo5, table: t}
 	if !strings.HasPrefix(rest, "(") {
 		return s, rest, nil
 	}
 	rest = rest[1:]
 	for {
-		c, r, err := parseExpr(rest, depth+1)
+		c, r, err := t.parseExpr(rest, depth+1)
 		if err != nil {
 			return nil, "", err
 		}
@@ -328,24 +337,6 @@ func ascii(b []byte) bool {
 	return true
 }
 
-// kryoHash is the Java hashCode of a decoded Kryo key of a boxed integer
-// or a String.
-func kryoHash(v any) (int32, bool) {
-	x := kryoUntagged(v)
-	switch kryoClassOf(v, nil) {
-	case "java.lang.Long":
-		n, ok := kryoInteger(x)
-		return keygroup.HashInt64(n), ok
-	case "java.lang.Integer", "java.lang.Short", "java.lang.Byte":
-		n, ok := kryoInteger(x)
-		return int32(n), ok
-	case "java.lang.String":
-		str, ok := x.(string)
-		return keygroup.HashString(str), ok
-	}
-	return 0, false
-}
-
 var errNoHash = fmt.Errorf("%w: stateutil does not know the Java hashCode of this Flink type", keygroup.ErrUnknownKeyType)
 
 // HashCode is the Java hashCode of the key b encodes.
@@ -398,13 +389,6 @@ func hashAny(r *reader, s *SerializerSnapshot, depth int) (int32, error) {
 		v := readStringValue(r)
 		s, _ := v.(string)
 		return keygroup.HashString(s), nil
-	case "Kryo":
-		d := *r
-		v := decodeKryo(&d, s, false)
-		if h, ok := kryoHash(v); ok && d.err == nil {
-			r.off = d.off
-			return h, nil
-		}
 	case "Tuple":
 		if strings.Contains(s.Name(), "CaseClass") || len(s.Nested) == 0 {
 			break
@@ -426,6 +410,11 @@ func hashAny(r *reader, s *SerializerSnapshot, depth int) (int32, error) {
 	}
 	if h, ok := hashMore(r, s); ok { // codecs_hash.go
 		return h, nil
+	}
+	if f := familyOf(s); f != nil && f.hash != nil {
+		if h, ok := f.hash(r, s); ok {
+			return h, nil
+		}
 	}
 	return 0, fmt.Errorf("%w (%s)", errNoHash, s.Name())
 }
@@ -470,9 +459,6 @@ func decodeAny(r *reader, s *SerializerSnapshot, depth int) any {
 			return nil
 		}
 		return s.Constants[i]
-	case "Kryo":
-		// At depth 0 the value is all of the reader's bytes.
-		return decodeKryo(r, s, depth == 0)
 	case "Pojo":
 		if len(s.Fields) == len(s.Nested) {
 			// A field no decoder walks stops the walk there, not decoded;
@@ -483,14 +469,6 @@ func decodeAny(r *reader, s *SerializerSnapshot, depth int) any {
 	case "Row":
 		if len(s.Nested) > 0 {
 			return walkRow(r, s, depth, true)
-		}
-	case "RowData":
-		if len(s.LogicalTypes) > 0 {
-			return decodeRowData(r, s)
-		}
-	case "Avro":
-		if sch, err := avroSchema(s.Schema); err == nil && s.Schema != "" {
-			return walkAvro(r, sch, 0, true)
 		}
 	case "GenericArray":
 		if len(s.Nested) == 1 {
@@ -571,14 +549,6 @@ func decodeAny(r *reader, s *SerializerSnapshot, depth int) any {
 		if v, ok := walkSet(r, s, depth, true); ok {
 			return v
 		}
-	case "Traversable", "Try", "Unit", "ScalaEnum":
-		if v, ok := walkScala(r, s, depth, true); ok {
-			return v
-		}
-	case "External", "StringData", "SortedMap":
-		if v, ok := walkPlanner(r, s, depth, true); ok {
-			return v
-		}
 	case "Entry":
 		if len(s.Nested) == 2 {
 			k := decodeAny(r, s.Nested[0], depth+1)
@@ -609,6 +579,15 @@ func decodeAny(r *reader, s *SerializerSnapshot, depth int) any {
 			return out
 		}
 	default:
+		if f := familyOf(s); f != nil {
+			if f.walk == nil {
+				break
+			}
+			if v, ok := f.walk(r, s, depth, true); ok {
+				return v
+			}
+			break
+		}
 		if e, ok := strings.CutPrefix(serKind(s), "Array:"); ok {
 			return walkArray(r, e, true)
 		}

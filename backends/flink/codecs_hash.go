@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"math"
 	"math/bits"
-	"strings"
 )
 
 // Java hashCodes of key types beyond those of hashAny, so that keys of
@@ -14,34 +13,27 @@ import (
 // hashMore hashes one key of a serializer hashAny does not know; ok is
 // false when this file does not know it either.
 func hashMore(r *reader, s *SerializerSnapshot) (h int32, ok bool) {
-	switch {
-	case serKind(s) == "Float":
+	if serKind(s) == "Float" {
 		v := math.Float32frombits(uint32(r.i32("float")))
 		if v != v {
 			return 0x7fc00000, true // Float.hashCode canonicalizes NaN
 		}
 		return int32(math.Float32bits(v)), true
-	case isBinaryRowSerializer(s):
-		// RowDataSerializer and BinaryRowDataSerializer write the row's
-		// binary form: an int length, then the bytes.
+	}
+	return 0, false
+}
+
+// hashBinaryRow hashes a RowData key, which is a BinaryRowData at run
+// time: RowDataSerializer and BinaryRowDataSerializer write the row's
+// binary form, an int length, then the bytes.
+func hashBinaryRow(r *reader, s *SerializerSnapshot) (int32, bool) {
+	switch serKind(s) {
+	case "RowData", "BinaryRow":
 		n := r.count32(1, "binary row length")
 		b := r.take(n, "binary row")
 		return BinaryRowHash(b), true
 	}
 	return 0, false
-}
-
-func isBinaryRowSerializer(s *SerializerSnapshot) bool {
-	if s == nil {
-		return false
-	}
-	for _, n := range []string{s.SerializerClass, s.Class} {
-		if strings.HasPrefix(n, "org.apache.flink.table.runtime.typeutils.RowDataSerializer") ||
-			strings.HasPrefix(n, "org.apache.flink.table.runtime.typeutils.BinaryRowDataSerializer") {
-			return true
-		}
-	}
-	return false
 }
 
 // BinaryRowHash is BinaryRowData.hashCode of a row's bytes: Flink's

@@ -15,7 +15,7 @@ import (
 // holding it would give.
 func codecOf(t *testing.T, class string) snapshot.Codec {
 	t.Helper()
-	return codec{s: &SerializerSnapshot{Class: class}}
+	return codec{s: serializers.bind(&SerializerSnapshot{Class: class})}
 }
 
 // Float.hashCode is Float.floatToIntBits: the bits, NaN canonical.

@@ -19,10 +19,6 @@ import (
 // layout parses it whole and writes it back to the same bytes, else as
 // the byte[] it is.
 
-// connectorTypePrefix names the element type of an operator state that
-// connectors keep: "flink:connector:" + the state's name.
-const connectorTypePrefix = "connector:"
-
 // connectorLayout decodes and writes one connector serializer's data (the
 // bytes after the version and length) of a version it knows.
 type connectorLayout struct {
@@ -42,26 +38,23 @@ var connectorStates = map[string][]connectorLayout{
 	"streaming_committer_raw_states": {committableCollectorLayout},
 }
 
-// connectorElementType is the element type of operator state name with
-// byte[] elements s, when connectors keep a state of that name.
-func connectorElementType(name string, s *SerializerSnapshot) (snapshot.Type, bool) {
-	if _, ok := connectorStates[name]; !ok || serKind(s) != "byte[]" {
-		return snapshot.Type{}, false
+// connectorsFamily decodes the states connectors keep, by their names.
+var connectorsFamily = &family{name: "connectors", stateCodecs: connectorCodecs()}
+
+func connectorCodecs() map[string]func() stateCodec {
+	out := map[string]func() stateCodec{}
+	for state, layouts := range connectorStates {
+		out[state] = func() stateCodec {
+			return connectorCodec{codec: codec{s: &SerializerSnapshot{Class: coreExprs["byte[]"]}}, layouts: layouts}
+		}
 	}
-	t := typeOf(s)
-	t.Name = typePrefix + connectorTypePrefix + name
-	return t, true
+	return out
 }
 
 // connectorCodec decodes the byte[] elements of one connector state.
 type connectorCodec struct {
 	codec   // byte[]
 	layouts []connectorLayout
-}
-
-func newConnectorCodec(state string) (connectorCodec, bool) {
-	layouts, ok := connectorStates[state]
-	return connectorCodec{codec: codec{s: &SerializerSnapshot{Class: exprClasses["byte[]"]}}, layouts: layouts}, ok
 }
 
 // Decode shows an element decoded when exactly one layout parses it

@@ -93,7 +93,7 @@ func connectorElements(t testing.TB, e flinkharness.Entry) map[string][][]byte {
 					t.Fatal(err)
 				}
 				st, _ := op.OperatorStateByName(el.State)
-				if strings.HasPrefix(st.ElementType.Name, typePrefix+connectorTypePrefix) {
+				if strings.HasPrefix(st.ElementType.Name, typePrefix+stateTypePrefix) {
 					out[el.State] = append(out[el.State], bytes.Clone(el.Value))
 				}
 			}
@@ -139,7 +139,7 @@ func TestConnectorsEqualJobDump(t *testing.T) {
 func TestConnectorsRoundTrip(t *testing.T) {
 	for _, e := range connectorEntries(t) {
 		for state, els := range connectorElements(t, e) {
-			c, _ := newConnectorCodec(state)
+			c := connectorsFamily.stateCodecs[state]()
 			for i, b := range els {
 				v, err := c.Decode(b)
 				if _, isHex := v.(string); err != nil || isHex {
@@ -168,7 +168,7 @@ func TestConnectorsRoundTrip(t *testing.T) {
 // no layout parses (the harness's own source's splits) stays byte[] hex,
 // and writes back.
 func TestConnectorsOtherBytesStay(t *testing.T) {
-	c, _ := newConnectorCodec("SourceReaderState")
+	c := connectorsFamily.stateCodecs["SourceReaderState"]()
 	data := []byte{0, 0, 0, 1, 0, 0, 0, 24, 0, 0, 0, 2, 0, 0, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0xca, 0, 0, 0, 0, 0, 0, 0, 0xc8}
 	b := appendBytes32(nil, data)
 	v, err := c.Decode(b)
@@ -186,7 +186,7 @@ func TestConnectorsOtherBytesStay(t *testing.T) {
 func TestConnectorsDamage(t *testing.T) {
 	for _, e := range connectorEntries(t) {
 		for state, els := range connectorElements(t, e) {
-			c, _ := newConnectorCodec(state)
+			c := connectorsFamily.stateCodecs[state]()
 			b := bytes.Clone(els[0])
 			binary.BigEndian.PutUint32(b[8:], binary.BigEndian.Uint32(b[8:])^1)
 			_, err := c.Decode(b)
@@ -234,7 +234,7 @@ func fuzzConnectorState(f *testing.F, corpus, state string) {
 			f.Add(b)
 		}
 	}
-	c, _ := newConnectorCodec(state)
+	c := connectorsFamily.stateCodecs[state]()
 	f.Fuzz(func(t *testing.T, b []byte) {
 		v, err := c.Decode(b)
 		if err != nil {

@@ -121,12 +121,6 @@ func encodeAny(b []byte, s *SerializerSnapshot, v any, depth int) ([]byte, error
 			return nil, err
 		}
 		return appendBytes32(b, raw), nil
-	case "Avro":
-		sch, err := avroSchema(s.Schema)
-		if err != nil || s.Schema == "" {
-			return nil, fmt.Errorf("values of this Avro serializer cannot be written: its snapshot has no schema")
-		}
-		return encodeAvro(b, sch, v, 0)
 	case "VoidNamespace":
 		return append(b, 0), nil
 	case "GlobalWindow":
@@ -147,10 +141,6 @@ func encodeAny(b []byte, s *SerializerSnapshot, v any, depth int) ([]byte, error
 			b = binary.BigEndian.AppendUint64(b, uint64(n))
 		}
 		return b, nil
-	case "RowData":
-		if len(s.LogicalTypes) > 0 {
-			return encodeRowData(b, s, v) // rowdata_encode.go
-		}
 	case "Tuple":
 		fields, ok := v.([]any)
 		if !ok || len(fields) != len(s.Nested) {
@@ -163,16 +153,16 @@ func encodeAny(b []byte, s *SerializerSnapshot, v any, depth int) ([]byte, error
 			}
 		}
 		return b, nil
-	case "Kryo":
-		return encodeKryo(b, s, v, depth == 0)
+	}
+	if f := familyOf(s); f != nil {
+		if f.encode != nil {
+			if b, ok, err := f.encode(b, s, v, depth); ok {
+				return b, err
+			}
+		}
+		return nil, fmt.Errorf("values of %s %w", s.Name(), errNoEncoder)
 	}
 	if b, ok, err := encodeBuiltin(b, s, v, depth); ok { // encode_builtin.go
-		return b, err
-	}
-	if b, ok, err := encodePlanner(b, s, v, depth); ok { // planner.go
-		return b, err
-	}
-	if b, ok, err := encodeScala(b, s, v, depth); ok { // scala.go
 		return b, err
 	}
 	return nil, fmt.Errorf("values of %s %w", s.Name(), errNoEncoder)

@@ -121,7 +121,7 @@ func parseSerializerSnapshot(raw []byte) (*SerializerSnapshot, error) {
 		return nil, fmt.Errorf("no serializer snapshot bytes (Flink 1.3-1.6 layout)")
 	}
 	r := newReader(raw, "serializer snapshot", 0)
-	sr := &snapReader{r: r}
+	sr := &snapReader{r: r, table: serializers}
 	s := sr.snapshotProxy(func(q int) bool { return q == len(raw) })
 	if r.err != nil {
 		return nil, r.err

@@ -72,6 +72,9 @@ type Resolver struct {
 	// (`_metadata` version 5 on) writes Kryo 5, with the same serializer
 	// snapshot as Flink 1's Kryo 2.
 	Kryo5 bool
+	// Serializers are the serializer families the state is read with
+	// (nil: flink-core's only).
+	Serializers *serializerTable
 }
 
 // NewResolver returns a resolver for the state of the `_metadata` at

@@ -85,6 +85,7 @@ func open(ctx context.Context, st storage.Storage, p string, opts snapshot.OpenO
 	}
 	r := &SnapshotReader{meta: m, sums: sums, res: NewResolver(st, mp, opts.Storage, maps...), tempDir: opts.TempDir, natives: map[nativeKey]*nativeDB{}}
 	r.res.Kryo5 = m.Version >= 5
+	r.res.Serializers = serializers
 	if err := r.build(ctx); err != nil {
 		r.Close()
 		return nil, err
@@ -108,8 +109,18 @@ func kindFromDir(metadataFile string) (snapshot.Kind, bool) {
 	return snapshot.Checkpoint, false
 }
 
+// serializers are the families of serializers stateutil reads beside
+// flink-core's own: a new family is a file of its own and a row here.
+var serializers = newSerializerTable(
+	kryoFamily,
+	avroFamily,
+	tableFamily,
+	scalaFamily,
+	connectorsFamily,
+)
+
 // Register adds the flink format and the codecs of Flink types to reg.
 func Register(reg *snapshot.Registry) {
 	reg.Register(Format)
-	reg.Codecs.Register(typePrefix, CodecFactory)
+	reg.Codecs.Register(typePrefix, serializers.codecFactory)
 }

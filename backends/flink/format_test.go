@@ -3,11 +3,12 @@ package flink
 import (
 	"context"
 	"errors"
-	"github.com/stateutil/stateutil/storage"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/stateutil/stateutil/storage"
 
 	"github.com/stateutil/stateutil/keygroup"
 	"github.com/stateutil/stateutil/snapshot"

@@ -26,13 +26,13 @@ type KeyedHeader struct {
 // ParseKeyedHeader decodes a keyed backend header at the start of data. end is
 // where the header must end (the first key-group offset), or -1 when the
 // header may be followed by anything.
-func ParseKeyedHeader(data []byte, file string, base int64, end int) (*KeyedHeader, error) {
+func ParseKeyedHeader(t *serializerTable, data []byte, file string, base int64, end int) (*KeyedHeader, error) {
 	r := newReader(data, file, base)
 	h := &KeyedHeader{Version: int(r.i32("keyed backend header version"))}
 	if r.err != nil {
 		return nil, r.err
 	}
-	mr := &metaReader{sr: &snapReader{r: r}, end: end}
+	mr := &metaReader{sr: &snapReader{r: r, table: t}, end: end}
 	switch {
 	case h.Version == 3 || h.Version == 4:
 		mr.layout = "keyed-v3"
@@ -128,7 +128,7 @@ func (res *Resolver) ReadKeyGroups(ctx context.Context, h *KeyedHandle) (*KeyedS
 	if err != nil {
 		return nil, err
 	}
-	f, err := ParseKeyGroups(data, file, base, h.KeyGroups)
+	f, err := ParseKeyGroups(res.Serializers, data, file, base, h.KeyGroups)
 	if err == nil {
 		markStatesKryo5(res.Kryo5, f.Header.KeySerializer, f.Header.States...)
 	}
@@ -161,7 +161,7 @@ func (res *Resolver) ReadRawKeyGroups(ctx context.Context, h *KeyedHandle) (*Key
 }
 
 // ParseKeyGroups decodes a keyed state stream given its handle's offsets.
-func ParseKeyGroups(data []byte, file string, base int64, kg *KeyGroupsHandle) (*KeyedStateFile, error) {
+func ParseKeyGroups(t *serializerTable, data []byte, file string, base int64, kg *KeyGroupsHandle) (*KeyedStateFile, error) {
 	var offs []int64
 	for _, o := range kg.Offsets {
 		if o < 0 || o > int64(len(data)) {
@@ -176,7 +176,7 @@ func ParseKeyGroups(data []byte, file string, base int64, kg *KeyGroupsHandle) (
 	if len(offs) > 0 {
 		end = int(offs[0])
 	}
-	hdr, err := ParseKeyedHeader(data, file, base, end)
+	hdr, err := ParseKeyedHeader(t, data, file, base, end)
 	if err != nil {
 		return nil, err
 	}

@@ -6,11 +6,12 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/golang/snappy"
 	"io"
 	"slices"
 	"sort"
 	"sync"
+
+	"github.com/golang/snappy"
 
 	"github.com/stateutil/stateutil/snapshot"
 )
@@ -92,7 +93,7 @@ func openKGStream(ctx context.Context, res *Resolver, kh *KeyedHandle, maxParall
 	}
 	data, err := s.read(0, end)
 	if err == nil {
-		s.header, err = ParseKeyedHeader(data, s.file, s.base, int(end))
+		s.header, err = ParseKeyedHeader(res.Serializers, data, s.file, s.base, int(end))
 	}
 	if err != nil {
 		s.Close()

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"unicode/utf16"
 
+	"github.com/stateutil/stateutil/keygroup"
 	"github.com/stateutil/stateutil/snapshot"
 )
 
@@ -30,6 +31,73 @@ import (
 // Strings adds "@keys": "json" (each key is then its own JSON text), and a
 // second reference to an object already read is {"@ref": id} (ids count
 // the objects of the value that can be referenced, from 0).
+
+// kryoFamily is flink-core's KryoSerializer, the generic types' fallback.
+var kryoFamily = &family{
+	name: "kryo",
+	kind: func(n string) string {
+		if strings.Contains(n, "KryoSerializer") {
+			return "Kryo"
+		}
+		return ""
+	},
+	snapshots: map[string]snapshotParser{"KryoSerializerSnapshot": parseKryoSnapshot},
+	exprs: map[string]exprLeaf{
+		"kryo":  {class: "KryoSerializer"},
+		"kryo5": {class: "KryoSerializer", kryo5: true},
+	},
+	expr: func(s *SerializerSnapshot, _ string, _ func() string) (string, bool) {
+		if s.Kryo5 {
+			return "kryo5", true
+		}
+		return "kryo", true
+	},
+	walk: func(r *reader, s *SerializerSnapshot, depth int, decode bool) (any, bool) {
+		if decode {
+			// At depth 0 the value is all of the reader's bytes.
+			return decodeKryo(r, s, depth == 0), true
+		}
+		return nil, skipKryo(r, s)
+	},
+	sized: func(*SerializerSnapshot, int) bool { return true },
+	encode: func(b []byte, s *SerializerSnapshot, v any, depth int) ([]byte, bool, error) {
+		b, err := encodeKryo(b, s, v, depth == 0)
+		return b, true, err
+	},
+	hash: func(r *reader, s *SerializerSnapshot) (int32, bool) {
+		d := *r
+		v := decodeKryo(&d, s, false)
+		if h, ok := kryoHash(v); ok && d.err == nil {
+			r.off = d.off
+			return h, true
+		}
+		return 0, false
+	},
+}
+
+// parseKryoSnapshot reads a KryoSerializerSnapshot: the type class, the
+// registrations, then the default serializers.
+func parseKryoSnapshot(sr *snapReader, s *SerializerSnapshot, cont contFunc, depth int) {
+	s.TypeClass = sr.r.utf("Kryo type class")
+	s.KryoRegistrations = sr.kryoRegistrations()
+	for _, what := range []string{"Kryo default serializers", "Kryo default serializer classes"} {
+		sr.optionalMap(what, depth, false)
+	}
+}
+
+// skipKryo walks a Kryo value by decoding it: the values of the classes
+// the decoder reads (Kryo's serializers of the JDK classes) are delimited;
+// a user class, a class with a serializer of its own, or bytes that do not
+// decode are not (false, r unchanged).
+func skipKryo(r *reader, s *SerializerSnapshot) bool {
+	d := *r
+	decodeKryo(&d, s, false)
+	if d.err != nil {
+		return false
+	}
+	r.off = d.off
+	return true
+}
 
 // KryoRegistration is one class the KryoSerializerSnapshot registers, in
 // order: Kryo id 85 is the first. Kind is Flink's serializer definition
@@ -1118,4 +1186,22 @@ func (r *SnapshotReader) typeOf(s *SerializerSnapshot) snapshot.Type {
 		markKryo5(s)
 	}
 	return typeOf(s)
+}
+
+// kryoHash is the Java hashCode of a decoded Kryo key of a boxed integer
+// or a String.
+func kryoHash(v any) (int32, bool) {
+	x := kryoUntagged(v)
+	switch kryoClassOf(v, nil) {
+	case "java.lang.Long":
+		n, ok := kryoInteger(x)
+		return keygroup.HashInt64(n), ok
+	case "java.lang.Integer", "java.lang.Short", "java.lang.Byte":
+		n, ok := kryoInteger(x)
+		return int32(n), ok
+	case "java.lang.String":
+		str, ok := x.(string)
+		return keygroup.HashString(str), ok
+	}
+	return 0, false
 }

@@ -119,7 +119,7 @@ func TestKryoVectorsOfTheRealKryo(t *testing.T) {
 		if len(vecs) != len(kryoWant) {
 			t.Errorf("%s: %d vectors, %d expected values", file, len(vecs), len(kryoWant))
 		}
-		s := &SerializerSnapshot{Class: "org.apache.flink.api.java.typeutils.runtime.kryo.KryoSerializerSnapshot", Kryo5: v5}
+		s := serializers.bind(&SerializerSnapshot{Class: "org.apache.flink.api.java.typeutils.runtime.kryo.KryoSerializerSnapshot", Kryo5: v5})
 		for name, b := range vecs {
 			v, err := codec{s: s}.Decode(b)
 			if err != nil {
@@ -150,7 +150,7 @@ func TestKryoVectorsOfTheRealKryo(t *testing.T) {
 // TestKryoFromJSONText writes values given as JSON text, as a user types
 // them: maps in sorted key order.
 func TestKryoFromJSONText(t *testing.T) {
-	s := &SerializerSnapshot{Class: "org.apache.flink.api.java.typeutils.runtime.kryo.KryoSerializerSnapshot"}
+	s := serializers.bind(&SerializerSnapshot{Class: "org.apache.flink.api.java.typeutils.runtime.kryo.KryoSerializerSnapshot"})
 	vecs := kryoVectors(t, "kryo2.txt")
 	for _, name := range []string{"arraylist", "hashmap", "treemap", "longkeys", "bigdecimal", "refs", "stringutf", "intclass", "doublearray"} {
 		d := json.NewDecoder(strings.NewReader(kryoWant[name]))
@@ -167,8 +167,8 @@ func TestKryoFromJSONText(t *testing.T) {
 }
 
 func TestKryoNotDecodedAndDamage(t *testing.T) {
-	s := &SerializerSnapshot{Class: "org.apache.flink.api.java.typeutils.runtime.kryo.KryoSerializerSnapshot", TypeClass: "com.acme.Thing",
-		KryoRegistrations: []KryoRegistration{{Class: "com.acme.Thing", Kind: 0}, {Class: "com.acme.Custom", Kind: 2}}}
+	s := serializers.bind(&SerializerSnapshot{Class: "org.apache.flink.api.java.typeutils.runtime.kryo.KryoSerializerSnapshot", TypeClass: "com.acme.Thing",
+		KryoRegistrations: []KryoRegistration{{Class: "com.acme.Thing", Kind: 0}, {Class: "com.acme.Custom", Kind: 2}}})
 	for _, tc := range []struct {
 		name, hex  string
 		notDecoded bool
@@ -245,7 +245,7 @@ func FuzzKryo(f *testing.F) {
 	}
 	regs := []KryoRegistration{{Class: "java.util.TreeMap", Kind: 0}, {Class: "com.acme.Custom", Kind: 1}}
 	f.Fuzz(func(t *testing.T, v5 bool, b []byte) {
-		s := &SerializerSnapshot{Class: "org.apache.flink.api.java.typeutils.runtime.kryo.KryoSerializerSnapshot", Kryo5: v5, KryoRegistrations: regs}
+		s := serializers.bind(&SerializerSnapshot{Class: "org.apache.flink.api.java.typeutils.runtime.kryo.KryoSerializerSnapshot", Kryo5: v5, KryoRegistrations: regs})
 		v, err := codec{s: s}.Decode(b)
 		if err != nil {
 			return
@@ -260,8 +260,8 @@ func FuzzKryo(f *testing.F) {
 // A value shown not decoded, {"@class", "@bytes"}, encodes back to its
 // bytes; a class other than its own, or bytes that are damage, do not.
 func TestNotDecodedEncodesBackToItsBytes(t *testing.T) {
-	s := &SerializerSnapshot{Class: "org.apache.flink.api.java.typeutils.runtime.kryo.KryoSerializerSnapshot", TypeClass: "com.acme.Thing",
-		KryoRegistrations: []KryoRegistration{{Class: "com.acme.Thing", Kind: 0}, {Class: "com.acme.Custom", Kind: 2}}}
+	s := serializers.bind(&SerializerSnapshot{Class: "org.apache.flink.api.java.typeutils.runtime.kryo.KryoSerializerSnapshot", TypeClass: "com.acme.Thing",
+		KryoRegistrations: []KryoRegistration{{Class: "com.acme.Thing", Kind: 0}, {Class: "com.acme.Custom", Kind: 2}}})
 	c := codec{s: s}
 	shown := func(class, bytes string) any { return map[string]any{"@class": class, "@bytes": bytes} }
 	for _, h := range []string{"5701ee02016c6162656c2d3138b3", "5801", "0100636f6d2e61636d652e58d90100"} {
@@ -346,7 +346,7 @@ var kryoKnownCases = []struct {
 
 func TestKryoKnownValues(t *testing.T) {
 	for _, c := range kryoKnownCases {
-		s := &SerializerSnapshot{Class: "org.apache.flink.api.java.typeutils.runtime.kryo.KryoSerializerSnapshot", TypeClass: "java.lang.Object", Kryo5: c.v5}
+		s := serializers.bind(&SerializerSnapshot{Class: "org.apache.flink.api.java.typeutils.runtime.kryo.KryoSerializerSnapshot", TypeClass: "java.lang.Object", Kryo5: c.v5})
 		b := spacedHex(t, c.b)
 		v, err := codec{s: s}.Decode(b)
 		if got, _ := json.Marshal(v); err != nil || string(got) != c.want {
@@ -386,14 +386,14 @@ func TestKryoUnknowableNotDecoded(t *testing.T) {
 		// A user's comparator: its fields are unknown, and elements follow.
 		{true, "4D 01 82 01 00 " + color + " 01 09 00 02"},
 	} {
-		s := &SerializerSnapshot{Class: "org.apache.flink.api.java.typeutils.runtime.kryo.KryoSerializerSnapshot", TypeClass: "java.lang.Object", Kryo5: c.v5}
+		s := serializers.bind(&SerializerSnapshot{Class: "org.apache.flink.api.java.typeutils.runtime.kryo.KryoSerializerSnapshot", TypeClass: "java.lang.Object", Kryo5: c.v5})
 		v, err := codec{s: s}.Decode(spacedHex(t, c.b))
 		var nd *snapshot.NotDecodedError
 		if !errors.As(err, &nd) {
 			t.Errorf("Kryo 5 %v: %s: %v, %v; want it not decoded", c.v5, c.b, v, err)
 		}
 	}
-	s := &SerializerSnapshot{Class: "org.apache.flink.api.java.typeutils.runtime.kryo.KryoSerializerSnapshot", TypeClass: "java.lang.Object"}
+	s := serializers.bind(&SerializerSnapshot{Class: "org.apache.flink.api.java.typeutils.runtime.kryo.KryoSerializerSnapshot", TypeClass: "java.lang.Object"})
 	r := newReader(spacedHex(t, "11 01 01 00 "+color+" 01 02"), "value", 0)
 	if v := decodeKryo(r, s, false); !errors.As(r.err, new(*snapshot.NotDecodedError)) {
 		t.Errorf("a Kryo field not delimited: %v, %v; want it not decoded", v, r.err)

@@ -260,7 +260,7 @@ func (r *SnapshotReader) operatorStates(ctx context.Context, o *snapshot.Operato
 		for _, m := range f.States {
 			if os, ok := o.OperatorStateByName(m.Name); ok && !typed[m.Name] {
 				os.ElementType, typed[m.Name] = r.typeOf(m.Value()), true
-				if t, ok := connectorElementType(m.Name, m.Value()); ok {
+				if t, ok := r.res.Serializers.stateElementType(m.Name, m.Value()); ok {
 					os.ElementType = t
 				}
 			}

@@ -48,7 +48,7 @@ func (res *Resolver) ReadNativeMeta(ctx context.Context, h *IncrementalKeyedHand
 	if err != nil {
 		return nil, err
 	}
-	hdr, err := ParseKeyedHeader(data, file, base, len(data))
+	hdr, err := ParseKeyedHeader(res.Serializers, data, file, base, len(data))
 	if err == nil {
 		markStatesKryo5(res.Kryo5, hdr.KeySerializer, hdr.States...)
 	}

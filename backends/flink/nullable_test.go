@@ -19,10 +19,10 @@ const (
 // bytes as its wrapped serializer's width; the padding is the outer
 // snapshot's int, and makes the width fixed.
 func TestNullableValues(t *testing.T) {
-	padded := &SerializerSnapshot{Class: nullableClass, OuterVersion: 2, Outer: []byte{0, 0, 0, 8},
-		Nested: []*SerializerSnapshot{{Class: longClass}}}
-	plain := &SerializerSnapshot{Class: nullableClass, OuterVersion: 2, Outer: []byte{0, 0, 0, 0},
-		Nested: []*SerializerSnapshot{{Class: longClass}}}
+	padded := serializers.bind(&SerializerSnapshot{Class: nullableClass, OuterVersion: 2, Outer: []byte{0, 0, 0, 8},
+		Nested: []*SerializerSnapshot{{Class: longClass}}})
+	plain := serializers.bind(&SerializerSnapshot{Class: nullableClass, OuterVersion: 2, Outer: []byte{0, 0, 0, 0},
+		Nested: []*SerializerSnapshot{{Class: longClass}}})
 	if w := fixedLength(padded); w != 9 {
 		t.Errorf("padded nullable long: length %d, want 9", w)
 	}
@@ -71,7 +71,7 @@ func TestNullableValues(t *testing.T) {
 // SetSerializer writes an int size, then per element a null flag and the
 // element, in the set's order.
 func TestSetValues(t *testing.T) {
-	s := &SerializerSnapshot{Class: setClass, Nested: []*SerializerSnapshot{{Class: stringClass}}}
+	s := serializers.bind(&SerializerSnapshot{Class: setClass, Nested: []*SerializerSnapshot{{Class: stringClass}}})
 	b := []byte{0, 0, 0, 3, 0, 2, 'a', 1, 0, 3, 'b', 'c'}
 	got, err := codec{s: s}.Decode(b)
 	if want := []any{"a", nil, "bc"}; err != nil || !reflect.DeepEqual(got, want) {

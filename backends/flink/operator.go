@@ -44,12 +44,12 @@ func (res *Resolver) ReadOperatorState(ctx context.Context, h *OperatorStateHand
 	if err != nil {
 		return nil, err
 	}
-	return ParseOperatorState(data, file, base, h, res.Kryo5)
+	return ParseOperatorState(res.Serializers, data, file, base, h, res.Kryo5)
 }
 
 // ParseOperatorState decodes an operator state stream. file and base name the
 // stream's place in errors; kryo5 says its Kryo values are Kryo 5's.
-func ParseOperatorState(data []byte, file string, base int64, h *OperatorStateHandle, kryo5 bool) (*OperatorStateFile, error) {
+func ParseOperatorState(t *serializerTable, data []byte, file string, base int64, h *OperatorStateHandle, kryo5 bool) (*OperatorStateFile, error) {
 	r := newReader(data, file, base)
 	// The header ends where the first element starts.
 	var all []int64
@@ -74,7 +74,7 @@ func ParseOperatorState(data []byte, file string, base int64, h *OperatorStateHa
 	if r.err != nil {
 		return nil, r.err
 	}
-	mr := &metaReader{sr: &snapReader{r: r}, end: end}
+	mr := &metaReader{sr: &snapReader{r: r, table: t}, end: end}
 	switch {
 	case of.Version == 1:
 		mr.layout = "op-v1"

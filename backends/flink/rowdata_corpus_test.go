@@ -97,7 +97,7 @@ func TestRowDataRoundTripsTheCorpus(t *testing.T) {
 
 func TestRowDataEncodesAsFlinkLaysOut(t *testing.T) {
 	types, row := wideRow()
-	c := codec{s: &SerializerSnapshot{Class: rowDataSnapshotClass, LogicalTypes: types}}
+	c := codec{s: serializers.bind(&SerializerSnapshot{Class: rowDataSnapshotClass, LogicalTypes: types})}
 	var v any
 	d := json.NewDecoder(bytes.NewReader([]byte(`[7,"abc","a longer one",-1.50,{"millisecond":1000,"nanoOfMillisecond":123000},[1,null,3],[["x",5]],{"n":-2,"name":"nm"},null]`)))
 	d.UseNumber()
@@ -118,7 +118,7 @@ func FuzzRowData(f *testing.F) {
 		f.Add(uint8(i), values[i][0])
 	}
 	types, row := wideRow()
-	wide := codec{s: &SerializerSnapshot{Class: rowDataSnapshotClass, LogicalTypes: types}}
+	wide := codec{s: serializers.bind(&SerializerSnapshot{Class: rowDataSnapshotClass, LogicalTypes: types})}
 	codecs = append(codecs, wide)
 	f.Add(uint8(len(codecs)-1), rowDataValue(row))
 	f.Fuzz(func(t *testing.T, which uint8, b []byte) {

@@ -77,7 +77,7 @@ func rowDataValue(row []byte) []byte {
 
 func TestRowDataDecodesNestedTypes(t *testing.T) {
 	types, row := wideRow()
-	c := codec{s: &SerializerSnapshot{Class: rowDataSnapshotClass, LogicalTypes: types}}
+	c := codec{s: serializers.bind(&SerializerSnapshot{Class: rowDataSnapshotClass, LogicalTypes: types})}
 	v, err := c.Decode(rowDataValue(row))
 	if err != nil {
 		t.Fatal(err)
@@ -94,7 +94,7 @@ func TestRowDataDecodesNestedTypes(t *testing.T) {
 func TestRowDataUnknownFieldTypeIsNotDecoded(t *testing.T) {
 	for _, unknown := range []LogicalType{lt("TIMESTAMP_WITH_TIME_ZONE"), {Class: "x.RawType", Root: "RAW", RawClass: "com.acme.Thing"}, {Class: "x.Unparsed"}} {
 		row := append([]byte{0, 0, 0, 0, 0, 0, 0, 0}, le(7, 9)...)
-		c := codec{s: &SerializerSnapshot{Class: rowDataSnapshotClass, LogicalTypes: []LogicalType{lt("BIGINT"), unknown}}}
+		c := codec{s: serializers.bind(&SerializerSnapshot{Class: rowDataSnapshotClass, LogicalTypes: []LogicalType{lt("BIGINT"), unknown}})}
 		v, err := c.Decode(rowDataValue(row))
 		if !errors.Is(err, snapshot.ErrNotDecoded) {
 			t.Errorf("%s: got %v, %v; want not decoded", unknown.Class, v, err)
@@ -106,7 +106,7 @@ func TestRowDataUnknownFieldTypeIsNotDecoded(t *testing.T) {
 func TestRowDataSlotOutsideIsDamage(t *testing.T) {
 	types, row := wideRow()
 	copy(row[8+8*2:], slotAt(250, 12)) // the long VARCHAR
-	c := codec{s: &SerializerSnapshot{Class: rowDataSnapshotClass, LogicalTypes: types}}
+	c := codec{s: serializers.bind(&SerializerSnapshot{Class: rowDataSnapshotClass, LogicalTypes: types})}
 	_, err := c.Decode(rowDataValue(row))
 	if err == nil || errors.Is(err, snapshot.ErrNotDecoded) || !strings.Contains(err.Error(), "field 2") {
 		t.Fatalf("got %v, want damage in field 2", err)
@@ -117,7 +117,7 @@ func TestRowDataSlotOutsideIsDamage(t *testing.T) {
 // Flink's TimestampData: more is damage when read, and refused when written.
 func TestRowDataTimestampNanosOutOfRange(t *testing.T) {
 	types, row := wideRow()
-	c := codec{s: &SerializerSnapshot{Class: rowDataSnapshotClass, LogicalTypes: types}}
+	c := codec{s: serializers.bind(&SerializerSnapshot{Class: rowDataSnapshotClass, LogicalTypes: types})}
 	bad := append([]byte(nil), row...)
 	copy(bad[8+8*4:], slotAt(int(binary.LittleEndian.Uint32(row[8+8*4+4:])), 1_000_000)) // field 4, the TIMESTAMP(6)
 	if _, err := c.Decode(rowDataValue(bad)); err == nil || errors.Is(err, snapshot.ErrNotDecoded) || !strings.Contains(err.Error(), "field 4") {
@@ -134,7 +134,7 @@ func TestRowDataTimestampNanosOutOfRange(t *testing.T) {
 // line however short, as Flink's BinaryRowWriter lays them out.
 func TestRowDataKindAndRawOutOfLine(t *testing.T) {
 	raw := LogicalType{Class: "RawType", Root: "RAW", RawClass: "org.apache.flink.table.api.dataview.MapView", RawSerializer: dataViewPlaceholder}
-	c := codec{s: &SerializerSnapshot{Class: rowDataSnapshotClass, LogicalTypes: []LogicalType{lt("BIGINT"), raw}}}
+	c := codec{s: serializers.bind(&SerializerSnapshot{Class: rowDataSnapshotClass, LogicalTypes: []LogicalType{lt("BIGINT"), raw}})}
 	row := []byte{
 		2, 0, 0, 0, 0, 0, 0, 0, // UPDATE_AFTER, no nulls
 		5, 0, 0, 0, 0, 0, 0, 0, // 5

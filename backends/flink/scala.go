@@ -42,11 +42,25 @@ func scalaKind(n string) string {
 	return ""
 }
 
-func init() {
-	exprClasses["traversable"] = "org.apache.flink.api.scala.typeutils.TraversableSerializerSnapshot"
-	exprClasses["try"] = "org.apache.flink.api.scala.typeutils.ScalaTrySerializerSnapshot"
-	exprClasses["unit"] = "org.apache.flink.api.scala.typeutils.UnitSerializer$UnitSerializerSnapshot"
-	exprClasses["scalaenum"] = "org.apache.flink.api.scala.typeutils.ScalaEnumSerializerSnapshot"
+// scalaFamily is Flink 1.x's Scala API (flink-scala).
+var scalaFamily = &family{
+	name: "scala",
+	kind: scalaKind,
+	snapshots: map[string]snapshotParser{
+		"TraversableSerializerSnapshot": parseTraversableSnapshot,
+		"ScalaEnumSerializerSnapshot":   parseScalaEnumSnapshot,
+	},
+	exprs: map[string]exprLeaf{
+		"traversable": {class: "org.apache.flink.api.scala.typeutils.TraversableSerializerSnapshot"},
+		"try":         {class: "org.apache.flink.api.scala.typeutils.ScalaTrySerializerSnapshot"},
+		"unit":        {class: "org.apache.flink.api.scala.typeutils.UnitSerializer$UnitSerializerSnapshot"},
+		"scalaenum":   {class: "org.apache.flink.api.scala.typeutils.ScalaEnumSerializerSnapshot"},
+	},
+	expr:   scalaTypeExpr,
+	walk:   walkScala,
+	sized:  scalaSized,
+	widths: map[string]int{"Unit": 1, "ScalaEnum": 4},
+	encode: encodeScala,
 }
 
 // scalaTypeExpr is the type expression of the serializers of this file.
@@ -177,6 +191,8 @@ func scalaSized(s *SerializerSnapshot, depth int) bool {
 		return len(s.Nested) == 1 && sizedDepth(s.Nested[0], depth+1)
 	case "Try":
 		return len(s.Nested) == 2 && sizedDepth(s.Nested[0], depth+1) && sizedDepth(s.Nested[1], depth+1)
+	case "Unit", "ScalaEnum":
+		return true
 	}
 	return false
 }

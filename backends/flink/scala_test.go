@@ -23,12 +23,12 @@ const (
 // is an int size, then a presence flag per element (TraversableSerializer);
 // Unit one 0 byte; an Enumeration value its id, which is no ordinal.
 func TestScalaValues(t *testing.T) {
-	longs := &SerializerSnapshot{Class: traversableClass, Nested: []*SerializerSnapshot{{Class: longClass}}}
-	options := &SerializerSnapshot{Class: traversableClass, Nested: []*SerializerSnapshot{
-		{Class: scalaOptionClass, Nested: []*SerializerSnapshot{{Class: longClass}}}}}
-	enum := &SerializerSnapshot{Class: scalaEnumClass, TypeClass: "Color", Constants: []string{"red", "blue"}, ConstantIDs: []int32{10, 13}}
-	unit := &SerializerSnapshot{Class: unitClass}
-	optionOfOption := &SerializerSnapshot{Class: scalaOptionClass, Nested: options.Nested}
+	longs := serializers.bind(&SerializerSnapshot{Class: traversableClass, Nested: []*SerializerSnapshot{{Class: longClass}}})
+	options := serializers.bind(&SerializerSnapshot{Class: traversableClass, Nested: []*SerializerSnapshot{
+		{Class: scalaOptionClass, Nested: []*SerializerSnapshot{{Class: longClass}}}}})
+	enum := serializers.bind(&SerializerSnapshot{Class: scalaEnumClass, TypeClass: "Color", Constants: []string{"red", "blue"}, ConstantIDs: []int32{10, 13}})
+	unit := serializers.bind(&SerializerSnapshot{Class: unitClass})
+	optionOfOption := serializers.bind(&SerializerSnapshot{Class: scalaOptionClass, Nested: options.Nested})
 	cases := []struct {
 		s    *SerializerSnapshot
 		b    []byte
@@ -102,7 +102,7 @@ func TestKryoChill(t *testing.T) {
 		{append(append([]byte{0x01, 0x00}, nilName...), 0x01, 0x00), `{"@class":"scala.collection.immutable.Nil$","@value":[]}`},
 	}
 	for _, v5 := range []bool{false, true} {
-		s := &SerializerSnapshot{Class: "org.apache.flink.api.java.typeutils.runtime.kryo.KryoSerializerSnapshot", TypeClass: "java.lang.Object", Kryo5: v5}
+		s := serializers.bind(&SerializerSnapshot{Class: "org.apache.flink.api.java.typeutils.runtime.kryo.KryoSerializerSnapshot", TypeClass: "java.lang.Object", Kryo5: v5})
 		for _, c := range cases {
 			v, err := codec{s: s}.Decode(c.b)
 			var nd *snapshot.NotDecodedError
@@ -177,7 +177,7 @@ var flinkJDKCases = []struct {
 func TestKryoFlinkJDK(t *testing.T) {
 	h := func(s string) []byte { return spacedHex(t, s) }
 	for _, c := range flinkJDKCases {
-		s := &SerializerSnapshot{Class: "org.apache.flink.api.java.typeutils.runtime.kryo.KryoSerializerSnapshot", TypeClass: "java.lang.Object", Kryo5: c.v5}
+		s := serializers.bind(&SerializerSnapshot{Class: "org.apache.flink.api.java.typeutils.runtime.kryo.KryoSerializerSnapshot", TypeClass: "java.lang.Object", Kryo5: c.v5})
 		b := h(c.b)
 		v, err := codec{s: s}.Decode(b)
 		if got, _ := json.Marshal(v); err != nil || string(got) != c.want {
@@ -205,7 +205,7 @@ func TestKryoFlinkJDK(t *testing.T) {
 	}{{false, "55 01 AC ED", "java.util.Locale"}, {false, "56 01 AC ED", "java.text.SimpleDateFormat"}, {true, "56 01 AC ED", "java.text.SimpleDateFormat"},
 		// A comparator of a user's class may have fields: its queue is not decoded.
 		{false, "4D 01 01 00 636F6D2E61636D652E436DF0 01 01 09 02", "java.util.PriorityQueue"}} {
-		s := &SerializerSnapshot{Class: "org.apache.flink.api.java.typeutils.runtime.kryo.KryoSerializerSnapshot", TypeClass: "java.lang.Object", Kryo5: c.v5}
+		s := serializers.bind(&SerializerSnapshot{Class: "org.apache.flink.api.java.typeutils.runtime.kryo.KryoSerializerSnapshot", TypeClass: "java.lang.Object", Kryo5: c.v5})
 		_, err := codec{s: s}.Decode(h(c.b))
 		var nd *snapshot.NotDecodedError
 		if !errors.As(err, &nd) || nd.ValueClass != c.class {
@@ -215,11 +215,11 @@ func TestKryoFlinkJDK(t *testing.T) {
 
 	// Damage: a Kryo 5 BitSet with a zero word at its end; JSON the bytes
 	// cannot hold.
-	s5 := &SerializerSnapshot{Class: "org.apache.flink.api.java.typeutils.runtime.kryo.KryoSerializerSnapshot", TypeClass: "java.lang.Object", Kryo5: true}
+	s5 := serializers.bind(&SerializerSnapshot{Class: "org.apache.flink.api.java.typeutils.runtime.kryo.KryoSerializerSnapshot", TypeClass: "java.lang.Object", Kryo5: true})
 	if v, err := (codec{s: s5}).Decode(h("4C 01 01 0000000000000000")); err == nil || !strings.Contains(err.Error(), "zero words") {
 		t.Errorf("Kryo 5 bit set with a zero word: %v, %v; want damage", v, err)
 	}
-	s2 := &SerializerSnapshot{Class: s5.Class, TypeClass: "java.lang.Object"}
+	s2 := serializers.bind(&SerializerSnapshot{Class: s5.Class, TypeClass: "java.lang.Object"})
 	for _, bad := range []struct {
 		s    *SerializerSnapshot
 		json string

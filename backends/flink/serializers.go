@@ -52,6 +52,9 @@ type SerializerSnapshot struct {
 	Versioned []byte `json:"-"`
 	// memo is safe to fill from the goroutines reading subtasks at once.
 	memo atomic.Pointer[kindMemo]
+	// table holds the families the snapshot was read with (nil: flink-core's
+	// serializers only).
+	table *serializerTable
 }
 
 // Name returns the most specific class name known: the serializer class, else
@@ -74,7 +77,10 @@ func (s *SerializerSnapshot) typeKey() string { return s.kinds().typeKey }
 // kindMemo holds serKind and typeKey for the class names they were worked
 // out from: values are decoded by them entry by entry, and matching class
 // names each time cost most of a read.
-type kindMemo struct{ class, serializerClass, kind, typeKey string }
+type kindMemo struct {
+	class, serializerClass, kind, typeKey string
+	family                                *family
+}
 
 // kinds returns the memo, working it out again when the names changed
 // (they are filled in while the header is parsed).
@@ -83,7 +89,7 @@ func (s *SerializerSnapshot) kinds() *kindMemo {
 		return m
 	}
 	m := &kindMemo{class: s.Class, serializerClass: s.SerializerClass, typeKey: s.shortType()}
-	m.kind = classKind(s)
+	m.kind, m.family = classKind(s)
 	s.memo.Store(m)
 	return m
 }
@@ -182,7 +188,8 @@ func (sr *snapReader) snapshotProxy(cont contFunc) *SerializerSnapshot {
 }
 
 type snapReader struct {
-	r *reader
+	r     *reader
+	table *serializerTable
 }
 
 // versioned reads UTF class name, int version, then the snapshot body.
@@ -193,7 +200,7 @@ func (sr *snapReader) versioned(cont contFunc, depth int) *SerializerSnapshot {
 		return nil
 	}
 	start := r.off
-	s := &SerializerSnapshot{Class: r.utf("serializer snapshot class")}
+	s := &SerializerSnapshot{Class: r.utf("serializer snapshot class"), table: sr.table}
 	s.Version = r.i32("serializer snapshot version")
 	if r.err != nil {
 		return nil
@@ -229,7 +236,7 @@ func (sr *snapReader) body(s *SerializerSnapshot, cont contFunc, depth int) {
 			if obj, _, classes, _, err := ParseJavaObject(js, r.file, at); err == nil && len(classes) > 0 {
 				s.SerializerClass = classes[0]
 				if len(s.Nested) == 0 {
-					s.Nested = legacyTupleFields(obj)
+					s.Nested = sr.legacyTupleFields(obj)
 				}
 			}
 		}
@@ -261,7 +268,7 @@ func (sr *snapReader) body(s *SerializerSnapshot, cont contFunc, depth int) {
 // TupleSerializer holds (Flink 1.3-1.7 savepoints carry no other snapshot
 // of them), so that its values can be walked: nil unless every field's
 // serializer is a plain object whose class names it.
-func legacyTupleFields(obj any) []*SerializerSnapshot {
+func (sr *snapReader) legacyTupleFields(obj any) []*SerializerSnapshot {
 	o, ok := obj.(*JavaObject)
 	if !ok || !strings.HasSuffix(o.Class, ".TupleSerializer") {
 		return nil
@@ -276,7 +283,7 @@ func legacyTupleFields(obj any) []*SerializerSnapshot {
 		if !ok || f.Class == "" {
 			return nil
 		}
-		out = append(out, &SerializerSnapshot{SerializerClass: f.Class})
+		out = append(out, &SerializerSnapshot{SerializerClass: f.Class, table: sr.table})
 	}
 	return out
 }
@@ -432,7 +439,7 @@ func (sr *snapReader) legacySerializers(what string) []*SerializerSnapshot {
 	}
 	out := make([]*SerializerSnapshot, n)
 	for i, o := range offs {
-		s := &SerializerSnapshot{}
+		s := &SerializerSnapshot{table: sr.table}
 		out[i] = s
 		so, co := int(o[0]), int(o[1])
 		if so < 0 || co < so || co > len(blk) {
@@ -444,7 +451,7 @@ func (sr *snapReader) legacySerializers(what string) []*SerializerSnapshot {
 			obj, _, classes, _, err := ParseJavaObject(blk[so+8:co], r.file, base+int64(so)+8)
 			if err == nil && len(classes) > 0 {
 				s.SerializerClass = classes[0]
-				s.Nested = legacyTupleFields(obj)
+				s.Nested = sr.legacyTupleFields(obj)
 			} else if i := strings.Index(string(blk[so:co]), "sr\x00"); i >= 0 {
 				if name, _, ok := utfAt(blk[so:co], i+2); ok {
 					s.SerializerClass = name

@@ -17,59 +17,50 @@ func serKind(s *SerializerSnapshot) string {
 	return s.kinds().kind
 }
 
-func classKind(s *SerializerSnapshot) string {
+func classKind(s *SerializerSnapshot) (string, *family) {
 	switch s.Class {
 	case broadcastClass:
-		return "Broadcast"
+		return "Broadcast", nil
 	case broadcastEntryClass:
-		return "Entry"
+		return "Entry", nil
 	}
 	for _, n := range []string{s.SerializerClass, s.Class} {
 		if k := arrayKind(n); k != "" {
-			return k
+			return k, nil
 		}
 		if k := builtinKind(n); k != "" {
-			return k
+			return k, nil
 		}
-		if k := plannerKind(n); k != "" {
-			return k
-		}
-		if k := scalaKind(n); k != "" {
-			return k
+		if k, f := s.table.kindOf(n); k != "" {
+			return k, f
 		}
 		switch {
 		case n == "":
 		case strings.Contains(n, "PojoSerializer"):
-			return "Pojo"
-		case strings.Contains(n, "formats.avro.typeutils.AvroSerializer"):
-			return "Avro"
+			return "Pojo", nil
 		case strings.Contains(n, "runtime.RowSerializer"):
-			return "Row"
-		case strings.Contains(n, "typeutils.RowDataSerializer"):
-			return "RowData"
+			return "Row", nil
 		case strings.Contains(n, "GlobalWindow"):
-			return "GlobalWindow"
+			return "GlobalWindow", nil
 		case strings.Contains(n, "TimeWindow"):
-			return "TimeWindow"
+			return "TimeWindow", nil
 		case strings.Contains(n, "Tuple0Serializer"):
-			return "Tuple0"
+			return "Tuple0", nil
 		case strings.Contains(n, "CoGroupedStreams$UnionSerializer"):
-			return "Union"
+			return "Union", nil
 		case strings.Contains(n, "CaseClassSerializer"):
-			return "Tuple"
+			return "Tuple", nil
 		case strings.Contains(n, "ScalaOptionSerializer") || strings.HasSuffix(n, ".OptionSerializer"):
-			return "Option"
+			return "Option", nil
 		case strings.Contains(n, "EitherSerializer"):
-			return "Either"
-		case strings.Contains(n, "KryoSerializer"):
-			return "Kryo"
+			return "Either", nil
 		case strings.Contains(n, "ArrayListSerializer"):
-			return "List"
+			return "List", nil
 		case strings.Contains(n, "typeutils.base.EnumSerializer"):
-			return "IntEnum"
+			return "IntEnum", nil
 		}
 	}
-	return s.shortType()
+	return s.shortType(), nil
 }
 
 // broadcastClass marks the synthetic serializer of a broadcast state's
@@ -104,7 +95,7 @@ func fixedLength(s *SerializerSnapshot) int {
 		}
 		return n
 	}
-	if n := fixedWidth(kind); n > 0 {
+	if n := widthOf(s, kind); n > 0 {
 		return n
 	}
 	return -1
@@ -138,15 +129,8 @@ func sizedDepth(s *SerializerSnapshot, depth int) bool {
 	}
 	switch k := serKind(s); k {
 	case "Long", "Integer", "Short", "Byte", "Char", "Boolean", "Double", "Float", "String", "byte[]",
-		"VoidNamespace", "GlobalWindow", "TimeWindow", "IntEnum", "Kryo", "Unit", "ScalaEnum":
+		"VoidNamespace", "GlobalWindow", "TimeWindow", "IntEnum":
 		return true
-	case "Traversable", "Try":
-		return scalaSized(s, depth)
-	case "Avro":
-		_, err := avroSchema(s.Schema)
-		return s.Schema != "" && err == nil
-	case "RowData":
-		return len(s.LogicalTypes) > 0
 	case "Pojo", "Row", "GenericArray":
 		if len(s.Nested) == 0 && k != "Pojo" {
 			return false
@@ -176,29 +160,38 @@ func sizedDepth(s *SerializerSnapshot, depth int) bool {
 		return ok && len(s.Nested) == 1 && sizedDepth(s.Nested[0], depth+1)
 	case "Map":
 		return len(s.Nested) == 2 && sizedDepth(s.Nested[0], depth+1) && sizedDepth(s.Nested[1], depth+1)
-	case "External", "StringData", "SortedMap":
-		return plannerSized(s, depth)
 	default:
+		if f := familyOf(s); f != nil {
+			return f.sized != nil && f.sized(s, depth)
+		}
 		return strings.HasPrefix(k, "Array:")
 	}
 }
 
-// fixedWidth is the size of every value of a serializer kind that writes
-// all its values alike, or 0.
+// fixedWidth is the size of every value of a flink-core serializer kind
+// that writes all its values alike, or 0.
 func fixedWidth(kind string) int {
 	switch kind {
 	case "Long", "Double":
 		return 8
-	case "Integer", "Float", "IntEnum", "ScalaEnum":
+	case "Integer", "Float", "IntEnum":
 		return 4
 	case "Short", "Char":
 		return 2
-	case "Byte", "Boolean", "VoidNamespace", "GlobalWindow", "Tuple0", "Unit":
+	case "Byte", "Boolean", "VoidNamespace", "GlobalWindow", "Tuple0":
 		return 1
 	case "TimeWindow":
 		return 16
 	}
 	return 0
+}
+
+// widthOf is fixedWidth for a serializer of any family.
+func widthOf(s *SerializerSnapshot, kind string) int {
+	if f := familyOf(s); f != nil {
+		return f.widths[kind]
+	}
+	return fixedWidth(kind)
 }
 
 // fixedWhat names a fixed-width value by its size in damage messages.
@@ -213,7 +206,7 @@ func skipValue(r *reader, s *SerializerSnapshot, depth int) bool {
 		return false
 	}
 	kind := serKind(s)
-	if n := fixedWidth(kind); n > 0 {
+	if n := widthOf(s, kind); n > 0 {
 		r.take(n, fixedWhat[n])
 		return true
 	}
@@ -222,8 +215,6 @@ func skipValue(r *reader, s *SerializerSnapshot, depth int) bool {
 		readStringValue(r)
 	case "byte[]":
 		r.bytes32("byte array")
-	case "Kryo":
-		return skipKryo(r, s)
 	case "Pojo":
 		if !sized(s) {
 			return false
@@ -232,17 +223,6 @@ func skipValue(r *reader, s *SerializerSnapshot, depth int) bool {
 		return ok
 	case "Row":
 		walkRow(r, s, depth, false)
-	case "RowData":
-		if len(s.LogicalTypes) == 0 {
-			return false
-		}
-		r.bytes32("RowData")
-	case "Avro":
-		sch, err := avroSchema(s.Schema)
-		if err != nil || s.Schema == "" {
-			return false
-		}
-		walkAvro(r, sch, 0, false)
 	case "GenericArray":
 		if len(s.Nested) != 1 {
 			return false
@@ -276,12 +256,6 @@ func skipValue(r *reader, s *SerializerSnapshot, depth int) bool {
 		return r.err != nil || skipValue(r, s.Nested[side], depth+1)
 	case "Set":
 		_, ok := walkSet(r, s, depth, false)
-		return ok
-	case "Traversable", "Try":
-		_, ok := walkScala(r, s, depth, false)
-		return ok
-	case "External", "StringData", "SortedMap":
-		_, ok := walkPlanner(r, s, depth, false)
 		return ok
 	case "Option":
 		if len(s.Nested) != 1 {
@@ -324,26 +298,19 @@ func skipValue(r *reader, s *SerializerSnapshot, depth int) bool {
 			}
 		}
 	default:
+		if f := familyOf(s); f != nil {
+			if f.walk == nil {
+				return false
+			}
+			_, ok := f.walk(r, s, depth, false)
+			return ok
+		}
 		if k := serKind(s); strings.HasPrefix(k, "Array:") {
 			walkArray(r, k[len("Array:"):], false)
 			break
 		}
 		return false
 	}
-	return true
-}
-
-// skipKryo walks a Kryo value by decoding it: the values of the classes
-// the decoder reads (Kryo's serializers of the JDK classes) are delimited;
-// a user class, a class with a serializer of its own, or bytes that do not
-// decode are not (false, r unchanged).
-func skipKryo(r *reader, s *SerializerSnapshot) bool {
-	d := *r
-	decodeKryo(&d, s, false)
-	if d.err != nil {
-		return false
-	}
-	r.off = d.off
 	return true
 }
 
@@ -375,7 +342,7 @@ func span(s *SerializerSnapshot, b []byte) (n int, ok bool, err error) {
 	// Keys are mostly of fixed width: no reader (which escapes to the heap)
 	// for those, once per entry. Too few bytes take the reader's way, for
 	// its message.
-	if n := fixedWidth(serKind(s)); n > 0 && n <= len(b) {
+	if n := widthOf(s, serKind(s)); n > 0 && n <= len(b) {
 		return n, true, nil
 	}
 	r := newReader(b, "value", 0)

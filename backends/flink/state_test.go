@@ -6,12 +6,13 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
-	"github.com/stateutil/stateutil/storage"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/stateutil/stateutil/storage"
 
 	"github.com/golang/snappy"
 )
@@ -360,7 +361,7 @@ func TestSnappyKeyGroups(t *testing.T) {
 	data = append(data, group(0, 0)...)
 	o1 := int64(len(data))
 	data = append(data, group(1)...)
-	kf, err := ParseKeyGroups(data, "snappy", 0, &KeyGroupsHandle{Range: KeyGroupRange{0, 3}, Offsets: []int64{o0, o1, 0}})
+	kf, err := ParseKeyGroups(serializers, data, "snappy", 0, &KeyGroupsHandle{Range: KeyGroupRange{0, 3}, Offsets: []int64{o0, o1, 0}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -376,7 +377,7 @@ func TestSnappyKeyGroups(t *testing.T) {
 	// A flipped byte in a compressed chunk fails the CRC.
 	bad := append([]byte{}, data...)
 	bad[o1+len64(bad[o1:])/2] ^= 0xFF
-	if _, err := ParseKeyGroups(bad, "snappy", 0, &KeyGroupsHandle{Range: KeyGroupRange{0, 2}, Offsets: []int64{o0, o1}}); !errors.Is(err, ErrCorrupt) {
+	if _, err := ParseKeyGroups(serializers, bad, "snappy", 0, &KeyGroupsHandle{Range: KeyGroupRange{0, 2}, Offsets: []int64{o0, o1}}); !errors.Is(err, ErrCorrupt) {
 		t.Errorf("corrupt snappy chunk: %v", err)
 	}
 }

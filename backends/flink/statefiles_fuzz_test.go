@@ -22,7 +22,7 @@ func FuzzOperatorStateFile(f *testing.F) {
 	f.Add([]byte("\x00\x00\x00\x02\x00\x01\x00\x00\x00\x01x"), uint8(2))
 	f.Fuzz(func(t *testing.T, data []byte, n uint8) {
 		h := &OperatorStateHandle{Type: HandleOperatorState, States: []OperatorStateInfo{{Name: "s", Offsets: evenOffsets(int(n%16), len(data))}}}
-		if _, err := ParseOperatorState(data, "fuzz", 0, h, false); err != nil && !errors.Is(err, ErrCorrupt) && !errors.Is(err, ErrUnsupportedVersion) {
+		if _, err := ParseOperatorState(serializers, data, "fuzz", 0, h, false); err != nil && !errors.Is(err, ErrCorrupt) && !errors.Is(err, ErrUnsupportedVersion) {
 			t.Fatalf("error matches no sentinel: %v", err)
 		}
 	})
@@ -36,7 +36,7 @@ func FuzzKeyGroupsFile(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte, start uint16, n uint8) {
 		count := int(n%32) + 1
 		h := &KeyGroupsHandle{Range: KeyGroupRange{Start: int32(start % 32768), Count: int32(count)}, Offsets: evenOffsets(count, len(data))}
-		if _, err := ParseKeyGroups(data, "fuzz", 0, h); err != nil && !errors.Is(err, ErrCorrupt) && !errors.Is(err, ErrUnsupportedVersion) {
+		if _, err := ParseKeyGroups(serializers, data, "fuzz", 0, h); err != nil && !errors.Is(err, ErrCorrupt) && !errors.Is(err, ErrUnsupportedVersion) {
 			t.Fatalf("error matches no sentinel: %v", err)
 		}
 	})

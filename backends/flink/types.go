@@ -13,74 +13,45 @@ import (
 // optionalMapHeader starts Flink's LinkedOptionalMap serialization.
 const optionalMapHeader = 0x4f2c69a3d70
 
-// exactParsers by the short class name of the snapshot (set in init: the
-// parsers read nested snapshots, which look parsers up).
-var exactParsers map[string]func(sr *snapReader, s *SerializerSnapshot, cont contFunc, depth int)
+// coreParsers parse flink-core's snapshots by their short class name; the
+// families add theirs (family.go).
+var coreParsers = map[string]snapshotParser{
+	"PojoSerializerSnapshot": func(sr *snapReader, s *SerializerSnapshot, cont contFunc, depth int) {
+		s.TypeClass = sr.r.utf("POJO class")
+		s.Fields, s.Nested = sr.optionalMap("POJO fields", depth, true)
+		sr.optionalMap("POJO registered subclasses", depth, false)
+		sr.optionalMap("POJO subclasses", depth, false)
+	},
+	"EnumSerializer$EnumSerializerSnapshot": func(sr *snapReader, s *SerializerSnapshot, cont contFunc, depth int) {
+		r := sr.r
+		s.TypeClass = r.utf("enum class")
+		n := r.count32(2, "enum constant count")
+		s.Constants = make([]string, 0, n)
+		for i := 0; i < n && r.err == nil; i++ {
+			s.Constants = append(s.Constants, r.utf("enum constant"))
+		}
+	},
+}
 
-func init() {
-	exactParsers = map[string]func(sr *snapReader, s *SerializerSnapshot, cont contFunc, depth int){
-		"RowDataSerializer$RowDataSerializerSnapshot": parseRowDataSnapshot,
-		// The planner's other serializers (planner.go).
-		"ExternalSerializer$ExternalSerializerSnapshot": parseExternalSnapshot,
-		"SortedMapSerializerSnapshot":                   parseSortedMapSnapshot,
-		// Flink 1.x's Scala API (scala.go).
-		"TraversableSerializerSnapshot": parseTraversableSnapshot,
-		"ScalaEnumSerializerSnapshot":   parseScalaEnumSnapshot,
-		// The snapshots RowData's nest (rowdata.go).
-		"ArrayDataSerializer$ArrayDataSerializerSnapshot":         javaObjectsSnapshot(2, "ArrayData"),
-		"MapDataSerializer$MapDataSerializerSnapshot":             javaObjectsSnapshot(4, "MapData"),
-		"DecimalDataSerializer$DecimalSerializerSnapshot":         intsSnapshot(2, "decimal precision and scale"),
-		"TimestampDataSerializer$TimestampDataSerializerSnapshot": intsSnapshot(1, "timestamp precision"),
-		"PojoSerializerSnapshot": func(sr *snapReader, s *SerializerSnapshot, cont contFunc, depth int) {
-			s.TypeClass = sr.r.utf("POJO class")
-			s.Fields, s.Nested = sr.optionalMap("POJO fields", depth, true)
-			sr.optionalMap("POJO registered subclasses", depth, false)
-			sr.optionalMap("POJO subclasses", depth, false)
-		},
-		"EnumSerializer$EnumSerializerSnapshot": func(sr *snapReader, s *SerializerSnapshot, cont contFunc, depth int) {
-			r := sr.r
-			s.TypeClass = r.utf("enum class")
-			n := r.count32(2, "enum constant count")
-			s.Constants = make([]string, 0, n)
-			for i := 0; i < n && r.err == nil; i++ {
-				s.Constants = append(s.Constants, r.utf("enum constant"))
-			}
-		},
-		"KryoSerializerSnapshot": func(sr *snapReader, s *SerializerSnapshot, cont contFunc, depth int) {
-			s.TypeClass = sr.r.utf("Kryo type class")
-			s.KryoRegistrations = sr.kryoRegistrations()
-			for _, what := range []string{"Kryo default serializers", "Kryo default serializer classes"} {
-				sr.optionalMap(what, depth, false)
-			}
-		},
-		"AvroSerializerSnapshot": func(sr *snapReader, s *SerializerSnapshot, cont contFunc, depth int) {
-			if s.Version < 2 {
-				sr.r.fail("Avro serializer snapshot version %d", s.Version)
-				return
-			}
-			t, _ := readStringValue(sr.r).(string)
-			schema, _ := readStringValue(sr.r).(string)
-			s.TypeClass, s.Schema = t, schema
-			if sr.r.err == nil {
-				if _, err := avroSchema(schema); err != nil {
-					sr.r.fail("Avro schema: %v", err)
-				}
-			}
-		},
+// parser is the parser of snapshots of class, if the table has one.
+func (sr *snapReader) parser(class string) snapshotParser {
+	if sr.table == nil {
+		return nil
 	}
+	return sr.table.parsers[class[strings.LastIndex(class, ".")+1:]]
 }
 
 // exact parses the body of s by its class's layout, and reports whether
 // it did (with cont holding where it ended). On failure nothing is
 // consumed.
 func (sr *snapReader) exact(s *SerializerSnapshot, cont contFunc, depth int) bool {
-	parse := exactParsers[s.Class[strings.LastIndex(s.Class, ".")+1:]]
+	parse := sr.parser(s.Class)
 	if parse == nil {
 		return false
 	}
 	saved := *sr.r
 	try := *sr.r
-	parse(&snapReader{r: &try}, s, cont, depth)
+	parse(&snapReader{r: &try, table: sr.table}, s, cont, depth)
 	if try.err != nil || !cont(try.off) {
 		*sr.r = saved
 		s.TypeClass, s.Fields, s.Nested, s.Constants, s.Schema, s.LogicalTypes, s.KryoRegistrations = "", nil, nil, nil, "", nil, nil
@@ -102,7 +73,7 @@ func (sr *snapReader) optionalMap(what string, depth int, snapshots bool) ([]str
 		names = append(names, name)
 		var snap *SerializerSnapshot
 		if snapshots && frame != nil {
-			fr := &snapReader{r: newReader(frame, r.file, base)}
+			fr := &snapReader{r: newReader(frame, r.file, base), table: sr.table}
 			snap = fr.versioned(func(q int) bool { return q == len(frame) }, depth+1)
 			if fr.r.err == nil && fr.r.remaining() > 0 {
 				fr.r.fail("%d bytes after the serializer snapshot", fr.r.remaining())
@@ -172,9 +143,9 @@ func arrayKind(n string) string {
 
 // elementSnapshot is a snapshot of the element kind k, for walking arrays.
 func elementSnapshot(k string) *SerializerSnapshot {
-	class := exprClasses["java.lang."+k]
+	class := coreExprs["java.lang."+k]
 	if k == "Char" {
-		class = exprClasses["java.lang.Character"]
+		class = coreExprs["java.lang.Character"]
 	}
 	return &SerializerSnapshot{Class: class}
 }

@@ -1,0 +1,91 @@
+package flink
+
+import "strings"
+
+// tableFamily is the Table runtime's serializers (flink-table-runtime):
+// RowData (rowdata.go, rowdata_encode.go) and the others its operators'
+// state holds (planner.go).
+var tableFamily = &family{
+	name: "table",
+	kind: tableKind,
+	snapshots: map[string]snapshotParser{
+		"RowDataSerializer$RowDataSerializerSnapshot":   parseRowDataSnapshot,
+		"ExternalSerializer$ExternalSerializerSnapshot": parseExternalSnapshot,
+		"SortedMapSerializerSnapshot":                   parseSortedMapSnapshot,
+		// The snapshots RowData's nest.
+		"ArrayDataSerializer$ArrayDataSerializerSnapshot":         javaObjectsSnapshot(2, "ArrayData"),
+		"MapDataSerializer$MapDataSerializerSnapshot":             javaObjectsSnapshot(4, "MapData"),
+		"DecimalDataSerializer$DecimalSerializerSnapshot":         intsSnapshot(2, "decimal precision and scale"),
+		"TimestampDataSerializer$TimestampDataSerializerSnapshot": intsSnapshot(1, "timestamp precision"),
+	},
+	exprs: map[string]exprLeaf{
+		"external":   {class: "table.runtime.typeutils.ExternalSerializer$ExternalSerializerSnapshot"},
+		"sortedmap":  {class: "table.runtime.typeutils.SortedMapSerializerSnapshot"},
+		"stringdata": {class: "table.runtime.typeutils.StringDataSerializer$StringDataSerializerSnapshot"},
+	},
+	expr:   tableTypeExpr,
+	walk:   walkTable,
+	sized:  tableSized,
+	encode: encodeTable,
+	hash:   hashBinaryRow,
+}
+
+// tableKind classifies the Table runtime's serializers.
+func tableKind(n string) string {
+	switch {
+	case strings.Contains(n, "typeutils.RowDataSerializer"):
+		return "RowData"
+	case strings.HasPrefix(n, "org.apache.flink.table.runtime.typeutils.BinaryRowDataSerializer"):
+		return "BinaryRow"
+	}
+	return plannerKind(n)
+}
+
+func tableTypeExpr(s *SerializerSnapshot, kind string, nested func() string) (string, bool) {
+	switch kind {
+	case "RowData":
+		return "rowdata", true
+	case "StringData":
+		return "stringdata", true
+	case "External", "SortedMap":
+		if len(s.Nested) > 0 {
+			return strings.ToLower(kind) + "(" + nested() + ")", true
+		}
+	}
+	return "", false
+}
+
+func walkTable(r *reader, s *SerializerSnapshot, depth int, decode bool) (any, bool) {
+	switch serKind(s) {
+	case "RowData":
+		if len(s.LogicalTypes) == 0 {
+			return nil, false
+		}
+		if !decode {
+			r.bytes32("RowData")
+			return nil, true
+		}
+		return decodeRowData(r, s), true
+	case "BinaryRow":
+		return nil, false
+	}
+	return walkPlanner(r, s, depth, decode)
+}
+
+func tableSized(s *SerializerSnapshot, depth int) bool {
+	if serKind(s) == "RowData" {
+		return len(s.LogicalTypes) > 0
+	}
+	return plannerSized(s, depth)
+}
+
+func encodeTable(b []byte, s *SerializerSnapshot, v any, depth int) ([]byte, bool, error) {
+	if serKind(s) == "RowData" {
+		if len(s.LogicalTypes) == 0 {
+			return nil, false, nil
+		}
+		b, err := encodeRowData(b, s, v)
+		return b, true, err
+	}
+	return encodePlanner(b, s, v, depth)
+}
