@@ -156,13 +156,13 @@ func (w *javaWriter) object(o *javaObjectValue) {
 	}
 }
 
+// scEnum flags the class description of an enum.
+const scEnum = 0x10
+
 // The classes of Flink's CheckpointProperties as it serializes them
 // (names, serialVersionUIDs, flags and fields are what Flink 1.15 to 2.x
 // write; checked against real savepoints in tests).
-const (
-	scEnum = 0x10
-	pkgCP  = "org.apache.flink.runtime.checkpoint."
-)
+const pkgCP = "org.apache.flink.runtime.checkpoint."
 
 var (
 	javaEnumClass      = &javaClass{name: "java.lang.Enum", flags: scSerializable | scEnum}

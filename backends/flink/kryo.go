@@ -79,7 +79,7 @@ var kryoFamily = &family{
 // registrations, then the default serializers.
 func parseKryoSnapshot(sr *snapReader, s *SerializerSnapshot, cont contFunc, depth int) {
 	s.TypeClass = sr.r.utf("Kryo type class")
-	s.KryoRegistrations = sr.kryoRegistrations()
+	s.KryoRegistrations = kryoRegistrations(sr)
 	for _, what := range []string{"Kryo default serializers", "Kryo default serializer classes"} {
 		sr.optionalMap(what, depth, false)
 	}
@@ -1148,7 +1148,7 @@ func markKryo5(s *SerializerSnapshot) {
 // kryoRegistrations reads the KryoSerializerSnapshot's registrations: per
 // class, a frame holding the class name and the serializer definition
 // type (then the serializer, which is not needed).
-func (sr *snapReader) kryoRegistrations() []KryoRegistration {
+func kryoRegistrations(sr *snapReader) []KryoRegistration {
 	var regs []KryoRegistration
 	sr.optionalMapEach("Kryo registrations", func(name string, frame []byte, base int64) {
 		reg := KryoRegistration{Class: name, Kind: -1}
