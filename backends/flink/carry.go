@@ -104,12 +104,12 @@ func metaOf(m *StateMeta) carriedMeta {
 		c.Options = append(c.Options, [2]string{k, m.Options[k]})
 	}
 	for _, k := range m.SerializerKeys {
-		c.Serializers = append(c.Serializers, carriedSerializer{Key: k, Raw: m.Serializers[k].rawOrNil()})
+		c.Serializers = append(c.Serializers, carriedSerializer{Key: k, Raw: rawOrNil(m.Serializers[k])})
 	}
 	return c
 }
 
-func (s *SerializerSnapshot) rawOrNil() []byte {
+func rawOrNil(s *SerializerSnapshot) []byte {
 	if s == nil {
 		return nil
 	}

@@ -53,9 +53,9 @@ func pendingChanges(h *KeyedHandle) bool {
 	return h != nil && h.Changelog != nil && len(h.Changelog.NonMaterialized) > 0
 }
 
-// changes lists a changelog handle's non-materialized changes in the order
+// listChanges lists a changelog handle's non-materialized changes in the order
 // Flink applies them.
-func (res *Resolver) changes(ctx context.Context, h *ChangelogHandle) ([]stateChange, error) {
+func listChanges(ctx context.Context, res *Resolver, h *ChangelogHandle) ([]stateChange, error) {
 	var out []stateChange
 	files := map[string]*changelogFile{}
 	for _, nm := range h.NonMaterialized {
@@ -66,7 +66,7 @@ func (res *Resolver) changes(ctx context.Context, h *ChangelogHandle) ([]stateCh
 			}
 		case nm.ChangelogFiles != nil:
 			for _, oh := range nm.ChangelogFiles.Handles {
-				f, err := res.changelogFile(ctx, oh.Handle, files)
+				f, err := readChangelogFile(ctx, res, oh.Handle, files)
 				if err != nil {
 					return nil, err
 				}
@@ -84,7 +84,7 @@ func (res *Resolver) changes(ctx context.Context, h *ChangelogHandle) ([]stateCh
 	return out, nil
 }
 
-// changelogFile is a changelog file's stream, decompressed, and its
+// readChangelogFile reads a changelog file's stream, decompressed, and its
 // change sets by offset: the stream is change sets end to end.
 type changelogFile struct {
 	data []byte
@@ -93,7 +93,7 @@ type changelogFile struct {
 	sets map[int64][]stateChange
 }
 
-func (res *Resolver) changelogFile(ctx context.Context, h *StreamHandle, cache map[string]*changelogFile) (*changelogFile, error) {
+func readChangelogFile(ctx context.Context, res *Resolver, h *StreamHandle, cache map[string]*changelogFile) (*changelogFile, error) {
 	if h == nil {
 		return nil, fmt.Errorf("changelog handle without a stream: %w", ErrCorrupt)
 	}
@@ -338,7 +338,7 @@ func (r *SnapshotReader) applyChangelog(ctx context.Context, op *OperatorState, 
 			}
 		})
 	}
-	changes, err := r.res.changes(ctx, h)
+	changes, err := listChanges(ctx, r.res, h)
 	if err != nil {
 		return nil, err
 	}
