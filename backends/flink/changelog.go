@@ -84,7 +84,7 @@ func listChanges(ctx context.Context, res *Resolver, h *ChangelogHandle) ([]stat
 	return out, nil
 }
 
-// readChangelogFile reads a changelog file's stream, decompressed, and its
+// changelogFile is a changelog file's stream, decompressed, and its
 // change sets by offset: the stream is change sets end to end.
 type changelogFile struct {
 	data []byte
@@ -93,6 +93,7 @@ type changelogFile struct {
 	sets map[int64][]stateChange
 }
 
+// readChangelogFile reads the changelog file of h once per cache.
 func readChangelogFile(ctx context.Context, res *Resolver, h *StreamHandle, cache map[string]*changelogFile) (*changelogFile, error) {
 	if h == nil {
 		return nil, fmt.Errorf("changelog handle without a stream: %w", ErrCorrupt)
