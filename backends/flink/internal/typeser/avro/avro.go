@@ -31,7 +31,7 @@ import (
 // that every value it reads encodes back to the same bytes (map entries
 // excepted, which encode in key order).
 
-// avroFamily is flink-avro's AvroSerializer.
+// Family is flink-avro's AvroSerializer.
 var Family = &typeser.Family{
 	Name: "avro",
 	Kind: func(n string) string {

@@ -40,7 +40,7 @@ var connectorStates = map[string][]connectorLayout{
 	"streaming_committer_raw_states": {committableCollectorLayout},
 }
 
-// connectorsFamily decodes the states connectors keep, by their names.
+// Family decodes the states connectors keep, by their names.
 var Family = &typeser.Family{Name: "connectors", StateCodecs: connectorCodecs()}
 
 func connectorCodecs() map[string]func() typeser.StateCodec {

@@ -34,7 +34,7 @@ import (
 // second reference to an object already read is {"@ref": id} (ids count
 // the objects of the value that can be referenced, from 0).
 
-// kryoFamily is flink-core's KryoSerializer, the generic types' fallback.
+// Family is flink-core's KryoSerializer, the generic types' fallback.
 var Family = &typeser.Family{
 	Name: "kryo",
 	Kind: func(n string) string {

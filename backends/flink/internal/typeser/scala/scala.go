@@ -45,7 +45,7 @@ func scalaKind(n string) string {
 	return ""
 }
 
-// scalaFamily is Flink 1.x's Scala API (flink-scala).
+// Family is Flink 1.x's Scala API (flink-scala).
 var Family = &typeser.Family{
 	Name: "scala",
 	Kind: scalaKind,

@@ -7,7 +7,7 @@ import (
 	"github.com/stateutil/stateutil/backends/flink/internal/wire"
 )
 
-// tableFamily is the Table runtime's serializers (flink-table-runtime):
+// Family is the Table runtime's serializers (flink-table-runtime):
 // RowData (rowdata.go, rowdata_encode.go) and the others its operators'
 // state holds (planner.go).
 var Family = &typeser.Family{
