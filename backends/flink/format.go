@@ -12,6 +12,7 @@ import (
 	"github.com/stateutil/stateutil/backends/flink/internal/statefile"
 	"github.com/stateutil/stateutil/backends/flink/internal/typeser"
 	"github.com/stateutil/stateutil/backends/flink/internal/typeser/avro"
+	"github.com/stateutil/stateutil/backends/flink/internal/typeser/cep"
 	"github.com/stateutil/stateutil/backends/flink/internal/typeser/connectors"
 	"github.com/stateutil/stateutil/backends/flink/internal/typeser/kryo"
 	"github.com/stateutil/stateutil/backends/flink/internal/typeser/scala"
@@ -125,6 +126,7 @@ var serializers = typeser.NewTable(
 	tableruntime.Family,
 	scala.Family,
 	connectors.Family,
+	cep.Family,
 )
 
 // Register adds the flink format and the codecs of Flink types to reg.
