@@ -64,6 +64,8 @@ func typeExpr(s *SerializerSnapshot) string {
 		return "java.lang." + k
 	case "Char":
 		return "java.lang.Character"
+	case "BigInteger", "BigDecimal", "Instant", "LocalDate", "LocalTime", "LocalDateTime", "SqlTimestamp", "Date", "SqlDate", "SqlTime":
+		return temporalExprs[k]
 	case "byte[]":
 		return "byte[]"
 	case "VoidNamespace", "Void":
@@ -453,6 +455,8 @@ func DecodeAny(r *wire.Reader, s *SerializerSnapshot, depth int) any {
 		return DecodeValue(r, s, depth)
 	case "Char":
 		return string(rune(r.U16("char")))
+	case "BigInteger", "BigDecimal", "Instant", "LocalDate", "LocalTime", "LocalDateTime", "SqlTimestamp", "Date", "SqlDate", "SqlTime":
+		return decodeTemporal(r, k)
 	case "byte[]":
 		return "0x" + hex.EncodeToString(r.Bytes32("byte array"))
 	case "GlobalWindow":

@@ -13,6 +13,9 @@ import (
 // hashMore hashes one key of a serializer hashAny does not know; ok is
 // false when this file does not know it either.
 func hashMore(r *wire.Reader, s *SerializerSnapshot) (h int32, ok bool) {
+	if h, ok := hashTemporal(r, KindOf(s)); ok {
+		return h, true
+	}
 	if KindOf(s) == "Float" {
 		v := math.Float32frombits(uint32(r.I32("float")))
 		if v != v {

@@ -123,6 +123,8 @@ func EncodeAny(b []byte, s *SerializerSnapshot, v any, depth int) ([]byte, error
 		return AppendBytes32(b, raw), nil
 	case "VoidNamespace":
 		return append(b, 0), nil
+	case "BigInteger", "BigDecimal", "Instant", "LocalDate", "LocalTime", "LocalDateTime", "SqlTimestamp", "Date", "SqlDate", "SqlTime":
+		return encodeTemporal(b, k, v)
 	case "GlobalWindow":
 		if v != "GlobalWindow" {
 			return nil, fmt.Errorf(`want "GlobalWindow", not %v`, v)

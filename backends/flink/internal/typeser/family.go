@@ -85,6 +85,9 @@ func NewTable(families ...*Family) *Table {
 	for word, class := range CoreExprs {
 		t.exprs[word] = ExprLeaf{Class: class}
 	}
+	for simple, kind := range temporalKinds {
+		t.exprs[temporalExprs[kind]] = ExprLeaf{Class: basePackage + simple + "$" + simple + "Snapshot"}
+	}
 	for _, f := range families {
 		for class, p := range f.Snapshots {
 			if _, dup := t.parsers[class]; dup {

@@ -35,6 +35,9 @@ func classKind(s *SerializerSnapshot) (string, *Family) {
 		if k := builtinKind(n); k != "" {
 			return k, nil
 		}
+		if k := temporalKind(n); k != "" {
+			return k, nil
+		}
 		if k, f := s.table.kindOf(n); k != "" {
 			return k, f
 		}
@@ -131,6 +134,9 @@ func SizedDepth(s *SerializerSnapshot, depth int) bool {
 	if s == nil || depth > 16 {
 		return false
 	}
+	if _, ok := temporalExprs[KindOf(s)]; ok {
+		return true
+	}
 	switch k := KindOf(s); k {
 	case "Long", "Integer", "Short", "Byte", "Char", "Boolean", "Double", "Float", "String", "byte[]",
 		"VoidNamespace", "GlobalWindow", "TimeWindow", "IntEnum":
@@ -187,7 +193,7 @@ func fixedWidth(kind string) int {
 	case "TimeWindow":
 		return 16
 	}
-	return 0
+	return temporalWidths[kind]
 }
 
 // widthOf is fixedWidth for a serializer of any family.
@@ -301,6 +307,8 @@ func SkipValue(r *wire.Reader, s *SerializerSnapshot, depth int) bool {
 				}
 			}
 		}
+	case "BigInteger", "BigDecimal":
+		decodeTemporal(r, kind)
 	default:
 		if f := familyOf(s); f != nil {
 			if f.Walk == nil {
