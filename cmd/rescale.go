@@ -195,6 +195,9 @@ func printPlan(w io.Writer, p *redistribute.Plan) error {
 	for _, op := range p.Operators {
 		fmt.Fprintf(w, "\nOperator %s: parallelism %d -> %d, max parallelism %d -> %d (%s)\n",
 			operatorLabel(op.ID, op.UID, op.Name), op.Old.Parallelism, op.New.Parallelism, op.Old.MaxParallelism, op.New.MaxParallelism, op.Action)
+		if op.Note != "" {
+			fmt.Fprintf(w, "Note: %s\n", op.Note)
+		}
 		var rows [][]string
 		for _, sub := range op.Subtasks {
 			src := make([]string, len(sub.Sources))

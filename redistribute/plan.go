@@ -77,6 +77,8 @@ type OperatorPlan struct {
 	// Estimated is set when the keyed figures of a max-parallelism change
 	// are estimates (Request.EstimateRehash), not counts.
 	Estimated bool `json:"estimated,omitempty"`
+	// Note says why the operator is not where the request put the others.
+	Note string `json:"note,omitempty"`
 }
 
 // Label is how tools name the operator: its uid, else its name, else its id.
@@ -114,9 +116,19 @@ type OperatorStatePlan struct {
 	Assignment [][]Piece `json:"assignment"`
 }
 
+// pinnedNote says why an operator of max parallelism 1 stays where it is.
+const pinnedNote = "max parallelism 1: Flink keeps this operator at parallelism 1 whatever the job's"
+
+// pinned reports an operator the job pins to one subtask with a max
+// parallelism of 1 (the planner's global aggregates, sorts and limits).
+// Flink keeps it at parallelism 1, and its max parallelism at 1, when the
+// job's change; a savepoint with it elsewhere does not restore.
+func pinned(op *snapshot.Operator) bool { return op.MaxParallelism == 1 }
+
 // Targets resolves a request against a snapshot: the target of every
-// operator, in snapshot order. It refuses unknown operators and impossible
-// parallelisms.
+// operator, in snapshot order. Operators pinned to one subtask stay so. It
+// refuses unknown operators, impossible parallelisms, and a pinned
+// operator named at another parallelism.
 func Targets(s *snapshot.Snapshot, req Request) ([]Target, error) {
 	out := make([]Target, len(s.Operators))
 	named := make(map[*snapshot.Operator]int, len(req.Operators))
@@ -129,13 +141,16 @@ func Targets(s *snapshot.Snapshot, req Request) ([]Target, error) {
 	}
 	for i, op := range s.Operators {
 		t := Target{Parallelism: op.Parallelism, MaxParallelism: op.MaxParallelism}
-		if req.Parallelism != 0 {
+		if req.Parallelism != 0 && !pinned(op) {
 			t.Parallelism = req.Parallelism
 		}
 		if p, ok := named[op]; ok {
+			if pinned(op) && p != 1 {
+				return nil, fmt.Errorf("%w: operator %q has max parallelism 1: the job pins it to one subtask, and Flink restores it at parallelism 1 only", keygroup.ErrInvalidParallelism, op.Label())
+			}
 			t.Parallelism = p
 		}
-		if req.MaxParallelism != 0 {
+		if req.MaxParallelism != 0 && !pinned(op) {
 			t.MaxParallelism = req.MaxParallelism
 		}
 		if err := keygroup.Check(t.Parallelism, t.MaxParallelism); err != nil {
@@ -181,6 +196,9 @@ func planOperator(ctx context.Context, r snapshot.Reader, op *snapshot.Operator,
 		return nil, snapshot.Corrupt(op.Label(), -1, "parallelism %d but %d subtasks", op.Parallelism, len(op.Subtasks))
 	}
 	p := &OperatorPlan{ID: op.ID, UID: op.UID, Name: op.Name, Old: old, New: t, Action: action(old, t)}
+	if pinned(op) && (req.Parallelism > 1 || req.MaxParallelism > 1) {
+		p.Note = pinnedNote
+	}
 	p.Subtasks = make([]SubtaskPlan, t.Parallelism)
 	for j := range p.Subtasks {
 		p.Subtasks[j] = SubtaskPlan{Index: j, KeyGroups: keygroup.RangeOf(t.MaxParallelism, t.Parallelism, j), Sources: []int{}}

@@ -60,33 +60,36 @@ func tableTypeExpr(s *typeser.SerializerSnapshot, kind string, nested func() str
 	return "", false
 }
 
+// A RowData (and a BinaryRowData) is an int length and the row's bytes,
+// so its values are walked whatever the snapshot says of their fields;
+// decoding them needs the fields' logical types (nil: the snapshot does
+// not give them; empty: a row of no fields).
 func walkTable(r *wire.Reader, s *typeser.SerializerSnapshot, depth int, decode bool) (any, bool) {
 	switch typeser.KindOf(s) {
-	case "RowData":
-		if len(s.LogicalTypes) == 0 {
-			return nil, false
-		}
+	case "RowData", "BinaryRow":
 		if !decode {
 			r.Bytes32("RowData")
 			return nil, true
 		}
+		if s.LogicalTypes == nil || typeser.KindOf(s) == "BinaryRow" {
+			return nil, false
+		}
 		return decodeRowData(r, s), true
-	case "BinaryRow":
-		return nil, false
 	}
 	return walkPlanner(r, s, depth, decode)
 }
 
 func tableSized(s *typeser.SerializerSnapshot, depth int) bool {
-	if typeser.KindOf(s) == "RowData" {
-		return len(s.LogicalTypes) > 0
+	switch typeser.KindOf(s) {
+	case "RowData", "BinaryRow":
+		return true
 	}
 	return plannerSized(s, depth)
 }
 
 func encodeTable(b []byte, s *typeser.SerializerSnapshot, v any, depth int) ([]byte, bool, error) {
 	if typeser.KindOf(s) == "RowData" {
-		if len(s.LogicalTypes) == 0 {
+		if s.LogicalTypes == nil {
 			return nil, false, nil
 		}
 		b, err := encodeRowData(b, s, v)

@@ -33,6 +33,7 @@ func parseRowDataSnapshot(sr *typeser.SnapReader, s *typeser.SerializerSnapshot,
 		return
 	}
 	n := r.Count32(4, "RowData field count")
+	s.LogicalTypes = make([]typeser.LogicalType, 0, n) // a row of no fields has its types: none
 	for i := 0; i < n && r.Err == nil; i++ {
 		obj, used, classes, _, err := javaser.Parse(r.Buf[r.Off:], r.File, r.Pos())
 		if err != nil {
