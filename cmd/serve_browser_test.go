@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -263,6 +264,112 @@ func TestServeInBrowser(t *testing.T) {
 				}
 				sameRows(t, sec+" .keys", got, wantKeys)
 			}
+		}
+	})
+
+	// A key, a value and an operator name holding invisible format
+	// characters (U+202E shows "user-\u202Egnp.exe" as "user-exe.png"),
+	// and values that are URLs: every such character is shown as its
+	// escape, marked, on the overview, the state browser and the diff
+	// page (in JSON trees as they unfold too), and no value is a link.
+	t.Run("invisible characters and links", func(t *testing.T) {
+		dir := t.TempDir()
+		const key = "user-\u202egnp.exe"
+		const uid = "ke\u202eyed"
+		base, edited, renamed := filepath.Join(dir, "base.dump"), filepath.Join(dir, "edited.dump"), filepath.Join(dir, "renamed.dump")
+		mustRun(t, "convert", "../testdata/flink/1.20.5/basic-hashmap-canonical/snapshot/savepoint-58fe20-3983f452098d", "--to", "memory", "--output", base)
+		mustRun(t, "put", base, "--operator", "keyed", "--state", "last", "--key", key, "--value", `"https://evil.example/phish"`, "--output", filepath.Join(dir, "one.dump"))
+		mustRun(t, "put", filepath.Join(dir, "one.dump"), "--operator", "keyed", "--state", "events", "--key", key,
+			"--value", `["x\u200by", "https://evil.example/a"]`, "--output", edited)
+		mustRun(t, "operator", "rename", edited, "--operator", "keyed", "--to", uid, "--output", renamed)
+		hs := startServer(t, "", base, edited, renamed)
+		tab := openTab(t, browser)
+		// shownRaw reports text of the page that holds a format character
+		// as it is.
+		shownRaw := func() []string {
+			var raw []string
+			act(t, tab, chromedp.Evaluate(`document.body.innerText.split('\n').filter(l => /\p{Cf}/u.test(l))`, &raw))
+			return raw
+		}
+		marked := func(sel string) []string {
+			var got []string
+			act(t, tab, chromedp.Evaluate(fmt.Sprintf(`[...document.querySelectorAll(%q)].map(e => e.textContent)`, sel), &got))
+			return got
+		}
+		links := func() int {
+			var n int
+			act(t, tab, chromedp.Evaluate(`document.querySelectorAll('#main a[href^="http"], #main a[href^="//"], #main .json-formatter-url').length`, &n))
+			return n
+		}
+
+		navigate(t, tab, hs.URL+"/#/s/2", `#main[data-ready="overview"] #operators`)
+		if got := marked("#operators .format-char"); !reflect.DeepEqual(got, []string{`\u202E`}) {
+			t.Errorf("overview: marked %q, want the operator name's U+202E", got)
+		}
+		if raw := shownRaw(); len(raw) > 0 {
+			t.Errorf("overview shows format characters as they are: %q", raw)
+		}
+
+		// The state browser: the key on its page, its value, and the list
+		// of another state, unfolded.
+		navigate(t, tab, hs.URL+"/#/s/2/browse?operator="+url.QueryEscape(uid)+"&state=last", `#main[data-ready="browse"] #page[data-ready="1"]`)
+		var option string
+		act(t, tab, chromedp.Evaluate(`document.getElementById('state-select').selectedOptions[0].textContent`, &option))
+		if !strings.HasPrefix(option, `ke\u202Eyed / last`) {
+			t.Errorf("the state list shows %q, want the operator's name escaped", option)
+		}
+		row := `#page .records tbody tr:has(code.key .format-char)`
+		for pageNo := 1; ; pageNo++ {
+			var found bool
+			act(t, tab, chromedp.Evaluate(fmt.Sprintf(`!!document.querySelector(%q)`, row), &found))
+			if found {
+				break
+			}
+			if pageNo > 5 {
+				t.Fatal("the edited key is on none of the first pages")
+			}
+			act(t, tab, chromedp.Click(`#next-page`, chromedp.ByQuery), chromedp.WaitVisible(fmt.Sprintf(`#page[data-ready="%d"]`, pageNo+1), chromedp.ByQuery))
+		}
+		var cells []string
+		act(t, tab, chromedp.Evaluate(fmt.Sprintf(`[...document.querySelector(%q).children].map(td => td.textContent)`, row), &cells))
+		if len(cells) < 5 || cells[2] != `"user-\u202Egnp.exe"` || cells[4] != `"https://evil.example/phish"` {
+			t.Errorf("the edited key's row shows %q", cells)
+		}
+		if n := links(); n > 0 {
+			t.Errorf("the state browser has %d links out of values", n)
+		}
+		navigate(t, tab, hs.URL+"/#/s/2/browse?operator="+url.QueryEscape(uid)+"&state=events", `#main[data-ready="browse"] #page[data-ready="1"]`)
+		act(t, tab, chromedp.SetValue(`#lookup-key`, key, chromedp.ByQuery), chromedp.Click(`form:has(#lookup-key) button`, chromedp.ByQuery),
+			chromedp.WaitVisible(`#lookup[data-ready="found"]`, chromedp.ByQuery))
+		if got := marked("#lookup .json-tree .format-char"); !reflect.DeepEqual(got, []string{`\u200B`}) {
+			t.Errorf("the looked-up list marks %q, want its element's U+200B", got)
+		}
+		var tree string
+		act(t, tab, chromedp.Evaluate(`document.querySelector('#lookup .json-tree').dataset.json`, &tree))
+		if tree != "[\"x\u200by\",\"https://evil.example/a\"]" {
+			t.Errorf("the tree's value is %q: the data changed, not only its display", tree)
+		}
+		if raw := shownRaw(); len(raw) > 0 {
+			t.Errorf("the state browser shows format characters as they are: %q", raw)
+		}
+		if n := links(); n > 0 {
+			t.Errorf("the looked-up value has %d links", n)
+		}
+
+		// The diff: the keys put, their values unfolded by a click.
+		navigate(t, tab, hs.URL+"/#/diff?a=0&b=1", `#main[data-ready="diff"] #diff`)
+		act(t, tab, chromedp.Evaluate(`document.querySelectorAll('#diff .keys .json-formatter-toggler-link').forEach(a => a.click())`, nil))
+		if got := marked("#diff .keys code.key .format-char"); len(got) != 2 || got[0] != `\u202E` || got[1] != `\u202E` {
+			t.Errorf("the diff marks %q in its keys, want U+202E in both keys put", got)
+		}
+		if got := marked("#diff .keys .json-tree .format-char"); !reflect.DeepEqual(got, []string{`\u200B`}) {
+			t.Errorf("the diff's unfolded values mark %q, want U+200B", got)
+		}
+		if raw := shownRaw(); len(raw) > 0 {
+			t.Errorf("the diff shows format characters as they are: %q", raw)
+		}
+		if n := links(); n > 0 {
+			t.Errorf("the diff has %d links out of values", n)
 		}
 	})
 

@@ -20,24 +20,24 @@ import (
 func (s *Server) routes() {
 	m := http.NewServeMux()
 	m.HandleFunc("GET /api/snapshots", s.list)
-	m.HandleFunc("GET /api/snapshots/{id}", s.snapshotView("summary", func(ctx context.Context, src *source, rd snapshot.Reader, _ string) (any, error) {
+	m.HandleFunc("GET /api/snapshots/{id}", s.snapshotView("summary", summaryBytes, func(ctx context.Context, src *source, rd snapshot.Reader, _ string) (any, error) {
 		return report.Summarize(ctx, src.location, rd, false)
 	}))
-	m.HandleFunc("GET /api/snapshots/{id}/key-groups", s.snapshotView("key-groups", func(ctx context.Context, src *source, rd snapshot.Reader, op string) (any, error) {
+	m.HandleFunc("GET /api/snapshots/{id}/key-groups", s.snapshotView("key-groups", keyGroupsBytes, func(ctx context.Context, src *source, rd snapshot.Reader, op string) (any, error) {
 		return report.KeyGroupDistribution(ctx, src.location, rd, op)
 	}))
-	m.HandleFunc("GET /api/snapshots/{id}/operator-state", s.snapshotView("operator-state", func(ctx context.Context, src *source, rd snapshot.Reader, op string) (any, error) {
+	m.HandleFunc("GET /api/snapshots/{id}/operator-state", s.snapshotView("operator-state", operatorStateBytes, func(ctx context.Context, src *source, rd snapshot.Reader, op string) (any, error) {
 		return report.OperatorStateUsages(ctx, src.location, rd, s.cfg.Registry.Codecs, op, true)
 	}))
 	m.HandleFunc("GET /api/snapshots/{id}/get", s.get)
 	m.HandleFunc("GET /api/snapshots/{id}/entries", s.entries)
 	m.HandleFunc("GET /api/snapshots/{id}/plan", s.plan)
 	m.HandleFunc("GET /api/diff", s.diff)
-	m.HandleFunc("GET /api/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, "no such endpoint: "+r.URL.Path)
-	})
 	m.HandleFunc("GET /{$}", s.index)
-	m.Handle("GET /assets/", assetHandler())
+	m.HandleFunc("GET /assets/{name}", serveAsset)
+	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "no such page: "+r.URL.Path)
+	})
 	s.mux = m
 }
 
@@ -71,8 +71,10 @@ func (s *Server) snapshot(param, v string) (*source, error) {
 }
 
 // snapshotView serves a view of one snapshot, for the operator the
-// optional operator parameter names ("": every one), computed once.
-func (s *Server) snapshotView(name string, compute func(context.Context, *source, snapshot.Reader, string) (any, error)) http.HandlerFunc {
+// optional operator parameter names ("": every one), computed once, on
+// the memory estimate says it takes.
+func (s *Server) snapshotView(name string, estimate func(*snapshot.Snapshot) int64,
+	compute func(context.Context, *source, snapshot.Reader, string) (any, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		src, err := s.snapshot("id", r.PathValue("id"))
 		if err != nil {
@@ -84,7 +86,11 @@ func (s *Server) snapshotView(name string, compute func(context.Context, *source
 			s.answer(w, nil, badRequestf("operator goes with key-groups and operator-state"))
 			return
 		}
-		s.cached(w, r, src.views, name+"\x00"+op, func(ctx context.Context) (any, error) {
+		if src.err != nil {
+			s.answer(w, nil, src.err)
+			return
+		}
+		s.cached(w, r, fmt.Sprintf("%s/%d/%s", name, src.id, op), estimate(src.meta), func(ctx context.Context) (any, error) {
 			var out any
 			err := src.with(ctx, func(rd snapshot.Reader) (err error) {
 				out, err = compute(ctx, src, rd, op)
@@ -111,7 +117,7 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 		}
 		return nil
 	}
-	s.readState(w, r, key, func(rd snapshot.Reader, q url.Values, at time.Time) error {
+	s.readState(w, r, func() int64 { return recordBytes }, key, func(rd snapshot.Reader, q url.Values, at time.Time) error {
 		rec, err := lookup.Get(r.Context(), rd, s.cfg.Registry.Codecs,
 			lookup.Query{Operator: q.Get("operator"), State: q.Get("state"), Key: q.Get("key"), Namespace: q.Get("namespace"), Now: at})
 		if err == nil {
@@ -124,9 +130,11 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 // readState serves a request that reads a state (get, entries): it checks
 // the snapshot, the operator and state named, the parameters parse
 // checks, and now; then read answers with a reader of the snapshot, while
-// holding a heavyAtOnce slot. The answer is written while the slot is held,
-// so what is read stays bounded by the slots, however slowly clients read.
-func (s *Server) readState(w http.ResponseWriter, r *http.Request, parse func(url.Values) error, read func(snapshot.Reader, url.Values, time.Time) error) {
+// holding the bytes estimate gives (once parse has read the parameters)
+// of the views' budget and a heavyAtOnce slot. The answer is written while
+// both are held, so what is read stays bounded by them; the write timeout
+// bounds how long a slow client holds them.
+func (s *Server) readState(w http.ResponseWriter, r *http.Request, estimate func() int64, parse func(url.Values) error, read func(snapshot.Reader, url.Values, time.Time) error) {
 	src, err := s.snapshot("id", r.PathValue("id"))
 	q := r.URL.Query()
 	for _, p := range []string{"operator", "state"} {
@@ -141,7 +149,12 @@ func (s *Server) readState(w http.ResponseWriter, r *http.Request, parse func(ur
 	if err == nil {
 		at, err = now(r)
 	}
+	var held int64
 	if err == nil {
+		held, err = s.views.reserve(r.Context(), estimate())
+	}
+	if err == nil {
+		defer s.views.release(held)
 		err = s.withHeavy(r.Context(), func() error {
 			return src.with(r.Context(), func(rd snapshot.Reader) error { return read(rd, q, at) })
 		})
@@ -174,7 +187,7 @@ func (s *Server) plan(w http.ResponseWriter, r *http.Request) {
 		s.answer(w, nil, src.err)
 		return
 	}
-	s.cached(w, r, s.plans, fmt.Sprintf("%d/%d/%d", src.id, p, maxP), func(ctx context.Context) (any, error) {
+	s.cached(w, r, fmt.Sprintf("plan/%d/%d/%d", src.id, p, maxP), planBytes(src.meta, p), func(ctx context.Context) (any, error) {
 		res, err := migrate.Run(ctx, s.cfg.Registry, migrate.Request{Source: src.location, PathMap: s.cfg.Open.PathMap, DryRun: true,
 			Change: redistribute.Request{Parallelism: p, MaxParallelism: maxP}})
 		if err != nil {
@@ -206,7 +219,7 @@ func (s *Server) diff(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	s.cached(w, r, s.diffs, fmt.Sprintf("%d/%d", a.id, b.id), func(ctx context.Context) (any, error) {
+	s.cached(w, r, fmt.Sprintf("diff/%d/%d", a.id, b.id), diffBytes(a.meta, b.meta), func(ctx context.Context) (any, error) {
 		// Readers of their own: two from the pools could wait on each
 		// other when a and b are one snapshot.
 		ra, err := s.cfg.Registry.Open(ctx, a.location, s.cfg.Open)

@@ -4,8 +4,8 @@ import (
 	"crypto/sha256"
 	"embed"
 	"encoding/base64"
-	"io/fs"
 	"net/http"
+	"strconv"
 )
 
 // The UI, bundled from ui/ by scripts/build-ui.sh and committed, so that
@@ -38,12 +38,26 @@ var jsonTreeStyle = hashSource(asset("json-formatter.css"))
 var contentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 'self' " + jsonTreeStyle +
 	"; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
-func assetHandler() http.Handler {
-	sub, err := fs.Sub(assets, "assets")
-	if err != nil {
-		panic(err)
+// assetTypes are the embedded assets' content types, by name.
+var assetTypes = map[string]string{
+	"app.js":             "text/javascript; charset=utf-8",
+	"app.css":            "text/css; charset=utf-8",
+	"json-formatter.css": "text/css; charset=utf-8",
+}
+
+// serveAsset answers with an embedded asset; any other name is the API's
+// 404.
+func serveAsset(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	typ, ok := assetTypes[name]
+	if !ok {
+		writeError(w, http.StatusNotFound, "no such asset: "+name)
+		return
 	}
-	return http.StripPrefix("/assets/", http.FileServerFS(sub))
+	b := asset(name)
+	w.Header().Set("Content-Type", typ)
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	_, _ = w.Write(b)
 }
 
 func (s *Server) index(w http.ResponseWriter, r *http.Request) {

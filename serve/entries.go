@@ -55,7 +55,7 @@ func (s *Server) entries(w http.ResponseWriter, r *http.Request) {
 		}
 		return err
 	}
-	s.readState(w, r, pageParams, func(rd snapshot.Reader, q url.Values, at time.Time) error {
+	s.readState(w, r, func() int64 { return pageBytes(limit) }, pageParams, func(rd snapshot.Reader, q url.Values, at time.Time) error {
 		op, ok := rd.Snapshot().Operator(q.Get("operator"))
 		if ok && from.keyGroup >= op.MaxParallelism {
 			return badRequestf("after: key group %d is past the operator's last, %d", from.keyGroup, op.MaxParallelism-1)

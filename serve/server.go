@@ -6,12 +6,12 @@ package serve
 import (
 	"bytes"
 	"context"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -28,11 +28,17 @@ type Config struct {
 	Locations []string
 	Open      snapshot.OpenOptions
 	// Token, when set, is required of every request: as a bearer token,
-	// or as the cookie the one-time URL sets.
+	// or as the cookie the one-time URL sets. CheckToken says which are
+	// accepted.
 	Token string
 	// Classify maps an error to the commands' exit code and the message
 	// they print for it.
 	Classify func(error) (code int, message string)
+	// Limits bound what clients can hold; the zero value is DefaultLimits.
+	Limits Limits
+	// Now is the clock of the timeouts and of the failed logins' limit
+	// (nil: time.Now).
+	Now func() time.Time
 }
 
 // Exit codes Classify returns that the API maps to statuses of their own;
@@ -52,8 +58,8 @@ type Server struct {
 	cfg       Config
 	snapshots []*source
 	heavy     chan struct{}
-	plans     *memo
-	diffs     *memo
+	views     *views
+	guesses   *guesses
 	mux       *http.ServeMux
 
 	mu       sync.Mutex
@@ -63,7 +69,14 @@ type Server struct {
 // New opens every snapshot once, so that the overview can list each one's
 // format or error; a snapshot that fails to open is served as that error.
 func New(ctx context.Context, cfg Config) *Server {
-	s := &Server{cfg: cfg, heavy: make(chan struct{}, heavyAtOnce), plans: newMemo(64), diffs: newMemo(16), oneTimes: map[string]bool{}}
+	if cfg.Limits == (Limits{}) {
+		cfg.Limits = DefaultLimits
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	s := &Server{cfg: cfg, heavy: make(chan struct{}, heavyAtOnce), views: newViews(cfg.Limits.ViewBytes, cfg.Limits.MaxWaiting),
+		guesses: newGuesses(cfg.Now), oneTimes: map[string]bool{}}
 	for i, loc := range cfg.Locations {
 		s.snapshots = append(s.snapshots, openSource(ctx, i, loc, cfg))
 	}
@@ -80,10 +93,48 @@ func (s *Server) Close() error {
 	return errors.Join(errs...)
 }
 
+// shutdownGrace is how long the answers in flight get to finish once
+// serving is asked to stop.
+const shutdownGrace = 5 * time.Second
+
+// Serve answers on ln until ctx is done, then lets the answers in flight
+// finish, for shutdownGrace at most. Connections are kept as Limits say.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	g := newConnGuard(s.cfg.Limits, s.cfg.Now)
+	hs := g.server(s)
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		for {
+			select {
+			case <-tick.C:
+				g.sweep()
+			case <-stop:
+				return
+			}
+		}
+	}()
+	done := make(chan error, 1)
+	go func() { done <- hs.Serve(g.listener(ln)) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
+		defer cancel()
+		if err := hs.Shutdown(shutdown); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+			return err
+		}
+		return nil
+	}
+}
+
 // OneTimeURL returns a path that sets the token's cookie once, for a
 // browser to log in with (base is the server's origin).
 func (s *Server) OneTimeURL(base string) (string, error) {
-	code, err := randomToken()
+	code, err := randomHex(16)
 	if err != nil {
 		return "", err
 	}
@@ -93,19 +144,19 @@ func (s *Server) OneTimeURL(base string) (string, error) {
 	return base + "/login?code=" + code, nil
 }
 
-const cookieName = "stateutil_token"
-
-// ServeHTTP sets the security headers of every response, checks the
-// token, and routes.
+// ServeHTTP sets the security headers of every response, refuses what
+// no page of this server asks for, checks the token, and routes.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
-	h.Set("Content-Security-Policy", contentSecurityPolicy)
-	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("X-Frame-Options", "DENY")
-	h.Set("Referrer-Policy", "no-referrer")
-	h.Set("Cache-Control", "no-store")
+	setSecurityHeaders(h)
+	if r.ContentLength != 0 || len(r.TransferEncoding) > 0 {
+		// A body is never read: the connection ends with this answer
+		// rather than after reading what is left of it.
+		h.Set("Connection", "close")
+	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		writeError(w, http.StatusMethodNotAllowed, "read-only: only GET")
+		h.Set("Allow", "GET, HEAD")
+		writeError(w, http.StatusMethodNotAllowed, "read-only: only GET and HEAD")
 		return
 	}
 	if s.cfg.Token == "" && !loopbackHost(r.Host) {
@@ -114,41 +165,55 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusMisdirectedRequest, fmt.Sprintf("host %q is not a loopback address", r.Host))
 		return
 	}
+	if from := otherOrigin(r); from != "" {
+		// A page of another origin can make a browser ask for anything
+		// (an <img> needs no script); what it asks costs before the answer
+		// is hidden from it.
+		writeError(w, http.StatusForbidden, "refused: a request from a page of another origin ("+from+")")
+		return
+	}
 	if r.URL.Path == "/login" {
 		s.login(w, r)
 		return
 	}
-	if s.cfg.Token != "" && !s.authorized(r) {
-		writeError(w, http.StatusUnauthorized, "a token is required: open the one-time URL printed at start, or send Authorization: Bearer TOKEN")
+	if s.cfg.Token != "" && !s.authorized(w, r) {
 		return
 	}
 	s.mux.ServeHTTP(w, r)
 }
 
-func (s *Server) authorized(r *http.Request) bool {
-	if tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok && sameToken(tok, s.cfg.Token) {
-		return true
-	}
-	c, err := r.Cookie(cookieName)
-	return err == nil && sameToken(c.Value, s.cfg.Token)
+// setSecurityHeaders sets what every answer carries.
+func setSecurityHeaders(h http.Header) {
+	h.Set("Content-Security-Policy", contentSecurityPolicy)
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("Cache-Control", "no-store")
 }
 
-func sameToken(a, b string) bool { return subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1 }
-
-// login spends a one-time code: it sets the token's cookie and sends the
-// browser to the UI, with the code gone from its address bar and history.
-func (s *Server) login(w http.ResponseWriter, r *http.Request) {
-	code := r.URL.Query().Get("code")
-	s.mu.Lock()
-	ok := s.cfg.Token != "" && s.oneTimes[code]
-	delete(s.oneTimes, code)
-	s.mu.Unlock()
-	if !ok {
-		writeError(w, http.StatusUnauthorized, "this login URL is unknown or was used already")
-		return
+// otherOrigin names what shows that a browser sends r for a page of
+// another origin ("" when nothing does): Sec-Fetch-Site cross-site or
+// same-site (another port of this host is same-site), or an Origin other
+// than the server's own. Following a link to the UI's page or to the
+// one-time login URL is the exception: it opens the UI in its own tab,
+// which computes nothing until the UI itself asks.
+func otherOrigin(r *http.Request) string {
+	if r.Header.Get("Sec-Fetch-Mode") == "navigate" && r.Header.Get("Sec-Fetch-Dest") == "document" && (r.URL.Path == "/" || r.URL.Path == "/login") {
+		return ""
 	}
-	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: s.cfg.Token, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
-	http.Redirect(w, r, "/", http.StatusSeeOther)
+	switch site := r.Header.Get("Sec-Fetch-Site"); site {
+	case "cross-site", "same-site":
+		return "Sec-Fetch-Site: " + site
+	}
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		return ""
+	}
+	u, err := url.Parse(origin)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || !strings.EqualFold(u.Host, r.Host) {
+		return "Origin: " + origin
+	}
+	return ""
 }
 
 // loopbackHost reports whether a Host header names this machine's
@@ -201,13 +266,9 @@ func encode(v any) ([]byte, error) {
 	return b.Bytes(), err
 }
 
-// writeTimeout bounds the time a client takes to read an answer, which
-// the request may hold one of the heavyAtOnce slots for.
-const writeTimeout = 30 * time.Second
-
 func writeBody(w http.ResponseWriter, status int, body []byte) {
-	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(writeTimeout))
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(status)
 	_, _ = w.Write(body)
 }
@@ -241,6 +302,9 @@ func badRequestf(format string, args ...any) error {
 func (s *Server) answer(w http.ResponseWriter, v any, err error) {
 	var bad *badRequest
 	switch {
+	case errors.Is(err, errBusy):
+		w.Header().Set("Retry-After", "1")
+		writeError(w, http.StatusServiceUnavailable, err.Error())
 	case errors.As(err, &bad):
 		writeJSONStatus(w, http.StatusBadRequest, apiError{Error: bad.msg, ExitCode: exitUsage})
 	case err != nil:
@@ -250,12 +314,12 @@ func (s *Server) answer(w http.ResponseWriter, v any, err error) {
 	}
 }
 
-// cached answers with key's result in m, computed once by compute while
-// holding a heavyAtOnce slot, and kept encoded: the many requests for one
-// view share its bytes.
-func (s *Server) cached(w http.ResponseWriter, r *http.Request, m *memo, key string, compute func(context.Context) (any, error)) {
+// cached answers with key's view, computed once by compute while holding a
+// heavyAtOnce slot and estimate bytes of the views' budget, and kept
+// encoded: the many requests for one view share its bytes.
+func (s *Server) cached(w http.ResponseWriter, r *http.Request, key string, estimate int64, compute func(context.Context) (any, error)) {
 	ctx := context.WithoutCancel(r.Context())
-	body, err := m.get(r.Context(), key, func(context.Context) ([]byte, error) {
+	v, err := s.views.get(r.Context(), key, estimate, func() ([]byte, error) {
 		var body []byte
 		err := s.withHeavy(ctx, func() error {
 			v, err := compute(ctx)
@@ -270,7 +334,12 @@ func (s *Server) cached(w http.ResponseWriter, r *http.Request, m *memo, key str
 		s.answer(w, nil, err)
 		return
 	}
-	writeBody(w, http.StatusOK, body)
+	defer s.views.done(v)
+	if v.err != nil {
+		s.answer(w, nil, v.err)
+		return
+	}
+	writeBody(w, http.StatusOK, v.body)
 }
 
 // intParam reads an optional positive integer parameter; 0 when absent.

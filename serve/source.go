@@ -2,8 +2,6 @@ package serve
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"sync"
 
@@ -16,7 +14,7 @@ import (
 const readersPerSnapshot = 2
 
 // source is one snapshot named at start: a pool of its readers, opened as
-// requests need them, and the views computed once.
+// requests need them.
 type source struct {
 	id       int
 	location string
@@ -24,19 +22,20 @@ type source struct {
 	opts     snapshot.OpenOptions
 	// err is why the snapshot did not open at start; every view of it
 	// is that error.
-	err    error
+	err error
+	// meta is the snapshot's metadata, which the views' estimates read.
+	meta   *snapshot.Snapshot
 	format string
 	idle   chan snapshot.Reader
 	tokens chan struct{} // one per reader that may be opened
 
-	mu    sync.Mutex
-	all   []snapshot.Reader
-	views *memo
+	mu  sync.Mutex
+	all []snapshot.Reader
 }
 
 func openSource(ctx context.Context, id int, location string, cfg Config) *source {
 	src := &source{id: id, location: location, reg: cfg.Registry, opts: cfg.Open,
-		idle: make(chan snapshot.Reader, readersPerSnapshot), tokens: make(chan struct{}, readersPerSnapshot), views: newMemo(256)}
+		idle: make(chan snapshot.Reader, readersPerSnapshot), tokens: make(chan struct{}, readersPerSnapshot)}
 	for range readersPerSnapshot {
 		src.tokens <- struct{}{}
 	}
@@ -46,7 +45,8 @@ func openSource(ctx context.Context, id int, location string, cfg Config) *sourc
 		src.err = err
 		return src
 	}
-	src.format = r.Snapshot().Format
+	src.meta = r.Snapshot()
+	src.format = src.meta.Format
 	src.idle <- r
 	return src
 }
@@ -97,79 +97,4 @@ func (src *source) close() error {
 	}
 	src.all = nil
 	return errors.Join(errs...)
-}
-
-// memo keeps the results of computations by key, computing each once even
-// when many ask at once, and forgetting the oldest beyond its size.
-// Snapshots do not change while they are served, so nothing else expires.
-type memo struct {
-	mu    sync.Mutex
-	size  int
-	order []string
-	calls map[string]*call
-}
-
-type call struct {
-	done chan struct{}
-	val  []byte
-	err  error
-}
-
-func newMemo(size int) *memo { return &memo{size: size, calls: map[string]*call{}} }
-
-// get returns key's result, computing it with fn if no one has. A result
-// cut short by its context is not kept, and the callers waiting for it
-// compute it again.
-func (m *memo) get(ctx context.Context, key string, fn func(context.Context) ([]byte, error)) ([]byte, error) {
-	for {
-		m.mu.Lock()
-		c, ok := m.calls[key]
-		if !ok {
-			c = &call{done: make(chan struct{})}
-			m.calls[key] = c
-			m.order = append(m.order, key)
-			if len(m.order) > m.size {
-				delete(m.calls, m.order[0])
-				m.order = m.order[1:]
-			}
-			m.mu.Unlock()
-			c.val, c.err = fn(ctx)
-			if c.err != nil && ctx.Err() != nil {
-				m.forget(key, c)
-			}
-			close(c.done)
-			return c.val, c.err
-		}
-		m.mu.Unlock()
-		select {
-		case <-c.done:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-		if c.err == nil || !errors.Is(c.err, context.Canceled) && !errors.Is(c.err, context.DeadlineExceeded) {
-			return c.val, c.err
-		}
-	}
-}
-
-func (m *memo) forget(key string, c *call) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.calls[key] == c {
-		delete(m.calls, key)
-		for i, k := range m.order {
-			if k == key {
-				m.order = append(m.order[:i], m.order[i+1:]...)
-				break
-			}
-		}
-	}
-}
-
-func randomToken() (string, error) {
-	b := make([]byte, 16)
-	if _, err := rand.Read(b); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(b), nil
 }

@@ -10,6 +10,11 @@ import { CanvasRenderer } from 'echarts/renderers';
 
 echarts.use([HeatmapChart, BarChart, GridComponent, TooltipComponent, VisualMapComponent, MarkLineComponent, TitleComponent, CanvasRenderer]);
 
+// The JSON tree makes a string that starts with http:// or https:// a link:
+// a value in a snapshot is data, not a place to go. Every node of a tree
+// is made by the library's own class, so the prototype is where to say so.
+Object.defineProperty(JSONFormatter.prototype, 'isUrl', { get: () => false });
+
 const reportData = document.getElementById('report-data');
 const REPORT = reportData ? JSON.parse(reportData.textContent) : null;
 
@@ -84,7 +89,57 @@ function rangeOf(i, p, maxP) {
   return [Math.floor((i * maxP + p - 1) / p), Math.floor(((i + 1) * maxP - 1) / p)];
 }
 
+// Invisible format characters (Unicode Cf: bidi controls such as U+202E,
+// which shows "user-\u202Egnp.exe" as "user-exe.png", zero-width ones)
+// make text read other than it is. Wherever the page shows text (keys,
+// values, names, messages; in the JSON trees as they unfold too), each is
+// shown as its escape, \u202E, marked; in a list's option, which holds
+// text only, as the escape alone.
+const FORMAT_CHAR = /\p{Cf}/u;
+const FORMAT_CHARS = /\p{Cf}/gu;
+
+function escapeFormat(ch) {
+  const hex = ch.codePointAt(0).toString(16).toUpperCase();
+  return hex.length > 4 ? '\\u{' + hex + '}' : '\\u' + hex.padStart(4, '0');
+}
+
+function markFormatChars(node) {
+  const text = node.data;
+  if (!FORMAT_CHAR.test(text)) return;
+  const parent = node.parentNode;
+  if (!parent) return;
+  if (parent.closest && parent.closest('option')) {
+    node.data = text.replace(FORMAT_CHARS, escapeFormat);
+    return;
+  }
+  const parts = [];
+  let last = 0;
+  for (const m of text.matchAll(FORMAT_CHARS)) {
+    const hex = m[0].codePointAt(0).toString(16).toUpperCase().padStart(4, '0');
+    parts.push(text.slice(last, m.index), h('span', { class: 'format-char', title: 'U+' + hex + ': an invisible format character' }, escapeFormat(m[0])));
+    last = m.index + m[0].length;
+  }
+  parts.push(text.slice(last));
+  node.replaceWith(...parts);
+}
+
+function markFormatCharsIn(root) {
+  if (root.nodeType === Node.TEXT_NODE) { markFormatChars(root); return; }
+  const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+  const texts = [];
+  while (walker.nextNode()) texts.push(walker.currentNode);
+  texts.forEach(markFormatChars);
+}
+
 const app = document.getElementById('app');
+// The observer marks text as it enters the page, before it is drawn.
+new MutationObserver((records) => {
+  for (const r of records) {
+    if (r.type === 'characterData') markFormatChars(r.target);
+    else r.addedNodes.forEach(markFormatCharsIn);
+  }
+}).observe(app, { childList: true, characterData: true, subtree: true });
+
 const main = h('main', { id: 'main' });
 const nav = h('nav', {});
 app.append(h('header', {}, h('a', { href: '#/', class: 'brand', 'data-navigo': true }, 'stateutil'), nav), main);
