@@ -257,6 +257,11 @@ public final class Harness {
             set(c, "true", "execution.checkpointing.unaligned", "execution.checkpointing.unaligned.enabled");
             set(c, "0 ms", "execution.checkpointing.aligned-checkpoint-timeout", "execution.checkpointing.alignment-timeout");
             set(c, "EXACTLY_ONCE", "execution.checkpointing.mode");
+            // Flink configures tasks for unaligned (exactly-once) barriers only when checkpointing
+            // is on: an interval and a pause after each checkpoint that no run reaches (the
+            // harness triggers its one checkpoint itself).
+            set(c, "365 d", "execution.checkpointing.interval");
+            set(c, "365 d", "execution.checkpointing.min-pause");
         }
         boolean changelog = o.flag("changelog");
         set(c, String.valueOf(changelog), "state.backend.changelog.enabled", "state.changelog.enabled");

@@ -122,7 +122,7 @@ final class Metadata {
         for (Object table : ((Map<String, Object>) field(b, "registeredKVStates")).values()) {
             out.add(((org.apache.flink.runtime.state.heap.StateTable<?, ?, ?>) table).getMetaInfo().snapshot());
         }
-        for (Object pq : ((Map<String, Object>) field(b, "registeredPQStates")).values()) {
+        for (Object pq : ((org.apache.flink.runtime.state.HeapPriorityQueuesManager) field(b, "priorityQueuesManager")).getRegisteredPQStates().values()) {
             out.add(((org.apache.flink.runtime.state.heap.HeapPriorityQueueSnapshotRestoreWrapper<?>) pq).getMetaInfo().snapshot());
         }
         return out;

@@ -250,7 +250,7 @@ final class WitnessValues {
         if (reg != null && isUserSerializer(reg.getSerializer().getClass())) {
             TreeMap<String, Object> out = Json.obj();
             out.put("@class", c.getName());
-            out.put("@bytes", Json.hex(kryoBytes(kryo, reg, v)));
+            out.put("@bytes", Json.hex(kryoBytes(kryo, v)));
             return out;
         }
         Object content = kryoContent(v, kryo);
@@ -272,12 +272,17 @@ final class WitnessValues {
                 || n.startsWith("de.javakaffee.") || n.startsWith("org.objenesis.") || n.startsWith("scala."));
     }
 
-    private static byte[] kryoBytes(Kryo kryo, Registration reg, Object v) {
+    /** The bytes Kryo writes for v after its class (a reference marker where Kryo keeps references, then the serializer's). */
+    private static byte[] kryoBytes(Kryo kryo, Object v) {
+        byte[] all = written(o -> kryo.writeClassAndObject(o, v));
+        byte[] cls = written(o -> kryo.writeClass(o, v.getClass()));
+        return java.util.Arrays.copyOfRange(all, cls.length, all.length);
+    }
+
+    private static byte[] written(java.util.function.Consumer<Output> write) {
         ByteArrayOutputStream bo = new ByteArrayOutputStream();
         Output o = new Output(bo);
-        @SuppressWarnings("unchecked")
-        com.esotericsoftware.kryo.Serializer<Object> ser = (com.esotericsoftware.kryo.Serializer<Object>) reg.getSerializer();
-        ser.write(kryo, o, v);
+        write.accept(o);
         o.flush();
         return bo.toByteArray();
     }
