@@ -9,9 +9,9 @@ import (
 // markdown renders the gap report: a summary table, then per snapshot its
 // verify findings, values not decoded, dump differences (with examples)
 // and rescale's answer.
-func markdown(outcomes []*outcome) string {
+func markdown(outcomes []*outcome, root string) string {
 	var sb strings.Builder
-	sb.WriteString("# stateutil on the witness snapshots (testdata/flink-witness)\n\n")
+	fmt.Fprintf(&sb, "# stateutil on the witness snapshots (%s)\n\n", root)
 	sb.WriteString("Made by `go test ./internal/flinkwitness -run TestWitnessSnapshots -witness-report FILE`: ")
 	sb.WriteString("for each snapshot, `verify -o json`, `dump` (again with `--skip-unreadable` where it refuses) and ")
 	sb.WriteString("`inspect --operator-state --values -o json` compared with the job's own dump (Flink's restore into dumpers), ")

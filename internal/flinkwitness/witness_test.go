@@ -303,9 +303,11 @@ func readKnownGaps(t *testing.T) map[string]bool {
 // names another set (scripts/flink-witness-testdata.sh makes the whole one
 // in <cache>/flink-witness): then the test only writes -witness-report.
 func TestWitnessSnapshots(t *testing.T) {
-	root := os.Getenv("STATEUTIL_FLINK_WITNESS")
+	root, name := os.Getenv("STATEUTIL_FLINK_WITNESS"), "testdata/flink-witness"
 	other := root != ""
-	if !other {
+	if other {
+		name = root
+	} else {
 		root = filepath.Join(repoRoot(), "testdata", "flink-witness")
 	}
 	entries, err := flinkharness.ReadCorpus(root)
@@ -321,7 +323,7 @@ func TestWitnessSnapshots(t *testing.T) {
 			t.Run(e.Manifest.FlinkVersion+"/"+e.Name, func(t *testing.T) { outcomes = append(outcomes, check(t, e)) })
 		}
 		if *report != "" {
-			if err := os.WriteFile(*report, []byte(markdown(outcomes)), 0o644); err != nil {
+			if err := os.WriteFile(*report, []byte(markdown(outcomes, name)), 0o644); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -362,7 +364,7 @@ func TestWitnessSnapshots(t *testing.T) {
 		t.Logf("today's gaps, as known_gaps.txt would list them:\n%s", strings.Join(all, "\n"))
 	}
 	if *report != "" {
-		if err := os.WriteFile(*report, []byte(markdown(outcomes)), 0o644); err != nil {
+		if err := os.WriteFile(*report, []byte(markdown(outcomes, name)), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
