@@ -619,17 +619,7 @@ public final class Harness {
         rename.apply(env);
         JobGraph jg = graph(env, "stateutil-" + job.name() + "-restore");
         jg.setSavepointRestoreSettings(SavepointRestoreSettings.forPath(snap, allow));
-        MiniCluster mc = cluster(c, p.parallelism);
-        try {
-            JobID id = mc.submitJob(jg).get(120, TimeUnit.SECONDS).getJobID();
-            JobResult r = mc.requestJobResult(id).get(timeoutSeconds(), TimeUnit.SECONDS);
-            if (!r.isSuccess()) {
-                Throwable f = failure(r);
-                throw new RestoreFailed("Flink did not restore " + display(snap) + ": " + rootMessage(f), f);
-            }
-        } finally {
-            mc.close();
-        }
+        runToEnd(c, p.parallelism, jg, "restore " + display(snap));
         List<String> lines = rename.lines(Dumps.restoreLines());
         if (job.dumpView() != null) {
             // Flink restored the job itself above; the dump comes from the dump view.
@@ -667,17 +657,7 @@ public final class Harness {
         job.build(env, p);
         JobGraph jg = graph(env, "stateutil-" + job.name() + "-continue");
         jg.setSavepointRestoreSettings(SavepointRestoreSettings.forPath(snap, allow));
-        MiniCluster mc = cluster(c, p.parallelism);
-        try {
-            JobID id = mc.submitJob(jg).get(120, TimeUnit.SECONDS).getJobID();
-            JobResult r = mc.requestJobResult(id).get(timeoutSeconds(), TimeUnit.SECONDS);
-            if (!r.isSuccess()) {
-                Throwable f = failure(r);
-                throw new RestoreFailed("Flink did not go on from " + display(snap) + ": " + rootMessage(f), f);
-            }
-        } finally {
-            mc.close();
-        }
+        runToEnd(c, p.parallelism, jg, "go on from " + display(snap));
         List<String> lines = new ArrayList<>();
         Dumps.outputs().forEach((text, n) -> {
             Map<String, Object> m = Json.obj();
@@ -711,18 +691,26 @@ public final class Harness {
         job.dumpView().build(env, p);
         JobGraph jg = graph(env, "stateutil-" + job.name() + "-dump-view");
         jg.setSavepointRestoreSettings(SavepointRestoreSettings.forPath(uri(snap), true));
-        MiniCluster mc = cluster(c, p.parallelism);
+        runToEnd(c, p.parallelism, jg, "restore " + display(snap) + " into the dump view");
+        return Dumps.restoreLines();
+    }
+
+    /**
+     * Runs a job that restores a snapshot until it ends; if it fails, RestoreFailed says
+     * "Flink did not WHAT: " and Flink's root cause.
+     */
+    static void runToEnd(Configuration c, int parallelism, JobGraph jg, String what) throws Exception {
+        MiniCluster mc = cluster(c, parallelism);
         try {
             JobID id = mc.submitJob(jg).get(120, TimeUnit.SECONDS).getJobID();
             JobResult r = mc.requestJobResult(id).get(timeoutSeconds(), TimeUnit.SECONDS);
             if (!r.isSuccess()) {
                 Throwable f = failure(r);
-                throw new RestoreFailed("Flink did not restore " + display(snap) + " into the dump view: " + rootMessage(f), f);
+                throw new RestoreFailed("Flink did not " + what + ": " + rootMessage(f), f);
             }
         } finally {
             mc.close();
         }
-        return Dumps.restoreLines();
     }
 
     static final class RestoreFailed extends Exception {

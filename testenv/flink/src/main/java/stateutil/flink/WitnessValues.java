@@ -196,7 +196,14 @@ final class WitnessValues {
             m.put("currentStateName", c.getCurrentStateName());
             m.put("version", c.getVersion().toString());
             m.put("startTimestamp", c.getStartTimestamp());
-            m.put("previousTimestamp", c.getPreviousTimestamp());
+            try {
+                // Recorded from Flink 1.16 on.
+                m.put("previousTimestamp", c.getClass().getMethod("getPreviousTimestamp").invoke(c));
+            } catch (NoSuchMethodException e) {
+                // Flink 1.15's NFA state has none.
+            } catch (ReflectiveOperationException e) {
+                throw new IllegalStateException(e);
+            }
             m.put("previousBufferEntry", c.getPreviousBufferEntry() == null ? null : plain(c.getPreviousBufferEntry()));
             m.put("startEventID", c.getStartEventID() == null ? null : plain(c.getStartEventID()));
             out.add(m);

@@ -171,9 +171,7 @@ public final class SqlWitnessJob implements Job {
     @Override
     public void build(StreamExecutionEnvironment env, Params p) {
         long keys = Jobs.keys(p, 10);
-        StreamTableEnvironment t = StreamTableEnvironment.create(env);
-        t.getConfig().getConfiguration().setString("table.exec.uid.generation", "ALWAYS");
-        t.getConfig().getConfiguration().setString("table.local-time-zone", "UTC");
+        StreamTableEnvironment t = SqlJob.tableEnv(env);
         config.forEach((k, v) -> t.getConfig().getConfiguration().setString(k, v));
         WatermarkStrategy<Long> w = eventTime
                 ? WatermarkStrategy.<Long>forMonotonousTimestamps().withTimestampAssigner((r, ts) -> r * 1000)

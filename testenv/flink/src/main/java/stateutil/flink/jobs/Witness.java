@@ -1,11 +1,9 @@
 package stateutil.flink.jobs;
 
-import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 
 import org.apache.flink.api.common.eventtime.WatermarkStrategy;
-import org.apache.flink.api.common.functions.MapFunction;
 import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.api.java.functions.KeySelector;
 import org.apache.flink.streaming.api.datastream.DataStream;
@@ -67,7 +65,7 @@ abstract class Witness implements Job {
     DataStream<Long> source(StreamExecutionEnvironment env, Params p) {
         return Jobs.source(env, SOURCE, p.records, Jobs.PARTITIONS,
                         WatermarkStrategy.<Long>forMonotonousTimestamps().withTimestampAssigner((r, ts) -> r * 1000))
-                .map(new Count(EMITTED)).uid(EMITTED).name(EMITTED);
+                .map(new SqlJob.Count<Long>(EMITTED)).uid(EMITTED).name(EMITTED);
     }
 
     @Override
@@ -88,20 +86,6 @@ abstract class Witness implements Job {
 
     /** Dumpers for the job's operators that are not keyed on the main source. */
     void extraDumpView(StreamExecutionEnvironment env, Params p, DataStream<Long> src) throws Exception {}
-
-    static final class Count implements MapFunction<Long, Long> {
-        private final String counter;
-
-        Count(String counter) {
-            this.counter = counter;
-        }
-
-        @Override
-        public Long map(Long r) {
-            Dumps.counter(counter).incrementAndGet();
-            return r;
-        }
-    }
 
     /**
      * "&lt;prefix&gt;-&lt;r % keys&gt;". Flink calls it on both sides of the keyBy; in the
@@ -129,9 +113,5 @@ abstract class Witness implements Job {
             }
             return prefix + "-" + (r % keys);
         }
-    }
-
-    static Duration seconds(long s) {
-        return Duration.ofSeconds(s);
     }
 }
