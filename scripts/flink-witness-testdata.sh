@@ -3,8 +3,8 @@
 # testenv/flink/README.md) for the newest 1.20 and 2.3.0 with scripts/flink-corpus.sh (100
 # records each) into $CACHE/flink-witness: a heap canonical savepoint, a RocksDB native
 # savepoint and incremental checkpoint, and on 2.3.0 a changelog checkpoint, ForSt's native
-# savepoint and checkpoint and, for cep and zoo, an unaligned checkpoint with records in
-# flight (47 entries, about 13 MB). Each entry's dump.jsonl is the job's own dump (Flink
+# savepoint and checkpoint and, for cep, zoo and sqlevents, an unaligned checkpoint with
+# records in flight (48 entries, about 13 MB). Each entry's dump.jsonl is the job's own dump (Flink
 # restores the snapshot into dumpers); the zoo entries get descriptors.pb, the
 # FileDescriptorSet of their Protobuf message (what protoc --descriptor_set_out writes).
 # Then it replaces testdata/flink-witness with the slice below (29 entries, about 4.8 MB):
@@ -26,6 +26,7 @@ checked_in="
 2.3.0/zoo-hashmap-checkpoint-changelog 2.3.0/zoo-hashmap-checkpoint-unaligned
 1.20.5/sqlops-hashmap-canonical 1.20.5/sqlops-rocksdb-native 2.3.0/sqlops-hashmap-canonical 2.3.0/sqlops-hashmap-checkpoint-changelog
 1.20.5/sqlevents-hashmap-canonical 2.3.0/sqlevents-hashmap-canonical 2.3.0/sqlevents-hashmap-checkpoint-changelog
+2.3.0/sqlevents-hashmap-checkpoint-unaligned
 1.20.5/sqlbatch-hashmap-canonical 1.20.5/sqlbatch-rocksdb-native 2.3.0/sqlbatch-hashmap-canonical
 2.3.0/sqlbatch-rocksdb-checkpoint-incremental 2.3.0/sqlbatch-forst-native 2.3.0/sqlbatch-hashmap-checkpoint-changelog"
 

@@ -27,6 +27,7 @@ import org.apache.flink.table.api.Schema;
 import org.apache.flink.table.api.bridge.java.StreamStatementSet;
 import org.apache.flink.table.api.bridge.java.StreamTableEnvironment;
 import org.apache.flink.table.connector.ChangelogMode;
+import org.apache.flink.table.functions.ScalarFunction;
 import org.apache.flink.types.Row;
 import org.apache.flink.types.RowKind;
 import org.apache.flink.util.Collector;
@@ -53,7 +54,9 @@ import stateutil.flink.RestoredStateDumper2;
  *       sink keyed by another column (SinkUpsertMaterializer, forced).
  *   <li>{@code sqlevents}: MATCH_RECOGNIZE with partial matches pending, an interval join,
  *       OVER aggregates with ROWS and with RANGE, window Top-N, window deduplication and a
- *       window join (TUMBLE).
+ *       window join (TUMBLE). The ROWS aggregate's results pass a function that waits
+ *       {@link Dumps#throttleMillis} per row: records back up in its channels for an
+ *       unaligned checkpoint.
  *   <li>{@code sqlbatch}: mini-batch two-phase aggregation with split distinct aggregates.
  * </ul>
  *
@@ -109,7 +112,9 @@ public final class SqlWitnessJob implements Job {
                 + " ONE ROW PER MATCH AFTER MATCH SKIP PAST LAST ROW PATTERN (A B{1,2} C)"
                 + " DEFINE A AS MOD(A.v, 3) = 0, B AS MOD(B.v, 3) = 1, C AS MOD(C.v, 9) = 8)",
             "SELECT a.k, a.v, b.v AS bv FROM a JOIN b ON a.k = b.k AND a.rowtime BETWEEN b.rowtime - INTERVAL '30' SECOND AND b.rowtime + INTERVAL '30' SECOND",
-            "SELECT k, v, SUM(v) OVER (PARTITION BY k ORDER BY rowtime ROWS BETWEEN 2 PRECEDING AND CURRENT ROW) AS s FROM records",
+            // slow(s): a Calc chained after the OVER aggregate, which holds its task up per row while
+            // an unaligned checkpoint is taken, so records wait in the aggregate's channels.
+            "SELECT k, v, slow(s) AS s FROM (SELECT k, v, SUM(v) OVER (PARTITION BY k ORDER BY rowtime ROWS BETWEEN 2 PRECEDING AND CURRENT ROW) AS s FROM records)",
             "SELECT k, v, COUNT(v) OVER (PARTITION BY k ORDER BY rowtime RANGE BETWEEN INTERVAL '60' SECOND PRECEDING AND CURRENT ROW) AS c FROM records",
             "SELECT * FROM (SELECT window_start, window_end, k, c, ROW_NUMBER() OVER (PARTITION BY window_start, window_end ORDER BY c DESC, k) AS rn"
                 + " FROM (SELECT window_start, window_end, k, COUNT(*) AS c FROM TABLE(TUMBLE(TABLE records, DESCRIPTOR(rowtime), INTERVAL '20' SECOND))"
@@ -186,6 +191,7 @@ public final class SqlWitnessJob implements Job {
             s.columnByMetadata("rowtime", "TIMESTAMP_LTZ(3)").watermark("rowtime", "SOURCE_WATERMARK()");
         }
         t.createTemporaryView("records", t.fromDataStream(rows, s.build()));
+        t.createTemporarySystemFunction("slow", Slow.class);
         if (inserts.length > 0) {
             DataStream<Row> ups = src.map(new ToUpsert(keys)).uid("to-upsert").name("to-upsert")
                     .returns(Types.ROW_NAMED(new String[] {"id", "k", "v"}, Types.STRING, Types.STRING, Types.LONG));
@@ -264,6 +270,17 @@ public final class SqlWitnessJob implements Job {
     static DataStream<?> empty(StreamExecutionEnvironment env, String uid, TypeInformation<?> type) {
         return env.fromSource(new PartitionSource(uid, 0, 1), WatermarkStrategy.noWatermarks(), uid).uid(uid)
                 .flatMap((FlatMapFunction) new None()).uid(uid + "-typed").returns((TypeInformation) type);
+    }
+
+    /** The identity, waiting {@link Dumps#throttleMillis} first. */
+    public static final class Slow extends ScalarFunction {
+        public Long eval(Long v) throws InterruptedException {
+            long wait = Dumps.throttleMillis;
+            if (wait > 0) {
+                Thread.sleep(wait);
+            }
+            return v;
+        }
     }
 
     static final class None implements FlatMapFunction<Long, Object> {
