@@ -7,7 +7,7 @@
 # records in flight (48 entries, about 13 MB). Each entry's dump.jsonl is the job's own dump (Flink
 # restores the snapshot into dumpers); the zoo entries get descriptors.pb, the
 # FileDescriptorSet of their Protobuf message (what protoc --descriptor_set_out writes).
-# Then it replaces testdata/flink-witness with the slice below (29 entries, about 4.8 MB):
+# Then it replaces testdata/flink-witness with the slice below (30 entries, about 5.0 MB):
 # every job on every kind of snapshot at least once.
 #
 #   scripts/flink-witness-testdata.sh              # all of it
