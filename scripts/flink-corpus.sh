@@ -3,7 +3,7 @@
 #
 #   $CACHE/flink-corpus/<flink version>/<entry>/{snapshot/,dump.jsonl,manifest.json}
 #
-# where <entry> is <job>-<backend>-<kind>[-incremental][-compressed][-changelog].
+# where <entry> is <job>-<backend>-<kind>[-incremental][-compressed][-changelog][-unaligned].
 # snapshot/ is the directory Flink wrote into (--dir); the snapshot itself (the
 # directory holding _metadata) is snapshot/<manifest.snapshot_subpath>.
 # Checkpoints (and changelog state) record absolute paths: manifest.original_dir
@@ -112,6 +112,24 @@ matrix() {
 			# RocksDB's native one.
 			echo "$v kryojdk-hashmap-canonical"
 			echo "$v kryojdk-rocksdb-native"
+			# The witness jobs (CEP, the SQL operators and the value zoo): a heap
+			# savepoint, RocksDB's native one and an incremental checkpoint; on Flink 2
+			# a changelog checkpoint too, ForSt's native savepoint and checkpoint where
+			# the harness has ForSt (versions.tsv), and for cep, zoo and sqlevents an
+			# unaligned checkpoint with records in flight.
+			for j in cep zoo sqlops sqlevents sqlbatch; do
+				for e in hashmap-canonical rocksdb-native rocksdb-checkpoint-incremental; do
+					echo "$v $j-$e"
+				done
+				if [[ $v == 2.* ]]; then
+					echo "$v $j-hashmap-checkpoint-changelog"
+					if [[ $(awk -v v="$v" '$1 == v { print $7 }' "$root/testenv/flink/versions.tsv") =~ ^[0-9] ]]; then
+						echo "$v $j-forst-native"
+						echo "$v $j-forst-checkpoint"
+					fi
+					[[ $j == cep || $j == zoo || $j == sqlevents ]] && echo "$v $j-hashmap-checkpoint-unaligned"
+				fi
+			done
 			# Flink 1.x's Scala API types (Flink 2 has no Scala API).
 			if [[ $v == 1.* ]]; then
 				for e in hashmap-canonical rocksdb-native hashmap-checkpoint; do
@@ -174,6 +192,7 @@ make_entry() {
 	[[ $e == *-incremental* ]] && args+=(--incremental)
 	[[ $e == *-compressed* ]] && args+=(--compression)
 	[[ $e == *-changelog* ]] && args+=(--changelog)
+	[[ $e == *-unaligned* ]] && args+=(--unaligned)
 	local work="$out/$v/.$e.tmp" t1 path msg flags
 	rm -rf "$work"
 	mkdir -p "$work"

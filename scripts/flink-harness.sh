@@ -7,7 +7,7 @@
 #   scripts/flink-harness.sh 2.2.1 version
 #   scripts/flink-harness.sh 1.20.3 build        # build only
 #
-# Commands: snapshot, restore-dump, spa-dump, spa-rewrite, version (see
+# Commands: snapshot, restore-dump, spa-dump, spa-rewrite, continue, proto-descriptors, version (see
 # testenv/flink/README.md). Results go to stdout (the snapshot path, timings);
 # the JVM's log to $CACHE/flink/VERSION/COMMAND-*.log. On failure: exit 1 with
 # one line "flink-harness: failed: <Flink's root cause>" and the log's tail on
@@ -28,7 +28,7 @@ cache=${STATEUTIL_CACHE_DIR:-$root/.cache}
 
 say() { echo "flink-harness.sh: $*" >&2; }
 usage() {
-	say "usage: flink-harness.sh VERSION build|version|snapshot|restore-dump|spa-dump|spa-rewrite [ARGS...]"
+	say "usage: flink-harness.sh VERSION build|version|snapshot|restore-dump|spa-dump|spa-rewrite|continue|proto-descriptors [ARGS...]"
 	exit 2
 }
 [[ $# -ge 2 ]] || usage
@@ -44,8 +44,10 @@ mkdir -p "$state"
 row=$(awk -v v="$version" '$1 == v { print; exit }' "$harness/versions.tsv")
 minor=${version%.*}
 dstl=
+forst=-
 if [[ -n $row ]]; then
-	read -r _ major spa extra kafkaconn dstl <<<"$row"
+	read -r _ major spa extra kafkaconn dstl forst <<<"$row"
+	forst=${forst:--}
 else
 	major=${version%%.*}
 	spa=$minor.0
@@ -83,6 +85,10 @@ spa-dump | spa-rewrite)
 esac
 if [[ $major == 2 && " $* " == *" --job scala "* ]]; then
 	say "Flink $version: the scala job needs Flink 1.x (flink-scala); Flink 2 has no Scala API"
+	exit 2
+fi
+if [[ $forst == - && " $* " == *" --backend forst "* ]]; then
+	say "Flink $version: no flink-statebackend-forst is built in for it (versions.tsv); --backend forst is not available"
 	exit 2
 fi
 if [[ $dstl == - && " $* " == *" --changelog "* ]]; then
@@ -127,9 +133,9 @@ needs_build() {
 }
 build() {
 	local t0=$SECONDS log="$state/build.log"
-	say "building the harness for Flink $version (spa $spa, avro/table $extra, kafka $kafkaconn, dstl $dstl; mvn -q -B compile; a first build downloads ~250 MB into ~/.m2)"
+	say "building the harness for Flink $version (spa $spa, avro/table $extra, kafka $kafkaconn, dstl $dstl, forst $forst; mvn -q -B compile; a first build downloads ~250 MB into ~/.m2)"
 	local args=(-q -B -Dstyle.color=never -f "$harness/pom.xml" "-Dflink.version=$version" "-Dflink.major=$major"
-		"-Dspa.version=${spa/#-/$minor.0}" "-Dextra.version=$extra" "-Ddstl.version=$dstl" "-Dspa.layer=$spalayer" "-Dsink.layer=$sinklayer" "-Dkafka.connector.version=$kafkaconn" compile)
+		"-Dspa.version=${spa/#-/$minor.0}" "-Dextra.version=$extra" "-Ddstl.version=$dstl" "-Dspa.layer=$spalayer" "-Dsink.layer=$sinklayer" "-Dkafka.connector.version=$kafkaconn" "-Dforst.version=$forst" compile)
 	# Offline first so a warm ~/.m2 needs no network; online if it lacks something.
 	rm -f "$stamp"
 	if ! JAVA_HOME=$javahome mvn -o "${args[@]}" >"$log" 2>&1; then

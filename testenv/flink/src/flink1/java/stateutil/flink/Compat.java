@@ -53,4 +53,11 @@ public final class Compat {
                 org.apache.flink.streaming.api.windowing.time.Time.milliseconds(size.toMillis()),
                 org.apache.flink.streaming.api.windowing.time.Time.milliseconds(slide.toMillis()));
     }
+
+    /** Registers a Kryo serializer for a class (the call moved to the SerializerConfig in 2.0). */
+    @SuppressWarnings("rawtypes")
+    public static void registerKryo(org.apache.flink.streaming.api.environment.StreamExecutionEnvironment env, Class<?> type,
+            Class<? extends com.esotericsoftware.kryo.Serializer> serializer) {
+        env.getConfig().registerTypeWithKryoSerializer(type, serializer);
+    }
 }

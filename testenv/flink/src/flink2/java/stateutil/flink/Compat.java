@@ -39,4 +39,11 @@ public final class Compat {
     public static org.apache.flink.streaming.api.windowing.assigners.SlidingEventTimeWindows sliding(Duration size, Duration slide) {
         return org.apache.flink.streaming.api.windowing.assigners.SlidingEventTimeWindows.of(size, slide);
     }
+
+    /** Registers a Kryo serializer for a class (the call moved to the SerializerConfig in 2.0). */
+    @SuppressWarnings("rawtypes")
+    public static void registerKryo(org.apache.flink.streaming.api.environment.StreamExecutionEnvironment env, Class<?> type,
+            Class<? extends com.esotericsoftware.kryo.Serializer> serializer) {
+        ((org.apache.flink.api.common.serialization.SerializerConfigImpl) env.getConfig().getSerializerConfig()).registerTypeWithKryoSerializer(type, serializer);
+    }
 }

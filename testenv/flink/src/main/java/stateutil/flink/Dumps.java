@@ -16,12 +16,24 @@ import java.util.concurrent.atomic.AtomicLong;
 public final class Dumps {
     private Dumps() {}
 
-    /** What the running job is for. */
-    public enum Mode { SNAPSHOT, RESTORE }
+    /**
+     * What the running job is for: writing a snapshot, dumping a restored one, or going on
+     * from a restored one (the source reads on to {@link #continueTo}; the job's outputs are
+     * kept, see {@link #output}).
+     */
+    public enum Mode { SNAPSHOT, RESTORE, CONTINUE }
 
     public static volatile Mode mode = Mode.SNAPSHOT;
     /** False when the caller wants no dump (benchmark snapshots): keyed state is not listed. */
     public static volatile boolean collectKeyed = true;
+    /** CONTINUE: the record number the source reads on to (exclusive). */
+    public static volatile long continueTo;
+    /**
+     * Milliseconds a keyed operator's task waits per record while a snapshot is written with
+     * records in flight (--unaligned): backpressure, so that the channels hold records when
+     * the checkpoint's barrier overtakes them.
+     */
+    public static volatile long throttleMillis;
     /** The snapshot a dump view restores (for {@link RestoredStateDumper}). */
     public static volatile String viewSnapshot;
 
@@ -63,6 +75,27 @@ public final class Dumps {
 
     public static void clearRestoreLines() {
         RESTORE_LINES.clear();
+    }
+
+    /** CONTINUE: each output row (its text) with +1 for an insertion or update after, -1 for a retraction. */
+    private static final Map<String, AtomicLong> OUTPUT = new ConcurrentHashMap<>();
+
+    /** Records one output of the job while it goes on from a restored snapshot (CONTINUE). */
+    public static void output(int sign, String text) {
+        if (mode == Mode.CONTINUE) {
+            OUTPUT.computeIfAbsent(text, k -> new AtomicLong()).addAndGet(sign);
+        }
+    }
+
+    /** The outputs, as a signed multiset: text to count (zero counts left out). */
+    public static Map<String, Long> outputs() {
+        Map<String, Long> out = new java.util.TreeMap<>();
+        OUTPUT.forEach((k, v) -> {
+            if (v.get() != 0) {
+                out.put(k, v.get());
+            }
+        });
+        return out;
     }
 
     public static AtomicLong counter(String name) {

@@ -48,6 +48,9 @@ import stateutil.flink.jobs.Jobs;
  * spa-dump     --job J --snapshot PATH --dump DUMP.jsonl [--records N] [--rename-uid OLD=NEW]
  *              [--without-operator UID]
  * spa-rewrite  --job J --snapshot PATH --max-parallelism M --out DIR [--records N]
+ * continue     --job J --snapshot PATH --backend B [--parallelism P] [--max-parallelism M|unset]
+ *              [--records N] --continue-to M --out OUTPUT.jsonl [--allow-non-restored] [--changelog]
+ * proto-descriptors --out FILE
  * version
  * </pre>
  *
@@ -106,7 +109,7 @@ public final class Harness {
         final Set<String> flags = new java.util.HashSet<>();
         final Set<String> used = new java.util.HashSet<>();
 
-        static final Set<String> FLAGS = Set.of("incremental", "compression", "changelog", "allow-non-restored", "unsorted");
+        static final Set<String> FLAGS = Set.of("incremental", "compression", "changelog", "allow-non-restored", "unsorted", "unaligned");
 
         Opts(String[] a, int from) throws UsageException {
             for (int i = from; i < a.length; i++) {
@@ -178,6 +181,10 @@ public final class Harness {
                 return Spa.dump(o);
             case "spa-rewrite":
                 return Spa.rewrite(o);
+            case "continue":
+                return continueJob(o);
+            case "proto-descriptors":
+                return protoDescriptors(o);
             default:
                 throw new UsageException("unknown command " + a[0]);
         }
@@ -185,6 +192,7 @@ public final class Harness {
 
     static Params params(Opts o) throws UsageException {
         Params p = new Params();
+        p.unaligned = o.flag("unaligned");
         p.records = Long.parseLong(o.get("records", "1000"));
         p.keys = Long.parseLong(o.get("keys", "0"));
         p.payload = Integer.parseInt(o.get("payload", "64"));
@@ -219,8 +227,8 @@ public final class Harness {
     /** Flink configuration shared by cluster and job. Old and new key names are both set. */
     static Configuration config(String backend, int parallelism, Opts o, String dirUri) throws UsageException {
         Configuration c = new Configuration();
-        if (!backend.equals("hashmap") && !backend.equals("rocksdb")) {
-            throw new UsageException("--backend must be hashmap or rocksdb, not " + backend);
+        if (!backend.equals("hashmap") && !backend.equals("rocksdb") && !backend.equals("forst")) {
+            throw new UsageException("--backend must be hashmap, rocksdb or forst, not " + backend);
         }
         set(c, backend, "state.backend.type", "state.backend");
         set(c, "none", "restart-strategy.type", "restart-strategy");
@@ -244,6 +252,17 @@ public final class Harness {
         set(c, "RETAIN_ON_CANCELLATION", "execution.checkpointing.externalized-checkpoint-retention");
         set(c, String.valueOf(o.flag("incremental")), "state.backend.incremental", "execution.checkpointing.incremental");
         set(c, String.valueOf(o.flag("compression")), "execution.checkpointing.snapshot-compression");
+        if (o.flag("unaligned")) {
+            // Barriers overtake the records in flight, which the checkpoint keeps as channel state.
+            set(c, "true", "execution.checkpointing.unaligned", "execution.checkpointing.unaligned.enabled");
+            set(c, "0 ms", "execution.checkpointing.aligned-checkpoint-timeout", "execution.checkpointing.alignment-timeout");
+            set(c, "EXACTLY_ONCE", "execution.checkpointing.mode");
+            // Flink configures tasks for unaligned (exactly-once) barriers only when checkpointing
+            // is on: an interval and a pause after each checkpoint that no run reaches (the
+            // harness triggers its one checkpoint itself).
+            set(c, "365 d", "execution.checkpointing.interval");
+            set(c, "365 d", "execution.checkpointing.min-pause");
+        }
         boolean changelog = o.flag("changelog");
         set(c, String.valueOf(changelog), "state.backend.changelog.enabled", "state.changelog.enabled");
         if (changelog) {
@@ -425,6 +444,11 @@ public final class Harness {
         if (o.flag("incremental") && !(backend.equals("rocksdb") && kind.equals("checkpoint"))) {
             throw new UsageException("--incremental needs --backend rocksdb --kind checkpoint");
         }
+        p.unaligned = o.flag("unaligned");
+        if (p.unaligned && !kind.equals("checkpoint")) {
+            throw new UsageException("--unaligned needs --kind checkpoint");
+        }
+        Dumps.throttleMillis = p.unaligned ? 25 : 0;
         Configuration c = config(backend, p.parallelism, o, dir);
         if (o.flag("changelog")) {
             // The change log goes under OUT when OUT is local, else to --changelog-dir.
@@ -467,6 +491,10 @@ public final class Harness {
             mc.close();
         }
         Set<Long> ids = Dumps.snapshotIds();
+        long channelState = Metadata.channelStateHandles(pointer);
+        if (p.unaligned && channelState == 0) {
+            throw new IllegalStateException("the unaligned checkpoint " + display(pointer) + " holds no records in flight (no channel state)");
+        }
         if (ids.size() != 1) {
             throw new IllegalStateException("expected the operators to dump exactly one snapshot, got checkpoint ids " + ids);
         }
@@ -489,6 +517,8 @@ public final class Harness {
             m.put("incremental", o.flag("incremental"));
             m.put("compression", o.flag("compression"));
             m.put("changelog", o.flag("changelog"));
+            m.put("unaligned", p.unaligned);
+            m.put("channel_state_handles", channelState);
             if (o.flag("changelog")) {
                 m.put("materialized", Metadata.changelogMaterialized(pointer));
             }
@@ -589,17 +619,7 @@ public final class Harness {
         rename.apply(env);
         JobGraph jg = graph(env, "stateutil-" + job.name() + "-restore");
         jg.setSavepointRestoreSettings(SavepointRestoreSettings.forPath(snap, allow));
-        MiniCluster mc = cluster(c, p.parallelism);
-        try {
-            JobID id = mc.submitJob(jg).get(120, TimeUnit.SECONDS).getJobID();
-            JobResult r = mc.requestJobResult(id).get(timeoutSeconds(), TimeUnit.SECONDS);
-            if (!r.isSuccess()) {
-                Throwable f = failure(r);
-                throw new RestoreFailed("Flink did not restore " + display(snap) + ": " + rootMessage(f), f);
-            }
-        } finally {
-            mc.close();
-        }
+        runToEnd(c, p.parallelism, jg, "restore " + display(snap));
         List<String> lines = rename.lines(Dumps.restoreLines());
         if (job.dumpView() != null) {
             // Flink restored the job itself above; the dump comes from the dump view.
@@ -610,9 +630,59 @@ public final class Harness {
         return 0;
     }
 
+    /**
+     * Restores a snapshot into the job itself and lets it go on: its source reads on from the
+     * positions the snapshot holds to record --continue-to, the job drains and ends, and its
+     * outputs are written as a signed multiset, one JSON line {"count":N,"output":TEXT} per
+     * output, sorted: what a snapshot and its rescaled or converted copies must all give.
+     */
+    static int continueJob(Opts o) throws Exception {
+        Job job = Jobs.get(o.get("job"));
+        String backend = o.get("backend");
+        String snap = uri(o.get("snapshot"));
+        Params p = params(o);
+        String maxP = o.get("max-parallelism", "unset");
+        Dumps.continueTo = Long.parseLong(o.get("continue-to"));
+        Path out = Paths.get(o.get("out"));
+        boolean allow = o.flag("allow-non-restored");
+        Configuration c = config(backend, p.parallelism, o, null);
+        o.done();
+        if (Dumps.continueTo < p.records) {
+            throw new UsageException("--continue-to must be at least --records");
+        }
+        Dumps.mode = Dumps.Mode.CONTINUE;
+        Jobs.readingBack = true;
+        long t0 = System.nanoTime();
+        StreamExecutionEnvironment env = env(c, p, maxP);
+        job.build(env, p);
+        JobGraph jg = graph(env, "stateutil-" + job.name() + "-continue");
+        jg.setSavepointRestoreSettings(SavepointRestoreSettings.forPath(snap, allow));
+        runToEnd(c, p.parallelism, jg, "go on from " + display(snap));
+        List<String> lines = new ArrayList<>();
+        Dumps.outputs().forEach((text, n) -> {
+            Map<String, Object> m = Json.obj();
+            m.put("count", n);
+            m.put("output", text);
+            lines.add(Json.render(m));
+        });
+        writeDump(out, lines);
+        System.err.printf("flink-harness: went on to record %d and wrote %d outputs in %.1fs%n", Dumps.continueTo, lines.size(), (System.nanoTime() - t0) / 1e9);
+        return 0;
+    }
+
+    /** Writes the FileDescriptorSet of the witness jobs' Protobuf messages (what protoc --descriptor_set_out writes). */
+    static int protoDescriptors(Opts o) throws Exception {
+        Path out = Paths.get(o.get("out"));
+        o.done();
+        Files.write(out, stateutil.flink.jobs.ZooJob.protoDescriptors());
+        OUT.println(out);
+        return 0;
+    }
+
     /** Restores a snapshot into the job's dump view and returns the lines it dumped. */
     static List<String> restoreView(Job job, String backend, String snap, Params p, String maxP, boolean changelog) throws Exception {
         Dumps.mode = Dumps.Mode.RESTORE;
+        Dumps.throttleMillis = 0;
         Dumps.clearRestoreLines();
         Dumps.viewSnapshot = uri(snap);
         Opts o = new Opts(changelog ? new String[] {"--changelog"} : new String[0], 0);
@@ -621,18 +691,26 @@ public final class Harness {
         job.dumpView().build(env, p);
         JobGraph jg = graph(env, "stateutil-" + job.name() + "-dump-view");
         jg.setSavepointRestoreSettings(SavepointRestoreSettings.forPath(uri(snap), true));
-        MiniCluster mc = cluster(c, p.parallelism);
+        runToEnd(c, p.parallelism, jg, "restore " + display(snap) + " into the dump view");
+        return Dumps.restoreLines();
+    }
+
+    /**
+     * Runs a job that restores a snapshot until it ends; if it fails, RestoreFailed says
+     * "Flink did not WHAT: " and Flink's root cause.
+     */
+    static void runToEnd(Configuration c, int parallelism, JobGraph jg, String what) throws Exception {
+        MiniCluster mc = cluster(c, parallelism);
         try {
             JobID id = mc.submitJob(jg).get(120, TimeUnit.SECONDS).getJobID();
             JobResult r = mc.requestJobResult(id).get(timeoutSeconds(), TimeUnit.SECONDS);
             if (!r.isSuccess()) {
                 Throwable f = failure(r);
-                throw new RestoreFailed("Flink did not restore " + display(snap) + " into the dump view: " + rootMessage(f), f);
+                throw new RestoreFailed("Flink did not " + what + ": " + rootMessage(f), f);
             }
         } finally {
             mc.close();
         }
-        return Dumps.restoreLines();
     }
 
     static final class RestoreFailed extends Exception {

@@ -99,6 +99,52 @@ final class Metadata {
         return new ArrayList<>(byName.values());
     }
 
+    /** Whether the snapshot's keyed state is the changelog backend's (a change log, not key groups). */
+    static boolean changelog(String pointer) throws Exception {
+        return changelogMaterialized(pointer) != null;
+    }
+
+    /**
+     * The keyed states a restored heap backend holds (under the changelog backend, which
+     * replayed its change log into it): what the snapshot records, when its state is a change
+     * log whose meta data is not at the head of a file.
+     */
+    @SuppressWarnings("unchecked")
+    static List<StateMetaInfoSnapshot> registeredStates(org.apache.flink.runtime.state.KeyedStateBackend<?> backend) throws Exception {
+        Object b = backend;
+        if (b instanceof org.apache.flink.runtime.state.TestableKeyedStateBackend) {
+            b = ((org.apache.flink.runtime.state.TestableKeyedStateBackend<?>) b).getDelegatedKeyedStateBackend(true);
+        }
+        if (!(b instanceof org.apache.flink.runtime.state.heap.HeapKeyedStateBackend)) {
+            throw new IllegalStateException("keyed backend " + b.getClass().getName() + " under the changelog backend is not read for meta infos");
+        }
+        List<StateMetaInfoSnapshot> out = new ArrayList<>();
+        for (Object table : ((Map<String, Object>) field(b, "registeredKVStates")).values()) {
+            out.add(((org.apache.flink.runtime.state.heap.StateTable<?, ?, ?>) table).getMetaInfo().snapshot());
+        }
+        for (Object pq : ((org.apache.flink.runtime.state.HeapPriorityQueuesManager) field(b, "priorityQueuesManager")).getRegisteredPQStates().values()) {
+            out.add(((org.apache.flink.runtime.state.heap.HeapPriorityQueueSnapshotRestoreWrapper<?>) pq).getMetaInfo().snapshot());
+        }
+        return out;
+    }
+
+    private static Object field(Object o, String name) throws ReflectiveOperationException {
+        java.lang.reflect.Field f = o.getClass().getDeclaredField(name);
+        f.setAccessible(true);
+        return f.get(o);
+    }
+
+    /** The channel state handles (records in flight of an unaligned checkpoint) the snapshot holds. */
+    static long channelStateHandles(String pointer) throws Exception {
+        long n = 0;
+        for (OperatorState os : load(pointer).getOperatorStates()) {
+            for (OperatorSubtaskState ss : os.getStates()) {
+                n += ss.getInputChannelState().size() + ss.getResultSubpartitionState().size();
+            }
+        }
+        return n;
+    }
+
     /** Whether the snapshot holds RocksDB's native keyed state (a native savepoint or checkpoint of RocksDB). */
     static boolean rocksDbNative(String pointer) throws Exception {
         for (OperatorState os : load(pointer).getOperatorStates()) {

@@ -13,4 +13,6 @@ public final class Params implements Serializable {
     /** Bytes of payload per record (big job). */
     public int payload = 64;
     public int parallelism = 2;
+    /** The snapshot is an unaligned checkpoint with records in flight: the jobs that take one wait for their sources only. */
+    public boolean unaligned;
 }

@@ -219,7 +219,7 @@ public final class PartitionSource implements Source<Long, PartitionSource.Split
                 ctx.assignSplits(new org.apache.flink.api.connector.source.SplitsAssignment<>(
                         java.util.Map.of(subtask, mine)));
             }
-            if (Dumps.mode == Dumps.Mode.RESTORE) {
+            if (Dumps.mode != Dumps.Mode.SNAPSHOT) {
                 ctx.signalNoMoreSplits(subtask);
             }
         }
@@ -252,7 +252,7 @@ public final class PartitionSource implements Source<Long, PartitionSource.Split
 
         @Override
         public InputStatus pollNext(ReaderOutput<Long> out) {
-            if (Dumps.mode == Dumps.Mode.SNAPSHOT) {
+            if (Dumps.mode != Dumps.Mode.RESTORE) {
                 Split s = splits.peek();
                 while (s != null && s.next >= s.end) {
                     done.add(splits.poll());
@@ -273,6 +273,9 @@ public final class PartitionSource implements Source<Long, PartitionSource.Split
                     }
                     s.next = i;
                     return InputStatus.MORE_AVAILABLE;
+                }
+                if (Dumps.mode == Dumps.Mode.CONTINUE && noMoreSplits) {
+                    return InputStatus.END_OF_INPUT;
                 }
             } else if (noMoreSplits) {
                 return InputStatus.END_OF_INPUT;
@@ -314,6 +317,11 @@ public final class PartitionSource implements Source<Long, PartitionSource.Split
                     Dumps.restoreLine(line(s));
                 }
                 done.addAll(added);
+            } else if (Dumps.mode == Dumps.Mode.CONTINUE) {
+                // Read on from where the snapshot left each partition, to the new end.
+                for (Split s : added) {
+                    splits.add(new Split(s.partition, s.stride, s.next, Math.max(s.end, Dumps.continueTo)));
+                }
             } else {
                 splits.addAll(added);
             }

@@ -41,7 +41,7 @@ import org.apache.flink.streaming.runtime.streamrecord.StreamRecord;
  * planner's. States are read through Flink's keyed state backend under every (key, namespace)
  * it holds, timers through Flink's timer service. It runs only in a dump view, restoring.
  */
-public final class RestoredStateDumper<K> extends AbstractStreamOperator<Long>
+public class RestoredStateDumper<K> extends AbstractStreamOperator<Long>
         implements OneInputStreamOperator<Object, Long>, Triggerable<K, Object> {
     private static final long serialVersionUID = 1L;
     private static final String EVENT = "_timer_state/event_", PROCESSING = "_timer_state/processing_";
@@ -56,8 +56,19 @@ public final class RestoredStateDumper<K> extends AbstractStreamOperator<Long>
     public void open() throws Exception {
         super.open();
         KeyedStateBackend<K> backend = getKeyedStateBackend();
+        if (backend != null) {
+            dumpKeyed(backend);
+        }
+        for (StateMetaInfoSnapshot m : Metadata.operatorStateMetaInfos(Dumps.viewSnapshot, getOperatorID())) {
+            dumpOperatorState(m);
+        }
+    }
+
+    private void dumpKeyed(KeyedStateBackend<K> backend) throws Exception {
         TypeSerializer<K> keySer = backend.getKeySerializer();
-        for (StateMetaInfoSnapshot m : Metadata.keyedStateMetaInfos(Dumps.viewSnapshot, getOperatorID())) {
+        List<StateMetaInfoSnapshot> metas = Metadata.changelog(Dumps.viewSnapshot)
+                ? Metadata.registeredStates(backend) : Metadata.keyedStateMetaInfos(Dumps.viewSnapshot, getOperatorID());
+        for (StateMetaInfoSnapshot m : metas) {
             String name = m.getName();
             if (m.getBackendStateType() == StateMetaInfoSnapshot.BackendStateType.PRIORITY_QUEUE) {
                 boolean event = name.startsWith(EVENT);
@@ -70,9 +81,6 @@ public final class RestoredStateDumper<K> extends AbstractStreamOperator<Long>
             } else {
                 dumpState(backend, new RegisteredKeyValueStateBackendMetaInfo<>(m), keySer);
             }
-        }
-        for (StateMetaInfoSnapshot m : Metadata.operatorStateMetaInfos(Dumps.viewSnapshot, getOperatorID())) {
-            dumpOperatorState(m);
         }
     }
 

@@ -74,6 +74,10 @@ final class SerializerJson {
             }
             return out;
         }
+        Object typed = WitnessValues.enc(v, s);
+        if (typed != WitnessValues.NOT_MINE) {
+            return typed;
+        }
         if (v instanceof org.apache.flink.streaming.api.windowing.windows.GlobalWindow) {
             return "GlobalWindow";
         }
@@ -95,7 +99,7 @@ final class SerializerJson {
         return out;
     }
 
-    private static Object field(Object o, String name) {
+    static Object field(Object o, String name) {
         try {
             Field f = o.getClass().getDeclaredField(name);
             f.setAccessible(true);
@@ -105,7 +109,7 @@ final class SerializerJson {
         }
     }
 
-    private static Object call(Object o, String name) {
+    static Object call(Object o, String name) {
         try {
             Method m = o.getClass().getMethod(name);
             m.setAccessible(true);

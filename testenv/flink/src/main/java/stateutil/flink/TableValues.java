@@ -98,6 +98,17 @@ final class TableValues {
             }
             return withKind((RowData) v, out);
         }
+        if (v instanceof RowData && t instanceof org.apache.flink.table.types.logical.StructuredType) {
+            // A structured type (an aggregate function's accumulator): its attributes by name.
+            List<org.apache.flink.table.types.logical.StructuredType.StructuredAttribute> attrs =
+                    ((org.apache.flink.table.types.logical.StructuredType) t).getAttributes();
+            RowType rt = RowType.of(attrs.stream().map(a -> a.getType()).toArray(LogicalType[]::new),
+                    attrs.stream().map(a -> a.getName()).toArray(String[]::new));
+            return field(v, rt);
+        }
+        if (v instanceof RowData && t instanceof org.apache.flink.table.types.logical.DistinctType) {
+            return field(v, ((org.apache.flink.table.types.logical.DistinctType) t).getSourceType());
+        }
         if (v instanceof RowData) {
             return withKind((RowData) v, row((RowData) v, null));
         }

@@ -88,9 +88,7 @@ public final class RowTypesJob implements Job {
     @Override
     public void build(StreamExecutionEnvironment env, Params p) {
         long keys = Jobs.keys(p, 10);
-        StreamTableEnvironment t = StreamTableEnvironment.create(env);
-        t.getConfig().getConfiguration().setString("table.exec.uid.generation", "ALWAYS");
-        t.getConfig().getConfiguration().setString("table.local-time-zone", "UTC");
+        StreamTableEnvironment t = SqlJob.tableEnv(env);
         t.createTemporaryView("records", Jobs.source(env, INPUT, p.records, Jobs.PARTITIONS)
                 .map(new RowDataJob.ToRow(keys)).uid("to-row").name("to-row")
                 .returns(Types.ROW_NAMED(new String[] {"k", "v"}, Types.STRING, Types.LONG)));

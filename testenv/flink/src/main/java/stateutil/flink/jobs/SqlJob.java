@@ -167,9 +167,7 @@ public final class SqlJob implements Job {
     @Override
     public void build(StreamExecutionEnvironment env, Params p) {
         long keys = Jobs.keys(p, 10);
-        StreamTableEnvironment t = StreamTableEnvironment.create(env);
-        t.getConfig().getConfiguration().setString("table.exec.uid.generation", "ALWAYS");
-        t.getConfig().getConfiguration().setString("table.local-time-zone", "UTC");
+        StreamTableEnvironment t = tableEnv(env);
         WatermarkStrategy<Long> w = eventTime
                 ? WatermarkStrategy.<Long>forMonotonousTimestamps().withTimestampAssigner((r, ts) -> r / BLOCK * BLOCK_MS)
                 : WatermarkStrategy.noWatermarks();
@@ -201,6 +199,14 @@ public final class SqlJob implements Job {
         if (keyed == null) {
             keyed = found;
         }
+    }
+
+    /** A table environment whose planned operators get uids (table.exec.uid.generation), in UTC. */
+    static StreamTableEnvironment tableEnv(StreamExecutionEnvironment env) {
+        StreamTableEnvironment t = StreamTableEnvironment.create(env);
+        t.getConfig().getConfiguration().setString("table.exec.uid.generation", "ALWAYS");
+        t.getConfig().getConfiguration().setString("table.local-time-zone", "UTC");
+        return t;
     }
 
     /** Adds every keyed transformation with a uid, from t up its inputs. */
