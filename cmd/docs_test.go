@@ -3,13 +3,14 @@ package cmd
 import (
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/cobra/doc"
+
+	"github.com/stateutil/stateutil/snapshot/snaptest"
 )
 
 // commandDocs is the manual's reference: a markdown page per command and a
@@ -153,24 +154,8 @@ func TestDocCommandPages(t *testing.T) {
 		}
 		return
 	}
-	got := readPages(t, commandDocs)
-	var stale []string
-	for page, text := range want {
-		switch committed, ok := got[page]; {
-		case !ok:
-			stale = append(stale, page+": missing")
-		case committed != text:
-			stale = append(stale, page+": differs from the command's help")
-		}
-	}
-	for page := range got {
-		if _, ok := want[page]; !ok {
-			stale = append(stale, page+": no such command")
-		}
-	}
-	if len(stale) > 0 {
-		slices.Sort(stale)
-		t.Errorf("docs/commands is not what the command tree generates (run `make docs` and read the diff):\n%s", strings.Join(stale, "\n"))
+	if diff := snaptest.TreeDiff(readPages(t, commandDocs), want); diff != "" {
+		t.Errorf("docs/commands is not what the command tree generates (added: a command with no page; changed: a page that is not its command's help; removed: a page of no command). Run `make docs` and read the diff: %s", diff)
 	}
 }
 
