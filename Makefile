@@ -5,7 +5,7 @@ GO      ?= go
 BIN     := bin/stateutil
 FUZZTIME ?= 30s
 
-.PHONY: all build deps test test-unit test-flink-matrix demo bench fuzz testdata lint clean
+.PHONY: all build deps test test-unit test-flink-matrix demo bench fuzz testdata docs lint clean
 
 all: build
 
@@ -42,10 +42,16 @@ bench: build
 fuzz: deps
 	@scripts/fuzz.sh $(FUZZTIME)
 
-# Regenerates the checked-in fixtures in testdata/ and the golden outputs.
+# Regenerates the checked-in fixtures in testdata/, the golden outputs and
+# the command pages of the manual.
 testdata: deps
 	$(GO) run ./internal/gentestdata -dir testdata
 	$(GO) test ./cmd -run Golden -rewrite
+	$(GO) test ./cmd -run TestDocCommandPages -rewrite
+
+# Regenerates docs/commands (markdown and man pages) from the command tree.
+docs: deps
+	$(GO) test ./cmd -run TestDocCommandPages -rewrite
 
 clean:
 	rm -rf bin .cache testenv/hdfs/target

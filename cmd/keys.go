@@ -28,7 +28,9 @@ func newKeysCommand(e *env) *cobra.Command {
 		Use:   "keys",
 		Short: "Delete keys in a copy of a snapshot",
 		Long:  "Write a copy of a snapshot with keys removed from every keyed state of an operator.\n\n" + exitCodeHelp,
-		Args:  cobra.NoArgs,
+		Example: `  stateutil keys delete ./savepoint-1a2b --operator word-counter --key word-10 --output ./without-word-10
+  stateutil keys delete ./savepoint-1a2b --operator sessions --keys-from poisoned.txt --output ./fixed`,
+		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			return usageErrorf("keys needs a subcommand: delete")
 		},

@@ -32,6 +32,9 @@ restore it). The copy is in the same format unless --format says otherwise; SRC 
 modified, and the copy is written and committed as convert writes.
 
 ` + exitCodeHelp,
+		Example: `  stateutil operator remove ./snapshot.dump --operator rules --output ./without-rules.dump
+  stateutil operator rename ./savepoint-1a2b --operator dedup --to dedup-v2 --output ./renamed
+  stateutil operator set-uid-hash ./savepoint-1a2b --operator 2c4a0a1b69e7c1a5f5bd9e1a3d7b8c90 --to 6f1c0d7c1e5b4a3f2e1d0c9b8a796857 --output ./fixed`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			return usageErrorf("operator needs a subcommand: remove, rename or set-uid-hash")

@@ -54,8 +54,8 @@ bounded memory with temporary files.
 
 A Flink checkpoint or savepoint is written as a Flink savepoint (canonical, state files
 relative to its _metadata) that Flink restores in a job whose max parallelism is unset or
-the new one; --flink-version X.Y writes it for another Flink (see README: "Writing Flink
-savepoints"). Keys are hashed again from their bytes with the Java hashCode their key
+the new one; --flink-version X.Y writes it for another Flink (see docs/flink.md: "Writing
+Flink savepoints"). Keys are hashed again from their bytes with the Java hashCode their key
 serializer implies (String, Long, Integer, Short, Byte, Boolean, Character, Double, Float,
 Tuple and Row of these, the Table API's RowData); other key types, and raw state that
 would have to be split, are refused, naming them.

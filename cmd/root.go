@@ -32,7 +32,7 @@ import (
 	"github.com/stateutil/stateutil/surgery"
 )
 
-// Exit codes, documented in the root help and the README.
+// Exit codes, documented in the root help and docs/exit-codes.md.
 const (
 	ExitOK          = 0 // success (diff: the snapshots are equal)
 	ExitUsage       = 1 // bad flags or arguments, a destination that exists or is in use (diff: the snapshots differ)
@@ -61,7 +61,7 @@ const exitCodeHelp = `Exit codes:
        writer is using it (diff: snapshots differ)
   2    corrupt or unreadable snapshot, failed write; verify found problems
   3    not found: snapshot, file, operator, state or key
-  4    unsupported format or format version
+  4    unsupported format or version; state stateutil cannot read or write
   5    state too large for the target format
   6    values not decoded: their serializer is one stateutil does not
        implement (verify --strict)
@@ -225,33 +225,68 @@ s3://bucket/path URIs (s3a:// and s3p:// too, as Flink writes them).
 		c.PrintErrln(c.UsageString())
 		return fmt.Errorf("%w: %w", errUsage, err)
 	})
-	root.AddCommand(
-		newInspectCommand(e),
-		newKeygroupCommand(),
-		newGenerateCommand(e),
-		newConvertCommand(e),
-		newRescaleCommand(e),
-		newVerifyCommand(e),
-		newDiffCommand(e),
-		newOperatorCommand(e),
-		newStateCommand(e),
-		newKeysCommand(e),
-		newPutCommand(e),
-		newLoadCommand(e),
-		newRunCommand(e),
-		newVersionCommand(e),
-		newGetCommand(e),
-		newDumpCommand(e),
-		newShardCommand(e),
-		newCommitCommand(e),
-		newAbortCommand(e),
-		newServeCommand(e),
-		newFetchTokenCommand(e),
+	root.AddGroup(
+		&cobra.Group{ID: groupLook, Title: "Look at snapshots (read only):"},
+		&cobra.Group{ID: groupChange, Title: "Change snapshots (each writes a new one):"},
+		&cobra.Group{ID: groupScaleOut, Title: "Scale out (a planned copy in shards):"},
+		&cobra.Group{ID: groupOther, Title: "Other commands:"},
 	)
+	addGroup(root, groupLook, newInspectCommand(e), newGetCommand(e), newDumpCommand(e), newDiffCommand(e),
+		newVerifyCommand(e), newKeygroupCommand(), newServeCommand(e))
+	addGroup(root, groupChange, newConvertCommand(e), newRescaleCommand(e), newOperatorCommand(e),
+		newStateCommand(e), newKeysCommand(e), newPutCommand(e), newLoadCommand(e))
+	addGroup(root, groupScaleOut, newShardCommand(e), newCommitCommand(e), newAbortCommand(e))
+	addGroup(root, groupOther, newGenerateCommand(e), newRunCommand(e), newVersionCommand(e), newFetchTokenCommand(e))
+	root.SetHelpCommandGroupID(groupOther)
+	root.SetCompletionCommandGroupID(groupOther)
+	documentCompletion(root)
 	root.Args = cobra.NoArgs
 	root.RunE = func(c *cobra.Command, _ []string) error { return c.Help() }
 	markArgErrorsAsUsage(root)
 	return root
+}
+
+// The groups the root's help lists its commands in.
+const (
+	groupLook     = "look"
+	groupChange   = "change"
+	groupScaleOut = "scale-out"
+	groupOther    = "other"
+)
+
+// addGroup adds cmds to root in group.
+func addGroup(root *cobra.Command, group string, cmds ...*cobra.Command) {
+	for _, c := range cmds {
+		c.GroupID = group
+		root.AddCommand(c)
+	}
+}
+
+// completionExamples load each shell's completion, as cobra's help for it
+// says.
+var completionExamples = map[string]string{
+	"bash":       "  source <(stateutil completion bash)\n  stateutil completion bash > /etc/bash_completion.d/stateutil",
+	"zsh":        "  stateutil completion zsh > \"${fpath[1]}/_stateutil\"",
+	"fish":       "  stateutil completion fish | source",
+	"powershell": "  stateutil completion powershell | Out-String | Invoke-Expression",
+}
+
+// documentCompletion makes cobra's completion command now rather than
+// when the tree runs, and gives it and its shells examples and the exit
+// codes, as every other command's help has.
+func documentCompletion(root *cobra.Command) {
+	root.InitDefaultCompletionCmd()
+	for _, c := range root.Commands() {
+		if c.Name() != "completion" {
+			continue
+		}
+		c.Example = completionExamples["bash"] + "\n" + completionExamples["zsh"]
+		c.Long += "\n" + exitCodeHelp
+		for _, shell := range c.Commands() {
+			shell.Example = completionExamples[shell.Name()]
+			shell.Long += "\n" + exitCodeHelp
+		}
+	}
 }
 
 // markArgErrorsAsUsage makes every command's argument check fail with a

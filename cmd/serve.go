@@ -52,8 +52,8 @@ an overview of each (as inspect), key-group heat maps with subtask boundaries an
 (inspect --key-groups), a rescale preview (rescale --dry-run), a state browser that pages
 through a state in key-group order and looks keys up (dump, get), operator state with
 its values (inspect --operator-state --values), and a diff of two snapshots (diff
---entries --values). The API answers in the commands' -o json schemas; see README:
-"stateutil serve".
+--entries --values). The API answers in the commands' -o json schemas; see
+docs/serve.md.
 
 It only reads. Only the snapshots named here can be opened, by their position (0, 1,
 ...); no request names a path. The UI is embedded in the binary and makes no request

@@ -26,7 +26,7 @@ import (
 	"github.com/chromedp/chromedp"
 )
 
-// screenshots is where -rewrite puts the README's pictures of the UI.
+// screenshots is where -rewrite puts docs/serve.md's pictures of the UI.
 const screenshots = "../docs/serve"
 
 // chromium finds Debian's headless Chromium (scripts/deps.sh installs it).
@@ -698,7 +698,7 @@ func hoverKeyGroup(t *testing.T, tab context.Context, uid string, kg int) string
 	return tip
 }
 
-// screenshot saves, with -rewrite, a picture for the README of the
+// screenshot saves, with -rewrite, a picture for docs/serve.md of the
 // element sel selects ("": the window, from the page's top).
 func screenshot(t *testing.T, tab context.Context, sel, name string) {
 	t.Helper()

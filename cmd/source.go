@@ -22,7 +22,7 @@ type sourceFlags struct {
 // addFlinkVersion adds --flink-version, for commands that write snapshots.
 func (s *sourceFlags) addFlinkVersion(c *cobra.Command) {
 	c.Flags().StringVar(&s.flinkVersion, "flink-version", "", "X.Y: write a Flink savepoint that this Flink version restores, or refuse (exit 4) state it would not: _metadata "+flink.MetadataVersions()+
-		"; from the other major version no Kryo state, and only serializers stateutil checked (see README: \"Writing Flink savepoints\"); default: the source's version, 3 written as 4")
+		"; from the other major version no Kryo state, and only serializers stateutil checked (see docs/flink.md: \"Writing Flink savepoints\"); default: the source's version, 3 written as 4")
 }
 
 // readerVersion is --flink-version, checked before anything is read.

@@ -23,6 +23,8 @@ under a new descriptor name, so that a job whose state descriptor got a new name
 it instead of starting it empty).
 
 ` + exitCodeHelp,
+		Example: `  stateutil state drop ./savepoint-1a2b --operator word-counter --state recent --output ./without-recent
+  stateutil state rename ./savepoint-1a2b --operator word-counter --state count --to word-count --output ./renamed`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			return usageErrorf("state needs a subcommand: drop or rename")

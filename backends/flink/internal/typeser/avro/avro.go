@@ -106,7 +106,7 @@ func avroSchema(text string) (avro.Schema, error) {
 const avroMaxDepth = 32
 
 // walkAvro reads one Avro datum; with decode it returns it as JSON values
-// (see the README for how each type shows).
+// (docs/flink.md says how each type shows).
 func walkAvro(r *wire.Reader, sch avro.Schema, depth int, decode bool) any {
 	if depth > avroMaxDepth {
 		r.Fail("Avro values nested deeper than %d", avroMaxDepth)

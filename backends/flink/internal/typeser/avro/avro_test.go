@@ -87,7 +87,7 @@ func mustAvroSchema(t testing.TB, text string) avro.Schema {
 }
 
 // TestAvroDecodesEveryType decodes a value of every type, logical types
-// included, to the JSON the README describes, and encodes it back.
+// included, to the JSON docs/flink.md describes, and encodes it back.
 func TestAvroDecodesEveryType(t *testing.T) {
 	sch := mustAvroSchema(t, avroTestSchema)
 	b, want := avroTestValue()
