@@ -53,8 +53,9 @@ type StateCodec interface {
 // ExprLeaf is the serializer snapshot a word of a type expression stands
 // for.
 type ExprLeaf struct {
-	Class string
-	Kryo5 bool
+	Class        string
+	Kryo5        bool
+	OuterVersion int32
 }
 
 // SnapshotParser reads the body of a serializer snapshot of one class into
@@ -85,6 +86,10 @@ func NewTable(families ...*Family) *Table {
 	for word, class := range CoreExprs {
 		t.exprs[word] = ExprLeaf{Class: class}
 	}
+	// A Row's expression says whether its serializer writes the row kind
+	// (from outer version 3 on, as Flink 1.11+ writes it).
+	t.exprs["row"] = ExprLeaf{Class: rowSnapshotClass, OuterVersion: 2}
+	t.exprs["rowkind"] = ExprLeaf{Class: rowSnapshotClass, OuterVersion: 3}
 	for simple, kind := range temporalKinds {
 		t.exprs[temporalExprs[kind]] = ExprLeaf{Class: basePackage + simple + "$" + simple + "Snapshot"}
 	}
