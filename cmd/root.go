@@ -227,6 +227,7 @@ s3://bucket/path URIs (s3a:// and s3p:// too, as Flink writes them).
 	})
 	root.AddCommand(
 		newInspectCommand(e),
+		newLsCommand(e),
 		newKeygroupCommand(),
 		newGenerateCommand(e),
 		newConvertCommand(e),
