@@ -143,7 +143,7 @@ func List(ctx context.Context, reg *snapshot.Registry, location string, opts Opt
 	case in.IsDir:
 		err = l.dir(ctx, root, ".", 0)
 	default:
-		err = l.file(ctx, root, ".", in, true)
+		err = l.file(ctx, root, ".", true)
 	}
 	if err != nil {
 		return nil, err
@@ -176,13 +176,14 @@ func (l *lister) dir(ctx context.Context, p, name string, depth int) error {
 		return nil
 	}
 	infos, err := l.st.List(ctx, p)
-	if err != nil {
+	switch {
+	case depth > 0 && errors.Is(err, storage.ErrNotFound):
+		return nil // removed since its parent was listed
+	case err != nil:
 		return chkdir.NotFound(err)
-	}
-	if isJobDir(infos) {
-		if depth < l.opts.Depth {
-			return l.job(ctx, p, name)
-		}
+	case isJobDir(infos) && depth < l.opts.Depth:
+		return l.job(ctx, p, name, depth)
+	case isJobDir(infos):
 		return nil
 	}
 	if depth >= l.opts.Depth {
@@ -195,7 +196,7 @@ func (l *lister) dir(ctx context.Context, p, name string, depth int) error {
 		case in.IsDir:
 			err = l.dir(ctx, child, cname, depth+1)
 		default:
-			err = l.file(ctx, child, cname, in, false)
+			err = l.file(ctx, child, cname, false)
 		}
 		if err != nil {
 			return err
@@ -215,9 +216,12 @@ func isJobDir(infos []storage.Info) bool {
 }
 
 // job lists a job directory's checkpoints.
-func (l *lister) job(ctx context.Context, p, name string) error {
+func (l *lister) job(ctx context.Context, p, name string, depth int) error {
 	cps, err := chkdir.Scan(ctx, l.st, p)
-	if err != nil {
+	switch {
+	case depth > 0 && errors.Is(err, storage.ErrNotFound):
+		return nil // removed since its parent was listed
+	case err != nil:
 		return err
 	}
 	job, under := name, name
@@ -241,7 +245,7 @@ func (l *lister) job(ctx context.Context, p, name string) error {
 
 // file looks at a file: a one-file snapshot, or, below the root, anything
 // else, which is passed over.
-func (l *lister) file(ctx context.Context, p, name string, in storage.Info, root bool) error {
+func (l *lister) file(ctx context.Context, p, name string, root bool) error {
 	f, err := l.reg.DetectIn(ctx, l.st, p, l.st.URI(p))
 	if err != nil {
 		if root || fatal(ctx, err) {
@@ -294,6 +298,9 @@ func (l *lister) described(ctx context.Context, f *snapshot.Format, p, name, job
 		}
 	}
 	if len(missing) > 0 {
+		if _, err := l.st.Stat(ctx, d.Metadata); errors.Is(err, storage.ErrNotFound) {
+			return l.unreadable(ctx, p, name, job, f.Name, err)
+		}
 		e.Complete = false
 		if len(missing) > maxProblemFiles {
 			missing = append(missing[:maxProblemFiles], fmt.Sprintf("and %d more", len(missing)-maxProblemFiles))
@@ -367,7 +374,13 @@ func (l *lister) unreadable(ctx context.Context, p, name, job, format string, er
 	if in, err := l.st.Stat(ctx, p); err == nil && in.IsDir {
 		meta = path.Join(p, chkdir.MetadataFile)
 	}
-	if in, err := l.st.Stat(ctx, meta); err == nil && !in.IsDir && !in.Special {
+	in, serr := l.st.Stat(ctx, meta)
+	switch {
+	case errors.Is(serr, storage.ErrNotFound):
+		// Discarded while it was listed (a job's older checkpoints go
+		// as new ones complete): no longer a snapshot.
+		e.Committed, e.Problems = false, []string{"removed while it was listed"}
+	case serr == nil && !in.IsDir && !in.Special:
 		e.Modified = in.ModTime.UTC()
 		e.files[l.st.URI(meta)] = in.Size
 	}

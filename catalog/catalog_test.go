@@ -22,6 +22,7 @@ import (
 	"github.com/stateutil/stateutil/internal/flinkharness"
 	"github.com/stateutil/stateutil/snapshot"
 	"github.com/stateutil/stateutil/snapshot/formattest"
+	"github.com/stateutil/stateutil/storage"
 )
 
 var (
@@ -507,4 +508,53 @@ func FuzzListMetadata(f *testing.F) {
 			t.Fatalf("complete %v with operators %v and problems %q", s.Complete, s.Operators, s.Problems)
 		}
 	})
+}
+
+// TestRemovedWhileListed: a checkpoint a job discards while ls looks at it
+// (its _metadata gone before it is described, or its files gone after) is
+// listed as no longer committed, not as damage; a directory removed after
+// its parent was listed is passed over.
+func TestRemovedWhileListed(t *testing.T) {
+	root := t.TempDir()
+	job := filepath.Join(root, "job")
+	formattest.CopyTree(t, "../testdata/memory/example.dump", filepath.Join(job, "chk-1.dump"))
+	formattest.Write(t, reg, filesystem.Format, filepath.Join(job, "chk-2"), 1, 128, 40, snapshot.WriteOptions{})
+	formattest.Write(t, reg, filesystem.Format, filepath.Join(job, "chk-3"), 2, 128, 40, snapshot.WriteOptions{})
+	// A format that recognizes chk-2 and chk-3 first, and, as Flink
+	// discarding them would, removes chk-2 before its metadata is read and
+	// chk-3's state after.
+	discarding := &snapshot.Format{Name: "discarding",
+		Probe: func(_ context.Context, _ storage.Storage, p string) (bool, error) {
+			return strings.HasSuffix(p, "/chk-2") || strings.HasSuffix(p, "/chk-3"), nil
+		},
+		Describe: func(ctx context.Context, st storage.Storage, p string, opts snapshot.OpenOptions) (*snapshot.Description, error) {
+			if strings.HasSuffix(p, "/chk-2") {
+				if err := os.RemoveAll(p); err != nil {
+					return nil, err
+				}
+				return filesystem.Format.Describe(ctx, st, p, opts)
+			}
+			d, err := filesystem.Format.Describe(ctx, st, p, opts)
+			if err == nil {
+				err = os.RemoveAll(p)
+			}
+			return d, err
+		},
+	}
+	r := formattest.Registry(func(r *snapshot.Registry) { r.Register(discarding) }, memory.Register, filesystem.Register)
+	l, err := catalog.List(ctx, r, root, catalog.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(l.Snapshots) != 3 {
+		t.Fatalf("%d snapshots: %+v", len(l.Snapshots), l.Snapshots)
+	}
+	if s := l.Snapshots[0]; !s.Complete {
+		t.Errorf("chk-1.dump: %+v", s)
+	}
+	for _, s := range l.Snapshots[1:] {
+		if s.Committed || s.Complete || len(s.Problems) != 1 || s.Problems[0] != "removed while it was listed" {
+			t.Errorf("%s: committed %v, complete %v, problems %q; want it listed as removed", s.Name, s.Committed, s.Complete, s.Problems)
+		}
+	}
 }

@@ -83,8 +83,8 @@ func (o *lsOptions) validate() error {
 	if o.quiet && o.output.json() {
 		return usageErrorf("-q and -o json are two outputs: choose one")
 	}
-	if o.depth < 0 || o.depth > 64 {
-		return usageErrorf("--depth must be 0 to 64, not %d", o.depth)
+	if o.depth < 1 || o.depth > 64 {
+		return usageErrorf("--depth must be 1 to 64, not %d", o.depth)
 	}
 	_, err := o.source.openOptions()
 	return err
