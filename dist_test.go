@@ -112,7 +112,7 @@ func TestDistBinary(t *testing.T) {
 		run(wrap, "verify", filepath.Join(dir, "flink-rocksdb"))
 		var v struct {
 			Version, Commit, Built, RocksDB string
-			Linked                         string `json:"rocksdb_linked"`
+			Linked                          string `json:"rocksdb_linked"`
 		}
 		if err := json.Unmarshal([]byte(run(wrap, "version", "-o", "json")), &v); err != nil {
 			t.Fatal(err)
