@@ -2,6 +2,7 @@ package catalog_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path"
 	"path/filepath"
@@ -16,15 +17,48 @@ import (
 	"github.com/stateutil/stateutil/storage"
 )
 
-// TestListsOnHDFS and TestListsOnS3 list one tree on local disk and, copied,
-// on the storage, and find the same: a checkpoint root with a Flink job of
-// two incremental checkpoints sharing files and a job of stateutil's own
-// filesystem checkpoints, and a savepoint root with a Flink savepoint, a
-// rocksdb snapshot and a memory dump. Then a shared file removed there
-// makes both Flink checkpoints incomplete.
-func TestListsOnHDFS(t *testing.T) { listsOnStorage(t, formattest.HDFSDir(t)) }
+// TestListsOnHDFS and TestListsOnS3 list the checked-in Flink corpus and
+// one tree of every kind on local disk and, copied, on the storage, and
+// find the same (see corpusOnStorage and listsOnStorage).
+func TestListsOnHDFS(t *testing.T) {
+	remote := formattest.HDFSDir(t)
+	t.Run("corpus", func(t *testing.T) { corpusOnStorage(t, remote+"/corpus") })
+	t.Run("tree", func(t *testing.T) { listsOnStorage(t, remote+"/tree") })
+}
 
-func TestListsOnS3(t *testing.T) { listsOnStorage(t, formattest.S3Dir(t)) }
+func TestListsOnS3(t *testing.T) {
+	remote := formattest.S3Dir(t)
+	t.Run("corpus", func(t *testing.T) { corpusOnStorage(t, remote+"/corpus") })
+	t.Run("tree", func(t *testing.T) { listsOnStorage(t, remote+"/tree") })
+}
+
+// corpusOnStorage copies every checked-in Flink snapshot to the storage and
+// lists each there as it lists on local disk (its recorded absolute paths
+// mapped to the copy), complete.
+func corpusOnStorage(t *testing.T, remote string) {
+	entries := corpus(t)
+	for i, e := range entries {
+		upload(t, filepath.Join(e.Dir, "snapshot"), fmt.Sprintf("%s/%d", remote, i))
+	}
+	for i, e := range entries {
+		old, local := e.PathMap()
+		at := fmt.Sprintf("%s/%d", remote, i)
+		want := list(t, local, map[string]string{old: local})
+		got := list(t, at, map[string]string{old: at})
+		if len(got.Snapshots) != 1 || len(want.Snapshots) != 1 {
+			t.Errorf("%s: %d snapshots on the storage, %d locally, want 1", e.Dir, len(got.Snapshots), len(want.Snapshots))
+			continue
+		}
+		g, w := got.Snapshots[0], want.Snapshots[0]
+		if !g.Complete || g.Location != at+"/"+e.Manifest.SnapshotSubpath {
+			t.Errorf("%s at %s: complete %v, problems %q", e.Dir, g.Location, g.Complete, g.Problems)
+		}
+		g.Location, g.Modified, w.Location = "", w.Modified, ""
+		if gs, ws := summary(t, g), summary(t, w); gs != ws {
+			t.Errorf("%s differs:\n  %s: %s\n  local: %s", e.Dir, at, gs, ws)
+		}
+	}
+}
 
 func listsOnStorage(t *testing.T, remote string) {
 	local := t.TempDir()
