@@ -5,7 +5,7 @@ GO      ?= go
 BIN     := bin/stateutil
 FUZZTIME ?= 30s
 
-.PHONY: all build deps test test-unit test-flink-matrix demo bench fuzz testdata docs lint clean
+.PHONY: all build dist deps test test-unit test-flink-matrix demo bench fuzz testdata docs lint clean
 
 all: build
 
@@ -14,6 +14,11 @@ deps:
 
 build: deps
 	$(GO) build -o $(BIN) .
+
+# One self-contained binary, RocksDB and its compression libraries linked in,
+# built reproducibly, with its SHA-256: dist/stateutil-linux-amd64{,.sha256}.
+dist: deps
+	@scripts/dist.sh
 
 # gofmt, go vet, staticcheck and deadcode (pinned; installed on first use).
 lint: deps
@@ -54,4 +59,4 @@ docs: deps
 	$(GO) test ./cmd -run TestDocCommandPages -rewrite
 
 clean:
-	rm -rf bin .cache testenv/hdfs/target
+	rm -rf bin dist .cache testenv/hdfs/target

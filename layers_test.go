@@ -25,6 +25,8 @@ var forbidden = map[string][]string{
 	"lookup":       {"cmd", "migrate", "runtime", "diff", "backends", "redistribute"},
 	// surgery edits state as the copy reads it: cmd -> migrate -> surgery -> snapshot.
 	"surgery": {"cmd", "migrate", "runtime", "diff", "lookup", "redistribute", "backends"},
+	// catalog lists snapshots through the registry: cmd -> catalog -> snapshot.
+	"catalog": {"cmd", "migrate", "runtime", "diff", "lookup", "redistribute", "backends", "surgery", "yarn"},
 	// yarn runs migrate's shards on a cluster: cmd -> yarn -> migrate.
 	"yarn": {"cmd", "runtime", "diff", "lookup", "backends"},
 }

@@ -231,7 +231,7 @@ s3://bucket/path URIs (s3a:// and s3p:// too, as Flink writes them).
 		&cobra.Group{ID: groupScaleOut, Title: "Scale out (a planned copy in shards):"},
 		&cobra.Group{ID: groupOther, Title: "Other commands:"},
 	)
-	addGroup(root, groupLook, newInspectCommand(e), newGetCommand(e), newDumpCommand(e), newDiffCommand(e),
+	addGroup(root, groupLook, newInspectCommand(e), newLsCommand(e), newGetCommand(e), newDumpCommand(e), newDiffCommand(e),
 		newVerifyCommand(e), newKeygroupCommand(), newServeCommand(e))
 	addGroup(root, groupChange, newConvertCommand(e), newRescaleCommand(e), newOperatorCommand(e),
 		newStateCommand(e), newKeysCommand(e), newPutCommand(e), newLoadCommand(e))

@@ -155,6 +155,11 @@ type Format struct {
 	Probe func(ctx context.Context, st storage.Storage, path string) (bool, error)
 	// Open reads the snapshot at path.
 	Open func(ctx context.Context, st storage.Storage, path string, opts OpenOptions) (Reader, error)
+	// Describe reads only the metadata of the snapshot at path, never a
+	// state file, and locates the files it references (opts.PathMap and
+	// opts.Storage as for Open); its errors are Open's. Nil for a format
+	// that cannot say what it holds without reading its state.
+	Describe func(ctx context.Context, st storage.Storage, path string, opts OpenOptions) (*Description, error)
 	// Create starts a new snapshot at path; nil for read-only formats.
 	Create func(ctx context.Context, st storage.Storage, path string, opts WriteOptions) (Writer, error)
 	// CheckWrite, if set, refuses before anything is written what the
