@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Stops the server started by scripts/azure-start.sh (only that pid) and
+# removes .cache/azure.env; the installed Azurite stays for the next start.
+# Safe to run when nothing is running. Honours STATEUTIL_CACHE_DIR.
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cache=${STATEUTIL_CACHE_DIR:-$root/.cache}
+state="$cache/azure"
+pidfile="$state/server.pid"
+
+. "$root/scripts/stop-server.sh"
+stop_server azure-stop "$pidfile" "$state/azurite-"
+rm -f "$cache/azure.env" "$pidfile"
