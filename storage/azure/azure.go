@@ -104,12 +104,12 @@ func splitHost(host string) (account, suffix string, ok bool) {
 
 // conn is one account's client and what its stores share.
 type conn struct {
-	endpoint string // the Blob service URL, for messages
-	shown    string
+	endpoint  string // the Blob service URL, for messages
+	shown     string
 	newClient func(containerURL string) (*container.Client, error)
-	uploads  chan struct{}
-	mu       sync.Mutex
-	dirs     map[string]*objstore.Dirs // by container
+	uploads   chan struct{}
+	mu        sync.Mutex
+	dirs      map[string]*objstore.Dirs // by container
 }
 
 var (
@@ -145,7 +145,9 @@ func client(ctx context.Context, account, suffix string, o Options) (*conn, erro
 	c := &conn{endpoint: creds.endpoint, shown: creds.endpoint, uploads: make(chan struct{}, max(1, Uploads)), dirs: map[string]*objstore.Dirs{}}
 	switch {
 	case creds.key != nil:
-		c.newClient = func(u string) (*container.Client, error) { return container.NewClientWithSharedKeyCredential(u, creds.key, copts) }
+		c.newClient = func(u string) (*container.Client, error) {
+			return container.NewClientWithSharedKeyCredential(u, creds.key, copts)
+		}
 	case creds.sas != "":
 		c.newClient = func(u string) (*container.Client, error) {
 			return container.NewClientWithNoCredential(u+"?"+strings.TrimPrefix(creds.sas, "?"), copts)
