@@ -41,7 +41,7 @@ func TestGoldenServe(t *testing.T) {
 func startServer(t *testing.T, token string, locations ...string) *httptest.Server {
 	t.Helper()
 	o := &serveOptions{token: token}
-	srv, err := o.newServer(context.Background(), &env{reg: newRegistry(nil, nil), terminal: isTerminal}, locations)
+	srv, err := o.newServer(context.Background(), &env{reg: newRegistry(stores{}), terminal: isTerminal}, locations)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -330,7 +330,7 @@ func TestServeRefusesForeignHostWithoutToken(t *testing.T) {
 func TestServeToken(t *testing.T) {
 	const token = "s3cret-token"
 	o := &serveOptions{token: token}
-	srv, err := o.newServer(context.Background(), &env{reg: newRegistry(nil, nil), terminal: isTerminal}, []string{example})
+	srv, err := o.newServer(context.Background(), &env{reg: newRegistry(stores{}), terminal: isTerminal}, []string{example})
 	if err != nil {
 		t.Fatal(err)
 	}
