@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -9,12 +10,14 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/stateutil/stateutil/backends/flink"
 	"github.com/stateutil/stateutil/snapshot"
 	"github.com/stateutil/stateutil/snapshot/formattest"
 	"github.com/stateutil/stateutil/storage"
@@ -140,9 +143,8 @@ func TestObjectStoreFlinkSavepoint(t *testing.T) {
 }
 
 // --path-map maps the absolute paths a Flink checkpoint records to an
-// object store: the
-// checkpoint's _metadata read from local disk, its state files from a copy
-// there, verify and dump as with a local copy.
+// object store: the checkpoint's _metadata read from local disk, its state
+// files from a copy there, verify and dump as with a local copy.
 func TestObjectStorePathMap(t *testing.T) {
 	onObjectStores(t, func(t *testing.T, o objectStore, remote string) {
 		const written = "/work/wt-flink/testdata/.flink.new/1.20.5/.basic-rocksdb-checkpoint-incremental.tmp/snapshot"
@@ -168,6 +170,127 @@ func TestObjectStorePathMap(t *testing.T) {
 			t.Errorf("dump without --path-map: exit 0: %s", errOut)
 		}
 	})
+}
+
+// A Flink checkpoint on an object store records its state files by
+// Flink's own URIs of the store (s3://, s3a://, gs://bucket/...,
+// abfss://container@account.dfs.core.windows.net/...,
+// wasbs://container@account.blob.core.windows.net/...), which resolve
+// without --path-map: a real checkpoint's recorded paths, rewritten to each
+// form of its copy on the store, dump and verify as the local copy does.
+func TestObjectStoreFlinkRecordedURIs(t *testing.T) {
+	const written = "/work/wt-flink/testdata/.flink.new/1.20.5/.basic-rocksdb-checkpoint-incremental.tmp/snapshot"
+	local := filepath.Join("..", "testdata", "flink", "1.20.5", "basic-rocksdb-checkpoint-incremental", "snapshot")
+	chk := flinkSnapshot(t, "1.20.5", "basic-rocksdb-checkpoint-incremental")
+	data, err := os.ReadFile(filepath.Join(chk, "_metadata"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dump := []string{"dump", "--now", "2026-01-01T00:00:00Z"}
+	want := mustRun(t, append(dump, chk, "--path-map", written+"="+local)...)
+	if n := strings.Count(want, "\n"); n < 100 {
+		t.Fatalf("the local copy dumps %d lines, too few to compare", n)
+	}
+	onObjectStores(t, func(t *testing.T, o objectStore, remote string) {
+		copyTo(t, local, remote+"/snapshot")
+		st, p, err := testReg.Storage.Resolve(context.Background(), remote)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, form := range append([]string{remote}, o.aliases(remote)...) {
+			m, err := flink.ParseMetadata(data, chk)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := rewriteStatePaths(reflect.ValueOf(m), written, form+"/snapshot")
+			if n < 2 {
+				t.Fatalf("%d state paths under %s rewritten, want the checkpoint's", n, written)
+			}
+			t.Logf("%d state files recorded as %s/snapshot/...", n, form)
+			// The CheckpointProperties Flink wrote follow the operators,
+			// where the encoding of the checkpoint as read ends in null.
+			m2, _ := flink.ParseMetadata(data, chk)
+			before, err := flink.EncodeMetadata(m2, nil)
+			ops, ok := bytes.CutSuffix(before, javaNullObject)
+			if err != nil || !ok || !bytes.HasPrefix(data, ops) {
+				t.Fatalf("the checkpoint does not encode back to its own bytes (%v)", err)
+			}
+			enc, err := flink.EncodeMetadata(m, data[len(ops):])
+			if err != nil {
+				t.Fatal(err)
+			}
+			at := fmt.Sprintf("%s/chk-%d", remote, i)
+			if err := st.MkdirAll(context.Background(), path.Join(p, fmt.Sprintf("chk-%d", i))); err != nil {
+				t.Fatal(err)
+			}
+			if err := storage.WriteFile(context.Background(), st, path.Join(p, fmt.Sprintf("chk-%d", i), "_metadata"), enc); err != nil {
+				t.Fatal(err)
+			}
+			if got := mustRun(t, append(dump, at)...); got != want {
+				t.Errorf("dump of the checkpoint recording %s/...: differs from the local copy's:\n%s\nlocally:\n%s", form, got, want)
+			}
+			if code, out, errOut := run(t, "verify", at); code != ExitOK {
+				t.Errorf("verify of the checkpoint recording %s/...: exit %d: %s%s", form, code, out, errOut)
+			}
+		}
+	})
+}
+
+// javaNullObject is how Java serialization writes null: what
+// flink.EncodeMetadata puts where a checkpoint's properties go when it is
+// given none.
+var javaNullObject = []byte{0xac, 0xed, 0x00, 0x05, 0x70}
+
+// rewriteStatePaths points the absolute file handles below v that start
+// with old (as a path or a file: URI) to new, and counts them.
+func rewriteStatePaths(v reflect.Value, old, new string) int {
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Interface:
+		if v.IsNil() {
+			return 0
+		}
+		return rewriteStatePaths(v.Elem(), old, new)
+	case reflect.Struct:
+		n := 0
+		if h, ok := addrOf(v).(*flink.StreamHandle); ok && (h.Type == flink.HandleFile || h.Type == flink.HandleSegmentFile) {
+			for _, prefix := range []string{"file:" + old, old} {
+				if rest, ok := strings.CutPrefix(h.Path, prefix); ok {
+					h.Path = new + rest
+					n++
+					break
+				}
+			}
+		}
+		for i := range v.NumField() {
+			if v.Type().Field(i).IsExported() {
+				n += rewriteStatePaths(v.Field(i), old, new)
+			}
+		}
+		return n
+	case reflect.Slice, reflect.Array:
+		if v.Type().Elem().Kind() == reflect.Uint8 {
+			return 0
+		}
+		n := 0
+		for i := range v.Len() {
+			n += rewriteStatePaths(v.Index(i), old, new)
+		}
+		return n
+	case reflect.Map:
+		n := 0
+		for it := v.MapRange(); it.Next(); {
+			n += rewriteStatePaths(it.Value(), old, new)
+		}
+		return n
+	}
+	return 0
+}
+
+func addrOf(v reflect.Value) any {
+	if !v.CanAddr() {
+		return nil
+	}
+	return v.Addr().Interface()
 }
 
 // The flink writer writes to each object store as to local disk: a real Flink savepoint
