@@ -218,28 +218,51 @@ func (s *store) Remove(ctx context.Context, p string) error {
 	return s.wrap("remove", p, s.b.Delete(ctx, dirPrefix(k), Cond{}))
 }
 
-// RemoveAll deletes the object p and every object below it.
+// RemoveAll deletes the object p and every object below it: the files
+// first, then the directory markers, deepest first, as a store with real
+// directories (Data Lake Storage) removes only empty ones.
 func (s *store) RemoveAll(ctx context.Context, p string) error {
 	k := key(p)
 	s.dirs.forget(k)
-	var keys []string
+	var files, dirs []string
 	if k != "" {
-		keys = append(keys, k)
+		o, err := s.b.Head(ctx, k)
+		switch {
+		case err == nil && o.Dir:
+			dirs = append(dirs, k)
+		case err == nil:
+			files = append(files, k)
+		case !errors.Is(err, storage.ErrNotFound):
+			return s.wrap("remove", p, err)
+		}
 	}
 	if err := s.b.List(ctx, dirPrefix(k), false, 0, func(o Object) error {
-		keys = append(keys, o.Key)
+		if o.Dir {
+			dirs = append(dirs, o.Key)
+		} else {
+			files = append(files, o.Key)
+		}
 		return nil
 	}); err != nil {
 		return s.wrap("remove", p, err)
 	}
-	err := parallel(ctx, len(keys), func(ctx context.Context, i int) error {
-		err := s.b.Delete(ctx, keys[i], Cond{})
+	del := func(ctx context.Context, key string) error {
+		err := s.b.Delete(ctx, key, Cond{})
 		if errors.Is(err, storage.ErrNotFound) {
 			return nil
 		}
-		return s.wrap("remove", "/"+keys[i], err)
-	})
-	return err
+		return s.wrap("remove", "/"+key, err)
+	}
+	if err := parallel(ctx, len(files), func(ctx context.Context, i int) error { return del(ctx, files[i]) }); err != nil {
+		return err
+	}
+	sort.Slice(dirs, func(i, j int) bool { return len(dirs[i]) > len(dirs[j]) })
+	for _, d := range dirs {
+		if err := del(ctx, d); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Rename copies on the server, then deletes: object stores have no
