@@ -43,18 +43,17 @@ cloud_bench() {
     cloud_round "$name-cliup" "$pid" - "$cloudcp" up "$work/fs" "$base/cli-$i"
     cloud_round "$name-down" "$pid" "$work/cloud-down" "$bin" convert "$base/su-$i" --to filesystem --output "$work/cloud-down" --quiet
     cloud_round "$name-clidown" "$pid" "$work/cli-down" "$cloudcp" down "$base/cli-$i" "$work/cli-down"
+    # The emulators hold what they store in memory.
+    "$cloudcp" rm "$base/su-$i"
+    "$cloudcp" rm "$base/cli-$i"
   done
   rm -rf "$work/cloud-down" "$work/cli-down"
   say "local -> $name:  stateutil convert $(cloud_line "$name-up"), cloudcp $(cloud_line "$name-cliup"): ratio $(ratio "$(med_s "$name-cliup")" "$(med_s "$name-up")")   peak RSS $(max_rss "$name-up") MiB vs $(max_rss "$name-cliup") MiB   (runs: $(cut -d' ' -f1 "$work/$name-up" | tr '\n' ' ')/ $(cut -d' ' -f1 "$work/$name-cliup" | tr '\n' ' '))"
   say "$name -> local:  stateutil convert $(cloud_line "$name-down"), cloudcp $(cloud_line "$name-clidown"): ratio $(ratio "$(med_s "$name-clidown")" "$(med_s "$name-down")")   peak RSS $(max_rss "$name-down") MiB vs $(max_rss "$name-clidown") MiB   (runs: $(cut -d' ' -f1 "$work/$name-down" | tr '\n' ' ')/ $(cut -d' ' -f1 "$work/$name-clidown" | tr '\n' ' '))"
   say ""
 }
-# The emulators keep what they hold in memory: each store's objects go
-# when its rounds are done (the servers restart empty, as the tests do).
 cloud_bench GCS "$STATEUTIL_TEST_GCS/bench-$$" "$STATEUTIL_TEST_GCS_PID"
-STATEUTIL_GCS_PORT=$STATEUTIL_TEST_GCS_PORT scripts/gcs-stop.sh && STATEUTIL_GCS_PORT=$STATEUTIL_TEST_GCS_PORT scripts/gcs-start.sh
 cloud_bench Azure "$STATEUTIL_TEST_AZURE/bench-$$" "$STATEUTIL_TEST_AZURE_PID"
-STATEUTIL_AZURE_PORT=$STATEUTIL_TEST_AZURE_PORT scripts/azure-stop.sh && STATEUTIL_AZURE_PORT=$STATEUTIL_TEST_AZURE_PORT scripts/azure-start.sh
 for emulator in "${cloud_started[@]}"; do
   "scripts/$emulator-stop.sh"
 done

@@ -10,6 +10,7 @@
 //
 //	cloudcp up DIR gs://bucket/prefix | abfss://container@account.dfs.core.windows.net/prefix
 //	cloudcp down LOCATION DIR
+//	cloudcp rm LOCATION          removes everything below LOCATION (between rounds, untimed)
 package main
 
 import (
@@ -34,15 +35,20 @@ import (
 type store interface {
 	put(ctx context.Context, name, file string) error
 	get(ctx context.Context, name, file string) error
+	remove(ctx context.Context, name string) error
 	list(ctx context.Context) ([]string, error)
 }
 
 func main() {
-	if len(os.Args) != 4 || (os.Args[1] != "up" && os.Args[1] != "down") {
-		fmt.Fprintln(os.Stderr, "usage: cloudcp up DIR LOCATION | cloudcp down LOCATION DIR")
+	args := os.Args[1:]
+	if len(args) == 2 && args[0] == "rm" {
+		args = append(args, "")
+	}
+	if len(args) != 3 || (args[0] != "up" && args[0] != "down" && args[0] != "rm") {
+		fmt.Fprintln(os.Stderr, "usage: cloudcp up DIR LOCATION | cloudcp down LOCATION DIR | cloudcp rm LOCATION")
 		os.Exit(2)
 	}
-	if err := run(context.Background(), os.Args[1], os.Args[2], os.Args[3]); err != nil {
+	if err := run(context.Background(), args[0], args[1], args[2]); err != nil {
 		fmt.Fprintln(os.Stderr, "cloudcp:", err)
 		os.Exit(1)
 	}
@@ -50,7 +56,7 @@ func main() {
 
 func run(ctx context.Context, dir, from, to string) error {
 	loc, local := to, from
-	if dir == "down" {
+	if dir != "up" {
 		loc, local = from, to
 	}
 	st, err := open(ctx, loc)
@@ -75,8 +81,11 @@ func run(ctx context.Context, dir, from, to string) error {
 	}
 	return each(names, func(name string) error {
 		file := filepath.Join(local, filepath.FromSlash(name))
-		if dir == "up" {
+		switch dir {
+		case "up":
 			return st.put(ctx, name, file)
+		case "rm":
+			return st.remove(ctx, name)
 		}
 		if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
 			return err
@@ -163,6 +172,10 @@ func (s gcsStore) get(ctx context.Context, name, file string) error {
 	return write(file, r)
 }
 
+func (s gcsStore) remove(ctx context.Context, name string) error {
+	return s.b.Object(s.prefix + name).Delete(ctx)
+}
+
 func (s gcsStore) list(ctx context.Context) ([]string, error) {
 	var names []string
 	it := s.b.Objects(ctx, &gcs.Query{Prefix: s.prefix})
@@ -203,6 +216,11 @@ func (s azureStore) get(ctx context.Context, name, file string) error {
 	}
 	_, err = s.c.DownloadFile(ctx, s.container, s.prefix+name, f, nil)
 	return errors.Join(err, f.Close())
+}
+
+func (s azureStore) remove(ctx context.Context, name string) error {
+	_, err := s.c.DeleteBlob(ctx, s.container, s.prefix+name, nil)
+	return err
 }
 
 func (s azureStore) list(ctx context.Context) ([]string, error) {

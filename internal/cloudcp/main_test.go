@@ -39,6 +39,16 @@ func TestRoundTrip(t *testing.T) {
 					t.Errorf("%s came back as %d bytes (%v), want %d", n, len(got), err, len(want))
 				}
 			}
+			if err := run(context.Background(), "rm", remote, ""); err != nil {
+				t.Fatal(err)
+			}
+			st, err := open(context.Background(), remote)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if left, err := st.list(context.Background()); err != nil || len(left) != 0 {
+				t.Fatalf("after rm: %v, %v; want nothing", left, err)
+			}
 		})
 	}
 }
