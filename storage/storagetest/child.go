@@ -22,10 +22,11 @@ const (
 	childBytes = "STATEUTIL_STORAGE_CHILD_BYTES"
 )
 
-// RunChild does the work of a child that StartChild started, with r, and
-// reports whether it was one; a package's TestMain calls it first. A child
-// claims a location, or writes bytes to a file there without committing
-// it, says so on stdout and waits to be killed.
+// RunChild does the work of a child that StartChild or RoundTrip started,
+// with r, and reports whether it was one; a package's TestMain calls it
+// first. A child claims a location, or writes bytes to a file there
+// without committing it, says so on stdout and waits to be killed; or
+// writes a file there and reads it back, says how that went and exits.
 func RunChild(r *storage.Registry) bool {
 	mode := os.Getenv(childMode)
 	if mode == "" {
@@ -56,6 +57,16 @@ func RunChild(r *storage.Registry) bool {
 			fail(err)
 		}
 		fmt.Println("written")
+	case "roundtrip":
+		if err := storage.WriteFile(ctx, st, p, []byte(mode)); err != nil {
+			fail(err)
+		}
+		b, err := storage.ReadAll(ctx, st, p, 100)
+		if err != nil {
+			fail(err)
+		}
+		fmt.Printf("read back %q\n", b)
+		return true
 	}
 	time.Sleep(time.Hour)
 	return true
@@ -82,6 +93,19 @@ func StartChild(t *testing.T, mode, loc string, n int, env ...string) *exec.Cmd 
 		t.Fatalf("child %s: %q, %v; want %q", mode, line, err, want)
 	}
 	return c
+}
+
+// RoundTrip runs the test binary as a child, with env added to this
+// process's, that writes a file at loc and reads it back, and returns what
+// it said: `read back "roundtrip"`, or "error: " and why not.
+func RoundTrip(t *testing.T, loc string, env ...string) string {
+	t.Helper()
+	c := exec.Command(os.Args[0], "-test.run=^$")
+	c.Env = append(append(os.Environ(), childMode+"=roundtrip", childLoc+"="+loc), env...)
+	c.Stderr = os.Stderr
+	out, _ := c.Output()
+	line, _, _ := strings.Cut(string(out), "\n")
+	return line
 }
 
 // Kill kills a child with SIGKILL: it cleans nothing up.
