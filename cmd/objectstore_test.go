@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stateutil/stateutil/backends/flink"
+	"github.com/stateutil/stateutil/backends/flink/metadata"
 	"github.com/stateutil/stateutil/snapshot"
 	"github.com/stateutil/stateutil/snapshot/formattest"
 	"github.com/stateutil/stateutil/storage"
@@ -198,7 +198,7 @@ func TestObjectStoreFlinkRecordedURIs(t *testing.T) {
 			t.Fatal(err)
 		}
 		for i, form := range append([]string{remote}, o.aliases(remote)...) {
-			m, err := flink.ParseMetadata(data, chk)
+			m, err := metadata.ParseMetadata(data, chk)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -209,13 +209,13 @@ func TestObjectStoreFlinkRecordedURIs(t *testing.T) {
 			t.Logf("%d state files recorded as %s/snapshot/...", n, form)
 			// The CheckpointProperties Flink wrote follow the operators,
 			// where the encoding of the checkpoint as read ends in null.
-			m2, _ := flink.ParseMetadata(data, chk)
-			before, err := flink.EncodeMetadata(m2, nil)
+			m2, _ := metadata.ParseMetadata(data, chk)
+			before, err := metadata.EncodeMetadata(m2, nil)
 			ops, ok := bytes.CutSuffix(before, javaNullObject)
 			if err != nil || !ok || !bytes.HasPrefix(data, ops) {
 				t.Fatalf("the checkpoint does not encode back to its own bytes (%v)", err)
 			}
-			enc, err := flink.EncodeMetadata(m, data[len(ops):])
+			enc, err := metadata.EncodeMetadata(m, data[len(ops):])
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -237,7 +237,7 @@ func TestObjectStoreFlinkRecordedURIs(t *testing.T) {
 }
 
 // javaNullObject is how Java serialization writes null: what
-// flink.EncodeMetadata puts where a checkpoint's properties go when it is
+// metadata.EncodeMetadata puts where a checkpoint's properties go when it is
 // given none.
 var javaNullObject = []byte{0xac, 0xed, 0x00, 0x05, 0x70}
 
@@ -252,7 +252,7 @@ func rewriteStatePaths(v reflect.Value, old, new string) int {
 		return rewriteStatePaths(v.Elem(), old, new)
 	case reflect.Struct:
 		n := 0
-		if h, ok := addrOf(v).(*flink.StreamHandle); ok && (h.Type == flink.HandleFile || h.Type == flink.HandleSegmentFile) {
+		if h, ok := addrOf(v).(*metadata.StreamHandle); ok && (h.Type == metadata.HandleFile || h.Type == metadata.HandleSegmentFile) {
 			for _, prefix := range []string{"file:" + old, old} {
 				if rest, ok := strings.CutPrefix(h.Path, prefix); ok {
 					h.Path = new + rest
