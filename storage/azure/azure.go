@@ -110,6 +110,7 @@ type conn struct {
 	uploads   chan struct{}
 	mu        sync.Mutex
 	dirs      map[string]*objstore.Dirs // by container
+	slots     chan struct{}
 }
 
 var (
@@ -142,7 +143,7 @@ func client(ctx context.Context, account, suffix string, o Options) (*conn, erro
 		// A store that is down is the caller's to hear of in seconds.
 		Retry: policy.RetryOptions{MaxRetries: 3, RetryDelay: 200 * time.Millisecond, MaxRetryDelay: 2 * time.Second},
 	}}
-	c := &conn{endpoint: creds.endpoint, shown: creds.endpoint, uploads: make(chan struct{}, max(1, Uploads)), dirs: map[string]*objstore.Dirs{}}
+	c := &conn{endpoint: creds.endpoint, shown: creds.endpoint, uploads: make(chan struct{}, max(1, Uploads)), dirs: map[string]*objstore.Dirs{}, slots: objstore.NewSlots()}
 	switch {
 	case creds.key != nil:
 		c.newClient = func(u string) (*container.Client, error) {
@@ -176,5 +177,5 @@ func (c *conn) store(scheme, name, host string) (storage.Storage, error) {
 		c.dirs[name] = d
 	}
 	b := &containerOf{c: c, api: api, name: name, prefix: scheme + "://" + name + "@" + host + "/"}
-	return objstore.New(b, objstore.Options{Dirs: d, ClaimTTLVar: "STATEUTIL_AZURE_CLAIM_TTL"}), nil
+	return objstore.New(b, objstore.Options{Dirs: d, Slots: c.slots, ClaimTTLVar: "STATEUTIL_AZURE_CLAIM_TTL"}), nil
 }

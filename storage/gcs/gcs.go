@@ -88,6 +88,7 @@ type conn struct {
 	clock    *clock
 	mu       sync.Mutex
 	dirs     map[string]*objstore.Dirs // by bucket
+	slots    chan struct{}
 }
 
 var (
@@ -133,7 +134,7 @@ func client(ctx context.Context, o Options) (*conn, error) {
 	// The client would retry a store that is down for as long as the
 	// context lets it: a few seconds, then the caller hears of it.
 	api.SetRetry(gcs.WithMaxAttempts(Attempts), gcs.WithBackoff(gax.Backoff{Initial: 200 * time.Millisecond, Max: 2 * time.Second, Multiplier: 2}))
-	c := &conn{api: api, endpoint: shown, clock: clk, dirs: map[string]*objstore.Dirs{}}
+	c := &conn{api: api, endpoint: shown, clock: clk, dirs: map[string]*objstore.Dirs{}, slots: objstore.NewSlots()}
 	conns[k] = c
 	return c, nil
 }
@@ -146,7 +147,7 @@ func (c *conn) store(bucket string) storage.Storage {
 		d = objstore.NewDirs()
 		c.dirs[bucket] = d
 	}
-	return objstore.New(&bucketOf{c: c, name: bucket, h: c.api.Bucket(bucket)}, objstore.Options{Dirs: d, ClaimTTLVar: "STATEUTIL_GCS_CLAIM_TTL"})
+	return objstore.New(&bucketOf{c: c, name: bucket, h: c.api.Bucket(bucket)}, objstore.Options{Dirs: d, Slots: c.slots, ClaimTTLVar: "STATEUTIL_GCS_CLAIM_TTL"})
 }
 
 // clock remembers the server's time from the Date of its latest answer,

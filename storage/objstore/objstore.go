@@ -94,6 +94,10 @@ type Options struct {
 	Dirs *Dirs
 	// ClaimTTLVar names the variable that overrides ClaimTTL.
 	ClaimTTLVar string
+	// Slots bound the commits finishing in the background at once
+	// (storage.DeferCommits), each holding a file's last buffer, across
+	// the stores that share them (NewSlots).
+	Slots chan struct{}
 }
 
 // Tuning. Variables so that tests and callers with unusual stores can
@@ -105,20 +109,29 @@ var (
 	// ClaimTTL is how long a claim stays valid without a refresh; its
 	// holder refreshes it every ClaimTTL/4.
 	ClaimTTL = 60 * time.Second
+	// Deferred is the number of Slots NewSlots makes.
+	Deferred = 10
 )
+
+// NewSlots returns Deferred slots for commits in the background.
+func NewSlots() chan struct{} { return make(chan struct{}, max(1, Deferred)) }
 
 // New returns the storage of b.
 func New(b Bucket, o Options) storage.Storage {
 	if o.Dirs == nil {
 		o.Dirs = NewDirs()
 	}
-	return &store{b: b, dirs: o.Dirs, ttlVar: o.ClaimTTLVar}
+	if o.Slots == nil {
+		o.Slots = NewSlots()
+	}
+	return &store{b: b, dirs: o.Dirs, ttlVar: o.ClaimTTLVar, slots: o.Slots}
 }
 
 type store struct {
 	b      Bucket
 	dirs   *Dirs
 	ttlVar string
+	slots  chan struct{}
 }
 
 func (s *store) URI(p string) string { return s.b.URI(key(p)) }

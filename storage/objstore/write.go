@@ -12,15 +12,20 @@ import (
 // held in memory and sent with one request on Commit; past that it is an
 // Upload that goes on while the caller writes. Either way the store shows
 // nothing at the key until Commit: a request never sent, or an upload
-// never committed, leaves no object.
+// never committed, leaves no object. Created under storage.DeferCommits,
+// Commit hands the request, or the upload's end, to one of the store's
+// slots and returns; it completes in the background.
 type pending struct {
-	s    *store
-	ctx  context.Context
-	path string
-	key  string
-	buf  []byte
-	up   Upload // once past PutLimit
-	done bool
+	s       *store
+	ctx     context.Context // the requests'; cancelled by Abort
+	stop    context.CancelFunc
+	commits *storage.Commits // set when Commit is deferred
+	detach  func() bool      // ends the Create context's hold on ctx
+	path    string
+	key     string
+	buf     []byte
+	up      Upload // once past PutLimit
+	done    bool
 }
 
 func (s *store) Create(ctx context.Context, p string) (storage.Pending, error) {
@@ -43,7 +48,16 @@ func (s *store) Create(ctx context.Context, p string) (storage.Pending, error) {
 		}
 		s.dirs.remember(parent)
 	}
-	return &pending{s: s, ctx: ctx, path: p, key: k}, nil
+	w := &pending{s: s, path: p, key: k, commits: storage.DeferredCommits(ctx)}
+	if w.commits == nil {
+		w.ctx, w.stop = context.WithCancel(ctx)
+		return w, nil
+	}
+	// Until Commit, ending ctx stops the upload; after it, only the
+	// group's context does.
+	w.ctx, w.stop = context.WithCancel(w.commits.Context())
+	w.detach = context.AfterFunc(ctx, w.stop)
+	return w, nil
 }
 
 func (w *pending) Write(b []byte) (int, error) {
@@ -66,12 +80,33 @@ func (w *pending) Write(b []byte) (int, error) {
 	return n, w.s.wrap("write", w.path, err)
 }
 
-// Commit puts the object in place.
+// Commit puts the object in place; deferred, once a slot is free, it
+// returns and the object is put in place in the background.
 func (w *pending) Commit() error {
 	if w.done {
 		return fmt.Errorf("commit %s: already committed or aborted", w.s.URI(w.path))
 	}
 	w.done = true
+	if w.commits == nil {
+		defer w.stop()
+		return w.finish()
+	}
+	w.detach()
+	select {
+	case w.s.slots <- struct{}{}:
+	case <-w.ctx.Done():
+		w.abort()
+		return w.s.wrap("commit", w.path, w.ctx.Err())
+	}
+	w.commits.Go(func() error {
+		defer w.stop()
+		defer func() { <-w.s.slots }()
+		return w.finish()
+	})
+	return nil
+}
+
+func (w *pending) finish() error {
 	var err error
 	if w.up != nil {
 		err = w.up.Commit()
@@ -92,6 +127,14 @@ func (w *pending) Abort() error {
 		return nil
 	}
 	w.done = true
+	if w.detach != nil {
+		w.detach()
+	}
+	return w.abort()
+}
+
+func (w *pending) abort() error {
+	defer w.stop()
 	w.buf = nil
 	if w.up == nil {
 		return nil

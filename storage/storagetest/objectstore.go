@@ -1,7 +1,9 @@
 package storagetest
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
 	"path"
 	"strings"
 	"sync"
@@ -28,6 +30,39 @@ func RunObjectStore(t *testing.T, s Server, ttlVar string, upload int) {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, s, ttlVar) })
 	}
 	t.Run("KilledUploadLeavesNothing", func(t *testing.T) { testKilledUpload(t, s, upload) })
+	t.Run("DeferredCommits", func(t *testing.T) { testDeferredCommits(t, s, upload) })
+}
+
+// Under storage.DeferCommits, Commit may return before the file is in
+// place; once Wait returns nil every file is, whole, small and large.
+func testDeferredCommits(t *testing.T, s Server, upload int) {
+	dir := s.Dir(t)
+	st, p := s.Resolve(t, dir)
+	dctx, commits := storage.DeferCommits(ctx)
+	want := map[string][]byte{}
+	for i, size := range []int{10, 2*upload + 17, 0, upload / 2} {
+		name := path.Join(p, fmt.Sprintf("f%d", i))
+		data := bytes.Repeat([]byte{byte('a' + i)}, size)
+		w, err := st.Create(dctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.Write(data); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		want[name] = data
+	}
+	if err := commits.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range want {
+		if got := read(t, st, name); !bytes.Equal(got, data) {
+			t.Fatalf("%s after Wait: %d bytes, want %d", name, len(got), len(data))
+		}
+	}
 }
 
 // Of writers racing to claim one destination, exactly one wins; the
