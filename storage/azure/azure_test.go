@@ -11,10 +11,8 @@ package azure_test
 // (scripts/test.sh runs this package before the others).
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"math/rand"
 	"net"
 	"os"
 	"path"
@@ -48,50 +46,6 @@ func TestConformance(t *testing.T) {
 func TestObjectStore(t *testing.T) {
 	azuretest.Server.Location(t)
 	storagetest.RunObjectStore(t, azuretest.Server, "STATEUTIL_AZURE_CLAIM_TTL", objstore.PutLimit)
-}
-
-// A file larger than one request holds goes up in blocks and reads back
-// whole, and is not there until Commit.
-func TestLargeFileInBlocks(t *testing.T) {
-	dir := azuretest.Dir(t)
-	st, p := azuretest.Resolve(t, dir)
-	data := make([]byte, 2*objstore.PutLimit+3*azure.BlockSize/2+12345)
-	rand.New(rand.NewSource(7)).Read(data)
-	f := path.Join(p, "big")
-	w, err := st.Create(ctx, f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for b := data; len(b) > 0; {
-		n := min(len(b), 1<<20+3)
-		if _, err := w.Write(b[:n]); err != nil {
-			t.Fatal(err)
-		}
-		b = b[n:]
-	}
-	if _, err := st.Stat(ctx, f); !errors.Is(err, storage.ErrNotFound) {
-		t.Fatalf("Stat before Commit = %v, want not found", err)
-	}
-	if err := w.Commit(); err != nil {
-		t.Fatal(err)
-	}
-	got, err := storage.ReadAll(ctx, st, f, 1<<30)
-	if err != nil || !bytes.Equal(got, data) {
-		t.Fatalf("read back %d bytes (%v), want the %d written", len(got), err, len(data))
-	}
-	w, err = st.Create(ctx, path.Join(p, "aborted"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := w.Write(data); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Abort(); err != nil {
-		t.Fatal(err)
-	}
-	if names, err := st.List(ctx, p); err != nil || len(names) != 1 {
-		t.Fatalf("List after an aborted upload = %v, %v; want only big", names, err)
-	}
 }
 
 // abfs, abfss, wasb and wasbs name the same blobs (the dfs and blob hosts
@@ -175,25 +129,5 @@ func TestServerStopsMidWrite(t *testing.T) {
 	old := objstore.IOTimeout
 	objstore.IOTimeout = 5 * time.Second
 	t.Cleanup(func() { objstore.IOTimeout = old })
-	dir := azuretest.Dir(t)
-	st, p := azuretest.Resolve(t, dir)
-	w, err := st.Create(ctx, path.Join(p, "state"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := w.Write(make([]byte, objstore.PutLimit+azure.BlockSize)); err != nil {
-		t.Fatal(err)
-	}
-	azuretest.Server.Stop(t)
-	t.Cleanup(func() { azuretest.Server.Start(t) })
-	_, err = w.Write(make([]byte, 2*azure.BlockSize))
-	if err == nil {
-		err = w.Commit()
-	} else {
-		w.Abort()
-	}
-	if !errors.Is(err, storage.ErrUnavailable) || !strings.Contains(err.Error(), dir+"/state") {
-		t.Fatalf("write with the server stopped = %v, want storage unavailable naming the file", err)
-	}
-	t.Logf("error: %v", err)
+	storagetest.ServerStopsMidWrite(t, azuretest.Server, objstore.PutLimit)
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math/rand"
 	"path"
 	"strings"
 	"sync"
@@ -31,6 +32,78 @@ func RunObjectStore(t *testing.T, s Server, ttlVar string, upload int) {
 	}
 	t.Run("KilledUploadLeavesNothing", func(t *testing.T) { testKilledUpload(t, s, upload) })
 	t.Run("DeferredCommits", func(t *testing.T) { testDeferredCommits(t, s, upload) })
+	t.Run("LargeFileInParts", func(t *testing.T) { testLargeFile(t, s, upload) })
+}
+
+// A file larger than one request holds goes up in parts and reads back
+// whole, is not there until Commit, and leaves nothing when aborted.
+func testLargeFile(t *testing.T, s Server, upload int) {
+	dir := s.Dir(t)
+	st, p := s.Resolve(t, dir)
+	data := make([]byte, 3*upload+12345)
+	rand.New(rand.NewSource(7)).Read(data)
+	f := path.Join(p, "big")
+	w, err := st.Create(ctx, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for b := data; len(b) > 0; {
+		n := min(len(b), 1<<20+3)
+		if _, err := w.Write(b[:n]); err != nil {
+			t.Fatal(err)
+		}
+		b = b[n:]
+	}
+	if _, err := st.Stat(ctx, f); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("Stat before Commit = %v, want not found", err)
+	}
+	if err := w.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(t, st, f); !bytes.Equal(got, data) {
+		t.Fatalf("read back %d bytes, want the %d written", len(got), len(data))
+	}
+	w, err = st.Create(ctx, path.Join(p, "aborted"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Write(data); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Abort(); err != nil {
+		t.Fatal(err)
+	}
+	if got := names(t, st, p); len(got) != 1 {
+		t.Fatalf("List after an aborted upload = %q; want only big", got)
+	}
+}
+
+// ServerStopsMidWrite stops the server s while a file larger than upload
+// is written: the write fails with storage unavailable, naming the file.
+// The server restarts empty, so that a package runs it last; its caller
+// shortens the storage's I/O timeout first.
+func ServerStopsMidWrite(t *testing.T, s Server, upload int) {
+	dir := s.Dir(t)
+	st, p := s.Resolve(t, dir)
+	w, err := st.Create(ctx, path.Join(p, "state"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Write(make([]byte, 2*upload)); err != nil {
+		t.Fatal(err)
+	}
+	s.Stop(t)
+	t.Cleanup(func() { s.Start(t) })
+	_, err = w.Write(make([]byte, 2*upload))
+	if err == nil {
+		err = w.Commit()
+	} else {
+		w.Abort()
+	}
+	if !errors.Is(err, storage.ErrUnavailable) || !strings.Contains(err.Error(), "storage unavailable") || !strings.Contains(err.Error(), dir+"/state") {
+		t.Fatalf("write with the server stopped = %v, want storage unavailable naming the file", err)
+	}
+	t.Logf("error: %v", err)
 }
 
 // Under storage.DeferCommits, Commit may return before the file is in
