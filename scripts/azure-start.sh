@@ -31,27 +31,12 @@ key='Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/K
 timeout=${STATEUTIL_AZURE_START_TIMEOUT:-60}
 t0=$SECONDS
 
-say() { echo "azure-start: $*" >&2; }
-die() {
-	say "$*"
-	if [[ -f $log ]]; then
-		say "last lines of $log:"
-		tail -n 40 "$log" >&2
-	fi
-	exit 1
-}
-
-# is_server PID: a live server of ours (guards against reused pids).
-is_server() {
-	[[ -n ${1:-} ]] && kill -0 "$1" 2>/dev/null &&
-		tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null | grep -qF "$prefix/"
-}
+name=azure-start
+mark="$state/azurite-"
+. "$root/scripts/server-lib.sh"
 
 mkdir -p "$state"
-if [[ -f $pidfile && -f $envfile ]] && is_server "$(cat "$pidfile")"; then
-	say "already running (pid $(cat "$pidfile")); reusing $envfile"
-	exit 0
-fi
+reuse "$envfile"
 
 if [[ ! -x $server || ! -f $prefix/.installed ]]; then
 	command -v npm >/dev/null || die "npm is needed (Debian: apt-get install npm)"
@@ -63,7 +48,6 @@ if [[ ! -x $server || ! -f $prefix/.installed ]]; then
 	touch "$prefix/.installed"
 fi
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 port=${STATEUTIL_AZURE_PORT:-$(free_port)}
 endpoint="http://127.0.0.1:$port/$account"
 rm -f "$envfile"

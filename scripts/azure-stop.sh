@@ -9,6 +9,8 @@ cache=${STATEUTIL_CACHE_DIR:-$root/.cache}
 state="$cache/azure"
 pidfile="$state/server.pid"
 
-. "$root/scripts/stop-server.sh"
-stop_server azure-stop "$pidfile" "$state/azurite-"
+name=azure-stop
+mark="$state/azurite-"
+. "$root/scripts/server-lib.sh"
+stop_server
 rm -f "$cache/azure.env" "$pidfile"

@@ -28,27 +28,12 @@ bucket=stateutil-test
 timeout=${STATEUTIL_GCS_START_TIMEOUT:-60}
 t0=$SECONDS
 
-say() { echo "gcs-start: $*" >&2; }
-die() {
-	say "$*"
-	if [[ -f $log ]]; then
-		say "last lines of $log:"
-		tail -n 40 "$log" >&2
-	fi
-	exit 1
-}
-
-# is_server PID: a live server of ours (guards against reused pids).
-is_server() {
-	[[ -n ${1:-} ]] && kill -0 "$1" 2>/dev/null &&
-		tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null | grep -q "$server"
-}
+name=gcs-start
+mark="$state/fake-gcs-server-"
+. "$root/scripts/server-lib.sh"
 
 mkdir -p "$state"
-if [[ -f $pidfile && -f $envfile ]] && is_server "$(cat "$pidfile")"; then
-	say "already running (pid $(cat "$pidfile")); reusing $envfile"
-	exit 0
-fi
+reuse "$envfile"
 
 if [[ ! -x $server ]]; then
 	say "building fake-gcs-server $version into $(dirname "$server")"
@@ -58,7 +43,6 @@ if [[ ! -x $server ]]; then
 		{ cat "$state/install.log" >&2; die "go install fake-gcs-server failed"; }
 fi
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 port=${STATEUTIL_GCS_PORT:-$(free_port)}
 endpoint="http://127.0.0.1:$port"
 rm -f "$envfile"

@@ -9,6 +9,8 @@ cache=${STATEUTIL_CACHE_DIR:-$root/.cache}
 state="$cache/gcs"
 pidfile="$state/server.pid"
 
-. "$root/scripts/stop-server.sh"
-stop_server gcs-stop "$pidfile" "$state/fake-gcs-server-"
+name=gcs-stop
+mark="$state/fake-gcs-server-"
+. "$root/scripts/server-lib.sh"
+stop_server
 rm -f "$cache/gcs.env" "$pidfile"

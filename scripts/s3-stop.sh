@@ -9,6 +9,8 @@ cache=${STATEUTIL_CACHE_DIR:-$root/.cache}
 state="$cache/s3"
 pidfile="$state/server.pid"
 
-. "$root/scripts/stop-server.sh"
-stop_server s3-stop "$pidfile" "$state/server.py"
+name=s3-stop
+mark="$state/server.py"
+. "$root/scripts/server-lib.sh"
+stop_server
 rm -f "$cache/s3.env" "$pidfile" "$state/ready"
