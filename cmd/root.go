@@ -27,6 +27,7 @@ import (
 	"github.com/stateutil/stateutil/migrate"
 	"github.com/stateutil/stateutil/redistribute"
 	"github.com/stateutil/stateutil/snapshot"
+	"github.com/stateutil/stateutil/statesql"
 	"github.com/stateutil/stateutil/storage"
 	"github.com/stateutil/stateutil/storage/s3"
 	"github.com/stateutil/stateutil/surgery"
@@ -114,7 +115,7 @@ func exitCode(err error) int {
 		errors.Is(err, storage.ErrExist), errors.Is(err, storage.ErrInUse), errors.Is(err, migrate.ErrBadDestination),
 		errors.Is(err, migrate.ErrConflict), errors.Is(err, surgery.ErrBadEdit), errors.Is(err, surgery.ErrConflict),
 		errors.Is(err, redistribute.ErrNotRedistributable), errors.As(err, new(*snapshot.ExpiryError)),
-		errors.As(err, new(*lookup.QueryError)):
+		errors.As(err, new(*lookup.QueryError)), errors.As(err, new(*statesql.QueryError)):
 		return ExitUsage
 	case errors.Is(err, snapshot.ErrNotFound):
 		return ExitNotFound
@@ -242,6 +243,7 @@ s3://bucket/path URIs (s3a:// and s3p:// too, as Flink writes them).
 		newVersionCommand(e),
 		newGetCommand(e),
 		newDumpCommand(e),
+		newSQLCommand(e),
 		newShardCommand(e),
 		newCommitCommand(e),
 		newAbortCommand(e),

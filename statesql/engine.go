@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -42,6 +43,9 @@ type Options struct {
 	Threads int
 	// TempDir is where the spill directory is made ("": os.TempDir).
 	TempDir string
+	// Ordered has a keyed state's table read on one thread, so that its
+	// rows come in dump's order.
+	Ordered bool
 }
 
 // DefaultMemoryLimit is DuckDB's memory limit unless Options says.
@@ -55,7 +59,8 @@ type Engine struct {
 	types   types
 	db      *sql.DB
 	conn    *sql.Conn
-	spill   string
+	dir     string // private: DuckDB's spill directory and parquet files
+	ordered bool
 	// Warnings are what Open could not name as a table (see Open).
 	Warnings []string
 
@@ -98,11 +103,11 @@ func Open(ctx context.Context, snaps []Snapshot, opts Options) (*Engine, error) 
 	if limit <= 0 {
 		limit = DefaultMemoryLimit
 	}
-	spill, err := os.MkdirTemp(opts.TempDir, "stateutil-sql-")
+	dir, err := os.MkdirTemp(opts.TempDir, "stateutil-sql-")
 	if err != nil {
 		return nil, err
 	}
-	e := &Engine{codecs: opts.Codecs, threads: threads, spill: spill}
+	e := &Engine{codecs: opts.Codecs, threads: threads, dir: dir, ordered: opts.Ordered}
 	if err := e.open(ctx, limit); err != nil {
 		e.Close()
 		return nil, err
@@ -138,8 +143,18 @@ func (e *Engine) open(ctx context.Context, limit int64) error {
 	if e.conn, err = e.db.Conn(ctx); err != nil {
 		return fmt.Errorf("starting DuckDB: %w", err)
 	}
-	if _, err := e.conn.ExecContext(ctx, "SET temp_directory = "+literal(e.spill)); err != nil {
-		return fmt.Errorf("starting DuckDB: %w", err)
+	// Past its memory limit DuckDB spills to the spill directory; the
+	// only files a statement may write are Parquet's, in the out directory.
+	for _, q := range []string{
+		"SET temp_directory = " + literal(filepath.Join(e.dir, "spill")),
+		"SET allowed_directories = [" + literal(filepath.Join(e.dir, "out")+string(filepath.Separator)) + "]",
+	} {
+		if _, err := e.conn.ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("starting DuckDB: %w", err)
+		}
+	}
+	if err := os.Mkdir(filepath.Join(e.dir, "out"), 0o700); err != nil {
+		return err
 	}
 	var stmt driver.Stmt
 	if err := e.conn.Raw(func(c any) error {
@@ -275,7 +290,7 @@ func (e *Engine) Close() error {
 	if e.db != nil {
 		errs = append(errs, e.db.Close())
 	}
-	errs = append(errs, os.RemoveAll(e.spill))
+	errs = append(errs, os.RemoveAll(e.dir))
 	return errors.Join(errs...)
 }
 
@@ -290,6 +305,42 @@ type Column struct {
 	Name string `json:"name"`
 	// Type is DuckDB's name of its type.
 	Type string `json:"type"`
+	// JSON says its values are JSON text: a JSON column, or a struct, a
+	// list or a map holding JSON, as DuckDB's to_json renders it.
+	JSON bool `json:"json,omitempty"`
+}
+
+// holdsJSON reports a type that is JSON or holds JSON.
+func holdsJSON(info duckdb.TypeInfo) bool {
+	if info.Alias() == "JSON" {
+		return true
+	}
+	switch d := info.Details().(type) {
+	case *duckdb.ListDetails:
+		return holdsJSON(d.Child)
+	case *duckdb.ArrayDetails:
+		return holdsJSON(d.Child)
+	case *duckdb.MapDetails:
+		return holdsJSON(d.Key) || holdsJSON(d.Value)
+	case *duckdb.StructDetails:
+		for _, e := range d.Entries {
+			if holdsJSON(e.Info()) {
+				return true
+			}
+		}
+	case *duckdb.UnionDetails:
+		for _, m := range d.Members {
+			if holdsJSON(m.Type) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// trimStatement drops the semicolons and blanks that end a statement.
+func trimStatement(text string) string {
+	return strings.TrimRight(strings.TrimSpace(text), "; \t\r\n")
 }
 
 // ErrStop, returned by Query's callback, ends the query early without
@@ -346,6 +397,12 @@ func (q *query) end() {
 // or a SQL error is a *QueryError; an error reading the state is that
 // error.
 func (e *Engine) Query(ctx context.Context, text string, cols func([]Column) error, row func(values []any) error) error {
+	return e.exclusive(ctx, func(ctx context.Context, c *duckdb.Conn) error { return e.run(ctx, c, text, cols, row) })
+}
+
+// exclusive runs fn as the one query running, its scans ended and its
+// first read error returned when it returns.
+func (e *Engine) exclusive(ctx context.Context, fn func(context.Context, *duckdb.Conn) error) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	ctx, cancel := context.WithCancel(ctx)
@@ -354,7 +411,7 @@ func (e *Engine) Query(ctx context.Context, text string, cols func([]Column) err
 	e.cur.Store(q)
 	defer e.cur.Store(nil)
 	defer q.end()
-	err := e.conn.Raw(func(c any) error { return e.run(ctx, c.(*duckdb.Conn), text, cols, row) })
+	err := e.conn.Raw(func(c any) error { return fn(ctx, c.(*duckdb.Conn)) })
 	if q.err != nil {
 		return q.err
 	}
@@ -369,21 +426,33 @@ func (e *Engine) Query(ctx context.Context, text string, cols func([]Column) err
 var allowed = map[duckdb.StmtType]bool{duckdb.STATEMENT_TYPE_SELECT: true, duckdb.STATEMENT_TYPE_EXPLAIN: true}
 
 func (e *Engine) run(ctx context.Context, c *duckdb.Conn, text string, head func([]Column) error, row func([]any) error) error {
-	if strings.TrimSpace(strings.Trim(strings.TrimSpace(text), ";")) == "" {
-		return &QueryError{Message: "empty query"}
-	}
-	ds, err := c.Prepare(text)
+	stmt, err := prepare(c, text)
 	if err != nil {
-		return queryError(text, err)
+		return err
 	}
-	stmt := ds.(*duckdb.Stmt)
-	defer stmt.Close()
-	kind, err := stmt.StatementType()
-	if err != nil {
-		return queryError(text, err)
+	defer func() { stmt.Close() }() // the statement run, maybe a wrapped one
+	// The driver reads JSON as encoding/json does, a long as a float:
+	// columns that hold JSON are read as their JSON text instead.
+	var asText []string
+	json := map[string]bool{}
+	if n, err := stmt.ColumnCount(); err == nil {
+		for i := range n {
+			info, err1 := stmt.ColumnTypeInfo(i)
+			name, err2 := stmt.ColumnName(i)
+			if err1 == nil && err2 == nil && holdsJSON(info) {
+				asText = append(asText, fmt.Sprintf("to_json(%s)::VARCHAR AS %s", ident(name), ident(name)))
+				json[name] = true
+			}
+		}
 	}
-	if !allowed[kind] {
-		return &QueryError{Message: "only SELECT (and EXPLAIN) statements run here: the state is read-only"}
+	if len(asText) > 0 {
+		if err := stmt.Close(); err != nil {
+			return err
+		}
+		wrapped := "SELECT * REPLACE (" + strings.Join(asText, ", ") + ") FROM (" + trimStatement(text) + "\n)"
+		if stmt, err = prepare(c, wrapped); err != nil {
+			return err
+		}
 	}
 	rows, err := stmt.QueryContext(ctx, nil)
 	if err != nil {
@@ -394,7 +463,7 @@ func (e *Engine) run(ctx context.Context, c *duckdb.Conn, text string, head func
 	cols := make([]Column, len(names))
 	typed, _ := rows.(driver.RowsColumnTypeDatabaseTypeName)
 	for i, n := range names {
-		cols[i].Name = n
+		cols[i].Name, cols[i].JSON = n, json[n]
 		if typed != nil {
 			cols[i].Type = typed.ColumnTypeDatabaseTypeName(i)
 		}
@@ -421,4 +490,67 @@ func (e *Engine) run(ctx context.Context, c *duckdb.Conn, text string, head func
 			return err
 		}
 	}
+}
+
+// prepare prepares text, one statement of a kind a query may be.
+func prepare(c *duckdb.Conn, text string) (*duckdb.Stmt, error) {
+	if strings.TrimSpace(strings.Trim(strings.TrimSpace(text), ";")) == "" {
+		return nil, &QueryError{Message: "empty query"}
+	}
+	ds, err := c.Prepare(text)
+	if err != nil {
+		if strings.Contains(err.Error(), "multi-statement") {
+			return nil, &QueryError{Message: "one statement at a time, please"}
+		}
+		return nil, queryError(text, err)
+	}
+	stmt := ds.(*duckdb.Stmt)
+	kind, err := stmt.StatementType()
+	if err == nil && !allowed[kind] {
+		err = &QueryError{Message: "only SELECT (and EXPLAIN) statements run here: the state is read-only"}
+	}
+	if err != nil {
+		stmt.Close()
+		return nil, err
+	}
+	return stmt, nil
+}
+
+// Parquet runs one SELECT statement and writes its result to w as a
+// Parquet file; it returns the rows written. Errors are Query's.
+func (e *Engine) Parquet(ctx context.Context, text string, w io.Writer) (int64, error) {
+	text = trimStatement(text)
+	out := filepath.Join(e.dir, "out", "result.parquet")
+	defer os.Remove(out)
+	var n int64
+	err := e.exclusive(ctx, func(ctx context.Context, c *duckdb.Conn) error {
+		stmt, err := prepare(c, text)
+		if err != nil {
+			return err
+		}
+		if kind, _ := stmt.StatementType(); kind != duckdb.STATEMENT_TYPE_SELECT {
+			err = &QueryError{Message: "only a SELECT statement's result is written as Parquet"}
+		}
+		stmt.Close()
+		if err != nil {
+			return err
+		}
+		// text is one SELECT statement: nothing in it ends the parentheses.
+		res, err := c.ExecContext(ctx, "COPY ("+text+"\n) TO "+literal(out)+" (FORMAT parquet)", nil)
+		if err != nil {
+			return queryError(text, err)
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return 0, err
+	}
+	f, err := os.Open(out)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	_, err = io.Copy(w, f)
+	return n, err
 }

@@ -155,7 +155,11 @@ func (s *keyedSource) Cardinality() *duckdb.CardinalityInfo { return nil }
 
 func (s *keyedSource) Init() duckdb.ParallelTableSourceInfo {
 	s.q = s.e.running()
-	return duckdb.ParallelTableSourceInfo{MaxThreads: min(s.e.threads, max(1, len(s.pieces)))}
+	threads := min(s.e.threads, max(1, len(s.pieces)))
+	if s.e.ordered {
+		threads = 1
+	}
+	return duckdb.ParallelTableSourceInfo{MaxThreads: threads}
 }
 
 func (s *keyedSource) NewLocalState() any { return &keyedLocal{} }
