@@ -23,7 +23,7 @@ type keyedTable struct {
 	ttl     string // the TTL column's name, "" for none
 	// Column indexes.
 	keyCol, kgCol, subCol, nsCol, userKeyCol, valueCol, ttlCol int
-	infos                                                       []duckdb.ColumnInfo
+	infos                                                      []duckdb.ColumnInfo
 }
 
 // newKeyedTable lays out the table of keyed state st: key, key_group,
