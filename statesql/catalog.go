@@ -201,13 +201,13 @@ func (e *Engine) stateRows(ctx context.Context, snap int, src *source, costly bo
 					ttlMS = k.TTL.TTLMillis
 				}
 			}
-			name, _ := e.TableName(snap, op, k.Name, false)
+			name, _ := e.tableName(snap, op, k.Name, false)
 			entries, bytes := stats(k.Name)
 			rows = append(rows, []any{schema, k.Name, string(k.Kind), nil, typeText(k.KeyType), typeText(k.NamespaceType),
 				typeText(k.UserKeyType), typeText(k.ValueType), ttl, ttlMS, nullIfEmpty(name), entries, bytes})
 		}
 		for _, o := range op.OperatorStates {
-			name, _ := e.TableName(snap, op, o.Name, true)
+			name, _ := e.tableName(snap, op, o.Name, true)
 			entries, bytes := stats("\x00" + o.Name)
 			rows = append(rows, []any{schema, o.Name, "operator", string(o.Mode), nil, nil, nil, typeText(o.ElementType),
 				nil, nil, nullIfEmpty(name), entries, bytes})

@@ -265,9 +265,20 @@ func (s *source) schemas() []string {
 	return out
 }
 
-// TableName is the qualified name of the table of a state of operator op
-// of snapshot snap, as a query names it; ok is false when it has none.
-func (e *Engine) TableName(snap int, op *snapshot.Operator, state string, operator bool) (string, bool) {
+// From is what a query names the table of a state of operator op of
+// snapshot snap by: its qualified name, or where it has none the table
+// function call that reads it.
+func (e *Engine) From(snap int, op *snapshot.Operator, state string, operator bool) string {
+	if name, ok := e.tableName(snap, op, state, operator); ok {
+		return name
+	}
+	s := e.snaps[snap]
+	return readCall(s.catalog, s.schemaOf(op), state, operator)
+}
+
+// tableName is the qualified name of a state's table; ok is false when
+// it has none.
+func (e *Engine) tableName(snap int, op *snapshot.Operator, state string, operator bool) (string, bool) {
 	s := e.snaps[snap]
 	for _, t := range s.tables {
 		if t.op == op && t.state == state && t.operator == operator {
