@@ -450,7 +450,12 @@ func (e *Engine) run(ctx context.Context, c *duckdb.Conn, text string, head func
 		for i := range n {
 			info, err1 := stmt.ColumnTypeInfo(i)
 			name, err2 := stmt.ColumnName(i)
-			if err1 == nil && err2 == nil && holdsJSON(info) {
+			switch {
+			case err1 != nil || err2 != nil || !holdsJSON(info):
+			case info.Alias() == "JSON": // its text as written
+				asText = append(asText, fmt.Sprintf("%s::VARCHAR AS %s", ident(name), ident(name)))
+				json[name] = true
+			default:
 				asText = append(asText, fmt.Sprintf("to_json(%s)::VARCHAR AS %s", ident(name), ident(name)))
 				json[name] = true
 			}
