@@ -340,7 +340,7 @@ func TestSQLCatalogEqualsInspect(t *testing.T) {
 func checkStatesEqualInspect(t *testing.T, snap string) {
 	var sum struct {
 		Operators []struct {
-			UID, ID      string
+			ID           string
 			KeyedEntries json.Number `json:"keyed_entries"`
 			KeyedStates  []struct {
 				Name, Kind    string
@@ -368,10 +368,6 @@ func checkStatesEqualInspect(t *testing.T, snap string) {
 	var want []string
 	entries := map[string]string{}
 	for _, op := range sum.Operators {
-		label := op.UID
-		if label == "" {
-			label = op.ID
-		}
 		for _, k := range op.KeyedStates {
 			ttl := ""
 			switch {

@@ -61,14 +61,6 @@ func (d *decoded) infos() []duckdb.ColumnInfo {
 	return out
 }
 
-// width is how many DuckDB columns it takes.
-func (d *decoded) width() int {
-	if d.undecoded {
-		return 2
-	}
-	return 1
-}
-
 // errNotDecodable is a value whose bytes its codec cannot decode: damage.
 var errNotDecodable = errors.New("cannot decode")
 
