@@ -219,23 +219,3 @@ func cellOf(t *testing.T, c *arrow.Column, i int) string {
 	t.Fatalf("column %s has no row %d", c.Name(), i)
 	return ""
 }
-
-// goldenText compares text with testdata/golden/NAME.txt (-rewrite
-// writes it).
-func goldenText(t *testing.T, name, text string) {
-	t.Helper()
-	path := filepath.Join(goldenDir, name+".txt")
-	if *rewrite {
-		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run `go test ./cmd -rewrite` to create it)", err)
-	}
-	if text != string(want) {
-		t.Errorf("%s differs from %s:\n%s", name, path, text)
-	}
-}

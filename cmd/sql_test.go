@@ -129,20 +129,12 @@ func flinkCorpus(t *testing.T) map[string][]string {
 // it lies: its path, and a --path-map from where it was written.
 func flinkArgs(t *testing.T, version, entry string) []string {
 	t.Helper()
-	dir := filepath.Join("..", "testdata", "flink", version, entry)
-	data, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var m struct {
-		OriginalDir string `json:"original_dir"`
-	}
-	decodeJSON(t, string(data), &m)
+	dir, m := flinkManifest(t, version, entry)
 	abs, err := filepath.Abs(filepath.Join(dir, "snapshot"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return []string{flinkSnapshot(t, version, entry), "--path-map", m.OriginalDir + "=" + abs, "--skip-unreadable"}
+	return []string{filepath.Join(dir, "snapshot", m.SnapshotSubpath), "--path-map", m.OriginalDir + "=" + abs, "--skip-unreadable"}
 }
 
 // Every keyed state of every real Flink snapshot in the corpus (and of
