@@ -152,14 +152,12 @@ func TestSQLEqualsDump(t *testing.T) {
 			}
 		}
 	})
-	checked := 0
 	for _, name := range names {
 		t.Run(name, func(t *testing.T) {
-			checked += checkSQLEqualsDump(t, snaps[name])
+			if n := checkSQLEqualsDump(t, snaps[name]); n == 0 {
+				t.Errorf("%s has no keyed state", name)
+			}
 		})
-	}
-	if checked < 200 {
-		t.Errorf("compared only %d states", checked)
 	}
 }
 
