@@ -48,6 +48,9 @@ import stateutil.flink.jobs.Jobs;
  * spa-dump     --job J --snapshot PATH --dump DUMP.jsonl [--records N] [--rename-uid OLD=NEW]
  *              [--without-operator UID]
  * spa-rewrite  --job J --snapshot PATH --max-parallelism M --out DIR [--records N]
+ * spa-count    --job J --snapshot PATH --out COUNTS.txt [--max-parallelism M] [--records N]
+ *              (keyed entries per key group, "KEY_GROUP COUNT" lines: the benchmark peer of
+ *              stateutil sql's GROUP BY key_group)
  * version
  * </pre>
  *
@@ -159,7 +162,7 @@ public final class Harness {
 
     static int run(String[] a) throws Exception {
         if (a.length == 0) {
-            throw new UsageException("usage: snapshot|restore-dump|spa-dump|spa-rewrite|version [options]");
+            throw new UsageException("usage: snapshot|restore-dump|spa-dump|spa-rewrite|spa-count|version [options]");
         }
         Opts o = new Opts(a, 1);
         Jobs.readingBack = !a[0].equals("snapshot");
@@ -178,6 +181,8 @@ public final class Harness {
                 return Spa.dump(o);
             case "spa-rewrite":
                 return Spa.rewrite(o);
+            case "spa-count":
+                return Spa.count(o);
             default:
                 throw new UsageException("unknown command " + a[0]);
         }
