@@ -49,7 +49,8 @@ timed() {
 med() { cut -d' ' -f1 "$work/$1" | median; }
 rss() { cut -d' ' -f2 "$work/$1" | sort -n | tail -1; }
 
-table=$("$bin" sql "$snap" -e "SELECT table_name FROM states WHERE kind = 'value' ORDER BY table_name LIMIT 1" -o csv | tail -n 1)
+table=$("$bin" sql "$snap" -e "SELECT table_name FROM states WHERE kind = 'value' ORDER BY table_name LIMIT 1" -o json |
+  python3 -c 'import json, sys; print(json.load(sys.stdin)[0]["table_name"])')
 query="SELECT key_group, count(*) AS n FROM $table GROUP BY key_group ORDER BY key_group"
 json="SELECT key_group, count(*) AS n FROM read_json('$work/dump.jsonl', format = 'newline_delimited') GROUP BY key_group ORDER BY key_group"
 for i in $(seq "$rounds"); do

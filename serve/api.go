@@ -33,6 +33,7 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /api/snapshots/{id}/entries", s.entries)
 	m.HandleFunc("GET /api/snapshots/{id}/plan", s.plan)
 	m.HandleFunc("GET /api/diff", s.diff)
+	s.sqlRoutes(m)
 	m.HandleFunc("GET /api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no such endpoint: "+r.URL.Path)
 	})

@@ -55,6 +55,7 @@ type Server struct {
 	plans     *memo
 	diffs     *memo
 	mux       *http.ServeMux
+	sqlState  sqlEngine
 
 	mu       sync.Mutex
 	oneTimes map[string]bool // one-time login codes not yet used
@@ -77,6 +78,7 @@ func (s *Server) Close() error {
 	for _, src := range s.snapshots {
 		errs = append(errs, src.close())
 	}
+	errs = append(errs, s.sqlState.close())
 	return errors.Join(errs...)
 }
 
