@@ -61,6 +61,12 @@
   }
 
   form.addEventListener("submit", run);
+  // /sql?q=QUERY opens with that query run.
+  const asked = new URLSearchParams(location.search).get("q");
+  if (asked) {
+    query.value = asked;
+    run();
+  }
   query.addEventListener("keydown", (e) => {
     if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) run(e);
   });
