@@ -423,11 +423,11 @@ func (e *Engine) exclusive(ctx context.Context, fn func(context.Context, *duckdb
 	defer e.cur.Store(nil)
 	defer q.end()
 	err := e.conn.Raw(func(c any) error { return fn(ctx, c.(*duckdb.Conn)) })
-	if q.err != nil {
-		return q.err
-	}
-	if ctx.Err() != nil && err != nil {
+	switch {
+	case ctx.Err() != nil && (err != nil || q.err != nil):
 		return context.Cause(ctx)
+	case q.err != nil:
+		return q.err
 	}
 	return err
 }

@@ -6,9 +6,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stateutil/stateutil/backends/memory"
+	"github.com/stateutil/stateutil/keygroup"
 	"github.com/stateutil/stateutil/snapshot"
 	"github.com/stateutil/stateutil/storage"
 )
@@ -182,5 +184,59 @@ func TestEarlyStop(t *testing.T) {
 	}
 	if _, got, err := rows(t, e, `SELECT count(*) FROM "word-counter"."by-source"`); err != nil || got[0][0] != int64(62) {
 		t.Fatalf("after stopping: %v, %v", got, err)
+	}
+}
+
+// blockingReader yields each subtask's first entry, then waits until
+// the read is cancelled and fails with why.
+type blockingReader struct {
+	snapshot.Reader
+	reading chan struct{}
+	once    sync.Once
+}
+
+func (b *blockingReader) Entries(ctx context.Context, op *snapshot.Operator, subtask int, kgs keygroup.Range) snapshot.Entries {
+	return func(yield func(snapshot.Entry, error) bool) {
+		for e, err := range b.Reader.Entries(ctx, op, subtask, kgs) {
+			if err != nil || !yield(e, nil) {
+				return
+			}
+			break
+		}
+		b.once.Do(func() { close(b.reading) })
+		<-ctx.Done()
+		yield(snapshot.Entry{}, ctx.Err())
+	}
+}
+
+// A query whose context ends while it reads state stops, and says why;
+// the engine answers the next query.
+func TestQueryCancelled(t *testing.T) {
+	reg := snapshot.NewRegistry(storage.NewRegistry())
+	memory.Register(reg)
+	r, err := reg.Open(context.Background(), example, snapshot.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	br := &blockingReader{Reader: r, reading: make(chan struct{})}
+	e, err := Open(context.Background(), []Snapshot{{Reader: br, Location: example}}, Options{Codecs: reg.Codecs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	ctx, cancel := context.WithCancelCause(context.Background())
+	stop := errors.New("asked to stop")
+	done := make(chan error, 1)
+	go func() {
+		done <- e.Query(ctx, `SELECT count(*) FROM "word-counter"."count"`, func([]Column) error { return nil }, func([]any) error { return nil })
+	}()
+	<-br.reading
+	cancel(stop)
+	if err := <-done; !errors.Is(err, stop) {
+		t.Fatalf("cancelled query: %v, want %v", err, stop)
+	}
+	if _, got, err := rows(t, e, "SELECT 42"); err != nil || got[0][0] != int32(42) {
+		t.Fatalf("after a cancelled query: %v, %v", got, err)
 	}
 }
