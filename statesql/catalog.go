@@ -150,9 +150,19 @@ func (e *Engine) operatorRows(ctx context.Context, src *source, costly bool) ([]
 			o := sum.Operators[i]
 			total, keyedEntries, keyedBytes = o.KeyedBytes+o.OperatorBytes+raw, o.KeyedEntries, o.KeyedBytes
 		}
+		// NULL where the reader cannot tell; the size counts in the total.
+		var coordinator any
+		if cs, ok := src.Reader.(snapshot.CoordinatorSizer); ok {
+			if n, ok := cs.CoordinatorStateBytes(op); ok {
+				coordinator = n
+				if t, ok := total.(int64); ok {
+					total = t + n
+				}
+			}
+		}
 		rows = append(rows, []any{
 			src.schemaOf(op), s.CheckpointID, nullIfEmpty(op.Name), nullIfEmpty(op.UID), op.ID,
-			int32(op.Parallelism), int32(op.MaxParallelism), nil, total, keyedEntries, keyedBytes, elements, bytes, unreadable,
+			int32(op.Parallelism), int32(op.MaxParallelism), coordinator, total, keyedEntries, keyedBytes, elements, bytes, unreadable,
 		})
 	}
 	return rows, nil

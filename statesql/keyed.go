@@ -151,7 +151,19 @@ type keyedLocal struct {
 
 func (s *keyedSource) ColumnInfos() []duckdb.ColumnInfo { return s.t.infos }
 
-func (s *keyedSource) Cardinality() *duckdb.CardinalityInfo { return nil }
+// Cardinality is the operator's keyed entries where the metadata counts
+// them (all its states': a bound, not the table's rows), for DuckDB's
+// plans.
+func (s *keyedSource) Cardinality() *duckdb.CardinalityInfo {
+	var n int64
+	for _, sub := range s.t.op.Subtasks {
+		if sub == nil || !sub.Keyed.Known {
+			return nil
+		}
+		n += sub.Keyed.Entries
+	}
+	return &duckdb.CardinalityInfo{Cardinality: uint(n)}
+}
 
 func (s *keyedSource) Init() duckdb.ParallelTableSourceInfo {
 	s.q = s.e.running()
