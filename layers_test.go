@@ -1,7 +1,10 @@
 package main
 
 import (
+	"bytes"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -58,5 +61,94 @@ func TestLayering(t *testing.T) {
 	}
 	if checked < len(forbidden) {
 		t.Fatalf("go list named %d packages of the layers, want at least %d:\n%s", checked, len(forbidden), out)
+	}
+}
+
+// The flink format's packages, from the bottom up: a package may import
+// only packages of lower levels. The serializer families (the packages
+// under internal/typeser/) stand beside each other on one level, and only
+// the format itself, which assembles their table, imports them.
+var flinkLevels = map[string]int{
+	"backends/flink/internal/wire":      0,
+	"backends/flink/internal/javaser":   1,
+	"backends/flink/metadata":           2,
+	"backends/flink/internal/typeser":   2,
+	"backends/flink/internal/statefile": 4,
+	"backends/flink/internal/changelog": 5,
+	"backends/flink":                    6,
+}
+
+const familyLevel = 3
+
+func flinkLevel(pkg string) (int, bool) {
+	if l, ok := flinkLevels[pkg]; ok {
+		return l, true
+	}
+	if strings.HasPrefix(pkg, "backends/flink/internal/typeser/") {
+		return familyLevel, true
+	}
+	return 0, false
+}
+
+func TestFlinkLayering(t *testing.T) {
+	const module = "github.com/stateutil/stateutil/"
+	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}} {{join .Imports \" \"}}", "./backends/flink/...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	seen := map[string]bool{}
+	for line := range strings.Lines(string(out)) {
+		fields := strings.Fields(line)
+		pkg := strings.TrimPrefix(fields[0], module)
+		level, ok := flinkLevel(pkg)
+		if !ok {
+			t.Errorf("%s has no level in flinkLevels: say where it stands", pkg)
+			continue
+		}
+		seen[pkg] = true
+		for _, imp := range fields[1:] {
+			dep, ours := strings.CutPrefix(imp, module)
+			if !ours {
+				continue
+			}
+			dl, ok := flinkLevel(dep)
+			switch {
+			case !ok:
+			case dl >= level:
+				t.Errorf("%s (level %d) imports %s (level %d): only lower levels", pkg, level, dep, dl)
+			case dl == familyLevel && pkg != "backends/flink":
+				t.Errorf("%s imports the serializer family %s: only backends/flink assembles the families", pkg, dep)
+			}
+		}
+	}
+	for pkg := range flinkLevels {
+		if !seen[pkg] {
+			t.Errorf("go list named no package %s", pkg)
+		}
+	}
+}
+
+// maxPackageLines bounds a package's non-test Go: past it, a package holds
+// more than one job.
+const maxPackageLines = 5000
+
+func TestPackageSize(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", "{{.Dir}} {{join .GoFiles \" \"}} {{join .CgoFiles \" \"}}", "./...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	for line := range strings.Lines(string(out)) {
+		fields := strings.Fields(line)
+		lines := 0
+		for _, f := range fields[1:] {
+			b, err := os.ReadFile(filepath.Join(fields[0], f))
+			if err != nil {
+				t.Fatal(err)
+			}
+			lines += bytes.Count(b, []byte("\n"))
+		}
+		if lines > maxPackageLines {
+			t.Errorf("%s: %d lines of non-test Go, over %d: split it", fields[0], lines, maxPackageLines)
+		}
 	}
 }

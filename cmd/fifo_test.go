@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/stateutil/stateutil/backends/flink"
+	"github.com/stateutil/stateutil/backends/flink/metadata"
 	"github.com/stateutil/stateutil/snapshot/formattest"
 )
 
@@ -83,14 +83,14 @@ func flinkCopy(t *testing.T) (dir, keyed string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := flink.ParseMetadata(data, filepath.Join(dir, "_metadata"))
+	m, err := metadata.ParseMetadata(data, filepath.Join(dir, "_metadata"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var files []string
 	for _, op := range m.Operators {
 		for _, st := range op.Subtasks {
-			if h := st.ManagedKeyedState; h != nil && h.KeyGroups != nil && h.KeyGroups.Delegate != nil && h.KeyGroups.Delegate.Type == flink.HandleRelativeFile {
+			if h := st.ManagedKeyedState; h != nil && h.KeyGroups != nil && h.KeyGroups.Delegate != nil && h.KeyGroups.Delegate.Type == metadata.HandleRelativeFile {
 				files = append(files, filepath.Join(dir, h.KeyGroups.Delegate.Path))
 			}
 		}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/stateutil/stateutil/backends/flink"
+	"github.com/stateutil/stateutil/backends/flink/metadata"
 	"github.com/stateutil/stateutil/internal/flinkharness"
 )
 
@@ -53,7 +54,7 @@ func flinkVersionCells(t *testing.T, v string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		m, err := flink.ParseMetadata(data, dir)
+		m, err := metadata.ParseMetadata(data, dir)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/stateutil/stateutil/backends/flink"
+	"github.com/stateutil/stateutil/backends/flink/metadata"
 	"github.com/stateutil/stateutil/backends/rocksdb"
 	"github.com/stateutil/stateutil/snapshot"
 )
@@ -74,7 +74,7 @@ func versionOf(reg *snapshot.Registry) *Version {
 	for _, f := range reg.Formats() {
 		out.Formats = append(out.Formats, FormatSupport{Name: f.Name, Aliases: append([]string{}, f.Aliases...), Read: f.Open != nil, Write: f.Create != nil, Summary: f.Summary})
 	}
-	for n := flink.MinMetadataVersion; n <= flink.MaxMetadataVersion; n++ {
+	for n := metadata.MinMetadataVersion; n <= metadata.MaxMetadataVersion; n++ {
 		out.FlinkMetadataRead = append(out.FlinkMetadataRead, n)
 	}
 	return out

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/stateutil/stateutil/backends/filesystem"
-	"github.com/stateutil/stateutil/backends/flink"
+	"github.com/stateutil/stateutil/backends/flink/metadata"
 	"github.com/stateutil/stateutil/diff"
 	"github.com/stateutil/stateutil/redistribute"
 	"github.com/stateutil/stateutil/snapshot"
@@ -303,7 +303,7 @@ func sameFlinkFiles(t *testing.T, n int, dst string, single savepointFiles) {
 // state files (and so where inline data lies in it) left out, and those
 // files' bytes in the order it lists them.
 type savepointFiles struct {
-	meta *flink.Metadata
+	meta *metadata.Metadata
 	data [][]byte
 }
 
@@ -313,18 +313,18 @@ func flinkFiles(t *testing.T, dir string) savepointFiles {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := flink.ParseMetadata(data, filepath.Join(dir, "_metadata"))
+	m, err := metadata.ParseMetadata(data, filepath.Join(dir, "_metadata"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	m.File, m.Size = "", 0 // the file's size goes with the names' lengths
 	var out savepointFiles
-	take := func(d *flink.StreamHandle) {
+	take := func(d *metadata.StreamHandle) {
 		if d == nil {
 			return
 		}
 		d.DataOffset = 0 // where inline data lies in _metadata
-		if d.Type != flink.HandleRelativeFile {
+		if d.Type != metadata.HandleRelativeFile {
 			return
 		}
 		b, err := os.ReadFile(filepath.Join(dir, d.Path))
@@ -337,12 +337,12 @@ func flinkFiles(t *testing.T, dir string) savepointFiles {
 	for _, op := range m.Operators {
 		take(op.CoordinatorState)
 		for _, st := range op.Subtasks {
-			for _, k := range []*flink.KeyedHandle{st.ManagedKeyedState, st.RawKeyedState} {
+			for _, k := range []*metadata.KeyedHandle{st.ManagedKeyedState, st.RawKeyedState} {
 				if k != nil && k.KeyGroups != nil {
 					take(k.KeyGroups.Delegate)
 				}
 			}
-			for _, o := range []*flink.OperatorStateHandle{st.ManagedOperatorState, st.RawOperatorState} {
+			for _, o := range []*metadata.OperatorStateHandle{st.ManagedOperatorState, st.RawOperatorState} {
 				if o != nil {
 					take(o.Delegate)
 				}

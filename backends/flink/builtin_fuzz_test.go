@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stateutil/stateutil/backends/flink/internal/typeser"
+	"github.com/stateutil/stateutil/internal/flinkharness"
 	"github.com/stateutil/stateutil/snapshot"
 )
 
@@ -39,10 +41,10 @@ func FuzzBuiltinValues(f *testing.F) {
 // checked-in corpus entries and checks what their mutations decode to as
 // FuzzBuiltinValues says.
 func fuzzCorpusValues(f *testing.F, entries map[string][]string) {
-	var codecs []codec
+	var codecs []typeser.Codec
 	ctx := context.Background()
 	for entry, states := range entries {
-		dir, _ := filepath.Glob(filepath.Join(repoRoot(f), "testdata", "flink", entry, "snapshot", "*"))
+		dir, _ := filepath.Glob(filepath.Join(flinkharness.RepoRoot(), "testdata", "flink", entry, "snapshot", "*"))
 		if len(dir) != 1 {
 			f.Fatalf("%s: want one snapshot, found %v", entry, dir)
 		}
@@ -55,12 +57,12 @@ func fuzzCorpusValues(f *testing.F, entries map[string][]string) {
 			if st == nil {
 				f.Fatalf("%s: no state %q", entry, name)
 			}
-			c, err := CodecFactory(st.ValueType)
+			c, err := serializers.CodecFactory(st.ValueType)
 			if err != nil {
 				f.Fatal(err)
 			}
 			i := len(codecs)
-			codecs = append(codecs, c.(codec))
+			codecs = append(codecs, c.(typeser.Codec))
 			seeds := 0
 			for _, sub := range op.Subtasks {
 				for e, err := range r.Entries(ctx, op, sub.Index, sub.KeyGroups) {

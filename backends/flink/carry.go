@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/stateutil/stateutil/backends/flink/internal/statefile"
+	"github.com/stateutil/stateutil/backends/flink/internal/typeser"
+	"github.com/stateutil/stateutil/backends/flink/metadata"
 	"github.com/stateutil/stateutil/snapshot"
 )
 
@@ -21,13 +24,13 @@ const carriedFormat = "flink/1"
 
 // carriedSnapshot is the snapshot-level part.
 type carriedSnapshot struct {
-	Format          string          `json:"format"`
-	MetadataVersion int             `json:"metadata_version"`
-	MasterStates    []MasterState   `json:"master_states"`
-	Savepoint       bool            `json:"savepoint"`
-	TypeName        string          `json:"type_name,omitempty"`
-	PostAction      string          `json:"post_action,omitempty"`
-	Flags           map[string]bool `json:"flags,omitempty"`
+	Format          string                 `json:"format"`
+	MetadataVersion int                    `json:"metadata_version"`
+	MasterStates    []metadata.MasterState `json:"master_states"`
+	Savepoint       bool                   `json:"savepoint"`
+	TypeName        string                 `json:"type_name,omitempty"`
+	PostAction      string                 `json:"post_action,omitempty"`
+	Flags           map[string]bool        `json:"flags,omitempty"`
 }
 
 // carriedMeta is one state's meta info as a header records it.
@@ -93,7 +96,7 @@ type carriedOperator struct {
 	ChannelState bool `json:"channel_state,omitempty"`
 }
 
-func metaOf(m *StateMeta) carriedMeta {
+func metaOf(m *statefile.StateMeta) carriedMeta {
 	c := carriedMeta{Name: m.Name, Type: int32(m.Type)}
 	keys := make([]string, 0, len(m.Options))
 	for k := range m.Options {
@@ -104,19 +107,19 @@ func metaOf(m *StateMeta) carriedMeta {
 		c.Options = append(c.Options, [2]string{k, m.Options[k]})
 	}
 	for _, k := range m.SerializerKeys {
-		c.Serializers = append(c.Serializers, carriedSerializer{Key: k, Raw: m.Serializers[k].rawOrNil()})
+		c.Serializers = append(c.Serializers, carriedSerializer{Key: k, Raw: rawOrNil(m.Serializers[k])})
 	}
 	return c
 }
 
-func (s *SerializerSnapshot) rawOrNil() []byte {
+func rawOrNil(s *typeser.SerializerSnapshot) []byte {
 	if s == nil {
 		return nil
 	}
 	return s.Raw
 }
 
-func addMeta(list []carriedMeta, m *StateMeta) []carriedMeta {
+func addMeta(list []carriedMeta, m *statefile.StateMeta) []carriedMeta {
 	if slices.ContainsFunc(list, func(c carriedMeta) bool { return c.Name == m.Name }) {
 		return list
 	}
@@ -159,7 +162,7 @@ func (r *SnapshotReader) carryOver(ctx context.Context) error {
 	return nil
 }
 
-func (r *SnapshotReader) carryOperator(ctx context.Context, op *OperatorState) (*carriedOperator, error) {
+func (r *SnapshotReader) carryOperator(ctx context.Context, op *metadata.OperatorState) (*carriedOperator, error) {
 	co := &carriedOperator{Format: carriedFormat, ID: op.ID.String(), UID: op.UID, Name: op.Name,
 		Parallelism: op.Parallelism, MaxParallelism: op.MaxParallelism, FullyFinished: op.FullyFinished}
 	if c := op.CoordinatorState; c != nil {
@@ -243,13 +246,13 @@ func carriedSnapshotOf(s *snapshot.Snapshot) *carriedSnapshot {
 // timerKeyType gives a timer state's key type the bytes of the backend's
 // key serializer snapshot, which it is (the timer's nested copy is not
 // stored on its own), so that timers' keys hash like the states' keys.
-func timerKeyType(t snapshot.Type, hdrs []*KeyedHeader) snapshot.Type {
+func timerKeyType(t snapshot.Type, hdrs []*statefile.KeyedHeader) snapshot.Type {
 	if len(t.SerializerSnapshot) > 0 {
 		return t
 	}
 	for _, h := range hdrs {
-		if k := h.KeySerializer; k != nil && len(k.Raw) > 0 && typeOf(k).Name == t.Name && k.Name() == t.Class {
-			return typeOf(k)
+		if k := h.KeySerializer; k != nil && len(k.Raw) > 0 && typeser.TypeOf(k).Name == t.Name && k.Name() == t.Class {
+			return typeser.TypeOf(k)
 		}
 	}
 	return t

@@ -12,6 +12,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stateutil/stateutil/backends/flink/internal/typeser"
+	"github.com/stateutil/stateutil/backends/flink/internal/typeser/connectors"
+	"github.com/stateutil/stateutil/backends/flink/internal/wire"
 	"github.com/stateutil/stateutil/internal/flinkharness"
 	"github.com/stateutil/stateutil/snapshot"
 )
@@ -52,7 +55,7 @@ func connectorEntries(t testing.TB) []flinkharness.Entry {
 // connectorVersions by every kind of connectorKinds, nothing else.
 func corpusEntries(t testing.TB, corpus string) []flinkharness.Entry {
 	t.Helper()
-	es, err := flinkharness.ReadCorpus(filepath.Join(repoRoot(t), "testdata", corpus))
+	es, err := flinkharness.ReadCorpus(filepath.Join(flinkharness.RepoRoot(), "testdata", corpus))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +96,7 @@ func connectorElements(t testing.TB, e flinkharness.Entry) map[string][][]byte {
 					t.Fatal(err)
 				}
 				st, _ := op.OperatorStateByName(el.State)
-				if strings.HasPrefix(st.ElementType.Name, typePrefix+connectorTypePrefix) {
+				if strings.HasPrefix(st.ElementType.Name, typeser.TypePrefix+typeser.StateTypePrefix) {
 					out[el.State] = append(out[el.State], bytes.Clone(el.Value))
 				}
 			}
@@ -139,7 +142,7 @@ func TestConnectorsEqualJobDump(t *testing.T) {
 func TestConnectorsRoundTrip(t *testing.T) {
 	for _, e := range connectorEntries(t) {
 		for state, els := range connectorElements(t, e) {
-			c, _ := newConnectorCodec(state)
+			c := connectors.Family.StateCodecs[state]()
 			for i, b := range els {
 				v, err := c.Decode(b)
 				if _, isHex := v.(string); err != nil || isHex {
@@ -168,9 +171,9 @@ func TestConnectorsRoundTrip(t *testing.T) {
 // no layout parses (the harness's own source's splits) stays byte[] hex,
 // and writes back.
 func TestConnectorsOtherBytesStay(t *testing.T) {
-	c, _ := newConnectorCodec("SourceReaderState")
+	c := connectors.Family.StateCodecs["SourceReaderState"]()
 	data := []byte{0, 0, 0, 1, 0, 0, 0, 24, 0, 0, 0, 2, 0, 0, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0xca, 0, 0, 0, 0, 0, 0, 0, 0xc8}
-	b := appendBytes32(nil, data)
+	b := typeser.AppendBytes32(nil, data)
 	v, err := c.Decode(b)
 	if err != nil || v != "0x00000001000000180000000200000004000000000000"+"00ca00000000000000c8" {
 		t.Fatalf("got %v, %v", v, err)
@@ -186,11 +189,11 @@ func TestConnectorsOtherBytesStay(t *testing.T) {
 func TestConnectorsDamage(t *testing.T) {
 	for _, e := range connectorEntries(t) {
 		for state, els := range connectorElements(t, e) {
-			c, _ := newConnectorCodec(state)
+			c := connectors.Family.StateCodecs[state]()
 			b := bytes.Clone(els[0])
 			binary.BigEndian.PutUint32(b[8:], binary.BigEndian.Uint32(b[8:])^1)
 			_, err := c.Decode(b)
-			var ce *CorruptError
+			var ce *wire.CorruptError
 			if !errors.As(err, &ce) || ce.Offset != 8 {
 				t.Errorf("%s: flipped frame length: %v, want damage at offset 8", state, err)
 			}
@@ -234,7 +237,7 @@ func fuzzConnectorState(f *testing.F, corpus, state string) {
 			f.Add(b)
 		}
 	}
-	c, _ := newConnectorCodec(state)
+	c := connectors.Family.StateCodecs[state]()
 	f.Fuzz(func(t *testing.T, b []byte) {
 		v, err := c.Decode(b)
 		if err != nil {

@@ -288,7 +288,7 @@ func checkCorpus(t *testing.T, root string) {
 // TestCheckedInCorpusReads reads every entry of testdata/flink down to
 // every value.
 func TestCheckedInCorpusReads(t *testing.T) {
-	checkCorpus(t, filepath.Join(repoRoot(t), "testdata", "flink"))
+	checkCorpus(t, filepath.Join(flinkharness.RepoRoot(), "testdata", "flink"))
 }
 
 // TestGeneratedCorpusReads reads a corpus made by scripts/flink-corpus.sh:
@@ -304,7 +304,7 @@ func generatedCorpus(t *testing.T) string {
 	if root == "" {
 		cache := os.Getenv("STATEUTIL_CACHE_DIR")
 		if cache == "" {
-			cache = filepath.Join(repoRoot(t), ".cache")
+			cache = filepath.Join(flinkharness.RepoRoot(), ".cache")
 		}
 		root = filepath.Join(cache, "flink-corpus")
 	}
@@ -494,7 +494,7 @@ func withoutKryoText(lines []flinkharness.Line) []flinkharness.Line {
 // unwalkable heap state clean, and names that state (the corpus tests
 // leave unreadable findings aside, as they compare what is read).
 func TestUnwalkableHeapStateNotOK(t *testing.T) {
-	entries, err := flinkharness.ReadCorpus(filepath.Join(repoRoot(t), "testdata", "flink"))
+	entries, err := flinkharness.ReadCorpus(filepath.Join(flinkharness.RepoRoot(), "testdata", "flink"))
 	if err != nil {
 		t.Fatal(err)
 	}

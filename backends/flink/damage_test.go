@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stateutil/stateutil/backends/flink/metadata"
 	"github.com/stateutil/stateutil/snapshot"
 )
 
@@ -24,7 +25,7 @@ type flinkOp struct {
 // operator's parallelism is at offset 40, its max parallelism at 44.
 func metadataV3(ops ...flinkOp) []byte {
 	var b []byte
-	b = binary.BigEndian.AppendUint32(b, MetadataMagic)
+	b = binary.BigEndian.AppendUint32(b, metadata.MetadataMagic)
 	b = binary.BigEndian.AppendUint32(b, 3)
 	b = binary.BigEndian.AppendUint64(b, 7) // checkpoint id
 	b = binary.BigEndian.AppendUint32(b, 0) // master states
@@ -33,13 +34,13 @@ func metadataV3(ops ...flinkOp) []byte {
 		b = append(b, bytes.Repeat([]byte{op.idByte}, 16)...)
 		b = binary.BigEndian.AppendUint32(b, uint32(op.p))
 		b = binary.BigEndian.AppendUint32(b, uint32(op.maxP))
-		b = append(b, byte(HandleNull)) // coordinator state
+		b = append(b, byte(metadata.HandleNull)) // coordinator state
 		b = binary.BigEndian.AppendUint32(b, uint32(len(op.subtaskIndexes)))
 		for _, i := range op.subtaskIndexes {
 			b = binary.BigEndian.AppendUint32(b, uint32(i))
-			b = append(b, 0, 0, 0, 0, 0, 0, 0, 0)             // no managed, no raw operator state
-			b = append(b, byte(HandleNull), byte(HandleNull)) // no managed, no raw keyed state
-			b = binary.BigEndian.AppendUint64(b, 0)           // no input channels, no result subpartitions
+			b = append(b, 0, 0, 0, 0, 0, 0, 0, 0)                               // no managed, no raw operator state
+			b = append(b, byte(metadata.HandleNull), byte(metadata.HandleNull)) // no managed, no raw keyed state
+			b = binary.BigEndian.AppendUint64(b, 0)                             // no input channels, no result subpartitions
 		}
 	}
 	return b

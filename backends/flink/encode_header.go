@@ -2,6 +2,10 @@ package flink
 
 import (
 	"fmt"
+
+	"github.com/stateutil/stateutil/backends/flink/internal/statefile"
+	"github.com/stateutil/stateutil/backends/flink/internal/typeser"
+	"github.com/stateutil/stateutil/backends/flink/internal/wire"
 )
 
 // The headers of the state files a canonical savepoint holds: Flink's
@@ -36,70 +40,70 @@ func (w *writer) operatorHeaderFor(co *carriedOperator) int {
 }
 
 // encodeMeta writes one state meta info in the current layout.
-func encodeMeta(o *out, m carriedMeta) {
-	o.utf(m.Name)
-	o.i32(m.Type)
-	o.i32(int32(len(m.Options)))
+func encodeMeta(o *wire.Writer, m carriedMeta) {
+	o.UTF(m.Name)
+	o.I32(m.Type)
+	o.I32(int32(len(m.Options)))
 	for _, kv := range m.Options {
-		o.utf(kv[0])
-		o.utf(kv[1])
+		o.UTF(kv[0])
+		o.UTF(kv[1])
 	}
-	o.i32(int32(len(m.Serializers)))
+	o.I32(int32(len(m.Serializers)))
 	for _, s := range m.Serializers {
 		if len(s.Raw) == 0 {
-			o.fail("state %q: its %s was recorded in the layout of Flink 1.3-1.6, which stateutil cannot write back", m.Name, s.Key)
+			o.Fail("state %q: its %s was recorded in the layout of Flink 1.3-1.6, which stateutil cannot write back", m.Name, s.Key)
 			return
 		}
-		o.utf(s.Key)
-		o.raw(s.Raw)
+		o.UTF(s.Key)
+		o.Raw(s.Raw)
 	}
 }
 
 // encodeKeyedHeader writes the keyed state header: no compression, the key
 // serializer, then every state's meta info.
 func encodeKeyedHeader(keySerializer []byte, states []carriedMeta) ([]byte, error) {
-	o := &out{}
-	o.i32(keyedHeaderVersion)
-	o.bool(false)
+	o := &wire.Writer{}
+	o.I32(keyedHeaderVersion)
+	o.Bool(false)
 	if len(keySerializer) == 0 {
 		return nil, fmt.Errorf("no key serializer snapshot of Flink 1.7+ recorded")
 	}
-	o.raw(keySerializer)
+	o.Raw(keySerializer)
 	if len(states) > 0x7FFF {
 		return nil, fmt.Errorf("%d keyed states, more than a header holds", len(states))
 	}
-	o.u16(uint16(len(states)))
+	o.U16(uint16(len(states)))
 	for _, m := range states {
 		encodeMeta(o, m)
 	}
-	return o.b, o.err
+	return o.B, o.Err
 }
 
 // encodeOperatorHeader writes the operator state header of version 5 or 6:
 // no compression (6 says so, 5 has no flag), the list states' meta infos,
 // then the broadcast states'.
 func encodeOperatorHeader(version int, lists, broadcasts []carriedMeta) ([]byte, error) {
-	o := &out{}
-	o.i32(int32(version))
+	o := &wire.Writer{}
+	o.I32(int32(version))
 	if version >= 6 {
-		o.bool(false)
+		o.Bool(false)
 	}
 	for _, group := range [][]carriedMeta{lists, broadcasts} {
 		if len(group) > 0x7FFF {
 			return nil, fmt.Errorf("%d operator states, more than a header holds", len(group))
 		}
-		o.u16(uint16(len(group)))
+		o.U16(uint16(len(group)))
 		for _, m := range group {
 			encodeMeta(o, m)
 		}
 	}
-	return o.b, o.err
+	return o.B, o.Err
 }
 
 // stateMetaOf parses a carried meta info back into the reader's model, so
 // that the writer lays entries out with the reader's layout rules.
-func stateMetaOf(m carriedMeta) (*StateMeta, error) {
-	sm := &StateMeta{Name: m.Name, Type: BackendStateType(m.Type), Options: map[string]string{}, Serializers: map[string]*SerializerSnapshot{}}
+func stateMetaOf(m carriedMeta) (*statefile.StateMeta, error) {
+	sm := &statefile.StateMeta{Name: m.Name, Type: statefile.BackendStateType(m.Type), Options: map[string]string{}, Serializers: map[string]*typeser.SerializerSnapshot{}}
 	for _, kv := range m.Options {
 		sm.Options[kv[0]] = kv[1]
 	}
@@ -116,15 +120,15 @@ func stateMetaOf(m carriedMeta) (*StateMeta, error) {
 
 // parseSerializerSnapshot decodes the bytes of one serializer snapshot
 // (proxy version included), as a header holds it.
-func parseSerializerSnapshot(raw []byte) (*SerializerSnapshot, error) {
+func parseSerializerSnapshot(raw []byte) (*typeser.SerializerSnapshot, error) {
 	if len(raw) == 0 {
 		return nil, fmt.Errorf("no serializer snapshot bytes (Flink 1.3-1.6 layout)")
 	}
-	r := newReader(raw, "serializer snapshot", 0)
-	sr := &snapReader{r: r}
-	s := sr.snapshotProxy(func(q int) bool { return q == len(raw) })
-	if r.err != nil {
-		return nil, r.err
+	r := wire.NewReader(raw, "serializer snapshot", 0)
+	sr := &typeser.SnapReader{R: r, Table: serializers}
+	s := sr.SnapshotProxy(func(q int) bool { return q == len(raw) })
+	if r.Err != nil {
+		return nil, r.Err
 	}
 	return s, nil
 }

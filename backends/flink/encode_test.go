@@ -5,6 +5,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"testing"
+
+	"github.com/stateutil/stateutil/backends/flink/internal/wire"
+	"github.com/stateutil/stateutil/backends/flink/metadata"
 )
 
 // enc writes Java DataOutputStream values. It is built from the format facts
@@ -32,7 +35,7 @@ func (e *enc) relFile(path string, size int64) *enc { return e.u8(6).utf(path).i
 // operators that between them use every handle type of the table.
 func metadataV567(version int32) []byte {
 	e := &enc{}
-	e.i32(MetadataMagic).i32(version).i64(42)
+	e.i32(metadata.MetadataMagic).i32(version).i64(42)
 	// one master state
 	ms := &enc{}
 	ms.i32(3).utf("master").i32(2).raw([]byte{9, 8})
@@ -139,7 +142,7 @@ func javaProps(format string) []byte {
 func TestEncodedVersions567(t *testing.T) {
 	for _, v := range []int32{5, 6, 7} {
 		data := metadataV567(v)
-		m, err := ParseMetadata(data, "enc")
+		m, err := metadata.ParseMetadata(data, "enc")
 		if err != nil {
 			t.Fatalf("v%d: %v", v, err)
 		}
@@ -163,30 +166,30 @@ func TestEncodedVersions567(t *testing.T) {
 		}
 		st := op.Subtasks[0]
 		mo := st.ManagedOperatorState
-		if mo.Type != HandleOperatorState || len(mo.States) != 2 || mo.States[0].Name != "offsets" || mo.States[0].Mode != SplitDistribute ||
-			len(mo.States[0].Offsets) != 2 || mo.States[1].Mode != Broadcast || mo.States[1].Offsets[0] != 30 ||
-			mo.Delegate.Type != HandleRelativeFile || mo.Delegate.Path != "op-state-file" || mo.Delegate.Size != 40 {
+		if mo.Type != metadata.HandleOperatorState || len(mo.States) != 2 || mo.States[0].Name != "offsets" || mo.States[0].Mode != metadata.SplitDistribute ||
+			len(mo.States[0].Offsets) != 2 || mo.States[1].Mode != metadata.Broadcast || mo.States[1].Offsets[0] != 30 ||
+			mo.Delegate.Type != metadata.HandleRelativeFile || mo.Delegate.Path != "op-state-file" || mo.Delegate.Size != 40 {
 			t.Errorf("v%d: managed operator state %+v", v, mo)
 		}
 		ro := st.RawOperatorState
-		if ro.Type != HandleSegmentOperatorState || ro.TaskOwnedDir != "/task-owned" || ro.SharedDir != "/shared" || ro.IsEmpty ||
-			ro.States[0].Mode != Union || ro.Delegate.Type != HandleSegmentFile || ro.Delegate.StartPos != 100 ||
+		if ro.Type != metadata.HandleSegmentOperatorState || ro.TaskOwnedDir != "/task-owned" || ro.SharedDir != "/shared" || ro.IsEmpty ||
+			ro.States[0].Mode != metadata.Union || ro.Delegate.Type != metadata.HandleSegmentFile || ro.Delegate.StartPos != 100 ||
 			ro.Delegate.Size != 50 || ro.Delegate.Scope != 1 || ro.Delegate.Path != "/merged/file" || ro.Delegate.LogicalFileID != "logical-1" {
 			t.Errorf("v%d: raw operator state %+v / %+v", v, ro, ro.Delegate)
 		}
 		inc := st.ManagedKeyedState.Incremental
-		if inc == nil || inc.CheckpointID != 7 || inc.BackendID != "backend-uuid" || inc.Range != (KeyGroupRange{0, 64}) ||
+		if inc == nil || inc.CheckpointID != 7 || inc.BackendID != "backend-uuid" || inc.Range != (metadata.KeyGroupRange{Start: 0, Count: 64}) ||
 			inc.CheckpointedSize != 12345 || inc.Meta.Path != "meta" || len(inc.Shared) != 1 || inc.Shared[0].Handle.Path != "/abs/shared/000010.sst" ||
-			len(inc.Private) != 2 || inc.Private[1].LocalName != "CURRENT" || inc.Private[1].Handle.Type != HandleEmptySegmentFile || inc.StateHandleID != "shid-11" {
+			len(inc.Private) != 2 || inc.Private[1].LocalName != "CURRENT" || inc.Private[1].Handle.Type != metadata.HandleEmptySegmentFile || inc.StateHandleID != "shid-11" {
 			t.Errorf("v%d: incremental %+v", v, inc)
 		}
 		cl := st.RawKeyedState.Changelog
-		if cl == nil || st.RawKeyedState.Type != HandleChangelogV2 || cl.CheckpointedSize != 777 || len(cl.Materialized) != 4 ||
+		if cl == nil || st.RawKeyedState.Type != metadata.HandleChangelogV2 || cl.CheckpointedSize != 777 || len(cl.Materialized) != 4 ||
 			len(cl.NonMaterialized) != 3 || cl.MaterializationID != 55 || cl.CheckpointID != 56 || cl.StateHandleID != "shid-14" {
 			t.Fatalf("v%d: changelog %+v", v, cl)
 		}
-		wantTypes := []HandleType{12, 5, 7, 8, 9, 10, 13}
-		all := append(append([]*KeyedHandle{}, cl.Materialized...), cl.NonMaterialized...)
+		wantTypes := []metadata.HandleType{12, 5, 7, 8, 9, 10, 13}
+		all := append(append([]*metadata.KeyedHandle{}, cl.Materialized...), cl.NonMaterialized...)
 		for i, h := range all {
 			if h.Type != wantTypes[i] {
 				t.Errorf("v%d: changelog handle %d is %v, want %v", v, i, h.Type, wantTypes[i])
@@ -198,7 +201,7 @@ func TestEncodedVersions567(t *testing.T) {
 		if in := all[1].Incremental; in.CheckpointedSize != -1 || in.BackendID != "legacy-backend" || in.Meta != nil {
 			t.Errorf("v%d: incremental v1 %+v", v, in)
 		}
-		if kg := all[2].KeyGroups; kg.Range.Start != 3 || kg.Delegate.Type != HandleKeyGroups || kg.Delegate.KeyGroups.Range.Start != 3 {
+		if kg := all[2].KeyGroups; kg.Range.Start != 3 || kg.Delegate.Type != metadata.HandleKeyGroups || kg.Delegate.KeyGroups.Range.Start != 3 {
 			t.Errorf("v%d: savepoint key groups %+v", v, kg)
 		}
 		if c8 := all[3].Changelog; c8.CheckpointID != 11 || c8.MaterializationID != 11 || len(c8.Materialized) != 1 || c8.StateHandleID != "shid-8" {
@@ -238,12 +241,12 @@ func TestEncodedVersions567(t *testing.T) {
 			t.Errorf("v%d: finished operator %+v", v, op2)
 		}
 		op3 := m.Operators[2]
-		if kg := op3.Subtasks[0].ManagedKeyedState.KeyGroups; kg == nil || kg.Range != (KeyGroupRange{0, 4}) || kg.Offsets[3] != 40 ||
-			kg.Delegate.Type != HandleFile || kg.Delegate.Path != "/old/chk-1/kg" || op3.Subtasks[0].RefCheckpointID != nil {
+		if kg := op3.Subtasks[0].ManagedKeyedState.KeyGroups; kg == nil || kg.Range != (metadata.KeyGroupRange{Start: 0, Count: 4}) || kg.Offsets[3] != 40 ||
+			kg.Delegate.Type != metadata.HandleFile || kg.Delegate.Path != "/old/chk-1/kg" || op3.Subtasks[0].RefCheckpointID != nil {
 			t.Errorf("v%d: keyed operator %+v", v, op3.Subtasks[0])
 		}
 		for n := 0; n < len(data); n++ {
-			if _, err := ParseMetadata(data[:n], "enc"); !errors.Is(err, ErrCorrupt) {
+			if _, err := metadata.ParseMetadata(data[:n], "enc"); !errors.Is(err, wire.ErrCorrupt) {
 				t.Fatalf("v%d cut at %d: %v", v, n, err)
 			}
 		}
@@ -254,11 +257,11 @@ func TestEncodedVersions567(t *testing.T) {
 // allocation sized by them.
 func TestHugeCountsDoNotAllocate(t *testing.T) {
 	e := &enc{}
-	e.i32(MetadataMagic).i32(3).i64(1).i32(0).i32(1)
+	e.i32(metadata.MetadataMagic).i32(3).i64(1).i32(0).i32(1)
 	e.raw(make([]byte, 16)).i32(1).i32(1).u8(0).i32(1).i32(0)
 	e.i32(1).u8(4).i32(0x7FFFFFFF)
 	allocs := testing.AllocsPerRun(10, func() {
-		if _, err := ParseMetadata(e.Bytes(), "huge"); !errors.Is(err, ErrCorrupt) {
+		if _, err := metadata.ParseMetadata(e.Bytes(), "huge"); !errors.Is(err, wire.ErrCorrupt) {
 			t.Fatal(err)
 		}
 	})

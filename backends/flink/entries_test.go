@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stateutil/stateutil/backends/flink/internal/wire"
 	"github.com/stateutil/stateutil/keygroup"
 	"github.com/stateutil/stateutil/snapshot"
 )
@@ -103,7 +104,7 @@ func TestKeyGroupsMatchFlinkHash(t *testing.T) {
 		for _, op := range r.Snapshot().Operators {
 			for _, sub := range op.Subtasks {
 				for e, err := range r.Entries(context.Background(), op, sub.Index, sub.KeyGroups) {
-					if errors.Is(err, ErrUnsupportedVersion) {
+					if errors.Is(err, wire.ErrUnsupportedVersion) {
 						break
 					}
 					if err != nil {

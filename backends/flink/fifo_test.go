@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/stateutil/stateutil/backends/flink/metadata"
 	"github.com/stateutil/stateutil/snapshot"
 	"github.com/stateutil/stateutil/snapshot/formattest"
 	"github.com/stateutil/stateutil/storage"
@@ -25,7 +26,7 @@ func TestFIFOsAreRefused(t *testing.T) {
 	var keyed string
 	for _, op := range m.Operators {
 		for _, st := range op.Subtasks {
-			if h := st.ManagedKeyedState; keyed == "" && h != nil && h.KeyGroups != nil && h.KeyGroups.Delegate.Type == HandleRelativeFile {
+			if h := st.ManagedKeyedState; keyed == "" && h != nil && h.KeyGroups != nil && h.KeyGroups.Delegate.Type == metadata.HandleRelativeFile {
 				keyed = h.KeyGroups.Delegate.Path
 			}
 		}

@@ -3,36 +3,17 @@ package flink
 import (
 	"os"
 	"path/filepath"
-	"runtime"
 	"sort"
 	"testing"
-)
 
-// repoRoot returns the folder holding go.mod above this test source.
-func repoRoot(t testing.TB) string {
-	t.Helper()
-	_, here, _, ok := runtime.Caller(0)
-	if !ok {
-		t.Skip("cannot locate the test source to find the repository root")
-	}
-	dir := filepath.Dir(here)
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Skip("repository root (go.mod) not found above " + filepath.Dir(here))
-		}
-		dir = parent
-	}
-}
+	"github.com/stateutil/stateutil/internal/flinkharness"
+)
 
 // fixtureRoot returns ../shared/fixtures/flink next to the repository root,
 // or skips the test when it is absent.
 func fixtureRoot(t testing.TB) string {
 	t.Helper()
-	root := filepath.Join(repoRoot(t), "..", "shared", "fixtures", "flink")
+	root := filepath.Join(flinkharness.RepoRoot(), "..", "shared", "fixtures", "flink")
 	if st, err := os.Stat(root); err != nil || !st.IsDir() {
 		t.Skipf("Flink fixtures not found at %s (they live in ../shared next to the repository); skipping", root)
 	}

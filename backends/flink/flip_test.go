@@ -57,7 +57,7 @@ type damageCase struct {
 
 func newDamageCase(t *testing.T, name string) *damageCase {
 	t.Helper()
-	root := filepath.Join(repoRoot(t), "testdata", "flink")
+	root := filepath.Join(flinkharness.RepoRoot(), "testdata", "flink")
 	entries, err := flinkharness.ReadCorpus(root)
 	if err != nil {
 		t.Fatal(err)

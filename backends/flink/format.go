@@ -9,6 +9,15 @@ import (
 	"path"
 	"strings"
 
+	"github.com/stateutil/stateutil/backends/flink/internal/statefile"
+	"github.com/stateutil/stateutil/backends/flink/internal/typeser"
+	"github.com/stateutil/stateutil/backends/flink/internal/typeser/avro"
+	"github.com/stateutil/stateutil/backends/flink/internal/typeser/cep"
+	"github.com/stateutil/stateutil/backends/flink/internal/typeser/connectors"
+	"github.com/stateutil/stateutil/backends/flink/internal/typeser/kryo"
+	"github.com/stateutil/stateutil/backends/flink/internal/typeser/scala"
+	"github.com/stateutil/stateutil/backends/flink/internal/typeser/tableruntime"
+	"github.com/stateutil/stateutil/backends/flink/metadata"
 	"github.com/stateutil/stateutil/snapshot"
 	"github.com/stateutil/stateutil/storage"
 )
@@ -54,7 +63,7 @@ func probe(ctx context.Context, st storage.Storage, p string) (bool, error) {
 	if _, err := io.ReadFull(f, b[:]); err != nil {
 		return false, nil
 	}
-	return binary.BigEndian.Uint32(b[:]) == MetadataMagic, nil
+	return binary.BigEndian.Uint32(b[:]) == metadata.MetadataMagic, nil
 }
 
 func open(ctx context.Context, st storage.Storage, p string, opts snapshot.OpenOptions) (snapshot.Reader, error) {
@@ -62,7 +71,7 @@ func open(ctx context.Context, st storage.Storage, p string, opts snapshot.OpenO
 	if err != nil {
 		return nil, err
 	}
-	data, name, err := readMetadataFile(ctx, st, mp)
+	data, name, err := metadata.ReadMetadataFile(ctx, st, mp)
 	if err != nil {
 		if errors.Is(err, snapshot.ErrNotFound) {
 			return nil, fmt.Errorf("%w: %q", snapshot.ErrNotFound, st.URI(mp))
@@ -75,16 +84,17 @@ func open(ctx context.Context, st storage.Storage, p string, opts snapshot.OpenO
 	if err != nil {
 		return nil, err
 	}
-	m, err := ParseMetadata(data, name)
+	m, err := metadata.ParseMetadata(data, name)
 	if err != nil {
 		return nil, err
 	}
-	var maps []PathMapping
+	var maps []statefile.PathMapping
 	for old, nw := range opts.PathMap {
-		maps = append(maps, PathMapping{Old: old, New: nw})
+		maps = append(maps, statefile.PathMapping{Old: old, New: nw})
 	}
-	r := &SnapshotReader{meta: m, sums: sums, res: NewResolver(st, mp, opts.Storage, maps...), tempDir: opts.TempDir, natives: map[nativeKey]*nativeDB{}}
+	r := &SnapshotReader{meta: m, sums: sums, res: statefile.NewResolver(st, mp, opts.Storage, maps...), tempDir: opts.TempDir, natives: map[nativeKey]*nativeDB{}}
 	r.res.Kryo5 = m.Version >= 5
+	r.res.Serializers = serializers
 	if err := r.build(ctx); err != nil {
 		r.Close()
 		return nil, err
@@ -108,8 +118,19 @@ func kindFromDir(metadataFile string) (snapshot.Kind, bool) {
 	return snapshot.Checkpoint, false
 }
 
+// serializers are the families of serializers stateutil reads beside
+// flink-core's own: a new family is a file of its own and a row here.
+var serializers = typeser.NewTable(
+	kryo.Family,
+	avro.Family,
+	tableruntime.Family,
+	scala.Family,
+	connectors.Family,
+	cep.Family,
+)
+
 // Register adds the flink format and the codecs of Flink types to reg.
 func Register(reg *snapshot.Registry) {
 	reg.Register(Format)
-	reg.Codecs.Register(typePrefix, CodecFactory)
+	reg.Codecs.Register(typeser.TypePrefix, serializers.CodecFactory)
 }

@@ -3,15 +3,17 @@ package flink
 import (
 	"context"
 	"errors"
-	"github.com/stateutil/stateutil/storage"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/stateutil/stateutil/backends/flink/internal/statefile"
+	"github.com/stateutil/stateutil/backends/flink/metadata"
 	"github.com/stateutil/stateutil/keygroup"
 	"github.com/stateutil/stateutil/snapshot"
 	"github.com/stateutil/stateutil/snapshot/report"
+	"github.com/stateutil/stateutil/storage"
 )
 
 // fixtureDirs lists every fixture directory holding a `_metadata`.
@@ -131,12 +133,12 @@ func TestUnmappedAbsolutePath(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "kg"), []byte("abc"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	h := &StreamHandle{Type: HandleFile, Path: "file:/gone/chk-1/kg", Size: 3}
-	res := NewResolver(storage.Local(), filepath.Join(dir, "_metadata"), nil)
+	h := &metadata.StreamHandle{Type: metadata.HandleFile, Path: "file:/gone/chk-1/kg", Size: 3}
+	res := statefile.NewResolver(storage.Local(), filepath.Join(dir, "_metadata"), nil)
 	if _, _, _, err := res.Bytes(context.Background(), h); !errors.Is(err, snapshot.ErrNotFound) || !strings.Contains(err.Error(), "file:/gone/chk-1/kg") {
 		t.Errorf("unmapped: %v", err)
 	}
-	res.Mappings = []PathMapping{{Old: "file:/gone/chk-1", New: dir}}
+	res.Mappings = []statefile.PathMapping{{Old: "file:/gone/chk-1", New: dir}}
 	if b, _, _, err := res.Bytes(context.Background(), h); err != nil || string(b) != "abc" {
 		t.Errorf("mapped: %q %v", b, err)
 	}

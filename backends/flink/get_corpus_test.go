@@ -18,7 +18,7 @@ import (
 // each answer must equal the job's own line. A state the reader marked
 // unreadable must fail the lookup, never answer "not found".
 func TestGetEveryKeyOfTheCorpus(t *testing.T) {
-	entries, err := flinkharness.ReadCorpus(filepath.Join(repoRoot(t), "testdata", "flink"))
+	entries, err := flinkharness.ReadCorpus(filepath.Join(flinkharness.RepoRoot(), "testdata", "flink"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stateutil/stateutil/backends/flink/internal/wire"
+	"github.com/stateutil/stateutil/backends/flink/metadata"
+	"github.com/stateutil/stateutil/internal/flinkharness"
 	"github.com/stateutil/stateutil/snapshot"
 	"github.com/stateutil/stateutil/storage"
 )
@@ -101,11 +104,11 @@ func TestMetadataFigures(t *testing.T) {
 		t.Fatalf("operator 0: %+v", op)
 	}
 	kh := op.Subtasks[0].ManagedKeyedState
-	if kh == nil || kh.Type != HandleKeyGroups || kh.KeyGroups.Range != (KeyGroupRange{0, 1}) || kh.KeyGroups.Offsets[0] != 0x937 {
+	if kh == nil || kh.Type != metadata.HandleKeyGroups || kh.KeyGroups.Range != (metadata.KeyGroupRange{Start: 0, Count: 1}) || kh.KeyGroups.Offsets[0] != 0x937 {
 		t.Fatalf("keyed handle: %+v", kh)
 	}
 	d := kh.KeyGroups.Delegate
-	if d.Type != HandleByteStream || d.Name != "0481cbb8-bce8-4a8c-9896-2d7f4acd6289" || len(d.Data) != 0x985 || d.DataOffset != 0x8c {
+	if d.Type != metadata.HandleByteStream || d.Name != "0481cbb8-bce8-4a8c-9896-2d7f4acd6289" || len(d.Data) != 0x985 || d.DataOffset != 0x8c {
 		t.Fatalf("delegate: type %v name %q len %d at %d", d.Type, d.Name, len(d.Data), d.DataOffset)
 	}
 }
@@ -116,22 +119,22 @@ func TestBadMagicAndVersion(t *testing.T) {
 		b = binary.BigEndian.AppendUint32(b, uint32(version))
 		return binary.BigEndian.AppendUint64(b, 1)
 	}
-	_, err := ParseMetadata(head(0xCAFEBABE, 3), "x/_metadata")
-	if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "magic") || !strings.Contains(err.Error(), `"x/_metadata"`) {
+	_, err := metadata.ParseMetadata(head(0xCAFEBABE, 3), "x/_metadata")
+	if !errors.Is(err, wire.ErrCorrupt) || !strings.Contains(err.Error(), "magic") || !strings.Contains(err.Error(), `"x/_metadata"`) {
 		t.Errorf("bad magic: %v", err)
 	}
 	// A version a Flink before or after these could write is unsupported;
 	// one no Flink could (not positive, or far past the last) is damage.
 	for _, v := range []int32{1, 8, 64} {
-		_, err := ParseMetadata(head(MetadataMagic, v), "m")
-		if !errors.Is(err, ErrUnsupportedVersion) || errors.Is(err, ErrCorrupt) ||
+		_, err := metadata.ParseMetadata(head(metadata.MetadataMagic, v), "m")
+		if !errors.Is(err, wire.ErrUnsupportedVersion) || errors.Is(err, wire.ErrCorrupt) ||
 			!strings.Contains(err.Error(), "unsupported _metadata version "+strconv.Itoa(int(v))) {
 			t.Errorf("version %d: %v", v, err)
 		}
 	}
 	for _, v := range []int32{0, -3, 65, 0x04000000} {
-		_, err := ParseMetadata(head(MetadataMagic, v), "m")
-		var ce *CorruptError
+		_, err := metadata.ParseMetadata(head(metadata.MetadataMagic, v), "m")
+		var ce *wire.CorruptError
 		if !errors.As(err, &ce) || ce.Offset != 4 || !strings.Contains(err.Error(), "version "+strconv.Itoa(int(v))) {
 			t.Errorf("version %d: %v", v, err)
 		}
@@ -155,16 +158,16 @@ func TestTruncatedFixtures(t *testing.T) {
 			t.Fatal(err)
 		}
 		for n := 0; n < len(data); n++ {
-			_, err := ParseMetadata(data[:n], rel)
-			var ce *CorruptError
-			if !errors.As(err, &ce) || !errors.Is(err, ErrCorrupt) {
+			_, err := metadata.ParseMetadata(data[:n], rel)
+			var ce *wire.CorruptError
+			if !errors.As(err, &ce) || !errors.Is(err, wire.ErrCorrupt) {
 				t.Fatalf("%s cut at %d: want a CorruptError, got %v", rel, n, err)
 			}
 			if ce.File != rel || ce.Offset < 0 || ce.Offset > int64(n) || !strings.Contains(err.Error(), "offset") {
 				t.Fatalf("%s cut at %d: error %v", rel, n, err)
 			}
 		}
-		if _, err := ParseMetadata(append(append([]byte{}, data...), 0), rel); !errors.Is(err, ErrCorrupt) {
+		if _, err := metadata.ParseMetadata(append(append([]byte{}, data...), 0), rel); !errors.Is(err, wire.ErrCorrupt) {
 			t.Errorf("%s with a trailing byte: %v", rel, err)
 		}
 	}
@@ -180,9 +183,9 @@ func FuzzMetadata(f *testing.F) {
 		f.Add(data)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		m, err := ParseMetadata(data, "fuzz")
+		m, err := metadata.ParseMetadata(data, "fuzz")
 		if err != nil {
-			if !errors.Is(err, ErrCorrupt) && !errors.Is(err, ErrUnsupportedVersion) {
+			if !errors.Is(err, wire.ErrCorrupt) && !errors.Is(err, wire.ErrUnsupportedVersion) {
 				t.Fatalf("error matches no sentinel: %v", err)
 			}
 			return
@@ -198,7 +201,7 @@ func FuzzMetadata(f *testing.F) {
 // so must the reader. The file is a real 1.20.5 savepoint's _metadata with
 // its properties replaced by that null.
 func TestNullCheckpointProperties(t *testing.T) {
-	src := filepath.Join(repoRoot(t), "testdata", "flink", "1.20.5", "basic-hashmap-canonical", "snapshot")
+	src := filepath.Join(flinkharness.RepoRoot(), "testdata", "flink", "1.20.5", "basic-hashmap-canonical", "snapshot")
 	dirs, _ := filepath.Glob(filepath.Join(src, "savepoint-*"))
 	if len(dirs) != 1 {
 		t.Fatalf("savepoint under %s: %v", src, dirs)
@@ -219,7 +222,7 @@ func TestNullCheckpointProperties(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "_metadata"), null, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	m, err := ParseMetadata(null, "_metadata")
+	m, err := metadata.ParseMetadata(null, "_metadata")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,7 +233,7 @@ func TestNullCheckpointProperties(t *testing.T) {
 	if k := r.Snapshot().Kind; k != snapshot.Savepoint {
 		t.Errorf("kind %s, want savepoint", k)
 	}
-	if _, err := ParseMetadata(append(null[:len(null)-1:len(null)-1], 0x71), "_metadata"); err == nil {
+	if _, err := metadata.ParseMetadata(append(null[:len(null)-1:len(null)-1], 0x71), "_metadata"); err == nil {
 		t.Error("a dangling back reference where the properties go was accepted")
 	}
 }

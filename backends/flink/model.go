@@ -9,9 +9,22 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/stateutil/stateutil/backends/flink/internal/changelog"
+	"github.com/stateutil/stateutil/backends/flink/internal/statefile"
+	"github.com/stateutil/stateutil/backends/flink/internal/typeser"
+	"github.com/stateutil/stateutil/backends/flink/internal/wire"
+	"github.com/stateutil/stateutil/backends/flink/metadata"
 	"github.com/stateutil/stateutil/keygroup"
 	"github.com/stateutil/stateutil/snapshot"
 )
+
+// typeOf is typeOf for a state of this snapshot.
+func (r *SnapshotReader) typeOf(s *typeser.SerializerSnapshot) snapshot.Type {
+	if r.res.Kryo5 {
+		typeser.MarkKryo5(s)
+	}
+	return typeser.TypeOf(s)
+}
 
 // build maps the decoded `_metadata` onto the snapshot model.
 func (r *SnapshotReader) build(ctx context.Context) error {
@@ -19,7 +32,7 @@ func (r *SnapshotReader) build(ctx context.Context) error {
 	s := &snapshot.Snapshot{Format: "flink", CheckpointID: m.CheckpointID, Operators: []*snapshot.Operator{},
 		Properties: map[string]string{"metadata_version": strconv.Itoa(m.Version)}}
 	r.snap = s
-	r.ops = map[*snapshot.Operator]*OperatorState{}
+	r.ops = map[*snapshot.Operator]*metadata.OperatorState{}
 	hints := map[string]bool{}
 	for _, op := range m.Operators {
 		o := &snapshot.Operator{ID: op.ID.String(), UID: op.UID, Name: op.Name, Parallelism: op.Parallelism,
@@ -96,8 +109,8 @@ func (r *SnapshotReader) kindAndFormat(hints map[string]bool) {
 
 // headers returns the keyed headers of every subtask that has one. A
 // subtask registers only the states it used, so each may list fewer.
-func (r *SnapshotReader) headers(ctx context.Context, op *OperatorState, hints map[string]bool) ([]*KeyedHeader, error) {
-	var out []*KeyedHeader
+func (r *SnapshotReader) headers(ctx context.Context, op *metadata.OperatorState, hints map[string]bool) ([]*statefile.KeyedHeader, error) {
+	var out []*statefile.KeyedHeader
 	for _, st := range op.Subtasks {
 		hs, err := r.subtaskHeaders(ctx, op, st, hints)
 		if err != nil {
@@ -113,32 +126,32 @@ func (r *SnapshotReader) headers(ctx context.Context, op *OperatorState, hints m
 	return out, nil
 }
 
-func (r *SnapshotReader) subtaskHeaders(ctx context.Context, op *OperatorState, st *SubtaskState, hints map[string]bool) ([]*KeyedHeader, error) {
-	if pendingChanges(st.ManagedKeyedState) {
+func (r *SnapshotReader) subtaskHeaders(ctx context.Context, op *metadata.OperatorState, st *metadata.SubtaskState, hints map[string]bool) ([]*statefile.KeyedHeader, error) {
+	if changelog.PendingChanges(st.ManagedKeyedState) {
 		s, err := r.changelog(ctx, op, st)
 		if err != nil {
 			return nil, err
 		}
-		return []*KeyedHeader{s.header}, nil
+		return []*statefile.KeyedHeader{s.Header}, nil
 	}
-	var out []*KeyedHeader
+	var out []*statefile.KeyedHeader
 	for _, h := range managedKeyGroups(st.ManagedKeyedState) {
-		s, err := openKGStream(ctx, r.res, h, op.MaxParallelism)
+		s, err := statefile.OpenKGStream(ctx, r.res, h, op.MaxParallelism)
 		if err != nil {
 			return nil, err
 		}
-		f, err := s.detect()
+		f, err := s.Detect()
 		s.Close()
 		if err != nil {
 			return nil, err
 		}
 		switch {
-		case f == HeapFormat:
+		case f == statefile.HeapFormat:
 			hints["backend:heap"] = true
-		case f == CanonicalFormat && h.Type != HandleSavepointKeyGroups:
+		case f == statefile.CanonicalFormat && h.Type != metadata.HandleSavepointKeyGroups:
 			hints["backend:rocksdb"], hints["canonical"] = true, true
 		}
-		out = append(out, s.header)
+		out = append(out, s.Header)
 	}
 	if inc := nativeHandle(st.ManagedKeyedState); inc != nil {
 		hdr, err := r.res.ReadNativeMeta(ctx, inc)
@@ -153,7 +166,7 @@ func (r *SnapshotReader) subtaskHeaders(ctx context.Context, op *OperatorState, 
 // nativeHandle is the native RocksDB handle that holds a managed keyed
 // handle's state: the handle itself, or the materialized part of a
 // changelog handle (a native savepoint of the changelog backend).
-func nativeHandle(h *KeyedHandle) *IncrementalKeyedHandle {
+func nativeHandle(h *metadata.KeyedHandle) *metadata.IncrementalKeyedHandle {
 	switch {
 	case h == nil:
 		return nil
@@ -172,14 +185,14 @@ func nativeHandle(h *KeyedHandle) *IncrementalKeyedHandle {
 // managedKeyGroups lists the key-groups handles that hold a managed keyed
 // handle's state: the handle itself, or the materialized part of a
 // changelog handle.
-func managedKeyGroups(h *KeyedHandle) []*KeyedHandle {
+func managedKeyGroups(h *metadata.KeyedHandle) []*metadata.KeyedHandle {
 	switch {
 	case h == nil:
 		return nil
 	case h.KeyGroups != nil:
-		return []*KeyedHandle{h}
+		return []*metadata.KeyedHandle{h}
 	case h.Changelog != nil:
-		var out []*KeyedHandle
+		var out []*metadata.KeyedHandle
 		for _, m := range h.Changelog.Materialized {
 			out = append(out, managedKeyGroups(m)...)
 		}
@@ -188,11 +201,11 @@ func managedKeyGroups(h *KeyedHandle) []*KeyedHandle {
 	return nil
 }
 
-func (r *SnapshotReader) keyedStates(ctx context.Context, o *snapshot.Operator, op *OperatorState, hints map[string]bool) error {
+func (r *SnapshotReader) keyedStates(ctx context.Context, o *snapshot.Operator, op *metadata.OperatorState, hints map[string]bool) error {
 	for _, st := range op.Subtasks {
 		switch h := st.ManagedKeyedState; {
 		case h == nil:
-		case h.Type == HandleSavepointKeyGroups:
+		case h.Type == metadata.HandleSavepointKeyGroups:
 			hints["savepoint-key-groups"] = true
 		case nativeHandle(h) != nil:
 			hints["native"], hints["backend:rocksdb"] = true, true
@@ -204,25 +217,25 @@ func (r *SnapshotReader) keyedStates(ctx context.Context, o *snapshot.Operator, 
 	if err != nil {
 		return err
 	}
-	var ls []*layout
+	var ls []*statefile.Layout
 	for _, hdr := range hdrs {
-		hl, _ := layoutsOf(hdr)
+		hl, _ := statefile.LayoutsOf(hdr)
 		for _, l := range hl {
-			if !slices.ContainsFunc(ls, func(o *layout) bool { return o.name == l.name }) {
+			if !slices.ContainsFunc(ls, func(o *statefile.Layout) bool { return o.Name == l.Name }) {
 				ls = append(ls, l)
 			}
 		}
 	}
 	for _, l := range ls {
-		ks := snapshot.KeyedState{Name: l.name, Kind: l.kind, KeyType: r.typeOf(l.key), NamespaceType: r.typeOf(l.ns), ValueType: r.typeOf(l.user)}
-		if l.kind == KindTimer {
-			ks.ValueType = typeOf(&SerializerSnapshot{Class: "org.apache.flink.api.common.typeutils.base.LongSerializer$LongSerializerSnapshot"})
+		ks := snapshot.KeyedState{Name: l.Name, Kind: l.Kind, KeyType: r.typeOf(l.Key), NamespaceType: r.typeOf(l.Namespace), ValueType: r.typeOf(l.User)}
+		if l.Kind == statefile.KindTimer {
+			ks.ValueType = typeser.TypeOf(&typeser.SerializerSnapshot{Class: "org.apache.flink.api.common.typeutils.base.LongSerializer$LongSerializerSnapshot"})
 			ks.KeyType = timerKeyType(ks.KeyType, hdrs) // carry.go
 		}
-		if l.kind == snapshot.Map {
-			ks.UserKeyType = r.typeOf(l.userKey)
+		if l.Kind == snapshot.Map {
+			ks.UserKeyType = r.typeOf(l.UserKey)
 		}
-		if l.ttl != nil {
+		if l.TTL != nil {
 			// Flink does not store the TTL settings in snapshots; only the
 			// values' last-access times are known.
 			ks.TTL = &snapshot.TTL{Unknown: true}
@@ -237,7 +250,7 @@ func (r *SnapshotReader) keyedStates(ctx context.Context, o *snapshot.Operator, 
 // the types, and a broadcast state's stored map its entry count. A stream
 // that cannot be read marks that subtask's operator state unreadable; the
 // rest of the snapshot still reads.
-func (r *SnapshotReader) operatorStates(ctx context.Context, o *snapshot.Operator, op *OperatorState) error {
+func (r *SnapshotReader) operatorStates(ctx context.Context, o *snapshot.Operator, op *metadata.OperatorState) error {
 	typed := map[string]bool{}
 	for _, st := range op.Subtasks {
 		h := st.ManagedOperatorState
@@ -246,7 +259,7 @@ func (r *SnapshotReader) operatorStates(ctx context.Context, o *snapshot.Operato
 		}
 		for _, info := range h.States {
 			if _, ok := o.OperatorStateByName(info.Name); !ok {
-				o.OperatorStates = append(o.OperatorStates, snapshot.OperatorState{Name: info.Name, Mode: modeOf(info.Mode), ElementType: snapshot.Type{Name: TypeBytes}})
+				o.OperatorStates = append(o.OperatorStates, snapshot.OperatorState{Name: info.Name, Mode: modeOf(info.Mode), ElementType: snapshot.Type{Name: typeser.TypeBytes}})
 			}
 		}
 		f, err := r.res.ReadOperatorState(ctx, h)
@@ -260,36 +273,36 @@ func (r *SnapshotReader) operatorStates(ctx context.Context, o *snapshot.Operato
 		for _, m := range f.States {
 			if os, ok := o.OperatorStateByName(m.Name); ok && !typed[m.Name] {
 				os.ElementType, typed[m.Name] = r.typeOf(m.Value()), true
-				if t, ok := connectorElementType(m.Name, m.Value()); ok {
+				if t, ok := r.res.Serializers.StateElementType(m.Name, m.Value()); ok {
 					os.ElementType = t
 				}
 			}
 		}
 		for _, m := range f.BroadcastStates {
-			key, value, err := broadcastKV(m)
+			key, value, err := statefile.BroadcastKV(m)
 			if os, ok := o.OperatorStateByName(m.Name); ok && !typed[m.Name] && err == nil {
-				os.ElementType, typed[m.Name] = typeOf(&SerializerSnapshot{Class: broadcastEntryClass, Nested: []*SerializerSnapshot{key, value}}), true
+				os.ElementType, typed[m.Name] = typeser.TypeOf(&typeser.SerializerSnapshot{Class: typeser.BroadcastEntryClass, Nested: []*typeser.SerializerSnapshot{key, value}}), true
 			}
 		}
 		if r.opBytes == nil {
-			r.opBytes = map[*SubtaskState]int64{}
+			r.opBytes = map[*metadata.SubtaskState]int64{}
 		}
 		r.opBytes[st] += elementBytes(f)
 		for _, p := range f.Partitions {
-			if p.Mode != Broadcast {
+			if p.Mode != metadata.Broadcast {
 				continue
 			}
-			if _, _, err := broadcastKV(p.Meta); err != nil {
+			if _, _, err := statefile.BroadcastKV(p.Meta); err != nil {
 				r.degrade(st, snapshot.ScopeOperator, p.Name, err)
 				continue
 			}
-			n, err := broadcastSize(p, f.File)
+			n, err := statefile.BroadcastSize(p, f.File)
 			if err != nil {
 				r.degrade(st, snapshot.ScopeOperator, p.Name, err)
 				continue
 			}
 			if r.sizes == nil {
-				r.sizes = map[*SubtaskState]map[string]int64{}
+				r.sizes = map[*metadata.SubtaskState]map[string]int64{}
 			}
 			if r.sizes[st] == nil {
 				r.sizes[st] = map[string]int64{}
@@ -305,22 +318,22 @@ func (r *SnapshotReader) operatorStates(ctx context.Context, o *snapshot.Operato
 // file (most often an absolute path to map) or a cancelled read end the
 // whole read.
 func degradable(err error) bool {
-	return errors.Is(err, ErrCorrupt) || errors.Is(err, ErrUnsupportedVersion)
+	return errors.Is(err, wire.ErrCorrupt) || errors.Is(err, wire.ErrUnsupportedVersion)
 }
 
-func modeOf(m DistributionMode) snapshot.Mode {
+func modeOf(m metadata.DistributionMode) snapshot.Mode {
 	switch m {
-	case Union:
+	case metadata.Union:
 		return snapshot.Union
-	case Broadcast:
+	case metadata.Broadcast:
 		return snapshot.Broadcast
 	}
 	return snapshot.Split
 }
 
-func (r *SnapshotReader) subtask(ctx context.Context, o *snapshot.Operator, op *OperatorState, st *SubtaskState) (*snapshot.Subtask, error) {
+func (r *SnapshotReader) subtask(ctx context.Context, o *snapshot.Operator, op *metadata.OperatorState, st *metadata.SubtaskState) (*snapshot.Subtask, error) {
 	sub := &snapshot.Subtask{Index: st.Index, KeyGroups: keygroup.RangeOf(op.MaxParallelism, op.Parallelism, st.Index)}
-	for _, h := range []*KeyedHandle{st.ManagedKeyedState, st.RawKeyedState} {
+	for _, h := range []*metadata.KeyedHandle{st.ManagedKeyedState, st.RawKeyedState} {
 		if h != nil {
 			kr := h.Range()
 			sub.KeyGroups = keygroup.Range{Start: int(kr.Start), End: int(kr.End())}
@@ -334,7 +347,7 @@ func (r *SnapshotReader) subtask(ctx context.Context, o *snapshot.Operator, op *
 		sub.OperatorElements = snapshot.ElementCounts{}
 		for _, info := range h.States {
 			n := int64(len(info.Offsets))
-			if info.Mode == Broadcast {
+			if info.Mode == metadata.Broadcast {
 				n = r.sizes[st][info.Name]
 			}
 			sub.OperatorElements[info.Name] += n
@@ -365,7 +378,7 @@ func (r *SnapshotReader) subtask(ctx context.Context, o *snapshot.Operator, op *
 	for _, k := range keys {
 		// Known bytes, unknown entries: never an empty state.
 		err := u[k]
-		un := snapshot.Unreadable{Scope: k.scope, State: k.state, Reason: err.Error(), Damaged: errors.Is(err, ErrCorrupt)}
+		un := snapshot.Unreadable{Scope: k.scope, State: k.state, Reason: err.Error(), Damaged: errors.Is(err, wire.ErrCorrupt)}
 		switch {
 		case k.scope == snapshot.ScopeKeyed && k.state == "":
 			un.Bytes = keyed.Bytes
@@ -390,12 +403,12 @@ func (r *SnapshotReader) subtask(ctx context.Context, o *snapshot.Operator, op *
 // elementBytes sizes the elements of an operator state file as they are
 // read (decompressed): a broadcast state's one element holds its map's
 // entry count, which belongs to no entry.
-func elementBytes(f *OperatorStateFile) int64 {
+func elementBytes(f *statefile.OperatorStateFile) int64 {
 	var n int64
 	for _, p := range f.Partitions {
 		for _, e := range p.Elements {
 			n += int64(len(e))
-			if p.Mode == Broadcast {
+			if p.Mode == metadata.Broadcast {
 				n -= 4
 			}
 		}
@@ -407,7 +420,7 @@ func elementBytes(f *OperatorStateFile) int64 {
 // cannot when it is only a changelog of changes, or when it is a heap
 // snapshot written by serializers stateutil cannot walk; then the stored
 // bytes are given, and the subtask is marked degraded (see subtask).
-func (r *SnapshotReader) keyedFigures(ctx context.Context, o *snapshot.Operator, op *OperatorState, st *SubtaskState) (snapshot.Stats, error) {
+func (r *SnapshotReader) keyedFigures(ctx context.Context, o *snapshot.Operator, op *metadata.OperatorState, st *metadata.SubtaskState) (snapshot.Stats, error) {
 	h := st.ManagedKeyedState
 	if r.unread[st][unreadKey{snapshot.ScopeKeyed, ""}] != nil {
 		return snapshot.Stats{Known: true, Bytes: keyedBytes(h)}, nil
@@ -415,10 +428,10 @@ func (r *SnapshotReader) keyedFigures(ctx context.Context, o *snapshot.Operator,
 	switch {
 	case h == nil:
 		return snapshot.Stats{Known: true}, nil
-	case pendingChanges(h):
+	case changelog.PendingChanges(h):
 		return r.changelogFigures(ctx, op, st)
 	case nativeHandle(h) != nil && h.Changelog != nil && len(h.Changelog.NonMaterialized) == 0 && len(h.Changelog.Materialized) > 1:
-		err := fmt.Errorf("%s handle with %d materialized parts: %w", h.Type, len(h.Changelog.Materialized), ErrUnsupportedVersion)
+		err := fmt.Errorf("%s handle with %d materialized parts: %w", h.Type, len(h.Changelog.Materialized), wire.ErrUnsupportedVersion)
 		r.degrade(st, snapshot.ScopeKeyed, "", err)
 		return snapshot.Stats{Known: true, Bytes: h.Changelog.CheckpointedSize}, nil
 	case nativeHandle(h) != nil && (h.Changelog == nil || len(h.Changelog.NonMaterialized) == 0):
@@ -426,7 +439,7 @@ func (r *SnapshotReader) keyedFigures(ctx context.Context, o *snapshot.Operator,
 	case h.Changelog != nil && len(h.Changelog.NonMaterialized) == 0:
 	case h.KeyGroups != nil:
 	default:
-		err := fmt.Errorf("%s handle: no materialized state stateutil reads (%w)", h.Type, ErrUnsupportedVersion)
+		err := fmt.Errorf("%s handle: no materialized state stateutil reads (%w)", h.Type, wire.ErrUnsupportedVersion)
 		r.degrade(st, snapshot.ScopeKeyed, "", err)
 		return snapshot.Stats{Known: true, Bytes: keyedBytes(h)}, nil
 	}
@@ -435,16 +448,16 @@ func (r *SnapshotReader) keyedFigures(ctx context.Context, o *snapshot.Operator,
 	// asks for entries.
 	if len(managedKeyGroups(h)) == 0 {
 		// A handle whose state no reader here can list is never empty state.
-		err := fmt.Errorf("%s handle holds no state stateutil can list: %w", h.Type, ErrUnsupportedVersion)
+		err := fmt.Errorf("%s handle holds no state stateutil can list: %w", h.Type, wire.ErrUnsupportedVersion)
 		r.degrade(st, snapshot.ScopeKeyed, "", err)
 		return snapshot.Stats{Known: true, Bytes: keyedBytes(h)}, nil
 	}
 	need := false
 	var stored int64
 	for _, kh := range managedKeyGroups(h) {
-		s, err := openKGStream(ctx, r.res, kh, op.MaxParallelism)
+		s, err := statefile.OpenKGStream(ctx, r.res, kh, op.MaxParallelism)
 		if err == nil {
-			_, err = s.detect()
+			_, err = s.Detect()
 		}
 		if err != nil {
 			if s != nil {
@@ -456,10 +469,10 @@ func (r *SnapshotReader) keyedFigures(ctx context.Context, o *snapshot.Operator,
 			r.degrade(st, snapshot.ScopeKeyed, "", err)
 			return snapshot.Stats{Known: true, Bytes: keyedBytes(h)}, nil
 		}
-		stored += s.storedBytes()
-		for _, l := range s.layouts {
+		stored += s.StoredBytes()
+		for _, l := range s.Layouts {
 			// Kryo values walk only when the decoder reads them.
-			need = need || !l.heapSized() || s.format == HeapFormat && l.hasKryo()
+			need = need || !l.HeapSized() || s.Format == statefile.HeapFormat && l.HasKryo()
 		}
 		s.Close()
 	}
@@ -476,7 +489,7 @@ func (r *SnapshotReader) keyedFigures(ctx context.Context, o *snapshot.Operator,
 			lost[state] = err
 		}
 	}) {
-		if errors.Is(err, ErrUnsupportedVersion) {
+		if errors.Is(err, wire.ErrUnsupportedVersion) {
 			r.degrade(st, snapshot.ScopeKeyed, "", err)
 			return snapshot.Stats{Known: true, Bytes: stored}, nil
 		}
@@ -492,48 +505,12 @@ func (r *SnapshotReader) keyedFigures(ctx context.Context, o *snapshot.Operator,
 	return stats, nil
 }
 
-// heapSized reports whether every part of the state's heap entries can be
-// walked.
-func (l *layout) hasKryo() bool {
-	for _, s := range []*SerializerSnapshot{l.key, l.ns, l.userKey, l.elem} {
-		if hasKind(s, "Kryo", 0) {
-			return true
-		}
-	}
-	return false
-}
-
-func hasKind(s *SerializerSnapshot, kind string, depth int) bool {
-	if s == nil || depth > 16 {
-		return false
-	}
-	if serKind(s) == kind {
-		return true
-	}
-	for _, c := range s.Nested {
-		if hasKind(c, kind, depth+1) {
-			return true
-		}
-	}
-	return false
-}
-
-func (l *layout) heapSized() bool {
-	if !sized(l.key) || !sized(l.ns) {
-		return false
-	}
-	if l.kind == snapshot.Map && !sized(l.userKey) {
-		return false
-	}
-	return l.kind == KindTimer || sized(l.elem)
-}
-
 // unreadKey names unreadable state of a subtask: a scope and a state
 // name ("" is every state of the scope).
 type unreadKey struct{ scope, state string }
 
 // keyedUnread says whether some keyed state of a subtask is unreadable.
-func (r *SnapshotReader) keyedUnread(st *SubtaskState) bool {
+func (r *SnapshotReader) keyedUnread(st *metadata.SubtaskState) bool {
 	for k := range r.unread[st] {
 		if k.scope == snapshot.ScopeKeyed {
 			return true
@@ -543,9 +520,9 @@ func (r *SnapshotReader) keyedUnread(st *SubtaskState) bool {
 }
 
 // degrade marks state of a subtask unreadable, with the reason.
-func (r *SnapshotReader) degrade(st *SubtaskState, scope, state string, err error) {
+func (r *SnapshotReader) degrade(st *metadata.SubtaskState, scope, state string, err error) {
 	if r.unread == nil {
-		r.unread = map[*SubtaskState]map[unreadKey]error{}
+		r.unread = map[*metadata.SubtaskState]map[unreadKey]error{}
 	}
 	if r.unread[st] == nil {
 		r.unread[st] = map[unreadKey]error{}
@@ -556,18 +533,18 @@ func (r *SnapshotReader) degrade(st *SubtaskState, scope, state string, err erro
 }
 
 // files lists the files holding a subtask's state.
-func (r *SnapshotReader) files(st *SubtaskState) []snapshot.FileRef {
+func (r *SnapshotReader) files(st *metadata.SubtaskState) []snapshot.FileRef {
 	var out []snapshot.FileRef
 	seen := map[string]bool{}
-	add := func(h *StreamHandle, shared bool) {
-		if h == nil || (h.Type != HandleFile && h.Type != HandleRelativeFile && h.Type != HandleSegmentFile) || seen[h.Path] {
+	add := func(h *metadata.StreamHandle, shared bool) {
+		if h == nil || (h.Type != metadata.HandleFile && h.Type != metadata.HandleRelativeFile && h.Type != metadata.HandleSegmentFile) || seen[h.Path] {
 			return
 		}
 		seen[h.Path] = true
-		out = append(out, snapshot.FileRef{Path: h.Path, Size: h.Size, Shared: shared, Absolute: h.Type != HandleRelativeFile})
+		out = append(out, snapshot.FileRef{Path: h.Path, Size: h.Size, Shared: shared, Absolute: h.Type != metadata.HandleRelativeFile})
 	}
-	var keyed func(*KeyedHandle)
-	keyed = func(h *KeyedHandle) {
+	var keyed func(*metadata.KeyedHandle)
+	keyed = func(h *metadata.KeyedHandle) {
 		switch {
 		case h == nil:
 		case h.KeyGroups != nil:
@@ -593,7 +570,7 @@ func (r *SnapshotReader) files(st *SubtaskState) []snapshot.FileRef {
 			}
 		}
 	}
-	for _, h := range []*OperatorStateHandle{st.ManagedOperatorState, st.RawOperatorState} {
+	for _, h := range []*metadata.OperatorStateHandle{st.ManagedOperatorState, st.RawOperatorState} {
 		if h != nil {
 			add(h.Delegate, false)
 		}
@@ -627,7 +604,7 @@ func withEmptySubtasks(o *snapshot.Operator) []*snapshot.Subtask {
 }
 
 // keyedBytes is what a keyed handle's files take, as `_metadata` records.
-func keyedBytes(h *KeyedHandle) int64 {
+func keyedBytes(h *metadata.KeyedHandle) int64 {
 	switch {
 	case h == nil:
 		return 0
@@ -636,18 +613,11 @@ func keyedBytes(h *KeyedHandle) int64 {
 	case h.Changelog != nil:
 		return h.Changelog.CheckpointedSize
 	case h.Incremental != nil:
-		n := h.Incremental.Meta.sizeOrZero()
-		for _, f := range append(append([]NamedStreamHandle{}, h.Incremental.Shared...), h.Incremental.Private...) {
-			n += f.Handle.sizeOrZero()
+		n := h.Incremental.Meta.SizeOrZero()
+		for _, f := range append(append([]metadata.NamedStreamHandle{}, h.Incremental.Shared...), h.Incremental.Private...) {
+			n += f.Handle.SizeOrZero()
 		}
 		return n
 	}
 	return 0
-}
-
-func (h *StreamHandle) sizeOrZero() int64 {
-	if h == nil {
-		return 0
-	}
-	return h.Size
 }

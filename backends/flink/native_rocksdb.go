@@ -12,6 +12,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/stateutil/stateutil/backends/flink/internal/statefile"
+	"github.com/stateutil/stateutil/backends/flink/internal/wire"
+	"github.com/stateutil/stateutil/backends/flink/metadata"
 	"github.com/stateutil/stateutil/internal/rocksdb"
 	"github.com/stateutil/stateutil/internal/sstcheck"
 	"github.com/stateutil/stateutil/keygroup"
@@ -27,7 +30,7 @@ import (
 // key group.
 
 type nativeKey struct {
-	op    *OperatorState
+	op    *metadata.OperatorState
 	index int
 }
 
@@ -36,12 +39,12 @@ type nativeKey struct {
 type nativeDB struct {
 	dir     string
 	db      *rocksdb.ReadOnlyDB
-	layouts []*layout
+	layouts []*statefile.Layout
 	prefix  int
 }
 
 // openNative rebuilds and opens the RocksDB instance of one subtask.
-func (r *SnapshotReader) openNative(ctx context.Context, op *OperatorState, st *SubtaskState, h *IncrementalKeyedHandle) (*nativeDB, error) {
+func (r *SnapshotReader) openNative(ctx context.Context, op *metadata.OperatorState, st *metadata.SubtaskState, h *metadata.IncrementalKeyedHandle) (*nativeDB, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	k := nativeKey{op, st.Index}
@@ -64,7 +67,7 @@ func (r *SnapshotReader) openNative(ctx context.Context, op *OperatorState, st *
 	if op.MaxParallelism > 128 {
 		n.prefix = 2
 	}
-	n.layouts, _ = layoutsOf(hdr)
+	n.layouts, _ = statefile.LayoutsOf(hdr)
 	for _, f := range files {
 		if err = r.placeNative(ctx, dir, f); err != nil {
 			break
@@ -89,10 +92,10 @@ func (r *SnapshotReader) openNative(ctx context.Context, op *OperatorState, st *
 
 // placeNative puts one file of the instance into dir: a hard link when
 // possible, else a copy (inline files are written out).
-func (r *SnapshotReader) placeNative(ctx context.Context, dir string, f NativeFile) error {
+func (r *SnapshotReader) placeNative(ctx context.Context, dir string, f statefile.NativeFile) error {
 	name := filepath.Base(filepath.FromSlash(f.LocalName))
 	if name == "." || name == ".." || name != f.LocalName {
-		return &CorruptError{File: r.res.MetadataFile, Offset: -1, Reason: fmt.Sprintf("native file name %q is not a plain file name", f.LocalName)}
+		return &wire.CorruptError{File: r.res.MetadataFile, Offset: -1, Reason: fmt.Sprintf("native file name %q is not a plain file name", f.LocalName)}
 	}
 	dst := filepath.Join(dir, name)
 	// RocksDB asserts on some damaged blocks: its tables are checked first.
@@ -109,13 +112,13 @@ func (r *SnapshotReader) placeNative(ctx context.Context, dir string, f NativeFi
 		}
 		return os.WriteFile(dst, data, 0o600)
 	}
-	src, err := r.res.open(ctx, f.Handle, f.Location)
+	src, err := r.res.Open(ctx, f.Handle, f.Location)
 	if err != nil {
 		return err
 	}
-	defer src.f.Close()
+	defer src.F.Close()
 	if table {
-		if err := sstcheck.Verify(io.NewSectionReader(src.f, src.off, src.size), src.size, src.file, src.off); err != nil {
+		if err := sstcheck.Verify(io.NewSectionReader(src.F, src.Off, src.Size), src.Size, src.File, src.Off); err != nil {
 			return err
 		}
 	}
@@ -128,9 +131,9 @@ func (r *SnapshotReader) placeNative(ctx context.Context, dir string, f NativeFi
 	if err != nil {
 		return err
 	}
-	if _, err := io.Copy(out, io.NewSectionReader(src.f, src.off, src.size)); err != nil {
+	if _, err := io.Copy(out, io.NewSectionReader(src.F, src.Off, src.Size)); err != nil {
 		out.Close()
-		return fmt.Errorf("copying %s: %w", src.file, err)
+		return fmt.Errorf("copying %s: %w", src.File, err)
 	}
 	return out.Close()
 }
@@ -138,7 +141,7 @@ func (r *SnapshotReader) placeNative(ctx context.Context, dir string, f NativeFi
 func (n *nativeDB) open() error {
 	db, err := rocksdb.OpenReadOnly(n.dir, rocksdb.ReadOnlyOptions{FlinkLists: true})
 	if err != nil {
-		return &CorruptError{File: n.dir, Offset: -1, Reason: "open RocksDB: " + err.Error()}
+		return &wire.CorruptError{File: n.dir, Offset: -1, Reason: "open RocksDB: " + err.Error()}
 	}
 	n.db = db
 	return nil
@@ -148,7 +151,7 @@ func (n *nativeDB) open() error {
 // family for every state it registers and none other, so a state without
 // one, or one without a state, is damage (a state name changed in the
 // meta data would otherwise read as a state with no entries).
-func (r *SnapshotReader) checkFamilies(ctx context.Context, n *nativeDB, hdr *KeyedHeader, h *IncrementalKeyedHandle) error {
+func (r *SnapshotReader) checkFamilies(ctx context.Context, n *nativeDB, hdr *statefile.KeyedHeader, h *metadata.IncrementalKeyedHandle) error {
 	declared := map[string]bool{}
 	for _, m := range hdr.States {
 		declared[m.Name] = true
@@ -170,14 +173,14 @@ func (r *SnapshotReader) checkFamilies(ctx context.Context, n *nativeDB, hdr *Ke
 	if err != nil {
 		return err
 	}
-	return &CorruptError{File: loc.URI(), Offset: loc.Offset, Reason: "meta data: " + problem}
+	return &wire.CorruptError{File: loc.URI(), Offset: loc.Offset, Reason: "meta data: " + problem}
 }
 
 // checkLiveFiles holds the instance to the files its handle lists: Flink
 // uploads exactly the SSTs live in the instance, so one that no column
 // family holds is damage (a MANIFEST whose last edit was lost would
 // otherwise leave it, and its entries, out).
-func (r *SnapshotReader) checkLiveFiles(n *nativeDB, files []NativeFile) error {
+func (r *SnapshotReader) checkLiveFiles(n *nativeDB, files []statefile.NativeFile) error {
 	live := map[string]bool{}
 	for _, cf := range n.db.ColumnFamilies() {
 		fs, ok := n.db.LiveFiles(cf)
@@ -198,10 +201,10 @@ func (r *SnapshotReader) checkLiveFiles(n *nativeDB, files []NativeFile) error {
 				if !m.Location.Inline {
 					file, off = m.Location.URI(), m.Location.Offset
 				}
-				return &CorruptError{File: file, Offset: off, Reason: fmt.Sprintf("RocksDB %s: no column family holds %s, which _metadata lists as a file of the instance", m.LocalName, f.LocalName)}
+				return &wire.CorruptError{File: file, Offset: off, Reason: fmt.Sprintf("RocksDB %s: no column family holds %s, which _metadata lists as a file of the instance", m.LocalName, f.LocalName)}
 			}
 		}
-		return &CorruptError{File: r.res.MetadataFile, Offset: -1, Reason: fmt.Sprintf("no column family of the RocksDB instance holds %s, which _metadata lists as one of its files", f.LocalName)}
+		return &wire.CorruptError{File: r.res.MetadataFile, Offset: -1, Reason: fmt.Sprintf("no column family of the RocksDB instance holds %s, which _metadata lists as one of its files", f.LocalName)}
 	}
 	return nil
 }
@@ -232,7 +235,7 @@ type onlyKey struct {
 // With only set, it reads only the entries of one key of one state: a
 // seek to the key's prefix in that state's column family (a timer's key
 // comes after its timestamp, so a timer state is read whole).
-func (r *SnapshotReader) nativeEntries(ctx context.Context, op *OperatorState, st *SubtaskState, h *IncrementalKeyedHandle, kgs keygroup.Range, only *onlyKey) snapshot.Entries {
+func (r *SnapshotReader) nativeEntries(ctx context.Context, op *metadata.OperatorState, st *metadata.SubtaskState, h *metadata.IncrementalKeyedHandle, kgs keygroup.Range, only *onlyKey) snapshot.Entries {
 	return func(yield func(snapshot.Entry, error) bool) {
 		n, err := r.openNative(ctx, op, st, h)
 		if err != nil {
@@ -255,7 +258,7 @@ func (r *SnapshotReader) nativeEntries(ctx context.Context, op *OperatorState, s
 			upper = prefixOf(hi + 1)
 		}
 		type cfIter struct {
-			l  *layout
+			l  *statefile.Layout
 			it *rocksdb.Iterator
 		}
 		var its []cfIter
@@ -265,15 +268,15 @@ func (r *SnapshotReader) nativeEntries(ctx context.Context, op *OperatorState, s
 			}
 		}()
 		for _, l := range n.layouts {
-			if !n.db.Has(l.name) || (only != nil && l.name != only.state) {
+			if !n.db.Has(l.Name) || (only != nil && l.Name != only.state) {
 				continue
 			}
 			lower, to := prefixOf(lo), upper
-			if only != nil && l.kind != snapshot.Timer {
+			if only != nil && l.Kind != snapshot.Timer {
 				lower = append(lower, only.key...)
 				to = rocksdb.PrefixEnd(lower)
 			}
-			its = append(its, cfIter{l, n.db.NewIterator(l.name, lower, to)})
+			its = append(its, cfIter{l, n.db.NewIterator(l.Name, lower, to)})
 		}
 		stopped := false
 		emit := func(e snapshot.Entry) bool {
@@ -297,7 +300,7 @@ func (r *SnapshotReader) nativeEntries(ctx context.Context, op *OperatorState, s
 						}
 						break
 					}
-					_, _, err := c.l.canonicalEntries(kg, bytes.Clone(key[n.prefix:]), bytes.Clone(c.it.Value()), emit)
+					_, _, err := c.l.CanonicalEntries(kg, bytes.Clone(key[n.prefix:]), bytes.Clone(c.it.Value()), emit)
 					if err != nil {
 						yield(snapshot.Entry{}, fmt.Errorf("native RocksDB state of subtask %d, key group %d: %w", st.Index, kg, err))
 						return
@@ -307,7 +310,7 @@ func (r *SnapshotReader) nativeEntries(ctx context.Context, op *OperatorState, s
 					}
 				}
 				if err := c.it.Err(); err != nil {
-					yield(snapshot.Entry{}, errors.Join(&CorruptError{File: n.dir, Offset: -1, Reason: "RocksDB iterator"}, err))
+					yield(snapshot.Entry{}, errors.Join(&wire.CorruptError{File: n.dir, Offset: -1, Reason: "RocksDB iterator"}, err))
 					return
 				}
 			}

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/stateutil/stateutil/internal/flinkharness"
 	"github.com/stateutil/stateutil/keygroup"
 	"github.com/stateutil/stateutil/snapshot"
 )
@@ -15,7 +16,7 @@ import (
 // POJO {int id; String name; List<String> tags}.
 func ordersValues(t *testing.T, version string) (snapshot.Codec, [][]byte) {
 	t.Helper()
-	dirs, _ := filepath.Glob(filepath.Join(repoRoot(t), "testdata", "flink", version, "orders-hashmap-canonical", "snapshot", "savepoint-*"))
+	dirs, _ := filepath.Glob(filepath.Join(flinkharness.RepoRoot(), "testdata", "flink", version, "orders-hashmap-canonical", "snapshot", "savepoint-*"))
 	if len(dirs) != 1 {
 		t.Fatalf("testdata/flink/%s/orders-hashmap-canonical holds %d savepoints, want 1", version, len(dirs))
 	}

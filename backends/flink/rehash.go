@@ -6,6 +6,9 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/stateutil/stateutil/backends/flink/internal/statefile"
+	"github.com/stateutil/stateutil/backends/flink/internal/typeser"
+	"github.com/stateutil/stateutil/backends/flink/internal/wire"
 	"github.com/stateutil/stateutil/keygroup"
 	"github.com/stateutil/stateutil/snapshot"
 )
@@ -27,7 +30,7 @@ import (
 
 // pairSource is one old subtask's canonical key-groups stream.
 type pairSource struct {
-	s      *kgStream
+	s      *statefile.KeyGroupStream
 	prefix int
 }
 
@@ -45,16 +48,16 @@ func (r *SnapshotReader) pairSources(ctx context.Context, op *snapshot.Operator,
 	if r.keyedUnread(st) || st.ManagedKeyedState.KeyGroups == nil {
 		return nil, false, nil
 	}
-	s, err := openKGStream(ctx, r.res, st.ManagedKeyedState, fo.MaxParallelism)
+	s, err := statefile.OpenKGStream(ctx, r.res, st.ManagedKeyedState, fo.MaxParallelism)
 	if err != nil {
 		return nil, false, err
 	}
-	f, err := s.detect()
-	if err != nil || f == HeapFormat {
+	f, err := s.Detect()
+	if err != nil || f == statefile.HeapFormat {
 		s.Close()
 		return nil, false, err
 	}
-	return []*pairSource{{s: s, prefix: s.prefix}}, true, nil
+	return []*pairSource{{s: s, prefix: s.Prefix}}, true, nil
 }
 
 func closeSources(srcs []*pairSource) {
@@ -67,12 +70,12 @@ func closeSources(srcs []*pairSource) {
 // (as the source's header names it), the key without its key-group
 // prefix, and the value. The key group's bytes are read into *scratch,
 // which it grows as needed, so a caller can reuse its memory.
-func (p *pairSource) pairs(kg int, scratch *[]byte, fn func(l *layout, body, value []byte) error) error {
+func (p *pairSource) pairs(kg int, scratch *[]byte, fn func(l *statefile.Layout, body, value []byte) error) error {
 	g, err := p.group(kg, scratch)
 	if err != nil {
 		return err
 	}
-	return g.each(func(id, _ int, body, value []byte) error { return fn(p.s.layouts[id], body, value) })
+	return g.each(func(id, _ int, body, value []byte) error { return fn(p.s.Layouts[id], body, value) })
 }
 
 // storedGroup is the stored pairs of one key group of a pairSource.
@@ -85,14 +88,14 @@ type storedGroup struct {
 
 // group reads key group kg into *scratch (see pairs).
 func (p *pairSource) group(kg int, scratch *[]byte) (storedGroup, error) {
-	b, off, err := p.s.groupBytesInto(*scratch, kg)
+	b, off, err := p.s.GroupBytesInto(*scratch, kg)
 	if err != nil || b == nil {
 		return storedGroup{}, err
 	}
 	*scratch = b
-	at := p.s.base + off
-	if p.s.header.Compression {
-		if b, err = unsnappy(b, p.s.file, at); err != nil {
+	at := p.s.Base + off
+	if p.s.Header.Compression {
+		if b, err = statefile.Unsnappy(b, p.s.File, at); err != nil {
 			return storedGroup{}, err
 		}
 	}
@@ -108,7 +111,7 @@ func (g storedGroup) each(fn func(id, at int, body, value []byte) error) error {
 	}
 	p, b, kg := g.p, g.b, g.kg
 	bad := func(format string, args ...any) error {
-		return &CorruptError{File: p.s.file, Offset: g.at, Reason: fmt.Sprintf("key group %d: ", kg) + fmt.Sprintf(format, args...)}
+		return &wire.CorruptError{File: p.s.File, Offset: g.at, Reason: fmt.Sprintf("key group %d: ", kg) + fmt.Sprintf(format, args...)}
 	}
 	if len(b) < 2 {
 		return bad("no state id")
@@ -116,8 +119,8 @@ func (g storedGroup) each(fn func(id, at int, body, value []byte) error) error {
 	id := int(binary.BigEndian.Uint16(b))
 	b = b[2:]
 	for {
-		if id >= len(p.s.layouts) {
-			return bad("state id %d, but the header has %d states", id, len(p.s.layouts))
+		if id >= len(p.s.Layouts) {
+			return bad("state id %d, but the header has %d states", id, len(p.s.Layouts))
 		}
 		if len(b) < 4 {
 			return bad("truncated key length")
@@ -143,7 +146,7 @@ func (g storedGroup) each(fn func(id, at int, body, value []byte) error) error {
 			got = got<<8 | int(key[1])
 		}
 		if got != kg {
-			return bad("state %q: key says key group %d", p.s.layouts[id].name, got)
+			return bad("state %q: key says key group %d", p.s.Layouts[id].Name, got)
 		}
 		if err := fn(id, at, key[p.prefix:], value); err != nil {
 			if errors.Is(err, keygroup.ErrUnknownKeyType) {
@@ -157,7 +160,7 @@ func (g storedGroup) each(fn func(id, at int, body, value []byte) error) error {
 			}
 			id = int(binary.BigEndian.Uint16(b))
 			b = b[2:]
-			if id == endOfKeyGroupMark {
+			if id == statefile.EndOfKeyGroupMark {
 				if len(b) != 0 {
 					return bad("%d bytes after the end-of-key-group mark", len(b))
 				}
@@ -169,20 +172,20 @@ func (g storedGroup) each(fn func(id, at int, body, value []byte) error) error {
 
 // keyHasher hashes the key of a stored pair of one state.
 type keyHasher struct {
-	l     *layout
+	l     *statefile.Layout
 	codec snapshot.Codec
 	fixed int // the key's byte width, or -1
 	// long and integer mark the common keys hashed here, not by codec.
 	long, integer bool
 }
 
-func newKeyHasher(l *layout, t snapshot.Type, codecs *snapshot.Codecs) (*keyHasher, error) {
+func newKeyHasher(l *statefile.Layout, t snapshot.Type, codecs *snapshot.Codecs) (*keyHasher, error) {
 	c, err := codecs.Codec(t)
 	if err != nil {
 		return nil, err
 	}
-	kind := serKind(l.key)
-	return &keyHasher{l: l, codec: c, fixed: fixedLength(l.key), long: kind == "Long", integer: kind == "Integer"}, nil
+	kind := typeser.KindOf(l.Key)
+	return &keyHasher{l: l, codec: c, fixed: typeser.FixedLength(l.Key), long: kind == "Long", integer: kind == "Integer"}, nil
 }
 
 // key is the key of a stored pair: its leading bytes where the key
@@ -190,7 +193,7 @@ func newKeyHasher(l *layout, t snapshot.Type, codecs *snapshot.Codecs) (*keyHash
 // as the reader splits key from namespace.
 func (h *keyHasher) key(body []byte) ([]byte, bool) {
 	if h.fixed >= 0 {
-		if h.l.kind == KindTimer {
+		if h.l.Kind == statefile.KindTimer {
 			body = body[min(8, len(body)):]
 		}
 		if h.fixed > len(body) {
@@ -198,7 +201,7 @@ func (h *keyHasher) key(body []byte) ([]byte, bool) {
 		}
 		return body[:h.fixed], true
 	}
-	key, _, _, ok := h.l.splitKey(body)
+	key, _, _, ok := h.l.SplitKey(body)
 	return key, ok
 }
 
@@ -206,7 +209,7 @@ func (h *keyHasher) key(body []byte) ([]byte, bool) {
 func (h *keyHasher) keyGroup(body []byte, maxParallelism int) (int, error) {
 	key, ok := h.key(body)
 	if !ok {
-		return 0, fmt.Errorf("state %q: cannot tell the key from the namespace in 0x%x", h.l.name, body)
+		return 0, fmt.Errorf("state %q: cannot tell the key from the namespace in 0x%x", h.l.Name, body)
 	}
 	var code int32
 	var err error
@@ -219,24 +222,24 @@ func (h *keyHasher) keyGroup(body []byte, maxParallelism int) (int, error) {
 		code, err = h.codec.HashCode(key)
 	}
 	if err != nil {
-		return 0, fmt.Errorf("state %q: cannot hash key 0x%x: %w", h.l.name, key, err)
+		return 0, fmt.Errorf("state %q: cannot hash key 0x%x: %w", h.l.Name, key, err)
 	}
 	return keygroup.OfHash(code, maxParallelism), nil
 }
 
 // hashers builds the key hashers of a source's states by name, from the
 // key types op declares.
-func hashers(op *snapshot.Operator, srcs []*pairSource, codecs *snapshot.Codecs) (map[*layout]*keyHasher, error) {
-	out := map[*layout]*keyHasher{}
+func hashers(op *snapshot.Operator, srcs []*pairSource, codecs *snapshot.Codecs) (map[*statefile.Layout]*keyHasher, error) {
+	out := map[*statefile.Layout]*keyHasher{}
 	for _, p := range srcs {
-		for _, l := range p.s.layouts {
-			ks, ok := op.KeyedStateByName(l.name)
+		for _, l := range p.s.Layouts {
+			ks, ok := op.KeyedStateByName(l.Name)
 			if !ok {
-				return nil, fmt.Errorf("operator %q: stored state %q is not declared", op.Label(), l.name)
+				return nil, fmt.Errorf("operator %q: stored state %q is not declared", op.Label(), l.Name)
 			}
 			h, err := newKeyHasher(l, ks.KeyType, codecs)
 			if err != nil {
-				return nil, fmt.Errorf("operator %q keyed state %q: %w", op.Label(), l.name, err)
+				return nil, fmt.Errorf("operator %q keyed state %q: %w", op.Label(), l.Name, err)
 			}
 			out[l] = h
 		}
@@ -260,12 +263,12 @@ func (r *SnapshotReader) RehashedStats(ctx context.Context, op *snapshot.Operato
 	var order []int
 	var scratch []byte
 	for _, p := range srcs {
-		kr := p.s.h.Range
+		kr := p.s.H.Range
 		for kg := int(kr.Start); kg <= int(kr.End()); kg++ {
 			if err := ctx.Err(); err != nil {
 				return nil, false, err
 			}
-			err := p.pairs(kg, &scratch, func(l *layout, body, value []byte) error {
+			err := p.pairs(kg, &scratch, func(l *statefile.Layout, body, value []byte) error {
 				nk := kg % maxParallelism
 				if op.MaxParallelism%maxParallelism != 0 {
 					var err error
@@ -279,7 +282,7 @@ func (r *SnapshotReader) RehashedStats(ctx context.Context, op *snapshot.Operato
 					stats[nk] = st
 					order = append(order, nk)
 				}
-				st.Entries += l.storedEntries(value)
+				st.Entries += l.StoredEntries(value)
 				st.Bytes += int64(len(body) + len(value))
 				return nil
 			})
@@ -306,29 +309,11 @@ func (r *SnapshotReader) StoredKeyGroupBytes(ctx context.Context, op *snapshot.O
 	defer closeSources(srcs)
 	var out []snapshot.KeyGroupStat
 	for _, p := range srcs {
-		for i, o := range p.s.h.Offsets {
-			if e := nextOffset(p.s.offs, o, int(p.s.size)); o > 0 && e > o {
-				out = append(out, snapshot.KeyGroupStat{KeyGroup: int(p.s.h.Range.Start) + i, Bytes: e - o})
+		for i, o := range p.s.H.Offsets {
+			if e := statefile.NextOffset(p.s.Offs, o, int(p.s.Size)); o > 0 && e > o {
+				out = append(out, snapshot.KeyGroupStat{KeyGroup: int(p.s.H.Range.Start) + i, Bytes: e - o})
 			}
 		}
 	}
 	return out, true, nil
-}
-
-// storedEntries is the number of entries one stored value holds: a list's
-// elements, else one.
-func (l *layout) storedEntries(value []byte) int64 {
-	if l.kind != snapshot.List {
-		return 1
-	}
-	n := int64(0)
-	for rest := value; len(rest) > 0; {
-		k, ok, err := span(l.elem, rest)
-		if err != nil || !ok || k >= len(rest) {
-			return n + 1
-		}
-		n++
-		rest = rest[k+1:] // the ',' between elements
-	}
-	return n
 }

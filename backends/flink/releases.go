@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/stateutil/stateutil/backends/flink/internal/typeser"
 	"github.com/stateutil/stateutil/snapshot"
 )
 
@@ -223,7 +224,7 @@ func (c *restoreCheck) serializer(op *snapshot.Operator, what, name string, raw 
 }
 
 // why is the reason Flink c.to would not restore s, "" if it would.
-func (c *restoreCheck) why(s *SerializerSnapshot, pojoField bool) string {
+func (c *restoreCheck) why(s *typeser.SerializerSnapshot, pojoField bool) string {
 	if s == nil {
 		return "a missing serializer snapshot"
 	}

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stateutil/stateutil/backends/flink/internal/typeser"
+	"github.com/stateutil/stateutil/backends/flink/metadata"
 	"github.com/stateutil/stateutil/internal/flinkharness"
 	"github.com/stateutil/stateutil/snapshot"
 	"github.com/stateutil/stateutil/storage"
@@ -54,7 +56,7 @@ func TestReleaseTable(t *testing.T) {
 func TestReleaseTableMatchesRealFlinkFiles(t *testing.T) {
 	ver := regexp.MustCompile(`(?:flink|/)(1\.1[5-9]|1\.20|2\.\d)[./-]`)
 	n := 0
-	for _, f := range realMetadataFiles(t) {
+	for _, f := range flinkharness.RealMetadataFiles() {
 		if strings.Contains(f, "operatorstate") {
 			continue
 		}
@@ -66,7 +68,7 @@ func TestReleaseTableMatchesRealFlinkFiles(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		md, err := ParseMetadata(data, f)
+		md, err := metadata.ParseMetadata(data, f)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -103,7 +105,7 @@ func TestPojoCollectionFieldsStayInTheirMajor(t *testing.T) {
 		t.Errorf("a List state: %s", why)
 	}
 	// A POJO snapshot stateutil did not parse shows no fields to check.
-	unread := &SerializerSnapshot{Class: pojo.Class, Version: pojo.Version, Opaque: true}
+	unread := &typeser.SerializerSnapshot{Class: pojo.Class, Version: pojo.Version, Opaque: true}
 	if why := to19.why(unread, false); !strings.Contains(why, "cannot read whole") {
 		t.Errorf("an unparsed POJO snapshot for Flink 1.19: %q", why)
 	}
@@ -118,7 +120,7 @@ func TestPojoCollectionFieldsStayInTheirMajor(t *testing.T) {
 
 // serializersOf parses the value serializer snapshot of every keyed state
 // of a savepoint's operators, by state name.
-func serializersOf(t *testing.T, dir string) map[string]*SerializerSnapshot {
+func serializersOf(t *testing.T, dir string) map[string]*typeser.SerializerSnapshot {
 	t.Helper()
 	reg := snapshot.NewRegistry(storage.NewRegistry())
 	Register(reg)
@@ -127,7 +129,7 @@ func serializersOf(t *testing.T, dir string) map[string]*SerializerSnapshot {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	out := map[string]*SerializerSnapshot{}
+	out := map[string]*typeser.SerializerSnapshot{}
 	for _, op := range r.Snapshot().Operators {
 		co, err := carriedOf(op)
 		if err != nil || co == nil {
@@ -180,8 +182,8 @@ func TestSerializerTableIsWhatFlinkWrites(t *testing.T) {
 				}
 				defer r.Close()
 				n := 0
-				var walk func(where string, s *SerializerSnapshot)
-				walk = func(where string, s *SerializerSnapshot) {
+				var walk func(where string, s *typeser.SerializerSnapshot)
+				walk = func(where string, s *typeser.SerializerSnapshot) {
 					k, ok := snapshotClasses[s.Class]
 					switch {
 					case !ok:

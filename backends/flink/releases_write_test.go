@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/stateutil/stateutil/backends/flink"
+	"github.com/stateutil/stateutil/backends/flink/metadata"
 	"github.com/stateutil/stateutil/migrate"
 	"github.com/stateutil/stateutil/snapshot"
 )
@@ -167,13 +168,13 @@ func checkOperatorHeaders(t *testing.T, dir string, want uint32) {
 }
 
 // writtenMetadata parses the `_metadata` of the savepoint written at dir.
-func writtenMetadata(t *testing.T, dir string) *flink.Metadata {
+func writtenMetadata(t *testing.T, dir string) *metadata.Metadata {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(dir, "_metadata"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := flink.ParseMetadata(data, dir)
+	m, err := metadata.ParseMetadata(data, dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stateutil/stateutil/backends/flink/internal/typeser"
 	"github.com/stateutil/stateutil/internal/flinkharness"
 	"github.com/stateutil/stateutil/snapshot"
 )
@@ -43,7 +44,7 @@ func roundTrip(t testing.TB, tp snapshot.Type, b []byte) (bool, error) {
 		return true, err
 	}
 	got, err := enc.Encode(back)
-	if errors.Is(err, errNoEncoder) {
+	if errors.Is(err, typeser.ErrNoEncoder) {
 		return false, nil
 	}
 	if err != nil {
@@ -132,7 +133,7 @@ func roundTripCorpus(t *testing.T, root string) map[string]int {
 // the states whose values are Flink's composite serializers are all
 // among them.
 func TestCorpusValuesRoundTrip(t *testing.T) {
-	counts := roundTripCorpus(t, filepath.Join(repoRoot(t), "testdata", "flink"))
+	counts := roundTripCorpus(t, filepath.Join(flinkharness.RepoRoot(), "testdata", "flink"))
 	for _, want := range []string{"2.3.0/orders order", "2.3.0/collections basket", "2.3.0/types either", "2.3.0/types list",
 		"2.3.0/types map", "2.3.0/types pojo", "2.3.0/types row", "2.3.0/types enum", "2.3.0/types ints", "2.3.0/types strings", "1.20.5/types either",
 		"2.3.0/sql accState", "2.3.0/sql deduplicate-state", "1.20.5/sql left-records user key", "1.20.5/sql distinctAcc_0 user key",

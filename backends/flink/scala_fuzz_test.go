@@ -1,6 +1,8 @@
 package flink
 
-import "testing"
+import (
+	"testing"
+)
 
 // fuzzScalaStates are the states of the scala job whose values are Flink
 // 1.x's Scala API serializers: case classes, Option, Either, Try, Unit,

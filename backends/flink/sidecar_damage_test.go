@@ -21,7 +21,7 @@ import (
 // corpusEntry is the checked-in real Flink snapshot VERSION/NAME.
 func corpusEntry(t *testing.T, name string) flinkharness.Entry {
 	t.Helper()
-	es, err := flinkharness.ReadCorpus(filepath.Join(repoRoot(t), "testdata", "flink"))
+	es, err := flinkharness.ReadCorpus(filepath.Join(flinkharness.RepoRoot(), "testdata", "flink"))
 	if err != nil {
 		t.Fatal(err)
 	}

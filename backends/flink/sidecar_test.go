@@ -10,11 +10,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/vmihailenco/msgpack/v5"
-
+	"github.com/stateutil/stateutil/backends/flink/metadata"
 	"github.com/stateutil/stateutil/keygroup"
 	"github.com/stateutil/stateutil/snapshot"
 	"github.com/stateutil/stateutil/storage"
+	"github.com/vmihailenco/msgpack/v5"
 )
 
 // sealed ends a manifest body as the format does: with the CRC32C of the
@@ -148,8 +148,8 @@ func FuzzChecksumsDecode(f *testing.F) {
 func TestAdoptNeedsEachFileChecksummed(t *testing.T) {
 	ctx := context.Background()
 	const name = "op0-0.0badc0de-operator"
-	layout, err := msgpack.Marshal(&stagedHandles{Operator: &OperatorStateHandle{Type: HandleOperatorState,
-		Delegate: &StreamHandle{Type: HandleRelativeFile, Path: name, Size: 10}}})
+	layout, err := msgpack.Marshal(&stagedHandles{Operator: &metadata.OperatorStateHandle{Type: metadata.HandleOperatorState,
+		Delegate: &metadata.StreamHandle{Type: metadata.HandleRelativeFile, Path: name, Size: 10}}})
 	if err != nil {
 		t.Fatal(err)
 	}

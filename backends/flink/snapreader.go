@@ -7,6 +7,10 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/stateutil/stateutil/backends/flink/internal/changelog"
+	"github.com/stateutil/stateutil/backends/flink/internal/statefile"
+	"github.com/stateutil/stateutil/backends/flink/internal/wire"
+	"github.com/stateutil/stateutil/backends/flink/metadata"
 	"github.com/stateutil/stateutil/keygroup"
 	"github.com/stateutil/stateutil/snapshot"
 )
@@ -21,15 +25,15 @@ import (
 // Flink stores no TTL duration, so ExpiresAt of a TTL'd entry holds the
 // last-access time Flink stored.
 type SnapshotReader struct {
-	meta   *Metadata
-	res    *Resolver
+	meta   *metadata.Metadata
+	res    *statefile.Resolver
 	snap   *snapshot.Snapshot
-	ops    map[*snapshot.Operator]*OperatorState
-	unread map[*SubtaskState]map[unreadKey]error
+	ops    map[*snapshot.Operator]*metadata.OperatorState
+	unread map[*metadata.SubtaskState]map[unreadKey]error
 	// sizes holds each broadcast state's entry count per subtask.
-	sizes map[*SubtaskState]map[string]int64
+	sizes map[*metadata.SubtaskState]map[string]int64
 	// opBytes holds the bytes of each subtask's operator-state elements.
-	opBytes map[*SubtaskState]int64
+	opBytes map[*metadata.SubtaskState]int64
 	tempDir string
 	// sums is the checksum manifest stateutil wrote beside _metadata, or
 	// nil (sidecar.go).
@@ -38,16 +42,16 @@ type SnapshotReader struct {
 	mu      sync.Mutex
 	natives map[nativeKey]*nativeDB
 	// applied holds each changelog subtask's state, changes applied.
-	applied map[*SubtaskState]appliedChangelog
+	applied map[*metadata.SubtaskState]appliedChangelog
 }
 
 // Metadata is the decoded `_metadata` the snapshot was read from.
-func (r *SnapshotReader) Metadata() *Metadata { return r.meta }
+func (r *SnapshotReader) Metadata() *metadata.Metadata { return r.meta }
 
 // Snapshot is the snapshot's metadata in stateutil's model.
 func (r *SnapshotReader) Snapshot() *snapshot.Snapshot { return r.snap }
 
-func (r *SnapshotReader) subtaskState(op *snapshot.Operator, subtask int) (*OperatorState, *SubtaskState, error) {
+func (r *SnapshotReader) subtaskState(op *snapshot.Operator, subtask int) (*metadata.OperatorState, *metadata.SubtaskState, error) {
 	fo, ok := r.ops[op]
 	if !ok {
 		for o, f := range r.ops {
@@ -74,7 +78,7 @@ func (r *SnapshotReader) subtaskState(op *snapshot.Operator, subtask int) (*Oper
 func (r *SnapshotReader) KeyEntries(ctx context.Context, op *snapshot.Operator, subtask, kg int, state string, key, namespace []byte) ([]snapshot.Entry, error) {
 	group := keygroup.Range{Start: kg, End: kg}
 	es := r.Entries(ctx, op, subtask, group)
-	if fo, st, err := r.subtaskState(op, subtask); err == nil && st != nil && st.ManagedKeyedState != nil && len(r.unread[st]) == 0 && !pendingChanges(st.ManagedKeyedState) {
+	if fo, st, err := r.subtaskState(op, subtask); err == nil && st != nil && st.ManagedKeyedState != nil && len(r.unread[st]) == 0 && !changelog.PendingChanges(st.ManagedKeyedState) {
 		if h := nativeHandle(st.ManagedKeyedState); h != nil {
 			es = r.nativeEntries(ctx, fo, st, h, group, &onlyKey{state, key})
 		}
@@ -105,7 +109,7 @@ func (r *SnapshotReader) Entries(ctx context.Context, op *snapshot.Operator, sub
 		return snapshot.FailedEntries(err)
 	}
 	var es snapshot.Entries
-	if pendingChanges(st.ManagedKeyedState) {
+	if changelog.PendingChanges(st.ManagedKeyedState) {
 		es = r.changelogEntries(ctx, fo, st, kgs)
 	} else if h := nativeHandle(st.ManagedKeyedState); h != nil {
 		es = r.nativeEntries(ctx, fo, st, h, kgs, nil)
@@ -133,16 +137,16 @@ func (r *SnapshotReader) Entries(ctx context.Context, op *snapshot.Operator, sub
 // canonical snapshots, materialized changelog state), key group by key
 // group, reading only the key groups asked for; lost (nil: none) is told
 // of the heap states that could not be read in a key group.
-func (r *SnapshotReader) keyGroupEntries(ctx context.Context, op *OperatorState, st *SubtaskState, kgs keygroup.Range, lost func(state string, err error)) snapshot.Entries {
+func (r *SnapshotReader) keyGroupEntries(ctx context.Context, op *metadata.OperatorState, st *metadata.SubtaskState, kgs keygroup.Range, lost func(state string, err error)) snapshot.Entries {
 	return func(yield func(snapshot.Entry, error) bool) {
 		handles := managedKeyGroups(st.ManagedKeyedState)
 		if len(handles) == 0 {
 			if h := st.ManagedKeyedState; h != nil {
-				yield(snapshot.Entry{}, fmt.Errorf("subtask %d: %s handle: %w", st.Index, h.Type, ErrUnsupportedVersion))
+				yield(snapshot.Entry{}, fmt.Errorf("subtask %d: %s handle: %w", st.Index, h.Type, wire.ErrUnsupportedVersion))
 			}
 			return
 		}
-		var streams []*kgStream
+		var streams []*statefile.KeyGroupStream
 		defer func() {
 			for _, s := range streams {
 				s.Close()
@@ -150,12 +154,12 @@ func (r *SnapshotReader) keyGroupEntries(ctx context.Context, op *OperatorState,
 		}()
 		lo, hi := kgs.Start, kgs.End
 		for _, h := range handles {
-			s, err := openKGStream(ctx, r.res, h, op.MaxParallelism)
+			s, err := statefile.OpenKGStream(ctx, r.res, h, op.MaxParallelism)
 			if err != nil {
 				yield(snapshot.Entry{}, err)
 				return
 			}
-			s.lost = lost
+			s.Lost = lost
 			streams = append(streams, s)
 		}
 		span := keygroup.Range{Start: lo, End: hi}
@@ -168,7 +172,7 @@ func (r *SnapshotReader) keyGroupEntries(ctx context.Context, op *OperatorState,
 		}
 		for kg := span.Start; kg <= span.End; kg++ {
 			for _, s := range streams {
-				kr := s.h.Range
+				kr := s.H.Range
 				if kg < int(kr.Start) || kg > int(kr.End()) {
 					continue
 				}
@@ -176,7 +180,7 @@ func (r *SnapshotReader) keyGroupEntries(ctx context.Context, op *OperatorState,
 					yield(snapshot.Entry{}, err)
 					return
 				}
-				if _, err := s.entries(kg, emit, func(string) {}); err != nil {
+				if _, err := s.Entries(kg, emit, func(string) {}); err != nil {
 					yield(snapshot.Entry{}, err)
 					return
 				}
@@ -191,10 +195,10 @@ func (r *SnapshotReader) keyGroupEntries(ctx context.Context, op *OperatorState,
 	}
 }
 
-func maxRangeEnd(ss []*kgStream) int {
+func maxRangeEnd(ss []*statefile.KeyGroupStream) int {
 	m := -1
 	for _, s := range ss {
-		m = max(m, int(s.h.Range.End()))
+		m = max(m, int(s.H.Range.End()))
 	}
 	return m
 }
@@ -229,8 +233,8 @@ func (r *SnapshotReader) Elements(ctx context.Context, op *snapshot.Operator, su
 					continue
 				}
 				elements := p.Elements
-				if p.Mode == Broadcast {
-					if elements, err = broadcastEntries(p, f.File); err != nil {
+				if p.Mode == metadata.Broadcast {
+					if elements, err = statefile.BroadcastEntries(p, f.File); err != nil {
 						yield(snapshot.Element{}, err)
 						return
 					}
@@ -260,7 +264,7 @@ func (r *SnapshotReader) Raw(ctx context.Context, op *snapshot.Operator, subtask
 	var out snapshot.RawState
 	if h := st.RawKeyedState; h != nil {
 		if h.KeyGroups == nil {
-			return out, fmt.Errorf("raw keyed state in a %s handle: %w", h.Type, ErrUnsupportedVersion)
+			return out, fmt.Errorf("raw keyed state in a %s handle: %w", h.Type, wire.ErrUnsupportedVersion)
 		}
 		f, err := r.res.ReadRawKeyGroups(ctx, h)
 		if err != nil {

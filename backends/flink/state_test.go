@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
-	"github.com/stateutil/stateutil/storage"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -14,6 +13,11 @@ import (
 	"testing"
 
 	"github.com/golang/snappy"
+	"github.com/stateutil/stateutil/backends/flink/internal/statefile"
+	"github.com/stateutil/stateutil/backends/flink/internal/typeser"
+	"github.com/stateutil/stateutil/backends/flink/internal/wire"
+	"github.com/stateutil/stateutil/backends/flink/metadata"
+	"github.com/stateutil/stateutil/storage"
 )
 
 // manifestSizes reads MANIFEST.tsv: local_path -> size. The sizes there come
@@ -40,20 +44,20 @@ func manifestSizes(t *testing.T, root string) map[string]int64 {
 }
 
 // forEachStream calls fn for every stream handle a subtask state refers to.
-func forEachStream(st *SubtaskState, fn func(*StreamHandle)) {
-	var keyed func(*KeyedHandle)
-	keyed = func(h *KeyedHandle) {
+func forEachStream(st *metadata.SubtaskState, fn func(*metadata.StreamHandle)) {
+	var keyed func(*metadata.KeyedHandle)
+	keyed = func(h *metadata.KeyedHandle) {
 		switch {
 		case h == nil:
 		case h.KeyGroups != nil:
 			fn(h.KeyGroups.Delegate)
 		case h.Incremental != nil:
 			fn(h.Incremental.Meta)
-			for _, f := range append(append([]NamedStreamHandle{}, h.Incremental.Shared...), h.Incremental.Private...) {
+			for _, f := range append(append([]metadata.NamedStreamHandle{}, h.Incremental.Shared...), h.Incremental.Private...) {
 				fn(f.Handle)
 			}
 		case h.Changelog != nil:
-			for _, k := range append(append([]*KeyedHandle{}, h.Changelog.Materialized...), h.Changelog.NonMaterialized...) {
+			for _, k := range append(append([]*metadata.KeyedHandle{}, h.Changelog.Materialized...), h.Changelog.NonMaterialized...) {
 				keyed(k)
 			}
 		case h.ChangelogFiles != nil:
@@ -62,7 +66,7 @@ func forEachStream(st *SubtaskState, fn func(*StreamHandle)) {
 			}
 		}
 	}
-	for _, h := range []*OperatorStateHandle{st.ManagedOperatorState, st.RawOperatorState} {
+	for _, h := range []*metadata.OperatorStateHandle{st.ManagedOperatorState, st.RawOperatorState} {
 		if h != nil {
 			fn(h.Delegate)
 		}
@@ -83,12 +87,12 @@ func TestRelativeHandleSizes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		res := NewResolver(storage.Local(), mf, nil)
+		res := statefile.NewResolver(storage.Local(), mf, nil)
 		seen := 0
 		for _, op := range m.Operators {
 			for _, st := range op.Subtasks {
-				forEachStream(st, func(h *StreamHandle) {
-					if h == nil || h.Type != HandleRelativeFile {
+				forEachStream(st, func(h *metadata.StreamHandle) {
+					if h == nil || h.Type != metadata.HandleRelativeFile {
 						return
 					}
 					loc, err := res.Locate(context.Background(), h)
@@ -145,7 +149,7 @@ func TestOperatorStateFigures(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		res := NewResolver(storage.Local(), mf, nil)
+		res := statefile.NewResolver(storage.Local(), mf, nil)
 		found := false
 		for _, op := range m.Operators {
 			for _, st := range op.Subtasks {
@@ -163,7 +167,7 @@ func TestOperatorStateFigures(t *testing.T) {
 				}
 				p := of.Partitions[0]
 				if of.Version != c.version || of.HeaderSize != c.offsets[0] ||
-					len(p.Elements) != 4 || p.Mode != SplitDistribute {
+					len(p.Elements) != 4 || p.Mode != metadata.SplitDistribute {
 					t.Fatalf("%s: version %d header %d elements %d", c.dir, of.Version, of.HeaderSize, len(p.Elements))
 				}
 				for i, e := range p.Elements {
@@ -187,14 +191,14 @@ func TestBroadcastAndKeyedHeaders(t *testing.T) {
 	// "broadcast-state-2" and "broadcast-state-1", BROADCAST mode, VALUE =
 	// LongSerializerSnapshot, KEY = StringSerializerSnapshot.
 	dir := filepath.Join(root, "new-stateful-broadcast-udf-migration-itcase-flink1.17-hashmap-checkpoint")
-	res := NewResolver(storage.Local(), filepath.Join(dir, "_metadata"), nil)
-	of, err := res.ReadOperatorState(context.Background(), &OperatorStateHandle{Type: HandleOperatorState,
-		Delegate: &StreamHandle{Type: HandleRelativeFile, Path: "0e3582f2-8a8d-4471-9088-63e26bbfcd2d", Size: 704}})
+	res := statefile.NewResolver(storage.Local(), filepath.Join(dir, "_metadata"), nil)
+	of, err := res.ReadOperatorState(context.Background(), &metadata.OperatorStateHandle{Type: metadata.HandleOperatorState,
+		Delegate: &metadata.StreamHandle{Type: metadata.HandleRelativeFile, Path: "0e3582f2-8a8d-4471-9088-63e26bbfcd2d", Size: 704}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(of.States) != 0 || len(of.BroadcastStates) != 2 || of.BroadcastStates[0].Name != "broadcast-state-2" ||
-		of.BroadcastStates[1].Name != "broadcast-state-1" || of.BroadcastStates[0].Type != BroadcastMapState ||
+		of.BroadcastStates[1].Name != "broadcast-state-1" || of.BroadcastStates[0].Type != statefile.BroadcastMapState ||
 		of.BroadcastStates[0].Options["OPERATOR_STATE_DISTRIBUTION_MODE"] != "BROADCAST" ||
 		!strings.HasSuffix(of.BroadcastStates[0].Serializers["KEY_SERIALIZER"].Class, "StringSerializerSnapshot") ||
 		!strings.HasSuffix(of.BroadcastStates[0].Value().Class, "LongSerializerSnapshot") {
@@ -212,7 +216,7 @@ func TestBroadcastAndKeyedHeaders(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res = NewResolver(storage.Local(), mf, nil)
+	res = statefile.NewResolver(storage.Local(), mf, nil)
 	n := 0
 	for _, op := range m.Operators {
 		for _, st := range op.Subtasks {
@@ -248,10 +252,10 @@ func TestReadAllState(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		res := NewResolver(storage.Local(), mf, nil)
+		res := statefile.NewResolver(storage.Local(), mf, nil)
 		for _, op := range m.Operators {
 			for _, st := range op.Subtasks {
-				for _, h := range []*OperatorStateHandle{st.ManagedOperatorState, st.RawOperatorState} {
+				for _, h := range []*metadata.OperatorStateHandle{st.ManagedOperatorState, st.RawOperatorState} {
 					if h == nil {
 						continue
 					}
@@ -308,12 +312,12 @@ func TestPathMapping(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "kg"), []byte("abc"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	h := &StreamHandle{Type: HandleFile, Path: "file:/old/cluster/chk-1/kg", Size: 3}
-	res := NewResolver(storage.Local(), filepath.Join(dir, "_metadata"), nil)
+	h := &metadata.StreamHandle{Type: metadata.HandleFile, Path: "file:/old/cluster/chk-1/kg", Size: 3}
+	res := statefile.NewResolver(storage.Local(), filepath.Join(dir, "_metadata"), nil)
 	if _, _, _, err := res.Bytes(context.Background(), h); err == nil || !strings.Contains(err.Error(), "absolute state path") {
 		t.Errorf("unmapped absolute path: %v", err)
 	}
-	res.Mappings = []PathMapping{{Old: "file:/old", New: "/elsewhere"}, {Old: "file:/old/cluster/chk-1", New: dir}}
+	res.Mappings = []statefile.PathMapping{{Old: "file:/old", New: "/elsewhere"}, {Old: "file:/old/cluster/chk-1", New: dir}}
 	loc, err := res.Locate(context.Background(), h)
 	if err != nil || !loc.Absolute || !loc.Remapped || loc.Path != filepath.Join(dir, "kg") {
 		t.Fatalf("locate: %+v %v", loc, err)
@@ -321,10 +325,10 @@ func TestPathMapping(t *testing.T) {
 	if b, _, _, err := res.Bytes(context.Background(), h); err != nil || string(b) != "abc" {
 		t.Errorf("bytes: %q %v", b, err)
 	}
-	if _, err := res.Locate(context.Background(), &StreamHandle{Type: HandleFile, Path: "hdfs://nn/x"}); !errors.Is(err, ErrNotLocal) {
+	if _, err := res.Locate(context.Background(), &metadata.StreamHandle{Type: metadata.HandleFile, Path: "hdfs://nn/x"}); !errors.Is(err, statefile.ErrNotLocal) {
 		t.Errorf("hdfs path: %v", err)
 	}
-	if _, err := res.Locate(context.Background(), &StreamHandle{Type: HandleRelativeFile, Path: "../x"}); !errors.Is(err, ErrCorrupt) {
+	if _, err := res.Locate(context.Background(), &metadata.StreamHandle{Type: metadata.HandleRelativeFile, Path: "../x"}); !errors.Is(err, wire.ErrCorrupt) {
 		t.Errorf("escaping relative path: %v", err)
 	}
 }
@@ -360,11 +364,11 @@ func TestSnappyKeyGroups(t *testing.T) {
 	data = append(data, group(0, 0)...)
 	o1 := int64(len(data))
 	data = append(data, group(1)...)
-	kf, err := ParseKeyGroups(data, "snappy", 0, &KeyGroupsHandle{Range: KeyGroupRange{0, 3}, Offsets: []int64{o0, o1, 0}})
+	kf, err := statefile.ParseKeyGroups(serializers, data, "snappy", 0, &metadata.KeyGroupsHandle{Range: metadata.KeyGroupRange{Start: 0, Count: 3}, Offsets: []int64{o0, o1, 0}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !kf.Header.Compression || kf.Format != CanonicalFormat || len(kf.KeyGroups) != 3 ||
+	if !kf.Header.Compression || kf.Format != statefile.CanonicalFormat || len(kf.KeyGroups) != 3 ||
 		len(kf.KeyGroups[0].Entries) != 2 || len(kf.KeyGroups[1].Entries) != 1 || len(kf.KeyGroups[2].Entries) != 0 {
 		t.Fatalf("%+v", kf)
 	}
@@ -376,7 +380,7 @@ func TestSnappyKeyGroups(t *testing.T) {
 	// A flipped byte in a compressed chunk fails the CRC.
 	bad := append([]byte{}, data...)
 	bad[o1+len64(bad[o1:])/2] ^= 0xFF
-	if _, err := ParseKeyGroups(bad, "snappy", 0, &KeyGroupsHandle{Range: KeyGroupRange{0, 2}, Offsets: []int64{o0, o1}}); !errors.Is(err, ErrCorrupt) {
+	if _, err := statefile.ParseKeyGroups(serializers, bad, "snappy", 0, &metadata.KeyGroupsHandle{Range: metadata.KeyGroupRange{Start: 0, Count: 2}, Offsets: []int64{o0, o1}}); !errors.Is(err, wire.ErrCorrupt) {
 		t.Errorf("corrupt snappy chunk: %v", err)
 	}
 }
@@ -384,12 +388,12 @@ func TestSnappyKeyGroups(t *testing.T) {
 func len64(b []byte) int64 { return int64(len(b)) }
 
 func TestDecodeValues(t *testing.T) {
-	simple := func(name string) *SerializerSnapshot {
-		return &SerializerSnapshot{Class: "org.apache.flink.api.common.typeutils.base." + name + "$" + name + "Snapshot", Version: 3}
+	simple := func(name string) *typeser.SerializerSnapshot {
+		return &typeser.SerializerSnapshot{Class: "org.apache.flink.api.common.typeutils.base." + name + "$" + name + "Snapshot", Version: 3}
 	}
 	long, str := simple("LongSerializer"), simple("StringSerializer")
-	tuple := &SerializerSnapshot{Class: "org.apache.flink.api.java.typeutils.runtime.TupleSerializerSnapshot", Nested: []*SerializerSnapshot{long, str}}
-	ttl := &SerializerSnapshot{Class: "org.apache.flink.runtime.state.ttl.TtlStateFactory$TtlSerializerSnapshot", Nested: []*SerializerSnapshot{long, tuple}}
+	tuple := &typeser.SerializerSnapshot{Class: "org.apache.flink.api.java.typeutils.runtime.TupleSerializerSnapshot", Nested: []*typeser.SerializerSnapshot{long, str}}
+	ttl := &typeser.SerializerSnapshot{Class: "org.apache.flink.runtime.state.ttl.TtlStateFactory$TtlSerializerSnapshot", Nested: []*typeser.SerializerSnapshot{long, tuple}}
 	b := binary.BigEndian.AppendUint64(nil, 1700000000000)
 	b = binary.BigEndian.AppendUint64(b, 42)
 	// "hé😀": length 4 UTF-16 units + 1 = 5; é = 0xE9 -> E9 01; the
@@ -399,18 +403,18 @@ func TestDecodeValues(t *testing.T) {
 	if err != nil || n != len(b) {
 		t.Fatalf("%v %d %v", v, n, err)
 	}
-	tv := v.(TTLValue)
+	tv := v.(typeser.TTLValue)
 	if tv.LastAccess != 1700000000000 || FormatValue(tv.Value) != `(42, "hé😀")` {
 		t.Errorf("got %s", FormatValue(v))
 	}
 	if v, _, _ := DecodeValue(str, []byte{0}); v != nil {
 		t.Errorf("null string: %v", v)
 	}
-	if _, _, err := DecodeValue(str, []byte{200, 1, 'a'}); !errors.Is(err, ErrCorrupt) {
+	if _, _, err := DecodeValue(str, []byte{200, 1, 'a'}); !errors.Is(err, wire.ErrCorrupt) {
 		t.Errorf("long string in short bytes: %v", err)
 	}
-	raw, _, _ := DecodeValue(&SerializerSnapshot{Class: "com.example.PojoSnapshot"}, []byte{1, 2})
-	if rv, ok := raw.(RawValue); !ok || rv.Serializer != "com.example.PojoSnapshot" || len(rv.Bytes) != 2 {
+	raw, _, _ := DecodeValue(&typeser.SerializerSnapshot{Class: "com.example.PojoSnapshot"}, []byte{1, 2})
+	if rv, ok := raw.(typeser.RawValue); !ok || rv.Serializer != "com.example.PojoSnapshot" || len(rv.Bytes) != 2 {
 		t.Errorf("raw: %#v", raw)
 	}
 }

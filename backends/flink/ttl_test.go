@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stateutil/stateutil/internal/flinkharness"
 	"github.com/stateutil/stateutil/lookup"
 )
 
@@ -14,7 +15,7 @@ import (
 // last-access time, never the TTL duration. The state says so, and a
 // record shows the last access, not an expiry computed from a zero TTL.
 func TestTTLNotInvented(t *testing.T) {
-	dirs, _ := filepath.Glob(filepath.Join(repoRoot(t), "testdata", "flink", "2.3.0", "basic-hashmap-canonical", "snapshot", "savepoint-*"))
+	dirs, _ := filepath.Glob(filepath.Join(flinkharness.RepoRoot(), "testdata", "flink", "2.3.0", "basic-hashmap-canonical", "snapshot", "savepoint-*"))
 	if len(dirs) != 1 {
 		t.Fatalf("savepoint: %v", dirs)
 	}

@@ -1,6 +1,11 @@
 package flink
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/stateutil/stateutil/backends/flink/internal/typeser"
+	"github.com/stateutil/stateutil/backends/flink/internal/wire"
+)
 
 // DecodeValue decodes one value written by the serializer s from the start of
 // b, for display. It returns the value and the bytes it took. Long -> int64,
@@ -8,13 +13,13 @@ import "fmt"
 // bool, Double -> float64, byte[] -> []byte, tuples -> []any, TTL wrappers ->
 // TTLValue, VoidNamespace -> nil. Anything else becomes a RawValue holding
 // the rest of b.
-func DecodeValue(s *SerializerSnapshot, b []byte) (any, int, error) {
-	r := newReader(b, "value", 0)
-	v := decodeValue(r, s, 0)
-	if r.err != nil {
-		return nil, 0, r.err
+func DecodeValue(s *typeser.SerializerSnapshot, b []byte) (any, int, error) {
+	r := wire.NewReader(b, "value", 0)
+	v := typeser.DecodeValue(r, s, 0)
+	if r.Err != nil {
+		return nil, 0, r.Err
 	}
-	return v, r.off, nil
+	return v, r.Off, nil
 }
 
 // FormatValue renders a decoded value for display.
@@ -35,9 +40,9 @@ func FormatValue(v any) string {
 			s += FormatValue(e)
 		}
 		return s + ")"
-	case TTLValue:
+	case typeser.TTLValue:
 		return fmt.Sprintf("%s@%d", FormatValue(x.Value), x.LastAccess)
-	case RawValue:
+	case typeser.RawValue:
 		return fmt.Sprintf("%s:0x%x", x.Serializer, x.Bytes)
 	}
 	return fmt.Sprint(v)

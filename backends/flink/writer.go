@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/stateutil/stateutil/backends/flink/metadata"
 	"github.com/stateutil/stateutil/backends/internal/ledger"
 	"github.com/stateutil/stateutil/internal/envelope"
 	"github.com/stateutil/stateutil/keygroup"
@@ -58,8 +59,8 @@ type writer struct {
 // to the savepoint directory, and its files with their sizes and CRC32C
 // by those paths, for the checksum manifest.
 type subtaskOut struct {
-	keyed, rawKeyed       *KeyedHandle
-	operator, rawOperator *OperatorStateHandle
+	keyed, rawKeyed       *metadata.KeyedHandle
+	operator, rawOperator *metadata.OperatorStateHandle
 	// files are the state files written, with their CRC32C, for a
 	// staging writer's record.
 	files []snapshot.FileRef
@@ -139,7 +140,7 @@ func (w *writer) Commit(ctx context.Context, s *snapshot.Snapshot) error {
 	if err != nil {
 		return err
 	}
-	data, err := EncodeMetadata(m, props)
+	data, err := metadata.EncodeMetadata(m, props)
 	if err != nil {
 		return err
 	}
@@ -164,16 +165,16 @@ func (w *writer) Commit(ctx context.Context, s *snapshot.Snapshot) error {
 }
 
 // assemble builds the `_metadata` of s.
-func (w *writer) assemble(s *snapshot.Snapshot, outs [][]*subtaskOut) (*Metadata, []byte, error) {
+func (w *writer) assemble(s *snapshot.Snapshot, outs [][]*subtaskOut) (*metadata.Metadata, []byte, error) {
 	cs := carriedSnapshotOf(s)
 	if cs == nil {
 		return nil, nil, fmt.Errorf("snapshot: %w", ErrNotFromFlink)
 	}
-	m := &Metadata{Version: w.version, CheckpointID: s.CheckpointID, MasterStates: cs.MasterStates}
+	m := &metadata.Metadata{Version: w.version, CheckpointID: s.CheckpointID, MasterStates: cs.MasterStates}
 	if m.Version == 0 {
 		m.Version = min(max(cs.MetadataVersion, 4), 6)
 	}
-	ids := map[OperatorID]string{}
+	ids := map[metadata.OperatorID]string{}
 	for i, op := range s.Operators {
 		co, err := carriedOf(op)
 		if err != nil || co == nil {
@@ -191,7 +192,7 @@ func (w *writer) assemble(s *snapshot.Snapshot, outs [][]*subtaskOut) (*Metadata
 			if so == nil {
 				continue
 			}
-			fo.Subtasks = append(fo.Subtasks, &SubtaskState{Index: j, ManagedKeyedState: so.keyed, RawKeyedState: so.rawKeyed,
+			fo.Subtasks = append(fo.Subtasks, &metadata.SubtaskState{Index: j, ManagedKeyedState: so.keyed, RawKeyedState: so.rawKeyed,
 				ManagedOperatorState: so.operator, RawOperatorState: so.rawOperator})
 		}
 		m.Operators = append(m.Operators, fo)
@@ -200,15 +201,15 @@ func (w *writer) assemble(s *snapshot.Snapshot, outs [][]*subtaskOut) (*Metadata
 	if cs.Savepoint && cs.PostAction != "" && cs.TypeName != "" {
 		name, action, forced = cs.TypeName, cs.PostAction, cs.Flags["forced"]
 	}
-	props, err := savepointProperties(name, action, forced)
+	props, err := metadata.SavepointProperties(name, action, forced)
 	return m, props, err
 }
 
 // outputOperator is op as `_metadata` records it: its id (recomputed from
 // a new uid, as Flink derives it; or set explicitly), uid, name,
 // parallelism and coordinator state.
-func outputOperator(op *snapshot.Operator, co *carriedOperator) (*OperatorState, error) {
-	fo := &OperatorState{UID: op.UID, Name: op.Name, Parallelism: op.Parallelism, MaxParallelism: op.MaxParallelism}
+func outputOperator(op *snapshot.Operator, co *carriedOperator) (*metadata.OperatorState, error) {
+	fo := &metadata.OperatorState{UID: op.UID, Name: op.Name, Parallelism: op.Parallelism, MaxParallelism: op.MaxParallelism}
 	id := op.ID
 	if id == co.ID && op.UID != co.UID && op.UID != "" {
 		id = keygroup.OperatorIDOfUID(op.UID)
@@ -220,7 +221,7 @@ func outputOperator(op *snapshot.Operator, co *carriedOperator) (*OperatorState,
 		return nil, fmt.Errorf("operator %q: %w", op.Label(), err)
 	}
 	if co.HasCoordinator {
-		fo.CoordinatorState = &StreamHandle{Type: HandleByteStream, Name: co.CoordinatorName, Data: co.CoordinatorData, Size: int64(len(co.CoordinatorData))}
+		fo.CoordinatorState = &metadata.StreamHandle{Type: metadata.HandleByteStream, Name: co.CoordinatorName, Data: co.CoordinatorData, Size: int64(len(co.CoordinatorData))}
 	}
 	fo.FullyFinished = co.FullyFinished && op.Parallelism == co.Parallelism
 	if fo.FullyFinished {
@@ -230,7 +231,7 @@ func outputOperator(op *snapshot.Operator, co *carriedOperator) (*OperatorState,
 }
 
 // ParseOperatorID reads an OperatorID in its hex form (32 digits).
-func parseOperatorID(s string, id *OperatorID) error {
+func parseOperatorID(s string, id *metadata.OperatorID) error {
 	if len(s) != 32 {
 		return fmt.Errorf("operator id %q is not 32 hex digits", s)
 	}

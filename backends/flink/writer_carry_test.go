@@ -11,12 +11,13 @@ import (
 	"testing"
 
 	"github.com/stateutil/stateutil/backends/flink"
+	"github.com/stateutil/stateutil/backends/flink/metadata"
 	"github.com/stateutil/stateutil/migrate"
 	"github.com/stateutil/stateutil/snapshot"
 	"github.com/stateutil/stateutil/storage"
 )
 
-// carriedParts are the parts of an operator's Carried record that a copy
+// carriedParts are the parts of an operator's carried record that a copy
 // must keep byte for byte: serializer snapshots (key, keyed, operator and
 // broadcast states, TTL wrappers and timers included) and the coordinator
 // state (a FLIP-27 source's enumerator and split assignments).
@@ -178,7 +179,7 @@ type masterState struct {
 	Data    []byte
 }
 
-func masters(m *flink.Metadata) []masterState {
+func masters(m *metadata.Metadata) []masterState {
 	out := []masterState{}
 	for _, s := range m.MasterStates {
 		out = append(out, masterState{s.Version, s.Name, s.Data})

@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/stateutil/stateutil/backends/flink/metadata"
 	"github.com/stateutil/stateutil/keygroup"
 	"github.com/stateutil/stateutil/migrate"
 	"github.com/stateutil/stateutil/redistribute"
@@ -34,7 +35,7 @@ func TestRawOperatorStateCarriedAcrossMaxParallelism(t *testing.T) {
 	}
 	// _metadata v4 records ids only: Flink's id of uid "keyed".
 	keyedID := keygroup.OperatorIDOfUID("keyed")
-	var keyed *OperatorState
+	var keyed *metadata.OperatorState
 	for _, op := range m.Operators {
 		if hex.EncodeToString(op.ID[:]) == keyedID {
 			keyed = op
@@ -44,7 +45,7 @@ func TestRawOperatorStateCarriedAcrossMaxParallelism(t *testing.T) {
 		t.Fatalf("the savepoint has no operator \"keyed\" of several subtasks")
 	}
 	raw := map[int][]byte{}
-	layout := map[int][]OperatorStateInfo{}
+	layout := map[int][]metadata.OperatorStateInfo{}
 	for _, st := range keyed.Subtasks {
 		b := fmt.Appendf(nil, "\x00\x01raw state of subtask %d\xff", st.Index)
 		name := fmt.Sprintf("raw-operator-%d", st.Index)
@@ -52,15 +53,15 @@ func TestRawOperatorStateCarriedAcrossMaxParallelism(t *testing.T) {
 			t.Fatal(err)
 		}
 		raw[st.Index] = b
-		layout[st.Index] = []OperatorStateInfo{{Name: "events", Mode: SplitDistribute, Offsets: []int64{0, int64(st.Index + 3)}}, {Name: "all", Mode: Union, Offsets: []int64{9}}}
-		st.RawOperatorState = &OperatorStateHandle{Type: HandleOperatorState, States: layout[st.Index],
-			Delegate: &StreamHandle{Type: HandleRelativeFile, Path: name, Size: int64(len(b))}}
+		layout[st.Index] = []metadata.OperatorStateInfo{{Name: "events", Mode: metadata.SplitDistribute, Offsets: []int64{0, int64(st.Index + 3)}}, {Name: "all", Mode: metadata.Union, Offsets: []int64{9}}}
+		st.RawOperatorState = &metadata.OperatorStateHandle{Type: metadata.HandleOperatorState, States: layout[st.Index],
+			Delegate: &metadata.StreamHandle{Type: metadata.HandleRelativeFile, Path: name, Size: int64(len(b))}}
 	}
-	props, err := savepointProperties("Savepoint", "NONE", true)
+	props, err := metadata.SavepointProperties("Savepoint", "NONE", true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, err := EncodeMetadata(m, props)
+	data, err := metadata.EncodeMetadata(m, props)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/stateutil/stateutil/backends/flink/internal/statefile"
+	"github.com/stateutil/stateutil/backends/flink/internal/wire"
 	"github.com/stateutil/stateutil/keygroup"
 	"github.com/stateutil/stateutil/snapshot"
 )
@@ -123,12 +125,12 @@ func (rh *rehash) open(ctx context.Context, sr *SnapshotReader, newOp *snapshot.
 	rh.states = len(newOp.KeyedStates)
 	for _, p := range rh.srcs {
 		src := rehashSource{p: p}
-		for _, l := range p.s.layouts {
-			id := slices.IndexFunc(newOp.KeyedStates, func(k snapshot.KeyedState) bool { return k.Name == l.name })
+		for _, l := range p.s.Layouts {
+			id := slices.IndexFunc(newOp.KeyedStates, func(k snapshot.KeyedState) bool { return k.Name == l.Name })
 			if id < 0 {
-				return fmt.Errorf("operator %q: stored state %q is not in the new operator", rh.op.Label(), l.name)
+				return fmt.Errorf("operator %q: stored state %q is not in the new operator", rh.op.Label(), l.Name)
 			}
-			src.ids, src.hs, src.list = append(src.ids, id), append(src.hs, hs[l]), append(src.list, l.kind == snapshot.List)
+			src.ids, src.hs, src.list = append(src.ids, id), append(src.hs, hs[l]), append(src.list, l.Kind == snapshot.List)
 		}
 		rh.by = append(rh.by, src)
 	}
@@ -174,7 +176,7 @@ func (rh *rehash) children(u int) []int {
 
 func (rh *rehash) sourceOf(g int) *rehashSource {
 	for i, p := range rh.srcs {
-		if r := p.s.h.Range; g >= int(r.Start) && g <= int(r.End()) {
+		if r := p.s.H.Range; g >= int(r.Start) && g <= int(r.End()) {
 			return &rh.by[i]
 		}
 	}
@@ -364,7 +366,7 @@ func (rh *rehash) route(u int, rt *routed) error {
 					child = k / rh.m
 				}
 				if k-child*rh.m != g {
-					return fmt.Errorf("state %q: key 0x%x stored in key group %d hashes to %d of %d", src.hs[id].l.name, body, g, k%rh.m, rh.m)
+					return fmt.Errorf("state %q: key 0x%x stored in key group %d hashes to %d of %d", src.hs[id].l.Name, body, g, k%rh.m, rh.m)
 				}
 			}
 			j := rh.dest[k]
@@ -375,7 +377,7 @@ func (rh *rehash) route(u int, rt *routed) error {
 			rt.sizes[slot] += 8 + prefix + len(body) + len(value)
 			c := &rt.counts[j]
 			if src.list[id] {
-				c.Entries += src.hs[id].l.storedEntries(value)
+				c.Entries += src.hs[id].l.StoredEntries(value)
 			} else {
 				c.Entries++
 			}
@@ -443,7 +445,7 @@ func (rt *routed) read(rh *rehash, u int) error {
 			return err
 		}
 		if len(sg.b) > math.MaxInt32 {
-			return &CorruptError{File: src.p.s.file, Offset: sg.at, Reason: fmt.Sprintf("key group %d holds %d bytes, more than a re-hash moves at once", g, len(sg.b))}
+			return &wire.CorruptError{File: src.p.s.File, Offset: sg.at, Reason: fmt.Sprintf("key group %d holds %d bytes, more than a re-hash moves at once", g, len(sg.b))}
 		}
 		rt.groups = append(rt.groups, unitGroup{g: sg, src: src})
 	}
@@ -469,7 +471,7 @@ func (rt *routed) place(rh *rehash, u int) {
 		}
 		if len(b) > start {
 			rt.starts[j] = append(rt.starts[j], groupAt{kg: k, off: int64(start)})
-			b = binary.BigEndian.AppendUint16(b, endOfKeyGroupMark)
+			b = binary.BigEndian.AppendUint16(b, statefile.EndOfKeyGroupMark)
 		}
 		rt.out[j] = b
 	}

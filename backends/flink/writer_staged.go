@@ -7,10 +7,10 @@ import (
 	"path"
 	"slices"
 
-	"github.com/vmihailenco/msgpack/v5"
-
+	"github.com/stateutil/stateutil/backends/flink/metadata"
 	"github.com/stateutil/stateutil/backends/internal/ledger"
 	"github.com/stateutil/stateutil/snapshot"
+	"github.com/vmihailenco/msgpack/v5"
 )
 
 // A Flink savepoint's subtasks are written in shards as in one process:
@@ -23,24 +23,24 @@ import (
 
 // stagedHandles is a subtaskOut as a staged subtask's layout (msgpack).
 type stagedHandles struct {
-	Keyed, RawKeyed       *KeyedHandle
-	Operator, RawOperator *OperatorStateHandle
+	Keyed, RawKeyed       *metadata.KeyedHandle
+	Operator, RawOperator *metadata.OperatorStateHandle
 }
 
 // files are the state files the handles refer to.
 func (h *stagedHandles) files() []snapshot.FileRef {
 	var out []snapshot.FileRef
-	add := func(d *StreamHandle) {
-		if d != nil && d.Type == HandleRelativeFile {
+	add := func(d *metadata.StreamHandle) {
+		if d != nil && d.Type == metadata.HandleRelativeFile {
 			out = append(out, snapshot.FileRef{Path: d.Path, Size: d.Size})
 		}
 	}
-	for _, k := range []*KeyedHandle{h.Keyed, h.RawKeyed} {
+	for _, k := range []*metadata.KeyedHandle{h.Keyed, h.RawKeyed} {
 		if k != nil && k.KeyGroups != nil {
 			add(k.KeyGroups.Delegate)
 		}
 	}
-	for _, o := range []*OperatorStateHandle{h.Operator, h.RawOperator} {
+	for _, o := range []*metadata.OperatorStateHandle{h.Operator, h.RawOperator} {
 		if o != nil {
 			add(o.Delegate)
 		}

@@ -9,6 +9,8 @@ import (
 	"hash/crc32"
 	"slices"
 
+	"github.com/stateutil/stateutil/backends/flink/internal/statefile"
+	"github.com/stateutil/stateutil/backends/flink/metadata"
 	"github.com/stateutil/stateutil/internal/envelope"
 	"github.com/stateutil/stateutil/keygroup"
 	"github.com/stateutil/stateutil/snapshot"
@@ -50,14 +52,14 @@ func (f *stateFile) ref() snapshot.FileRef {
 }
 
 // handle is the relative-file handle of the finished file.
-func (f *stateFile) handle() *StreamHandle {
-	return &StreamHandle{Type: HandleRelativeFile, Path: f.name, Size: f.pos}
+func (f *stateFile) handle() *metadata.StreamHandle {
+	return &metadata.StreamHandle{Type: metadata.HandleRelativeFile, Path: f.name, Size: f.pos}
 }
 
 // keyedLayout is one keyed state as the subtask writes it.
 type keyedLayout struct {
 	id int
-	l  *layout
+	l  *statefile.Layout
 }
 
 // record is one key/value pair of the key group being written: offsets
@@ -95,7 +97,7 @@ type subtaskWriter struct {
 	recs    []record
 
 	oper      *stateFile
-	operInfos []OperatorStateInfo
+	operInfos []metadata.OperatorStateInfo
 	operIdx   map[string]int
 	// bcast holds each broadcast state's entries (elements, as read),
 	// written as one map (entry count, then the entries) by finish.
@@ -127,7 +129,7 @@ func newSubtaskWriter(ctx context.Context, w *writer, op *snapshot.Operator, co 
 			if err != nil {
 				return nil, fmt.Errorf("operator %q keyed state %q: cannot write it back: %w", op.Label(), ks.Name, err)
 			}
-			sw.states[ks.Name] = keyedLayout{id: i, l: newLayout(sm, keySer)}
+			sw.states[ks.Name] = keyedLayout{id: i, l: statefile.NewLayout(sm, keySer)}
 		}
 	}
 	return sw, nil
@@ -200,7 +202,7 @@ func (sw *subtaskWriter) Entry(e *snapshot.Entry) error {
 	l := st.l
 	r := record{state: st.id, key: len(sw.arena), seq: len(sw.recs)}
 	a := sw.arena
-	if l.kind == KindTimer {
+	if l.Kind == statefile.KindTimer {
 		if len(e.Value) != 8 {
 			return sw.fail(fmt.Errorf("operator %q timer state %q: timestamp of %d bytes", sw.op.Label(), e.State, len(e.Value)))
 		}
@@ -210,27 +212,27 @@ func (sw *subtaskWriter) Entry(e *snapshot.Entry) error {
 		a = append(a, e.Namespace...)
 	} else {
 		a = append(a, e.Key...)
-		if l.ambiguous {
+		if l.Ambiguous {
 			a = appendLengthSuffix(a, len(e.Key))
 		}
 		a = append(a, e.Namespace...)
-		if l.ambiguous {
+		if l.Ambiguous {
 			a = appendLengthSuffix(a, len(e.Namespace))
 		}
-		if l.kind == snapshot.Map {
+		if l.Kind == snapshot.Map {
 			a = append(a, e.UserKey...)
 		}
 	}
 	r.keyEnd, r.val = len(a), len(a)
 	switch {
-	case l.kind == KindTimer:
-	case l.kind == snapshot.Map && e.Value == nil:
+	case l.Kind == statefile.KindTimer:
+	case l.Kind == snapshot.Map && e.Value == nil:
 		a = append(a, 1)
-	case l.kind == snapshot.Map:
+	case l.Kind == snapshot.Map:
 		a = append(a, 0)
-		a = l.appendTTL(a, e.Value, e.ExpiresAt)
+		a = l.AppendTTL(a, e.Value, e.ExpiresAt)
 	default:
-		a = l.appendTTL(a, e.Value, e.ExpiresAt)
+		a = l.AppendTTL(a, e.Value, e.ExpiresAt)
 	}
 	r.valEnd = len(a)
 	sw.arena = a
@@ -238,20 +240,6 @@ func (sw *subtaskWriter) Entry(e *snapshot.Entry) error {
 	sw.keyedN.Entries++
 	sw.keyedN.Bytes += e.Size()
 	return nil
-}
-
-// appendTTL appends a stored value: with the last-access time Flink's TTL
-// serializer writes beside it, when the state has TTL.
-func (l *layout) appendTTL(a, v []byte, lastAccess int64) []byte {
-	switch {
-	case l.ttl == nil:
-		return append(a, v...)
-	case ttlTimestampFirst(l.ttl):
-		a = binary.BigEndian.AppendUint64(a, uint64(lastAccess))
-		return append(a, v...)
-	}
-	a = append(a, v...)
-	return binary.BigEndian.AppendUint64(a, uint64(lastAccess))
 }
 
 // appendLengthSuffix appends the length Flink writes after a key or
@@ -280,13 +268,13 @@ func (sw *subtaskWriter) flush() error {
 	// The kind of each state, by id: looked up once, not per comparison.
 	kinds := make([]snapshot.StateKind, len(sw.op.KeyedStates))
 	for id := range kinds {
-		kinds[id] = sw.stateLayout(id).kind
+		kinds[id] = sw.stateLayout(id).Kind
 	}
 	// Pairs of a state in key order; timers by their key and namespace, in
 	// the order they came (what order a restore reads them in does not
 	// matter; this one keeps a copy's timers in the source's order).
 	sortKey := func(r record) []byte {
-		if kinds[r.state] == KindTimer {
+		if kinds[r.state] == statefile.KindTimer {
 			return a[r.key+8 : r.keyEnd]
 		}
 		return key(r)
@@ -348,12 +336,12 @@ func (sw *subtaskWriter) flush() error {
 		}
 		i = j
 	}
-	buf = binary.BigEndian.AppendUint16(buf, endOfKeyGroupMark)
+	buf = binary.BigEndian.AppendUint16(buf, statefile.EndOfKeyGroupMark)
 	sw.recs, sw.arena = sw.recs[:0], sw.arena[:0]
 	return f.write(buf)
 }
 
-func (sw *subtaskWriter) stateLayout(id int) *layout {
+func (sw *subtaskWriter) stateLayout(id int) *statefile.Layout {
 	return sw.states[sw.op.KeyedStates[id].Name].l
 }
 
@@ -375,7 +363,7 @@ func (sw *subtaskWriter) Element(state string, value []byte) error {
 	sw.operN.Entries++
 	sw.operN.Bytes += int64(len(value))
 	sw.elems[state]++
-	if info.Mode == Broadcast {
+	if info.Mode == metadata.Broadcast {
 		if sw.bcast == nil {
 			sw.bcast = map[string]*broadcastMap{}
 		}
@@ -403,7 +391,7 @@ type broadcastMap struct {
 func (sw *subtaskWriter) writeBroadcast() error {
 	for i := range sw.operInfos {
 		info := &sw.operInfos[i]
-		if info.Mode != Broadcast {
+		if info.Mode != metadata.Broadcast {
 			continue
 		}
 		m := sw.bcast[info.Name]
@@ -443,7 +431,7 @@ func (sw *subtaskWriter) startOperator() error {
 		}
 		*group = append(*group, m)
 		sw.operIdx[os.Name] = len(sw.operInfos)
-		sw.operInfos = append(sw.operInfos, OperatorStateInfo{Name: os.Name, Mode: distributionMode(os.Mode), Offsets: []int64{}})
+		sw.operInfos = append(sw.operInfos, metadata.OperatorStateInfo{Name: os.Name, Mode: distributionMode(os.Mode), Offsets: []int64{}})
 		sw.elems[os.Name] = 0
 	}
 	hdr, err := encodeOperatorHeader(sw.w.operatorHeaderFor(sw.co), lists, bcasts)
@@ -458,14 +446,14 @@ func (sw *subtaskWriter) startOperator() error {
 	return f.write(hdr)
 }
 
-func distributionMode(m snapshot.Mode) DistributionMode {
+func distributionMode(m snapshot.Mode) metadata.DistributionMode {
 	switch m {
 	case snapshot.Union:
-		return Union
+		return metadata.Union
 	case snapshot.Broadcast:
-		return Broadcast
+		return metadata.Broadcast
 	}
-	return SplitDistribute
+	return metadata.SplitDistribute
 }
 
 // Raw sets the subtask's raw state: written back with the layout the
@@ -508,8 +496,8 @@ func (sw *subtaskWriter) writeRaw() (*subtaskOut, error) {
 		}
 		sw.w.written.Add(f.name)
 		so.files = append(so.files, f.ref())
-		so.rawKeyed = &KeyedHandle{Type: HandleKeyGroups, KeyGroups: &KeyGroupsHandle{
-			Range: KeyGroupRange{Start: cr.KeyedStart, Count: int32(len(cr.KeyedOffsets))}, Offsets: rebase(cr.KeyedOffsets), Delegate: f.handle()}}
+		so.rawKeyed = &metadata.KeyedHandle{Type: metadata.HandleKeyGroups, KeyGroups: &metadata.KeyGroupsHandle{
+			Range: metadata.KeyGroupRange{Start: cr.KeyedStart, Count: int32(len(cr.KeyedOffsets))}, Offsets: rebase(cr.KeyedOffsets), Delegate: f.handle()}}
 	}
 	if cr.HasOperator && sw.raw.Operator != nil {
 		f, err := sw.w.file(sw.ctx, sw.name("raw-operator"), false)
@@ -525,9 +513,9 @@ func (sw *subtaskWriter) writeRaw() (*subtaskOut, error) {
 		}
 		sw.w.written.Add(f.name)
 		so.files = append(so.files, f.ref())
-		so.rawOperator = &OperatorStateHandle{Type: HandleOperatorState, Delegate: f.handle()}
+		so.rawOperator = &metadata.OperatorStateHandle{Type: metadata.HandleOperatorState, Delegate: f.handle()}
 		for _, info := range cr.Operator {
-			so.rawOperator.States = append(so.rawOperator.States, OperatorStateInfo{Name: info.Name, Mode: DistributionMode(info.Mode), Offsets: info.Offsets})
+			so.rawOperator.States = append(so.rawOperator.States, metadata.OperatorStateInfo{Name: info.Name, Mode: metadata.DistributionMode(info.Mode), Offsets: info.Offsets})
 		}
 	}
 	return so, nil
@@ -604,8 +592,8 @@ func (sw *subtaskWriter) finish() error {
 			return err
 		}
 		sw.w.written.Add(sw.keyed.name)
-		so.keyed = &KeyedHandle{Type: HandleSavepointKeyGroups, KeyGroups: &KeyGroupsHandle{
-			Range: KeyGroupRange{Start: int32(sw.kgs.Start), Count: int32(sw.kgs.Len())}, Offsets: sw.offsets, Delegate: sw.keyed.handle()}}
+		so.keyed = &metadata.KeyedHandle{Type: metadata.HandleSavepointKeyGroups, KeyGroups: &metadata.KeyGroupsHandle{
+			Range: metadata.KeyGroupRange{Start: int32(sw.kgs.Start), Count: int32(sw.kgs.Len())}, Offsets: sw.offsets, Delegate: sw.keyed.handle()}}
 		sub.Files = append(sub.Files, sw.keyed.ref())
 		so.files = append(so.files, sw.keyed.ref())
 	}
@@ -614,7 +602,7 @@ func (sw *subtaskWriter) finish() error {
 			return err
 		}
 		sw.w.written.Add(sw.oper.name)
-		so.operator = &OperatorStateHandle{Type: HandleOperatorState, States: sw.operInfos, Delegate: sw.oper.handle()}
+		so.operator = &metadata.OperatorStateHandle{Type: metadata.HandleOperatorState, States: sw.operInfos, Delegate: sw.oper.handle()}
 		sub.Files = append(sub.Files, sw.oper.ref())
 		so.files = append(so.files, sw.oper.ref())
 	}

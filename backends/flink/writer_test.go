@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/stateutil/stateutil/backends/flink"
+	"github.com/stateutil/stateutil/backends/flink/metadata"
 	"github.com/stateutil/stateutil/internal/flinkharness"
 	"github.com/stateutil/stateutil/keygroup"
 	"github.com/stateutil/stateutil/migrate"
@@ -116,7 +117,7 @@ func TestWriterRoundTripsRealSnapshots(t *testing.T) {
 						t.Errorf("operator %d: id %s, the source's %s", i, op.ID, src.Operators[i].ID)
 					}
 					for _, st := range op.Subtasks {
-						if h := st.ManagedKeyedState; h != nil && (h.Type != flink.HandleSavepointKeyGroups || h.KeyGroups.Delegate.Type != flink.HandleRelativeFile) {
+						if h := st.ManagedKeyedState; h != nil && (h.Type != metadata.HandleSavepointKeyGroups || h.KeyGroups.Delegate.Type != metadata.HandleRelativeFile) {
 							t.Errorf("operator %s subtask %d: keyed handle %s", op.ID, st.Index, h.Type)
 						}
 					}

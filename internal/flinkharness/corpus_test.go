@@ -3,14 +3,8 @@ package flinkharness
 import (
 	"os"
 	"path/filepath"
-	"runtime"
 	"testing"
 )
-
-func repoRoot() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..")
-}
 
 // checkCorpus: every entry's snapshot has a _metadata, and the job's own dump
 // equals what Flink restored (restore.jsonl, at parallelism 3) and what the
@@ -58,7 +52,7 @@ func checkCorpus(t *testing.T, root string, needWitness bool) {
 
 // TestCheckedInCorpus checks testdata/flink (no Java needed).
 func TestCheckedInCorpus(t *testing.T) {
-	checkCorpus(t, filepath.Join(repoRoot(), "testdata", "flink"), true)
+	checkCorpus(t, filepath.Join(RepoRoot(), "testdata", "flink"), true)
 }
 
 // TestGeneratedCorpus checks a corpus made by scripts/flink-corpus.sh:
@@ -68,7 +62,7 @@ func TestGeneratedCorpus(t *testing.T) {
 	if root == "" {
 		cache := os.Getenv("STATEUTIL_CACHE_DIR")
 		if cache == "" {
-			cache = filepath.Join(repoRoot(), ".cache")
+			cache = filepath.Join(RepoRoot(), ".cache")
 		}
 		root = filepath.Join(cache, "flink-corpus")
 	}

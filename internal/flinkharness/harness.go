@@ -44,8 +44,14 @@ func Script() string {
 	if s := os.Getenv("STATEUTIL_FLINK_HARNESS"); s != "" {
 		return s
 	}
+	return filepath.Join(RepoRoot(), "scripts", "flink-harness.sh")
+}
+
+// RepoRoot is the repository this package was built from: where tests find
+// testdata/ and scripts/.
+func RepoRoot() string {
 	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "scripts", "flink-harness.sh")
+	return filepath.Join(filepath.Dir(file), "..", "..")
 }
 
 // Available returns nil if the harness can run here (bash, flock, Maven and a

@@ -84,3 +84,22 @@ func ReadCorpus(root string) ([]Entry, error) {
 	}
 	return out, nil
 }
+
+// RealMetadataFiles lists the `_metadata` files Flink wrote that the
+// repository keeps (testdata/flink) and the shared fixtures next to it,
+// when present.
+func RealMetadataFiles() []string {
+	root := RepoRoot()
+	var out []string
+	for _, pat := range []string{
+		"testdata/flink/*/*/snapshot/*/_metadata",
+		"testdata/flink/*/*/snapshot/*/chk-*/_metadata",
+		"../shared/fixtures/flink/*/_metadata",
+		"../shared/fixtures/flink/*/*/_metadata",
+		"../shared/fixtures/flink/*/*/*/_metadata",
+	} {
+		m, _ := filepath.Glob(filepath.Join(root, pat))
+		out = append(out, m...)
+	}
+	return out
+}

@@ -1,0 +1,485 @@
+package typeser
+
+import (
+	"encoding/binary"
+	"strings"
+	"sync/atomic"
+
+	"github.com/stateutil/stateutil/backends/flink/internal/javaser"
+	"github.com/stateutil/stateutil/backends/flink/internal/wire"
+)
+
+// KryoRegistration is one class the KryoSerializerSnapshot registers, in
+// order: Kryo id 85 is the first. Kind is Flink's serializer definition
+// type: 0 Kryo's default serializer, 1 a serializer class, 2 an instance.
+type KryoRegistration struct {
+	Class string `json:"class"`
+	Kind  int32  `json:"kind"`
+}
+
+// SerializerSnapshot describes a serializer as a state file's header records
+// it: the snapshot (or legacy config snapshot) class, the serializer class
+// when known, and nested serializer snapshots of composite types.
+type SerializerSnapshot struct {
+	// Class is the TypeSerializerSnapshot class (Flink 1.7+), or the legacy
+	// TypeSerializerConfigSnapshot class.
+	Class string `json:"class"`
+	// SerializerClass is the serializer class when the bytes name it (legacy
+	// Java-serialized serializers, simple snapshots of version <= 2).
+	SerializerClass string `json:"serializerClass,omitempty"`
+	Version         int32  `json:"version"`
+	// OuterClass is the class a composite snapshot names in its outer
+	// snapshot (tuple class, case class, array component class...).
+	OuterClass string                `json:"outerClass,omitempty"`
+	Nested     []*SerializerSnapshot `json:"nested,omitempty"`
+	// OuterVersion and Outer are a composite snapshot's outer version and
+	// outer snapshot bytes (RowSerializer's says whether rows carry a kind).
+	OuterVersion int32  `json:"outerVersion,omitempty"`
+	Outer        []byte `json:"-"`
+	// TypeClass is the class of the values (POJO, enum, Kryo, Avro).
+	TypeClass string `json:"typeClass,omitempty"`
+	// Fields names the POJO field of each nested snapshot (nil: missing).
+	Fields []string `json:"fields,omitempty"`
+	// Constants are an enum's constants by ordinal.
+	Constants []string `json:"constants,omitempty"`
+	// ConstantIDs are a Scala Enumeration's ids, one per name in Constants.
+	ConstantIDs []int32 `json:"constantIds,omitempty"`
+	// LogicalTypes are a RowData's field types.
+	LogicalTypes []LogicalType `json:"logicalTypes,omitempty"`
+	// Schema is an Avro schema (JSON).
+	Schema string `json:"schema,omitempty"`
+	// KryoRegistrations are a KryoSerializerSnapshot's registrations, in
+	// order; Kryo5 says its values are Kryo 5's (Flink 2), not Kryo 2's.
+	KryoRegistrations []KryoRegistration `json:"kryoRegistrations,omitempty"`
+	Kryo5             bool               `json:"kryo5,omitempty"`
+	// Opaque is set when the snapshot body was not understood and was skipped
+	// by finding where the next structure starts.
+	Opaque bool `json:"opaque,omitempty"`
+	// Raw is the stored snapshot, proxy version included (Flink 1.7+
+	// headers; nil for the legacy layouts). A view into the header bytes.
+	Raw []byte `json:"-"`
+	// Versioned is the stored class name, version and body: how a nested
+	// snapshot is written. A view into the stored bytes.
+	Versioned []byte `json:"-"`
+	// memo is safe to fill from the goroutines reading subtasks at once.
+	memo atomic.Pointer[kindMemo]
+	// table holds the families the snapshot was read with (nil: flink-core's
+	// serializers only).
+	table *Table
+}
+
+// Name returns the most specific class name known: the serializer class, else
+// the snapshot class.
+func (s *SerializerSnapshot) Name() string {
+	if s == nil {
+		return ""
+	}
+	if s.SerializerClass != "" {
+		return s.SerializerClass
+	}
+	return s.Class
+}
+
+// TypeKey maps a snapshot to a short type name: "Long", "Integer", "String",
+// "Boolean", "Double", "Float", "Short", "Byte", "Char", "byte[]", "Void",
+// "VoidNamespace", "Tuple", "List", "Map", "TTL", "Timer", or "" when unknown.
+func (s *SerializerSnapshot) TypeKey() string { return s.kinds().typeKey }
+
+// kindMemo holds serKind and typeKey for the class names they were worked
+// out from: values are decoded by them entry by entry, and matching class
+// names each time cost most of a read.
+type kindMemo struct {
+	class, serializerClass, kind, typeKey string
+	family                                *Family
+}
+
+// kinds returns the memo, working it out again when the names changed
+// (they are filled in while the header is parsed).
+func (s *SerializerSnapshot) kinds() *kindMemo {
+	if m := s.memo.Load(); m != nil && m.class == s.Class && m.serializerClass == s.SerializerClass {
+		return m
+	}
+	m := &kindMemo{class: s.Class, serializerClass: s.SerializerClass, typeKey: s.shortType()}
+	m.kind, m.family = classKind(s)
+	s.memo.Store(m)
+	return m
+}
+
+func (s *SerializerSnapshot) shortType() string {
+	n := s.Name()
+	if s.Class != "" && s.SerializerClass == "" {
+		n = s.Class
+	}
+	short := n[strings.LastIndexAny(n, ".$")+1:]
+	short = strings.TrimSuffix(strings.TrimSuffix(short, "Snapshot"), "ConfigSnapshot")
+	short = strings.TrimSuffix(short, "Config")
+	switch short {
+	case "LongSerializer":
+		return "Long"
+	case "IntSerializer":
+		return "Integer"
+	case "StringSerializer":
+		return "String"
+	case "BooleanSerializer":
+		return "Boolean"
+	case "DoubleSerializer":
+		return "Double"
+	case "FloatSerializer":
+		return "Float"
+	case "ShortSerializer":
+		return "Short"
+	case "ByteSerializer":
+		return "Byte"
+	case "CharSerializer":
+		return "Char"
+	case "BytePrimitiveArraySerializer":
+		return "byte[]"
+	case "VoidSerializer":
+		return "Void"
+	case "VoidNamespaceSerializer":
+		return "VoidNamespace"
+	case "TupleSerializer":
+		return "Tuple"
+	case "ListSerializer":
+		return "List"
+	case "MapSerializer":
+		return "Map"
+	case "TtlSerializer":
+		return "TTL"
+	case "TimerSerializer":
+		return "Timer"
+	}
+	return ""
+}
+
+// legacyAdapterVersion is the snapshot version Flink 1.7+ writes for legacy
+// TypeSerializerConfigSnapshots.
+const legacyAdapterVersion = 0x7a53c4f0
+
+const (
+	CompositeMagic = 911108  // starts the outer part of a composite snapshot
+	nestedMagic    = 1333245 // starts the nested snapshots of a composite snapshot
+	// compositeVersion is the version every CompositeTypeSerializerSnapshot
+	// is written with; lower ones are legacy layouts without the magic.
+	compositeVersion = 3
+)
+
+// compositeClasses are Flink's CompositeTypeSerializerSnapshot subclasses
+// (by simple name), whose snapshots of compositeVersion start with
+// compositeMagic.
+var compositeClasses = map[string]bool{
+	"ListSerializerSnapshot": true, "MapSerializerSnapshot": true, "TimerSerializerSnapshot": true,
+	"TtlStateFactory$TtlSerializerSnapshot": true, "GenericArraySerializerSnapshot": true,
+	"TupleSerializerSnapshot": true, "JavaEitherSerializerSnapshot": true, "NullableSerializer$NullableSerializerSnapshot": true,
+	"RowSerializer$RowSerializerSnapshot": true, "ArrayListSerializerSnapshot": true, "ScalaCaseClassSerializerSnapshot": true,
+	"Tuple2CaseClassSerializerSnapshot": true, "ScalaOptionSerializerSnapshot": true,
+	"StreamElementSerializer$StreamElementSerializerSnapshot": true, "CoGroupedStreams$UnionSerializerSnapshot": true,
+}
+
+// ContFunc reports whether the structure that follows a serializer snapshot
+// plausibly starts at buffer index q. It lets the decoder skip snapshot bodies
+// it does not understand by finding where the next structure begins.
+type ContFunc func(q int) bool
+
+// SnapshotProxy reads TypeSerializerSnapshotSerializationUtil's framing: an
+// int proxy version (1 or 2), then a versioned snapshot.
+func (sr *SnapReader) SnapshotProxy(cont ContFunc) *SerializerSnapshot {
+	r := sr.R
+	at := r.Pos()
+	start := r.Off
+	pv := r.I32("serializer snapshot proxy version")
+	if r.Err == nil && pv != 1 && pv != 2 {
+		r.FailAt(at, "serializer snapshot proxy version %d, want 1 or 2", pv)
+	}
+	s := sr.versioned(cont, 0)
+	if s != nil && r.Err == nil {
+		s.Raw = r.Buf[start:r.Off:r.Off]
+	}
+	return s
+}
+
+type SnapReader struct {
+	R     *wire.Reader
+	Table *Table
+}
+
+// versioned reads UTF class name, int version, then the snapshot body.
+func (sr *SnapReader) versioned(cont ContFunc, depth int) *SerializerSnapshot {
+	r := sr.R
+	if depth > 32 {
+		r.Fail("serializer snapshots nested deeper than 32")
+		return nil
+	}
+	start := r.Off
+	s := &SerializerSnapshot{Class: r.UTF("serializer snapshot class"), table: sr.Table}
+	s.Version = r.I32("serializer snapshot version")
+	if r.Err != nil {
+		return nil
+	}
+	sr.body(s, cont, depth)
+	if r.Err == nil {
+		s.Versioned = r.Buf[start:r.Off:r.Off]
+	}
+	return s
+}
+
+func (sr *SnapReader) body(s *SerializerSnapshot, cont ContFunc, depth int) {
+	r := sr.R
+	if sr.exact(s, cont, depth) {
+		return
+	}
+	if r.Remaining() >= 4 && int32(binary.BigEndian.Uint32(r.Buf[r.Off:])) == CompositeMagic {
+		sr.composite(s, cont, depth)
+		return
+	}
+	if s.Version == compositeVersion && compositeClasses[s.Class[strings.LastIndex(s.Class, ".")+1:]] {
+		// Flink writes the magic for every composite snapshot of this version.
+		r.Fail("%s: composite serializer snapshot without its magic number %d", s.Class, CompositeMagic)
+		return
+	}
+	if s.Version == legacyAdapterVersion {
+		// A legacy config snapshot: the Java-serialized prior serializer,
+		// framed by a proxy version and a length, then the config's own
+		// version and content.
+		r.I32("legacy serializer proxy version")
+		at := r.Pos() + 4
+		if js := r.Bytes32("legacy serializer"); r.Err == nil {
+			if obj, _, classes, _, err := javaser.Parse(js, r.File, at); err == nil && len(classes) > 0 {
+				s.SerializerClass = classes[0]
+				if len(s.Nested) == 0 {
+					s.Nested = sr.legacyTupleFields(obj)
+				}
+			}
+		}
+		r.I32("legacy config snapshot version")
+		if strings.HasSuffix(s.Class, ".ParameterlessTypeSerializerConfig") && plausibleClassUTF(r.Buf, r.Off) {
+			r.UTF("serialization format identifier")
+		}
+		if r.Err != nil || cont(r.Off) {
+			return
+		}
+	}
+	if isSimpleSnapshot(s.Class) {
+		if s.Version <= 2 && r.Remaining() >= 2 && plausibleClassUTF(r.Buf, r.Off) {
+			s.SerializerClass = r.UTF("serializer class")
+		}
+		if cont(r.Off) {
+			return
+		}
+	}
+	// Legacy config snapshots and unknown snapshots: find the next structure.
+	if cont(r.Off) {
+		return
+	}
+	s.Opaque = true
+	sr.skipTo(cont, "serializer snapshot "+s.Class)
+}
+
+// legacyTupleFields finds the field serializers a Java-serialized
+// TupleSerializer holds (Flink 1.3-1.7 savepoints carry no other snapshot
+// of them), so that its values can be walked: nil unless every field's
+// serializer is a plain object whose class names it.
+func (sr *SnapReader) legacyTupleFields(obj any) []*SerializerSnapshot {
+	o, ok := obj.(*javaser.Object)
+	if !ok || !strings.HasSuffix(o.Class, ".TupleSerializer") {
+		return nil
+	}
+	arr, ok := o.Field("fieldSerializers").(*javaser.Array)
+	if !ok || len(arr.Elements) == 0 {
+		return nil
+	}
+	var out []*SerializerSnapshot
+	for _, e := range arr.Elements {
+		f, ok := e.(*javaser.Object)
+		if !ok || f.Class == "" {
+			return nil
+		}
+		out = append(out, &SerializerSnapshot{SerializerClass: f.Class, table: sr.Table})
+	}
+	return out
+}
+
+// composite reads a CompositeTypeSerializerSnapshot: magic, outer version,
+// outer snapshot, then nested snapshots.
+func (sr *SnapReader) composite(s *SerializerSnapshot, cont ContFunc, depth int) {
+	r := sr.R
+	r.I32("composite magic")
+	s.OuterVersion = r.I32("composite outer version")
+	outer := r.Off
+	// The outer snapshot is class specific: a class name for tuples, case
+	// classes and arrays, nothing for lists, maps and TTL.
+	if r.Remaining() >= 4 && int32(binary.BigEndian.Uint32(r.Buf[r.Off:])) != nestedMagic {
+		if plausibleClassUTF(r.Buf, r.Off) {
+			s.OuterClass = r.UTF("composite outer class")
+		}
+		if r.Remaining() >= 4 && int32(binary.BigEndian.Uint32(r.Buf[r.Off:])) != nestedMagic {
+			s.Opaque = true
+			sr.skipTo(func(q int) bool {
+				return q+4 <= len(r.Buf) && int32(binary.BigEndian.Uint32(r.Buf[q:])) == nestedMagic
+			}, "composite outer snapshot "+s.Class)
+		}
+	}
+	if r.Err == nil {
+		s.Outer = r.Buf[outer:r.Off:r.Off]
+	}
+	sr.NestedSnapshots(s, cont, depth)
+}
+
+// NestedSnapshots reads NestedSerializersSnapshotDelegate's block: magic,
+// version, count, then the versioned snapshots, appended to s.Nested.
+func (sr *SnapReader) NestedSnapshots(s *SerializerSnapshot, cont ContFunc, depth int) int {
+	r := sr.R
+	at := r.Pos()
+	if m := r.I32("nested snapshots magic"); r.Err == nil && m != nestedMagic {
+		r.FailAt(at, "nested serializer snapshots magic %d, want %d", m, nestedMagic)
+	}
+	r.I32("nested snapshots version")
+	n := r.Count32(6, "nested snapshot count")
+	for i := 0; i < n && r.Err == nil; i++ {
+		next := cont
+		if i < n-1 {
+			next = func(q int) bool { return plausibleVersionedAt(r.Buf, q) }
+		}
+		s.Nested = append(s.Nested, sr.versioned(next, depth+1))
+	}
+	return n
+}
+
+// skipTo advances to the first index where cont holds.
+func (sr *SnapReader) skipTo(cont ContFunc, what string) {
+	r := sr.R
+	if r.Err != nil {
+		return
+	}
+	for q := r.Off; q <= len(r.Buf); q++ {
+		if cont(q) {
+			r.Off = q
+			return
+		}
+	}
+	r.Fail("cannot find the end of %s", what)
+}
+
+// isSimpleSnapshot reports snapshots that hold no configuration (Flink's
+// simple serializer snapshots of basic types, namespaces and windows).
+func isSimpleSnapshot(class string) bool {
+	for _, s := range []string{
+		"org.apache.flink.api.common.typeutils.base.",
+		"org.apache.flink.runtime.state.VoidNamespaceSerializer$",
+		"org.apache.flink.streaming.api.windowing.windows.",
+	} {
+		if strings.HasPrefix(class, s) && strings.HasSuffix(class, "SerializerSnapshot") &&
+			!strings.Contains(class, "ListSerializer") && !strings.Contains(class, "MapSerializer") &&
+			!strings.Contains(class, "EnumSerializer") && !strings.Contains(class, "GenericArray") {
+			return true
+		}
+	}
+	return false
+}
+
+// plausibleClassUTF reports whether a Java class name written with writeUTF
+// starts at buf[q].
+func plausibleClassUTF(buf []byte, q int) bool {
+	if q+2 > len(buf) {
+		return false
+	}
+	n := int(binary.BigEndian.Uint16(buf[q:]))
+	if n < 3 || n > 1024 || q+2+n > len(buf) {
+		return false
+	}
+	name := buf[q+2 : q+2+n]
+	dot := false
+	for i, c := range name {
+		switch {
+		case c == '.':
+			if i == 0 || name[i-1] == '.' {
+				return false
+			}
+			dot = true
+		case c == '$' || c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z':
+		default:
+			return false
+		}
+	}
+	return dot
+}
+
+// plausibleVersionedAt reports whether a versioned snapshot (class name, then
+// a small positive version) starts at buf[q].
+func plausibleVersionedAt(buf []byte, q int) bool {
+	if !plausibleClassUTF(buf, q) {
+		return false
+	}
+	e := q + 2 + int(binary.BigEndian.Uint16(buf[q:]))
+	if e+4 > len(buf) {
+		return false
+	}
+	v := int32(binary.BigEndian.Uint32(buf[e:]))
+	return v >= 0 && v < 1000
+}
+
+// UTFAt returns the writeUTF string at buf[q], if one fits.
+func UTFAt(buf []byte, q int) (string, int, bool) {
+	if q+2 > len(buf) {
+		return "", 0, false
+	}
+	n := int(binary.BigEndian.Uint16(buf[q:]))
+	if q+2+n > len(buf) {
+		return "", 0, false
+	}
+	s, ok := wire.DecodeModifiedUTF8(buf[q+2 : q+2+n])
+	return s, q + 2 + n, ok
+}
+
+// LegacySerializers reads TypeSerializerSerializationUtil's "with
+// resilience" block (Flink 1.3 to 1.6): int n, n pairs of offsets, int
+// length, then the Java-serialized serializers and their config snapshots.
+// Only class names are recovered; the block is skipped by its length.
+func (sr *SnapReader) LegacySerializers(what string) []*SerializerSnapshot {
+	r := sr.R
+	n := r.Count32(8, what+" count")
+	offs := make([][2]int32, n)
+	for i := range offs {
+		offs[i][0] = r.I32(what + " serializer offset")
+		offs[i][1] = r.I32(what + " config offset")
+	}
+	base := r.Pos() + 4
+	blk := r.Bytes32(what + " block")
+	if r.Err != nil {
+		return nil
+	}
+	out := make([]*SerializerSnapshot, n)
+	for i, o := range offs {
+		s := &SerializerSnapshot{table: sr.Table}
+		out[i] = s
+		so, co := int(o[0]), int(o[1])
+		if so < 0 || co < so || co > len(blk) {
+			r.FailAt(base, "%s: serializer offsets %d/%d outside the %d-byte block", what, so, co, len(blk))
+			return nil
+		}
+		// serializer: int proxy version, int length, Java serialization.
+		if co-so >= 8 {
+			obj, _, classes, _, err := javaser.Parse(blk[so+8:co], r.File, base+int64(so)+8)
+			if err == nil && len(classes) > 0 {
+				s.SerializerClass = classes[0]
+				s.Nested = sr.legacyTupleFields(obj)
+			} else if i := strings.Index(string(blk[so:co]), "sr\x00"); i >= 0 {
+				if name, _, ok := UTFAt(blk[so:co], i+2); ok {
+					s.SerializerClass = name
+				}
+			}
+		}
+		// config snapshot: optional int proxy version, UTF class, int version.
+		q := co
+		if q+6 <= len(blk) && binary.BigEndian.Uint16(blk[q:]) == 0 && plausibleClassUTF(blk, q+4) {
+			q += 4
+		}
+		if name, e, ok := UTFAt(blk, q); ok && plausibleClassUTF(blk, q) {
+			s.Class = name
+			if e+4 <= len(blk) {
+				s.Version = int32(binary.BigEndian.Uint32(blk[e:]))
+			}
+		}
+	}
+	return out
+}

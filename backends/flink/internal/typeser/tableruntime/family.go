@@ -1,0 +1,96 @@
+package tableruntime
+
+import (
+	"strings"
+
+	"github.com/stateutil/stateutil/backends/flink/internal/typeser"
+	"github.com/stateutil/stateutil/backends/flink/internal/wire"
+)
+
+// Family is the Table runtime's serializers (flink-table-runtime):
+// RowData (rowdata.go, rowdata_encode.go) and the others its operators'
+// state holds (planner.go).
+var Family = &typeser.Family{
+	Name: "table",
+	Kind: tableKind,
+	Snapshots: map[string]typeser.SnapshotParser{
+		"RowDataSerializer$RowDataSerializerSnapshot":   parseRowDataSnapshot,
+		"ExternalSerializer$ExternalSerializerSnapshot": parseExternalSnapshot,
+		"SortedMapSerializerSnapshot":                   parseSortedMapSnapshot,
+		// The snapshots RowData's nest.
+		"ArrayDataSerializer$ArrayDataSerializerSnapshot":         javaObjectsSnapshot(2, "ArrayData"),
+		"MapDataSerializer$MapDataSerializerSnapshot":             javaObjectsSnapshot(4, "MapData"),
+		"DecimalDataSerializer$DecimalSerializerSnapshot":         intsSnapshot(2, "decimal precision and scale"),
+		"TimestampDataSerializer$TimestampDataSerializerSnapshot": intsSnapshot(1, "timestamp precision"),
+	},
+	Exprs: map[string]typeser.ExprLeaf{
+		"external":   {Class: "table.runtime.typeutils.ExternalSerializer$ExternalSerializerSnapshot"},
+		"sortedmap":  {Class: "table.runtime.typeutils.SortedMapSerializerSnapshot"},
+		"stringdata": {Class: "table.runtime.typeutils.StringDataSerializer$StringDataSerializerSnapshot"},
+	},
+	Expr:   tableTypeExpr,
+	Walk:   walkTable,
+	Sized:  tableSized,
+	Encode: encodeTable,
+	Hash:   hashBinaryRow,
+}
+
+// tableKind classifies the Table runtime's serializers.
+func tableKind(n string) string {
+	switch {
+	case strings.Contains(n, "typeutils.RowDataSerializer"):
+		return "RowData"
+	case strings.HasPrefix(n, "org.apache.flink.table.runtime.typeutils.BinaryRowDataSerializer"):
+		return "BinaryRow"
+	}
+	return plannerKind(n)
+}
+
+func tableTypeExpr(s *typeser.SerializerSnapshot, kind string, nested func() string) (string, bool) {
+	switch kind {
+	case "RowData":
+		return "rowdata", true
+	case "StringData":
+		return "stringdata", true
+	case "External", "SortedMap":
+		if len(s.Nested) > 0 {
+			return strings.ToLower(kind) + "(" + nested() + ")", true
+		}
+	}
+	return "", false
+}
+
+func walkTable(r *wire.Reader, s *typeser.SerializerSnapshot, depth int, decode bool) (any, bool) {
+	switch typeser.KindOf(s) {
+	case "RowData":
+		if len(s.LogicalTypes) == 0 {
+			return nil, false
+		}
+		if !decode {
+			r.Bytes32("RowData")
+			return nil, true
+		}
+		return decodeRowData(r, s), true
+	case "BinaryRow":
+		return nil, false
+	}
+	return walkPlanner(r, s, depth, decode)
+}
+
+func tableSized(s *typeser.SerializerSnapshot, depth int) bool {
+	if typeser.KindOf(s) == "RowData" {
+		return len(s.LogicalTypes) > 0
+	}
+	return plannerSized(s, depth)
+}
+
+func encodeTable(b []byte, s *typeser.SerializerSnapshot, v any, depth int) ([]byte, bool, error) {
+	if typeser.KindOf(s) == "RowData" {
+		if len(s.LogicalTypes) == 0 {
+			return nil, false, nil
+		}
+		b, err := encodeRowData(b, s, v)
+		return b, true, err
+	}
+	return encodePlanner(b, s, v, depth)
+}
