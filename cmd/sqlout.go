@@ -157,4 +157,3 @@ func cellText(v any, isJSON bool) string {
 	}
 	return string(statesql.AppendJSON(nil, v))
 }
-

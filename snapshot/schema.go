@@ -20,7 +20,14 @@ type Schema struct {
 	Partial bool
 	// Class is the class of the values a SchemaUndecoded type holds.
 	Class string
+	// RowKind says a struct is a changelog row, whose first field,
+	// "row_kind", is its kind: such a row decodes as the other fields
+	// alone (an INSERT), or as {"@rowkind": KIND, "@row": fields}.
+	RowKind bool
 }
+
+// RowKindField names the first field of a struct schema with RowKind.
+const RowKindField = "row_kind"
 
 // Field is one field of a struct schema.
 type Field struct {
@@ -43,7 +50,7 @@ const (
 	SchemaInt64                       // 64-bit integer
 	SchemaFloat32                     // 32-bit float
 	SchemaFloat64                     // 64-bit float
-	SchemaString                      // UTF-8 text
+	SchemaString                      // UTF-8 text (a decimal as its exact text, a json.Number)
 	SchemaBytes                       // a byte string
 	SchemaStruct                      // named fields
 	SchemaList                        // elements of one schema

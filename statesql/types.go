@@ -128,8 +128,11 @@ func convert(s *snapshot.Schema, v any) (any, error) {
 	case snapshot.SchemaFloat32, snapshot.SchemaFloat64:
 		return float(v)
 	case snapshot.SchemaString:
-		if str, ok := v.(string); ok {
-			return str, nil
+		switch x := v.(type) {
+		case string:
+			return x, nil
+		case json.Number: // a decimal, as its exact text
+			return x.String(), nil
 		}
 	case snapshot.SchemaBytes:
 		return blob(v)
@@ -257,6 +260,9 @@ func blob(v any) (any, error) {
 // structOf takes a struct decoded as an object by field name or as a
 // list by position (a tuple, a row).
 func structOf(s *snapshot.Schema, v any) (any, error) {
+	if s.RowKind {
+		return changelogRow(s, v)
+	}
 	out := make(map[string]any, len(s.Fields))
 	switch x := v.(type) {
 	case map[string]any:
@@ -287,6 +293,30 @@ func structOf(s *snapshot.Schema, v any) (any, error) {
 		return nil, errMisfit
 	}
 	return out, nil
+}
+
+// changelogRow takes a row of a kind: its fields alone (an INSERT), or
+// {"@rowkind": KIND, "@row": fields}.
+func changelogRow(s *snapshot.Schema, v any) (any, error) {
+	if len(s.Fields) == 0 || s.Fields[0].Name != snapshot.RowKindField {
+		return nil, errMisfit
+	}
+	kind := any("INSERT")
+	if m, ok := v.(map[string]any); ok && len(m) == 2 && m["@rowkind"] != nil && m["@row"] != nil {
+		kind, v = m["@rowkind"], m["@row"]
+	}
+	rest := *s
+	rest.RowKind, rest.Fields = false, s.Fields[1:]
+	if len(rest.Fields) == 0 {
+		return map[string]any{snapshot.RowKindField: kind}, nil
+	}
+	out, err := structOf(&rest, v)
+	if err != nil {
+		return nil, err
+	}
+	row := out.(map[string]any)
+	row[snapshot.RowKindField] = kind
+	return row, nil
 }
 
 // mapOf takes a map decoded as an object, its keys as text: a key of a
