@@ -495,7 +495,7 @@ func TestSQLStatementsFromStdin(t *testing.T) {
 }
 
 // Flink's values are typed columns by their serializers: POJOs, Rows,
-// tuples and RowData rows are structs (a RowData's with its row_kind
+// tuples, Avro records and RowData rows are structs (a RowData's with its row_kind
 // first), lists lists, maps maps; a Kryo value is JSON beside an
 // undecoded column. (TestSQLEqualsDump checks each row's values.)
 func TestSQLFlinkTypedColumns(t *testing.T) {
@@ -504,7 +504,7 @@ func TestSQLFlinkTypedColumns(t *testing.T) {
 		snap := flinkArgs(t, "2.3.0", entry)
 		for _, st := range sqlRows(t, append(snap, "-e", `SELECT regexp_extract(value_type, 'flink:([a-z0-9]+)', 1) AS type, table_name FROM states WHERE kind IN ('value', 'list')`)...) {
 			typ, table := st["type"].(string), st["table_name"].(string)
-			want, ok := map[string]string{"pojo": "STRUCT(", "row": "STRUCT(f0 ", "tuple": "STRUCT(f0 ", "rowdata": "STRUCT(row_kind VARCHAR, f0 ",
+			want, ok := map[string]string{"pojo": "STRUCT(", "row": "STRUCT(f0 ", "tuple": "STRUCT(f0 ", "rowdata": "STRUCT(row_kind VARCHAR, f0 ", "avro": "STRUCT(",
 				"list": "[]", "map": "MAP(", "kryo5": "JSON", "int": "INTEGER"}[typ]
 			if !ok {
 				continue
@@ -523,7 +523,7 @@ func TestSQLFlinkTypedColumns(t *testing.T) {
 			checked[typ] = true
 		}
 	}
-	for _, typ := range []string{"pojo", "row", "tuple", "rowdata", "list", "map", "kryo5", "int"} {
+	for _, typ := range []string{"pojo", "row", "tuple", "rowdata", "avro", "list", "map", "kryo5", "int"} {
 		if !checked[typ] {
 			t.Errorf("no state of type %s in the corpus entries", typ)
 		}

@@ -50,7 +50,7 @@ const (
 	SchemaInt64                       // 64-bit integer
 	SchemaFloat32                     // 32-bit float
 	SchemaFloat64                     // 64-bit float
-	SchemaString                      // UTF-8 text (a decimal as its exact text, a json.Number)
+	SchemaString                      // UTF-8 text (also a decimal's exact text as a json.Number, a date's number)
 	SchemaBytes                       // a byte string
 	SchemaStruct                      // named fields
 	SchemaList                        // elements of one schema

@@ -133,6 +133,8 @@ func convert(s *snapshot.Schema, v any) (any, error) {
 			return x, nil
 		case json.Number: // a decimal, as its exact text
 			return x.String(), nil
+		case int32, int64: // a date or time out of range, as its number
+			return fmt.Sprint(x), nil
 		}
 	case snapshot.SchemaBytes:
 		return blob(v)
