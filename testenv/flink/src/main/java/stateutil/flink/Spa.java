@@ -182,6 +182,15 @@ final class Spa {
         return 0;
     }
 
+    /** The states of spec, registered through a reader's runtime context. */
+    static List<State> register(KeyedSpec spec, RuntimeContext ctx) {
+        List<State> states = new ArrayList<>();
+        for (StateDef d : spec.states) {
+            states.add(d.get(ctx));
+        }
+        return states;
+    }
+
     /** Each key's entries, as (its key group, how many). */
     static final class KeyGroupCounter extends SpaReaderBase<Object, Tuple2<Integer, Long>> {
         private static final long serialVersionUID = 1L;
@@ -196,10 +205,7 @@ final class Spa {
 
         @Override
         protected void setup(RuntimeContext ctx) {
-            states = new ArrayList<>();
-            for (StateDef d : spec.states) {
-                states.add(d.get(ctx));
-            }
+            states = register(spec, ctx);
         }
 
         @Override
@@ -257,10 +263,7 @@ final class Spa {
 
         @Override
         protected void setup(RuntimeContext ctx) {
-            states = new ArrayList<>();
-            for (StateDef d : spec.states) {
-                states.add(d.get(ctx));
-            }
+            states = register(spec, ctx);
         }
 
         @Override
@@ -395,10 +398,7 @@ final class Spa {
 
         @Override
         protected void setup(RuntimeContext ctx) {
-            states = new ArrayList<>();
-            for (StateDef d : spec.states) {
-                states.add(d.get(ctx));
-            }
+            states = register(spec, ctx);
         }
 
         @Override
