@@ -27,6 +27,7 @@ import (
 	"github.com/stateutil/stateutil/migrate"
 	"github.com/stateutil/stateutil/redistribute"
 	"github.com/stateutil/stateutil/snapshot"
+	"github.com/stateutil/stateutil/statesql"
 	"github.com/stateutil/stateutil/storage"
 	"github.com/stateutil/stateutil/storage/azure"
 	"github.com/stateutil/stateutil/storage/gcs"
@@ -116,7 +117,7 @@ func exitCode(err error) int {
 		errors.Is(err, storage.ErrExist), errors.Is(err, storage.ErrInUse), errors.Is(err, migrate.ErrBadDestination),
 		errors.Is(err, migrate.ErrConflict), errors.Is(err, surgery.ErrBadEdit), errors.Is(err, surgery.ErrConflict),
 		errors.Is(err, redistribute.ErrNotRedistributable), errors.As(err, new(*snapshot.ExpiryError)),
-		errors.As(err, new(*lookup.QueryError)):
+		errors.As(err, new(*lookup.QueryError)), errors.As(err, new(*statesql.QueryError)):
 		return ExitUsage
 	case errors.Is(err, snapshot.ErrNotFound):
 		return ExitNotFound
@@ -253,7 +254,7 @@ wasb:// too).
 		&cobra.Group{ID: groupScaleOut, Title: "Scale out (a planned copy in shards):"},
 		&cobra.Group{ID: groupOther, Title: "Other commands:"},
 	)
-	addGroup(root, groupLook, newInspectCommand(e), newLsCommand(e), newGetCommand(e), newDumpCommand(e), newDiffCommand(e),
+	addGroup(root, groupLook, newInspectCommand(e), newLsCommand(e), newGetCommand(e), newDumpCommand(e), newSQLCommand(e), newDiffCommand(e),
 		newVerifyCommand(e), newKeygroupCommand(), newServeCommand(e))
 	addGroup(root, groupChange, newConvertCommand(e), newRescaleCommand(e), newOperatorCommand(e),
 		newStateCommand(e), newKeysCommand(e), newPutCommand(e), newLoadCommand(e))

@@ -88,6 +88,7 @@ var stdoutCases = map[string]func(t *testing.T, dir string) []string{
 		return []string{"get", example, "--operator", "word-counter", "--state", "by-source", "--key", "word-10"}
 	},
 	"dump": func(*testing.T, string) []string { return []string{"dump", example, "--limit", "1"} },
+	"sql":  func(*testing.T, string) []string { return []string{"sql", example, "-e", "SELECT 1"} },
 	"shard": func(t *testing.T, dir string) []string {
 		plan := writePlan(t, dir)
 		return []string{"shard", plan, "--shard", "1/1"}

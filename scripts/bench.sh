@@ -217,6 +217,9 @@ if [ "${BENCH_FLINK:-1}" != 0 ]; then
   if [ "$huge" -gt 0 ]; then
     BENCH_RSS_BYTES=$huge scripts/bench-flink-rss.sh "$bin"
   fi
+  # stateutil sql's GROUP BY over the 40M-key savepoint against dump | read_json and the
+  # State Processor API (BENCH_SQL_RECORDS sizes it).
+  results="$results" scripts/bench-sql.sh "$bin"
 fi
 
 say "== Go benchmarks"

@@ -218,3 +218,11 @@ type RehashStater interface {
 type KeyGroupSizer interface {
 	StoredKeyGroupBytes(ctx context.Context, op *Operator, subtask int) (stats []KeyGroupStat, ok bool, err error)
 }
+
+// CoordinatorSizer is implemented by a Reader whose snapshots record an
+// operator coordinator's state (Flink's): CoordinatorStateBytes is the
+// size of op's, 0 when it has none; ok is false where the reader cannot
+// tell.
+type CoordinatorSizer interface {
+	CoordinatorStateBytes(op *Operator) (n int64, ok bool)
+}

@@ -39,6 +39,9 @@ type Family struct {
 	// Hash is the Java hashCode of one key of s; ok is false where the
 	// family does not know it.
 	Hash func(r *wire.Reader, s *SerializerSnapshot) (h int32, ok bool)
+	// Schema describes the values walk decodes for s (snapshot.Schema);
+	// ok is false where it cannot, and the values are then any JSON.
+	Schema func(s *SerializerSnapshot, depth int) (schema snapshot.Schema, ok bool)
 	// StateCodecs decode and write the byte[] elements of operator states
 	// that no serializer snapshot describes, by the state's name.
 	StateCodecs map[string]func() StateCodec

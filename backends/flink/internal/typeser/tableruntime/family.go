@@ -30,6 +30,7 @@ var Family = &typeser.Family{
 	},
 	Expr:   tableTypeExpr,
 	Walk:   walkTable,
+	Schema: tableSchema,
 	Sized:  tableSized,
 	Encode: encodeTable,
 	Hash:   hashBinaryRow,
