@@ -53,10 +53,13 @@ testdata: deps
 	$(GO) run ./internal/gentestdata -dir testdata
 	$(GO) test ./cmd -run Golden -rewrite
 	$(GO) test ./cmd -run TestDocCommandPages -rewrite
+	$(GO) test ./backends/flink -run TestSerializerCoverage -rewrite-coverage
 
-# Regenerates docs/commands (markdown and man pages) from the command tree.
+# Regenerates docs/commands (markdown and man pages) from the command tree, and
+# docs/serializers.md from the serializers' own decoders and encoders.
 docs: deps
 	$(GO) test ./cmd -run TestDocCommandPages -rewrite
+	$(GO) test ./backends/flink -run TestSerializerCoverage -rewrite-coverage
 
 clean:
 	rm -rf bin dist .cache testenv/hdfs/target

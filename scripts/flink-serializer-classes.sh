@@ -17,6 +17,7 @@ fi
 modules=(flink-core flink-java flink-streaming-java flink-runtime flink-table-common flink-table-runtime
   flink-cep flink-scala_2.12 flink-avro flink-protobuf)
 
+central=${MAVEN_CENTRAL:-https://repo.maven.apache.org/maven2}
 cache=${STATEUTIL_CACHE_DIR:-$PWD/.cache}/flink-serializer-jars
 mkdir -p "$cache"
 go build -o "$cache/serializerscan" ./internal/serializerscan
@@ -28,15 +29,24 @@ printf '# version\tmodule\tclass (made by scripts/flink-serializer-classes.sh)\n
 for v in "${versions[@]}"; do
   jars=()
   for m in "${modules[@]}"; do
-    jar="$cache/$m-$v.jar"
-    if [ ! -s "$jar" ]; then
-      if ! mvn -q -B dependency:copy -Dartifact="org.apache.flink:$m:$v" -Dmdep.stripVersion=false \
-        -DoutputDirectory="$cache" >/dev/null 2>&1; then
-        echo "$m $v: not on Maven Central, left out" >&2
-        continue
+    # A module some patch releases lack is taken from its minor's x.y.0.
+    found=""
+    for mv in "$v" "${v%.*}.0"; do
+      jar="$cache/$m-$mv.jar"
+      if [ ! -s "$jar" ] && curl -sfL -o "$jar.part" "$central/org/apache/flink/$m/$mv/$m-$mv.jar"; then
+        mv "$jar.part" "$jar"
       fi
+      rm -f "$jar.part"
+      if [ -s "$jar" ]; then
+        found=$jar
+        break
+      fi
+    done
+    if [ -z "$found" ]; then
+      echo "$m $v: not on Maven Central, left out" >&2
+      continue
     fi
-    jars+=("$jar")
+    jars+=("$found")
   done
   "$cache/serializerscan" "$v" "${jars[@]}" >>"$tmp"
 done

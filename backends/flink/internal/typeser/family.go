@@ -42,6 +42,9 @@ type Family struct {
 	// Schema describes the values walk decodes for s (snapshot.Schema);
 	// ok is false where it cannot, and the values are then any JSON.
 	Schema func(s *SerializerSnapshot, depth int) (schema snapshot.Schema, ok bool)
+	// Notes say, by kind, what decoding the family's values needs beyond
+	// their bytes, or why they are not decoded (the coverage table's).
+	Notes map[string]string
 	// StateCodecs decode and write the byte[] elements of operator states
 	// that no serializer snapshot describes, by the state's name.
 	StateCodecs map[string]func() StateCodec
