@@ -155,8 +155,14 @@ func (local) Create(_ context.Context, path string) (Pending, error) {
 // directChunk bytes, it is written around the page cache (see
 // directWriter).
 func CreateOnce(ctx context.Context, st Storage, path string) (Pending, error) {
-	if _, ok := st.(local); ok {
+	switch s := st.(type) {
+	case local:
 		return createLocal(path, true)
+	case *recording:
+		if err := s.rec(ctx, Made{MadeFile, path}); err != nil {
+			return nil, err
+		}
+		return CreateOnce(ctx, s.Storage, path)
 	}
 	return st.Create(ctx, path)
 }

@@ -34,8 +34,8 @@ var ErrPermission = errors.New("permission denied")
 var ErrUnavailable = errors.New("storage unavailable")
 
 // ErrInUse reports a destination another writer has claimed (see
-// Storage.Claim).
-var ErrInUse = errors.New("in use by another writer")
+// Storage.Claim), under this name or another of the same place.
+var ErrInUse = errors.New("in use: held by another writer")
 
 // ErrNotRegular reports a path that is neither a regular file nor a
 // directory: a FIFO, a device or a socket, which is never read, because
