@@ -61,8 +61,17 @@ func TestCommitRedoesAHalfCopyOnS3(t *testing.T) {
 			}
 			_, dstPath, _ := testReg.Storage.Resolve(ctx, dst)
 			if force {
-				// The old snapshot moved aside first (swap).
-				if err := st.Rename(ctx, dstPath, sibling(dstPath, "old")); err != nil {
+				// The old snapshot moved aside first (swap), recorded in
+				// the commit's journal before.
+				j, err := startJournal(ctx, st, dstPath)
+				if err != nil {
+					t.Fatal(err)
+				}
+				aside := sibling(dstPath, "old")
+				if err := j.record(ctx, storage.Made{Kind: madeAside, Path: aside}); err != nil {
+					t.Fatal(err)
+				}
+				if err := st.Rename(ctx, dstPath, aside); err != nil {
 					t.Fatal(err)
 				}
 			}
