@@ -443,27 +443,19 @@ func publish(ctx context.Context, reg *snapshot.Registry, st storage.Storage, j 
 }
 
 // removePartial removes the directory dst, which holds no snapshot, if
-// every file in it is one of the snapshot at data's, or of an old
-// snapshot moved aside from dst (what a killed move to dst or away from
-// it leaves), and refuses otherwise: dst then holds another's files.
-func removePartial(ctx context.Context, st storage.Storage, dst, data string) error {
-	ours, err := relFiles(ctx, st, data)
-	if err != nil {
-		return err
-	}
-	dir, base := path.Split(dst)
-	siblings, err := st.List(ctx, path.Clean(dir+"."))
-	if err != nil {
-		return err
-	}
-	for _, e := range siblings {
-		if isSibling(e.Name, "old", base) {
-			old, err := relFiles(ctx, st, e.Path)
-			if err != nil {
-				return err
-			}
-			maps.Copy(ours, old)
+// every file in it is, by its path relative to it, one of a directory of
+// from (the snapshot being moved in, or the old one moved aside: what a
+// move to dst or away from it leaves when an object store's copy file by
+// file is cut short), and refuses otherwise: dst then holds another's
+// files.
+func removePartial(ctx context.Context, st storage.Storage, dst string, from ...string) error {
+	ours := map[string]bool{}
+	for _, dir := range from {
+		files, err := relFiles(ctx, st, dir)
+		if err != nil && !errors.Is(err, storage.ErrNotFound) {
+			return err
 		}
+		maps.Copy(ours, files)
 	}
 	there, err := relFiles(ctx, st, dst)
 	if err != nil {
@@ -471,7 +463,7 @@ func removePartial(ctx context.Context, st storage.Storage, dst, data string) er
 	}
 	for rel := range there {
 		if !ours[rel] {
-			return fmt.Errorf("%w: %q holds no snapshot but %q, which is not the committed snapshot's; move it away and commit again", ErrBadDestination, st.URI(dst), rel)
+			return fmt.Errorf("%w: %q holds no snapshot but %q, which is not of the snapshot a cut-short move was moving there; move it away and write again", ErrBadDestination, st.URI(dst), rel)
 		}
 	}
 	return st.RemoveAll(ctx, dst)

@@ -140,7 +140,7 @@ func (d *destination) finish(ctx context.Context) error {
 // killed one finishes or undoes it.
 func swap(ctx context.Context, st storage.Storage, j *journal, p, staged string) error {
 	old := sibling(p, "old")
-	if err := j.record(ctx, storage.Made{Kind: madeAside, Path: old}); err != nil {
+	if err := j.record(ctx, storage.Made{Kind: madeMoving, Path: staged}, storage.Made{Kind: madeAside, Path: old}); err != nil {
 		return err
 	}
 	if err := st.Rename(ctx, p, old); err != nil {
@@ -264,7 +264,7 @@ func lookAt(ctx context.Context, reg *snapshot.Registry, st storage.Storage, p, 
 	if err != nil {
 		return nil, nil, err
 	}
-	at, err := dead.aside(ctx)
+	at, err := dead.aside(ctx, reg)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -34,11 +34,14 @@ import (
 const journalVersion = 1
 
 // What else a journal lists, beside storage's kinds: a file of the
-// snapshot a forced write replaces, which it may remove, and the old
-// snapshot moved aside while the new one is moved in.
+// snapshot a forced write replaces, which it may remove; the old snapshot
+// moved aside while the new one is moved in; and where the new one is
+// moved in from, whose files at DST, if the move is cut short, are the
+// write's.
 const (
-	madeOld   storage.MadeKind = "old"
-	madeAside storage.MadeKind = "aside"
+	madeOld    storage.MadeKind = "old"
+	madeAside  storage.MadeKind = "aside"
+	madeMoving storage.MadeKind = "moving"
 )
 
 // segmentEntries bounds the entries of one segment (a forced write of a
@@ -267,6 +270,10 @@ func checkMade(m storage.Made) error {
 		if !strings.HasPrefix(path.Base(m.Path), storage.TempPrefix) {
 			return fmt.Errorf("a %s without the prefix %s", m.Kind, storage.TempPrefix)
 		}
+	case madeMoving:
+		if !strings.HasPrefix(m.Path, storage.TempPrefix) && !strings.Contains(m.Path, "/"+storage.TempPrefix) {
+			return fmt.Errorf("a %s outside a directory with the prefix %s", m.Kind, storage.TempPrefix)
+		}
 	default:
 		return fmt.Errorf("unknown kind %q", m.Kind)
 	}
@@ -285,24 +292,39 @@ func (l *leftovers) of(kind storage.MadeKind) []string {
 }
 
 // aside is where the killed writer moved the old snapshot at DST while
-// it moved the new one in, if it is there and DST is not: the move was
-// cut short.
-func (l *leftovers) aside(ctx context.Context) (string, error) {
+// it moved the new one in, if it is there and DST holds no snapshot: the
+// move was cut short, and the old snapshot is still the one.
+func (l *leftovers) aside(ctx context.Context, reg *snapshot.Registry) (string, error) {
 	if l == nil {
 		return "", nil
 	}
 	for _, p := range l.of(madeAside) {
-		if _, err := l.st.Stat(ctx, p); err == nil {
-			if _, err := l.st.Stat(ctx, l.dst); errors.Is(err, storage.ErrNotFound) {
-				return p, nil
-			} else if err != nil {
-				return "", err
-			}
-		} else if !errors.Is(err, storage.ErrNotFound) {
+		switch _, err := l.st.Stat(ctx, p); {
+		case errors.Is(err, storage.ErrNotFound):
+			continue
+		case err != nil:
 			return "", err
 		}
+		in, err := l.movedIn(ctx, reg)
+		if err != nil || in {
+			return "", err
+		}
+		return p, nil
 	}
 	return "", nil
+}
+
+// movedIn reports whether DST holds a snapshot (the new one, moved in
+// whole: a move puts the metadata last).
+func (l *leftovers) movedIn(ctx context.Context, reg *snapshot.Registry) (bool, error) {
+	_, _, _, err := reg.Detect(ctx, l.st.URI(l.dst))
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, snapshot.ErrNotFound), errors.Is(err, snapshot.ErrCorrupt):
+		return false, nil
+	}
+	return false, err
 }
 
 // owns reports whether the entry at p (a directory if dir) is one the
@@ -351,19 +373,8 @@ func (l *leftovers) ownsWhole(p string) bool {
 // touched. A snapshot at DST that cannot be read stops it: what is the
 // snapshot's cannot be told.
 func (l *leftovers) settle(ctx context.Context, reg *snapshot.Registry) error {
-	for _, p := range l.of(madeAside) {
-		switch _, err := l.st.Stat(ctx, l.dst); {
-		case errors.Is(err, storage.ErrNotFound):
-			if err := l.st.Rename(ctx, p, l.dst); err != nil && !errors.Is(err, storage.ErrNotFound) {
-				return fmt.Errorf("moving the snapshot a killed write moved aside to %s back: %w", l.st.URI(p), err)
-			}
-		case err != nil:
-			return err
-		default:
-			if err := l.st.RemoveAll(ctx, p); err != nil {
-				return fmt.Errorf("removing the old snapshot at %s, which a killed write replaced: %w", l.st.URI(p), err)
-			}
-		}
+	if err := l.undoMove(ctx, reg); err != nil {
+		return err
 	}
 	for _, p := range l.of(storage.MadeTemp) {
 		if err := l.st.RemoveAll(ctx, p); err != nil {
@@ -378,6 +389,43 @@ func (l *leftovers) settle(ctx context.Context, reg *snapshot.Registry) error {
 		return err
 	}
 	return l.drop(ctx)
+}
+
+// undoMove finishes or undoes the replacement of DST that the journal's
+// writer was killed in: with the new snapshot at DST (moved in whole) the
+// old one moved aside goes; else what a cut-short move left at DST (files
+// of the new snapshot, or of the old one: on an object store a move is a
+// copy, file by file) goes, and the old snapshot is moved back.
+func (l *leftovers) undoMove(ctx context.Context, reg *snapshot.Registry) error {
+	for _, p := range l.of(madeAside) {
+		if _, err := l.st.Stat(ctx, p); errors.Is(err, storage.ErrNotFound) {
+			continue
+		} else if err != nil {
+			return err
+		}
+		in, err := l.movedIn(ctx, reg)
+		if err != nil {
+			return err
+		}
+		if in {
+			if err := l.st.RemoveAll(ctx, p); err != nil {
+				return fmt.Errorf("removing the old snapshot at %s, which a killed write replaced: %w", l.st.URI(p), err)
+			}
+			continue
+		}
+		switch _, err := l.st.Stat(ctx, l.dst); {
+		case err == nil:
+			if err := removePartial(ctx, l.st, l.dst, append(l.of(madeMoving), p)...); err != nil {
+				return err
+			}
+		case !errors.Is(err, storage.ErrNotFound):
+			return err
+		}
+		if err := l.st.Rename(ctx, p, l.dst); err != nil {
+			return fmt.Errorf("moving the snapshot a killed write moved aside to %s back: %w", l.st.URI(p), err)
+		}
+	}
+	return nil
 }
 
 // removeFiles removes the listed files (made or old) that gone allows,

@@ -122,50 +122,74 @@ func TestHostileJournalsAreRefused(t *testing.T) {
 }
 
 // A forced write killed between moving the old snapshot aside and moving
-// the new one in leaves no snapshot at DST: the next write refuses
-// without --force, as the old snapshot counts as at DST, changing
-// nothing; with --force it moves the old one back and replaces it.
+// the new one in leaves no snapshot at DST, or, on an object store, whose
+// move is a copy file by file, part of the new one: the next write
+// refuses without --force, as the old snapshot counts as at DST,
+// changing nothing; with --force it removes the part, moves the old one
+// back and replaces it.
 func TestKilledSwapIsUndone(t *testing.T) {
-	ctx := context.Background()
-	dir := t.TempDir()
-	src := "../testdata/memory/example.dump"
-	dst := filepath.Join(dir, "dst")
-	if _, err := Run(ctx, testReg, Request{Source: src, Destination: dst, Format: "filesystem"}); err != nil {
-		t.Fatal(err)
-	}
-	// What swap leaves when killed after its first rename.
-	j, err := startJournal(ctx, storage.Local(), dst)
-	if err != nil {
-		t.Fatal(err)
-	}
-	staged, aside := sibling(dst, "replace"), sibling(dst, "old")
-	if err := j.record(ctx, storage.Made{Kind: storage.MadeTemp, Path: staged}, storage.Made{Kind: madeAside, Path: aside}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := Run(ctx, testReg, Request{Source: src, Destination: staged, Format: "memory"}); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(dst, aside); err != nil {
-		t.Fatal(err)
-	}
-	before, _ := snaptest.HashTree(dir)
-	_, err = Run(ctx, testReg, Request{Source: src, Destination: dst, Format: "memory"})
-	if !errors.Is(err, storage.ErrExist) || !strings.Contains(err.Error(), "moved aside") {
-		t.Fatalf("a write without --force: %v, want it refused as a snapshot there, moved aside", err)
-	}
-	if after, _ := snaptest.HashTree(dir); snaptest.TreeDiff(before, after) != "" {
-		t.Fatalf("the refused write changed %s", snaptest.TreeDiff(before, after))
-	}
-	if _, err := Run(ctx, testReg, Request{Source: src, Destination: dst, Format: "memory", Force: true, Verify: true}); err != nil {
-		t.Fatal(err)
-	}
-	entries, _ := os.ReadDir(dir)
-	if len(entries) != 1 || entries[0].Name() != "dst" {
-		var names []string
-		for _, e := range entries {
-			names = append(names, e.Name())
-		}
-		t.Fatalf("left beside DST: %v", names)
+	for _, half := range []bool{false, true} {
+		t.Run(map[bool]string{false: "nothing moved in", true: "half moved in"}[half], func(t *testing.T) {
+			ctx := context.Background()
+			dir := t.TempDir()
+			src := "../testdata/memory/example.dump"
+			dst := filepath.Join(dir, "dst")
+			if _, err := Run(ctx, testReg, Request{Source: src, Destination: dst, Format: "filesystem"}); err != nil {
+				t.Fatal(err)
+			}
+			// What swap leaves when killed after its first rename.
+			j, err := startJournal(ctx, storage.Local(), dst)
+			if err != nil {
+				t.Fatal(err)
+			}
+			staged, aside := sibling(dst, "replace"), sibling(dst, "old")
+			if err := j.record(ctx, storage.Made{Kind: storage.MadeTemp, Path: staged}, storage.Made{Kind: madeMoving, Path: staged}, storage.Made{Kind: madeAside, Path: aside}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := Run(ctx, testReg, Request{Source: src, Destination: staged, Format: "rocksdb"}); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Rename(dst, aside); err != nil {
+				t.Fatal(err)
+			}
+			if half {
+				files, err := relFiles(ctx, storage.Local(), staged)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for rel := range files {
+					if rel == "_metadata" {
+						continue
+					}
+					b, _ := os.ReadFile(filepath.Join(staged, rel))
+					if err := os.MkdirAll(filepath.Dir(filepath.Join(dst, rel)), 0o755); err != nil {
+						t.Fatal(err)
+					}
+					if err := os.WriteFile(filepath.Join(dst, rel), b, 0o644); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			before, _ := snaptest.HashTree(dir)
+			_, err = Run(ctx, testReg, Request{Source: src, Destination: dst, Format: "memory"})
+			if !errors.Is(err, storage.ErrExist) || !strings.Contains(err.Error(), "moved aside") {
+				t.Fatalf("a write without --force: %v, want it refused as a snapshot there, moved aside", err)
+			}
+			if after, _ := snaptest.HashTree(dir); snaptest.TreeDiff(before, after) != "" {
+				t.Fatalf("the refused write changed %s", snaptest.TreeDiff(before, after))
+			}
+			if _, err := Run(ctx, testReg, Request{Source: src, Destination: dst, Format: "memory", Force: true, Verify: true}); err != nil {
+				t.Fatal(err)
+			}
+			entries, _ := os.ReadDir(dir)
+			if len(entries) != 1 || entries[0].Name() != "dst" {
+				var names []string
+				for _, e := range entries {
+					names = append(names, e.Name())
+				}
+				t.Fatalf("left beside DST: %v", names)
+			}
+		})
 	}
 }
 
