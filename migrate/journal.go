@@ -170,7 +170,7 @@ func (j *journal) write(ctx context.Context, seq int, batch []storage.Made) erro
 		b.Write(line)
 		b.WriteByte('\n')
 	}
-	return storage.WriteFile(context.WithoutCancel(ctx), j.st, path.Join(j.dir, fmt.Sprintf("%06d", seq)), b.Bytes())
+	return storage.WriteFileVolatile(context.WithoutCancel(ctx), j.st, path.Join(j.dir, fmt.Sprintf("%06d", seq)), b.Bytes())
 }
 
 // leftovers is what the journal lists, as a killed writer would have left

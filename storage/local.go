@@ -91,6 +91,8 @@ type localPending struct {
 	head     []byte
 	direct   *directWriter
 	buffered bool
+	// volatile: Commit does not wait for the disk (WriteFileVolatile).
+	volatile bool
 	// written and queued are the bytes written through the page cache,
 	// and those handed to the kernel to write back (writeBehind).
 	written, queued int64
@@ -196,7 +198,7 @@ func (p *localPending) Commit() error {
 		os.Remove(tmp)
 		return err
 	}
-	if err := p.File.Sync(); err != nil {
+	if err := p.sync(); err != nil {
 		p.File.Close()
 		os.Remove(tmp)
 		return err
@@ -209,7 +211,17 @@ func (p *localPending) Commit() error {
 		os.Remove(tmp)
 		return localErr(err)
 	}
+	if p.volatile {
+		return nil
+	}
 	return syncDir(filepath.Dir(p.path))
+}
+
+func (p *localPending) sync() error {
+	if p.volatile {
+		return nil
+	}
+	return p.File.Sync()
 }
 
 func (p *localPending) Abort() error {

@@ -93,12 +93,25 @@ func IsLocal(st Storage) bool {
 }
 
 // Expect tells st's Recorder, if it has one, of what the caller is about
-// to make around it.
+// to make around it, but for directories that are there already.
 func Expect(ctx context.Context, st Storage, made ...Made) error {
-	if r, ok := st.(*recording); ok && len(made) > 0 {
-		return r.rec(ctx, made...)
+	r, ok := st.(*recording)
+	if !ok {
+		return nil
 	}
-	return nil
+	var out []Made
+	for _, m := range made {
+		if m.Kind == MadeDir {
+			if _, err := r.Storage.Stat(ctx, m.Path); !errors.Is(err, ErrNotFound) {
+				continue
+			}
+		}
+		out = append(out, m)
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return r.rec(ctx, out...)
 }
 
 // MkdirTemp makes a new directory in the local directory dir, named
