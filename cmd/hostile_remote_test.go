@@ -67,6 +67,7 @@ func TestRemoteClaimsHoldAcrossSpellings(t *testing.T) {
 				}
 				sameState(t, example, a)
 			}
+			hostileCount(t, "remote-claim-rounds-held", len(writableFormats()))
 			hostileCount(t, "double-successes", double)
 			hostileCount(t, "unclear-refusals", unclear)
 		})
