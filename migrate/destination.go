@@ -284,7 +284,10 @@ func lookAt(ctx context.Context, reg *snapshot.Registry, st storage.Storage, p, 
 		return nil, nil, fmt.Errorf("%w: %q is %w", ErrBadDestination, loc, storage.ErrNotRegular)
 	}
 	old, _, _, detectErr := reg.Detect(ctx, st.URI(at))
-	if detectErr != nil && !errors.Is(detectErr, snapshot.ErrNotFound) && !errors.Is(detectErr, snapshot.ErrCorrupt) {
+	switch {
+	case errors.Is(detectErr, storage.ErrNotRegular):
+		return nil, nil, fmt.Errorf("%w: %w", ErrBadDestination, detectErr)
+	case detectErr != nil && !errors.Is(detectErr, snapshot.ErrNotFound) && !errors.Is(detectErr, snapshot.ErrCorrupt):
 		return nil, nil, detectErr
 	}
 	if !info.IsDir {
