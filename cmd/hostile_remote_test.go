@@ -14,19 +14,23 @@ import (
 	"github.com/stateutil/stateutil/storage"
 )
 
-// remoteRoots are the remote storages the hostile trials run on: HDFS and
-// S3, each skipped (failed under make test) without its server.
+// remoteRoots are the remote storages the hostile trials run on: HDFS,
+// S3, Google Cloud Storage and Azure, each skipped (failed under make
+// test) without its server or emulator.
 var remoteRoots = []struct {
 	name string
 	dir  func(testing.TB) string
 }{
 	{"HDFS", formattest.HDFSDir},
 	{"S3", formattest.S3Dir},
+	{"GCS", formattest.GCSDir},
+	{"Azure", formattest.AzureDir},
 }
 
 // TestRemoteClaimsHoldAcrossSpellings holds writer A in the middle of its
-// write to DST on HDFS and on S3 while writer B writes DST spelled with
-// "..": B must be refused as held by another writer, and A must finish.
+// write to DST on each remote storage while writer B writes DST spelled
+// with "..": B must be refused as held by another writer, and A must
+// finish.
 func TestRemoteClaimsHoldAcrossSpellings(t *testing.T) {
 	for _, remote := range remoteRoots {
 		t.Run(remote.name, func(t *testing.T) {
@@ -75,8 +79,9 @@ func TestRemoteClaimsHoldAcrossSpellings(t *testing.T) {
 }
 
 // TestRemoteForceReplacesOnlyASnapshot writes with --force over a user's
-// file, and over a directory of a garbage _metadata and a user's file, on
-// HDFS and on S3: refused (exit 1) naming them, every byte left as it was.
+// file, over a directory of a garbage _metadata and a user's file, and
+// over a snapshot beside a user's file, on each remote storage: refused
+// (exit 1) naming them, every byte left as it was.
 func TestRemoteForceReplacesOnlyASnapshot(t *testing.T) {
 	ctx := context.Background()
 	for _, remote := range remoteRoots {
@@ -117,7 +122,7 @@ func TestRemoteForceReplacesOnlyASnapshot(t *testing.T) {
 					t.Errorf("%s: %q, %v; want %q", name, got, err, content)
 				}
 			}
-			if left := s3Leftovers(t, root); len(left) > 0 {
+			if left := remoteLeftovers(t, root); len(left) > 0 {
 				t.Errorf("left %v", left)
 			}
 			hostileCount(t, "user-files-removed", removed)

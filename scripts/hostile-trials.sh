@@ -13,19 +13,20 @@
 #     write left, the user's file never lost;
 #   - two writers of one place by two names (a symbolic link to it, to
 #     where it will be, a path through "..", a linked parent and ".."),
-#     one held in the middle of its write, then both at once; and on HDFS
-#     and S3 (with their servers up: scripts/hdfs-start.sh,
-#     scripts/s3-start.sh) through "..";
+#     one held in the middle of its write, then both at once; and on HDFS,
+#     S3, GCS and Azure (with their servers up: scripts/hdfs-start.sh,
+#     scripts/s3-start.sh, scripts/gcs-start.sh, scripts/azure-start.sh)
+#     through "..", with --force over users' files there too;
 #   - verify of a savepoint stateutil wrote whose checksum manifest is
 #     gone; load and put of what JSON takes and changes without a word;
 #     a read killed while its RocksDB instances are unpacked.
 #
-# Then scripts/hostile-trials-serve.sh, if there is one, with the same
-# environment (and STATEUTIL_HOSTILE_QUICK=1 with --quick): its output is
-# shown, its counts (lines ending "hostile-trials: NAME N", as the Go
-# tests log theirs) are summed with these, and its exit status counts as
-# a test's. The script prints every count, summed across trials, and
-# exits non-zero if a test fails or a count that must be 0 is not.
+# Then scripts/hostile-trials-serve.sh, if there is one (with
+# STATEUTIL_TRIALS=quick under --quick): its counts follow these, as it
+# prints them, and its exit status (non-zero when a bound of serve's does
+# not hold) counts as a test's. The script prints every count, summed
+# across trials, and exits non-zero if a test fails or a count that must
+# be 0 is not.
 #
 #   scripts/hostile-trials.sh            the full run (make hostile-trials)
 #   scripts/hostile-trials.sh --quick    a sample, as make test runs it
@@ -46,12 +47,12 @@ case ${1:-} in
 	;;
 esac
 if ((quick)); then
-	export STATEUTIL_HOSTILE_ROUNDS=${STATEUTIL_HOSTILE_ROUNDS:-1} STATEUTIL_HOSTILE_QUICK=1
+	export STATEUTIL_HOSTILE_ROUNDS=${STATEUTIL_HOSTILE_ROUNDS:-1} STATEUTIL_TRIALS=quick
 else
 	export STATEUTIL_HOSTILE_ROUNDS=${STATEUTIL_HOSTILE_ROUNDS:-20}
 fi
 cache=${STATEUTIL_CACHE_DIR:-$root/.cache}
-for env in hdfs.env s3.env; do
+for env in hdfs.env s3.env gcs.env azure.env; do
 	if [[ -f $cache/$env ]]; then
 		# shellcheck disable=SC1090
 		. "$cache/$env"
@@ -62,7 +63,8 @@ done
 
 trials='^(TestForceReplacesOnlyASnapshot|TestKilledForceKeepsUserFiles|TestClaimsHoldAcrossSpellings|TestRemoteClaimsHoldAcrossSpellings|TestRemoteForceReplacesOnlyASnapshot|TestVerifyWarnsOfALostManifest|TestHostileLoadAndPut|TestKilledReadLeavesNoTempDirs)$'
 log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+serve=$(mktemp)
+trap 'rm -f "$log" "$log.counts" "$serve"' EXIT
 status=0
 echo "== hostile writes and inputs ($STATEUTIL_HOSTILE_ROUNDS rounds)"
 go test ./cmd -run "$trials" -count=1 -v -timeout 3h >"$log" 2>&1 || status=1
@@ -73,7 +75,7 @@ fi
 
 if [[ -x scripts/hostile-trials-serve.sh ]]; then
 	echo "== serve (scripts/hostile-trials-serve.sh)"
-	scripts/hostile-trials-serve.sh 2>&1 | tee -a "$log" || status=1
+	scripts/hostile-trials-serve.sh >"$serve" 2>&1 || status=1
 fi
 
 # Every count, summed over the trials that report it.
@@ -89,5 +91,8 @@ while read -r name n; do
 	fi
 	printf '  %-36s %8d%s\n' "$name" "$n" "$mark"
 done <"$log.counts"
-rm -f "$log.counts"
+if [[ -s $serve ]]; then
+	echo "== serve's counts"
+	grep -v '^== ' "$serve" | sed 's/^/  /'
+fi
 exit $status
