@@ -50,7 +50,9 @@ func main() {
 			out = append(out, fmt.Sprintf("%s\t%s\t%s", os.Args[1], moduleOf(h.jar), strings.ReplaceAll(name, "/", ".")))
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i][strings.LastIndex(out[i], "\t"):] < out[j][strings.LastIndex(out[j], "\t"):] })
+	sort.Slice(out, func(i, j int) bool {
+		return out[i][strings.LastIndex(out[i], "\t"):] < out[j][strings.LastIndex(out[j], "\t"):]
+	})
 	for _, l := range out {
 		fmt.Println(l)
 	}
