@@ -3,12 +3,9 @@ package cmd
 import (
 	"context"
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stateutil/stateutil/snapshot/formattest"
 	"github.com/stateutil/stateutil/storage"
@@ -41,33 +38,10 @@ func TestRemoteClaimsHoldAcrossSpellings(t *testing.T) {
 				a := fmt.Sprintf("%s/real/dst-%d", root, i)
 				b := fmt.Sprintf("%s/real/sub/../dst-%d", root, i)
 				args := func(dst string) []string { return []string{"convert", example, "--to", f, "--output", dst, "--quiet"} }
-				pause := filepath.Join(dir, fmt.Sprintf("pause-%d", i))
-				first := exec.Command(os.Args[0], "-test.run=^$")
-				first.Env = append(os.Environ(), mainEnv+"="+strings.Join(args(a), "\x1f"), pauseEnv+"="+pause)
-				var firstErr strings.Builder
-				first.Stderr = &firstErr
-				if err := first.Start(); err != nil {
-					t.Fatal(err)
-				}
-				for deadline := time.Now().Add(time.Minute); !exists(pause + ".paused"); time.Sleep(10 * time.Millisecond) {
-					if time.Now().After(deadline) {
-						first.Process.Kill()
-						t.Fatalf("writer A never started writing: %s", firstErr.String())
-					}
-				}
-				code, errOut := child(t, t.TempDir(), 0, args(b)...)
-				userFile(t, pause+".go", "")
-				firstOK := first.Wait() == nil
-				switch {
-				case code == ExitOK && firstOK:
-					double++
-					t.Errorf("%s: both writers succeeded", f)
-				case code != ExitUsage || !strings.Contains(errOut, "held by another writer"):
-					unclear++
-					t.Errorf("%s: writer B while A writes: exit %d, want %d saying it is held by another writer: %s", f, code, ExitUsage, errOut)
-				}
-				if !firstOK {
-					t.Fatalf("%s: writer A: %s", f, firstErr.String())
+				d, u, firstErr := whileHeld(t, filepath.Join(dir, fmt.Sprintf("pause-%d", i)), args(a), args(b))
+				double, unclear = double+d, unclear+u
+				if firstErr != "" {
+					t.Fatalf("%s: writer A: %s", f, firstErr)
 				}
 				sameState(t, example, a)
 			}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stateutil/stateutil/snapshot/snaptest"
 	"github.com/stateutil/stateutil/storage"
 )
 
@@ -112,7 +113,7 @@ func TestForceReplacesOnlyASnapshot(t *testing.T) {
 				dir := t.TempDir()
 				dst := filepath.Join(dir, "dst")
 				named := u.make(t, dst)
-				before, err := snaptestTree(dir)
+				before, err := snaptest.HashTree(dir)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -121,7 +122,7 @@ func TestForceReplacesOnlyASnapshot(t *testing.T) {
 					args = append(args, "--force")
 				}
 				code, _, errOut := run(t, args...)
-				after, err := snaptestTree(dir)
+				after, err := snaptest.HashTree(dir)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -145,32 +146,6 @@ func TestForceReplacesOnlyASnapshot(t *testing.T) {
 	hostileCount(t, "force-over-non-snapshots-refused", refused)
 	hostileCount(t, "user-files-removed", removed)
 	hostileCount(t, "paths-changed-by-refused-writes", changed)
-}
-
-// snaptestTree is the destination directory's content, hashed, with
-// symbolic links as their targets.
-func snaptestTree(dir string) (map[string]string, error) {
-	out := map[string]string{}
-	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		switch {
-		case d.IsDir():
-			out[rel] = "dir"
-		case d.Type()&os.ModeSymlink != 0:
-			target, err := os.Readlink(p)
-			out[rel] = "-> " + target
-			return err
-		default:
-			b, err := os.ReadFile(p)
-			out[rel] = fmt.Sprintf("file %x", b)
-			return err
-		}
-		return nil
-	})
-	return out, err
 }
 
 // killAtEnv makes the re-executed test binary kill itself (SIGKILL) at
@@ -224,7 +199,7 @@ func TestKilledForceKeepsUserFiles(t *testing.T) {
 				notes = filepath.Join(dst, "NOTES.txt")
 			}
 			userFile(t, notes, "keep me")
-			before, err := snaptestTree(dir)
+			before, err := snaptest.HashTree(dir)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -238,7 +213,7 @@ func TestKilledForceKeepsUserFiles(t *testing.T) {
 					bad++
 					t.Errorf("%v after a killed forced write: exit %d, want %d: %s", args, code, ExitUsage, errOut)
 				}
-				after, err := snaptestTree(dir)
+				after, err := snaptest.HashTree(dir)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -282,7 +257,7 @@ func TestKilledForceKeepsUserFiles(t *testing.T) {
 	hostileCount(t, "unexpected-outcomes", bad)
 }
 
-// treeChange says how two snaptestTree results differ ("" when equal),
+// treeChange says how two snaptest.HashTree results differ ("" when equal),
 // but for the claim file a killed writer left beside its destination,
 // which the next writer takes over and removes as it releases it.
 func treeChange(before, after map[string]string) string {
@@ -372,33 +347,10 @@ func TestClaimsHoldAcrossSpellings(t *testing.T) {
 				}
 				return out
 			}
-			pause := filepath.Join(dir, "pause")
-			first := exec.Command(os.Args[0], "-test.run=^$")
-			first.Env = append(os.Environ(), mainEnv+"="+strings.Join(args(a), "\x1f"), pauseEnv+"="+pause)
-			var firstErr strings.Builder
-			first.Stderr = &firstErr
-			if err := first.Start(); err != nil {
-				t.Fatal(err)
-			}
-			for deadline := time.Now().Add(time.Minute); !exists(pause + ".paused"); time.Sleep(10 * time.Millisecond) {
-				if time.Now().After(deadline) {
-					first.Process.Kill()
-					t.Fatalf("%s: writer A never started writing: %s", sp.name, firstErr.String())
-				}
-			}
-			code, errOut := child(t, t.TempDir(), 0, args(b)...)
-			userFile(t, pause+".go", "")
-			firstOK := first.Wait() == nil
-			switch {
-			case code == ExitOK && firstOK:
-				double++
-				t.Errorf("%s (%s): both writers succeeded", sp.name, f)
-			case code != ExitUsage || !strings.Contains(errOut, "held by another writer"):
-				unclear++
-				t.Errorf("%s (%s): writer B while A writes: exit %d, want %d saying it is held by another writer: %s", sp.name, f, code, ExitUsage, errOut)
-			}
-			if !firstOK {
-				t.Errorf("%s (%s): writer A: %s", sp.name, f, firstErr.String())
+			d, u, firstErr := whileHeld(t, filepath.Join(dir, "pause"), args(a), args(b))
+			double, unclear = double+d, unclear+u
+			if firstErr != "" {
+				t.Errorf("%s (%s): writer A: %s", sp.name, f, firstErr)
 			} else {
 				sameState(t, example, a)
 			}
@@ -425,6 +377,43 @@ func TestClaimsHoldAcrossSpellings(t *testing.T) {
 	hostileCount(t, "claim-rounds-at-once", raced)
 	hostileCount(t, "double-successes", double)
 	hostileCount(t, "unclear-refusals", unclear)
+}
+
+// whileHeld runs writer A (args a) in a child held in the middle of its
+// write (pause names its pause files), writer B (args b) to its end
+// meanwhile, then lets A finish. B must be refused as held by another
+// writer: double counts both succeeding, unclear B failing otherwise.
+// aErr is A's stderr if A failed.
+func whileHeld(t *testing.T, pause string, a, b []string) (double, unclear int, aErr string) {
+	t.Helper()
+	first := exec.Command(os.Args[0], "-test.run=^$")
+	first.Env = append(os.Environ(), mainEnv+"="+strings.Join(a, "\x1f"), pauseEnv+"="+pause)
+	var firstErr strings.Builder
+	first.Stderr = &firstErr
+	if err := first.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(time.Minute); !exists(pause + ".paused"); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			first.Process.Kill()
+			t.Fatalf("%v: writer A never started writing: %s", a, firstErr.String())
+		}
+	}
+	code, errOut := child(t, t.TempDir(), 0, b...)
+	userFile(t, pause+".go", "")
+	firstOK := first.Wait() == nil
+	switch {
+	case code == ExitOK && firstOK:
+		double++
+		t.Errorf("%v while %v writes: both writers succeeded", b, a)
+	case code != ExitUsage || !strings.Contains(errOut, "held by another writer"):
+		unclear++
+		t.Errorf("%v while %v writes: exit %d, want %d saying it is held by another writer: %s", b, a, code, ExitUsage, errOut)
+	}
+	if !firstOK {
+		aErr = "failed: " + firstErr.String()
+	}
+	return double, unclear, aErr
 }
 
 // startMain starts stateutil in a child process.
