@@ -42,6 +42,14 @@ type WholeChecker interface {
 	CheckWhole(ctx context.Context) error
 }
 
+// Warner is implemented by a Reader that knows something of its snapshot
+// that verify must say though it is no damage found: what leaves damage
+// free to go unseen, such as the checksum manifest of a snapshot whose
+// writer leaves one, gone. Each warning is one sentence naming the file.
+type Warner interface {
+	Warnings() []string
+}
+
 // KeyGroupHolder is implemented by a Reader that can keep a key group's
 // entries valid together: HeldEntries streams what Entries does, but an
 // entry's bytes stay valid until the yield of the next key group's first
