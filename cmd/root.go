@@ -41,6 +41,7 @@ const (
 	ExitUnsupported = 4 // unsupported format or format version, state that cannot be read
 	ExitTooLarge    = 5 // state exceeds a cap (the memory format's per-subtask limit)
 	ExitNotDecoded  = 6 // values whose serializer stateutil does not implement (verify --strict)
+	ExitBlocked     = 8 // upgrade: state the new Flink would not restore and stateutil cannot rewrite
 	// Kerberos (a kerberized HDFS or YARN) refused who stateutil is, one code per cause.
 	ExitNoTicket       = 10 // no Kerberos ticket: no credential cache, or none for the realm
 	ExitTicketExpired  = 11 // the Kerberos ticket has expired
@@ -65,6 +66,8 @@ const exitCodeHelp = `Exit codes:
   5    state too large for the target format
   6    values not decoded: their serializer is one stateutil does not
        implement (verify --strict)
+  8    upgrade blocked: state that the Flink asked for would not restore and
+       stateutil cannot rewrite (upgrade, upgrade --check)
   10   Kerberos: no ticket (no credential cache, or none for the realm)
   11   Kerberos: the ticket has expired
   12   Kerberos: wrong principal (unknown to the KDC, or not the service's)
@@ -124,6 +127,8 @@ func exitCode(err error) int {
 		return ExitTooLarge
 	case errors.Is(err, snapshot.ErrNotDecoded):
 		return ExitNotDecoded
+	case errors.Is(err, snapshot.ErrUpgradeBlocked):
+		return ExitBlocked
 	}
 	return ExitCorrupt
 }
@@ -231,6 +236,7 @@ s3://bucket/path URIs (s3a:// and s3p:// too, as Flink writes them).
 		newGenerateCommand(e),
 		newConvertCommand(e),
 		newRescaleCommand(e),
+		newUpgradeCommand(e),
 		newVerifyCommand(e),
 		newDiffCommand(e),
 		newOperatorCommand(e),

@@ -32,6 +32,8 @@ var Format = &snapshot.Format{
 	Create:  create,
 	// CheckWrite: releases.go.
 	CheckWrite: checkWrite,
+	// Upgrade: upgrade.go.
+	Upgrade: upgrade,
 }
 
 // metadataPath turns a location into the path of its `_metadata` file.
