@@ -2,6 +2,7 @@ package flink
 
 import (
 	"context"
+	"errors"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -366,6 +367,10 @@ func (u *upgrader) scanOperator(ctx context.Context, op *snapshot.Operator, keye
 // see looks at one value of the state.
 func (p *statePlan) see(b []byte) {
 	v, err := decodeWith(p.old, b)
+	if nd := (*snapshot.NotDecodedError)(nil); errors.As(err, &nd) && strings.Contains(nd.Serializer, "Kryo") && nd.ValueClass != "" {
+		p.block(fmt.Sprintf("it holds a %s, which Kryo 2 writes with its FieldSerializer over the class's fields (or a serializer registered for it), which the savepoint does not describe: its Kryo 5 bytes cannot be written from them", nd.ValueClass))
+		return
+	}
 	if err != nil {
 		p.block(fmt.Sprintf("a value does not decode (%v)", err))
 		return
