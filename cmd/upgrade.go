@@ -176,4 +176,3 @@ func (o *upgradeOptions) printReport(w io.Writer, rep *snapshot.UpgradeReport) e
 	}
 	return table(w, []string{"OPERATOR", "SCOPE", "STATE", "VERDICT", "WHAT"}, rows)
 }
-
