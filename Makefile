@@ -5,7 +5,7 @@ GO      ?= go
 BIN     := bin/stateutil
 FUZZTIME ?= 30s
 
-.PHONY: all build deps test test-unit test-flink-matrix demo bench fuzz testdata lint clean
+.PHONY: all build deps test test-unit test-flink-matrix test-upgrade-matrix demo bench fuzz testdata lint clean
 
 all: build
 
@@ -32,6 +32,12 @@ test-unit: lint
 # minor from 1.18, every backend, snapshot kind, compression and changelog.
 test-flink-matrix: deps
 	@scripts/flink-matrix.sh
+
+# Every cell of the upgrade's restore matrix (make test runs one a day):
+# Flink 1.18-1.20 snapshots of every kind upgraded for and restored in
+# Flink 2.0-2.3.
+test-upgrade-matrix: deps
+	@scripts/flink-upgrade-matrix.sh
 
 demo: build
 	@scripts/demo.sh $(BIN)

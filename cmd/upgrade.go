@@ -168,11 +168,14 @@ func (o *upgradeOptions) printReport(w io.Writer, rep *snapshot.UpgradeReport) e
 		rep.Source, rep.From, rep.To, rep.AsIs, rep.Rewritten, rep.Blocked)
 	rows := make([][]string, 0, len(rep.Findings))
 	for _, f := range rep.Findings {
-		what := strings.Join(f.Changes, "; ")
+		what := f.Changes
 		if f.Verdict == snapshot.Blocked {
-			what = f.Reason
+			what = []string{f.Reason}
 		}
-		rows = append(rows, []string{f.Operator, f.Scope, f.State, string(f.Verdict), what})
+		rows = append(rows, []string{f.Operator, f.Scope, f.State, string(f.Verdict), strings.Join(what[:min(len(what), 1)], "")})
+		for _, w := range what[min(len(what), 1):] {
+			rows = append(rows, []string{"", "", "", "", w})
+		}
 	}
 	return table(w, []string{"OPERATOR", "SCOPE", "STATE", "VERDICT", "WHAT"}, rows)
 }

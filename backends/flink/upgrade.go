@@ -2,15 +2,12 @@ package flink
 
 import (
 	"context"
-	"errors"
-	"encoding/json"
 	"fmt"
-	"slices"
 	"strings"
 
-	"github.com/stateutil/stateutil/backends/flink/internal/statefile"
 	"github.com/stateutil/stateutil/backends/flink/internal/typeser"
 	"github.com/stateutil/stateutil/backends/flink/internal/typeser/kryo"
+	flinkupgrade "github.com/stateutil/stateutil/backends/flink/internal/upgrade"
 	"github.com/stateutil/stateutil/snapshot"
 )
 
@@ -68,32 +65,25 @@ type upgrader struct {
 	ops   []*snapshot.Operator // in snapshot order
 }
 
-// statePlan is what the upgrade makes of one state: its serializers'
-// nodes whose values change (Kryo values, POJO collection fields), or
-// why it is blocked.
+// statePlan is the upgrade of one state of an operator.
 type statePlan struct {
-	op      *snapshot.Operator
-	scope   string
-	name    string
-	meta    *carriedMeta // in the operator's carried copy
-	sm      *statefile.StateMeta
-	keySer  *typeser.SerializerSnapshot
-	kryo    []*typeser.SerializerSnapshot
-	fields  []*collField
-	blocked string
-	// old and new are the serializers of a value (the element of a list,
-	// the value of a map), userKey those of a map's user keys.
-	old, new       *typeser.SerializerSnapshot
-	oldUK, newUK   *typeser.SerializerSnapshot
-	nodes          map[*typeser.SerializerSnapshot]bool // kryo and fields' nodes
-	scanned        bool
-	rewritesValues bool
+	*flinkupgrade.State
+	op    *snapshot.Operator
+	scope string
+	name  string
+	meta  *carriedMeta // in the operator's carried copy
 }
 
-func (p *statePlan) block(why string) {
-	if p.blocked == "" {
-		p.blocked = why
-	}
+// upgradeEnv is what the upgrade of a state takes of the format: the
+// Kryo family's part, the classes known across majors, the snapshot
+// parser.
+var upgradeEnv = &flinkupgrade.Env{
+	Snapshot5: kryo.Snapshot5, Carried: kryo.Carried, ElementClass: kryo.ElementClass, Elements: kryo.Elements, Entries: kryo.Entries,
+	Known: func(class string) (int32, bool) {
+		k, ok := snapshotClasses[class]
+		return k.version, ok && k.acrossMajors == ""
+	},
+	Parse: parseSerializerSnapshot,
 }
 
 // operator plans every state of op.
@@ -136,119 +126,14 @@ func (u *upgrader) operator(op *snapshot.Operator) error {
 // plan finds what changes in a state's serializers.
 func (u *upgrader) plan(p *statePlan, keySer *typeser.SerializerSnapshot) error {
 	u.plans[p.op] = append(u.plans[p.op], p)
-	p.nodes = map[*typeser.SerializerSnapshot]bool{}
 	sm, err := stateMetaOf(*p.meta)
 	if err != nil {
-		p.block(fmt.Sprintf("its serializer snapshots do not read (%v)", err))
+		p.State = &flinkupgrade.State{}
+		p.Block(fmt.Sprintf("its serializer snapshots do not read (%v)", err))
 		return nil
 	}
-	p.sm, p.keySer = sm, keySer
-	if keySer != nil && sm.Type != statefile.PriorityQueueState {
-		p.walkFixed(keySer, "its keys")
-	}
-	for _, key := range sm.SerializerKeys {
-		s := sm.Serializers[key]
-		if key == "NAMESPACE_SERIALIZER" || sm.Type == statefile.PriorityQueueState {
-			p.walkFixed(s, "its "+strings.ToLower(strings.TrimSuffix(key, "_SERIALIZER"))+"s")
-			continue
-		}
-		p.walk(s, nil)
-	}
-	if p.blocked != "" || len(p.nodes) == 0 {
-		return nil
-	}
-	p.rewritesValues = true
-	if p.scope == snapshot.ScopeKeyed {
-		l := statefile.NewLayout(sm, keySer)
-		p.old, p.oldUK = l.User, l.UserKey
-		if p.oldUK != nil && p.touches(p.oldUK) {
-			p.block("its map keys are of a serializer whose bytes change (Kryo), and stateutil does not rewrite keys")
-		}
-	} else {
-		p.old = sm.Value()
-		if sm.Type == statefile.BroadcastMapState {
-			p.block("it is a broadcast state of a serializer whose bytes change (Kryo), which stateutil does not rewrite")
-		}
-	}
-	if p.old == nil {
-		p.block("stateutil cannot tell where its values' serializer lies in its snapshot")
-	}
+	p.State = upgradeEnv.Plan(sm, keySer, p.scope == snapshot.ScopeKeyed)
 	return nil
-}
-
-// walkFixed checks serializers whose bytes must not change (keys,
-// namespaces, timers): Flink 2.x restores them as they are, or blocks.
-func (p *statePlan) walkFixed(s *typeser.SerializerSnapshot, what string) {
-	before := len(p.nodes)
-	p.walk(s, nil)
-	if len(p.nodes) > before {
-		p.block(what + " are of a serializer whose bytes change from Flink 1.x to 2.x (Kryo), and stateutil does not rewrite keys or namespaces")
-	}
-}
-
-// collectionClasses are the declared types of the POJO fields that Flink
-// 1.x serializes with Kryo and Flink 2.x with its collection serializers.
-var collectionClasses = map[string]string{
-	"java.util.List": "List", "java.util.Collection": "List", "java.util.Set": "Set", "java.util.Map": "Map",
-}
-
-// walk classifies s, a serializer of the state (pojo: the POJO whose
-// field it is).
-func (p *statePlan) walk(s, pojo *typeser.SerializerSnapshot) {
-	if s == nil {
-		p.block("a serializer snapshot is missing")
-		return
-	}
-	if typeser.KindOf(s) == "Kryo" {
-		if kind, ok := collectionClasses[s.TypeClass]; ok && pojo != nil {
-			f := &collField{node: s, pojo: pojo, kind: kind, field: fieldOf(pojo, s)}
-			p.fields, p.nodes[s] = append(p.fields, f), true
-			return
-		}
-		if _, why := kryo.Snapshot5(s); why != "" {
-			p.block(why)
-			return
-		}
-		p.kryo, p.nodes[s] = append(p.kryo, s), true
-		return
-	}
-	k, known := snapshotClasses[s.Class]
-	switch {
-	case !known:
-		p.block(fmt.Sprintf("serializer %s (snapshot version %d) is not one stateutil has seen Flink 2.x restore from Flink 1.x", s.Class, s.Version))
-		return
-	case s.Opaque && len(s.Nested) == 0:
-		p.block(fmt.Sprintf("serializer %s has a snapshot stateutil cannot read whole", s.Class))
-		return
-	case s.Version != k.version:
-		p.block(fmt.Sprintf("serializer %s of snapshot version %d, where Flink 1.15 to 2.3 write version %d", s.Class, s.Version, k.version))
-		return
-	}
-	var parent *typeser.SerializerSnapshot
-	if s.Class == runtimeTU+"PojoSerializerSnapshot" {
-		parent = s
-	}
-	for _, n := range s.Nested {
-		p.walk(n, parent)
-	}
-}
-
-// touches reports whether s or a serializer inside it changes.
-func (p *statePlan) touches(s *typeser.SerializerSnapshot) bool {
-	if s == nil {
-		return false
-	}
-	if p.nodes[s] {
-		return true
-	}
-	return slices.ContainsFunc(s.Nested, p.touches)
-}
-
-func fieldOf(pojo, s *typeser.SerializerSnapshot) string {
-	if i := slices.Index(pojo.Nested, s); i >= 0 && i < len(pojo.Fields) {
-		return pojo.Fields[i]
-	}
-	return "?"
 }
 
 // removedOperator is why Flink 2.x has no operator to restore op's state
@@ -284,25 +169,14 @@ func (u *upgrader) report() {
 		for _, p := range u.plans[op] {
 			f := snapshot.UpgradeFinding{Operator: op.Label(), Scope: p.scope, State: p.name, Verdict: snapshot.RestoresAsIs}
 			switch {
-			case p.blocked != "":
-				f.Verdict, f.Reason = snapshot.Blocked, p.blocked
-			case p.rewritesValues:
-				f.Verdict, f.Changes = snapshot.Rewritten, p.changes()
+			case p.Blocked() != "":
+				f.Verdict, f.Reason = snapshot.Blocked, p.Blocked()
+			case p.RewritesValues():
+				f.Verdict, f.Changes = snapshot.Rewritten, p.Changes()
 			}
 			u.rep.Add(f)
 		}
 	}
-}
-
-func (p *statePlan) changes() []string {
-	var out []string
-	for _, s := range p.kryo {
-		out = append(out, fmt.Sprintf("Kryo 2 values of %s written as Kryo 5 writes them", s.TypeClass))
-	}
-	for _, f := range p.fields {
-		out = append(out, fmt.Sprintf("POJO %s field %s (%s): from Kryo to %s", f.pojo.TypeClass, f.field, f.node.TypeClass, f.expr()))
-	}
-	return out
 }
 
 // scan reads every value of the states whose values change, to find
@@ -313,7 +187,7 @@ func (u *upgrader) scan(ctx context.Context) error {
 		var keyed, oper []*statePlan
 		for _, p := range u.plans[op] {
 			switch {
-			case p.blocked != "" || !p.rewritesValues:
+			case !p.RewritesValues():
 			case p.scope == snapshot.ScopeKeyed:
 				keyed = append(keyed, p)
 			default:
@@ -324,7 +198,7 @@ func (u *upgrader) scan(ctx context.Context) error {
 			return err
 		}
 		for _, p := range append(keyed, oper...) {
-			p.settle()
+			p.Settle()
 		}
 	}
 	return nil
@@ -345,8 +219,8 @@ func (u *upgrader) scanOperator(ctx context.Context, op *snapshot.Operator, keye
 				if err != nil {
 					return err
 				}
-				if p := byName(keyed, e.State); p != nil && p.blocked == "" {
-					p.see(e.Value)
+				if p := byName(keyed, e.State); p != nil && p.Blocked() == "" {
+					p.See(e.Value)
 				}
 			}
 		}
@@ -355,119 +229,11 @@ func (u *upgrader) scanOperator(ctx context.Context, op *snapshot.Operator, keye
 				if err != nil {
 					return err
 				}
-				if p := byName(oper, el.State); p != nil && p.blocked == "" {
-					p.see(el.Value)
+				if p := byName(oper, el.State); p != nil && p.Blocked() == "" {
+					p.See(el.Value)
 				}
 			}
 		}
 	}
 	return nil
-}
-
-// see looks at one value of the state.
-func (p *statePlan) see(b []byte) {
-	v, err := decodeWith(p.old, b)
-	if nd := (*snapshot.NotDecodedError)(nil); errors.As(err, &nd) && strings.Contains(nd.Serializer, "Kryo") && nd.ValueClass != "" {
-		p.block(fmt.Sprintf("it holds a %s, which Kryo 2 writes with its FieldSerializer over the class's fields (or a serializer registered for it), which the savepoint does not describe: its Kryo 5 bytes cannot be written from them", nd.ValueClass))
-		return
-	}
-	if err != nil {
-		p.block(fmt.Sprintf("a value does not decode (%v)", err))
-		return
-	}
-	p.visit(p.old, v, func(n *typeser.SerializerSnapshot, v any) {
-		if why := p.note(n, v); why != "" {
-			p.block(why)
-		}
-	})
-}
-
-// note records what one value of a changing node holds: why it blocks,
-// or "".
-func (p *statePlan) note(n *typeser.SerializerSnapshot, v any) string {
-	for _, f := range p.fields {
-		if f.node == n {
-			return f.see(v)
-		}
-	}
-	if _, why := kryo.Carried(v); why != "" {
-		return fmt.Sprintf("a Kryo value of %s: %s", n.TypeClass, why)
-	}
-	return ""
-}
-
-// visit calls fn with the value of every changing node of s in v, the
-// value of s as decodeWith gives it; a changing node in a serializer that
-// visit does not walk blocks the state.
-func (p *statePlan) visit(s *typeser.SerializerSnapshot, v any, fn func(n *typeser.SerializerSnapshot, v any)) {
-	if s == nil || !p.touches(s) {
-		return
-	}
-	if p.nodes[s] {
-		fn(s, v)
-		return
-	}
-	if v == nil {
-		return
-	}
-	switch typeser.KindOf(s) {
-	case "Pojo":
-		m, _ := v.(map[string]any)
-		for i, n := range s.Nested {
-			if i < len(s.Fields) {
-				p.visit(n, m[s.Fields[i]], fn)
-			}
-		}
-	case "List":
-		vs, _ := v.([]any)
-		for _, e := range vs {
-			p.visit(s.Nested[0], e, fn)
-		}
-	case "Nullable":
-		p.visit(s.Nested[0], v, fn)
-	case "Tuple":
-		vs, _ := v.([]any)
-		for i, n := range s.Nested {
-			if i < len(vs) {
-				p.visit(n, vs[i], fn)
-			}
-		}
-	default:
-		p.block(fmt.Sprintf("a value of a serializer whose bytes change (Kryo) lies inside %s, which stateutil does not rewrite", s.Class))
-	}
-}
-
-// settle turns what the scan saw into the new serializers.
-func (p *statePlan) settle() {
-	p.scanned = true
-	for _, f := range p.fields {
-		if why := f.settle(); why != "" {
-			p.block(fmt.Sprintf("POJO %s field %s: %s", f.pojo.TypeClass, f.field, why))
-		}
-	}
-}
-
-// decodeWith decodes b, one value of s, whole.
-func decodeWith(s *typeser.SerializerSnapshot, b []byte) (any, error) {
-	v, err := (typeser.Codec{S: s}).Decode(b)
-	if err != nil {
-		return nil, err
-	}
-	return v, nil
-}
-
-// jsonOf is v as JSON decodes it (numbers as json.Number), which the
-// encoders take, and its text.
-func jsonOf(v any) (any, []byte, error) {
-	text, err := json.Marshal(v)
-	if err != nil {
-		return nil, nil, err
-	}
-	dec := json.NewDecoder(strings.NewReader(string(text)))
-	dec.UseNumber()
-	var out any
-	if err := dec.Decode(&out); err != nil {
-		return nil, nil, err
-	}
-	return out, text, nil
 }

@@ -207,8 +207,8 @@ func TestUpgradeRewritesKryoValues(t *testing.T) {
 				plans := map[string]*statePlan{}
 				for _, p := range u.plans[op] {
 					if p.name == "jdk" || p.name == "jdks" {
-						if p.blocked != "" || !p.rewritesValues {
-							t.Fatalf("state %q: blocked %q, rewrites %v", p.name, p.blocked, p.rewritesValues)
+						if !p.RewritesValues() {
+							t.Fatalf("state %q: blocked %q, rewrites nothing", p.name, p.Blocked())
 						}
 						if err := p.rewriteSerializers(); err != nil {
 							t.Fatal(err)
@@ -225,7 +225,7 @@ func TestUpgradeRewritesKryoValues(t *testing.T) {
 						if p == nil {
 							continue
 						}
-						b, err := p.rewrite(e.Value)
+						b, err := p.Rewrite(e.Value)
 						if err != nil {
 							t.Fatalf("%s: %v", e.State, err)
 						}

@@ -1,4 +1,4 @@
-package flink
+package upgrade
 
 import (
 	"bytes"
@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/stateutil/stateutil/backends/flink/internal/typeser"
-	"github.com/stateutil/stateutil/backends/flink/internal/typeser/kryo"
 	"github.com/stateutil/stateutil/backends/flink/internal/wire"
 )
 
@@ -24,6 +23,9 @@ import (
 // value of the field is of one class that Flink serializes itself.
 
 const (
+	typeutils        = "org.apache.flink.api.common.typeutils.base."
+	runtimeTU        = "org.apache.flink.api.java.typeutils.runtime."
+	pojoSnapshot     = runtimeTU + "PojoSerializerSnapshot"
 	nullableSnapshot = runtimeTU + "NullableSerializer$NullableSerializerSnapshot"
 	listSnapshot     = typeutils + "ListSerializerSnapshot"
 	mapSnapshot      = typeutils + "MapSerializerSnapshot"
@@ -58,35 +60,35 @@ type collField struct {
 
 // see records the classes one value of the field holds: why it blocks,
 // or "".
-func (f *collField) see(v any) string {
+func (f *collField) see(env *Env, v any) string {
 	if v == nil {
 		return ""
 	}
 	if f.kind == "Map" {
-		keys, vals, ok := kryo.Entries(v)
+		keys, vals, ok := env.Entries(v)
 		if !ok {
-			return fmt.Sprintf("a value that is not a map Kryo's MapSerializer wrote (%s)", kryoClass(v))
+			return fmt.Sprintf("a value that is not a map Kryo's MapSerializer wrote (%s)", kryoClass(env, v))
 		}
-		f.elems = addClasses(f.elems, keys)
-		f.vals = addClasses(f.vals, vals)
+		f.elems = addClasses(env, f.elems, keys)
+		f.vals = addClasses(env, f.vals, vals)
 		return ""
 	}
-	elems, ok := kryo.Elements(v)
+	elems, ok := env.Elements(v)
 	if !ok {
-		return fmt.Sprintf("a value that is not a collection Kryo's CollectionSerializer wrote (%s)", kryoClass(v))
+		return fmt.Sprintf("a value that is not a collection Kryo's CollectionSerializer wrote (%s)", kryoClass(env, v))
 	}
-	f.elems = addClasses(f.elems, elems)
+	f.elems = addClasses(env, f.elems, elems)
 	return ""
 }
 
-func kryoClass(v any) string {
-	c, _ := kryo.ElementClass(v)
+func kryoClass(env *Env, v any) string {
+	c, _ := env.ElementClass(v)
 	return c
 }
 
-func addClasses(seen []string, vs []any) []string {
+func addClasses(env *Env, seen []string, vs []any) []string {
 	for _, v := range vs {
-		if c := kryoClass(v); c != "" && !slices.Contains(seen, c) {
+		if c := kryoClass(env, v); c != "" && !slices.Contains(seen, c) {
 			seen = append(seen, c)
 		}
 	}
@@ -203,7 +205,7 @@ func rewritten(s *typeser.SerializerSnapshot, repl map[*typeser.SerializerSnapsh
 	if !changed {
 		return s.Versioned, nil
 	}
-	if s.Class == runtimeTU+"PojoSerializerSnapshot" {
+	if s.Class == pojoSnapshot {
 		return pojoRewritten(s, nested)
 	}
 	if s.Version == compositeVersion && len(s.Outer) > 0 || s.OuterVersion != 0 {

@@ -1,0 +1,120 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stateutil/stateutil/internal/flinkharness"
+)
+
+// The upgrade's restore matrix: Flink 1.x snapshots of the jobs whose
+// POJOs have List, Map and Set fields, of every kind and backend,
+// upgraded for each Flink 2.x release and restored there; the state the
+// restored job holds must be what the 1.x job held.
+var (
+	upgradeFrom  = []string{"1.18.1", "1.19.3", "1.20.5"}
+	upgradeTo    = []string{"2.0.2", "2.1.3", "2.2.1", "2.3.0"}
+	upgradeJobs  = []string{"collections", "orders"}
+	upgradeKinds = []flinkharness.SnapshotOptions{
+		{Backend: "hashmap", Kind: "canonical"}, {Backend: "hashmap", Kind: "native"}, {Backend: "hashmap", Kind: "checkpoint"},
+		{Backend: "rocksdb", Kind: "canonical"}, {Backend: "rocksdb", Kind: "native"}, {Backend: "rocksdb", Kind: "checkpoint", Incremental: true},
+		{Backend: "hashmap", Kind: "checkpoint", Changelog: true},
+	}
+)
+
+type upgradeCell struct {
+	from, to, job string
+	kind          flinkharness.SnapshotOptions
+}
+
+func (c upgradeCell) source() string {
+	name := fmt.Sprintf("%s-%s-%s-%s", c.from, c.job, c.kind.Backend, c.kind.Kind)
+	if c.kind.Incremental {
+		name += "-incremental"
+	}
+	if c.kind.Changelog {
+		name += "-changelog"
+	}
+	return name
+}
+
+// upgradeCells is the whole matrix with STATEUTIL_UPGRADE_MATRIX=full
+// (make test-upgrade-matrix), else the day's cell: one of 1.20.5's kinds
+// and jobs into 2.3.0, a day each.
+func upgradeCells() []upgradeCell {
+	var all []upgradeCell
+	for _, from := range upgradeFrom {
+		for _, job := range upgradeJobs {
+			for _, k := range upgradeKinds {
+				for _, to := range upgradeTo {
+					all = append(all, upgradeCell{from: from, to: to, job: job, kind: k})
+				}
+			}
+		}
+	}
+	if os.Getenv("STATEUTIL_UPGRADE_MATRIX") == "full" {
+		return all
+	}
+	var daily []upgradeCell
+	for _, c := range all {
+		if c.from == "1.20.5" && c.to == "2.3.0" {
+			daily = append(daily, c)
+		}
+	}
+	day := int(time.Now().Unix() / 86400)
+	return daily[day%len(daily) : day%len(daily)+1]
+}
+
+func TestUpgradeRestoresInFlink(t *testing.T) {
+	flinkharness.Require(t)
+	if !flinkharness.Required() {
+		t.Skip("the real-Flink upgrade matrix runs with STATEUTIL_REQUIRE_FLINK=1")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Hour)
+	defer cancel()
+	dir := t.TempDir()
+	const records = 200
+	sources := map[string]string{} // snapshot by source name
+	dumps := map[string]string{}
+	restored, equal := 0, 0
+	cells := upgradeCells()
+	for _, c := range cells {
+		t.Run(c.source()+"-to-"+c.to, func(t *testing.T) {
+			name := c.source()
+			if _, ok := sources[name]; !ok {
+				o := c.kind
+				o.Job, o.Records, o.Dir = c.job, records, filepath.Join(dir, name)
+				snap, dump, err := flinkharness.Snapshot(ctx, c.from, o)
+				if err != nil {
+					t.Fatalf("Flink %s: %v", c.from, err)
+				}
+				sources[name], dumps[name] = snap, dump
+			}
+			snap := sources[name]
+			if snap == "" {
+				t.Skip("its source snapshot failed")
+			}
+			line := c.to[:strings.LastIndex(c.to, ".")]
+			dst := filepath.Join(dir, name+"-up-"+c.to)
+			if code, out, errOut := run(t, "upgrade", snap, "--flink-version", line, "--output", dst, "-q"); code != ExitOK {
+				t.Fatalf("stateutil upgrade: exit %d\n%s%s", code, out, errOut)
+			}
+			restore := filepath.Join(dir, name+"-up-"+c.to+".restore.jsonl")
+			if _, err := flinkharness.RestoreDump(ctx, c.to, flinkharness.RestoreOptions{Job: c.job, Snapshot: dst, Backend: c.kind.Backend,
+				Records: records, Dump: restore}); err != nil {
+				t.Fatalf("Flink %s did not restore the upgraded savepoint: %v", c.to, err)
+			}
+			restored++
+			if d := flinkharness.EqualUpgradedDumps(dumpOf(t, dumps[name]), dumpOf(t, restore)); d != "" {
+				t.Fatalf("Flink %s restored other state than the Flink %s job held:\n%s", c.to, c.from, d)
+			}
+			equal++
+		})
+	}
+	t.Logf("upgrade matrix: %d cells run, %d restored, %d equal to the 1.x job's dump", len(cells), restored, equal)
+}
