@@ -12,14 +12,16 @@ import (
 	"github.com/stateutil/stateutil/internal/flinkharness"
 )
 
-// The upgrade's restore matrix: Flink 1.x snapshots of the jobs whose
-// POJOs have List, Map and Set fields, of every kind and backend,
-// upgraded for each Flink 2.x release and restored there; the state the
-// restored job holds must be what the 1.x job held.
+// The upgrade's restore matrix: Flink 1.x snapshots of the harness's
+// upgrade jobs (POJOs with List, Collection, Set and Map fields and nested
+// collections, JDK classes under Kryo, in value, list and map states, with
+// TTL; with and without classes registered with Kryo), of every kind and
+// backend, upgraded for each Flink 2.x release and restored there; the
+// state the restored job holds must be what the 1.x job held.
 var (
 	upgradeFrom  = []string{"1.18.1", "1.19.3", "1.20.5"}
 	upgradeTo    = []string{"2.0.2", "2.1.3", "2.2.1", "2.3.0"}
-	upgradeJobs  = []string{"collections", "orders"}
+	upgradeJobs  = []string{"upgrade", "upgrade-registered"}
 	upgradeKinds = []flinkharness.SnapshotOptions{
 		{Backend: "hashmap", Kind: "canonical"}, {Backend: "hashmap", Kind: "native"}, {Backend: "hashmap", Kind: "checkpoint"},
 		{Backend: "rocksdb", Kind: "canonical"}, {Backend: "rocksdb", Kind: "native"}, {Backend: "rocksdb", Kind: "checkpoint", Incremental: true},
@@ -44,14 +46,21 @@ func (c upgradeCell) source() string {
 }
 
 // upgradeCells is the whole matrix with STATEUTIL_UPGRADE_MATRIX=full
-// (make test-upgrade-matrix), else the day's cell: one of 1.20.5's kinds
-// and jobs into 2.3.0, a day each.
+// (make test-upgrade-matrix; STATEUTIL_UPGRADE_FROM and
+// STATEUTIL_UPGRADE_TO narrow its versions), else the day's cell: one of
+// 1.20.5's kinds and jobs into 2.3.0, a day each.
 func upgradeCells() []upgradeCell {
+	narrowed := func(env string, all []string) []string {
+		if v := strings.Fields(os.Getenv(env)); len(v) > 0 {
+			return v
+		}
+		return all
+	}
 	var all []upgradeCell
-	for _, from := range upgradeFrom {
+	for _, from := range narrowed("STATEUTIL_UPGRADE_FROM", upgradeFrom) {
 		for _, job := range upgradeJobs {
 			for _, k := range upgradeKinds {
-				for _, to := range upgradeTo {
+				for _, to := range narrowed("STATEUTIL_UPGRADE_TO", upgradeTo) {
 					all = append(all, upgradeCell{from: from, to: to, job: job, kind: k})
 				}
 			}

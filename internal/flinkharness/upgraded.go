@@ -85,10 +85,13 @@ func asShownBy(old, v any, fromOld bool) any {
 	case map[string]any:
 		if c, ok := o["class"].(string); ok && len(o) == 2 {
 			s, _ := o["toString"].(string)
-			if fromOld {
-				return map[string]any{"class": c, "toString": sortedEntries(c, s)}
+			if r, ok := v.(map[string]any); !fromOld && ok && len(r) == 2 && r["class"] != nil {
+				// Shown as a generic type by both: Kryo's in Flink 2.x too.
+				s, _ = r["toString"].(string)
+			} else if !fromOld {
+				s = javaString(v)
 			}
-			return map[string]any{"class": c, "toString": sortedEntries(c, javaString(v))}
+			return map[string]any{"class": c, "toString": sortedEntries(c, s)}
 		}
 		m, ok := v.(map[string]any)
 		if !ok {

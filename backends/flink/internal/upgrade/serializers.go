@@ -56,6 +56,15 @@ type collField struct {
 	// seen, and the type arguments settled from them.
 	elems, vals []string
 	elem, val   string
+	// nested and flat count the elements (a map's keys; [1]: its values)
+	// that are collections or maps, and those that are not: a field of
+	// nested collections stays Kryo's in Flink 2.x.
+	nested, flat [2]int
+}
+
+// name is the field as POJO.field, the POJO's simple name.
+func (f *collField) name() string {
+	return f.pojo.TypeClass[strings.LastIndexAny(f.pojo.TypeClass, ".$")+1:] + "." + f.field
 }
 
 // see records the classes one value of the field holds: why it blocks,
@@ -71,6 +80,8 @@ func (f *collField) see(env *Env, v any) string {
 		}
 		f.elems = addClasses(env, f.elems, keys)
 		f.vals = addClasses(env, f.vals, vals)
+		f.count(env, keys, 0)
+		f.count(env, vals, 1)
 		return ""
 	}
 	elems, ok := env.Elements(v)
@@ -78,7 +89,35 @@ func (f *collField) see(env *Env, v any) string {
 		return fmt.Sprintf("a value that is not a collection Kryo's CollectionSerializer wrote (%s)", kryoClass(env, v))
 	}
 	f.elems = addClasses(env, f.elems, elems)
+	f.count(env, elems, 0)
 	return ""
+}
+
+func (f *collField) count(env *Env, vs []any, side int) {
+	for _, v := range vs {
+		_, list := env.Elements(v)
+		_, _, dict := env.Entries(v)
+		switch {
+		case v == nil:
+		case list || dict:
+			f.nested[side]++
+		default:
+			f.flat[side]++
+		}
+	}
+}
+
+// staysKryo reports whether the field holds nested collections, which
+// Flink 2.x serializes with Kryo as Flink 1.x did: a List<List<Long>>,
+// a Map<String, List<String>>. Every element (key, value) that is not
+// null is then a collection or a map.
+func (f *collField) staysKryo() bool {
+	for side := range f.nested {
+		if f.nested[side] > 0 && f.flat[side] == 0 {
+			return true
+		}
+	}
+	return false
 }
 
 func kryoClass(env *Env, v any) string {

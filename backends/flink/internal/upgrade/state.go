@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/stateutil/stateutil/backends/flink/internal/statefile"
@@ -24,6 +25,7 @@ type State struct {
 	keyed   bool
 	kryo    []*typeser.SerializerSnapshot
 	fields  []*collField
+	nested  []*collField // fields of nested collections, Kryo's in both
 	blocked string
 	// old and new are the serializers of a value (the element of a list,
 	// the value of a map), userKey those of a map's user keys.
@@ -119,10 +121,16 @@ func fieldOf(pojo, s *typeser.SerializerSnapshot) string {
 func (p *State) Changes() []string {
 	var out []string
 	for _, s := range p.kryo {
-		out = append(out, fmt.Sprintf("Kryo values of %s: Kryo 2 -> Kryo 5", s.TypeClass))
+		what := "Kryo values of " + s.TypeClass
+		for _, f := range p.nested {
+			if f.node == s {
+				what = fmt.Sprintf("POJO field %s (%s, nested collections: Kryo's in Flink 2.x too)", f.name(), s.TypeClass)
+			}
+		}
+		out = append(out, what+": Kryo 2 -> Kryo 5")
 	}
 	for _, f := range p.fields {
-		out = append(out, fmt.Sprintf("POJO field %s.%s (%s): Kryo -> %s", f.pojo.TypeClass[strings.LastIndexAny(f.pojo.TypeClass, ".$")+1:], f.field, f.node.TypeClass, f.expr()))
+		out = append(out, fmt.Sprintf("POJO field %s (%s): Kryo -> %s", f.name(), f.node.TypeClass, f.expr()))
 	}
 	return out
 }
@@ -150,7 +158,9 @@ func (p *State) See(b []byte) {
 func (p *State) note(n *typeser.SerializerSnapshot, v any) string {
 	for _, f := range p.fields {
 		if f.node == n {
-			return f.see(p.env, v)
+			if why := f.see(p.env, v); why != "" {
+				return why
+			}
 		}
 	}
 	if _, why := p.env.Carried(v); why != "" {
@@ -202,11 +212,22 @@ func (p *State) visit(s *typeser.SerializerSnapshot, v any, fn func(n *typeser.S
 
 // Settle turns what the scan saw into the new serializers.
 func (p *State) Settle() {
+	fields := p.fields[:0]
 	for _, f := range p.fields {
+		if f.staysKryo() {
+			// Kryo's in Flink 2.x too: its values are Kryo 2's, carried to Kryo 5.
+			if _, why := p.env.Snapshot5(f.node); why != "" {
+				p.Block(why)
+			}
+			p.kryo, p.nested = append(p.kryo, f.node), append(p.nested, f)
+			continue
+		}
 		if why := f.settle(); why != "" {
 			p.Block(fmt.Sprintf("POJO %s field %s: %s", f.pojo.TypeClass, f.field, why))
 		}
+		fields = append(fields, f)
 	}
+	p.fields = fields
 }
 
 // decodeWith decodes b, one value of s, whole.
@@ -218,20 +239,40 @@ func decodeWith(s *typeser.SerializerSnapshot, b []byte) (any, error) {
 	return v, nil
 }
 
-// jsonOf is v as JSON decodes it (numbers as json.Number), which the
-// encoders take, and its text.
+// jsonOf is v with its numbers as json.Number, as the encoders take them,
+// and its JSON text. Only plain lists and objects are walked: a Kryo map
+// (kept in Kryo's order, which JSON's objects would lose) is the Kryo
+// encoder's, which takes Go's numbers too.
 func jsonOf(v any) (any, []byte, error) {
 	text, err := json.Marshal(v)
 	if err != nil {
 		return nil, nil, err
 	}
-	dec := json.NewDecoder(strings.NewReader(string(text)))
-	dec.UseNumber()
-	var out any
-	if err := dec.Decode(&out); err != nil {
-		return nil, nil, err
+	return numbers(v), text, nil
+}
+
+func numbers(v any) any {
+	switch x := v.(type) {
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = numbers(e)
+		}
+		return out
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = numbers(e)
+		}
+		return out
+	case int8, int16, int32, int64, int, uint8, uint16, uint32, uint64:
+		return json.Number(fmt.Sprint(x))
+	case float32:
+		return json.Number(strconv.FormatFloat(float64(x), 'g', -1, 32))
+	case float64:
+		return json.Number(strconv.FormatFloat(x, 'g', -1, 64))
 	}
-	return out, text, nil
+	return v
 }
 
 // ErrRewriteMismatch reports a value whose rewritten bytes do not decode
@@ -245,7 +286,11 @@ func (p *State) Rewrite(b []byte) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("the value does not decode: %w", err)
 	}
-	nv, text, err := jsonOf(p.transform(p.old, v))
+	tv, err := p.transform(p.old, v)
+	if err != nil {
+		return nil, fmt.Errorf("the value cannot be carried: %w", err)
+	}
+	nv, text, err := jsonOf(tv)
 	if err != nil {
 		return nil, err
 	}
@@ -268,19 +313,23 @@ func (p *State) Rewrite(b []byte) ([]byte, error) {
 }
 
 // transform is v, a value of s, as the new serializers take it.
-func (p *State) transform(s *typeser.SerializerSnapshot, v any) any {
+func (p *State) transform(s *typeser.SerializerSnapshot, v any) (any, error) {
 	if s == nil || v == nil || !p.touches(s) {
-		return v
+		return v, nil
 	}
 	if p.nodes[s] {
 		for _, f := range p.fields {
 			if f.node == s {
-				return f.convert(p.env, v)
+				return f.convert(p.env, v), nil
 			}
 		}
-		c, _ := p.env.Carried(v)
-		return c
+		c, why := p.env.Carried(v)
+		if why != "" {
+			return nil, errors.New(why)
+		}
+		return c, nil
 	}
+	var err error
 	switch typeser.KindOf(s) {
 	case "Pojo":
 		m, _ := v.(map[string]any)
@@ -290,10 +339,12 @@ func (p *State) transform(s *typeser.SerializerSnapshot, v any) any {
 		}
 		for i, n := range s.Nested {
 			if i < len(s.Fields) {
-				out[s.Fields[i]] = p.transform(n, m[s.Fields[i]])
+				if out[s.Fields[i]], err = p.transform(n, m[s.Fields[i]]); err != nil {
+					return nil, err
+				}
 			}
 		}
-		return out
+		return out, nil
 	case "List", "Tuple":
 		vs, _ := v.([]any)
 		out := make([]any, len(vs))
@@ -302,13 +353,15 @@ func (p *State) transform(s *typeser.SerializerSnapshot, v any) any {
 			if typeser.KindOf(s) == "Tuple" {
 				n = s.Nested[i]
 			}
-			out[i] = p.transform(n, e)
+			if out[i], err = p.transform(n, e); err != nil {
+				return nil, err
+			}
 		}
-		return out
+		return out, nil
 	case "Nullable":
 		return p.transform(s.Nested[0], v)
 	}
-	return v
+	return v, nil
 }
 
 // convert is a value of the field as its new serializer takes it: the
