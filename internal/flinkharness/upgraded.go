@@ -148,17 +148,22 @@ func javaString(v any) string {
 	return string(bytes.TrimSpace(b))
 }
 
-// sortedEntries is a map's toString with its entries in key order (a
-// HashMap's order is not the restored dump's); other classes' as it is.
+// sortedEntries is a map's or a set's toString with its entries in order
+// (a HashMap's or HashSet's iteration order depends on its capacity, which
+// Flink 2.x's serializers size otherwise); other classes' as it is.
 func sortedEntries(class, s string) string {
-	if !strings.HasSuffix(class, "Map") || !strings.HasPrefix(s, "{") || !strings.HasSuffix(s, "}") {
+	open, end := "{", "}"
+	switch {
+	case strings.HasSuffix(class, "Map"):
+	case strings.HasSuffix(class, "Set"):
+		open, end = "[", "]"
+	default:
 		return s
 	}
-	inner := s[1 : len(s)-1]
-	if inner == "" {
+	if !strings.HasPrefix(s, open) || !strings.HasSuffix(s, end) || len(s) == 2 {
 		return s
 	}
-	parts := strings.Split(inner, ", ")
+	parts := strings.Split(s[1:len(s)-1], ", ")
 	sort.Strings(parts)
-	return fmt.Sprintf("{%s}", strings.Join(parts, ", "))
+	return fmt.Sprintf("%s%s%s", open, strings.Join(parts, ", "), end)
 }
