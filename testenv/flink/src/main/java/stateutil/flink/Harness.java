@@ -178,6 +178,10 @@ public final class Harness {
                 return Spa.dump(o);
             case "spa-rewrite":
                 return Spa.rewrite(o);
+            case "spa-export":
+                return SpaCarry.export(o);
+            case "spa-import":
+                return SpaCarry.importRows(o);
             default:
                 throw new UsageException("unknown command " + a[0]);
         }
