@@ -128,13 +128,6 @@ func rewriteSnapshot(b []byte) ([]byte, string) {
 	return out, ""
 }
 
-// Marked5 is a copy of s whose values are Kryo 5's.
-func Marked5(s *typeser.SerializerSnapshot) *typeser.SerializerSnapshot {
-	c := &typeser.SerializerSnapshot{Class: s.Class, Version: s.Version, TypeClass: s.TypeClass,
-		KryoRegistrations: s.KryoRegistrations, Kryo5: true}
-	return c
-}
-
 // Carried is v, a value decoded from Kryo 2 bytes, as Kryo 5's encoder
 // takes it (the component class Kryo 2 writes of Arrays.asList's array
 // is no part of Kryo 5's bytes), or why it cannot be carried: the class
