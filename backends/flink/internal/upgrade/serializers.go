@@ -269,32 +269,14 @@ func pojoRewritten(s *typeser.SerializerSnapshot, nested [][]byte) ([]byte, erro
 	r.UTF("class")
 	r.I32("version")
 	r.UTF("POJO class")
-	r.I64("fields header")
-	n := r.Count32(4, "fields")
-	out := slices.Clone(b[:r.Off])
-	if r.Err == nil && n != len(nested) {
-		return nil, fmt.Errorf("POJO %s: %d fields, %d field serializers", s.TypeClass, n, len(nested))
-	}
-	for i := 0; i < n && r.Err == nil; i++ {
-		from := r.Off
-		r.UTF("field name")
-		if r.Bool("field key flag") {
-			r.Bytes32("field")
-		}
-		out = append(out, b[from:r.Off]...)
-		if !r.Bool("field serializer flag") {
-			out = append(out, 0)
-			continue
-		}
-		if old := r.Bytes32("field serializer"); r.Err == nil && !bytes.Equal(old, s.Nested[i].Versioned) {
+	out, err := typeser.CopyOptionalMap(r, slices.Clone(b[:r.Off]), "POJO fields", func(i int, _ string, frame []byte) ([]byte, error) {
+		if i >= len(nested) || !bytes.Equal(frame, s.Nested[i].Versioned) {
 			return nil, fmt.Errorf("POJO %s: field %d's serializer is not the one read", s.TypeClass, i)
 		}
-		out = append(out, 1)
-		out = binary.BigEndian.AppendUint32(out, uint32(len(nested[i])))
-		out = append(out, nested[i]...)
-	}
-	if r.Err != nil {
-		return nil, r.Err
+		return nested[i], nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return append(out, b[r.Off:]...), nil
 }

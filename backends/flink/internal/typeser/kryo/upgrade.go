@@ -2,7 +2,6 @@ package kryo
 
 import (
 	"bytes"
-	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"slices"
@@ -87,29 +86,14 @@ func rewriteSnapshot(b []byte) ([]byte, string) {
 	r.UTF("class")
 	r.I32("version")
 	r.UTF("type class")
-	out := slices.Clone(b[:r.Off])
-	start := r.Off
-	r.I64("registrations header")
-	n := r.Count32(4, "registrations")
-	out = append(out, b[start:r.Off]...)
-	for i := 0; i < n && r.Err == nil; i++ {
-		from := r.Off
-		name := r.UTF("registration name")
-		if r.Bool("key flag") {
-			r.Bytes32("key")
-		}
-		out = append(out, b[from:r.Off]...)
-		if !r.Bool("value flag") {
-			out = append(out, 0)
-			continue
-		}
-		frame := r.Bytes32("registration")
+	out, err := typeser.CopyOptionalMap(r, slices.Clone(b[:r.Off]), "Kryo registrations", func(_ int, name string, frame []byte) ([]byte, error) {
 		if name == avroArray && bytes.Equal(frame, avroArrayFrame1) {
-			frame = avroArrayFrame2
+			return avroArrayFrame2, nil
 		}
-		out = append(out, 1)
-		out = binary.BigEndian.AppendUint32(out, uint32(len(frame)))
-		out = append(out, frame...)
+		return frame, nil
+	})
+	if err != nil {
+		return nil, fmt.Sprintf("its Kryo serializer snapshot does not read as Flink writes one: %v", err)
 	}
 	for _, what := range []string{"default serializers", "default serializer classes"} {
 		from := r.Off
