@@ -127,3 +127,64 @@ func TestUpgradeRestoresInFlink(t *testing.T) {
 	}
 	t.Logf("upgrade matrix: %d cells run, %d restored, %d equal to the 1.x job's dump", len(cells), restored, equal)
 }
+
+// TestUpgradeCheckMatchesFlink compares upgrade --check's verdicts on the
+// corpus's Flink 1.20.5 savepoints with what Flink 2.3.0 does with them as
+// they are: a savepoint whose every state "restores as is" restores, with
+// the state the 1.x job held; one with a state rewritten or blocked is
+// refused or restored wrong. (That the upgraded ones restore is the
+// matrix's; that a blocked upgrade writes nothing, the golden tests'.)
+// With STATEUTIL_UPGRADE_MATRIX=full every entry, else one a day.
+func TestUpgradeCheckMatchesFlink(t *testing.T) {
+	flinkharness.Require(t)
+	if !flinkharness.Required() {
+		t.Skip("the real-Flink upgrade checks run with STATEUTIL_REQUIRE_FLINK=1")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+	defer cancel()
+	entries := []string{"basic-hashmap-canonical", "collections-hashmap-canonical", "kryojdk-hashmap-canonical", "types-hashmap-canonical",
+		"basic-rocksdb-native", "orders-hashmap-canonical"}
+	if os.Getenv("STATEUTIL_UPGRADE_MATRIX") != "full" {
+		day := int(time.Now().Unix() / 86400)
+		entries = entries[day%len(entries) : day%len(entries)+1]
+	}
+	es, err := flinkharness.ReadCorpus(filepath.Join("..", "testdata", "flink"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range entries {
+		t.Run(name, func(t *testing.T) {
+			var e flinkharness.Entry
+			for _, c := range es {
+				if c.Name == name && c.Manifest.FlinkVersion == "1.20.5" {
+					e = c
+				}
+			}
+			if e.Dir == "" {
+				t.Fatalf("testdata/flink/1.20.5 has no %s", name)
+			}
+			code, out, errOut := run(t, "upgrade", "--check", e.SnapshotDir(), "--flink-version", "2.3", "-o", "json")
+			if code != ExitOK && code != ExitBlocked {
+				t.Fatalf("upgrade --check: exit %d\n%s", code, errOut)
+			}
+			asIs := !strings.Contains(out, `"verdict": "blocked"`) && !strings.Contains(out, `"verdict": "rewritten by upgrade"`)
+			dump := filepath.Join(t.TempDir(), "restore.jsonl")
+			_, rerr := flinkharness.RestoreDump(ctx, "2.3.0", flinkharness.RestoreOptions{Job: e.Manifest.Job, Snapshot: e.SnapshotDir(),
+				Backend: e.Manifest.Backend, Records: e.Manifest.Records, Dump: dump})
+			differs := ""
+			if rerr == nil {
+				differs = flinkharness.EqualDumps(dumpOf(t, e.File("dump.jsonl")), dumpOf(t, dump))
+			}
+			switch {
+			case asIs && rerr != nil:
+				t.Errorf("--check says every state restores as is, and Flink 2.3.0 refused the savepoint: %v", rerr)
+			case asIs && differs != "":
+				t.Errorf("--check says every state restores as is, and Flink 2.3.0 restored other state:\n%s", differs)
+			case !asIs && rerr == nil && differs == "":
+				t.Errorf("--check says states must be rewritten or are blocked, and Flink 2.3.0 restored the savepoint as it is, equal:\n%s", out)
+			default:
+				t.Logf("--check: restores as is %v; Flink 2.3.0: %v %s", asIs, rerr, differs)
+			}
+		})
+	}
+}

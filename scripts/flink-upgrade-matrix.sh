@@ -16,4 +16,4 @@ done
 export STATEUTIL_REQUIRE_FLINK=1 STATEUTIL_UPGRADE_MATRIX=full
 export STATEUTIL_FLINK_JAVA_OPTS=${STATEUTIL_FLINK_JAVA_OPTS--XX:TieredStopAtLevel=1}
 nice go test -count=1 -timeout 8h -v -run 'TestUpgradeRestoresInFlink' ./cmd 2>&1 |
-	grep -E '^\s*(=== RUN|--- )|^(ok|FAIL|PASS|panic)|\.go:[0-9]+: |upgrade matrix'
+	grep --line-buffered -E '^\s*(=== RUN|--- )|^(ok|FAIL|PASS|panic)|\.go:[0-9]+: |upgrade matrix'

@@ -187,7 +187,7 @@ func (u *upgrader) scan(ctx context.Context) error {
 		var keyed, oper []*statePlan
 		for _, p := range u.plans[op] {
 			switch {
-			case !p.RewritesValues():
+			case !p.Scans():
 			case p.scope == snapshot.ScopeKeyed:
 				keyed = append(keyed, p)
 			default:
@@ -219,7 +219,7 @@ func (u *upgrader) scanOperator(ctx context.Context, op *snapshot.Operator, keye
 				if err != nil {
 					return err
 				}
-				if p := byName(keyed, e.State); p != nil && p.Blocked() == "" {
+				if p := byName(keyed, e.State); p != nil && p.Scans() {
 					p.See(e.Value)
 				}
 			}
@@ -229,7 +229,7 @@ func (u *upgrader) scanOperator(ctx context.Context, op *snapshot.Operator, keye
 				if err != nil {
 					return err
 				}
-				if p := byName(oper, el.State); p != nil && p.Blocked() == "" {
+				if p := byName(oper, el.State); p != nil && p.Scans() {
 					p.See(el.Value)
 				}
 			}

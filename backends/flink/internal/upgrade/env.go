@@ -9,6 +9,8 @@ package upgrade
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/stateutil/stateutil/backends/flink/internal/statefile"
 	"github.com/stateutil/stateutil/backends/flink/internal/typeser"
@@ -51,7 +53,7 @@ func (e *Env) Plan(sm *statefile.StateMeta, keySer *typeser.SerializerSnapshot, 
 		}
 		p.walk(s, nil)
 	}
-	if p.blocked != "" || len(p.nodes) == 0 {
+	if len(p.blocked) > 0 || len(p.nodes) == 0 {
 		return p
 	}
 	p.rewritesValues = true
@@ -73,11 +75,20 @@ func (e *Env) Plan(sm *statefile.StateMeta, keySer *typeser.SerializerSnapshot, 
 	return p
 }
 
-// Blocked is why the state cannot be carried, "" when it can.
-func (p *State) Blocked() string { return p.blocked }
+// Blocked is why the state cannot be carried, "" when it can: what its
+// values or serializers hold that blocks it, then the serializers stateutil
+// has not seen restore across the majors.
+func (p *State) Blocked() string {
+	return strings.Join(append(slices.Clone(p.blocked), p.unverified...), "; ")
+}
 
-// RewritesValues reports whether the state's values change.
-func (p *State) RewritesValues() bool { return p.rewritesValues && p.blocked == "" }
+// Scans reports whether the state's values must be read to decide: its
+// serializers change, and nothing found in them blocks it yet.
+func (p *State) Scans() bool { return p.rewritesValues && len(p.blocked) == 0 }
+
+// RewritesValues reports whether the state's values change, and nothing
+// blocks it.
+func (p *State) RewritesValues() bool { return p.Scans() && len(p.unverified) == 0 }
 
 // NewValue and NewUserKey are the serializers of the state's values
 // (list elements, map values) and map keys after NewSerializers.

@@ -18,15 +18,20 @@ import (
 // nodes whose values change (Kryo values, POJO collection fields), or
 // why it is blocked.
 type State struct {
-	env     *Env
-	name    string
-	sm      *statefile.StateMeta
-	keySer  *typeser.SerializerSnapshot
-	keyed   bool
-	kryo    []*typeser.SerializerSnapshot
-	fields  []*collField
-	nested  []*collField // fields of nested collections, Kryo's in both
-	blocked string
+	env    *Env
+	name   string
+	sm     *statefile.StateMeta
+	keySer *typeser.SerializerSnapshot
+	keyed  bool
+	kryo   []*typeser.SerializerSnapshot
+	fields []*collField
+	nested []*collField // fields of nested collections, Kryo's in both
+	// blocked are why the state cannot be carried, found in its values or
+	// serializers; unverified why it may not be, its serializers that
+	// stateutil has not seen restore across the majors. Both block it,
+	// and a state of unverified serializers is still scanned, so that what
+	// surely blocks it is named first.
+	blocked, unverified []string
 	// old and new are the serializers of a value (the element of a list,
 	// the value of a map), userKey those of a map's user keys.
 	old, new       *typeser.SerializerSnapshot
@@ -35,10 +40,16 @@ type State struct {
 	rewritesValues bool
 }
 
-// Block marks the state blocked, for why (the first reason stays).
+// Block marks the state blocked, for why.
 func (p *State) Block(why string) {
-	if p.blocked == "" {
-		p.blocked = why
+	if !slices.Contains(p.blocked, why) {
+		p.blocked = append(p.blocked, why)
+	}
+}
+
+func (p *State) unverifiedBy(why string) {
+	if !slices.Contains(p.unverified, why) {
+		p.unverified = append(p.unverified, why)
 	}
 }
 
@@ -81,13 +92,13 @@ func (p *State) walk(s, pojo *typeser.SerializerSnapshot) {
 	version, known := p.env.Known(s.Class)
 	switch {
 	case !known:
-		p.Block(fmt.Sprintf("serializer %s (snapshot version %d) is not one stateutil has seen Flink 2.x restore from Flink 1.x", s.Class, s.Version))
+		p.unverifiedBy(fmt.Sprintf("serializer %s (snapshot version %d) is not one stateutil has seen Flink 2.x restore from Flink 1.x", s.Class, s.Version))
 		return
 	case s.Opaque && len(s.Nested) == 0:
-		p.Block(fmt.Sprintf("serializer %s has a snapshot stateutil cannot read whole", s.Class))
+		p.unverifiedBy(fmt.Sprintf("serializer %s has a snapshot stateutil cannot read whole", s.Class))
 		return
 	case s.Version != version:
-		p.Block(fmt.Sprintf("serializer %s of snapshot version %d, where Flink 1.15 to 2.3 write version %d", s.Class, s.Version, version))
+		p.unverifiedBy(fmt.Sprintf("serializer %s of snapshot version %d, where Flink 1.15 to 2.3 write version %d", s.Class, s.Version, version))
 		return
 	}
 	var parent *typeser.SerializerSnapshot
