@@ -16,8 +16,9 @@ import (
 // and Collection fields of POJOs that Flink 1.x gave to Kryo written as
 // Flink 2.x's collection serializers write them, the serializer
 // snapshots Flink 2.x writes for the same types in place of the old ones
-// (upgrade_serializers.go); the writer then writes metadata and headers of
-// the release asked for. Everything else is carried byte for byte.
+// (internal/upgrade decides each state); the writer then writes metadata
+// and headers of the release asked for. Everything else is carried byte
+// for byte.
 func upgrade(ctx context.Context, r snapshot.Reader, readerVersion string) (snapshot.Reader, *snapshot.UpgradeReport, error) {
 	to, err := ReleaseOf(readerVersion)
 	if err != nil {
@@ -36,7 +37,7 @@ func upgrade(ctx context.Context, r snapshot.Reader, readerVersion string) (snap
 		return nil, nil, fmt.Errorf("%w: Flink %s is of the same major version as this Flink 1.x snapshot: nothing to upgrade (convert --to flink --flink-version %s writes it for that release)",
 			snapshot.ErrUnsupportedVersion, to.Line, to.Line)
 	}
-	u := &upgrader{r: r, to: to, from: from, plans: map[*snapshot.Operator][]*statePlan{}, cos: map[*snapshot.Operator]*carriedOperator{},
+	u := &upgrader{r: r, to: to, plans: map[*snapshot.Operator][]*statePlan{}, cos: map[*snapshot.Operator]*carriedOperator{},
 		rep: &snapshot.UpgradeReport{From: fmt.Sprintf("Flink %d.x", from), To: "Flink " + to.Line, Findings: []snapshot.UpgradeFinding{}}}
 	for _, op := range r.Snapshot().Operators {
 		if err := u.operator(op); err != nil {
@@ -58,7 +59,6 @@ func upgrade(ctx context.Context, r snapshot.Reader, readerVersion string) (snap
 type upgrader struct {
 	r     snapshot.Reader
 	to    Release
-	from  int
 	rep   *snapshot.UpgradeReport
 	plans map[*snapshot.Operator][]*statePlan
 	cos   map[*snapshot.Operator]*carriedOperator
@@ -107,33 +107,26 @@ func (u *upgrader) operator(op *snapshot.Operator) error {
 	}
 	for i := range co.Keyed {
 		m := &co.Keyed[i]
-		p := &statePlan{op: op, scope: snapshot.ScopeKeyed, name: m.Name, meta: m}
-		if err := u.plan(p, keySer); err != nil {
-			return err
-		}
+		u.plan(&statePlan{op: op, scope: snapshot.ScopeKeyed, name: m.Name, meta: m}, keySer)
 	}
 	for _, list := range [][]carriedMeta{co.Operator, co.Broadcast} {
 		for i := range list {
-			p := &statePlan{op: op, scope: snapshot.ScopeOperator, name: list[i].Name, meta: &list[i]}
-			if err := u.plan(p, nil); err != nil {
-				return err
-			}
+			u.plan(&statePlan{op: op, scope: snapshot.ScopeOperator, name: list[i].Name, meta: &list[i]}, nil)
 		}
 	}
 	return nil
 }
 
 // plan finds what changes in a state's serializers.
-func (u *upgrader) plan(p *statePlan, keySer *typeser.SerializerSnapshot) error {
+func (u *upgrader) plan(p *statePlan, keySer *typeser.SerializerSnapshot) {
 	u.plans[p.op] = append(u.plans[p.op], p)
 	sm, err := stateMetaOf(*p.meta)
 	if err != nil {
 		p.State = &flinkupgrade.State{}
 		p.Block(fmt.Sprintf("its serializer snapshots do not read (%v)", err))
-		return nil
+		return
 	}
 	p.State = upgradeEnv.Plan(sm, keySer, p.scope == snapshot.ScopeKeyed)
-	return nil
 }
 
 // removedOperator is why Flink 2.x has no operator to restore op's state

@@ -197,7 +197,7 @@ func TestUpgradeRewritesKryoValues(t *testing.T) {
 			}
 			defer r.Close()
 			to, _ := ReleaseOf("2.2")
-			u := &upgrader{r: r, to: to, from: 1, plans: map[*snapshot.Operator][]*statePlan{}, cos: map[*snapshot.Operator]*carriedOperator{},
+			u := &upgrader{r: r, to: to, plans: map[*snapshot.Operator][]*statePlan{}, cos: map[*snapshot.Operator]*carriedOperator{},
 				rep: &snapshot.UpgradeReport{}}
 			rewritten, changed := 0, 0
 			for _, op := range r.Snapshot().Operators {
