@@ -33,9 +33,9 @@ func upgrade(ctx context.Context, r snapshot.Reader, readerVersion string) (snap
 	case to.Major < from:
 		return nil, nil, fmt.Errorf("%w: this is a Flink %d.x snapshot (_metadata v%d) and Flink %s is older: stateutil upgrades Flink 1.x state to Flink 2.x and never carries state back",
 			snapshot.ErrDowngrade, from, cs.MetadataVersion, to.Line)
-	case to.Major == 1:
-		return nil, nil, fmt.Errorf("%w: Flink %s is of the same major version as this Flink 1.x snapshot: nothing to upgrade (convert --to flink --flink-version %s writes it for that release)",
-			snapshot.ErrUnsupportedVersion, to.Line, to.Line)
+	case to.Major == from:
+		return nil, nil, fmt.Errorf("%w: Flink %s is of the same major version as this Flink %d.x snapshot: nothing to upgrade (convert --to flink --flink-version %s writes it for that release)",
+			snapshot.ErrUnsupportedVersion, to.Line, from, to.Line)
 	}
 	u := &upgrader{r: r, to: to, plans: map[*snapshot.Operator][]*statePlan{}, cos: map[*snapshot.Operator]*carriedOperator{},
 		rep: &snapshot.UpgradeReport{From: fmt.Sprintf("Flink %d.x", from), To: "Flink " + to.Line, Findings: []snapshot.UpgradeFinding{}}}

@@ -244,12 +244,13 @@ func TestUpgradeRewritesKryoValues(t *testing.T) {
 }
 
 // TestUpgradeRefusesDowngrade: a Flink 2.x savepoint is never carried
-// back to Flink 1.x, nor is a 1.x one "upgraded" to 1.x.
+// back to Flink 1.x, nor is a snapshot "upgraded" within its major.
 func TestUpgradeRefusesDowngrade(t *testing.T) {
 	ctx := context.Background()
 	for _, c := range []struct{ version, to, want string }{
 		{"2.3.0", "1.20", "never carries state back"},
 		{"1.20.5", "1.19", "nothing to upgrade"},
+		{"2.3.0", "2.1", "nothing to upgrade"},
 	} {
 		_, err := migrate.CheckUpgrade(ctx, testReg, testdataSavepoint(t, c.version, "orders-hashmap-canonical"), c.to, nil)
 		if !errors.Is(err, snapshot.ErrUnsupportedVersion) || !strings.Contains(err.Error(), c.want) {
