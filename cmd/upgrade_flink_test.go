@@ -25,7 +25,10 @@ var (
 	upgradeKinds = []flinkharness.SnapshotOptions{
 		{Backend: "hashmap", Kind: "canonical"}, {Backend: "hashmap", Kind: "native"}, {Backend: "hashmap", Kind: "checkpoint"},
 		{Backend: "rocksdb", Kind: "canonical"}, {Backend: "rocksdb", Kind: "native"}, {Backend: "rocksdb", Kind: "checkpoint", Incremental: true},
-		{Backend: "hashmap", Kind: "checkpoint", Changelog: true},
+		// A savepoint of the changelog backend (its checkpoints of these jobs,
+		// never materialized and without timers, do not record the key
+		// serializer, and stateutil refuses to read them).
+		{Backend: "hashmap", Kind: "native", Changelog: true},
 	}
 )
 
@@ -111,7 +114,7 @@ func TestUpgradeRestoresInFlink(t *testing.T) {
 			line := c.to[:strings.LastIndex(c.to, ".")]
 			dst := filepath.Join(dir, name+"-up-"+c.to)
 			if code, out, errOut := run(t, "upgrade", snap, "--flink-version", line, "--output", dst, "-q"); code != ExitOK {
-				t.Fatalf("stateutil upgrade: exit %d\n%s%s", code, out, errOut)
+				t.Fatalf("stateutil upgrade: exit %d: %s %s", code, strings.ReplaceAll(errOut, "\n", " "), out)
 			}
 			restore := filepath.Join(dir, name+"-up-"+c.to+".restore.jsonl")
 			if _, err := flinkharness.RestoreDump(ctx, c.to, flinkharness.RestoreOptions{Job: c.job, Snapshot: dst, Backend: c.kind.Backend,

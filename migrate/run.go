@@ -92,12 +92,6 @@ func Run(ctx context.Context, reg *snapshot.Registry, req Request) (*Result, err
 	}
 	defer r.Close()
 	from := r.Snapshot().Format
-	var upgraded *snapshot.UpgradeReport
-	if req.Upgrade {
-		if r, upgraded, err = upgradeReader(ctx, reg, r, req.Source, req.ReaderVersion); err != nil {
-			return nil, err
-		}
-	}
 	var edited *surgery.Reader
 	if len(req.StateEdits) > 0 {
 		if edited, err = surgery.Apply(r, reg.Codecs, req.StateEdits); err != nil {
@@ -110,6 +104,12 @@ func Run(ctx context.Context, reg *snapshot.Registry, req Request) (*Result, err
 		r, dropped = snapshot.WithoutUnreadable(r)
 	} else if err := snapshot.CheckReadable(r.Snapshot()); err != nil {
 		return nil, fmt.Errorf("%s: %w", req.Source, err)
+	}
+	var upgraded *snapshot.UpgradeReport
+	if req.Upgrade {
+		if r, upgraded, err = upgradeReader(ctx, reg, r, req.Source, req.ReaderVersion); err != nil {
+			return nil, err
+		}
 	}
 	if req.DropExpired != nil {
 		if r, err = snapshot.WithoutExpired(r, *req.DropExpired); err != nil {

@@ -16,6 +16,9 @@ func CheckUpgrade(ctx context.Context, reg *snapshot.Registry, source, readerVer
 		return nil, err
 	}
 	defer r.Close()
+	if err := snapshot.CheckReadable(r.Snapshot()); err != nil {
+		return nil, fmt.Errorf("%s: %w", source, err)
+	}
 	f, err := upgrader(reg, r)
 	if err != nil {
 		return nil, err
