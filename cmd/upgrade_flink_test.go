@@ -21,7 +21,7 @@ import (
 var (
 	upgradeFrom  = []string{"1.18.1", "1.19.3", "1.20.5"}
 	upgradeTo    = []string{"2.0.2", "2.1.3", "2.2.1", "2.3.0"}
-	upgradeJobs  = []string{"upgrade", "upgrade-registered"}
+	upgradeJobs  = []string{"upgrade", "upgradereg"}
 	upgradeKinds = []flinkharness.SnapshotOptions{
 		{Backend: "hashmap", Kind: "canonical"}, {Backend: "hashmap", Kind: "native"}, {Backend: "hashmap", Kind: "checkpoint"},
 		{Backend: "rocksdb", Kind: "canonical"}, {Backend: "rocksdb", Kind: "native"}, {Backend: "rocksdb", Kind: "checkpoint", Incremental: true},

@@ -26,6 +26,8 @@ type State struct {
 	kryo   []*typeser.SerializerSnapshot
 	fields []*collField
 	nested []*collField // fields of nested collections, Kryo's in both
+	// fieldOfKryo names the POJO field ("Deal.at") a Kryo node serializes.
+	fieldOfKryo map[*typeser.SerializerSnapshot]string
 	// blocked are why the state cannot be carried, found in its values or
 	// serializers; unverified why it may not be, its serializers that
 	// stateutil has not seen restore across the majors. Both block it,
@@ -87,6 +89,12 @@ func (p *State) walk(s, pojo *typeser.SerializerSnapshot) {
 			return
 		}
 		p.kryo, p.nodes[s] = append(p.kryo, s), true
+		if pojo != nil {
+			if p.fieldOfKryo == nil {
+				p.fieldOfKryo = map[*typeser.SerializerSnapshot]string{}
+			}
+			p.fieldOfKryo[s] = pojo.TypeClass[strings.LastIndexAny(pojo.TypeClass, ".$")+1:] + "." + fieldOf(pojo, s)
+		}
 		return
 	}
 	version, known := p.env.Known(s.Class)
@@ -150,7 +158,7 @@ func (p *State) Changes() []string {
 func (p *State) See(b []byte) {
 	v, err := decodeWith(p.old, b)
 	if nd := (*snapshot.NotDecodedError)(nil); errors.As(err, &nd) && strings.Contains(nd.Serializer, "Kryo") && nd.ValueClass != "" {
-		p.Block(fmt.Sprintf("it holds a %s, which Kryo 2 writes with its FieldSerializer over the class's fields (or a serializer registered for it), which the savepoint does not describe: its Kryo 5 bytes cannot be written from them", nd.ValueClass))
+		p.Block(p.kryoCause(nd.ValueClass))
 		return
 	}
 	if err != nil {
@@ -162,6 +170,27 @@ func (p *State) See(b []byte) {
 			p.Block(why)
 		}
 	})
+}
+
+// kryoCause is why a Kryo value holding an object of class cannot be
+// carried: the class is registered with a serializer of the job's own, or
+// Kryo 2 writes it with its FieldSerializer; naming the POJO field that
+// holds it where a Kryo field is of that class.
+func (p *State) kryoCause(class string) string {
+	where := "it holds a " + class
+	for _, n := range p.kryo {
+		if f := p.fieldOfKryo[n]; f != "" && n.TypeClass == class {
+			where = fmt.Sprintf("POJO field %s is a Kryo-typed %s", f, class)
+		}
+	}
+	for _, n := range p.kryo {
+		for _, reg := range n.KryoRegistrations {
+			if reg.Class == class && reg.Kind != 0 {
+				return fmt.Sprintf("%s, which the job registers with a Kryo serializer of its own: its bytes are that serializer's, and its Kryo 5 port decides the new ones", where)
+			}
+		}
+	}
+	return fmt.Sprintf("%s, which Kryo 2 writes with its FieldSerializer over the class's fields (a user class, or a JDK class Kryo 2 has no serializer for), which the savepoint does not describe: its Kryo 5 bytes cannot be written from them", where)
 }
 
 // note records what one value of a changing node holds: why it blocks,
@@ -223,6 +252,9 @@ func (p *State) visit(s *typeser.SerializerSnapshot, v any, fn func(n *typeser.S
 
 // Settle turns what the scan saw into the new serializers.
 func (p *State) Settle() {
+	if len(p.blocked) > 0 {
+		return // its values were not all read: what they hold is unknown
+	}
 	fields := p.fields[:0]
 	for _, f := range p.fields {
 		if f.staysKryo() {

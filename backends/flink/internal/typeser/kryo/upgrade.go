@@ -61,21 +61,13 @@ func mustHex(s string) []byte {
 // Snapshot5 is the KryoSerializerSnapshot Flink 2.x writes for the
 // serializer whose Flink 1.x snapshot is s (its versioned bytes: class,
 // version, body), and "" for why; or nil and why it cannot be carried:
-// a class registered with a serializer of its own, or default serializers,
-// whose Kryo 2 bytes and Kryo 5 counterparts stateutil does not know.
+// default serializers, whose Kryo 2 bytes and Kryo 5 counterparts
+// stateutil does not know. A class registered with a serializer of its
+// own keeps its registration (a job ported to Flink 2.x keeps the
+// serializer's name); its values cannot be carried (the decoder does not
+// read them), which the values say.
 func Snapshot5(s *typeser.SerializerSnapshot) ([]byte, string) {
-	for _, reg := range s.KryoRegistrations {
-		switch {
-		case reg.Class == avroArray:
-		case reg.Kind != 0:
-			return nil, fmt.Sprintf("class %s is registered with a Kryo serializer of its own, whose bytes stateutil cannot carry to Kryo 5 (its Kryo 5 port decides them)", reg.Class)
-		}
-	}
-	out, why := rewriteSnapshot(s.Versioned)
-	if why != "" {
-		return nil, why
-	}
-	return out, ""
+	return rewriteSnapshot(s.Versioned)
 }
 
 // rewriteSnapshot copies a KryoSerializerSnapshot's bytes with Avro's

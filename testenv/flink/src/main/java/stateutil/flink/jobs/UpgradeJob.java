@@ -32,7 +32,7 @@ import stateutil.flink.StateDef;
  * and Map fields (Flink 1.x: Kryo; 2.x: NullableSerializer around its collection serializers)
  * and nested collections (Kryo in both), in a value state with TTL, a list state with TTL and a
  * map state; and values of JDK classes under Kryo (Kryo 2.24 in 1.x, Kryo 5.6 in 2.x) in a
- * value state with TTL, a list state and a map state. {@code upgrade-registered} is the same
+ * value state with TTL, a list state and a map state. {@code upgradereg} is the same
  * job with some of those classes registered with Kryo (their values then carry registration
  * ids, not class names).
  */
@@ -59,7 +59,7 @@ public final class UpgradeJob extends StringKeyedJob {
         }
     }
 
-    /** The classes upgrade-registered registers with Kryo, in order. */
+    /** The classes upgradereg registers with Kryo, in order. */
     static final Class<?>[] REGISTERED = {LinkedList.class, BigDecimal.class, HashSet.class};
 
     private final boolean registered;
@@ -71,7 +71,7 @@ public final class UpgradeJob extends StringKeyedJob {
 
     @Override
     public String name() {
-        return registered ? "upgrade-registered" : "upgrade";
+        return registered ? "upgradereg" : "upgrade";
     }
 
     @Override
