@@ -146,7 +146,7 @@ func TestUpgradeCheckMatchesFlink(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
 	defer cancel()
 	entries := []string{"basic-hashmap-canonical", "collections-hashmap-canonical", "kryojdk-hashmap-canonical", "types-hashmap-canonical",
-		"basic-rocksdb-native", "orders-hashmap-canonical"}
+		"basic-rocksdb-native", "orders-hashmap-canonical", "upgradeblock-hashmap-canonical"}
 	if os.Getenv("STATEUTIL_UPGRADE_MATRIX") != "full" {
 		day := int(time.Now().Unix() / 86400)
 		entries = entries[day%len(entries) : day%len(entries)+1]

@@ -150,6 +150,11 @@ func TestUpgradeCheckNamesTheCause(t *testing.T) {
 			map[string]string{"kept": "KryoJdkJob$Color$1"}},
 		{"types-hashmap-canonical", map[string]snapshot.Verdict{"kryo": snapshot.Blocked}, map[string]string{"kryo": "TypesJob$Opaque"}},
 		{"collections-hashmap-canonical", map[string]snapshot.Verdict{"basket": snapshot.Rewritten}, nil},
+		// A POJO with a BigDecimal and a Kryo-typed LocalDateTime field: the
+		// LocalDateTime is named first; a class with a registered serializer.
+		{"upgradeblock-hashmap-canonical", map[string]snapshot.Verdict{"deal": snapshot.Blocked, "money": snapshot.Blocked},
+			map[string]string{"deal": "POJO field Deal.at is a Kryo-typed java.time.LocalDateTime, which Kryo 2 writes with its FieldSerializer",
+				"money": "UpgradeBlockedJob$Money, which the job registers with a Kryo serializer of its own"}},
 	} {
 		t.Run(c.entry, func(t *testing.T) {
 			rep, err := migrate.CheckUpgrade(ctx, testReg, testdataSavepoint(t, "1.20.5", c.entry), "2.1", nil)
@@ -170,8 +175,12 @@ func TestUpgradeCheckNamesTheCause(t *testing.T) {
 				if f.Verdict != want {
 					t.Errorf("state %q: %s (%s%s), want %s", f.State, f.Verdict, f.Reason, strings.Join(f.Changes, "; "), want)
 				}
-				if r := c.reasons[f.State]; r != "" && !strings.Contains(f.Reason, r) {
+				r := c.reasons[f.State]
+				if r != "" && !strings.Contains(f.Reason, r) {
 					t.Errorf("state %q blocked for %q, want the reason to name %s", f.State, f.Reason, r)
+				}
+				if big := strings.Index(f.Reason, "BigDecSerializer"); r != "" && big >= 0 && big < strings.Index(f.Reason, r) {
+					t.Errorf("state %q blocked for %q: the BigDecimal field is named before the cause", f.State, f.Reason)
 				}
 			}
 			if seen != len(c.want) {
