@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/stateutil/stateutil/internal/flinkharness"
 	"github.com/stateutil/stateutil/keygroup"
 	"github.com/stateutil/stateutil/migrate"
+	"github.com/stateutil/stateutil/redistribute"
 	"github.com/stateutil/stateutil/snapshot"
 	"github.com/stateutil/stateutil/storage"
 )
@@ -82,14 +84,19 @@ func stateValues(t *testing.T, r snapshot.Reader, state string) map[string]strin
 // decode to what Flink 2.3.0's own bytes hold.
 func TestUpgradeWritesWhatFlink2Writes(t *testing.T) {
 	ctx := context.Background()
-	for _, c := range []struct{ entry, state string }{
-		{"collections-hashmap-canonical", "basket"},
-		{"orders-hashmap-canonical", "order"},
+	for _, c := range []struct {
+		entry, state string
+		change       redistribute.Request
+	}{
+		{"collections-hashmap-canonical", "basket", redistribute.Request{}},
+		{"orders-hashmap-canonical", "order", redistribute.Request{}},
+		// Rescaled in the same run, to another max parallelism too.
+		{"collections-hashmap-canonical", "basket", redistribute.Request{Parallelism: 3, MaxParallelism: 256}},
 	} {
-		t.Run(c.entry, func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s-p%d-maxp%d", c.entry, c.change.Parallelism, c.change.MaxParallelism), func(t *testing.T) {
 			dst := filepath.Join(t.TempDir(), "up")
 			res, err := migrate.Run(ctx, testReg, migrate.Request{Source: testdataSavepoint(t, "1.20.5", c.entry), Destination: dst,
-				Format: "flink", ReaderVersion: "2.3", Upgrade: true})
+				Format: "flink", ReaderVersion: "2.3", Upgrade: true, Change: c.change})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -113,6 +120,11 @@ func TestUpgradeWritesWhatFlink2Writes(t *testing.T) {
 			for k, w := range want {
 				if !bytes.Equal(got[k], w) {
 					t.Errorf("%s %s: upgraded\n%x\nFlink 2.3.0 wrote\n%x", c.state, k, got[k], w)
+				}
+			}
+			for _, op := range up.Snapshot().Operators {
+				if len(op.KeyedStates) > 0 && c.change.MaxParallelism > 0 && (op.MaxParallelism != c.change.MaxParallelism || op.Parallelism != c.change.Parallelism) {
+					t.Errorf("operator %q: parallelism %d, max parallelism %d; want %d, %d", op.Label(), op.Parallelism, op.MaxParallelism, c.change.Parallelism, c.change.MaxParallelism)
 				}
 			}
 			gv, wv := stateValues(t, up, c.state), stateValues(t, ref, c.state)
