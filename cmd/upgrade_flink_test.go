@@ -98,6 +98,9 @@ func TestUpgradeRestoresInFlink(t *testing.T) {
 	for _, c := range cells {
 		t.Run(c.source()+"-to-"+c.to, func(t *testing.T) {
 			name := c.source()
+			if strings.HasPrefix(c.from, "1.18.") && c.kind.Changelog && c.kind.Kind == "native" && c.kind.Backend == "hashmap" {
+				t.Skip("Flink 1.18 writes no native savepoint of the changelog backend over hashmap (testenv/flink/README.md)")
+			}
 			if _, ok := sources[name]; !ok {
 				o := c.kind
 				o.Job, o.Records, o.Dir = c.job, records, filepath.Join(dir, name)
