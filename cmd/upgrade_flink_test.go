@@ -149,7 +149,7 @@ func TestUpgradeCheckMatchesFlink(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
 	defer cancel()
 	entries := []string{"basic-hashmap-canonical", "collections-hashmap-canonical", "kryojdk-hashmap-canonical", "types-hashmap-canonical",
-		"basic-rocksdb-native", "orders-hashmap-canonical", "upgradeblock-hashmap-canonical"}
+		"basic-rocksdb-native", "orders-hashmap-canonical", "upgradeblock-hashmap-canonical", "upgrade-hashmap-canonical"}
 	if os.Getenv("STATEUTIL_UPGRADE_MATRIX") != "full" {
 		day := int(time.Now().Unix() / 86400)
 		entries = entries[day%len(entries) : day%len(entries)+1]
@@ -158,6 +158,11 @@ func TestUpgradeCheckMatchesFlink(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	more, err := flinkharness.ReadCorpus(filepath.Join("..", "testdata", "flink-upgrade"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	es = append(es, more...)
 	for _, name := range entries {
 		t.Run(name, func(t *testing.T) {
 			var e flinkharness.Entry

@@ -38,7 +38,7 @@ func upgrade(ctx context.Context, r snapshot.Reader, readerVersion string) (snap
 			snapshot.ErrUnsupportedVersion, to.Line, from, to.Line)
 	}
 	u := &upgrader{r: r, to: to, plans: map[*snapshot.Operator][]*statePlan{}, cos: map[*snapshot.Operator]*carriedOperator{},
-		rep: &snapshot.UpgradeReport{From: fmt.Sprintf("Flink %d.x", from), To: "Flink " + to.Line, Findings: []snapshot.UpgradeFinding{}}}
+		stats: map[*snapshot.Subtask][]snapshot.KeyGroupStat{}, rep: &snapshot.UpgradeReport{From: fmt.Sprintf("Flink %d.x", from), To: "Flink " + to.Line, Findings: []snapshot.UpgradeFinding{}}}
 	for _, op := range r.Snapshot().Operators {
 		if err := u.operator(op); err != nil {
 			return nil, nil, err
@@ -63,6 +63,10 @@ type upgrader struct {
 	plans map[*snapshot.Operator][]*statePlan
 	cos   map[*snapshot.Operator]*carriedOperator
 	ops   []*snapshot.Operator // in snapshot order
+	// stats are the key groups the scan counted of a subtask, (the
+	// source's sizes), which the copy's plan takes rather than reading
+	// and rewriting every value once more.
+	stats map[*snapshot.Subtask][]snapshot.KeyGroupStat
 }
 
 // statePlan is the upgrade of one state of an operator.
@@ -207,15 +211,25 @@ func (u *upgrader) scanOperator(ctx context.Context, op *snapshot.Operator, keye
 		return nil
 	}
 	for _, sub := range op.Subtasks {
+		if sub == nil {
+			continue
+		}
 		if len(keyed) > 0 {
+			var stats []snapshot.KeyGroupStat
 			for e, err := range u.r.Entries(ctx, op, sub.Index, sub.KeyGroups) {
 				if err != nil {
 					return err
 				}
+				if n := len(stats); n == 0 || stats[n-1].KeyGroup != e.KeyGroup {
+					stats = append(stats, snapshot.KeyGroupStat{KeyGroup: e.KeyGroup})
+				}
+				stats[len(stats)-1].Entries++
+				stats[len(stats)-1].Bytes += e.Size()
 				if p := byName(keyed, e.State); p != nil && p.Scans() {
 					p.See(e.Value)
 				}
 			}
+			u.stats[sub] = stats
 		}
 		if len(oper) > 0 {
 			for el, err := range u.r.Elements(ctx, op, sub.Index) {

@@ -80,6 +80,18 @@ func (u *upgrader) operatorFor2(op *snapshot.Operator) (*snapshot.Operator, erro
 	if c.Carried, err = json.Marshal(co); err != nil {
 		return nil, err
 	}
+	c.Subtasks = make([]*snapshot.Subtask, len(op.Subtasks))
+	for i, sub := range op.Subtasks {
+		c.Subtasks[i] = sub
+		if stats, ok := u.stats[sub]; ok && sub.KeyGroupStats == nil {
+			sc := *sub
+			sc.KeyGroupStats, sc.Keyed = stats, snapshot.Stats{Known: true}
+			for _, g := range stats {
+				sc.Keyed.Entries, sc.Keyed.Bytes = sc.Keyed.Entries+g.Entries, sc.Keyed.Bytes+g.Bytes
+			}
+			c.Subtasks[i] = &sc
+		}
+	}
 	c.KeyedStates = append([]snapshot.KeyedState(nil), op.KeyedStates...)
 	c.OperatorStates = append([]snapshot.OperatorState(nil), op.OperatorStates...)
 	for _, p := range u.plans[op] {
