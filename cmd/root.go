@@ -46,6 +46,7 @@ const (
 	ExitTooLarge    = 5 // state exceeds a cap (the memory format's per-subtask limit)
 	ExitNotDecoded  = 6 // values whose serializer stateutil does not implement (verify --strict)
 	ExitWarnings    = 7 // verify --strict: warnings, what could not be checked (a lost checksum manifest)
+	ExitBlocked     = 8 // upgrade: state the new Flink would not restore and stateutil cannot rewrite
 	// Kerberos (a kerberized HDFS or YARN) refused who stateutil is, one code per cause.
 	ExitNoTicket       = 10 // no Kerberos ticket: no credential cache, or none for the realm
 	ExitTicketExpired  = 11 // the Kerberos ticket has expired
@@ -73,6 +74,8 @@ const exitCodeHelp = `Exit codes:
        implement (verify --strict)
   7    warnings: what verify could not check, such as a savepoint stateutil
        wrote whose checksum manifest is gone (verify --strict)
+  8    upgrade blocked: state that the Flink asked for would not restore and
+       stateutil cannot rewrite (upgrade, upgrade --check)
   10   Kerberos: no ticket (no credential cache, or none for the realm)
   11   Kerberos: the ticket has expired
   12   Kerberos: wrong principal (unknown to the KDC, or not the service's)
@@ -134,6 +137,8 @@ func exitCode(err error) int {
 		return ExitNotDecoded
 	case errors.Is(err, verify.ErrWarnings):
 		return ExitWarnings
+	case errors.Is(err, snapshot.ErrUpgradeBlocked):
+		return ExitBlocked
 	}
 	return ExitCorrupt
 }
@@ -263,7 +268,7 @@ wasb:// too).
 	)
 	addGroup(root, groupLook, newInspectCommand(e), newLsCommand(e), newGetCommand(e), newDumpCommand(e), newSQLCommand(e), newDiffCommand(e),
 		newVerifyCommand(e), newKeygroupCommand(), newServeCommand(e))
-	addGroup(root, groupChange, newConvertCommand(e), newRescaleCommand(e), newOperatorCommand(e),
+	addGroup(root, groupChange, newConvertCommand(e), newRescaleCommand(e), newUpgradeCommand(e), newOperatorCommand(e),
 		newStateCommand(e), newKeysCommand(e), newPutCommand(e), newLoadCommand(e))
 	addGroup(root, groupScaleOut, newShardCommand(e), newCommitCommand(e), newAbortCommand(e))
 	addGroup(root, groupOther, newGenerateCommand(e), newRunCommand(e), newVersionCommand(e), newFetchTokenCommand(e))

@@ -174,6 +174,9 @@ type Format struct {
 	// format cannot write of s (the snapshot a copy would commit, without
 	// subtasks) as opts ask; nil if it can.
 	CheckWrite func(s *Snapshot, opts WriteOptions) error
+	// Upgrade, if set, carries a snapshot of the format to readers of
+	// another major version (upgrade.go); nil if the format has none.
+	Upgrade Upgrader
 	// StateSizeCap is the default limit of state per subtask the format
 	// accepts when writing; 0 for none.
 	StateSizeCap int64
