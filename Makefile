@@ -43,6 +43,7 @@ test-flink-matrix: deps
 # first (scripts/hdfs-start.sh, scripts/s3-start.sh) to run theirs too.
 hostile-trials: deps
 	@scripts/hostile-trials.sh
+
 # Every cell of the upgrade's restore matrix (make test runs one a day):
 # Flink 1.18-1.20 snapshots of every kind upgraded for and restored in
 # Flink 2.0-2.3.
