@@ -74,6 +74,9 @@ var valueSchemas = map[string]snapshot.SchemaKind{
 	"NullValue": snapshot.SchemaNull, "Void": snapshot.SchemaNull,
 }
 
+// runtimePackage is where CopyableValueSerializer and ValueSerializer are.
+const runtimePackage = "org.apache.flink.api.java.typeutils.runtime."
+
 // Kinds of the serializers that let a value write itself.
 const (
 	kindCopyableValue = "CopyableValue"
@@ -90,11 +93,12 @@ func valueKind(n string) string {
 		}
 		return ""
 	}
-	switch {
-	case strings.HasPrefix(n, "org.apache.flink.api.java.typeutils.runtime.CopyableValueSerializer"):
-		return kindCopyableValue
-	case strings.HasPrefix(n, "org.apache.flink.api.java.typeutils.runtime.ValueSerializer"):
-		return kindValue
+	// Not their legacy config snapshots, whose bodies are not read.
+	for _, k := range []string{kindCopyableValue, kindValue} {
+		serializer := runtimePackage + k + "Serializer"
+		if n == serializer || n == serializer+"$"+k+"SerializerSnapshot" {
+			return k
+		}
 	}
 	return ""
 }

@@ -162,8 +162,6 @@ var vectorSchemas = map[string]snapshot.SchemaKind{
 	"NullValue": snapshot.SchemaNull, "Void": snapshot.SchemaNull, "SingleThreadChecking-Integer": snapshot.SchemaInt32,
 }
 
-const runtimePackage = "org.apache.flink.api.java.typeutils.runtime."
-
 func copyableCodec(class string) Codec {
 	return Codec{S: coreTable.Bind(&SerializerSnapshot{
 		Class: runtimePackage + "CopyableValueSerializer$CopyableValueSerializerSnapshot", TypeClass: class})}
