@@ -221,7 +221,7 @@ func (s *keyedSource) start(l *keyedLocal) bool {
 			return nil
 		})
 	}
-	next, stop := iter.Pull(iter.Seq[[]snapshot.Entry](records))
+	next, stop := pull(iter.Seq[[]snapshot.Entry](records))
 	l.next, l.stop = next, stop
 	s.q.onEnd(stop)
 	return true

@@ -37,7 +37,7 @@ func (s *operatorSource) FillRow(row duckdb.Row) (bool, error) {
 				return false, nil
 			}
 			sub := s.op.Subtasks[s.sub]
-			next, stop := iter.Pull2(iter.Seq2[snapshot.Element, error](s.r.Elements(s.q.ctx, s.op, sub.Index)))
+			next, stop := pull2(iter.Seq2[snapshot.Element, error](s.r.Elements(s.q.ctx, s.op, sub.Index)))
 			s.next, s.stop = next, stop
 			s.q.onEnd(stop)
 		}

@@ -23,6 +23,12 @@ var leafSchemas = map[string]snapshot.SchemaKind{
 	"Boolean": snapshot.SchemaBool, "Double": snapshot.SchemaFloat64, "Float": snapshot.SchemaFloat32,
 	"String": snapshot.SchemaString, "Char": snapshot.SchemaString, "byte[]": snapshot.SchemaBytes,
 	"VoidNamespace": snapshot.SchemaNull, "GlobalWindow": snapshot.SchemaString,
+	// Big numbers as their exact text, java.time values as their ISO
+	// text, dates as their milliseconds (temporal.go).
+	"BigInteger": snapshot.SchemaString, "BigDecimal": snapshot.SchemaString,
+	"Instant": snapshot.SchemaString, "LocalDate": snapshot.SchemaString, "LocalTime": snapshot.SchemaString,
+	"LocalDateTime": snapshot.SchemaString, "Date": snapshot.SchemaInt64, "SqlDate": snapshot.SchemaInt64,
+	"SqlTime": snapshot.SchemaInt64,
 }
 
 // anyJSON is the schema of values no serializer here describes; such a
@@ -46,6 +52,9 @@ func SchemaOf(s *SerializerSnapshot, depth int) snapshot.Schema {
 		if len(s.Nested) == 1 {
 			return nested(0)
 		}
+	case "SqlTimestamp": // [milliseconds, nanos]
+		long := snapshot.Schema{Kind: snapshot.SchemaInt64}
+		return snapshot.Schema{Kind: snapshot.SchemaList, Elem: &long}
 	case "TimeWindow":
 		long := snapshot.Schema{Kind: snapshot.SchemaInt64}
 		return Struct([]string{"start", "end"}, []snapshot.Schema{long, long})
