@@ -24,12 +24,13 @@ type Support struct {
 // probeSnapshots are what a snapshot of a class may hold besides its
 // class, for the probes: none, one or two nested Long serializers, and
 // what the kinds that need more record (a POJO's field names, an Avro
-// schema, RowData's logical types).
+// schema, RowData's logical types, the class of a Value serializer's
+// values).
 func probeSnapshots(t *Table, class string) []*SerializerSnapshot {
 	long := func() *SerializerSnapshot { return &SerializerSnapshot{Class: CoreExprs["java.lang.Long"]} }
 	var out []*SerializerSnapshot
 	for n := 0; n <= 2; n++ {
-		s := &SerializerSnapshot{Class: class, Schema: `"long"`, LogicalTypes: []LogicalType{}}
+		s := &SerializerSnapshot{Class: class, Schema: `"long"`, LogicalTypes: []LogicalType{}, TypeClass: typesPackage + "LongValue"}
 		for i := 0; i < n; i++ {
 			s.Nested = append(s.Nested, long())
 			s.Fields = append(s.Fields, string(rune('a'+i)))
@@ -75,5 +76,7 @@ func (t *Table) Support(class string) Support {
 
 // coreNotes say what flink-core's decoders need beyond the bytes.
 var coreNotes = map[string]string{
-	"Pojo": "a subclass's value, written by a serializer of its own, is not decoded",
+	"Pojo":            "a subclass's value, written by a serializer of its own, is not decoded",
+	kindCopyableValue: "Flink's own Value classes decode; a class of the user's writes itself and is not decoded",
+	kindValue:         "Flink's own Value classes decode; a class of the user's writes itself and is not decoded",
 }
