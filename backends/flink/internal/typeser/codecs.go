@@ -117,7 +117,7 @@ var arrayExprs = map[string]string{
 
 // TypeOf maps a serializer onto a snapshot type.
 func TypeOf(s *SerializerSnapshot) snapshot.Type {
-	t := snapshot.Type{Name: TypePrefix + typeExpr(s)}
+	t := snapshot.Type{Name: TypePrefix + typeName(s)}
 	if s != nil {
 		t.Class = s.Name()
 		// A nested snapshot (a map's key, a list's element) carries its
@@ -169,13 +169,17 @@ func (t *Table) CodecFactory(typ snapshot.Type) (snapshot.Codec, error) {
 		if strings.Contains(expr, "kryo5") {
 			MarkKryo5(s)
 		}
-		if r.Err == nil && r.Remaining() == 0 && typeExpr(s) == expr {
+		if r.Err == nil && r.Remaining() == 0 && typeName(s) == expr {
 			return Codec{S: s}, nil
 		}
 	}
-	s, err := t.parseTypeExpr(expr)
+	plain, marked := strings.CutSuffix(expr, kryo5Mark)
+	s, err := t.parseTypeExpr(plain)
 	if err != nil {
 		return nil, err
+	}
+	if marked {
+		MarkKryo5(s)
 	}
 	return Codec{S: s}, nil
 }
