@@ -25,6 +25,7 @@ require (
 	github.com/zeebo/xxh3 v1.1.0
 	golang.org/x/sys v0.46.0
 	golang.org/x/term v0.44.0
+	google.golang.org/protobuf v1.31.0
 )
 
 require (
@@ -75,7 +76,6 @@ require (
 	go.yaml.in/yaml/v3 v3.0.4 // indirect
 	golang.org/x/crypto v0.11.0 // indirect
 	golang.org/x/net v0.12.0 // indirect
-	google.golang.org/protobuf v1.31.0 // indirect
 )
 
 replace github.com/colinmarc/hdfs/v2 => ./third_party/colinmarc-hdfs

@@ -267,6 +267,9 @@ func (c Codec) Decode(b []byte) (any, error) {
 	}
 	r := wire.NewReader(b, "value", 0)
 	v := DecodeAny(r, c.S, 0)
+	if r.BySchema != nil && (r.Err != nil || r.Remaining() != 0) && !errors.Is(r.Err, snapshot.ErrNotDecoded) {
+		r.Err = r.BySchema
+	}
 	if nd := (*snapshot.NotDecodedError)(nil); errors.As(r.Err, &nd) {
 		// A part no decoder walks leaves the whole value undecoded: its
 		// class is the value's own.
