@@ -16,6 +16,7 @@ import (
 
 	"github.com/stateutil/stateutil/backends/flink/internal/typeser"
 	"github.com/stateutil/stateutil/backends/flink/internal/wire"
+	"github.com/stateutil/stateutil/snapshot"
 )
 
 // kryoOut writes one Kryo value from its JSON (kryo.go), as Kryo does.
@@ -29,15 +30,22 @@ type kryoOut struct {
 	// object may be one kept as bytes (kryo.go's keepTail).
 	delimited bool
 	tailEnd   int // where the object kept as bytes ends, -1 for none
+	schemas   *snapshot.Schemas
 }
 
 // encodeKryo appends the value v of a KryoSerializer to b; delimited says
 // nothing follows the value.
 func encodeKryo(b []byte, s *typeser.SerializerSnapshot, v any, delimited bool) ([]byte, error) {
 	start := len(b)
-	k := &kryoOut{b: b, v5: s.Kryo5, regs: s.KryoRegistrations, names: map[string]int{}, delimited: delimited, tailEnd: -1}
+	k := &kryoOut{b: b, v5: s.Kryo5, regs: s.KryoRegistrations, names: map[string]int{}, delimited: delimited, tailEnd: -1, schemas: s.Schemas()}
 	var err error
-	if kryoDeclared(s.TypeClass) && kryoUntaggedValue(v) {
+	if s.TypeClass == kryoOptional && !kryoTaggedAs(v, kryoOptional) {
+		// Its value (kryo_schema.go).
+		k.class(s.TypeClass)
+		err = k.object(s.TypeClass, v, true, 0)
+	} else if k.untypedUserValue(s.TypeClass, v) {
+		return nil, fmt.Errorf("a value of class %s is written by its fields, which stateutil knows from --kryo-classes only", s.TypeClass)
+	} else if k.declares(s.TypeClass) && kryoUntaggedValue(v) {
 		k.class(s.TypeClass)
 		err = k.object(s.TypeClass, v, true, 0)
 	} else {
@@ -265,7 +273,10 @@ func (k *kryoOut) object(class string, v any, marker bool, depth int) error {
 	if kept, ok := v.(kryoKeptBytes); ok {
 		return k.keptBytes(class, kept, depth)
 	}
-	if marker && !kryoNoRefs(class, k.v5) {
+	if ok, err := k.extended(class, v, marker, depth); ok { // kryo_schema_encode.go
+		return err
+	}
+	if marker && !k.noRefs(class) {
 		if m, ok := v.(map[string]any); ok {
 			if id, isRef := kryoRefID(m); isRef {
 				if id < 0 || id >= int64(len(k.refs)) || k.refs[id] != class {
@@ -506,7 +517,7 @@ func (k *kryoOut) collection(v any, sorted bool, depth int) error {
 		if err != nil {
 			return err
 		}
-		if kryoNoRefs(class, k.v5) && hasNull {
+		if k.noRefs(class) && hasNull {
 			k.b = append(k.b, map[bool]byte{false: 0, true: 1}[e != nil])
 			if e == nil {
 				continue
@@ -545,7 +556,7 @@ func (k *kryoOut) sameClass(vs []any, depth int) bool {
 	if !slices.ContainsFunc(vs, func(e any) bool { return kryoClassOf(e, k.refs) == "@ref" }) {
 		return kryoSameClass(vs, k.refs)
 	}
-	aside := &kryoOut{v5: k.v5, regs: k.regs, names: map[string]int{}, refs: slices.Clone(k.refs), delimited: k.delimited, tailEnd: -1}
+	aside := &kryoOut{v5: k.v5, regs: k.regs, names: map[string]int{}, refs: slices.Clone(k.refs), delimited: k.delimited, tailEnd: -1, schemas: k.schemas}
 	for c, id := range k.names {
 		aside.names[c] = id
 	}
