@@ -53,7 +53,8 @@ no read touches, run stateutil verify.
 ` + exitCodeHelp,
 		Example: `  stateutil dump ./snapshot.dump --operator word-counter --state count | head
   stateutil dump ./savepoint --key-group 10-20 -o csv > keys.csv
-  stateutil dump ./chk-7 --operator sessions --key-prefix user-1 --limit 100 -o table`,
+  stateutil dump ./chk-7 --operator sessions --key-prefix user-1 --limit 100 -o table
+  stateutil dump ./savepoint --state gadgets --kryo-classes classes.txt --proto-descriptors events.pb`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			kgs, now, err := o.validate(c)
@@ -67,6 +68,7 @@ no read touches, run stateutil verify.
 	o.output.add(c)
 	o.source.add(c)
 	o.source.addSkip(c)
+	o.source.addSchemas(c)
 	f := c.Flags()
 	f.StringVar(&o.operator, "operator", "", "only this operator: uid, name or id")
 	f.StringVar(&o.state, "state", "", "only this keyed state")
@@ -125,7 +127,11 @@ func (o *dumpOptions) run(c *cobra.Command, e *env, location string, kgs *keygro
 	// What dump shows is checked block by block as it is read (see
 	// snapshot.OpenOptions.ChecksumReads); verify checks whole files.
 	opts.ChecksumReads = true
-	opened, err := e.reg.Open(ctx, location, opts)
+	reg, err := o.source.registry(e)
+	if err != nil {
+		return err
+	}
+	opened, err := reg.Open(ctx, location, opts)
 	if err != nil {
 		return err
 	}
@@ -144,10 +150,10 @@ func (o *dumpOptions) run(c *cobra.Command, e *env, location string, kgs *keygro
 	out := bufio.NewWriterSize(c.OutOrStdout(), 64<<10)
 	f := lookup.Filter{Operator: o.operator, State: o.state, KeyGroups: kgs, Subtask: o.subtask, KeyPrefix: o.keyPrefix, Now: now}
 	if o.output.format == "table" {
-		err = o.table(ctx, r, e.reg.Codecs, f, out, bar)
+		err = o.table(ctx, r, reg.Codecs, f, out, bar)
 	} else {
 		restore := moreProcs()
-		err = o.stream(ctx, r, e.reg.Codecs, f, out, bar)
+		err = o.stream(ctx, r, reg.Codecs, f, out, bar)
 		restore()
 	}
 	if err != nil {
