@@ -12,6 +12,7 @@ import (
 
 	"github.com/stateutil/stateutil/backends/flink/internal/typeser"
 	"github.com/stateutil/stateutil/backends/flink/internal/wire"
+	"github.com/stateutil/stateutil/internal/classlayout"
 	"github.com/stateutil/stateutil/keygroup"
 	"github.com/stateutil/stateutil/snapshot"
 )
@@ -837,30 +838,8 @@ func (k *kryoIn) comparator(class string, cmp *string) bool {
 
 // mapOf reads MapSerializer's (and TreeMap's) map.
 func (k *kryoIn) mapOf(class string, sorted bool, depth int) any {
-	r := k.r
-	m := &kryoMap{Class: class}
-	if sorted && !k.v5 && !k.comparator(class, &m.Comparator) {
-		return nil
-	}
-	at := r.Pos()
-	n := uint64(k.varint("Kryo map size"))
-	if k.v5 {
-		if r.Err == nil && n == 0 {
-			r.FailAt(at, "Kryo map size 0: Kryo 5 writes the size plus one")
-		}
-		n--
-	}
-	if sorted && k.v5 && !k.comparator(class, &m.Comparator) {
-		return nil
-	}
-	cnt := k.count(n, 2, "Kryo map size", at)
-	for i := 0; i < cnt && r.Err == nil; i++ {
-		m.add(k.classAndObject(depth+1), k.classAndObject(depth+1))
-	}
-	if r.Err != nil {
-		return nil
-	}
-	return m
+	// Keys and values of no declared class (kryo_schema.go).
+	return k.genericMap(class, sorted, classlayout.Type{}, classlayout.Type{}, depth)
 }
 
 func (k *kryoIn) bigInteger() *big.Int {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/stateutil/stateutil/backends/flink/internal/typeser"
 	"github.com/stateutil/stateutil/backends/flink/internal/wire"
+	"github.com/stateutil/stateutil/internal/classlayout"
 	"github.com/stateutil/stateutil/snapshot"
 )
 
@@ -663,44 +664,8 @@ func kryoEntries(v any) ([]any, []any, error) {
 }
 
 func (k *kryoOut) mapOf(v any, sorted bool, depth int) error {
-	v, cmp := kryoAttr(v)
-	if m, ok := v.(*kryoMap); ok && m.Comparator != "" {
-		cmp = m.Comparator
-	}
-	keys, vals, err := kryoEntries(v)
-	if err != nil {
-		return err
-	}
-	if cmp != nil && !sorted {
-		return fmt.Errorf("a comparator %v for a map that has none", cmp)
-	}
-	if _, decoded := v.(*kryoMap); sorted && !decoded {
-		keys, vals = javaSortedEntries(keys, vals, cmp)
-	}
-	if sorted && !k.v5 {
-		if err := k.comparator(cmp); err != nil {
-			return err
-		}
-	}
-	n := uint64(len(keys))
-	if k.v5 {
-		n++
-	}
-	k.varint(n)
-	if sorted && k.v5 {
-		if err := k.comparator(cmp); err != nil {
-			return err
-		}
-	}
-	for i := range keys {
-		if err := k.classAndObject(keys[i], depth+1); err != nil {
-			return err
-		}
-		if err := k.classAndObject(vals[i], depth+1); err != nil {
-			return err
-		}
-	}
-	return nil
+	// Keys and values of no declared class (kryo_schema_encode.go).
+	return k.genericMap(v, sorted, classlayout.Type{}, classlayout.Type{}, depth)
 }
 
 // bigInteger writes BigInteger.toByteArray's bytes, their count plus one
