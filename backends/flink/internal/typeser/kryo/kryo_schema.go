@@ -237,10 +237,10 @@ func (k *kryoIn) custom(class string, reg typeser.KryoRegistration, marker bool,
 
 // declaredValue is the value v of a serializer that declares Optional
 // (its value, null when empty; anything but an Optional, which Flink never
-// stores there, would read as an Optional's value: it is not decoded) or a
-// class read by the
-// user's schemas (untagged where of that class, tagged where it would be
-// taken for one); ok false leaves v to decodeKryo.
+// stores there, would read as an Optional's value: it is not decoded), a
+// class read by the user's schemas (untagged where of that class, tagged
+// where it would be taken for one), or a user's class of no schema (tagged
+// where it would be taken for one); ok false leaves v to decodeKryo.
 func (k *kryoIn) declaredValue(v any) (any, bool) {
 	if k.r.Err != nil {
 		return nil, false
@@ -262,10 +262,27 @@ func (k *kryoIn) declaredValue(v any) (any, bool) {
 	}
 	_, isUser := userClass(k.schemas, k.declared)
 	_, isProto := protoSet(k.schemas).Message(k.declared)
-	if !isUser && !isProto && userArray(k.schemas, k.declared) == "" {
-		return nil, false
+	class := kryoClassOf(v, k.refs)
+	switch {
+	case isUser || isProto || userArray(k.schemas, k.declared) != "":
+		return fieldJSON(k.schemas, k.v5, v, class, k.declared), true
+	case kryoUserName(k.declared) && class != k.declared && kryoPlain(v):
+		// Untagged, it would be taken for an object of the user's class,
+		// whose fields stateutil does not know (kryo_schema_encode.go).
+		return kryoTagged(class, v), true
 	}
-	return fieldJSON(k.schemas, k.v5, v, kryoClassOf(v, k.refs), k.declared), true
+	return nil, false
+}
+
+// kryoUserName reports whether class is a user's, not the JDK's or
+// Scala's.
+func kryoUserName(class string) bool {
+	for _, jdk := range []string{"java.", "javax.", "scala.", "["} {
+		if strings.HasPrefix(class, jdk) {
+			return false
+		}
+	}
+	return class != ""
 }
 
 // userObject reads an object of a user's class or enum.

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/stateutil/stateutil/backends/flink/internal/typeser"
 	"github.com/stateutil/stateutil/internal/classlayout"
@@ -30,15 +29,7 @@ func (k *kryoOut) declares(class string) bool {
 // user's class that stateutil has no layout of: a value no such state
 // holds, taken for one of the declared class.
 func (k *kryoOut) untypedUserValue(declared string, v any) bool {
-	if declared == "" || k.declares(declared) || !kryoUntaggedValue(v) || kryoClassOf(v, nil) == declared {
-		return false
-	}
-	for _, jdk := range []string{"java.", "javax.", "scala.", "["} {
-		if strings.HasPrefix(declared, jdk) {
-			return false
-		}
-	}
-	return true
+	return kryoUserName(declared) && !k.declares(declared) && kryoUntaggedValue(v) && kryoClassOf(v, nil) != declared
 }
 
 // kryoTaggedAs reports whether v is {"@class": class, "@value": ...}.
