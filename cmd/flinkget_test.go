@@ -13,7 +13,12 @@ import (
 // names it.
 func flinkSnapshot(t *testing.T, version, entry string) string {
 	t.Helper()
-	dir := filepath.Join("..", "testdata", "flink", version, entry)
+	return entrySnapshot(t, filepath.Join("..", "testdata", "flink", version, entry))
+}
+
+// entrySnapshot is the snapshot directory of the corpus entry in dir.
+func entrySnapshot(t *testing.T, dir string) string {
+	t.Helper()
 	data, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
 	if err != nil {
 		t.Fatal(err)

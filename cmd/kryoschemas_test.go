@@ -14,18 +14,7 @@ import (
 func witnessEntry(t *testing.T, version, entry string) (snap string, schemas []string) {
 	t.Helper()
 	dir := filepath.Join("..", "testdata", "flink-witness", version, entry)
-	data, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var m struct {
-		SnapshotSubpath string `json:"snapshot_subpath"`
-	}
-	if err := json.Unmarshal(data, &m); err != nil || m.SnapshotSubpath == "" {
-		t.Fatalf("%s/manifest.json: no snapshot_subpath (%v)", dir, err)
-	}
-	return filepath.Join(dir, "snapshot", m.SnapshotSubpath),
-		[]string{"--kryo-classes", filepath.Join(dir, "kryo-classes.txt"), "--proto-descriptors", filepath.Join(dir, "descriptors.pb")}
+	return entrySnapshot(t, dir), []string{"--kryo-classes", filepath.Join(dir, "kryo-classes.txt"), "--proto-descriptors", filepath.Join(dir, "descriptors.pb")}
 }
 
 // The golden output of get on the Kryo values of the zoo witness job,
