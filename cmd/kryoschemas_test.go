@@ -14,7 +14,7 @@ import (
 func witnessEntry(t *testing.T, version, entry string) (snap string, schemas []string) {
 	t.Helper()
 	dir := filepath.Join("..", "testdata", "flink-witness", version, entry)
-	return entrySnapshot(t, dir), []string{"--kryo-classes", filepath.Join(dir, "kryo-classes.txt"), "--proto-descriptors", filepath.Join(dir, "descriptors.pb")}
+	return filepath.Join(dir, "snapshot", entryManifest(t, dir).SnapshotSubpath), []string{"--kryo-classes", filepath.Join(dir, "kryo-classes.txt"), "--proto-descriptors", filepath.Join(dir, "descriptors.pb")}
 }
 
 // The golden output of get on the Kryo values of the zoo witness job,
