@@ -61,7 +61,6 @@ Exit code 0 means the snapshots are equal, 1 that they differ; 2 and up are erro
 	o.output.addLegacyOutput(c)
 	o.source.add(c)
 	o.source.addSkip(c)
-	o.source.addSchemas(c)
 	c.Flags().BoolVar(&o.entries, "entries", false, "compare keyed entries and operator-state elements, listing the keys that differ")
 	c.Flags().BoolVar(&o.values, "values", false, "with --entries: show the old and new values of the keys that differ")
 	c.Flags().IntVar(&o.maxKeys, "max-keys", 1000, "list at most this many differing keys per operator")
@@ -77,21 +76,17 @@ func (o *diffOptions) run(c *cobra.Command, e *env, la, lb string) error {
 	if err != nil {
 		return err
 	}
-	reg, err := o.source.registry(e)
-	if err != nil {
-		return err
-	}
-	a, err := reg.Open(ctx, la, opts)
+	a, err := e.reg.Open(ctx, la, opts)
 	if err != nil {
 		return err
 	}
 	defer a.Close()
-	b, err := reg.Open(ctx, lb, opts)
+	b, err := e.reg.Open(ctx, lb, opts)
 	if err != nil {
 		return err
 	}
 	defer b.Close()
-	res, err := diff.Compare(ctx, la, a, lb, b, diff.Options{Entries: o.entries, Values: o.values, MaxKeys: o.maxKeys, Codecs: reg.Codecs, SkipUnreadable: o.source.skipUnreadable})
+	res, err := diff.Compare(ctx, la, a, lb, b, diff.Options{Entries: o.entries, Values: o.values, MaxKeys: o.maxKeys, Codecs: e.reg.Codecs, SkipUnreadable: o.source.skipUnreadable})
 	if err != nil {
 		return err
 	}

@@ -63,7 +63,6 @@ no read touches, run stateutil verify.
 		Example: `  stateutil dump ./snapshot.dump --operator word-counter --state count | head
   stateutil dump ./savepoint --key-group 10-20 -o csv > keys.csv
   stateutil dump ./chk-7 --operator sessions --key-prefix user-1 --limit 100 -o table
-  stateutil dump ./savepoint --state gadgets --kryo-classes classes.txt --proto-descriptors events.pb
   stateutil dump ./savepoint --operator sessions --state events -o parquet --output events.parquet`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
@@ -78,7 +77,6 @@ no read touches, run stateutil verify.
 	o.output.add(c)
 	o.source.add(c)
 	o.source.addSkip(c)
-	o.source.addSchemas(c)
 	f := c.Flags()
 	f.StringVar(&o.operator, "operator", "", "only this operator: uid, name or id")
 	f.StringVar(&o.state, "state", "", "only this keyed state")
@@ -146,11 +144,7 @@ func (o *dumpOptions) run(c *cobra.Command, e *env, location string, kgs *keygro
 	// What dump shows is checked block by block as it is read (see
 	// snapshot.OpenOptions.ChecksumReads); verify checks whole files.
 	opts.ChecksumReads = true
-	reg, err := o.source.registry(e)
-	if err != nil {
-		return err
-	}
-	opened, err := reg.Open(ctx, location, opts)
+	opened, err := e.reg.Open(ctx, location, opts)
 	if err != nil {
 		return err
 	}
@@ -172,10 +166,10 @@ func (o *dumpOptions) run(c *cobra.Command, e *env, location string, kgs *keygro
 	out := bufio.NewWriterSize(c.OutOrStdout(), 64<<10)
 	f := lookup.Filter{Operator: o.operator, State: o.state, KeyGroups: kgs, Subtask: o.subtask, KeyPrefix: o.keyPrefix, Now: now}
 	if o.output.format == "table" {
-		err = o.table(ctx, r, reg.Codecs, f, out, bar)
+		err = o.table(ctx, r, e.reg.Codecs, f, out, bar)
 	} else {
 		restore := moreProcs()
-		err = o.stream(ctx, r, reg.Codecs, f, out, bar)
+		err = o.stream(ctx, r, e.reg.Codecs, f, out, bar)
 		restore()
 	}
 	if err != nil {

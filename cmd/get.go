@@ -42,8 +42,7 @@ name or an operator id.
 ` + exitCodeHelp,
 		Example: `  stateutil get ./snapshot.dump --operator word-counter --state count --key hello
   stateutil get ./savepoint --operator orders --state totals --key '["eu",42]' -o json
-  stateutil get ./chk-7 --operator sessions --state recent --key user-1 --now 2026-01-02T00:00:00Z
-  stateutil get ./savepoint --operator zoo --state kryo --key z-1 --kryo-classes classes.txt`,
+  stateutil get ./chk-7 --operator sessions --state recent --key user-1 --now 2026-01-02T00:00:00Z`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			now, err := o.validate(c)
@@ -56,7 +55,6 @@ name or an operator id.
 	}
 	o.output.add(c)
 	o.source.add(c)
-	o.source.addSchemas(c)
 	f := c.Flags()
 	f.StringVar(&o.operator, "operator", "", "the operator: uid, name or id")
 	f.StringVar(&o.state, "state", "", "the keyed state's name")
@@ -98,16 +96,12 @@ func (o *getOptions) run(c *cobra.Command, e *env, location string, now time.Tim
 	if err != nil {
 		return err
 	}
-	reg, err := o.source.registry(e)
-	if err != nil {
-		return err
-	}
-	r, err := reg.Open(ctx, location, opts)
+	r, err := e.reg.Open(ctx, location, opts)
 	if err != nil {
 		return err
 	}
 	defer r.Close()
-	rec, err := lookup.Get(ctx, r, reg.Codecs, lookup.Query{Operator: o.operator, State: o.state, Key: o.key, Namespace: o.namespace, Now: now})
+	rec, err := lookup.Get(ctx, r, e.reg.Codecs, lookup.Query{Operator: o.operator, State: o.state, Key: o.key, Namespace: o.namespace, Now: now})
 	if err != nil {
 		return err
 	}

@@ -73,7 +73,6 @@ state is scanned, one key group at a time.
 	o.output.add(c)
 	o.output.addLegacyOutput(c)
 	o.source.add(c)
-	o.source.addSchemas(c)
 	f := c.Flags()
 	f.BoolVar(&o.subtasks, "subtasks", false, "per subtask: key-group range, entries, bytes")
 	f.BoolVar(&o.keyGroups, "key-groups", false, "per key group: entries and bytes, with skew and a chart of bytes per subtask")
@@ -117,11 +116,7 @@ func (o *inspectOptions) run(c *cobra.Command, e *env, location string) error {
 	if err != nil {
 		return err
 	}
-	reg, err := o.source.registry(e)
-	if err != nil {
-		return err
-	}
-	r, err := reg.Open(ctx, location, opts)
+	r, err := e.reg.Open(ctx, location, opts)
 	if err != nil {
 		return err
 	}
@@ -143,7 +138,7 @@ func (o *inspectOptions) run(c *cobra.Command, e *env, location string) error {
 		}
 		return printKeyGroups(w, rep)
 	case o.operatorState:
-		rep, err := report.OperatorStateUsages(ctx, location, r, reg.Codecs, o.operator, o.values)
+		rep, err := report.OperatorStateUsages(ctx, location, r, e.reg.Codecs, o.operator, o.values)
 		if err != nil {
 			return err
 		}

@@ -96,7 +96,7 @@ func TestPutKryoValuesBySchemas(t *testing.T) {
 	snap, schemas := witnessEntry(t, "2.3.0", "zoo-hashmap-canonical")
 	plan := filepath.Join(t.TempDir(), "plan")
 	code, _, errOut := run(t, append([]string{"put", snap, "--operator", "zoo", "--state", "kryo", "--key", "z-1", "--value", values["kryo"], "--output", filepath.Join(t.TempDir(), "put"), "--plan-only", plan}, schemas...)...)
-	if code != 1 || !strings.Contains(errOut, "sharded") {
+	if code != 1 || !strings.Contains(errOut, "go with no --plan-only") {
 		t.Errorf("a sharded put with schemas: exit %d, %s; want 1, refused", code, errOut)
 	}
 }

@@ -84,7 +84,6 @@ the records (about twice FILE's size), so that every shard applies them.
 	f.StringVar(&o.from, "from", "", "the records: a path or URI of JSON lines as dump prints them, - for stdin")
 	f.StringVar(&o.now, "now", "", "the last access of what is changed in a state with TTL: RFC 3339 or Unix milliseconds (default: now)")
 	o.add(c, e)
-	o.source.addSchemas(c)
 	return c
 }
 

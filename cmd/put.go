@@ -67,7 +67,6 @@ namespaces. For a state with TTL the entries written count as accessed at --now.
 	f.BoolVar(&o.delete, "delete", false, "remove the key's value, or with --map-key the one entry")
 	f.StringVar(&o.now, "now", "", "the last access of what is written to a state with TTL: RFC 3339 or Unix milliseconds (default: now)")
 	o.add(c, e)
-	o.source.addSchemas(c)
 	return c
 }
 

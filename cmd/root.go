@@ -22,6 +22,7 @@ import (
 	"github.com/stateutil/stateutil/backends/rocksdb"
 	"github.com/stateutil/stateutil/internal/kerberos"
 	"github.com/stateutil/stateutil/internal/recovered"
+	"github.com/stateutil/stateutil/internal/schemaflags"
 	"github.com/stateutil/stateutil/keygroup"
 	"github.com/stateutil/stateutil/lookup"
 	"github.com/stateutil/stateutil/migrate"
@@ -117,7 +118,7 @@ func exitCode(err error) int {
 		errors.Is(err, storage.ErrExist), errors.Is(err, storage.ErrInUse), errors.Is(err, migrate.ErrBadDestination),
 		errors.Is(err, migrate.ErrConflict), errors.Is(err, surgery.ErrBadEdit), errors.Is(err, surgery.ErrConflict),
 		errors.Is(err, redistribute.ErrNotRedistributable), errors.As(err, new(*snapshot.ExpiryError)),
-		errors.As(err, new(*lookup.QueryError)), errors.As(err, new(*statesql.QueryError)):
+		errors.As(err, new(*lookup.QueryError)), errors.As(err, new(*statesql.QueryError)), errors.As(err, new(*schemaflags.Error)):
 		return ExitUsage
 	case errors.Is(err, snapshot.ErrNotFound):
 		return ExitNotFound
@@ -254,10 +255,10 @@ wasb:// too).
 		&cobra.Group{ID: groupScaleOut, Title: "Scale out (a planned copy in shards):"},
 		&cobra.Group{ID: groupOther, Title: "Other commands:"},
 	)
-	addGroup(root, groupLook, newInspectCommand(e), newLsCommand(e), newGetCommand(e), newDumpCommand(e), newSQLCommand(e), newDiffCommand(e),
-		newVerifyCommand(e), newKeygroupCommand(), newServeCommand(e))
-	addGroup(root, groupChange, newConvertCommand(e), newRescaleCommand(e), newOperatorCommand(e),
-		newStateCommand(e), newKeysCommand(e), newPutCommand(e), newLoadCommand(e))
+	addGroup(root, groupLook, schemaflags.Add(&e.reg, newInspectCommand(e)), newLsCommand(e), schemaflags.Add(&e.reg, newGetCommand(e)), schemaflags.Add(&e.reg, newDumpCommand(e)), newSQLCommand(e),
+		schemaflags.Add(&e.reg, newDiffCommand(e)), schemaflags.Add(&e.reg, newVerifyCommand(e)), newKeygroupCommand(), schemaflags.Add(&e.reg, newServeCommand(e)))
+	addGroup(root, groupChange, newConvertCommand(e), newRescaleCommand(e), newOperatorCommand(e), newStateCommand(e), newKeysCommand(e),
+		schemaflags.Add(&e.reg, newPutCommand(e), "plan-only", "yarn"), schemaflags.Add(&e.reg, newLoadCommand(e), "plan-only", "yarn"))
 	addGroup(root, groupScaleOut, newShardCommand(e), newCommitCommand(e), newAbortCommand(e))
 	addGroup(root, groupOther, newGenerateCommand(e), newRunCommand(e), newVersionCommand(e), newFetchTokenCommand(e))
 	root.SetHelpCommandGroupID(groupOther)

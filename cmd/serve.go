@@ -93,7 +93,6 @@ that is not a loopback name is refused too (421).
 		ValidArgsFunction: completeFiles,
 	}
 	o.source.add(c)
-	o.source.addSchemas(c)
 	c.Flags().StringVar(&o.listen, "listen", "127.0.0.1:8080", "address to listen on, HOST:PORT (port 0: any free one)")
 	o.token.positional = c.Flags().NArg
 	c.Flags().Var(&o.token, "token", "require a token of every request (needed to listen on other than loopback): alone, a random one, printed; =TOKEN, this one")
@@ -213,12 +212,8 @@ func (o *serveOptions) newServer(ctx context.Context, e *env, locations []string
 	// What the state browser shows is checked block by block as it is
 	// read, as dump checks it.
 	opts.ChecksumReads = true
-	reg, err := o.source.registry(e)
-	if err != nil {
-		return nil, err
-	}
 	return serve.New(ctx, serve.Config{
-		Registry: reg, Locations: locations, Open: opts, Token: o.token.value,
+		Registry: e.reg, Locations: locations, Open: opts, Token: o.token.value,
 		Classify: func(err error) (int, string) { return exitCode(err), message(err) },
 		Limits:   o.limits, Now: o.now,
 	}), nil

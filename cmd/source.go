@@ -3,26 +3,20 @@ package cmd
 import (
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/stateutil/stateutil/backends/flink"
-	"github.com/stateutil/stateutil/internal/classlayout"
-	"github.com/stateutil/stateutil/internal/protovalue"
 	"github.com/stateutil/stateutil/snapshot"
 )
 
 // sourceFlags are how every command that reads a snapshot is told where
 // its files are: --path-map for absolute paths a Flink checkpoint records.
 type sourceFlags struct {
-	pathMap          []string
-	skipUnreadable   bool
-	flinkVersion     string
-	kryoClasses      string
-	protoDescriptors []string
-	readSchemas      *snapshot.Schemas
+	pathMap        []string
+	skipUnreadable bool
+	flinkVersion   string
 }
 
 // addFlinkVersion adds --flink-version, for commands that write snapshots.
@@ -76,83 +70,5 @@ func (s *sourceFlags) pathMaps() (map[string]string, error) {
 // openOptions are the snapshot open options the flags ask for.
 func (s *sourceFlags) openOptions() (snapshot.OpenOptions, error) {
 	m, err := s.pathMaps()
-	if err != nil {
-		return snapshot.OpenOptions{}, err
-	}
-	sc, err := s.schemas()
-	return snapshot.OpenOptions{PathMap: m, Schemas: sc}, err
-}
-
-// addSchemas adds --kryo-classes and --proto-descriptors, for commands
-// that decode or write values.
-func (s *sourceFlags) addSchemas(c *cobra.Command) {
-	f := c.Flags()
-	f.StringVar(&s.kryoClasses, "kryo-classes", "", "FILE: the fields of the classes Kryo writes with its FieldSerializer, and the constants of enums, as Java declarations (see docs/flink.md: \"Kryo classes and Protobuf messages\"); without it their values are not decoded")
-	f.StringArrayVar(&s.protoDescriptors, "proto-descriptors", nil, "FILE: a Protobuf FileDescriptorSet (protoc --include_imports --descriptor_set_out=FILE) to decode the messages Kryo writes with chill-protobuf's ProtobufSerializer (repeatable)")
-}
-
-// maxSchemaFile bounds what --kryo-classes and --proto-descriptors read.
-const maxSchemaFile = 64 << 20
-
-// schemas are the schemas --kryo-classes and --proto-descriptors give, read
-// once (nil: none).
-func (s *sourceFlags) schemas() (*snapshot.Schemas, error) {
-	if s.readSchemas != nil || s.kryoClasses == "" && len(s.protoDescriptors) == 0 {
-		return s.readSchemas, nil
-	}
-	out := &snapshot.Schemas{}
-	if s.kryoClasses != "" {
-		b, err := readSchemaFile("--kryo-classes", s.kryoClasses)
-		if err != nil {
-			return nil, err
-		}
-		if out.Classes, err = classlayout.Parse(b, s.kryoClasses); err != nil {
-			return nil, usageErrorf("--kryo-classes: %v", err)
-		}
-	}
-	if len(s.protoDescriptors) > 0 {
-		sets := map[string][]byte{}
-		for _, name := range s.protoDescriptors {
-			b, err := readSchemaFile("--proto-descriptors", name)
-			if err != nil {
-				return nil, err
-			}
-			sets[name] = b
-		}
-		var err error
-		if out.Protos, err = protovalue.Parse(sets); err != nil {
-			return nil, usageErrorf("--proto-descriptors: %v", err)
-		}
-	}
-	s.readSchemas = out
-	return out, nil
-}
-
-func readSchemaFile(flag, name string) ([]byte, error) {
-	f, err := os.Open(name)
-	if err != nil {
-		return nil, usageErrorf("%s: %v", flag, err)
-	}
-	defer f.Close()
-	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
-		return nil, usageErrorf("%s %q is not a regular file", flag, name)
-	}
-	b, err := io.ReadAll(io.LimitReader(f, maxSchemaFile+1))
-	if err != nil {
-		return nil, usageErrorf("%s: %v", flag, err)
-	}
-	if len(b) > maxSchemaFile {
-		return nil, usageErrorf("%s %q holds more than %d bytes", flag, name, maxSchemaFile)
-	}
-	return b, nil
-}
-
-// registry is e's registry, its codecs and snapshots reading by the
-// schemas the flags give.
-func (s *sourceFlags) registry(e *env) (*snapshot.Registry, error) {
-	sc, err := s.schemas()
-	if err != nil {
-		return nil, err
-	}
-	return e.reg.WithSchemas(sc), nil
+	return snapshot.OpenOptions{PathMap: m}, err
 }

@@ -1,7 +1,6 @@
 package cmd
 
 import (
-	"cmp"
 	"fmt"
 	"io"
 	"strconv"
@@ -95,18 +94,11 @@ func (s *surgeryFlags) run(c *cobra.Command, e *env, src string, edits ...surger
 	}
 	print := func(res *migrate.Result) error { return s.print(c, src, edits, res) }
 	if s.shard.active() {
-		if sc, err := s.source.schemas(); err != nil || sc != nil {
-			return cmp.Or(err, usageErrorf("--kryo-classes and --proto-descriptors go with no sharded edit: its shards encode the values, and read no such files"))
-		}
 		return s.shard.run(c, e, req, s.report, print)
 	}
 	bar := e.newProgress(c.ErrOrStderr(), s.quiet || s.dryRun, "editing")
 	req.Start, req.Progress = bar.start, bar.add
-	reg, err := s.source.registry(e)
-	if err != nil {
-		return err
-	}
-	res, err := migrate.Run(c.Context(), reg, req)
+	res, err := migrate.Run(c.Context(), e.reg, req)
 	bar.finish()
 	if err != nil {
 		return err

@@ -51,8 +51,7 @@ and verify still succeeds. With --strict they fail it with exit code 6.
 ` + exitCodeHelp,
 		Example: `  stateutil verify ./snapshot.dump
   stateutil verify hdfs://nn:9000/checkpoints/job/chk-7 -o json
-  stateutil verify --strict ./savepoint-1a2b3c
-  stateutil verify ./savepoint-1a2b3c --kryo-classes classes.txt --proto-descriptors events.pb`,
+  stateutil verify --strict ./savepoint-1a2b3c`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			if err := o.output.validate(); err != nil {
@@ -65,7 +64,6 @@ and verify still succeeds. With --strict they fail it with exit code 6.
 	o.output.add(c)
 	o.output.addLegacyOutput(c)
 	o.source.add(c)
-	o.source.addSchemas(c)
 	c.Flags().BoolVar(&o.strict, "strict", false, "fail (exit code 6) when values were not decoded, even if nothing is damaged")
 	return c
 }
@@ -76,16 +74,12 @@ func (o *verifyOptions) run(c *cobra.Command, e *env, location string) error {
 	if err != nil {
 		return err
 	}
-	reg, err := o.source.registry(e)
-	if err != nil {
-		return err
-	}
-	r, err := reg.Open(ctx, location, opts)
+	r, err := e.reg.Open(ctx, location, opts)
 	if err != nil {
 		return err
 	}
 	defer r.Close()
-	res, err := verify.Check(ctx, location, r, reg.Codecs)
+	res, err := verify.Check(ctx, location, r, e.reg.Codecs)
 	if err != nil {
 		return err
 	}
