@@ -32,10 +32,17 @@ func flinkManifest(t *testing.T, version, entry string) (string, flinkManifestOf
 }
 
 // corpusManifest reads the manifest of an entry of a corpus under
-// testdata (flink, flink-witness, ...).
+// testdata (flink, flink-witness, ...), and gives the entry's directory
+// with it.
 func corpusManifest(t *testing.T, corpus, version, entry string) (string, flinkManifestOf) {
 	t.Helper()
 	dir := filepath.Join("..", "testdata", corpus, version, entry)
+	return dir, entryManifest(t, dir)
+}
+
+// entryManifest reads the manifest of the corpus entry in dir.
+func entryManifest(t *testing.T, dir string) flinkManifestOf {
+	t.Helper()
 	data, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -44,7 +51,7 @@ func corpusManifest(t *testing.T, corpus, version, entry string) (string, flinkM
 	if err := json.Unmarshal(data, &m); err != nil || m.SnapshotSubpath == "" {
 		t.Fatalf("%s/manifest.json: no snapshot_subpath (%v)", dir, err)
 	}
-	return dir, m
+	return m
 }
 
 // The golden output of get and dump on real Flink snapshots: canonical

@@ -22,6 +22,7 @@ import (
 	"github.com/stateutil/stateutil/backends/rocksdb"
 	"github.com/stateutil/stateutil/internal/kerberos"
 	"github.com/stateutil/stateutil/internal/recovered"
+	"github.com/stateutil/stateutil/internal/schemaflags"
 	"github.com/stateutil/stateutil/keygroup"
 	"github.com/stateutil/stateutil/lookup"
 	"github.com/stateutil/stateutil/migrate"
@@ -125,7 +126,7 @@ func exitCode(err error) int {
 		errors.Is(err, storage.ErrExist), errors.Is(err, storage.ErrInUse), errors.Is(err, migrate.ErrBadDestination),
 		errors.Is(err, migrate.ErrConflict), errors.Is(err, surgery.ErrBadEdit), errors.Is(err, surgery.ErrConflict),
 		errors.Is(err, redistribute.ErrNotRedistributable), errors.As(err, new(*snapshot.ExpiryError)),
-		errors.As(err, new(*lookup.QueryError)), errors.As(err, new(*statesql.QueryError)):
+		errors.As(err, new(*lookup.QueryError)), errors.As(err, new(*statesql.QueryError)), errors.As(err, new(*schemaflags.Error)):
 		return ExitUsage
 	case errors.Is(err, snapshot.ErrNotFound):
 		return ExitNotFound
@@ -266,10 +267,13 @@ wasb:// too).
 		&cobra.Group{ID: groupScaleOut, Title: "Scale out (a planned copy in shards):"},
 		&cobra.Group{ID: groupOther, Title: "Other commands:"},
 	)
-	addGroup(root, groupLook, newInspectCommand(e), newLsCommand(e), newGetCommand(e), newDumpCommand(e), newSQLCommand(e), newDiffCommand(e),
-		newVerifyCommand(e), newKeygroupCommand(), newServeCommand(e))
+	// The commands that read values take the user's schemas of classes the
+	// snapshots only name (--kryo-classes, --proto-descriptors).
+	schemas := func(c *cobra.Command, without ...string) *cobra.Command { return schemaflags.Add(&e.reg, c, without...) }
+	addGroup(root, groupLook, schemas(newInspectCommand(e)), newLsCommand(e), schemas(newGetCommand(e)), schemas(newDumpCommand(e)),
+		schemas(newSQLCommand(e)), schemas(newDiffCommand(e)), schemas(newVerifyCommand(e)), newKeygroupCommand(), schemas(newServeCommand(e)))
 	addGroup(root, groupChange, newConvertCommand(e), newRescaleCommand(e), newUpgradeCommand(e), newOperatorCommand(e),
-		newStateCommand(e), newKeysCommand(e), newPutCommand(e), newLoadCommand(e))
+		newStateCommand(e), newKeysCommand(e), schemas(newPutCommand(e), "plan-only", "yarn"), schemas(newLoadCommand(e), "plan-only", "yarn"))
 	addGroup(root, groupScaleOut, newShardCommand(e), newCommitCommand(e), newAbortCommand(e))
 	addGroup(root, groupOther, newGenerateCommand(e), newRunCommand(e), newVersionCommand(e), newFetchTokenCommand(e))
 	root.SetHelpCommandGroupID(groupOther)

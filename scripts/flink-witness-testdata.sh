@@ -6,7 +6,10 @@
 # savepoint and checkpoint and, for cep, zoo and sqlevents, an unaligned checkpoint with
 # records in flight (48 entries, about 13 MB). Each entry's dump.jsonl is the job's own dump (Flink
 # restores the snapshot into dumpers); the zoo entries get descriptors.pb, the
-# FileDescriptorSet of their Protobuf message (what protoc --descriptor_set_out writes).
+# FileDescriptorSet of their Protobuf message (what protoc --descriptor_set_out writes), and
+# kryo-classes.txt, the fields of the classes Kryo writes with its FieldSerializer
+# (testenv/flink/witness/zoo.kryo-classes, written from the job's source), which the
+# witness test gives stateutil as --proto-descriptors and --kryo-classes.
 # Then it replaces testdata/flink-witness with the slice below (30 entries, about 5.0 MB):
 # every job on every kind of snapshot at least once.
 #
@@ -35,6 +38,7 @@ entries=$("$root/scripts/flink-corpus.sh" --list --versions "$versions" | awk '$
 for v in $versions; do
 	for e in "$full/$v"/zoo-*/; do
 		"$root/scripts/flink-harness.sh" "$v" proto-descriptors --out "$e/descriptors.pb" >/dev/null
+		cp "$root/testenv/flink/witness/zoo.kryo-classes" "$e/kryo-classes.txt"
 	done
 done
 tmp="$root/testdata/.flink-witness.new"

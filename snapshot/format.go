@@ -128,6 +128,10 @@ type OpenOptions struct {
 	// but damage in parts no read touches goes unseen: for reads that show
 	// state (dump), not for verify or copies.
 	ChecksumReads bool
+	// Schemas are what the user says about classes the snapshot names but
+	// does not describe, for formats that must decode values to find
+	// where they end. Registry.Open gives its codecs' when nil.
+	Schemas *Schemas
 }
 
 // WriteOptions tune how a snapshot is written.

@@ -21,6 +21,10 @@ type NotDecodedError struct {
 	// the snapshot records one (a Kryo or POJO type): the part that
 	// stopped the decoding, the whole value or a part of it.
 	Serializer, ValueClass string
+	// Bytes are what the value shows of itself, where not all its bytes:
+	// the part its serializer wrote after what names the class (a Kryo
+	// class with a serializer of its own). nil: all of them.
+	Bytes []byte
 }
 
 func (e *NotDecodedError) Error() string {

@@ -19,7 +19,7 @@ func (notDecodedCodec) HashCode([]byte) (int32, error) { return 0, nil }
 // bare hex string of a bytes value; JSON escapes the class.
 func TestDecodeNotDecoded(t *testing.T) {
 	c := NewCodecs()
-	c.Register("acme:", func(Type) (Codec, error) { return notDecodedCodec{}, nil })
+	c.Register("acme:", func(Type, *Schemas) (Codec, error) { return notDecodedCodec{}, nil })
 	b := []byte{0x02, 0xff}
 	v := c.Decode(Type{Name: "acme:order"}, b)
 	b[0] = 0 // the value keeps bytes of its own

@@ -153,6 +153,9 @@ func (r *Registry) Open(ctx context.Context, location string, opts OpenOptions) 
 	if opts.Storage == nil {
 		opts.Storage = r.Storage
 	}
+	if opts.Schemas == nil {
+		opts.Schemas = r.Codecs.Schemas()
+	}
 	return f.Open(ctx, st, path, opts)
 }
 

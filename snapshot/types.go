@@ -98,8 +98,10 @@ func TextOf(v any) (string, bool) {
 
 // CodecFactory builds the codec of a type from what the type records (its
 // name, class and serializer snapshot), so that a codec follows from the
-// snapshot alone, whichever process or format it was read from.
-type CodecFactory func(t Type) (Codec, error)
+// snapshot alone, whichever process or format it was read from, and from
+// the schemas the user gave for classes the snapshot only names (nil:
+// none).
+type CodecFactory func(t Type, s *Schemas) (Codec, error)
 
 // Codecs finds the codec of a type: an exact name, else the longest
 // registered prefix (a format's own namespace of names, such as "flink:").
@@ -108,6 +110,7 @@ type Codecs struct {
 	exact    map[string]CodecFactory
 	prefixes map[string]CodecFactory
 	built    sync.Map // codecKey -> Codec or error
+	schemas  *Schemas
 }
 
 type codecKey struct{ name, class, snapshot string }
@@ -119,7 +122,7 @@ func NewCodecs() *Codecs {
 		TypeString: stringCodec{}, TypeInt32: fixedWidth{4}, TypeInt64: fixedWidth{8},
 		TypeBytes: bytesCodec{}, TypeMsgpack: msgpackCodec{}, TypeJSON: jsonCodec{}, TypeVoid: voidCodec{},
 	} {
-		c.Register(name, func(Type) (Codec, error) { return codec, nil })
+		c.Register(name, func(Type, *Schemas) (Codec, error) { return codec, nil })
 	}
 	return c
 }
@@ -159,7 +162,7 @@ func (c *Codecs) Codec(t Type) (Codec, error) {
 	var v any
 	if f == nil {
 		v = fmt.Errorf("%w: %q", keygroup.ErrUnknownKeyType, t.Name)
-	} else if codec, err := f(t); err != nil {
+	} else if codec, err := f(t, c.schemas); err != nil {
 		v = fmt.Errorf("type %s: %w", t, err)
 	} else {
 		v = codec
@@ -191,7 +194,11 @@ func (c *Codecs) Decoder(t Type) func(b []byte) any {
 				return v
 			}
 			if nd := (*NotDecodedError)(nil); errors.As(err, &nd) {
-				return NotDecoded{Class: nd.Class, Bytes: bytes.Clone(b)}
+				shown := nd.Bytes
+				if shown == nil {
+					shown = b
+				}
+				return NotDecoded{Class: nd.Class, Bytes: bytes.Clone(shown)}
 			}
 		}
 		return "0x" + hex.EncodeToString(b)

@@ -98,7 +98,7 @@ func open(ctx context.Context, st storage.Storage, p string, opts snapshot.OpenO
 	}
 	r := &SnapshotReader{meta: m, sums: sums, res: statefile.NewResolver(st, mp, opts.Storage, maps...), tempDir: opts.TempDir, natives: map[nativeKey]*nativeDB{}}
 	r.res.Kryo5 = m.Version >= 5
-	r.res.Serializers = serializers
+	r.res.Serializers = serializers.WithSchemas(opts.Schemas)
 	if err := r.build(ctx); err != nil {
 		r.Close()
 		return nil, err
@@ -136,5 +136,5 @@ var serializers = typeser.NewTable(
 // Register adds the flink format and the codecs of Flink types to reg.
 func Register(reg *snapshot.Registry) {
 	reg.Register(Format)
-	reg.Codecs.Register(typeser.TypePrefix, serializers.CodecFactory)
+	reg.Codecs.Register(typeser.TypePrefix, serializers.CodecFactoryWith)
 }

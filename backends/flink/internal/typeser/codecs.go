@@ -144,7 +144,7 @@ var arrayExprs = map[string]string{
 
 // TypeOf maps a serializer onto a snapshot type.
 func TypeOf(s *SerializerSnapshot) snapshot.Type {
-	t := snapshot.Type{Name: TypePrefix + typeExpr(s)}
+	t := snapshot.Type{Name: TypePrefix + typeName(s)}
 	if s != nil {
 		t.Class = s.Name()
 		// A nested snapshot (a map's key, a list's element) carries its
@@ -196,13 +196,17 @@ func (t *Table) CodecFactory(typ snapshot.Type) (snapshot.Codec, error) {
 		if strings.Contains(expr, "kryo5") {
 			MarkKryo5(s)
 		}
-		if r.Err == nil && r.Remaining() == 0 && typeExpr(s) == expr {
+		if r.Err == nil && r.Remaining() == 0 && typeName(s) == expr {
 			return Codec{S: s}, nil
 		}
 	}
-	s, err := t.parseTypeExpr(expr)
+	plain, marked := strings.CutSuffix(expr, kryo5Mark)
+	s, err := t.parseTypeExpr(plain)
 	if err != nil {
 		return nil, err
+	}
+	if marked {
+		MarkKryo5(s)
 	}
 	return Codec{S: s}, nil
 }
@@ -290,6 +294,9 @@ func (c Codec) Decode(b []byte) (any, error) {
 	}
 	r := wire.NewReader(b, "value", 0)
 	v := DecodeAny(r, c.S, 0)
+	if r.BySchema != nil && (r.Err != nil || r.Remaining() != 0) && !errors.Is(r.Err, snapshot.ErrNotDecoded) {
+		r.Err = r.BySchema
+	}
 	if nd := (*snapshot.NotDecodedError)(nil); errors.As(r.Err, &nd) {
 		// A part no decoder walks leaves the whole value undecoded: its
 		// class is the value's own.

@@ -46,6 +46,11 @@ func (c Codec) notDecodedBytes(v any) (b []byte, ok bool, err error) {
 	if b, err = hex.DecodeString(h); !isHex || err != nil {
 		return nil, true, fmt.Errorf(`"@bytes": want 0x-prefixed hex, not %q`, text)
 	}
+	if f := familyOf(c.S); f != nil && f.Whole != nil {
+		if whole, ok := f.Whole(c.S, class, b); ok {
+			b = whole
+		}
+	}
 	_, err = c.Decode(b)
 	var nd *snapshot.NotDecodedError
 	switch {

@@ -48,6 +48,10 @@ type Family struct {
 	// StateCodecs decode and write the byte[] elements of operator states
 	// that no serializer snapshot describes, by the state's name.
 	StateCodecs map[string]func() StateCodec
+	// Whole is the bytes of a value of s that decodes as not decoded
+	// showing only shown, a part of it, as an object of class; ok is
+	// false where no such value is.
+	Whole func(s *SerializerSnapshot, class string, shown []byte) (whole []byte, ok bool)
 }
 
 // StateCodec decodes and writes the elements of one operator state.
@@ -77,6 +81,8 @@ type Table struct {
 	parsers     map[string]SnapshotParser
 	exprs       map[string]ExprLeaf
 	stateCodecs map[string]func() StateCodec
+	// schemas are the user's, for classes a snapshot only names.
+	schemas *snapshot.Schemas
 }
 
 // NewTable builds the table of families. Two families claiming

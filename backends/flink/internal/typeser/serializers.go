@@ -15,6 +15,8 @@ import (
 type KryoRegistration struct {
 	Class string `json:"class"`
 	Kind  int32  `json:"kind"`
+	// Serializer is the serializer's class, where Kind is 1 (a class).
+	Serializer string `json:"serializer,omitempty"`
 }
 
 // SerializerSnapshot describes a serializer as a state file's header records

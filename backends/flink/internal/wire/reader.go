@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"unicode/utf8"
+
+	"github.com/stateutil/stateutil/snapshot"
 )
 
 // Reader decodes big-endian (Java DataOutputStream) values from a byte slice.
@@ -17,6 +19,11 @@ type Reader struct {
 	File string
 	Base int64 // offset of buf[0] in file
 	Err  error
+	// BySchema is set once part of the bytes was read by a schema the
+	// user gave, not one the snapshot records: a value that then fails
+	// is not decoded by that schema (it may not be the writer's), not
+	// damage.
+	BySchema *snapshot.NotDecodedError
 }
 
 func NewReader(buf []byte, file string, base int64) *Reader {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stateutil/stateutil/backends/flink/internal/typeser"
 	"github.com/stateutil/stateutil/backends/flink/internal/wire"
+	"github.com/stateutil/stateutil/internal/classlayout"
 	"github.com/stateutil/stateutil/keygroup"
 	"github.com/stateutil/stateutil/snapshot"
 )
@@ -62,11 +63,12 @@ var Family = &typeser.Family{
 		return nil, skipKryo(r, s)
 	},
 	Sized: func(*typeser.SerializerSnapshot, int) bool { return true },
-	Notes: map[string]string{"Kryo": "the JDK's classes, Flink's and chill's decode; a user class, or one with a Kryo serializer of its own, is not decoded"},
+	Notes: map[string]string{"Kryo": "the JDK's classes, Flink's and chill's decode; a user's class or enum by its declaration (--kryo-classes), a Protobuf message by its descriptor set (--proto-descriptors); a class with a Kryo serializer of its own is not decoded, shown as its bytes"},
 	Encode: func(b []byte, s *typeser.SerializerSnapshot, v any, depth int) ([]byte, bool, error) {
 		b, err := encodeKryo(b, s, v, depth == 0)
 		return b, true, err
 	},
+	Whole: kryoWhole, // kryo_schema_encode.go
 	Hash: func(r *wire.Reader, s *typeser.SerializerSnapshot) (int32, bool) {
 		d := *r
 		v := decodeKryo(&d, s, false)
@@ -241,12 +243,19 @@ type kryoIn struct {
 	delimited bool
 	// tail is the class of the object kept as the value's last bytes.
 	tail string
+	// schemas are the user's (kryo_schema.go); declared is the class the
+	// serializer snapshot declares; inSchema counts the objects being
+	// read by a schema.
+	schemas  *snapshot.Schemas
+	declared string
+	inSchema int
 }
 
 // decodeKryo decodes a value of a KryoSerializer; delimited says the value
 // ends where r does.
 func decodeKryo(r *wire.Reader, s *typeser.SerializerSnapshot, delimited bool) any {
-	k := &kryoIn{r: r, v5: s.Kryo5, regs: s.KryoRegistrations, serializer: s.Name(), delimited: delimited}
+	k := &kryoIn{r: r, v5: s.Kryo5, regs: s.KryoRegistrations, serializer: s.Name(), delimited: delimited,
+		schemas: s.Schemas(), declared: s.TypeClass}
 	v := k.classAndObject(0)
 	if k.tail != "" && r.Err != nil {
 		// More of the value was due after the object kept as the last
@@ -254,6 +263,9 @@ func decodeKryo(r *wire.Reader, s *typeser.SerializerSnapshot, delimited bool) a
 		r.Err = nil
 		k.notDecoded(k.tail)
 		return nil
+	}
+	if v, ok := k.declaredValue(v); ok { // kryo_schema.go
+		return v
 	}
 	// A value of the class the snapshot declares needs no tag.
 	switch x := v.(type) {
@@ -494,12 +506,8 @@ func (k *kryoIn) class() string {
 	case id < len(kryoNames):
 		return kryoNames[id]
 	case id >= kryoFirstSnapshotID && id-kryoFirstSnapshotID < len(k.regs):
-		reg := k.regs[id-kryoFirstSnapshotID]
-		if reg.Kind != 0 {
-			k.notDecoded(reg.Class)
-			return ""
-		}
-		return reg.Class
+		// A class with a serializer of its own: object reads it.
+		return k.regs[id-kryoFirstSnapshotID].Class
 	case id >= kryoFirstSnapshotID:
 		r.FailAt(at, "Kryo class id %d: the serializer snapshot registers %d classes from id %d", id, len(k.regs), kryoFirstSnapshotID)
 		return ""
@@ -543,7 +551,7 @@ func (k *kryoIn) classAndObject(depth int) any {
 	if class == "" || k.r.Err != nil {
 		return nil
 	}
-	if r := k.r; !kryoNoRefs(class, k.v5) && r.Remaining() > 0 && r.Buf[r.Off] == 0 {
+	if r := k.r; !k.noRefs(class) && r.Remaining() > 0 && r.Buf[r.Off] == 0 {
 		// Kryo writes a null as the null class, never as a class and null.
 		r.Fail("Kryo %s with a null reference marker", class)
 		return nil
@@ -557,6 +565,9 @@ func (k *kryoIn) object(class string, marker bool, depth int) any {
 		k.r.Fail("Kryo values nested deeper than 16")
 		return nil
 	}
+	if v, ok := k.extended(class, marker, depth); ok { // kryo_schema.go
+		return v
+	}
 	ser, ok := kryoSerializerIn(class, k.v5)
 	if !ok {
 		if depth > 0 && k.delimited && marker {
@@ -565,7 +576,7 @@ func (k *kryoIn) object(class string, marker bool, depth int) any {
 		k.notDecoded(class)
 		return nil
 	}
-	if marker && !kryoNoRefs(class, k.v5) {
+	if marker && !k.noRefs(class) {
 		if v, follows := k.ref(class); !follows {
 			return v
 		}
@@ -771,7 +782,7 @@ func (k *kryoIn) collection(class string, sorted bool, depth int) any {
 // elementOf reads an element of a collection whose elements are all of
 // class: a null marker, or a reference marker, then the object.
 func (k *kryoIn) elementOf(class string, mayBeNull bool, depth int) any {
-	if kryoNoRefs(class, k.v5) && mayBeNull {
+	if k.noRefs(class) && mayBeNull {
 		if !k.r.Bool("Kryo not-null flag") {
 			return nil
 		}
@@ -831,30 +842,8 @@ func (k *kryoIn) comparator(class string, cmp *string) bool {
 
 // mapOf reads MapSerializer's (and TreeMap's) map.
 func (k *kryoIn) mapOf(class string, sorted bool, depth int) any {
-	r := k.r
-	m := &kryoMap{Class: class}
-	if sorted && !k.v5 && !k.comparator(class, &m.Comparator) {
-		return nil
-	}
-	at := r.Pos()
-	n := uint64(k.varint("Kryo map size"))
-	if k.v5 {
-		if r.Err == nil && n == 0 {
-			r.FailAt(at, "Kryo map size 0: Kryo 5 writes the size plus one")
-		}
-		n--
-	}
-	if sorted && k.v5 && !k.comparator(class, &m.Comparator) {
-		return nil
-	}
-	cnt := k.count(n, 2, "Kryo map size", at)
-	for i := 0; i < cnt && r.Err == nil; i++ {
-		m.add(k.classAndObject(depth+1), k.classAndObject(depth+1))
-	}
-	if r.Err != nil {
-		return nil
-	}
-	return m
+	// Keys and values of no declared class (kryo_schema.go).
+	return k.genericMap(class, sorted, classlayout.Type{}, classlayout.Type{}, depth)
 }
 
 func (k *kryoIn) bigInteger() *big.Int {
@@ -1139,6 +1128,9 @@ func kryoRegistrations(sr *typeser.SnapReader) []typeser.KryoRegistration {
 			fr := wire.NewReader(frame, sr.R.File, base)
 			if fr.UTF("Kryo registration class") == name {
 				reg.Kind = fr.I32("Kryo registration kind")
+			}
+			if reg.Kind == kryoRegisteredClass {
+				reg.Serializer = fr.UTF("Kryo registration serializer class")
 			}
 			if fr.Err != nil {
 				reg.Kind = -1

@@ -16,6 +16,8 @@ import (
 
 	"github.com/stateutil/stateutil/backends/flink/internal/typeser"
 	"github.com/stateutil/stateutil/backends/flink/internal/wire"
+	"github.com/stateutil/stateutil/internal/classlayout"
+	"github.com/stateutil/stateutil/snapshot"
 )
 
 // kryoOut writes one Kryo value from its JSON (kryo.go), as Kryo does.
@@ -29,15 +31,22 @@ type kryoOut struct {
 	// object may be one kept as bytes (kryo.go's keepTail).
 	delimited bool
 	tailEnd   int // where the object kept as bytes ends, -1 for none
+	schemas   *snapshot.Schemas
 }
 
 // encodeKryo appends the value v of a KryoSerializer to b; delimited says
 // nothing follows the value.
 func encodeKryo(b []byte, s *typeser.SerializerSnapshot, v any, delimited bool) ([]byte, error) {
 	start := len(b)
-	k := &kryoOut{b: b, v5: s.Kryo5, regs: s.KryoRegistrations, names: map[string]int{}, delimited: delimited, tailEnd: -1}
+	k := &kryoOut{b: b, v5: s.Kryo5, regs: s.KryoRegistrations, names: map[string]int{}, delimited: delimited, tailEnd: -1, schemas: s.Schemas()}
 	var err error
-	if kryoDeclared(s.TypeClass) && kryoUntaggedValue(v) {
+	if s.TypeClass == kryoOptional && !kryoTaggedAs(v, kryoOptional) {
+		// Its value (kryo_schema.go).
+		k.class(s.TypeClass)
+		err = k.object(s.TypeClass, v, true, 0)
+	} else if k.untypedUserValue(s.TypeClass, v) {
+		return nil, fmt.Errorf("a value of class %s is written by its fields, which stateutil knows from --kryo-classes only", s.TypeClass)
+	} else if k.declares(s.TypeClass) && kryoUntaggedValue(v) {
 		k.class(s.TypeClass)
 		err = k.object(s.TypeClass, v, true, 0)
 	} else {
@@ -265,7 +274,10 @@ func (k *kryoOut) object(class string, v any, marker bool, depth int) error {
 	if kept, ok := v.(kryoKeptBytes); ok {
 		return k.keptBytes(class, kept, depth)
 	}
-	if marker && !kryoNoRefs(class, k.v5) {
+	if ok, err := k.extended(class, v, marker, depth); ok { // kryo_schema_encode.go
+		return err
+	}
+	if marker && !k.noRefs(class) {
 		if m, ok := v.(map[string]any); ok {
 			if id, isRef := kryoRefID(m); isRef {
 				if id < 0 || id >= int64(len(k.refs)) || k.refs[id] != class {
@@ -506,7 +518,7 @@ func (k *kryoOut) collection(v any, sorted bool, depth int) error {
 		if err != nil {
 			return err
 		}
-		if kryoNoRefs(class, k.v5) && hasNull {
+		if k.noRefs(class) && hasNull {
 			k.b = append(k.b, map[bool]byte{false: 0, true: 1}[e != nil])
 			if e == nil {
 				continue
@@ -545,7 +557,7 @@ func (k *kryoOut) sameClass(vs []any, depth int) bool {
 	if !slices.ContainsFunc(vs, func(e any) bool { return kryoClassOf(e, k.refs) == "@ref" }) {
 		return kryoSameClass(vs, k.refs)
 	}
-	aside := &kryoOut{v5: k.v5, regs: k.regs, names: map[string]int{}, refs: slices.Clone(k.refs), delimited: k.delimited, tailEnd: -1}
+	aside := &kryoOut{v5: k.v5, regs: k.regs, names: map[string]int{}, refs: slices.Clone(k.refs), delimited: k.delimited, tailEnd: -1, schemas: k.schemas}
 	for c, id := range k.names {
 		aside.names[c] = id
 	}
@@ -652,44 +664,8 @@ func kryoEntries(v any) ([]any, []any, error) {
 }
 
 func (k *kryoOut) mapOf(v any, sorted bool, depth int) error {
-	v, cmp := kryoAttr(v)
-	if m, ok := v.(*kryoMap); ok && m.Comparator != "" {
-		cmp = m.Comparator
-	}
-	keys, vals, err := kryoEntries(v)
-	if err != nil {
-		return err
-	}
-	if cmp != nil && !sorted {
-		return fmt.Errorf("a comparator %v for a map that has none", cmp)
-	}
-	if _, decoded := v.(*kryoMap); sorted && !decoded {
-		keys, vals = javaSortedEntries(keys, vals, cmp)
-	}
-	if sorted && !k.v5 {
-		if err := k.comparator(cmp); err != nil {
-			return err
-		}
-	}
-	n := uint64(len(keys))
-	if k.v5 {
-		n++
-	}
-	k.varint(n)
-	if sorted && k.v5 {
-		if err := k.comparator(cmp); err != nil {
-			return err
-		}
-	}
-	for i := range keys {
-		if err := k.classAndObject(keys[i], depth+1); err != nil {
-			return err
-		}
-		if err := k.classAndObject(vals[i], depth+1); err != nil {
-			return err
-		}
-	}
-	return nil
+	// Keys and values of no declared class (kryo_schema_encode.go).
+	return k.genericMap(v, sorted, classlayout.Type{}, classlayout.Type{}, depth)
 }
 
 // bigInteger writes BigInteger.toByteArray's bytes, their count plus one

@@ -1,0 +1,124 @@
+// Package schemaflags is --kryo-classes and --proto-descriptors: the
+// schemas a user gives, in files, for the classes a snapshot only names,
+// for the commands that decode or write values.
+package schemaflags
+
+import (
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/stateutil/stateutil/internal/classlayout"
+	"github.com/stateutil/stateutil/internal/protovalue"
+	"github.com/stateutil/stateutil/snapshot"
+)
+
+// Error is a flag whose file cannot be read or holds no schema, or flags
+// that do not go together: the user's mistake.
+type Error struct{ msg string }
+
+func (e *Error) Error() string { return e.msg }
+
+func errorf(format string, args ...any) error { return &Error{fmt.Sprintf(format, args...)} }
+
+// maxFile bounds what a flag's file is read of.
+const maxFile = 64 << 20
+
+// files are what the flags name.
+type files struct {
+	kryoClasses      string
+	protoDescriptors []string
+}
+
+// Add adds the flags to c, which reads snapshots from *reg, and returns c.
+// Before c runs, *reg becomes the registry it is now, its codecs and
+// snapshots reading by the schemas the flags give. With any of c's flags
+// named exclusive set, they are refused: what that flag hands on runs
+// later, without their files.
+func Add(reg **snapshot.Registry, c *cobra.Command, exclusive ...string) *cobra.Command {
+	var f files
+	fs := c.Flags()
+	fs.StringVar(&f.kryoClasses, "kryo-classes", "", "FILE: the fields of the classes Kryo writes with its FieldSerializer, and the constants of enums, as Java declarations (see docs/flink.md: \"Kryo classes and Protobuf messages\"); without it their values are not decoded")
+	fs.StringArrayVar(&f.protoDescriptors, "proto-descriptors", nil, "FILE: a Protobuf FileDescriptorSet (protoc --include_imports --descriptor_set_out=FILE) to decode the messages Kryo writes with chill-protobuf's ProtobufSerializer (repeatable)")
+	base, pre := *reg, c.PreRunE
+	c.PreRunE = func(c *cobra.Command, args []string) error {
+		if pre != nil {
+			if err := pre(c, args); err != nil {
+				return err
+			}
+		}
+		s, err := f.read()
+		if err != nil {
+			return err
+		}
+		for _, name := range exclusive {
+			if v := fs.Lookup(name); s != nil && v != nil && v.Value.String() != "" {
+				return errorf("--kryo-classes and --proto-descriptors go with no --%s: what it hands on runs without their files", name)
+			}
+		}
+		*reg = base.WithSchemas(s)
+		return nil
+	}
+	return c
+}
+
+// read reads the schemas the flags give (nil: no flag is given).
+func (f *files) read() (*snapshot.Schemas, error) {
+	if f.kryoClasses == "" && len(f.protoDescriptors) == 0 {
+		return nil, nil
+	}
+	out := &snapshot.Schemas{}
+	if f.kryoClasses != "" {
+		b, err := readFile("--kryo-classes", f.kryoClasses)
+		if err != nil {
+			return nil, err
+		}
+		if out.Classes, err = classlayout.Parse(b, f.kryoClasses); err != nil {
+			return nil, errorf("--kryo-classes: %v", err)
+		}
+	}
+	if len(f.protoDescriptors) > 0 {
+		sets := map[string][]byte{}
+		for _, name := range f.protoDescriptors {
+			b, err := readFile("--proto-descriptors", name)
+			if err != nil {
+				return nil, err
+			}
+			sets[name] = b
+		}
+		var err error
+		if out.Protos, err = protovalue.Parse(sets); err != nil {
+			return nil, errorf("--proto-descriptors: %v", err)
+		}
+	}
+	return out, nil
+}
+
+// readFile reads the regular file name that flag names, of at most maxFile
+// bytes.
+func readFile(flag, name string) ([]byte, error) {
+	// Looked at before it is opened: opening a FIFO would wait for a writer.
+	if st, err := os.Stat(name); err != nil {
+		return nil, errorf("%s: %v", flag, err)
+	} else if !st.Mode().IsRegular() {
+		return nil, errorf("%s %q is not a regular file", flag, name)
+	}
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, errorf("%s: %v", flag, err)
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		return nil, errorf("%s %q is not a regular file", flag, name)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxFile+1))
+	if err != nil {
+		return nil, errorf("%s: %v", flag, err)
+	}
+	if len(b) > maxFile {
+		return nil, errorf("%s %q holds more than %d bytes", flag, name, maxFile)
+	}
+	return b, nil
+}
