@@ -12,6 +12,7 @@ import (
 
 	"github.com/stateutil/stateutil/backends/flink/metadata"
 	"github.com/stateutil/stateutil/backends/rocksdb"
+	"github.com/stateutil/stateutil/cmd/internal/render"
 	"github.com/stateutil/stateutil/snapshot"
 )
 
@@ -132,7 +133,7 @@ writes, and the storage schemes it knows. -o json is for scripts that depend on 
 			}
 			v := versionOf(e.reg)
 			if o.output.json() {
-				return writeJSON(c.OutOrStdout(), v)
+				return render.JSON(c.OutOrStdout(), v)
 			}
 			printVersion(c.OutOrStdout(), v)
 			return nil
