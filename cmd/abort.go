@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/stateutil/stateutil/cmd/internal/render"
 	"github.com/stateutil/stateutil/migrate"
 )
 
@@ -51,7 +52,7 @@ func (o *abortOptions) run(c *cobra.Command, e *env, planFile string) error {
 		return err
 	}
 	if o.report.json() {
-		return writeJSON(c.OutOrStdout(), res)
+		return render.JSON(c.OutOrStdout(), res)
 	}
 	if !res.Removed {
 		_, err = fmt.Fprintf(c.OutOrStdout(), "plan %s has no staging area at %s (aborted before, or committed); nothing to remove\n", res.Plan, res.Staging)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/stateutil/stateutil/cmd/internal/render"
 	"github.com/stateutil/stateutil/migrate"
 )
 
@@ -75,7 +76,7 @@ func (o *commitOptions) run(c *cobra.Command, e *env, planFile string) error {
 		return err
 	}
 	if o.report.json() {
-		return writeJSON(c.OutOrStdout(), res)
+		return render.JSON(c.OutOrStdout(), res)
 	}
 	if res.AlreadyCommitted {
 		how := "already committed by an earlier run"
@@ -95,6 +96,6 @@ func (o *commitOptions) run(c *cobra.Command, e *env, planFile string) error {
 		note = ", verified"
 	}
 	fmt.Fprintf(c.OutOrStdout(), "committed plan %s: %s (%s): %d operators, %d subtasks, %d keyed entries, %d operator-state elements, %s written by %d shards%s\n",
-		sp.ID, sp.Destination, sp.Format, t.Operators, t.Subtasks, t.Entries, t.Elements, humanBytes(t.Bytes), len(sp.Shards), note)
+		sp.ID, sp.Destination, sp.Format, t.Operators, t.Subtasks, t.Entries, t.Elements, render.Bytes(t.Bytes), len(sp.Shards), note)
 	return nil
 }

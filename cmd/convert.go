@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/stateutil/stateutil/cmd/internal/render"
 	"github.com/stateutil/stateutil/migrate"
 )
 
@@ -144,7 +145,7 @@ func (o *convertOptions) run(c *cobra.Command, e *env, src string) error {
 func (o *convertOptions) print(c *cobra.Command, src string, res *migrate.Result) error {
 	warnDropped(c.ErrOrStderr(), res.Dropped)
 	if o.report.json() {
-		return writeJSON(c.OutOrStdout(), convertReport(res))
+		return render.JSON(c.OutOrStdout(), render.ConvertReport(res))
 	}
 	t := res.Totals
 	verified := ""
@@ -152,19 +153,6 @@ func (o *convertOptions) print(c *cobra.Command, src string, res *migrate.Result
 		verified = ", verified"
 	}
 	fmt.Fprintf(c.OutOrStdout(), "converted %s (%s) to %s (%s): %d operators, %d subtasks, %d keyed entries, %d operator-state elements, %s%s\n",
-		src, res.From, o.output, res.Plan.Format, t.Operators, t.Subtasks, t.Entries, t.Elements, humanBytes(t.Bytes), verified)
+		src, res.From, o.output, res.Plan.Format, t.Operators, t.Subtasks, t.Entries, t.Elements, render.Bytes(t.Bytes), verified)
 	return nil
-}
-
-// convertReport is convert's JSON document.
-func convertReport(res *migrate.Result) any {
-	return struct {
-		SchemaVersion int    `json:"schema_version"`
-		Source        string `json:"source"`
-		Destination   string `json:"destination"`
-		From          string `json:"from"`
-		To            string `json:"to"`
-		migrate.Totals
-		Verified bool `json:"verified"`
-	}{1, res.Plan.Source, res.Plan.Destination, res.From, res.Plan.Format, res.Totals, res.Verified}
 }

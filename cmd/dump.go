@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/stateutil/stateutil/cmd/internal/render"
 	"github.com/stateutil/stateutil/keygroup"
 	"github.com/stateutil/stateutil/lookup"
 	"github.com/stateutil/stateutil/snapshot"
@@ -212,7 +213,7 @@ func (o *dumpOptions) table(ctx context.Context, r snapshot.Reader, codecs *snap
 		_, err := fmt.Fprintln(out, "No keys.")
 		return err
 	}
-	return table(out, []string{"OPERATOR", "STATE", "KIND", "KEY", "NAMESPACE", "KEY GROUP", "SUBTASK", "VALUE", "TTL EXPIRES", "EXPIRED", "LAST ACCESS"}, rows)
+	return render.Table(out, []string{"OPERATOR", "STATE", "KIND", "KEY", "NAMESPACE", "KEY GROUP", "SUBTASK", "VALUE", "TTL EXPIRES", "EXPIRED", "LAST ACCESS"}, rows)
 }
 
 // parquet writes the one keyed state the filters select to --output, as

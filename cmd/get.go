@@ -1,14 +1,11 @@
 package cmd
 
 import (
-	"fmt"
-	"io"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/stateutil/stateutil/cmd/internal/render"
 	"github.com/stateutil/stateutil/lookup"
 )
 
@@ -106,56 +103,7 @@ func (o *getOptions) run(c *cobra.Command, e *env, location string, now time.Tim
 		return err
 	}
 	if o.output.json() {
-		return writeJSON(c.OutOrStdout(), rec)
+		return render.JSON(c.OutOrStdout(), rec)
 	}
-	return printRecord(c.OutOrStdout(), rec)
-}
-
-func printRecord(w io.Writer, r *lookup.Record) error {
-	fmt.Fprintf(w, "operator:   %s\n", r.Operator)
-	fmt.Fprintf(w, "state:      %s (%s)\n", r.State, r.Kind)
-	fmt.Fprintf(w, "key:        %s\n", jsonText(r.Key))
-	if r.Namespace != nil {
-		fmt.Fprintf(w, "namespace:  %s\n", jsonText(r.Namespace))
-	}
-	fmt.Fprintf(w, "key group:  %d (subtask %d)\n", r.KeyGroup, r.Subtask)
-	if r.TTL != nil && !r.TTL.LastAccess.IsZero() {
-		fmt.Fprintf(w, "ttl:        last access %s (the snapshot does not record the TTL duration)\n", r.TTL.LastAccess.Format(time.RFC3339Nano))
-	} else if r.TTL != nil {
-		state := "alive"
-		if r.TTL.Expired {
-			state = "expired"
-		}
-		fmt.Fprintf(w, "ttl:        expires %s: %s at %s\n", r.TTL.ExpiresAt.Format(time.RFC3339Nano), state, r.TTL.Now.Format(time.RFC3339))
-	}
-	switch v := r.Value.(type) {
-	case []any:
-		fmt.Fprintf(w, "value:      %s\n", plural(len(v), "element"))
-		rows := make([][]string, len(v))
-		for i, x := range v {
-			rows[i] = []string{strconv.Itoa(i), jsonText(x)}
-		}
-		return table(w, []string{"#", "ELEMENT"}, rows)
-	case map[string]any:
-		entries := fmt.Sprintf("%d entries", len(v))
-		if len(v) == 1 {
-			entries = "1 entry"
-		}
-		fmt.Fprintf(w, "value:      %s\n", entries)
-		var rows [][]string
-		for _, k := range sortedKeys(v) {
-			rows = append(rows, []string{k, jsonText(v[k])})
-		}
-		return table(w, []string{"KEY", "VALUE"}, rows)
-	}
-	fmt.Fprintf(w, "value:      %s\n", jsonText(r.Value))
-	return nil
-}
-
-func jsonText(v any) string {
-	var b strings.Builder
-	if err := writeCompactJSON(&b, v); err != nil {
-		return fmt.Sprint(v)
-	}
-	return strings.TrimSuffix(b.String(), "\n")
+	return render.Record(c.OutOrStdout(), rec)
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/stateutil/stateutil/cmd/internal/render"
 	"github.com/stateutil/stateutil/keygroup"
 )
 
@@ -49,7 +50,7 @@ Key types follow Java's hashCode: string (UTF-16), int (Integer), long (Long), b
 			}
 			w := c.OutOrStdout()
 			if o.output.json() {
-				return writeJSON(w, loc)
+				return render.JSON(w, loc)
 			}
 			fmt.Fprintf(w, "key:             %q (%s)\n", loc.Key, loc.KeyType)
 			fmt.Fprintf(w, "hashCode:        %d\n", loc.HashCode)

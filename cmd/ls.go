@@ -2,14 +2,11 @@ package cmd
 
 import (
 	"fmt"
-	"io"
-	"strconv"
-	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/stateutil/stateutil/catalog"
+	"github.com/stateutil/stateutil/cmd/internal/render"
 	"github.com/stateutil/stateutil/snapshot"
 )
 
@@ -102,7 +99,7 @@ func (o *lsOptions) run(c *cobra.Command, e *env, root string) error {
 	w := c.OutOrStdout()
 	switch {
 	case o.output.json():
-		err = writeJSON(w, l)
+		err = render.JSON(w, l)
 	case o.quiet:
 		for _, s := range l.Snapshots {
 			if !s.Committed {
@@ -113,7 +110,7 @@ func (o *lsOptions) run(c *cobra.Command, e *env, root string) error {
 			}
 		}
 	default:
-		err = printListing(w, l)
+		err = render.Listing(w, l)
 	}
 	if err != nil {
 		return err
@@ -128,85 +125,4 @@ func (o *lsOptions) run(c *cobra.Command, e *env, root string) error {
 		return fmt.Errorf("%w: %d of %d snapshots under %q are incomplete or unreadable", snapshot.ErrCorrupt, bad, len(l.Snapshots), root)
 	}
 	return nil
-}
-
-func printListing(w io.Writer, l *catalog.Listing) error {
-	if len(l.Snapshots) == 0 {
-		_, err := fmt.Fprintf(w, "no snapshots under %s\n", l.Root)
-		return err
-	}
-	rows := make([][]string, 0, len(l.Snapshots))
-	for _, s := range l.Snapshots {
-		rows = append(rows, []string{s.Name, orDash(s.ID), orDash(string(s.Kind)), orDash(s.Format), snapshotTime(s),
-			humanBytes(s.Bytes), orDash(s.Operators), sharedCell(s), completeCell(s)})
-	}
-	if err := table(w, []string{"SNAPSHOT", "ID", "KIND", "FORMAT", "TIME", "SIZE", "OPERATORS", "SHARED", "COMPLETE"}, rows); err != nil {
-		return err
-	}
-	for _, j := range l.Jobs {
-		fmt.Fprintf(w, "job %s: %s, %d complete, %s in %s", j.Name, plural(j.Checkpoints, "checkpoint"), j.Complete, humanBytes(j.Bytes), plural(j.Files, "file"))
-		if j.SharedFiles > 0 {
-			fmt.Fprintf(w, " (of which %s in %s shared by checkpoints, counted once)", humanBytes(j.SharedBytes), plural(j.SharedFiles, "file"))
-		}
-		fmt.Fprintln(w)
-	}
-	fmt.Fprintf(w, "total: %s, %s in %s, each counted once\n", plural(len(l.Snapshots), "snapshot"), humanBytes(l.Bytes), plural(l.Files, "file"))
-	for _, s := range l.Snapshots {
-		for _, p := range s.Problems {
-			fmt.Fprintf(w, "%s: %s\n", s.Name, p)
-		}
-	}
-	return nil
-}
-
-// snapshotTime is when the snapshot was taken, else when its metadata was
-// written, as UTC to the second.
-func snapshotTime(s catalog.Snapshot) string {
-	t := s.Modified
-	if s.Created != nil {
-		t = *s.Created
-	}
-	if t.IsZero() {
-		return "-"
-	}
-	return t.UTC().Truncate(time.Second).Format(time.RFC3339)
-}
-
-func sharedCell(s catalog.Snapshot) string {
-	if s.SharedFiles == 0 {
-		return "-"
-	}
-	return humanBytes(s.SharedBytes) + " with " + strings.Join(s.SharesWith, " ")
-}
-
-func completeCell(s catalog.Snapshot) string {
-	switch {
-	case s.Complete:
-		return "yes"
-	case !s.Committed:
-		return "no: no _metadata"
-	case s.MissingFiles > 0:
-		return fmt.Sprintf("no: %s missing", plural(s.MissingFiles, "file"))
-	}
-	return "no: unreadable"
-}
-
-// orDash renders a figure that may be unknown (nil), or a name that may
-// be empty.
-func orDash(v any) string {
-	switch v := v.(type) {
-	case *int:
-		if v != nil {
-			return strconv.Itoa(*v)
-		}
-	case *int64:
-		if v != nil {
-			return strconv.FormatInt(*v, 10)
-		}
-	case string:
-		if v != "" {
-			return v
-		}
-	}
-	return "-"
 }

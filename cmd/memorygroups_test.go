@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/stateutil/stateutil/cmd/internal/render"
 )
 
 // A memory dump's key groups are checked one at a time: get reads the key
@@ -34,7 +36,7 @@ func TestMemoryKeyGroupDamage(t *testing.T) {
 		t.Fatalf("want keys in two key groups, got %d and %d", first.KeyGroup, last.KeyGroup)
 	}
 	get := func(file string, key any) (int, string) {
-		code, _, errOut := run(t, "get", file, "--operator", "rules", "--state", "user-total", "--key", jsonText(key))
+		code, _, errOut := run(t, "get", file, "--operator", "rules", "--state", "user-total", "--key", render.JSONText(key))
 		return code, errOut
 	}
 	if code, errOut := get(damaged, last.Key); code != ExitCorrupt || !strings.Contains(errOut, "bad-key-group.dump") || !strings.Contains(errOut, "checksum mismatch") {

@@ -1,15 +1,9 @@
 package cmd
 
 import (
-	"encoding/json"
-	"fmt"
-	"io"
-	"maps"
 	"slices"
 	"strings"
 
-	"github.com/olekukonko/tablewriter"
-	"github.com/olekukonko/tablewriter/tw"
 	"github.com/spf13/cobra"
 )
 
@@ -46,58 +40,3 @@ func (o *outputFlag) validate() error {
 }
 
 func (o *outputFlag) json() bool { return o.format == "json" }
-
-// writeCompactJSON writes v as one line of JSON, HTML left unescaped.
-func writeCompactJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	return enc.Encode(v)
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	return slices.Sorted(maps.Keys(m))
-}
-
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
-}
-
-// table renders rows as an ASCII table.
-func table(w io.Writer, header []string, rows [][]string) error {
-	t := tablewriter.NewTable(w,
-		tablewriter.WithRendition(tw.Rendition{Symbols: tw.NewSymbols(tw.StyleASCII)}),
-		tablewriter.WithHeaderAutoFormat(tw.Off),
-		tablewriter.WithRowAutoWrap(tw.WrapNone),
-	)
-	t.Header(toAny(header)...)
-	for _, r := range rows {
-		if err := t.Append(r); err != nil {
-			return err
-		}
-	}
-	return t.Render()
-}
-
-func toAny(s []string) []any {
-	out := make([]any, len(s))
-	for i, v := range s {
-		out[i] = v
-	}
-	return out
-}
-
-// humanBytes renders a byte count for people.
-func humanBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
-}

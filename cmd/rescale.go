@@ -1,13 +1,12 @@
 package cmd
 
 import (
-	"fmt"
-	"io"
 	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/stateutil/stateutil/cmd/internal/render"
 	"github.com/stateutil/stateutil/migrate"
 	"github.com/stateutil/stateutil/redistribute"
 )
@@ -178,60 +177,7 @@ func (o *rescaleOptions) run(c *cobra.Command, e *env, src string, change redist
 func (o *rescaleOptions) print(c *cobra.Command, res *migrate.Result) error {
 	warnDropped(c.ErrOrStderr(), res.Dropped)
 	if o.report.json() {
-		return writeJSON(c.OutOrStdout(), res.Plan.Plan)
+		return render.JSON(c.OutOrStdout(), res.Plan.Plan)
 	}
-	return printPlan(c.OutOrStdout(), res.Plan.Plan)
-}
-
-func printPlan(w io.Writer, p *redistribute.Plan) error {
-	verb := "Plan"
-	if !p.DryRun {
-		verb = "Rescaled"
-	}
-	if p.Destination != "" {
-		fmt.Fprintf(w, "%s: %s -> %s\n", verb, p.Source, p.Destination)
-	} else {
-		fmt.Fprintf(w, "%s: %s (dry run)\n", verb, p.Source)
-	}
-	for _, op := range p.Operators {
-		fmt.Fprintf(w, "\nOperator %s: parallelism %d -> %d, max parallelism %d -> %d (%s)\n",
-			operatorLabel(op.ID, op.UID, op.Name), op.Old.Parallelism, op.New.Parallelism, op.Old.MaxParallelism, op.New.MaxParallelism, op.Action)
-		if op.Note != "" {
-			fmt.Fprintf(w, "Note: %s\n", op.Note)
-		}
-		var rows [][]string
-		for _, sub := range op.Subtasks {
-			src := make([]string, len(sub.Sources))
-			for i, s := range sub.Sources {
-				src[i] = strconv.Itoa(s)
-			}
-			rows = append(rows, []string{strconv.Itoa(sub.Index), sub.KeyGroups.String(), strings.Join(src, " "),
-				strconv.FormatInt(sub.KeyedEntries, 10), humanBytes(sub.KeyedBytes), strconv.FormatInt(sub.OperatorElements, 10)})
-		}
-		if err := table(w, []string{"NEW SUBTASK", "KEY GROUPS", "FROM OLD SUBTASKS", "KEYED ENTRIES", "KEYED BYTES", "OPERATOR ELEMENTS"}, rows); err != nil {
-			return err
-		}
-		if op.KeyedEntries > 0 {
-			fmt.Fprintf(w, "Keyed skew (max/mean bytes over new subtasks): %.2f\n", op.KeyedSkew)
-		}
-		if len(op.OperatorStates) == 0 {
-			continue
-		}
-		rows = nil
-		for _, st := range op.OperatorStates {
-			per := make([]string, len(st.Assignment))
-			for j, pieces := range st.Assignment {
-				var n int64
-				for _, pc := range pieces {
-					n += pc.Count
-				}
-				per[j] = strconv.FormatInt(n, 10)
-			}
-			rows = append(rows, []string{st.Name, string(st.Mode), strconv.FormatInt(st.Elements, 10), strings.Join(per, " ")})
-		}
-		if err := table(w, []string{"OPERATOR STATE", "MODE", "OLD ELEMENTS", "ELEMENTS PER NEW SUBTASK"}, rows); err != nil {
-			return err
-		}
-	}
-	return nil
+	return render.RescalePlan(c.OutOrStdout(), res.Plan.Plan)
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/stateutil/stateutil/backends/flink"
 	"github.com/stateutil/stateutil/backends/memory"
 	"github.com/stateutil/stateutil/backends/rocksdb"
+	"github.com/stateutil/stateutil/cmd/internal/buildinfo"
 	"github.com/stateutil/stateutil/internal/kerberos"
 	"github.com/stateutil/stateutil/internal/recovered"
 	"github.com/stateutil/stateutil/internal/schemaflags"
@@ -230,7 +231,7 @@ or wasbs://container@account.blob.core.windows.net/path URIs (abfs:// and
 wasb:// too).
 
 ` + exitCodeHelp,
-		Version:       versionLine(),
+		Version:       buildinfo.Line(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}

@@ -3,13 +3,13 @@ package cmd
 import (
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 
+	"github.com/stateutil/stateutil/cmd/internal/render"
 	"github.com/stateutil/stateutil/runtime"
 	"github.com/stateutil/stateutil/runtime/jobs"
 )
@@ -181,71 +181,8 @@ func (o *runOptions) run(c *cobra.Command, e *env, job *runtime.Job, opts runtim
 		return runError(err)
 	}
 	if o.output.json() {
-		return writeJSON(c.OutOrStdout(), res)
+		return render.JSON(c.OutOrStdout(), res)
 	}
-	printRunSummary(c.OutOrStdout(), res)
+	render.RunSummary(c.OutOrStdout(), res)
 	return nil
-}
-
-func printRunSummary(w io.Writer, r *runtime.Result) {
-	fmt.Fprintf(w, "Job:          %s (job id %s)\n", r.Job, r.JobID)
-	fmt.Fprintf(w, "Parallelism:  %d (max parallelism %d)\n", r.Parallelism, r.MaxParallelism)
-	fmt.Fprintf(w, "Backend:      %s state, %s format\n", r.Backend, r.Format)
-	if r.RestoredFrom != "" {
-		fmt.Fprintf(w, "Restored:     %s\n", r.RestoredFrom)
-	}
-	rate := ""
-	if s := r.Elapsed.Seconds(); s > 0 {
-		rate = fmt.Sprintf(" (%.0f records/s)", float64(r.Records)/s)
-	}
-	fmt.Fprintf(w, "Records:      %d in %s%s\n", r.Records, r.Elapsed.Round(time.Millisecond), rate)
-	fmt.Fprintf(w, "Checkpoints:  %d written, %d failed", r.Checkpoints, r.FailedCheckpoints)
-	if r.LastCheckpoint != "" && r.Savepoint == "" {
-		fmt.Fprintf(w, "; latest %s", r.LastCheckpoint)
-	}
-	fmt.Fprintln(w)
-	printIncremental(w, r.Incremental)
-	if r.Savepoint != "" {
-		fmt.Fprintf(w, "Savepoint:    %s\n", r.Savepoint)
-	}
-	fmt.Fprintf(w, "State:        %d entries, digest %s\n", r.StateEntries, r.StateDigest)
-	fmt.Fprintf(w, "Output:       %d lines committed, digest %s\n", r.OutputLines, r.OutputDigest)
-}
-
-// maxIncrementalLines bounds the per-checkpoint lines of the summary; the
-// JSON output lists every checkpoint.
-const maxIncrementalLines = 10
-
-// printIncremental tells what the incremental checkpoints uploaded and
-// what they reused from the checkpoints before them: the last one and the
-// total, then one line per checkpoint (the newest maxIncrementalLines).
-func printIncremental(w io.Writer, cs []runtime.IncrementalCheckpoint) {
-	if len(cs) == 0 {
-		return
-	}
-	last := cs[len(cs)-1]
-	var total int64
-	for _, c := range cs {
-		total += c.UploadedBytes
-	}
-	fmt.Fprintf(w, "Incremental:  last checkpoint uploaded %s of %s (%s reused); %s uploaded by %s\n",
-		humanBytes(last.UploadedBytes), humanBytes(last.Bytes), plural(last.ReusedFiles, "file"), humanBytes(total), plural(len(cs), "checkpoint"))
-	if len(cs) > maxIncrementalLines {
-		fmt.Fprintf(w, "              (%s not shown)\n", plural(len(cs)-maxIncrementalLines, "earlier checkpoint"))
-		cs = cs[len(cs)-maxIncrementalLines:]
-	}
-	width := len(fmt.Sprint(cs[len(cs)-1].ID))
-	for _, c := range cs {
-		fmt.Fprintf(w, "              chk-%-*d uploaded %s of %s; SST files: %d uploaded (%s), %d reused (%s)\n",
-			width, c.ID, humanBytes(c.UploadedBytes), humanBytes(c.Bytes),
-			c.SharedFiles-c.ReusedFiles, humanBytes(c.SharedBytes-c.ReusedBytes), c.ReusedFiles, humanBytes(c.ReusedBytes))
-	}
-}
-
-// plural is "1 file", "2 files".
-func plural(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
 }

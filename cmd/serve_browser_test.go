@@ -24,6 +24,8 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+
+	"github.com/stateutil/stateutil/cmd/internal/render"
 )
 
 // screenshots is where -rewrite puts docs/serve.md's pictures of the UI.
@@ -249,7 +251,7 @@ func TestServeInBrowser(t *testing.T) {
 			var wantKeys [][]string
 			for _, k := range keys {
 				k := k.(map[string]any)
-				wantKeys = append(wantKeys, []string{k["state"].(string), jsonNumber(k["key_group"]), jsonText(k["key"]), k["change"].(string), valueOrDash(k, "old"), valueOrDash(k, "new")})
+				wantKeys = append(wantKeys, []string{k["state"].(string), jsonNumber(k["key_group"]), render.JSONText(k["key"]), k["change"].(string), valueOrDash(k, "old"), valueOrDash(k, "new")})
 			}
 			if len(wantKeys) > 0 {
 				var got [][]string
@@ -490,20 +492,20 @@ func currentHash(t *testing.T, tab context.Context) string {
 	return hash
 }
 
-// canonicalJSON is a JSON text as jsonText writes it (keys sorted); any
+// canonicalJSON is a JSON text as render.JSONText writes it (keys sorted); any
 // other text is kept as it is.
 func canonicalJSON(s string) string {
 	var v any
 	if err := json.Unmarshal([]byte(s), &v); err != nil {
 		return s
 	}
-	return jsonText(v)
+	return render.JSONText(v)
 }
 
 // valueOrDash is a diff key's old or new value as the page shows it.
 func valueOrDash(k map[string]any, field string) string {
 	if v, ok := k[field]; ok {
-		return jsonText(v)
+		return render.JSONText(v)
 	}
 	return "-"
 }
@@ -571,7 +573,7 @@ func checkOperatorState(t *testing.T, tab context.Context, ops map[string]any) {
 			values, _ := st["values"].([]any)
 			for _, v := range values {
 				v := v.(map[string]any)
-				wantValues = append(wantValues, []string{st["name"].(string), jsonNumber(v["subtask"]), jsonText(v["value"])})
+				wantValues = append(wantValues, []string{st["name"].(string), jsonNumber(v["subtask"]), render.JSONText(v["value"])})
 			}
 		}
 		sec := fmt.Sprintf(`#main section[data-operator=%q]`, op["uid"])
@@ -594,12 +596,12 @@ func checkRecordsPage(t *testing.T, tab context.Context, what string, records []
 	for _, r := range records {
 		ns, ttl := "", ""
 		if v, ok := r["namespace"]; ok {
-			ns = jsonText(v)
+			ns = render.JSONText(v)
 		}
 		if v, ok := r["ttl"].(map[string]any); ok {
-			ttl = jsonText(withoutNow(v))
+			ttl = render.JSONText(withoutNow(v))
 		}
-		want = append(want, []string{jsonNumber(r["key_group"]), jsonNumber(r["subtask"]), jsonText(r["key"]), ns, jsonText(r["value"]), ttl})
+		want = append(want, []string{jsonNumber(r["key_group"]), jsonNumber(r["subtask"]), render.JSONText(r["key"]), ns, render.JSONText(r["value"]), ttl})
 	}
 	act(t, tab, chromedp.Evaluate(`[...document.querySelectorAll('#page .records tbody tr')].map(tr => [...tr.children].map(td => {
 		const tree = td.querySelector('.json-tree');
@@ -609,7 +611,7 @@ func checkRecordsPage(t *testing.T, tab context.Context, what string, records []
 		row[4] = canonicalJSON(row[4])
 		var ttl map[string]any
 		if json.Unmarshal([]byte(row[5]), &ttl) == nil {
-			row[5] = jsonText(withoutNow(ttl))
+			row[5] = render.JSONText(withoutNow(ttl))
 		}
 	}
 	if len(records) == 0 {

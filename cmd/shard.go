@@ -20,6 +20,7 @@ import (
 	"github.com/colinmarc/hdfs/v2"
 	"github.com/spf13/cobra"
 
+	"github.com/stateutil/stateutil/cmd/internal/render"
 	"github.com/stateutil/stateutil/internal/kerberos"
 	"github.com/stateutil/stateutil/migrate"
 	"github.com/stateutil/stateutil/storage"
@@ -112,7 +113,7 @@ func (o *shardOptions) run(c *cobra.Command, e *env, planFile string, i, n int) 
 	a := sp.Shards[i-1]
 	host, _ := os.Hostname()
 	fmt.Fprintf(errOut, "stateutil: shard %d/%d of plan %s on %s (pid %d%s): %d subtasks, %s, from %s to %s\n",
-		i, n, sp.ID, host, os.Getpid(), containerNote(), len(a.Subtasks), humanBytes(a.Bytes), sp.Source, sp.Destination)
+		i, n, sp.ID, host, os.Getpid(), containerNote(), len(a.Subtasks), render.Bytes(a.Bytes), sp.Source, sp.Destination)
 	defer func() {
 		if err != nil {
 			fmt.Fprintf(&log, "stateutil: shard %d/%d failed after %s: %v\n", i, n, time.Since(started).Round(time.Millisecond), err)
@@ -137,8 +138,8 @@ func (o *shardOptions) run(c *cobra.Command, e *env, planFile string, i, n int) 
 			bytes += f.Size
 		}
 	}
-	fmt.Fprintf(errOut, "stateutil: shard %d/%d wrote %d subtasks, %d files, %s in %s\n", i, n, len(rec.Subtasks), files, humanBytes(bytes), time.Since(started).Round(time.Millisecond))
-	fmt.Fprintf(c.OutOrStdout(), "shard %d/%d of plan %s: %d subtasks, %d files, %s staged in %s\n", i, n, sp.ID, len(rec.Subtasks), files, humanBytes(bytes), sp.Staging)
+	fmt.Fprintf(errOut, "stateutil: shard %d/%d wrote %d subtasks, %d files, %s in %s\n", i, n, len(rec.Subtasks), files, render.Bytes(bytes), time.Since(started).Round(time.Millisecond))
+	fmt.Fprintf(c.OutOrStdout(), "shard %d/%d of plan %s: %d subtasks, %d files, %s staged in %s\n", i, n, sp.ID, len(rec.Subtasks), files, render.Bytes(bytes), sp.Staging)
 	return nil
 }
 
@@ -280,9 +281,9 @@ func (s *shardFlags) run(c *cobra.Command, e *env, req migrate.Request, report o
 			return errors.Join(err, aerr)
 		}
 		if report.json() {
-			return writeJSON(c.OutOrStdout(), sp)
+			return render.JSON(c.OutOrStdout(), sp)
 		}
-		return printShardPlan(c.OutOrStdout(), sp, s.planOnly)
+		return render.ShardPlan(c.OutOrStdout(), sp, s.planOnly)
 	}
 	st, staging, err := e.reg.Storage.Resolve(ctx, sp.Staging)
 	if err != nil {
@@ -363,23 +364,4 @@ func shardTokens(c *cobra.Command, e *env, sp *migrate.ShardPlan, planFile strin
 		}
 	}
 	return tokens, nil
-}
-
-func printShardPlan(w io.Writer, sp *migrate.ShardPlan, planFile string) error {
-	var subtasks int
-	for _, a := range sp.Shards {
-		subtasks += len(a.Subtasks)
-	}
-	fmt.Fprintf(w, "Plan %s: %s (%s) -> %s (%s), %d new subtasks in %d shards; written to %s, staging area %s\n",
-		sp.ID, sp.Source, sp.SourceFormat, sp.Destination, sp.Format, subtasks, len(sp.Shards), planFile, sp.Staging)
-	var rows [][]string
-	for _, a := range sp.Shards {
-		rows = append(rows, []string{strconv.Itoa(a.Shard), strconv.Itoa(len(a.Subtasks)), humanBytes(a.Bytes)})
-	}
-	if err := table(w, []string{"SHARD", "SUBTASKS", "BYTES"}, rows); err != nil {
-		return err
-	}
-	_, err := fmt.Fprintf(w, "Next: stateutil shard %s --shard I/%d for each I in 1..%d (anywhere, in any order), then stateutil commit %s (or stateutil abort %s to give the plan up)\n",
-		planFile, len(sp.Shards), len(sp.Shards), planFile, planFile)
-	return err
 }

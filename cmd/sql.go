@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/stateutil/stateutil/cmd/internal/render"
 	"github.com/stateutil/stateutil/snapshot"
 	"github.com/stateutil/stateutil/statesql"
 	"github.com/stateutil/stateutil/storage"
@@ -177,11 +178,11 @@ func (o *sqlOptions) run(c *cobra.Command, e *env, locations []string) error {
 }
 
 func runQuery(ctx context.Context, engine *statesql.Engine, query, format string, out io.Writer) error {
-	w := newResultWriter(format, out)
-	if err := engine.Query(ctx, query, w.head, w.row); err != nil {
+	w := render.NewResultWriter(format, out)
+	if err := engine.Query(ctx, query, w.Head, w.Row); err != nil {
 		return err
 	}
-	return w.end()
+	return w.End()
 }
 
 // interactive reads statements from standard input, each ended by a

@@ -14,6 +14,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	_ "github.com/duckdb/duckdb-go/v2"
+
+	"github.com/stateutil/stateutil/cmd/internal/render"
 )
 
 func TestGoldenSQL(t *testing.T) {
@@ -102,7 +104,7 @@ func readParquetDuckDB(t *testing.T, path string) string {
 		cells := make([]string, len(vals))
 		for i, v := range vals {
 			if v != nil {
-				cells[i] = csvCell(cellText(v, false))
+				cells[i] = csvCell(render.CellText(v, false))
 			}
 		}
 		b.WriteString(strings.Join(cells, ",") + "\n")

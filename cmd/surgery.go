@@ -2,12 +2,10 @@ package cmd
 
 import (
 	"fmt"
-	"io"
-	"strconv"
-	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/stateutil/stateutil/cmd/internal/render"
 	"github.com/stateutil/stateutil/migrate"
 	"github.com/stateutil/stateutil/redistribute"
 	"github.com/stateutil/stateutil/surgery"
@@ -124,7 +122,7 @@ func (s *surgeryFlags) print(c *cobra.Command, src string, edits []surgery.Edit,
 	warnDropped(c.ErrOrStderr(), res.Dropped)
 	out := c.OutOrStdout()
 	if s.report.json() {
-		return writeJSON(out, surgeryReport{SchemaVersion: 1, Source: src, Destination: res.Plan.Destination, DryRun: s.dryRun,
+		return render.JSON(out, surgeryReport{SchemaVersion: 1, Source: src, Destination: res.Plan.Destination, DryRun: s.dryRun,
 			From: res.From, To: res.Plan.Format, Edits: withoutRecords(edits), Surgery: res.Surgery, Totals: res.Totals, Verified: res.Verified})
 	}
 	for _, ed := range edits {
@@ -138,7 +136,7 @@ func (s *surgeryFlags) print(c *cobra.Command, src string, edits []surgery.Edit,
 		// The shards' commit: each shard edited its part.
 		return nil
 	}
-	return printSurgery(out, res.Surgery, res.Verified)
+	return render.Surgery(out, res.Surgery, res.Verified)
 }
 
 // withoutRecords is edits as a report shows them: a load's records are
@@ -150,49 +148,4 @@ func withoutRecords(edits []surgery.Edit) []surgery.Edit {
 		out[i] = e
 	}
 	return out
-}
-
-// printSurgery prints what the edits did, per state and per deletion.
-func printSurgery(w io.Writer, rep *surgery.Report, verified bool) error {
-	var rows [][]string
-	for _, st := range rep.States {
-		edit := st.Edit
-		if st.To != "" {
-			edit += fmt.Sprintf(" (now %q)", st.To)
-		}
-		put, deleted := "-", "-"
-		switch st.Edit {
-		case "put", "loaded":
-			put, deleted = strconv.Itoa(st.KeysPut), strconv.Itoa(st.KeysDeleted)
-		case "keys deleted":
-			deleted = strconv.Itoa(st.KeysDeleted)
-		}
-		rows = append(rows, []string{st.Operator, st.Scope, st.State, edit, put, deleted,
-			strconv.FormatInt(st.Before.Entries, 10), strconv.FormatInt(st.After.Entries, 10),
-			humanBytes(st.Before.Bytes), humanBytes(st.After.Bytes)})
-	}
-	if err := table(w, []string{"OPERATOR", "SCOPE", "STATE", "EDIT", "KEYS PUT", "KEYS DELETED", "ENTRIES BEFORE", "ENTRIES AFTER", "BYTES BEFORE", "BYTES AFTER"}, rows); err != nil {
-		return err
-	}
-	for _, d := range rep.Deletions {
-		fmt.Fprintf(w, "operator %s: %d keys given, %d deleted, %d in no state", d.Operator, d.Keys, d.Deleted, d.Missing)
-		if d.Missing > 0 {
-			fmt.Fprintf(w, ", first: %s", strings.Join(d.FirstMissing, ", "))
-			if d.Missing > len(d.FirstMissing) {
-				fmt.Fprintf(w, " and %d more", d.Missing-len(d.FirstMissing))
-			}
-		}
-		fmt.Fprintln(w)
-	}
-	for _, l := range rep.Loads {
-		fmt.Fprintf(w, "load %q: %d records: %d keys put, %d deleted", l.From, l.Records, l.Puts, l.Deletes)
-		if l.TimersSkipped > 0 {
-			fmt.Fprintf(w, ", %d of timer states skipped (load does not set timers)", l.TimersSkipped)
-		}
-		fmt.Fprintln(w)
-	}
-	if verified {
-		fmt.Fprintln(w, "verified: the copy reads back as SRC with the edits made")
-	}
-	return nil
 }

@@ -3,10 +3,10 @@ package cmd
 import (
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/stateutil/stateutil/cmd/internal/render"
 	"github.com/stateutil/stateutil/migrate"
 	"github.com/stateutil/stateutil/redistribute"
 	"github.com/stateutil/stateutil/snapshot"
@@ -151,31 +151,18 @@ func (o *upgradeOptions) run(c *cobra.Command, e *env, src string) error {
 		return err
 	}
 	if o.report.json() {
-		return writeJSON(c.OutOrStdout(), res)
+		return render.JSON(c.OutOrStdout(), res)
 	}
 	t := res.Totals
 	fmt.Fprintf(c.OutOrStdout(), "Upgraded %s -> %s for %s: %d operators, %d keyed entries, %d operator-state elements, %s\n\n",
-		src, o.output, res.Upgrade.To, t.Operators, t.Entries, t.Elements, humanBytes(t.Bytes))
+		src, o.output, res.Upgrade.To, t.Operators, t.Entries, t.Elements, render.Bytes(t.Bytes))
 	return o.printReport(c.OutOrStdout(), res.Upgrade)
 }
 
 // printReport prints the verdicts, as a table or JSON.
 func (o *upgradeOptions) printReport(w io.Writer, rep *snapshot.UpgradeReport) error {
 	if o.report.json() {
-		return writeJSON(w, rep)
+		return render.JSON(w, rep)
 	}
-	fmt.Fprintf(w, "Upgrade of %s from %s to %s: %d restore as is, %d rewritten, %d blocked\n",
-		rep.Source, rep.From, rep.To, rep.AsIs, rep.Rewritten, rep.Blocked)
-	rows := make([][]string, 0, len(rep.Findings))
-	for _, f := range rep.Findings {
-		what := f.Changes
-		if f.Verdict == snapshot.Blocked {
-			what = []string{f.Reason}
-		}
-		rows = append(rows, []string{f.Operator, f.Scope, f.State, string(f.Verdict), strings.Join(what[:min(len(what), 1)], "")})
-		for _, w := range what[min(len(what), 1):] {
-			rows = append(rows, []string{"", "", "", "", w})
-		}
-	}
-	return table(w, []string{"OPERATOR", "SCOPE", "STATE", "VERDICT", "WHAT"}, rows)
+	return render.UpgradeReport(w, rep)
 }

@@ -5,18 +5,20 @@ import (
 	goruntime "runtime"
 	"strings"
 	"testing"
+
+	"github.com/stateutil/stateutil/cmd/internal/buildinfo"
 )
 
 func TestVersion(t *testing.T) {
 	out := mustRun(t, "version", "-o", "json")
-	var v Version
+	var v buildinfo.Version
 	if err := json.Unmarshal([]byte(out), &v); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
 	if v.Go != goruntime.Version() || v.RocksDB != "7.8.3" || v.Version == "" || v.Module != "github.com/stateutil/stateutil" {
 		t.Errorf("version: %+v", v)
 	}
-	formats := map[string]FormatSupport{}
+	formats := map[string]buildinfo.FormatSupport{}
 	for _, f := range v.Formats {
 		formats[f.Name] = f
 	}

@@ -45,7 +45,7 @@ commit=$(git rev-parse HEAD)
 version=$(git describe --tags --always --dirty --abbrev=12)
 epoch=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct HEAD)}
 built=$(date -u -d "@$epoch" +%Y-%m-%dT%H:%M:%SZ)
-pkg=github.com/stateutil/stateutil/cmd
+pkg=github.com/stateutil/stateutil/cmd/internal/buildinfo
 ldflags="-s -w -buildid= -X $pkg.buildVersion=$version -X $pkg.buildCommit=$commit -X $pkg.buildTime=$built -X $pkg.buildRocksDB=static"
 
 mkdir -p "$out"

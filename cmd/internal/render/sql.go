@@ -1,4 +1,4 @@
-package cmd
+package render
 
 import (
 	"encoding/csv"
@@ -12,14 +12,14 @@ import (
 	"github.com/stateutil/stateutil/statesql"
 )
 
-// resultWriter prints a query's result: its columns, then its rows.
-type resultWriter interface {
-	head(cols []statesql.Column) error
-	row(values []any) error
-	end() error
+// ResultWriter prints a query's result: its columns, then its rows.
+type ResultWriter interface {
+	Head(cols []statesql.Column) error
+	Row(values []any) error
+	End() error
 }
 
-func newResultWriter(format string, w io.Writer) resultWriter {
+func NewResultWriter(format string, w io.Writer) ResultWriter {
 	switch format {
 	case "json":
 		return &jsonResult{w: w}
@@ -36,30 +36,30 @@ type tableResult struct {
 	rows [][]string
 }
 
-func (t *tableResult) head(cols []statesql.Column) error { t.cols = cols; return nil }
+func (t *tableResult) Head(cols []statesql.Column) error { t.cols = cols; return nil }
 
-func (t *tableResult) row(values []any) error {
+func (t *tableResult) Row(values []any) error {
 	r := make([]string, len(values))
 	for i, v := range values {
 		if v == nil {
 			r[i] = "NULL"
 			continue
 		}
-		r[i] = cellText(v, t.cols[i].JSON)
+		r[i] = CellText(v, t.cols[i].JSON)
 	}
 	t.rows = append(t.rows, r)
 	return nil
 }
 
-func (t *tableResult) end() error {
+func (t *tableResult) End() error {
 	header := make([]string, len(t.cols))
 	for i, c := range t.cols {
 		header[i] = c.Name
 	}
-	if err := table(t.w, header, t.rows); err != nil {
+	if err := Table(t.w, header, t.rows); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(t.w, "(%s)\n", plural(len(t.rows), "row"))
+	_, err := fmt.Fprintf(t.w, "(%s)\n", Plural(len(t.rows), "row"))
 	return err
 }
 
@@ -69,7 +69,7 @@ type csvResult struct {
 	cols []statesql.Column
 }
 
-func (c *csvResult) head(cols []statesql.Column) error {
+func (c *csvResult) Head(cols []statesql.Column) error {
 	c.cols = cols
 	names := make([]string, len(cols))
 	for i, col := range cols {
@@ -78,17 +78,17 @@ func (c *csvResult) head(cols []statesql.Column) error {
 	return c.w.Write(names)
 }
 
-func (c *csvResult) row(values []any) error {
+func (c *csvResult) Row(values []any) error {
 	r := make([]string, len(values))
 	for i, v := range values {
 		if v != nil {
-			r[i] = cellText(v, c.cols[i].JSON)
+			r[i] = CellText(v, c.cols[i].JSON)
 		}
 	}
 	return c.w.Write(r)
 }
 
-func (c *csvResult) end() error {
+func (c *csvResult) End() error {
 	c.w.Flush()
 	return c.w.Error()
 }
@@ -102,9 +102,9 @@ type jsonResult struct {
 	b    []byte
 }
 
-func (j *jsonResult) head(cols []statesql.Column) error { j.cols = cols; return nil }
+func (j *jsonResult) Head(cols []statesql.Column) error { j.cols = cols; return nil }
 
-func (j *jsonResult) row(values []any) error {
+func (j *jsonResult) Row(values []any) error {
 	j.b = j.b[:0]
 	if j.n == 0 {
 		j.b = append(j.b, "[\n"...)
@@ -126,7 +126,7 @@ func (j *jsonResult) row(values []any) error {
 	return err
 }
 
-func (j *jsonResult) end() error {
+func (j *jsonResult) End() error {
 	end := "\n]\n"
 	if j.n == 0 {
 		end = "[]\n"
@@ -135,10 +135,10 @@ func (j *jsonResult) end() error {
 	return err
 }
 
-// cellText is a value as a table or CSV cell shows it: text and numbers
+// CellText is a value as a table or CSV cell shows it: text and numbers
 // as themselves, bytes as 0x-prefixed hex, times in RFC 3339, anything
 // nested as its JSON.
-func cellText(v any, isJSON bool) string {
+func CellText(v any, isJSON bool) string {
 	switch x := v.(type) {
 	case string:
 		return x

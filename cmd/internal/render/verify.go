@@ -1,0 +1,40 @@
+package render
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/stateutil/stateutil/snapshot/verify"
+)
+
+func Verify(w io.Writer, res *verify.Result) error {
+	fmt.Fprintf(w, "Snapshot: %s (%s)\n", res.Location, res.Format)
+	k := res.Checked
+	fmt.Fprintf(w, "Checked:  %d operators, %d subtasks, %d keyed entries, %d operator-state elements\n", k.Operators, k.Subtasks, k.Entries, k.Elements)
+	switch {
+	case res.OK && len(res.Warnings) == 0:
+		fmt.Fprintln(w, "OK: no problems found")
+	case res.OK:
+		fmt.Fprintln(w, "No problems found, but not everything could be checked")
+	default:
+		fmt.Fprintf(w, "%d problems:\n", len(res.Findings))
+		for _, f := range res.Findings {
+			fmt.Fprintf(w, "  %s\n", f)
+		}
+	}
+	if len(res.Warnings) > 0 {
+		fmt.Fprintf(w, "%d warnings:\n", len(res.Warnings))
+		for _, f := range res.Warnings {
+			fmt.Fprintf(w, "  %s\n", f)
+		}
+	}
+	if len(res.NotDecoded) == 0 {
+		return nil
+	}
+	fmt.Fprintf(w, "Not decoded: %d values, written by serializers stateutil does not implement (no damage):\n", res.NotDecodedValues())
+	rows := make([][]string, 0, len(res.NotDecoded))
+	for _, d := range res.NotDecoded {
+		rows = append(rows, []string{d.Operator, d.State, d.Part, fmt.Sprint(d.Count), d.Serializer, d.ValueClass})
+	}
+	return Table(w, []string{"OPERATOR", "STATE", "PART", "VALUES", "SERIALIZER", "VALUE CLASS"}, rows)
+}
