@@ -108,8 +108,7 @@ type conn struct {
 	shown     string
 	newClient func(containerURL string) (*container.Client, error)
 	uploads   chan struct{}
-	mu        sync.Mutex
-	dirs      map[string]*objstore.Dirs // by container
+	dirs      objstore.Buckets
 	slots     chan struct{}
 }
 
@@ -143,7 +142,7 @@ func client(ctx context.Context, account, suffix string, o Options) (*conn, erro
 		// A store that is down is the caller's to hear of in seconds.
 		Retry: policy.RetryOptions{MaxRetries: 3, RetryDelay: 200 * time.Millisecond, MaxRetryDelay: 2 * time.Second},
 	}}
-	c := &conn{endpoint: creds.endpoint, shown: creds.endpoint, uploads: make(chan struct{}, max(1, Uploads)), dirs: map[string]*objstore.Dirs{}, slots: objstore.NewSlots()}
+	c := &conn{endpoint: creds.endpoint, shown: creds.endpoint, uploads: make(chan struct{}, max(1, Uploads)), slots: objstore.NewSlots()}
 	switch {
 	case creds.key != nil:
 		c.newClient = func(u string) (*container.Client, error) {
@@ -169,13 +168,6 @@ func (c *conn) store(scheme, name, host string) (storage.Storage, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	d, ok := c.dirs[name]
-	if !ok {
-		d = objstore.NewDirs()
-		c.dirs[name] = d
-	}
 	b := &containerOf{c: c, api: api, name: name, prefix: scheme + "://" + name + "@" + host + "/"}
-	return objstore.New(b, objstore.Options{Dirs: d, Slots: c.slots, ClaimTTLVar: "STATEUTIL_AZURE_CLAIM_TTL"}), nil
+	return objstore.New(b, objstore.Options{Dirs: c.dirs.Dirs(name), Slots: c.slots, ClaimTTLVar: "STATEUTIL_AZURE_CLAIM_TTL"}), nil
 }

@@ -181,7 +181,7 @@ func (b *containerOf) Delete(ctx context.Context, k string, c objstore.Cond) err
 
 // Copy starts a copy on the server and waits for it to finish (within an
 // account a copy usually has by the time it is answered).
-func (b *containerOf) Copy(ctx context.Context, from, to string) error {
+func (b *containerOf) Copy(ctx context.Context, from, to string, _ int64) error {
 	dst := b.api.NewBlobClient(to)
 	r, err := dst.StartCopyFromURL(ctx, b.api.NewBlobClient(from).URL(), nil)
 	if err != nil {

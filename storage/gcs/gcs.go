@@ -86,8 +86,7 @@ type conn struct {
 	api      *gcs.Client
 	endpoint string // for messages
 	clock    *clock
-	mu       sync.Mutex
-	dirs     map[string]*objstore.Dirs // by bucket
+	dirs     objstore.Buckets
 	slots    chan struct{}
 }
 
@@ -134,20 +133,13 @@ func client(ctx context.Context, o Options) (*conn, error) {
 	// The client would retry a store that is down for as long as the
 	// context lets it: a few seconds, then the caller hears of it.
 	api.SetRetry(gcs.WithMaxAttempts(Attempts), gcs.WithBackoff(gax.Backoff{Initial: 200 * time.Millisecond, Max: 2 * time.Second, Multiplier: 2}))
-	c := &conn{api: api, endpoint: shown, clock: clk, dirs: map[string]*objstore.Dirs{}, slots: objstore.NewSlots()}
+	c := &conn{api: api, endpoint: shown, clock: clk, slots: objstore.NewSlots()}
 	conns[k] = c
 	return c, nil
 }
 
 func (c *conn) store(bucket string) storage.Storage {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	d, ok := c.dirs[bucket]
-	if !ok {
-		d = objstore.NewDirs()
-		c.dirs[bucket] = d
-	}
-	return objstore.New(&bucketOf{c: c, name: bucket, h: c.api.Bucket(bucket)}, objstore.Options{Dirs: d, Slots: c.slots, ClaimTTLVar: "STATEUTIL_GCS_CLAIM_TTL"})
+	return objstore.New(&bucketOf{c: c, name: bucket, h: c.api.Bucket(bucket)}, objstore.Options{Dirs: c.dirs.Dirs(bucket), Slots: c.slots, ClaimTTLVar: "STATEUTIL_GCS_CLAIM_TTL"})
 }
 
 // clock remembers the server's time from the Date of its latest answer,
@@ -351,7 +343,7 @@ func (b *bucketOf) Delete(ctx context.Context, k string, c objstore.Cond) error 
 	return err
 }
 
-func (b *bucketOf) Copy(ctx context.Context, from, to string) error {
+func (b *bucketOf) Copy(ctx context.Context, from, to string, _ int64) error {
 	_, err := b.h.Object(to).CopierFrom(b.h.Object(from)).Run(ctx)
 	return b.errOrNil(err)
 }

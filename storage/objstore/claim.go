@@ -111,6 +111,15 @@ func (c *claim) take(ctx context.Context) error {
 			return err
 		}
 		if ok {
+			// A store that ignores the condition lets this second create
+			// succeed too (the same bytes, so the claim stands as it was).
+			_, again, err := c.put(ctx, Cond{Absent: true})
+			if err == nil && again {
+				err = fmt.Errorf("claim %s: %w; use a server that supports them", c.s.URI(c.p), ErrNoConditionalWrites)
+			}
+			if err != nil {
+				return errors.Join(err, c.remove(version))
+			}
 			c.version = version
 			return nil
 		}
@@ -227,14 +236,19 @@ func (c *claim) Release() error {
 			c.err = c.lost
 			return
 		}
-		err := c.s.b.Delete(context.Background(), c.key, Cond{Version: c.version})
-		switch {
-		case err == nil, errors.Is(err, storage.ErrNotFound):
-		case errors.Is(err, ErrPrecondition):
-			c.err = fmt.Errorf("%s: the claim %s is no longer this writer's: another writer took it over", c.s.URI(c.p), c.uri())
-		default:
-			c.err = c.s.wrap("release claim", c.p, err)
-		}
+		c.err = c.remove(c.version)
 	})
 	return c.err
+}
+
+// remove deletes the claim object if it still is version.
+func (c *claim) remove(version string) error {
+	err := c.s.b.Delete(context.Background(), c.key, Cond{Version: version})
+	switch {
+	case err == nil, errors.Is(err, storage.ErrNotFound):
+		return nil
+	case errors.Is(err, ErrPrecondition):
+		return fmt.Errorf("%s: the claim %s is no longer this writer's: another writer took it over", c.s.URI(c.p), c.uri())
+	}
+	return c.s.wrap("release claim", c.p, err)
 }

@@ -253,7 +253,7 @@ func (s *store) RemoveAll(ctx context.Context, p string) error {
 		}
 		return s.wrap("remove", "/"+key, err)
 	}
-	if err := parallel(ctx, len(files), func(ctx context.Context, i int) error { return del(ctx, files[i]) }); err != nil {
+	if err := Parallel(ctx, len(files), func(ctx context.Context, i int) error { return del(ctx, files[i]) }); err != nil {
 		return err
 	}
 	sort.Slice(dirs, func(i, j int) bool { return len(dirs[i]) > len(dirs[j]) })
@@ -261,6 +261,9 @@ func (s *store) RemoveAll(ctx context.Context, p string) error {
 		if err := del(ctx, d); err != nil {
 			return err
 		}
+	}
+	if sw, ok := s.b.(UploadSweeper); ok {
+		return s.wrap("remove", p, sw.AbortUploads(ctx, k))
 	}
 	return nil
 }
@@ -282,7 +285,7 @@ func (s *store) Rename(ctx context.Context, oldpath, newpath string) error {
 	}
 	o, err := s.b.Head(ctx, ko)
 	if err == nil && !o.Dir {
-		if err := s.b.Copy(ctx, ko, kn); err != nil {
+		if err := s.b.Copy(ctx, ko, kn, o.Size); err != nil {
 			return s.wrap("rename", oldpath, err)
 		}
 		return s.wrap("rename", oldpath, s.b.Delete(ctx, ko, Cond{}))
@@ -291,12 +294,12 @@ func (s *store) Rename(ctx context.Context, oldpath, newpath string) error {
 		return s.wrap("rename", oldpath, err)
 	}
 	marker := err == nil
-	var objs, commits []string
+	var objs, commits []Object
 	err = s.b.List(ctx, ko+"/", false, 0, func(o Object) error {
 		if path.Base(o.Key) == "_metadata" {
-			commits = append(commits, o.Key)
+			commits = append(commits, o)
 		} else {
-			objs = append(objs, o.Key)
+			objs = append(objs, o)
 		}
 		return nil
 	})
@@ -308,14 +311,14 @@ func (s *store) Rename(ctx context.Context, oldpath, newpath string) error {
 	}
 	s.dirs.forget(ko)
 	target := func(k string) string { return kn + "/" + strings.TrimPrefix(k, ko+"/") }
-	copyAll := func(list []string) error {
-		return parallel(ctx, len(list), func(ctx context.Context, i int) error {
-			return s.b.Copy(ctx, list[i], target(list[i]))
+	copyAll := func(list []Object) error {
+		return Parallel(ctx, len(list), func(ctx context.Context, i int) error {
+			return s.b.Copy(ctx, list[i].Key, target(list[i].Key), list[i].Size)
 		})
 	}
-	del := func(list []string) error {
-		return parallel(ctx, len(list), func(ctx context.Context, i int) error {
-			return s.b.Delete(ctx, list[i], Cond{})
+	del := func(list []Object) error {
+		return Parallel(ctx, len(list), func(ctx context.Context, i int) error {
+			return s.b.Delete(ctx, list[i].Key, Cond{})
 		})
 	}
 	if marker {
@@ -339,9 +342,9 @@ func (s *store) Rename(ctx context.Context, oldpath, newpath string) error {
 	return nil
 }
 
-// parallel runs fn for 0..n-1, eight at a time, and returns the first
+// Parallel runs fn for 0..n-1, eight at a time, and returns the first
 // error; the others are cancelled.
-func parallel(ctx context.Context, n int, fn func(ctx context.Context, i int) error) error {
+func Parallel(ctx context.Context, n int, fn func(ctx context.Context, i int) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (

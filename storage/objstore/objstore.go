@@ -1,7 +1,7 @@
 // Package objstore is storage.Storage on an object store that has no
 // directories and no rename, only objects under keys, written whole and
-// conditionally: Google Cloud Storage and Azure Blob Storage, each a
-// Bucket. Directories are key prefixes, with a marker object for an empty
+// conditionally: Amazon S3, Google Cloud Storage and Azure Blob Storage,
+// each a Bucket. Directories are key prefixes, with a marker object for an empty
 // one; a file appears whole under its final name when its upload
 // completes, so nothing needs renaming; claims are objects written with
 // the store's preconditions.
@@ -23,6 +23,10 @@ import (
 // ErrPrecondition is what a Bucket answers when the condition of a write,
 // read or delete does not hold.
 var ErrPrecondition = errors.New("precondition failed")
+
+// ErrNoConditionalWrites reports a store that ignores the condition of a
+// write, where a claim cannot keep two writers apart.
+var ErrNoConditionalWrites = errors.New("the server does not honour conditional writes, so two writers of one destination could not be kept apart")
 
 // Object describes one object, or a directory (Dir): a marker object, or
 // a prefix of a delimited listing.
@@ -73,8 +77,16 @@ type Bucket interface {
 	Mkdir(ctx context.Context, key string) error
 	// Delete deletes the object at key if c holds.
 	Delete(ctx context.Context, key string, c Cond) error
-	// Copy copies the object at from to the key to, on the server.
-	Copy(ctx context.Context, from, to string) error
+	// Copy copies the object at from, of size bytes, to the key to, on
+	// the server.
+	Copy(ctx context.Context, from, to string, size int64) error
+}
+
+// UploadSweeper is a Bucket that keeps the uploads a killed writer left
+// (stored, though no object shows them) until they are aborted.
+type UploadSweeper interface {
+	// AbortUploads aborts the uploads under way to key k and below it.
+	AbortUploads(ctx context.Context, k string) error
 }
 
 // Upload is a large object going up. Write may block while earlier bytes
@@ -98,6 +110,8 @@ type Options struct {
 	// (storage.DeferCommits), each holding a file's last buffer, across
 	// the stores that share them (NewSlots).
 	Slots chan struct{}
+	// PutLimit, when not 0, replaces the package's PutLimit.
+	PutLimit int
 }
 
 // Tuning. Variables so that tests and callers with unusual stores can
@@ -124,14 +138,18 @@ func New(b Bucket, o Options) storage.Storage {
 	if o.Slots == nil {
 		o.Slots = NewSlots()
 	}
-	return &store{b: b, dirs: o.Dirs, ttlVar: o.ClaimTTLVar, slots: o.Slots}
+	if o.PutLimit == 0 {
+		o.PutLimit = PutLimit
+	}
+	return &store{b: b, dirs: o.Dirs, ttlVar: o.ClaimTTLVar, slots: o.Slots, putLimit: o.PutLimit}
 }
 
 type store struct {
-	b      Bucket
-	dirs   *Dirs
-	ttlVar string
-	slots  chan struct{}
+	b        Bucket
+	dirs     *Dirs
+	ttlVar   string
+	slots    chan struct{}
+	putLimit int
 }
 
 func (s *store) URI(p string) string { return s.b.URI(key(p)) }
@@ -168,6 +186,15 @@ type Dirs struct{ m sync.Map }
 
 // NewDirs returns an empty set.
 func NewDirs() *Dirs { return &Dirs{} }
+
+// Buckets are the Dirs of each bucket one client reaches.
+type Buckets struct{ m sync.Map }
+
+// Dirs returns the Dirs of the bucket name.
+func (b *Buckets) Dirs(name string) *Dirs {
+	d, _ := b.m.LoadOrStore(name, NewDirs())
+	return d.(*Dirs)
+}
 
 func (d *Dirs) known(k string) bool {
 	_, ok := d.m.Load(k)

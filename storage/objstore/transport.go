@@ -18,11 +18,18 @@ var (
 	IOTimeout = 60 * time.Second
 )
 
-// Transport is the HTTP transport of a store's client: connecting fails
-// after DialTimeout, and a connection that moves no byte for IOTimeout
-// fails its request rather than hanging it.
+// Transport is the HTTP transport of a store's client, set up as
+// Configure does.
 func Transport() *http.Transport {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
+	Configure(tr)
+	return tr
+}
+
+// Configure sets up tr for a store: connecting fails after DialTimeout,
+// and a connection that moves no byte for IOTimeout fails its request
+// rather than hanging it.
+func Configure(tr *http.Transport) {
 	dialer := &net.Dialer{Timeout: DialTimeout, KeepAlive: 30 * time.Second}
 	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
 		c, err := dialer.DialContext(ctx, network, addr)
@@ -33,7 +40,6 @@ func Transport() *http.Transport {
 	}
 	tr.MaxIdleConnsPerHost = 32
 	tr.ResponseHeaderTimeout = IOTimeout
-	return tr
 }
 
 // deadlineConn gives every read and write a deadline.

@@ -8,7 +8,8 @@ import (
 	"github.com/stateutil/stateutil/storage"
 )
 
-// pending writes one object under its final name. Up to PutLimit it is
+// pending writes one object under its final name. Up to the store's
+// PutLimit it is
 // held in memory and sent with one request on Commit; past that it is an
 // Upload that goes on while the caller writes. Either way the store shows
 // nothing at the key until Commit: a request never sent, or an upload
@@ -64,7 +65,7 @@ func (w *pending) Write(b []byte) (int, error) {
 	if w.done {
 		return 0, fmt.Errorf("write %s: already committed or aborted", w.s.URI(w.path))
 	}
-	if w.up == nil && len(w.buf)+len(b) <= PutLimit {
+	if w.up == nil && len(w.buf)+len(b) <= w.s.putLimit {
 		w.buf = append(w.buf, b...)
 		return len(b), nil
 	}

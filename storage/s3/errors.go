@@ -4,43 +4,43 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"strings"
-	"syscall"
 
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/smithy-go"
 
 	"github.com/stateutil/stateutil/storage"
+	"github.com/stateutil/stateutil/storage/objstore"
 )
 
 // ErrNoConditionalWrites reports a server that ignores If-None-Match on
 // PUT, where a claim cannot keep two writers apart.
-var ErrNoConditionalWrites = errors.New("the server does not honour conditional writes (If-None-Match), so two writers of one destination could not be kept apart")
+var ErrNoConditionalWrites = objstore.ErrNoConditionalWrites
 
 // Error codes S3 (and the compatible stores) answer with, by sentinel.
 var codes = map[string]error{
-	"NoSuchKey":             storage.ErrNotFound,
-	"NotFound":              storage.ErrNotFound,
-	"NoSuchBucket":          storage.ErrNotFound,
-	"NoSuchUpload":          storage.ErrNotFound,
-	"AccessDenied":          storage.ErrPermission,
-	"Forbidden":             storage.ErrPermission,
-	"AllAccessDisabled":     storage.ErrPermission,
-	"InvalidAccessKeyId":    storage.ErrPermission,
-	"SignatureDoesNotMatch": storage.ErrPermission,
-	"ExpiredToken":          storage.ErrPermission,
-	"InvalidToken":          storage.ErrPermission,
-	"TokenRefreshRequired":  storage.ErrPermission,
-	"SlowDown":              storage.ErrUnavailable,
-	"ServiceUnavailable":    storage.ErrUnavailable,
-	"InternalError":         storage.ErrUnavailable,
-	"RequestTimeout":        storage.ErrUnavailable,
+	"NoSuchKey":                  storage.ErrNotFound,
+	"NotFound":                   storage.ErrNotFound,
+	"NoSuchBucket":               storage.ErrNotFound,
+	"NoSuchUpload":               storage.ErrNotFound,
+	"AccessDenied":               storage.ErrPermission,
+	"Forbidden":                  storage.ErrPermission,
+	"AllAccessDisabled":          storage.ErrPermission,
+	"InvalidAccessKeyId":         storage.ErrPermission,
+	"SignatureDoesNotMatch":      storage.ErrPermission,
+	"ExpiredToken":               storage.ErrPermission,
+	"InvalidToken":               storage.ErrPermission,
+	"TokenRefreshRequired":       storage.ErrPermission,
+	"SlowDown":                   storage.ErrUnavailable,
+	"ServiceUnavailable":         storage.ErrUnavailable,
+	"InternalError":              storage.ErrUnavailable,
+	"RequestTimeout":             storage.ErrUnavailable,
+	"PreconditionFailed":         objstore.ErrPrecondition,
+	"ConditionalRequestConflict": objstore.ErrPrecondition,
 }
 
-// kind classifies an error from the SDK onto storage's sentinels; nil if
-// none fits.
+// kind classifies an error from the SDK onto storage's sentinels and
+// objstore.ErrPrecondition; nil if none fits.
 func kind(err error) error {
 	var api smithy.APIError
 	if errors.As(err, &api) {
@@ -51,6 +51,8 @@ func kind(err error) error {
 	switch code := status(err); {
 	case code == 404:
 		return storage.ErrNotFound
+	case code == 412:
+		return objstore.ErrPrecondition
 	case code == 401 || code == 403:
 		return storage.ErrPermission
 	case code >= 500:
@@ -61,12 +63,7 @@ func kind(err error) error {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return nil
 	}
-	var netErr net.Error
-	var opErr *net.OpError
-	var dnsErr *net.DNSError
-	if errors.As(err, &netErr) || errors.As(err, &opErr) || errors.As(err, &dnsErr) ||
-		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
-		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) {
+	if objstore.Unreachable(err) {
 		return storage.ErrUnavailable
 	}
 	// Credentials that cannot be had are the caller's to fix.
@@ -96,33 +93,34 @@ func status(err error) int {
 	return 0
 }
 
-// isNotFound reports an answer that the object (or bucket) is not there.
-func isNotFound(err error) bool { return kind(err) == storage.ErrNotFound }
+// notImplemented reports a server without the feature a request used.
+func notImplemented(err error) bool { return code(err) == "NotImplemented" || status(err) == 501 }
 
-// wrap turns an SDK error into one error naming op and the URI, wrapping
-// the matching sentinel. io.EOF passes through untouched.
-func (s *store) wrap(op, p string, err error) error {
-	if err == nil || err == io.EOF {
-		return err
+// err turns an SDK error about key k into one wrapping the matching
+// sentinel, with what the service said.
+func (b *bucketOf) err(err error, k string) error {
+	if err == nil {
+		return nil
 	}
 	detail := describe(err)
-	switch k := kind(err); k {
+	switch kd := kind(err); kd {
 	case storage.ErrPermission:
-		return fmt.Errorf("%s %s: %w (bucket %q, key %q): %s", op, s.URI(p), k, s.bucket, key(p), detail)
+		return fmt.Errorf("%w (bucket %q, key %q): %s", kd, b.name, k, detail)
 	case storage.ErrUnavailable:
-		where := s.c.endpoint
+		where := b.c.endpoint
 		if where == "" {
 			where = "AWS S3"
 		}
-		return fmt.Errorf("%s %s: %w (%s): %s", op, s.URI(p), k, where, detail)
-	case nil:
-		return fmt.Errorf("%s %s: %w", op, s.URI(p), err)
-	default:
+		return fmt.Errorf("%w (%s): %s", kd, where, detail)
+	case objstore.ErrPrecondition:
+		return fmt.Errorf("%w (%s)", kd, detail)
+	case storage.ErrNotFound:
 		if code(err) == "NoSuchBucket" {
-			return fmt.Errorf("%s %s: %w: no bucket %q", op, s.URI(p), k, s.bucket)
+			return fmt.Errorf("%w: no bucket %q", kd, b.name)
 		}
-		return fmt.Errorf("%s %s: %w", op, s.URI(p), k)
+		return kd
 	}
+	return err
 }
 
 // describe is the useful part of an SDK error: the service's code and
@@ -136,9 +134,8 @@ func describe(err error) string {
 		}
 		return api.ErrorCode()
 	}
-	var opErr *net.OpError
-	if errors.As(err, &opErr) {
-		return opErr.Error()
+	if inner := objstore.Innermost(err); inner != err {
+		return inner.Error()
 	}
 	if code := status(err); code != 0 {
 		return fmt.Sprintf("HTTP %d", code)

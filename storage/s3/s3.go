@@ -7,22 +7,21 @@
 // S3 has objects, not files: a directory is a key prefix, MkdirAll writes
 // a zero-byte marker object ("dir/"), and a file appears whole under its
 // final name when its upload completes, so nothing needs renaming. Rename
-// exists (server-side copy, then delete) but is not atomic.
+// exists (server-side copy, then delete) but is not atomic. Claims are
+// created with If-None-Match: * and refreshed and released If-Match on
+// the ETag last written (see objstore).
 package s3
 
 import (
 	"context"
 	"fmt"
 	"net"
-	"net/http"
 	"net/url"
 	"os"
-	"path"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
@@ -30,6 +29,7 @@ import (
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/stateutil/stateutil/storage"
+	"github.com/stateutil/stateutil/storage/objstore"
 )
 
 // Schemes are the URI schemes served: stateutil's s3:// and the s3a://
@@ -39,25 +39,15 @@ var Schemes = []string{"s3", "s3a", "s3p"}
 // Tuning. Variables so that tests and callers with unusual stores can
 // adjust them before the first Resolve.
 var (
-	// DialTimeout bounds connecting to the endpoint, so that one that is
-	// down fails fast.
-	DialTimeout = 5 * time.Second
-	// IOTimeout bounds each network read or write once connected, so that
-	// a hung server surfaces as storage.ErrUnavailable.
-	IOTimeout = 60 * time.Second
 	// PartSize is the size of a multipart upload's parts (S3's minimum is
-	// 5 MiB); past 1000 parts each further thousand is one PartSize larger,
-	// so that S3's 10,000 parts reach 440 GiB.
+	// 5 MiB), and the size up to which a file goes up with one PUT; past
+	// 1000 parts each further thousand is one PartSize larger, so that
+	// S3's 10,000 parts reach 440 GiB.
 	PartSize = 8 << 20
-	// Uploads bounds the requests with a body in flight per store (parts,
-	// and the PUTs of deferred commits), across all files being written:
-	// with the file buffers, what bounds memory. 10, like PartSize 8 MiB,
-	// is the AWS CLI's default.
+	// Uploads bounds the parts in flight per store, across all files being
+	// written: with the file buffers, what bounds memory. 10, like
+	// PartSize 8 MiB, is the AWS CLI's default.
 	Uploads = 10
-	// ClaimTTL is how long a claim stays valid without a refresh; its
-	// holder refreshes it every ClaimTTL/4. STATEUTIL_S3_CLAIM_TTL (a Go
-	// duration) overrides it.
-	ClaimTTL = 60 * time.Second
 )
 
 // Options are the settings that do not come from the AWS configuration.
@@ -98,7 +88,7 @@ func Opener(o *Options) storage.Opener {
 		if err != nil {
 			return nil, fmt.Errorf("connect %s://%s/: %w", u.Scheme, u.Host, err)
 		}
-		return &store{c: c, scheme: u.Scheme, bucket: u.Host}, nil
+		return c.store(u.Scheme, u.Host), nil
 	}
 }
 
@@ -107,7 +97,8 @@ type conn struct {
 	api      *awss3.Client
 	endpoint string // for messages; "" for AWS
 	uploads  chan struct{}
-	dirs     sync.Map // "bucket/key" of directories known to exist: time.Time
+	slots    chan struct{}
+	dirs     objstore.Buckets
 }
 
 var (
@@ -144,19 +135,7 @@ func client(ctx context.Context, o Options) (*conn, error) {
 		return c, nil
 	}
 
-	httpClient := awshttp.NewBuildableClient().WithTransportOptions(func(tr *http.Transport) {
-		dialer := &net.Dialer{Timeout: DialTimeout, KeepAlive: 30 * time.Second}
-		tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
-			c, err := dialer.DialContext(ctx, network, addr)
-			if err != nil {
-				return nil, err
-			}
-			return &deadlineConn{Conn: c}, nil
-		}
-		tr.MaxIdleConnsPerHost = 32
-		tr.ResponseHeaderTimeout = IOTimeout
-	})
-	cfg, err := config.LoadDefaultConfig(ctx, config.WithHTTPClient(httpClient))
+	cfg, err := config.LoadDefaultConfig(ctx, config.WithHTTPClient(awshttp.NewBuildableClient().WithTransportOptions(objstore.Configure)))
 	if err != nil {
 		return nil, fmt.Errorf("loading the AWS configuration: %w", err)
 	}
@@ -182,7 +161,7 @@ func client(ctx context.Context, o Options) (*conn, error) {
 	if shown == "" && cfg.BaseEndpoint != nil {
 		shown = *cfg.BaseEndpoint
 	}
-	c := &conn{api: api, endpoint: shown, uploads: make(chan struct{}, max(1, Uploads))}
+	c := &conn{api: api, endpoint: shown, uploads: make(chan struct{}, max(1, Uploads)), slots: objstore.NewSlots()}
 	conns[key] = c
 	return c, nil
 }
@@ -198,76 +177,7 @@ func hostIsLiteral(endpoint string) bool {
 	return h == "localhost" || net.ParseIP(h) != nil
 }
 
-// deadlineConn gives every read and write a deadline, so that a server that
-// stops answering mid-transfer fails the request instead of hanging it.
-type deadlineConn struct{ net.Conn }
-
-func (c *deadlineConn) Read(b []byte) (int, error) {
-	c.Conn.SetReadDeadline(time.Now().Add(IOTimeout))
-	return c.Conn.Read(b)
-}
-
-func (c *deadlineConn) Write(b []byte) (int, error) {
-	c.Conn.SetWriteDeadline(time.Now().Add(IOTimeout))
-	return c.Conn.Write(b)
-}
-
-// store is one bucket.
-type store struct {
-	c      *conn
-	scheme string
-	bucket string
-}
-
-func (s *store) URI(p string) string { return s.scheme + "://" + s.bucket + p }
-
-// key is the object key of a storage path: no leading slash, "" for the
-// bucket's root.
-func key(p string) string {
-	return strings.TrimPrefix(path.Clean("/"+p), "/")
-}
-
-// dirPrefix is the prefix of what lies below key: "key/", or "" at the root.
-func dirPrefix(k string) string {
-	if k == "" {
-		return ""
-	}
-	return k + "/"
-}
-
-// Directories this process made or saw are remembered (with a time for
-// Stat), which saves the requests that a format's probes, MkdirAll and
-// Create would otherwise repeat; RemoveAll and Remove forget them.
-func (s *store) knownDir(k string) bool {
-	_, ok := s.c.dirs.Load(s.bucket + "/" + k)
-	return ok
-}
-
-func (s *store) dirTime(k string) (time.Time, bool) {
-	v, ok := s.c.dirs.Load(s.bucket + "/" + k)
-	if !ok {
-		return time.Time{}, false
-	}
-	return v.(time.Time), true
-}
-
-func (s *store) rememberDir(k string) { s.rememberDirAt(k, time.Now()) }
-
-func (s *store) rememberDirAt(k string, t time.Time) {
-	for ; k != "" && k != "."; k = path.Dir(k) {
-		if _, loaded := s.c.dirs.LoadOrStore(s.bucket+"/"+k, t); loaded {
-			return
-		}
-	}
-}
-
-// forgetDirs drops k and everything below it from the known directories.
-func (s *store) forgetDirs(k string) {
-	prefix := s.bucket + "/" + k
-	s.c.dirs.Range(func(d, _ any) bool {
-		if name := d.(string); name == prefix || strings.HasPrefix(name, prefix+"/") || k == "" && strings.HasPrefix(name, s.bucket+"/") {
-			s.c.dirs.Delete(d)
-		}
-		return true
-	})
+func (c *conn) store(scheme, bucket string) storage.Storage {
+	b := &bucketOf{c: c, scheme: scheme, name: bucket}
+	return objstore.New(b, objstore.Options{Dirs: c.dirs.Dirs(bucket), Slots: c.slots, ClaimTTLVar: "STATEUTIL_S3_CLAIM_TTL", PutLimit: PartSize})
 }

@@ -38,6 +38,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/stateutil/stateutil/storage"
+	"github.com/stateutil/stateutil/storage/objstore"
 	"github.com/stateutil/stateutil/storage/s3"
 	"github.com/stateutil/stateutil/storage/s3/s3test"
 	"github.com/stateutil/stateutil/storage/storagetest"
@@ -469,7 +470,8 @@ func TestUnreachableEndpoint(t *testing.T) {
 }
 
 // Credentials the server does not accept are storage.ErrPermission,
-// naming bucket and key. A second moto, with authentication on, answers.
+// naming the location, and the bucket and key of the request refused
+// (here the listing of the parent directory). A second moto, with authentication on, answers.
 func TestAccessDenied(t *testing.T) {
 	s3test.Location(t)
 	server := strings.Fields(os.Getenv("STATEUTIL_TEST_S3_SERVER"))
@@ -503,7 +505,7 @@ func TestAccessDenied(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond) // still starting
 	}
-	if !errors.Is(err, storage.ErrPermission) || !strings.Contains(err.Error(), `bucket "locked", key "dir/file"`) {
+	if !errors.Is(err, storage.ErrPermission) || !strings.Contains(err.Error(), "s3://locked/dir/file") || !strings.Contains(err.Error(), `bucket "locked", key "dir/`) {
 		t.Fatalf("write with credentials the server rejects = %v, want permission denied naming bucket and key", err)
 	}
 	t.Logf("error: %v", err)
@@ -720,8 +722,8 @@ func TestKilledUploadLeavesNothing(t *testing.T) {
 // naming the file. Runs last: the restart empties the server.
 func TestServerStopsMidWrite(t *testing.T) {
 	setPartSize(t, 5<<20)
-	old := s3.IOTimeout
-	s3.IOTimeout = 5 * time.Second
-	t.Cleanup(func() { s3.IOTimeout = old })
+	old := objstore.IOTimeout
+	objstore.IOTimeout = 5 * time.Second
+	t.Cleanup(func() { objstore.IOTimeout = old })
 	storagetest.ServerStopsMidWrite(t, s3test.Server, s3.PartSize)
 }
