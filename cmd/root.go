@@ -270,7 +270,9 @@ wasb:// too).
 	)
 	// The commands that read values take the user's schemas of classes the
 	// snapshots only name (--kryo-classes, --proto-descriptors).
-	schemas := func(c *cobra.Command, without ...string) *cobra.Command { return schemaflags.Add(&e.reg, c, without...) }
+	schemas := func(c *cobra.Command, without ...string) *cobra.Command {
+		return schemaflags.Add(&e.reg, c, without...)
+	}
 	addGroup(root, groupLook, schemas(newInspectCommand(e)), newLsCommand(e), schemas(newGetCommand(e)), schemas(newDumpCommand(e)),
 		schemas(newSQLCommand(e)), schemas(newDiffCommand(e)), schemas(newVerifyCommand(e)), newKeygroupCommand(), schemas(newServeCommand(e)))
 	addGroup(root, groupChange, newConvertCommand(e), newRescaleCommand(e), newUpgradeCommand(e), newOperatorCommand(e),
