@@ -205,16 +205,11 @@ func walkRawValue(r *wire.Reader, s *typeser.SerializerSnapshot, depth int, deco
 	}
 	at := r.Pos() + 4
 	b := r.Bytes32("RAW value")
-	if r.Err != nil {
-		return nil, true
+	if r.Err != nil || !decode {
+		return nil, true // its length is all a walk needs
 	}
 	inner := wire.NewReader(b, r.File, at)
-	var v any
-	if decode {
-		v = typeser.DecodeAny(inner, s.Nested[0], depth+1)
-	} else if !typeser.SkipValue(inner, s.Nested[0], depth+1) {
-		return nil, inner.Err == nil || r.Err != nil
-	}
+	v := typeser.DecodeAny(inner, s.Nested[0], depth+1)
 	var nd *snapshot.NotDecodedError
 	switch {
 	case errors.As(inner.Err, &nd):

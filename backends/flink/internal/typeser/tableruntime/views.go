@@ -97,9 +97,20 @@ func walkLinkedList(r *wire.Reader, s *typeser.SerializerSnapshot, depth int, de
 	if !ok || len(s.Nested) != 1 {
 		return nil, false
 	}
-	n := r.Count32(0, "linked list size")
+	// Every element takes a byte at least, or with a mask, a bit of it:
+	// a list of nulls is its mask alone.
+	at := r.Pos()
+	size := int64(r.I32("linked list size"))
 	var nulls []byte
-	if mask {
+	n := 0
+	switch {
+	case r.Err != nil:
+	case !mask || size < 0:
+		n = r.Count(size, 1, "linked list size", at)
+	case (size+7)/8 > int64(r.Remaining()):
+		r.FailAt(at, "linked list of %d elements: its null mask needs %d bytes, %d left", size, (size+7)/8, r.Remaining())
+	default:
+		n = int(size)
 		nulls = r.Take((n+7)/8, "linked list null mask")
 	}
 	out, ok := typeser.WalkElements(r, s.Nested[0], n, depth, decode, func(i int) bool {

@@ -119,7 +119,8 @@ final class TableSerializerVectors {
         cs.add(new Object[] {"raw-string", new RawValueDataSerializer<>(StringSerializer.INSTANCE), RawValueData.fromObject("héllo"), "héllo"});
         cs.add(new Object[] {"linkedlist-mask", new LinkedListSerializer<>(LongSerializer.INSTANCE, true),
             new LinkedList<>(Arrays.asList(1L, null, 3L)), Arrays.asList(1L, null, 3L),
-            new LinkedList<>(Arrays.asList(1L, 2L, 3L, 4L, 5L, 6L, 7L, 8L, null)), Arrays.asList(1L, 2L, 3L, 4L, 5L, 6L, 7L, 8L, null)});
+            new LinkedList<>(Arrays.asList(1L, 2L, 3L, 4L, 5L, 6L, 7L, 8L, null)), Arrays.asList(1L, 2L, 3L, 4L, 5L, 6L, 7L, 8L, null),
+            new LinkedList<>(java.util.Collections.nCopies(40, null)), java.util.Collections.nCopies(40, null)});
         cs.add(new Object[] {"linkedlist-nomask", new LinkedListSerializer<>(LongSerializer.INSTANCE, false),
             new LinkedList<>(Arrays.asList(4L, 5L)), Arrays.asList(4L, 5L)});
         cs.add(new Object[] {"dataview-null", NullSerializer.INSTANCE, null, null});
