@@ -41,11 +41,16 @@ var Family = &typeser.Family{
 	},
 	Expr:   tableTypeExpr,
 	Walk:   walkTable,
+	Schema: tableSchema,
 	Sized:  tableSized,
 	Widths: map[string]int{"CountWindow": 8, "SortedLong": 8, "NullView": 1},
 	Width:  tableWidth,
 	Encode: encodeTable,
 	Hash:   hashBinaryRow,
+	Notes: map[string]string{
+		"BinaryRow": "its snapshot records no field types: walked by its length, not decoded",
+		"RowData":   "decoded by the fields' logical types its snapshot records",
+	},
 }
 
 // tableKind classifies the Table runtime's serializers.
