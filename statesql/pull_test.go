@@ -47,6 +47,39 @@ func TestPullAcrossLockedThreads(t *testing.T) {
 	p.stop()
 }
 
+// A batch next gave stays as it was until the next call: the sequence
+// (as lookup's grouper does) refills one buffer.
+func TestPullHoldsTheSequenceWhileTheCallerReads(t *testing.T) {
+	seq := func(yield func([]int) bool) {
+		buf := make([]int, 4)
+		for i := range 100 {
+			for j := range buf {
+				buf[j] = i
+			}
+			if !yield(buf) {
+				return
+			}
+		}
+	}
+	next, stop := pull(seq)
+	defer stop()
+	for i := range 100 {
+		b, ok := next()
+		if !ok {
+			t.Fatalf("sequence ended after %d batches", i)
+		}
+		for range 3 {
+			runtime.Gosched()
+		}
+		if !slices.Equal(b, []int{i, i, i, i}) {
+			t.Fatalf("batch %d changed under the caller: %v", i, b)
+		}
+	}
+	if _, ok := next(); ok {
+		t.Fatal("more than 100 batches")
+	}
+}
+
 func TestPull2Whole(t *testing.T) {
 	seq := func(yield func(string, error) bool) {
 		for _, s := range []string{"a", "b"} {
