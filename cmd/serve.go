@@ -36,11 +36,13 @@ const generateToken = "generate"
 const tokenEnv = "STATEUTIL_SERVE_TOKEN"
 
 // serveMemoryLimit is the Go runtime's soft memory limit while serving
-// (unless GOMEMLIMIT sets one): the views' budget and 80 MiB for the rest
+// (unless GOMEMLIMIT sets one): the views' budget and 48 MiB for the rest
 // (connections, readers, what a view's estimate missed, the runtime's
 // own). Near it the collector works harder rather than let garbage grow
-// the process.
-var serveMemoryLimit = serve.DefaultLimits.ViewBytes + 80<<20
+// the process. What the limit does not see, the binary's own pages
+// (about 55 MiB resident, DuckDB's among them) and C libraries' memory,
+// must fit in what is left of serve's 256 MiB.
+var serveMemoryLimit = serve.DefaultLimits.ViewBytes + 48<<20
 
 func newServeCommand(e *env) *cobra.Command {
 	o := &serveOptions{}

@@ -28,7 +28,7 @@ func TestVersion(t *testing.T) {
 	if len(v.FlinkMetadataRead) != 6 || v.FlinkMetadataRead[0] != 2 || v.FlinkMetadataRead[5] != 7 {
 		t.Errorf("flink _metadata versions read: %v", v.FlinkMetadataRead)
 	}
-	if strings.Join(v.Storages, ",") != "file,hdfs,s3,s3a,s3p" {
+	if strings.Join(v.Storages, ",") != "abfs,abfss,file,gs,hdfs,s3,s3a,s3p,wasb,wasbs" {
 		t.Errorf("storages: %v", v.Storages)
 	}
 	table := mustRun(t, "version")

@@ -68,8 +68,14 @@ func typeExpr(s *SerializerSnapshot) string {
 		return temporalExprs[k]
 	case "byte[]":
 		return "byte[]"
-	case "VoidNamespace", "Void":
+	case "VoidNamespace":
 		return "void"
+	case "BooleanValue", "ByteValue", "CharValue", "DoubleValue", "FloatValue", "IntValue", "LongValue", "ShortValue", "StringValue", "NullValue", "CopyableValue", "Value", "Void":
+		return valueTypeExpr(k)
+	case "SingleThreadChecking":
+		if len(s.Nested) == 1 {
+			return typeExpr(s.Nested[0])
+		}
 	case "GlobalWindow", "TimeWindow":
 		return k
 	case "IntEnum":
@@ -402,6 +408,10 @@ func hashAny(r *wire.Reader, s *SerializerSnapshot, depth int) (int32, error) {
 		return 0, errors.New("key nested deeper than 16")
 	}
 	switch KindOf(s) {
+	case "SingleThreadChecking":
+		if len(s.Nested) == 1 {
+			return hashAny(r, s.Nested[0], depth+1)
+		}
 	case "Long":
 		return keygroup.HashInt64(r.I64("long")), nil
 	case "Integer":
@@ -418,12 +428,7 @@ func hashAny(r *wire.Reader, s *SerializerSnapshot, depth int) (int32, error) {
 		}
 		return 1237, nil
 	case "Double":
-		v := r.F64("double")
-		if v != v {
-			v = math.NaN() // Java canonicalizes NaN in Double.hashCode
-		}
-		bits := math.Float64bits(v)
-		return int32(bits ^ bits>>32), nil
+		return keygroup.HashInt64(javaDoubleBits(r.F64("double"))), nil
 	case "String":
 		v := ReadStringValue(r)
 		s, _ := v.(string)
@@ -478,6 +483,12 @@ func DecodeAny(r *wire.Reader, s *SerializerSnapshot, depth int) any {
 		return string(rune(r.U16("char")))
 	case "BigInteger", "BigDecimal", "Instant", "LocalDate", "LocalTime", "LocalDateTime", "SqlTimestamp", "Date", "SqlDate", "SqlTime":
 		return decodeTemporal(r, k)
+	case "BooleanValue", "ByteValue", "CharValue", "DoubleValue", "FloatValue", "IntValue", "LongValue", "ShortValue", "StringValue", "NullValue", "CopyableValue", "Value", "Void":
+		return decodeValueType(r, s, k)
+	case "SingleThreadChecking":
+		if len(s.Nested) == 1 {
+			return DecodeAny(r, s.Nested[0], depth+1)
+		}
 	case "byte[]":
 		return "0x" + hex.EncodeToString(r.Bytes32("byte array"))
 	case "GlobalWindow":

@@ -16,12 +16,28 @@ func hashMore(r *wire.Reader, s *SerializerSnapshot) (h int32, ok bool) {
 	if h, ok := hashTemporal(r, KindOf(s)); ok {
 		return h, true
 	}
+	if h, ok := hashValueType(r, s, KindOf(s)); ok {
+		return h, true
+	}
 	if KindOf(s) == "Float" {
-		v := math.Float32frombits(uint32(r.I32("float")))
-		if v != v {
-			return 0x7fc00000, true // Float.hashCode canonicalizes NaN
-		}
-		return int32(math.Float32bits(v)), true
+		return javaFloatBits(math.Float32frombits(uint32(r.I32("float")))), true
 	}
 	return 0, false
+}
+
+// javaFloatBits is Float.floatToIntBits: every NaN is 0x7fc00000.
+func javaFloatBits(f float32) int32 {
+	if f != f {
+		return 0x7fc00000
+	}
+	return int32(math.Float32bits(f))
+}
+
+// javaDoubleBits is Double.doubleToLongBits: every NaN is
+// 0x7ff8000000000000 (Go's math.NaN() is not that one).
+func javaDoubleBits(d float64) int64 {
+	if d != d {
+		return 0x7ff8000000000000
+	}
+	return int64(math.Float64bits(d))
 }

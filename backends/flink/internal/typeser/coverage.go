@@ -25,12 +25,13 @@ type Support struct {
 // class, for the probes: none to six nested Long serializers (a
 // composite's fields), and what the kinds that need more record (a
 // POJO's field names, an Avro schema, as many BIGINT logical types: a
-// RowData's fields, an ArrayData's element, a MapData's key and value).
+// RowData's fields, an ArrayData's element, a MapData's key and value;
+// the class of a Value serializer's values).
 func probeSnapshots(t *Table, class string) []*SerializerSnapshot {
 	long := func() *SerializerSnapshot { return &SerializerSnapshot{Class: CoreExprs["java.lang.Long"]} }
 	var out []*SerializerSnapshot
 	for n := 0; n <= 6; n++ {
-		s := &SerializerSnapshot{Class: class, Schema: `"long"`, LogicalTypes: []LogicalType{}}
+		s := &SerializerSnapshot{Class: class, Schema: `"long"`, LogicalTypes: []LogicalType{}, TypeClass: typesPackage + "LongValue"}
 		for i := 0; i < n; i++ {
 			s.Nested = append(s.Nested, long())
 			s.Fields = append(s.Fields, string(rune('a'+i)))
@@ -77,5 +78,7 @@ func (t *Table) Support(class string) Support {
 
 // coreNotes say what flink-core's decoders need beyond the bytes.
 var coreNotes = map[string]string{
-	"Pojo": "a subclass's value, written by a serializer of its own, is not decoded",
+	"Pojo":            "a subclass's value, written by a serializer of its own, is not decoded",
+	kindCopyableValue: "Flink's own Value classes decode; a class of the user's writes itself and is not decoded",
+	kindValue:         "Flink's own Value classes decode; a class of the user's writes itself and is not decoded",
 }

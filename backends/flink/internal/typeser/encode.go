@@ -125,6 +125,12 @@ func EncodeAny(b []byte, s *SerializerSnapshot, v any, depth int) ([]byte, error
 		return append(b, 0), nil
 	case "BigInteger", "BigDecimal", "Instant", "LocalDate", "LocalTime", "LocalDateTime", "SqlTimestamp", "Date", "SqlDate", "SqlTime":
 		return encodeTemporal(b, k, v)
+	case "BooleanValue", "ByteValue", "CharValue", "DoubleValue", "FloatValue", "IntValue", "LongValue", "ShortValue", "StringValue", "NullValue", "CopyableValue", "Value", "Void":
+		return encodeValueType(b, s, k, v)
+	case "SingleThreadChecking":
+		if len(s.Nested) == 1 {
+			return EncodeAny(b, s.Nested[0], v, depth+1)
+		}
 	case "GlobalWindow":
 		if v != "GlobalWindow" {
 			return nil, fmt.Errorf(`want "GlobalWindow", not %v`, v)
@@ -197,7 +203,11 @@ func Integer(v any, bits int) (int64, error) {
 // length plus one, then each code unit, as variable-length ints.
 func AppendStringValue(b []byte, s string) []byte {
 	units := utf16.Encode([]rune(s))
-	b = AppendVarUint(b, uint64(len(units))+1)
+	return appendUTF16(AppendVarUint(b, uint64(len(units))+1), units)
+}
+
+// appendUTF16 writes each UTF-16 unit as a variable-length int.
+func appendUTF16(b []byte, units []uint16) []byte {
 	for _, u := range units {
 		b = AppendVarUint(b, uint64(u))
 	}

@@ -102,6 +102,7 @@ func NewTable(families ...*Family) *Table {
 	for simple, kind := range temporalKinds {
 		t.exprs[temporalExprs[kind]] = ExprLeaf{Class: basePackage + simple + "$" + simple + "Snapshot"}
 	}
+	t.addValueTypes()
 	for _, f := range families {
 		for class, p := range f.Snapshots {
 			if _, dup := t.parsers[class]; dup {

@@ -46,6 +46,12 @@ func SchemaOf(s *SerializerSnapshot, depth int) snapshot.Schema {
 		return snapshot.Schema{Kind: kind}
 	}
 	switch k {
+	case "BooleanValue", "ByteValue", "CharValue", "DoubleValue", "FloatValue", "IntValue", "LongValue", "ShortValue", "StringValue", "NullValue", "CopyableValue", "Value", "Void":
+		return valueTypeSchema(s, k)
+	case "SingleThreadChecking":
+		if len(s.Nested) == 1 {
+			return nested(0)
+		}
 	case "SqlTimestamp": // [milliseconds, nanos]
 		long := snapshot.Schema{Kind: snapshot.SchemaInt64}
 		return snapshot.Schema{Kind: snapshot.SchemaList, Elem: &long}

@@ -38,6 +38,12 @@ func classKind(s *SerializerSnapshot) (string, *Family) {
 		if k := temporalKind(n); k != "" {
 			return k, nil
 		}
+		if k := valueKind(n); k != "" {
+			return k, nil
+		}
+		if strings.HasPrefix(n, singleThreadClass) {
+			return "SingleThreadChecking", nil
+		}
 		if k, f := s.table.kindOf(n); k != "" {
 			return k, f
 		}
@@ -84,8 +90,15 @@ const BroadcastEntryClass = "stateutil.flink.BroadcastEntry"
 func FixedLength(s *SerializerSnapshot) int {
 	kind := KindOf(s)
 	switch kind {
-	case "VoidNamespace", "GlobalWindow", "Void":
+	case "VoidNamespace", "GlobalWindow":
 		return 0 // getLength() is 0 although one byte is written
+	case "CopyableValue", "Value", "NullValue":
+		return valueTypeWidth(s, kind)
+	case "SingleThreadChecking":
+		if len(s.Nested) == 1 {
+			return FixedLength(s.Nested[0])
+		}
+		return -1
 	case "Nullable":
 		return nullableLength(s)
 	case "Tuple":
@@ -153,6 +166,11 @@ func SizedDepth(s *SerializerSnapshot, depth int) bool {
 		return k != "Pojo" || len(s.Fields) == len(s.Nested)
 	case "Tuple0":
 		return true
+	case "BooleanValue", "ByteValue", "CharValue", "DoubleValue", "FloatValue", "IntValue", "LongValue", "ShortValue", "StringValue", "NullValue", "CopyableValue", "Value", "Void":
+		layout, _ := valueLayout(s, k)
+		return layout != ""
+	case "SingleThreadChecking":
+		return len(s.Nested) == 1 && SizedDepth(s.Nested[0], depth+1)
 	case "Tuple", "TTL", "Timer", "Option", "Either", "Entry", "Union":
 		if len(s.Nested) == 0 {
 			return false
@@ -188,10 +206,13 @@ func fixedWidth(kind string) int {
 		return 4
 	case "Short", "Char":
 		return 2
-	case "Byte", "Boolean", "VoidNamespace", "GlobalWindow", "Tuple0":
+	case "Byte", "Boolean", "VoidNamespace", "GlobalWindow", "Tuple0", "Void":
 		return 1
 	case "TimeWindow":
 		return 16
+	}
+	if w := valueWidths[kind]; w > 0 {
+		return w
 	}
 	return temporalWidths[kind]
 }
@@ -314,6 +335,13 @@ func SkipValue(r *wire.Reader, s *SerializerSnapshot, depth int) bool {
 		}
 	case "BigInteger", "BigDecimal":
 		decodeTemporal(r, kind)
+	case "StringValue", "NullValue", "CopyableValue", "Value":
+		if layout, _ := valueLayout(s, kind); layout == "" {
+			return false
+		}
+		decodeValueType(r, s, kind)
+	case "SingleThreadChecking":
+		return len(s.Nested) == 1 && SkipValue(r, s.Nested[0], depth+1)
 	default:
 		if f := familyOf(s); f != nil {
 			if f.Walk == nil {

@@ -80,15 +80,16 @@ func DecodeValue(r *wire.Reader, s *SerializerSnapshot, depth int) any {
 // int (7 bits a byte, low bits first, high bit set on all but the last byte).
 func ReadStringValue(r *wire.Reader) any {
 	n := ReadVarUint(r, "string length")
-	if r.Err != nil {
+	if r.Err != nil || n == 0 {
 		return nil
 	}
-	if n == 0 {
-		return nil
-	}
-	n--
+	return readUTF16(r, n-1, "string")
+}
+
+// readUTF16 reads n UTF-16 units, each a variable-length int, as a string.
+func readUTF16(r *wire.Reader, n uint64, what string) any {
 	if n > uint64(r.Remaining()) {
-		r.Fail("string of %d characters, only %d bytes left", n, r.Remaining())
+		r.Fail("%s of %d characters, only %d bytes left", what, n, r.Remaining())
 		return nil
 	}
 	// Each character is a variable-length int: ASCII is one byte each.
@@ -100,15 +101,18 @@ func ReadStringValue(r *wire.Reader) any {
 		}
 	}
 	if ascii {
-		return string(r.Take(int(n), "string characters"))
+		return string(r.Take(int(n), what+" characters"))
 	}
 	units := make([]uint16, n)
 	for i := range units {
-		c := ReadVarUint(r, "string character")
+		c := ReadVarUint(r, what+" character")
 		if c > 0xFFFF && r.Err == nil {
-			r.Fail("string character 0x%X is not a UTF-16 unit", c)
+			r.Fail("%s character 0x%X is not a UTF-16 unit", what, c)
 		}
 		units[i] = uint16(c)
+	}
+	if r.Err != nil {
+		return nil
 	}
 	return string(utf16.Decode(units))
 }
