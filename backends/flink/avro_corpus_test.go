@@ -2,7 +2,6 @@ package flink
 
 import (
 	"bytes"
-	"context"
 	"path/filepath"
 	"testing"
 
@@ -18,29 +17,15 @@ func avroCorpusValues(t testing.TB) map[string][]avroCorpusValue {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.Background()
 	out := map[string][]avroCorpusValue{}
 	for _, e := range entries {
-		old, nw := e.PathMap()
-		r, err := testReg.Open(ctx, e.SnapshotDir(), snapshot.OpenOptions{PathMap: map[string]string{old: nw}, TempDir: t.TempDir()})
-		if err != nil {
-			t.Fatalf("%s: %v", e.Dir, err)
-		}
-		for _, op := range r.Snapshot().Operators {
-			for _, sub := range op.Subtasks {
-				for en, err := range r.Entries(ctx, op, sub.Index, sub.KeyGroups) {
-					if err != nil {
-						t.Fatalf("%s: %v", e.Dir, err)
-					}
-					st, _ := op.KeyedStateByName(en.State)
-					if st != nil && st.ValueType.Name == typeser.TypePrefix+"avro" {
-						name := e.Manifest.FlinkVersion + "/" + e.Name
-						out[name] = append(out[name], avroCorpusValue{st.ValueType, bytes.Clone(en.Value)}) // entries reuse their buffers
-					}
-				}
+		eachEntry(t, e, func(op *snapshot.Operator, en snapshot.Entry) {
+			st, _ := op.KeyedStateByName(en.State)
+			if st != nil && st.ValueType.Name == typeser.TypePrefix+"avro" {
+				name := e.Manifest.FlinkVersion + "/" + e.Name
+				out[name] = append(out[name], avroCorpusValue{st.ValueType, bytes.Clone(en.Value)}) // entries reuse their buffers
 			}
-		}
-		r.Close()
+		})
 	}
 	return out
 }

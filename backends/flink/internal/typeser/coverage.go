@@ -22,18 +22,20 @@ type Support struct {
 }
 
 // probeSnapshots are what a snapshot of a class may hold besides its
-// class, for the probes: none, one or two nested Long serializers, and
-// what the kinds that need more record (a POJO's field names, an Avro
-// schema, RowData's logical types, the class of a Value serializer's
-// values).
+// class, for the probes: none to six nested Long serializers (a
+// composite's fields), and what the kinds that need more record (a
+// POJO's field names, an Avro schema, as many BIGINT logical types: a
+// RowData's fields, an ArrayData's element, a MapData's key and value;
+// the class of a Value serializer's values).
 func probeSnapshots(t *Table, class string) []*SerializerSnapshot {
 	long := func() *SerializerSnapshot { return &SerializerSnapshot{Class: CoreExprs["java.lang.Long"]} }
 	var out []*SerializerSnapshot
-	for n := 0; n <= 2; n++ {
+	for n := 0; n <= 6; n++ {
 		s := &SerializerSnapshot{Class: class, Schema: `"long"`, LogicalTypes: []LogicalType{}, TypeClass: typesPackage + "LongValue"}
 		for i := 0; i < n; i++ {
 			s.Nested = append(s.Nested, long())
 			s.Fields = append(s.Fields, string(rune('a'+i)))
+			s.LogicalTypes = append(s.LogicalTypes, LogicalType{Root: "BIGINT"})
 		}
 		out = append(out, t.Bind(s))
 	}

@@ -33,6 +33,9 @@ type Family struct {
 	// Widths are the byte width of every value of each kind whose values
 	// are all alike.
 	Widths map[string]int
+	// Width is the byte width of every value of s where it hangs on the
+	// snapshot rather than the kind (a precision), or 0.
+	Width func(s *SerializerSnapshot) int
 	// Encode writes a value given as walk decodes it; ok is false where s
 	// lacks what its values need.
 	Encode func(b []byte, s *SerializerSnapshot, v any, depth int) (out []byte, ok bool, err error)

@@ -67,24 +67,30 @@ func walkSet(r *wire.Reader, s *SerializerSnapshot, depth int, decode bool) ([]a
 		return nil, false
 	}
 	n := r.Count32(1, "set size")
+	return WalkElements(r, s.Nested[0], n, depth, decode, func(int) bool { return r.Bool("set element null flag") })
+}
+
+// WalkElements reads n elements of elem one after another, decoding them
+// when decode is set, but for those absent(i) says were not written (a
+// null flag or mask read for element i). It reports false where elem
+// cannot be walked.
+func WalkElements(r *wire.Reader, elem *SerializerSnapshot, n, depth int, decode bool, absent func(i int) bool) ([]any, bool) {
 	var out []any
 	if decode {
 		out = make([]any, 0, n)
 	}
 	for i := 0; i < n && r.Err == nil; i++ {
-		var v any
-		if !r.Bool("set element null flag") {
-			if !decode {
-				if !SkipValue(r, s.Nested[0], depth+1) {
-					return nil, false
-				}
-				continue
+		if absent(i) {
+			out = append(out, nil)
+			continue
+		}
+		if !decode {
+			if !SkipValue(r, elem, depth+1) {
+				return nil, false
 			}
-			v = DecodeAny(r, s.Nested[0], depth+1)
+			continue
 		}
-		if decode {
-			out = append(out, v)
-		}
+		out = append(out, DecodeAny(r, elem, depth+1))
 	}
 	return out, true
 }

@@ -205,6 +205,13 @@ type SnapReader struct {
 	Table *Table
 }
 
+// Versioned reads a snapshot as TypeSerializerSnapshot's
+// writeVersionedSnapshot frames it inside another: its class name, its
+// version, then its body.
+func (sr *SnapReader) Versioned(cont ContFunc, depth int) *SerializerSnapshot {
+	return sr.versioned(cont, depth)
+}
+
 // versioned reads UTF class name, int version, then the snapshot body.
 func (sr *SnapReader) versioned(cont ContFunc, depth int) *SerializerSnapshot {
 	r := sr.R
@@ -325,6 +332,29 @@ func (sr *SnapReader) composite(s *SerializerSnapshot, cont ContFunc, depth int)
 		s.Outer = r.Buf[outer:r.Off:r.Off]
 	}
 	sr.NestedSnapshots(s, cont, depth)
+}
+
+// CompositeOuter reads a CompositeTypeSerializerSnapshot whose outer
+// snapshot is class specific: the magic, the outer version, the outer
+// snapshot (outer reads it, knowing s.OuterVersion), then the nested
+// snapshots, of which there must be want.
+func (sr *SnapReader) CompositeOuter(s *SerializerSnapshot, cont ContFunc, depth, want int, what string, outer func()) {
+	r := sr.R
+	at := r.Pos()
+	if m := r.I32("composite magic"); r.Err == nil && m != CompositeMagic {
+		r.FailAt(at, "composite serializer snapshot magic %d, want %d", m, CompositeMagic)
+		return
+	}
+	s.OuterVersion = r.I32("composite outer version")
+	start := r.Off
+	outer()
+	if r.Err != nil {
+		return
+	}
+	s.Outer = r.Buf[start:r.Off:r.Off]
+	if n := sr.NestedSnapshots(s, cont, depth); r.Err == nil && n != want {
+		r.Fail("%s serializer snapshot with %d nested snapshots, want %d", what, n, want)
+	}
 }
 
 // NestedSnapshots reads NestedSerializersSnapshotDelegate's block: magic,

@@ -220,6 +220,11 @@ func fixedWidth(kind string) int {
 // widthOf is fixedWidth for a serializer of any family.
 func widthOf(s *SerializerSnapshot, kind string) int {
 	if f := familyOf(s); f != nil {
+		if f.Width != nil {
+			if w := f.Width(s); w > 0 {
+				return w
+			}
+		}
 		return f.Widths[kind]
 	}
 	return fixedWidth(kind)

@@ -7,31 +7,44 @@ import (
 	"github.com/stateutil/stateutil/backends/flink/internal/wire"
 )
 
-// Family is the Table runtime's serializers (flink-table-runtime):
-// RowData (rowdata.go, rowdata_encode.go) and the others its operators'
-// state holds (planner.go).
+// Family is the Table runtime's serializers (flink-table-runtime, and the
+// DataView serializers of flink-table-common): RowData (rowdata.go,
+// rowdata_encode.go), the planner's others (planner.go), the data
+// structures' own (data.go), the accumulators' collections and views
+// (views.go) and the operators' (operators.go).
 var Family = &typeser.Family{
 	Name: "table",
 	Kind: tableKind,
 	Snapshots: map[string]typeser.SnapshotParser{
-		"RowDataSerializer$RowDataSerializerSnapshot":   parseRowDataSnapshot,
-		"ExternalSerializer$ExternalSerializerSnapshot": parseExternalSnapshot,
-		"SortedMapSerializerSnapshot":                   parseSortedMapSnapshot,
-		// The snapshots RowData's nest.
-		"ArrayDataSerializer$ArrayDataSerializerSnapshot":         javaObjectsSnapshot(2, "ArrayData"),
-		"MapDataSerializer$MapDataSerializerSnapshot":             javaObjectsSnapshot(4, "MapData"),
-		"DecimalDataSerializer$DecimalSerializerSnapshot":         intsSnapshot(2, "decimal precision and scale"),
-		"TimestampDataSerializer$TimestampDataSerializerSnapshot": intsSnapshot(1, "timestamp precision"),
+		"RowDataSerializer$RowDataSerializerSnapshot":             parseRowDataSnapshot,
+		"ExternalSerializer$ExternalSerializerSnapshot":           parseExternalSnapshot,
+		"SortedMapSerializerSnapshot":                             parseSortedMapSnapshot,
+		"ArrayDataSerializer$ArrayDataSerializerSnapshot":         parseTypesSnapshot(1, "ArrayData"),
+		"MapDataSerializer$MapDataSerializerSnapshot":             parseTypesSnapshot(2, "MapData"),
+		"DecimalDataSerializer$DecimalSerializerSnapshot":         parseDecimalSnapshot,
+		"TimestampDataSerializer$TimestampDataSerializerSnapshot": parseTimestampSnapshot,
+		"LinkedListSerializer$LinkedListSerializerSnapshot":       parseLinkedListSnapshot,
+		"BinaryRowDataSerializer$BinaryRowDataSerializerSnapshot": parseBinaryRowSnapshot,
+		"RowDataKeySerializerSnapshot":                            parseRowDataKeySnapshot,
 	},
 	Exprs: map[string]typeser.ExprLeaf{
-		"external":   {Class: "table.runtime.typeutils.ExternalSerializer$ExternalSerializerSnapshot"},
-		"sortedmap":  {Class: "table.runtime.typeutils.SortedMapSerializerSnapshot"},
-		"stringdata": {Class: "table.runtime.typeutils.StringDataSerializer$StringDataSerializerSnapshot"},
+		"external":     {Class: "table.runtime.typeutils.ExternalSerializer$ExternalSerializerSnapshot"},
+		"sortedmap":    {Class: "table.runtime.typeutils.SortedMapSerializerSnapshot"},
+		"stringdata":   {Class: "table.runtime.typeutils.StringDataSerializer$StringDataSerializerSnapshot"},
+		"rawvaluedata": {Class: "table.runtime.typeutils.RawValueDataSerializer$RawValueDataSerializerSnapshot"},
+		"dataviewnull": {Class: "org.apache.flink.table.dataview.NullSerializer$NullSerializerSnapshot"},
+		"listview":     {Class: "org.apache.flink.table.dataview.ListViewSerializerSnapshot"},
+		"mapview":      {Class: "org.apache.flink.table.dataview.MapViewSerializerSnapshot"},
+		"nullawaremap": {Class: "org.apache.flink.table.dataview.NullAwareMapSerializerSnapshot"},
+		"countwindow":  {Class: "table.runtime.operators.window.CountWindow$Serializer$CountWindowSerializerSnapshot"},
+		"sortedlong":   {Class: "table.runtime.operators.sink.SortedLongSerializer$SortedLongSerializerSnapshot"},
 	},
 	Expr:   tableTypeExpr,
 	Walk:   walkTable,
 	Schema: tableSchema,
 	Sized:  tableSized,
+	Widths: map[string]int{"CountWindow": 8, "SortedLong": 8, "NullView": 1},
+	Width:  tableWidth,
 	Encode: encodeTable,
 	Hash:   hashBinaryRow,
 	Notes: map[string]string{
@@ -48,21 +61,42 @@ func tableKind(n string) string {
 	case strings.HasPrefix(n, "org.apache.flink.table.runtime.typeutils.BinaryRowDataSerializer"):
 		return "BinaryRow"
 	}
-	return plannerKind(n)
+	for _, kind := range []func(string) string{plannerKind, dataKind, viewKind, operatorKind} {
+		if k := kind(n); k != "" {
+			return k
+		}
+	}
+	return ""
+}
+
+// exprWords are the type expression words of the kinds whose snapshot is
+// all their values need beside their nested serializers'.
+var exprWords = map[string]string{
+	"StringData": "stringdata", "RawValueData": "rawvaluedata", "NullView": "dataviewnull",
+	"ListView": "listview", "MapView": "mapview", "NullAwareMap": "nullawaremap",
+	"CountWindow": "countwindow", "SortedLong": "sortedlong", "External": "external", "SortedMap": "sortedmap",
+}
+
+// snapshotWords are the type expression words of the kinds whose values
+// need their snapshot's bytes (logical types, flags), which the type keeps.
+var snapshotWords = map[string]string{
+	"RowData": "rowdata", "ArrayData": "arraydata", "MapData": "mapdata", "DecimalData": "decimaldata",
+	"TimestampData": "timestampdata", "LinkedList": "linkedlist", "WindowKey": "windowkey",
+	"SqnNode": "sqnnode", "MetaSqnInfo": "metasqninfo", "RowSqnInfo": "rowsqninfo", "RowDataKey": "rowdatakey",
 }
 
 func tableTypeExpr(s *typeser.SerializerSnapshot, kind string, nested func() string) (string, bool) {
-	switch kind {
-	case "RowData":
-		return "rowdata", true
-	case "StringData":
-		return "stringdata", true
-	case "External", "SortedMap":
-		if len(s.Nested) > 0 {
-			return strings.ToLower(kind) + "(" + nested() + ")", true
-		}
+	word, ok := exprWords[kind]
+	if !ok {
+		word, ok = snapshotWords[kind]
 	}
-	return "", false
+	switch {
+	case !ok:
+		return "", false
+	case len(s.Nested) > 0 && kind != "RowData":
+		return word + "(" + nested() + ")", true
+	}
+	return word, true
 }
 
 // A RowData (and a BinaryRowData) is an int length and the row's bytes,
@@ -81,7 +115,12 @@ func walkTable(r *wire.Reader, s *typeser.SerializerSnapshot, depth int, decode 
 		}
 		return decodeRowData(r, s), true
 	}
-	return walkPlanner(r, s, depth, decode)
+	for _, walk := range []func(*wire.Reader, *typeser.SerializerSnapshot, int, bool) (any, bool){walkPlanner, walkData, walkView, walkOperator} {
+		if v, ok := walk(r, s, depth, decode); ok || r.Err != nil {
+			return v, ok
+		}
+	}
+	return nil, false
 }
 
 func tableSized(s *typeser.SerializerSnapshot, depth int) bool {
@@ -89,7 +128,17 @@ func tableSized(s *typeser.SerializerSnapshot, depth int) bool {
 	case "RowData", "BinaryRow":
 		return true
 	}
-	return plannerSized(s, depth)
+	return plannerSized(s, depth) || dataSized(s, depth) || viewSized(s, depth) || operatorSized(s, depth)
+}
+
+// tableWidth is the byte width of every value of s where it hangs on the
+// snapshot: a TimestampData's precision, the serializer an
+// ExternalSerializer wraps.
+func tableWidth(s *typeser.SerializerSnapshot) int {
+	if typeser.KindOf(s) == "External" && len(s.Nested) == 1 {
+		return max(typeser.FixedLength(s.Nested[0]), 0)
+	}
+	return dataWidth(s)
 }
 
 func encodeTable(b []byte, s *typeser.SerializerSnapshot, v any, depth int) ([]byte, bool, error) {
@@ -100,5 +149,10 @@ func encodeTable(b []byte, s *typeser.SerializerSnapshot, v any, depth int) ([]b
 		b, err := encodeRowData(b, s, v)
 		return b, true, err
 	}
-	return encodePlanner(b, s, v, depth)
+	for _, encode := range []func([]byte, *typeser.SerializerSnapshot, any, int) ([]byte, bool, error){encodePlanner, encodeData, encodeView, encodeOperator} {
+		if out, ok, err := encode(b, s, v, depth); ok {
+			return out, true, err
+		}
+	}
+	return nil, false, nil
 }

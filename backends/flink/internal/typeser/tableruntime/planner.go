@@ -40,21 +40,10 @@ func plannerKind(n string) string {
 // framing, an outer snapshot of a Java-serialized DataType and a boolean,
 // then the internal serializer's snapshot.
 func parseExternalSnapshot(sr *typeser.SnapReader, s *typeser.SerializerSnapshot, cont typeser.ContFunc, depth int) {
-	r := sr.R
-	at := r.Pos()
-	if m := r.I32("composite magic"); r.Err == nil && m != typeser.CompositeMagic {
-		r.FailAt(at, "composite serializer snapshot magic %d, want %d", m, typeser.CompositeMagic)
-	}
-	s.OuterVersion = r.I32("composite outer version")
-	outer := r.Off
-	sr.JavaObject("external data type")
-	r.Bool("internal input flag")
-	if r.Err == nil {
-		s.Outer = r.Buf[outer:r.Off:r.Off]
-	}
-	if n := sr.NestedSnapshots(s, cont, depth); r.Err == nil && n != 1 {
-		r.Fail("external serializer snapshot with %d nested snapshots, want 1", n)
-	}
+	sr.CompositeOuter(s, cont, depth, 1, "external", func() {
+		sr.JavaObject("external data type")
+		sr.R.Bool("internal input flag")
+	})
 }
 
 // parseSortedMapSnapshot reads a SortedMapSerializerSnapshot: the
@@ -87,29 +76,7 @@ func walkPlanner(r *wire.Reader, s *typeser.SerializerSnapshot, depth int, decod
 		}
 		return string(b), true
 	case "SortedMap":
-		if len(s.Nested) != 2 {
-			return nil, false
-		}
-		n := r.Count32(2, "sorted map size")
-		var out []any
-		for i := 0; i < n && r.Err == nil; i++ {
-			if !decode {
-				if !typeser.SkipValue(r, s.Nested[0], depth+1) || !r.Bool("sorted map value null flag") && !typeser.SkipValue(r, s.Nested[1], depth+1) {
-					return nil, false
-				}
-				continue
-			}
-			k := typeser.DecodeAny(r, s.Nested[0], depth+1)
-			var v any
-			if !r.Bool("sorted map value null flag") {
-				v = typeser.DecodeAny(r, s.Nested[1], depth+1)
-			}
-			out = append(out, []any{k, v})
-		}
-		if decode && out == nil {
-			out = []any{}
-		}
-		return out, true
+		return walkPairs(r, s, depth, decode, false)
 	}
 	return nil, false
 }
@@ -144,28 +111,68 @@ func encodePlanner(b []byte, s *typeser.SerializerSnapshot, v any, depth int) ([
 		}
 		return typeser.AppendBytes32(b, []byte(text)), true, nil
 	case "SortedMap":
-		if len(s.Nested) != 2 {
-			return nil, false, nil
-		}
-		pairs, ok := v.([]any)
-		if !ok {
-			return nil, true, fmt.Errorf("want a JSON array of [key, value] pairs, not %v", v)
-		}
-		b = binary.BigEndian.AppendUint32(b, uint32(len(pairs)))
-		var err error
-		for i, p := range pairs {
-			kv, ok := p.([]any)
-			if !ok || len(kv) != 2 {
-				return nil, true, fmt.Errorf("entry %d: want [key, value], not %v", i, p)
-			}
-			if b, err = typeser.EncodeAny(b, s.Nested[0], kv[0], depth+1); err != nil {
-				return nil, true, fmt.Errorf("entry %d key: %w", i, err)
-			}
-			if b, err = typeser.EncodeNullFlagged(b, s.Nested[1], kv[1], depth); err != nil {
-				return nil, true, fmt.Errorf("entry %d value: %w", i, err)
-			}
-		}
-		return b, true, nil
+		return encodePairs(b, s, v, depth, false)
 	}
 	return nil, false, nil
+}
+
+// walkPairs reads a map as the planner's SortedMapSerializer and the
+// DataViews' NullAwareMapSerializer write it: an int size, then per entry
+// the key (after a null flag where keys may be null), a null flag and the
+// value; decoded as [key, value] pairs in their order.
+func walkPairs(r *wire.Reader, s *typeser.SerializerSnapshot, depth int, decode, nullKeys bool) (any, bool) {
+	if len(s.Nested) != 2 {
+		return nil, false
+	}
+	n := r.Count32(2, "map size")
+	out := []any{}
+	for i := 0; i < n && r.Err == nil; i++ {
+		var kv [2]any
+		for j, what := range []string{"map key null flag", "map value null flag"} {
+			if (j == 1 || nullKeys) && r.Bool(what) {
+				continue
+			}
+			if !decode {
+				if !typeser.SkipValue(r, s.Nested[j], depth+1) {
+					return nil, false
+				}
+				continue
+			}
+			kv[j] = typeser.DecodeAny(r, s.Nested[j], depth+1)
+		}
+		if decode {
+			out = append(out, []any{kv[0], kv[1]})
+		}
+	}
+	return out, true
+}
+
+// encodePairs writes the [key, value] pairs walkPairs makes.
+func encodePairs(b []byte, s *typeser.SerializerSnapshot, v any, depth int, nullKeys bool) ([]byte, bool, error) {
+	if len(s.Nested) != 2 {
+		return nil, false, nil
+	}
+	pairs, ok := v.([]any)
+	if !ok {
+		return nil, true, fmt.Errorf("want a JSON array of [key, value] pairs, not %v", v)
+	}
+	b = binary.BigEndian.AppendUint32(b, uint32(len(pairs)))
+	for i, p := range pairs {
+		kv, ok := p.([]any)
+		if !ok || len(kv) != 2 {
+			return nil, true, fmt.Errorf("entry %d: want [key, value], not %v", i, p)
+		}
+		var err error
+		for j, part := range []string{"key", "value"} {
+			if j == 0 && !nullKeys {
+				b, err = typeser.EncodeAny(b, s.Nested[0], kv[0], depth+1)
+			} else {
+				b, err = typeser.EncodeNullFlagged(b, s.Nested[j], kv[j], depth)
+			}
+			if err != nil {
+				return nil, true, fmt.Errorf("entry %d %s: %w", i, part, err)
+			}
+		}
+	}
+	return b, true, nil
 }

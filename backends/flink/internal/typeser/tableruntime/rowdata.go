@@ -9,6 +9,7 @@ import (
 	"math"
 	"math/big"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/stateutil/stateutil/backends/flink/internal/javaser"
 	"github.com/stateutil/stateutil/backends/flink/internal/typeser"
@@ -53,32 +54,6 @@ func parseRowDataSnapshot(sr *typeser.SnapReader, s *typeser.SerializerSnapshot,
 	}
 }
 
-// javaObjectsSnapshot parses a snapshot body of n Java-serialization
-// streams (ArrayData's: element type and serializer; MapData's: key and
-// value types and serializers).
-func javaObjectsSnapshot(n int, what string) func(sr *typeser.SnapReader, s *typeser.SerializerSnapshot, cont typeser.ContFunc, depth int) {
-	return func(sr *typeser.SnapReader, s *typeser.SerializerSnapshot, cont typeser.ContFunc, depth int) {
-		r := sr.R
-		for i := 0; i < n && r.Err == nil; i++ {
-			_, used, _, _, err := javaser.Parse(r.Buf[r.Off:], r.File, r.Pos())
-			if err != nil {
-				r.Err = fmt.Errorf("%s serializer snapshot: %w", what, err)
-				return
-			}
-			r.Off += used
-		}
-	}
-}
-
-// intsSnapshot parses a snapshot body of n ints.
-func intsSnapshot(n int, what string) func(sr *typeser.SnapReader, s *typeser.SerializerSnapshot, cont typeser.ContFunc, depth int) {
-	return func(sr *typeser.SnapReader, s *typeser.SerializerSnapshot, cont typeser.ContFunc, depth int) {
-		for i := 0; i < n; i++ {
-			sr.R.I32(what)
-		}
-	}
-}
-
 // logicalTypeOf reads a walked Java LogicalType object. What it does not
 // recognise keeps an empty Root, and its values are not decoded.
 func logicalTypeOf(v any, depth int) typeser.LogicalType {
@@ -101,8 +76,11 @@ func logicalTypeOf(v any, depth int) typeser.LogicalType {
 		t.Elem = sub("elementType")
 	case "MAP":
 		t.Key, t.Value = sub("keyType"), sub("valueType")
-	case "ROW":
-		fields, ok := javaListElements(o.Field("fields"), 0)
+	case "ROW", "STRUCTURED_TYPE":
+		// A structured type (an aggregate's accumulator) is stored as a
+		// row of its attributes.
+		list := map[string]string{"ROW": "fields", "STRUCTURED_TYPE": "attributes"}[t.Root]
+		fields, ok := javaListElements(o.Field(list), 0)
 		if !ok {
 			t.Root = "" // a list class this walk does not know
 		}
@@ -126,14 +104,22 @@ func logicalTypeOf(v any, depth int) typeser.LogicalType {
 	return t
 }
 
-// javaListElements are the elements of a serialized ArrayList, or of the
-// unmodifiable view of one that RowType keeps.
+// javaListElements are the elements of a serialized ArrayList, of the
+// unmodifiable view of one that RowType keeps, or of the serial form of
+// List.of's lists (CollSer: a tag, 1 for a list, 4 for one that may hold
+// nulls; a count and the elements written after it), which Flink 2's
+// StructuredType keeps its attributes in.
 func javaListElements(v any, depth int) ([]any, bool) {
 	o, ok := v.(*javaser.Object)
 	if !ok || depth > 2 {
 		return nil, false
 	}
 	switch o.Class {
+	case "java.util.CollSer":
+		if tag, _ := o.Field("tag").(int32); tag&0xff != 1 && tag&0xff != 4 {
+			return nil, false
+		}
+		fallthrough
 	case "java.util.ArrayList":
 		var out []any
 		for _, a := range o.Annotations {
@@ -159,14 +145,7 @@ func decodeRowData(r *wire.Reader, s *typeser.SerializerSnapshot) any {
 		return nil
 	}
 	v, err := binRow(row, s.LogicalTypes, nil, 0)
-	var nd *snapshot.NotDecodedError
-	switch {
-	case errors.As(err, &nd):
-		r.Err = nd
-		r.Off = len(r.Buf)
-	case err != nil:
-		r.FailAt(at, "RowData: %v", err)
-	}
+	binaryErr(r, at, "RowData", err)
 	return v
 }
 
@@ -249,6 +228,10 @@ func binField(buf []byte, off int, t typeser.LogicalType, depth int) (any, error
 		return math.Float64frombits(binary.LittleEndian.Uint64(slot)), nil
 	case "CHAR", "VARCHAR":
 		b, err := variablePart(buf, slot)
+		if err == nil && !utf8.Valid(b) {
+			// Flink encodes Java strings; JSON could not give these bytes back.
+			err = fmt.Errorf("string of %d bytes is not UTF-8", len(b))
+		}
 		return string(b), err
 	case "BINARY", "VARBINARY":
 		b, err := variablePart(buf, slot)
@@ -269,7 +252,7 @@ func binField(buf []byte, off int, t typeser.LogicalType, depth int) (any, error
 			return nil, fmt.Errorf("timestamp's nanoseconds of its millisecond are %d, over %d", nanos, maxNanoOfMillisecond)
 		}
 		return map[string]any{"millisecond": int64(binary.LittleEndian.Uint64(buf[at:])), "nanoOfMillisecond": int32(uint32(u))}, nil
-	case "ARRAY", "MULTISET", "MAP", "ROW":
+	case "ARRAY", "MULTISET", "MAP", "ROW", "STRUCTURED_TYPE":
 		b, err := offsetPart(buf, slot)
 		if err != nil {
 			return nil, err
@@ -278,8 +261,9 @@ func binField(buf []byte, off int, t typeser.LogicalType, depth int) (any, error
 	case "NULL":
 		return nil, nil
 	case "RAW":
-		if t.RawSerializer == dataViewPlaceholder {
-			b, err := variablePart(buf, slot)
+		if t.RawClass != "" {
+			// Flink writes a RAW value's bytes out of line, however short.
+			b, err := offsetPart(buf, slot)
 			return map[string]any{"class": t.RawClass, "bytes": "0x" + hex.EncodeToString(b)}, err
 		}
 	}
@@ -290,12 +274,6 @@ func binField(buf []byte, off int, t typeser.LogicalType, depth int) (any, error
 	return nil, &snapshot.NotDecodedError{Serializer: rowDataSerializer, ValueClass: class}
 }
 
-// dataViewPlaceholder is the serializer of the RAW field that stands in an
-// aggregate's accumulator for a DataView kept in state of its own (a
-// DISTINCT aggregate's MapView): such a field is its class and the bytes
-// written, which hold nothing of the view.
-const dataViewPlaceholder = "org.apache.flink.table.dataview.NullSerializer"
-
 // rowDataSerializer is the serializer a not-decoded RowData field names.
 const rowDataSerializer = "org.apache.flink.table.runtime.typeutils.RowDataSerializer"
 
@@ -304,7 +282,7 @@ func binNested(b []byte, t typeser.LogicalType, depth int) (any, error) {
 	switch t.Root {
 	case "ARRAY":
 		return binArray(b, *t.Elem, depth)
-	case "ROW":
+	case "ROW", "STRUCTURED_TYPE":
 		types := make([]typeser.LogicalType, len(t.Fields))
 		names := make([]string, len(t.Fields))
 		for i, f := range t.Fields {
@@ -397,23 +375,32 @@ func fixedSize(root string) int {
 // precision is at most 18, else the unscaled big-endian two's complement
 // bytes at the offset and size the slot holds.
 func binDecimal(buf, slot []byte, t typeser.LogicalType) (any, error) {
-	var unscaled *big.Int
 	if t.Precision <= 18 {
-		unscaled = big.NewInt(int64(binary.LittleEndian.Uint64(slot)))
-	} else {
-		b, err := offsetPart(buf, slot)
-		if err != nil {
-			return nil, err
-		}
-		if len(b) > 16 {
-			return nil, fmt.Errorf("decimal of %d bytes", len(b))
-		}
-		unscaled = new(big.Int).SetBytes(b)
-		if len(b) > 0 && b[0]&0x80 != 0 {
-			unscaled.Sub(unscaled, new(big.Int).Lsh(big.NewInt(1), uint(8*len(b))))
-		}
+		return decimalJSON(big.NewInt(int64(binary.LittleEndian.Uint64(slot))), t), nil
 	}
-	return json.Number(decimalText(unscaled, int(t.Scale))), nil
+	b, err := offsetPart(buf, slot)
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > 16 {
+		return nil, fmt.Errorf("decimal of %d bytes", len(b))
+	}
+	return decimalJSON(signedBytes(b), t), nil
+}
+
+// decimalJSON is an unscaled value shown as a number with its type's
+// scale of digits after the point.
+func decimalJSON(unscaled *big.Int, t typeser.LogicalType) json.Number {
+	return json.Number(decimalText(unscaled, int(t.Scale)))
+}
+
+// signedBytes reads big-endian two's complement bytes.
+func signedBytes(b []byte) *big.Int {
+	u := new(big.Int).SetBytes(b)
+	if len(b) > 0 && b[0]&0x80 != 0 {
+		u.Sub(u, new(big.Int).Lsh(big.NewInt(1), uint(8*len(b))))
+	}
+	return u
 }
 
 // decimalText writes unscaled / 10^scale with scale digits after the point.

@@ -123,7 +123,6 @@ func (w *binWriter) field(off int, t typeser.LogicalType, v any, depth int) erro
 		if err != nil {
 			return err
 		}
-		// Flink writes a RAW value's bytes out of line however short.
 		if len(p) <= 7 && t.Root != "RAW" {
 			copy(slot, p)
 			slot[7] = 0x80 | byte(len(p))
@@ -131,40 +130,33 @@ func (w *binWriter) field(off int, t typeser.LogicalType, v any, depth int) erro
 		}
 		put(w.appendVar(p, uint32(len(p))))
 	case "DECIMAL":
-		text, ok := snapshot.TextOf(v)
-		unscaled, err := unscaledDecimal(text, int(t.Scale))
-		if !ok || err != nil {
-			return fmt.Errorf("want a decimal of scale %d, not %v", t.Scale, v)
+		unscaled, err := decimalOf(t, v)
+		if err != nil {
+			return err
 		}
 		if t.Precision <= 18 {
 			if !unscaled.IsInt64() {
-				return fmt.Errorf("decimal %s exceeds precision %d", text, t.Precision)
+				return fmt.Errorf("decimal %v exceeds precision %d", v, t.Precision)
 			}
 			put(uint64(unscaled.Int64()))
 			return nil
 		}
 		p := twosComplement(unscaled)
 		if len(p) > 16 {
-			return fmt.Errorf("decimal %s exceeds 16 bytes", text)
+			return fmt.Errorf("decimal %v exceeds 16 bytes", v)
 		}
 		put(w.appendVar(append(p, make([]byte, 16-len(p))...), uint32(len(p))))
 	case "TIMESTAMP_WITHOUT_TIME_ZONE", "TIMESTAMP_WITH_LOCAL_TIME_ZONE":
-		if t.Precision <= 3 {
-			n, err := typeser.Integer(v, 64)
-			put(uint64(n))
+		millis, nanos, err := timestampOf(t, v)
+		if err != nil {
 			return err
 		}
-		m, _ := v.(map[string]any)
-		millis, err := typeser.Integer(m["millisecond"], 64)
-		if err != nil {
-			return fmt.Errorf(`want {"millisecond":..,"nanoOfMillisecond":..}, not %v`, v)
-		}
-		nanos, err := typeser.Integer(m["nanoOfMillisecond"], 32)
-		if err != nil || nanos < 0 || nanos > maxNanoOfMillisecond {
-			return fmt.Errorf(`want {"millisecond":..,"nanoOfMillisecond":..}, not %v`, v)
+		if t.Precision <= 3 {
+			put(uint64(millis))
+			return nil
 		}
 		put(w.appendVar(binary.LittleEndian.AppendUint64(nil, uint64(millis)), uint32(nanos)))
-	case "ARRAY", "MULTISET", "MAP", "ROW":
+	case "ARRAY", "MULTISET", "MAP", "ROW", "STRUCTURED_TYPE":
 		p, err := binNestedBytes(t, v, depth+1)
 		if err != nil {
 			return err
@@ -186,7 +178,7 @@ func binNestedBytes(t typeser.LogicalType, v any, depth int) ([]byte, error) {
 			return nil, fmt.Errorf("want a JSON array, not %v", v)
 		}
 		return binArrayBytes(*t.Elem, elems, depth)
-	case "ROW":
+	case "ROW", "STRUCTURED_TYPE":
 		kind, v, err := typeser.RowKindOf(v)
 		if err != nil {
 			return nil, err
@@ -251,11 +243,12 @@ func binArrayBytes(et typeser.LogicalType, elems []any, depth int) ([]byte, erro
 	return w.buf, nil
 }
 
-// rawBytes are the bytes of a RAW field given as binField decodes it.
+// rawBytes are the bytes of a RAW field given as binField decodes it:
+// its class and the bytes its serializer wrote.
 func rawBytes(t typeser.LogicalType, v any) ([]byte, error) {
 	m, ok := v.(map[string]any)
-	if t.RawSerializer != dataViewPlaceholder {
-		return nil, fmt.Errorf("values of RAW(%s) written by %s cannot be written", t.RawClass, t.RawSerializer)
+	if t.RawClass == "" {
+		return nil, fmt.Errorf("values of a RAW type of no class written by %s cannot be written", t.RawSerializer)
 	}
 	if !ok || len(m) != 2 || m["class"] != t.RawClass {
 		return nil, fmt.Errorf(`want {"class":%q,"bytes":"0x.."}, not %v`, t.RawClass, v)
@@ -278,6 +271,32 @@ func textOrHex(v any, binary bool) ([]byte, error) {
 		return nil, fmt.Errorf("want 0x-prefixed hex, not %v", v)
 	}
 	return raw, nil
+}
+
+// decimalOf is the unscaled value of a DECIMAL given as a JSON number.
+func decimalOf(t typeser.LogicalType, v any) (*big.Int, error) {
+	text, ok := snapshot.TextOf(v)
+	unscaled, err := unscaledDecimal(text, int(t.Scale))
+	if !ok || err != nil {
+		return nil, fmt.Errorf("want a decimal of scale %d, not %v", t.Scale, v)
+	}
+	return unscaled, nil
+}
+
+// timestampOf is a TIMESTAMP given as its epoch milliseconds (precision 3
+// and less) or as {"millisecond", "nanoOfMillisecond"}.
+func timestampOf(t typeser.LogicalType, v any) (millis int64, nanos int32, err error) {
+	if t.Precision <= 3 {
+		millis, err = typeser.Integer(v, 64)
+		return millis, 0, err
+	}
+	m, _ := v.(map[string]any)
+	millis, err1 := typeser.Integer(m["millisecond"], 64)
+	n, err2 := typeser.Integer(m["nanoOfMillisecond"], 32)
+	if err1 != nil || err2 != nil || n < 0 || n > maxNanoOfMillisecond {
+		return 0, 0, fmt.Errorf(`want {"millisecond":..,"nanoOfMillisecond":..} with 0 to %d nanoseconds, not %v`, maxNanoOfMillisecond, v)
+	}
+	return millis, int32(n), nil
 }
 
 // unscaledDecimal is text times 10^scale, with no more than scale digits

@@ -94,7 +94,7 @@ func TestRowDataDecodesNestedTypes(t *testing.T) {
 // A field of a type no decoder here walks leaves the row not decoded
 // (never a bare slot shown as if it were the value).
 func TestRowDataUnknownFieldTypeIsNotDecoded(t *testing.T) {
-	for _, unknown := range []typeser.LogicalType{lt("TIMESTAMP_WITH_TIME_ZONE"), {Class: "x.RawType", Root: "RAW", RawClass: "com.acme.Thing"}, {Class: "x.Unparsed"}} {
+	for _, unknown := range []typeser.LogicalType{lt("TIMESTAMP_WITH_TIME_ZONE"), {Class: "x.RawType", Root: "RAW", RawSerializer: "com.acme.ThingSerializer"}, {Class: "x.Unparsed"}} {
 		row := append([]byte{0, 0, 0, 0, 0, 0, 0, 0}, le(7, 9)...)
 		c := typeser.Codec{S: testTable.Bind(&typeser.SerializerSnapshot{Class: rowDataSnapshotClass, LogicalTypes: []typeser.LogicalType{lt("BIGINT"), unknown}})}
 		v, err := c.Decode(rowDataValue(row))
@@ -135,7 +135,7 @@ func TestRowDataTimestampNanosOutOfRange(t *testing.T) {
 // last row as UPDATE_AFTER), and a RAW placeholder's bytes stay out of
 // line however short, as Flink's BinaryRowWriter lays them out.
 func TestRowDataKindAndRawOutOfLine(t *testing.T) {
-	raw := typeser.LogicalType{Class: "RawType", Root: "RAW", RawClass: "org.apache.flink.table.api.dataview.MapView", RawSerializer: dataViewPlaceholder}
+	raw := typeser.LogicalType{Class: "RawType", Root: "RAW", RawClass: "org.apache.flink.table.api.dataview.MapView", RawSerializer: "org.apache.flink.table.dataview.NullSerializer"}
 	c := typeser.Codec{S: testTable.Bind(&typeser.SerializerSnapshot{Class: rowDataSnapshotClass, LogicalTypes: []typeser.LogicalType{lt("BIGINT"), raw}})}
 	row := []byte{
 		2, 0, 0, 0, 0, 0, 0, 0, // UPDATE_AFTER, no nulls

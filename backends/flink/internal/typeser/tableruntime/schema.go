@@ -7,20 +7,78 @@ import (
 	"github.com/stateutil/stateutil/snapshot"
 )
 
-// tableSchema describes a RowData's values (binRow's): a changelog row of
-// its fields f0, f1, ... by their logical types. The planner's other
-// serializers are left to JSON.
-func tableSchema(s *typeser.SerializerSnapshot, _ int) (snapshot.Schema, bool) {
-	if typeser.KindOf(s) != "RowData" || len(s.LogicalTypes) == 0 {
-		return snapshot.Schema{}, false
+// tableSchema describes the values walkTable decodes: a RowData as a
+// changelog row of its fields f0, f1, ... by their logical types; the
+// data structures' own serializers as a row's field of their type; the
+// collections, views and operators' values by their nested serializers.
+// A BinaryRow, which is never decoded, is left to JSON.
+func tableSchema(s *typeser.SerializerSnapshot, depth int) (snapshot.Schema, bool) {
+	nested := func(i int) snapshot.Schema { return typeser.SchemaOf(s.Nested[i], depth+1) }
+	switch kind := typeser.KindOf(s); kind {
+	case "RowData":
+		if len(s.LogicalTypes) == 0 {
+			break
+		}
+		names := make([]string, len(s.LogicalTypes))
+		for i := range names {
+			names[i] = "f" + strconv.Itoa(i)
+		}
+		row := rowSchema(names, s.LogicalTypes, 0)
+		row.Partial = true // a RAW field of a class no serializer here walks is not decoded
+		return row, true
+	case "ArrayData", "MapData", "DecimalData", "TimestampData":
+		types, ok := dataTypes(s, kind)
+		if !ok {
+			break
+		}
+		t := types[0]
+		switch kind {
+		case "ArrayData":
+			t = typeser.LogicalType{Root: "ARRAY", Elem: &types[0]}
+		case "MapData":
+			t = typeser.LogicalType{Root: "MAP", Key: &types[0], Value: &types[1]}
+		}
+		sc := logicalSchema(t, 0)
+		sc.Partial = kind == "ArrayData" || kind == "MapData" // as a row's field
+		return sc, true
+	case "StringData":
+		return snapshot.Schema{Kind: snapshot.SchemaString}, true
+	case "NullView":
+		return snapshot.Schema{Kind: snapshot.SchemaNull}, true
+	case "CountWindow":
+		return typeser.Struct([]string{"id"}, []snapshot.Schema{{Kind: snapshot.SchemaInt64}}), true
+	case "SortedLong":
+		return snapshot.Schema{Kind: snapshot.SchemaInt64}, true
+	case "RawValueData", "External", "ListView", "MapView", "RowDataKey":
+		if len(s.Nested) == 1 {
+			return nested(0), true
+		}
+	case "LinkedList":
+		if len(s.Nested) == 1 {
+			elem := nested(0)
+			return snapshot.Schema{Kind: snapshot.SchemaList, Elem: &elem, Partial: elem.Partial}, true
+		}
+	case "SortedMap", "NullAwareMap": // [key, value] pairs
+		if len(s.Nested) == 2 {
+			entry := typeser.Struct([]string{"key", "value"}, []snapshot.Schema{nested(0), nested(1)})
+			return snapshot.Schema{Kind: snapshot.SchemaList, Elem: &entry, Partial: entry.Partial}, true
+		}
+	case "WindowKey":
+		if len(s.Nested) == 1 {
+			return typeser.Struct([]string{"window", "key"}, []snapshot.Schema{{Kind: snapshot.SchemaInt64}, nested(0)}), true
+		}
+	default:
+		names, ok := compositeFields[kind]
+		if !ok || len(s.Nested) != len(names) {
+			break
+		}
+		fields := make([]snapshot.Schema, len(names))
+		for i := range names {
+			fields[i] = nested(i)
+		}
+		return typeser.Struct(names, fields), true
 	}
-	names := make([]string, len(s.LogicalTypes))
-	for i := range names {
-		names[i] = "f" + strconv.Itoa(i)
-	}
-	row := rowSchema(names, s.LogicalTypes, 0)
-	row.Partial = true // a RAW field of a class no serializer here walks is not decoded
-	return row, true
+	return snapshot.Schema{}, false
 }
 
 // rowSchema is a ROW's: its kind, then its fields.
@@ -75,7 +133,7 @@ func logicalSchema(t typeser.LogicalType, depth int) snapshot.Schema {
 			entry := typeser.Struct([]string{"key", "value"}, []snapshot.Schema{logicalSchema(*key, depth+1), logicalSchema(*value, depth+1)})
 			return snapshot.Schema{Kind: snapshot.SchemaList, Elem: &entry}
 		}
-	case "ROW":
+	case "ROW", "STRUCTURED_TYPE":
 		names := make([]string, len(t.Fields))
 		types := make([]typeser.LogicalType, len(t.Fields))
 		for i, f := range t.Fields {

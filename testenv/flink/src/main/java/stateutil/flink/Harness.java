@@ -188,6 +188,8 @@ public final class Harness {
                 return continueJob(o);
             case "proto-descriptors":
                 return protoDescriptors(o);
+            case "table-vectors":
+                return tableVectors(o);
             case "spa-count":
                 return Spa.count(o);
             case "spa-export":
@@ -684,6 +686,14 @@ public final class Harness {
         Path out = Paths.get(o.get("out"));
         o.done();
         Files.write(out, stateutil.flink.jobs.ZooJob.protoDescriptors());
+        OUT.println(out);
+        return 0;
+    }
+
+    static int tableVectors(Opts o) throws Exception {
+        Path out = Paths.get(o.get("out"));
+        o.done();
+        TableSerializerVectors.write(out);
         OUT.println(out);
         return 0;
     }
