@@ -99,6 +99,9 @@ func Run(ctx context.Context, reg *snapshot.Registry, req Request) (*Result, err
 	} else if err := snapshot.CheckReadable(r.Snapshot()); err != nil {
 		return nil, fmt.Errorf("%s: %w", req.Source, err)
 	}
+	if err := snapshot.CheckNoInFlight(r.Snapshot()); err != nil {
+		return nil, fmt.Errorf("%s: %w", req.Source, err)
+	}
 	if req.DropExpired != nil {
 		if r, err = snapshot.WithoutExpired(r, *req.DropExpired); err != nil {
 			return nil, fmt.Errorf("%s: %w", req.Source, err)

@@ -223,11 +223,11 @@ func (r *SnapshotReader) CompanionFiles() []string {
 	return []string{ChecksumsFile}
 }
 
-// CheckWhole checks every file the checksum manifest lists beside
+// checkSums checks every file the checksum manifest lists beside
 // `_metadata` (checked when the snapshot was opened) against its size and
-// CRC32C, for verify (snapshot.WholeChecker); each mismatch is an error of
-// its own, joined. Without a manifest there is nothing to check.
-func (r *SnapshotReader) CheckWhole(ctx context.Context) error {
+// CRC32C; each mismatch is an error of its own. Without a manifest there
+// is nothing to check.
+func (r *SnapshotReader) checkSums(ctx context.Context) []error {
 	if r.sums == nil {
 		return nil
 	}
@@ -237,7 +237,7 @@ func (r *SnapshotReader) CheckWhole(ctx context.Context) error {
 			continue
 		}
 		if err := ctx.Err(); err != nil {
-			return err
+			return append(errs, err)
 		}
 		p := path.Join(r.res.Dir, name)
 		got, err := fileChecksum(ctx, r.res.Storage, p)
@@ -251,7 +251,7 @@ func (r *SnapshotReader) CheckWhole(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
-	return errors.Join(errs...)
+	return errs
 }
 
 // fileChecksum reads the file at p for its size and CRC32C.

@@ -1,0 +1,196 @@
+package flink
+
+import (
+	"cmp"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+
+	"github.com/stateutil/stateutil/backends/flink/internal/wire"
+	"github.com/stateutil/stateutil/backends/flink/metadata"
+	"github.com/stateutil/stateutil/snapshot"
+)
+
+// The channel state of unaligned checkpoints (FLINK-FORMATS.md §5): per
+// subtask, input-channel and result-subpartition handles, each a stream
+// of buffers at the offsets it lists. A stream starts with an int version
+// (0); a buffer is an int length, then that many bytes. The size Flink
+// records for a channel counts its buffers with their lengths, and the
+// version too where the stream is the channel's own bytes inside
+// `_metadata` (Flink copies a small channel's buffers out of the shared
+// stream into a byte-stream handle of its own).
+
+// channelHeader is the stream's version int.
+const channelHeader = 4
+
+// inFlight lists what a subtask's channel handles hold, one row a channel.
+func (r *SnapshotReader) inFlight(st *metadata.SubtaskState) []snapshot.InFlight {
+	var out []snapshot.InFlight
+	add := func(dir string, hs []*metadata.ChannelHandle) {
+		for _, h := range hs {
+			file, framing := "", int64(0)
+			if d := h.Delegate; d != nil && d.Type != metadata.HandleByteStream {
+				file = d.Path
+			} else {
+				framing = channelHeader
+			}
+			for _, c := range h.Channels() {
+				data := c.Size - framing - 4*int64(len(c.Offsets))
+				out = append(out, snapshot.InFlight{Direction: dir, Gate: int(c.Info[0]), Channel: int(c.Info[1]),
+					Buffers: len(c.Offsets), Bytes: max(0, data), File: file})
+			}
+		}
+	}
+	add(snapshot.InputChannel, st.InputChannels)
+	add(snapshot.ResultSubpartition, st.ResultSubpartitions)
+	slices.SortStableFunc(out, func(a, b snapshot.InFlight) int {
+		return cmp.Or(cmp.Compare(a.Direction, b.Direction), cmp.Compare(a.Gate, b.Gate), cmp.Compare(a.Channel, b.Channel))
+	})
+	return out
+}
+
+// CheckWhole checks, for verify (snapshot.WholeChecker), what no entry
+// or element read reaches: the files the checksum manifest lists
+// (sidecar.go) and the channel state of an unaligned checkpoint. Each
+// finding is an error of its own, joined.
+func (r *SnapshotReader) CheckWhole(ctx context.Context) error {
+	return errors.Join(append(r.checkSums(ctx), r.checkChannels(ctx)...)...)
+}
+
+// checkChannels reads the buffer lengths of every channel handle and
+// checks them against what `_metadata` records: the stream exists and is
+// as long as recorded, starts with version 0, every buffer lies inside it
+// after the one before, and the buffers add up to the channel's size (a
+// merged handle's: to the sizes of its channels).
+func (r *SnapshotReader) checkChannels(ctx context.Context) []error {
+	var errs []error
+	for _, op := range r.meta.Operators {
+		for _, st := range op.Subtasks {
+			if st == nil {
+				continue
+			}
+			for _, h := range append(append([]*metadata.ChannelHandle(nil), st.InputChannels...), st.ResultSubpartitions...) {
+				if err := ctx.Err(); err != nil {
+					return append(errs, err)
+				}
+				if err := r.checkChannelHandle(ctx, h); err != nil {
+					errs = append(errs, fmt.Errorf("operator %s subtask %d, in-flight data: %w", op.ID, st.Index, err))
+				}
+			}
+		}
+	}
+	return errs
+}
+
+func (r *SnapshotReader) checkChannelHandle(ctx context.Context, h *metadata.ChannelHandle) error {
+	s, err := r.openChannelStream(ctx, h.Delegate)
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	if v, err := s.int32At(0); err != nil {
+		return err
+	} else if v != 0 {
+		return &wire.CorruptError{File: s.file, Offset: s.base, Reason: fmt.Sprintf("channel state version %d, Flink writes 0", v)}
+	}
+	var sum int64
+	for _, c := range h.Channels() {
+		n, err := s.channelSize(c)
+		if err != nil {
+			return err
+		}
+		sum += c.Size
+		want := c.Size
+		if s.inline {
+			want -= channelHeader
+		}
+		if n != want {
+			return &wire.CorruptError{File: s.file, Offset: s.base, Reason: fmt.Sprintf("channel (%d, %d): its %d buffers take %d bytes, _metadata records %d",
+				c.Info[0], c.Info[1], len(c.Offsets), n, c.Size)}
+		}
+	}
+	if h.Merged() && sum != h.Size {
+		return &wire.CorruptError{File: s.file, Offset: s.base, Reason: fmt.Sprintf("the channels of a merged handle take %d bytes, _metadata records %d", sum, h.Size)}
+	}
+	return nil
+}
+
+// channelStream is a channel handle's stream, read a few bytes at a time.
+type channelStream struct {
+	data   []byte // inline bytes, or nil
+	f      io.ReaderAt
+	closer io.Closer
+	size   int64
+	file   string
+	base   int64 // offset of the stream's first byte in file
+	inline bool
+}
+
+func (r *SnapshotReader) openChannelStream(ctx context.Context, h *metadata.StreamHandle) (*channelStream, error) {
+	if h == nil {
+		return nil, fmt.Errorf("channel handle without a stream: %w", wire.ErrCorrupt)
+	}
+	loc, err := r.res.Locate(ctx, h)
+	if err != nil {
+		return nil, err
+	}
+	if loc.Inline {
+		return &channelStream{data: h.Data, size: int64(len(h.Data)), file: r.res.MetadataFile, base: h.DataOffset, inline: true}, nil
+	}
+	if h.Type == metadata.HandleEmptySegmentFile {
+		return &channelStream{file: loc.URI()}, nil
+	}
+	s, err := r.res.Open(ctx, h, loc)
+	if err != nil {
+		return nil, err
+	}
+	return &channelStream{f: s.F, closer: s.F, size: s.Size, file: s.File, base: s.Off}, nil
+}
+
+func (s *channelStream) close() {
+	if s.closer != nil {
+		s.closer.Close()
+	}
+}
+
+// int32At reads the int at offset off of the stream.
+func (s *channelStream) int32At(off int64) (int32, error) {
+	if off < 0 || off+4 > s.size {
+		return 0, &wire.CorruptError{File: s.file, Offset: s.base + max(0, min(off, s.size)), Reason: fmt.Sprintf("an int at offset %d of a channel state stream of %d bytes", off, s.size)}
+	}
+	if s.data != nil {
+		return int32(binary.BigEndian.Uint32(s.data[off:])), nil
+	}
+	var b [4]byte
+	if _, err := s.f.ReadAt(b[:], s.base+off); err != nil && !errors.Is(err, io.EOF) {
+		return 0, fmt.Errorf("%q at offset %d: %w", s.file, s.base+off, err)
+	}
+	return int32(binary.BigEndian.Uint32(b[:])), nil
+}
+
+// channelSize walks one channel's buffers and returns the bytes they take
+// with their lengths.
+func (s *channelStream) channelSize(c metadata.Channel) (int64, error) {
+	var n int64
+	next := int64(channelHeader)
+	for _, off := range c.Offsets {
+		if off < next {
+			return 0, &wire.CorruptError{File: s.file, Offset: s.base + max(0, min(off, s.size)),
+				Reason: fmt.Sprintf("channel (%d, %d): a buffer at offset %d, before the end of the header or of the buffer before it (%d)", c.Info[0], c.Info[1], off, next)}
+		}
+		l, err := s.int32At(off)
+		if err != nil {
+			return 0, err
+		}
+		if l < 0 || off+4+int64(l) > s.size {
+			return 0, &wire.CorruptError{File: s.file, Offset: s.base + off,
+				Reason: fmt.Sprintf("channel (%d, %d): a buffer of %d bytes at offset %d of a stream of %d", c.Info[0], c.Info[1], l, off, s.size)}
+		}
+		next = off + 4 + int64(l)
+		n += 4 + int64(l)
+	}
+	return n, nil
+}
