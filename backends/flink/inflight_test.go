@@ -3,6 +3,7 @@ package flink
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -225,4 +226,18 @@ func toFile(t *testing.T, dir string, h *metadata.ChannelHandle, cut int) {
 	cs[0].Size -= channelHeader
 	h.Size -= channelHeader
 	h.SerializedChannelOffsets = mergedOffsets(cs)
+}
+
+// A merged channel handle whose offset table does not hold what its count
+// says is damage in `_metadata`, named with its offset when it is opened.
+func TestInFlightMergedTableDamage(t *testing.T) {
+	md, pm := unalignedWitness(t, "cep")
+	rewrite(t, md, func(m *metadata.Metadata) {
+		h := firstChannel(t, m)
+		h.SerializedChannelOffsets = binary.BigEndian.AppendUint32(mergedOffsets(h.Channels()), 7)
+	})
+	_, err := testReg.Open(context.Background(), filepath.Dir(md), snapshot.OpenOptions{PathMap: pm})
+	if !errors.Is(err, snapshot.ErrCorrupt) || !strings.Contains(err.Error(), "4 bytes after the merged channel offsets") || !strings.Contains(err.Error(), "_metadata\" at offset") {
+		t.Fatalf("open: %v", err)
+	}
 }
