@@ -43,10 +43,10 @@ verify and inspect alike.
 
 Every finding is printed; then the command fails with exit code 2.
 
-A value whose serializer stateutil does not implement (a class under Kryo, a
-custom TypeSerializer, an unknown serializer snapshot) is not decoded, which is
-no damage: such values are counted by operator, state, part and serializer,
-and verify still succeeds. With --strict they fail it with exit code 6.
+A value whose serializer stateutil does not implement (a class under Kryo, a custom
+TypeSerializer, an unknown serializer snapshot) is not decoded: no damage, counted by
+operator, state, part and serializer; so is a state whose values it cannot tell apart
+(part "state", VALUES "?" if not recorded). With --strict they fail verify (exit 6).
 
 ` + exitCodeHelp,
 		Example: `  stateutil verify ./snapshot.dump
@@ -95,8 +95,8 @@ func (o *verifyOptions) run(c *cobra.Command, e *env, location string) error {
 	if !res.OK {
 		return fmt.Errorf("%w: %d problems found in %q", snapshot.ErrCorrupt, len(res.Findings), location)
 	}
-	if n := res.NotDecodedValues(); o.strict && n > 0 {
-		return fmt.Errorf("%w: %d values in %q, whose serializers stateutil does not implement (--strict)", snapshot.ErrNotDecoded, n, location)
+	if o.strict && len(res.NotDecoded) > 0 {
+		return fmt.Errorf("%w: %d values in %q, whose serializers stateutil does not implement (--strict)", snapshot.ErrNotDecoded, res.NotDecodedValues(), location)
 	}
 	return nil
 }
@@ -119,7 +119,7 @@ func printVerify(w io.Writer, res *verify.Result) error {
 	fmt.Fprintf(w, "Not decoded: %d values, written by serializers stateutil does not implement (no damage):\n", res.NotDecodedValues())
 	rows := make([][]string, 0, len(res.NotDecoded))
 	for _, d := range res.NotDecoded {
-		rows = append(rows, []string{d.Operator, d.State, d.Part, fmt.Sprint(d.Count), d.Serializer, d.ValueClass})
+		rows = append(rows, []string{d.Operator, d.State, d.Part, d.Values(), d.Serializer, d.ValueClass})
 	}
 	return table(w, []string{"OPERATOR", "STATE", "PART", "VALUES", "SERIALIZER", "VALUE CLASS"}, rows)
 }

@@ -589,16 +589,23 @@ func (a *applier) applyData(r *wire.Reader, l *statefile.Layout, op byte, kg int
 	unsupported := func(why string) error {
 		return fmt.Errorf("%q at offset %d: state %q: %s change %s: %w", r.File, r.Pos(), l.Name, opNames[op], why, wire.ErrUnsupportedVersion)
 	}
+	// notDecoded is no damage either: a serializer the snapshot does not
+	// record, or one stateutil does not walk.
+	notDecoded := func(why string, nd *snapshot.NotDecodedError) error {
+		return &notDecodedError{unsupported(why), nd}
+	}
 	take := func(s *typeser.SerializerSnapshot, what string) ([]byte, error) {
 		start := r.Off
 		if s == nil {
-			return nil, unsupported(fmt.Sprintf("needs the %s serializer, which the snapshot does not record", what))
+			return nil, notDecoded(fmt.Sprintf("needs the %s serializer, which the snapshot does not record", what),
+				&snapshot.NotDecodedError{Serializer: "(" + what + " serializer, not recorded)"})
 		}
 		if !typeser.SkipValue(r, s, 0) {
 			if r.Err != nil {
 				return nil, r.Err
 			}
-			return nil, unsupported(fmt.Sprintf("holds a %s the %s serializer writes without a length", what, s.Name()))
+			return nil, notDecoded(fmt.Sprintf("holds a %s the %s serializer writes without a length", what, s.Name()),
+				&snapshot.NotDecodedError{Serializer: s.Name(), ValueClass: s.TypeClass})
 		}
 		return r.Buf[start:r.Off:r.Off], r.Err
 	}
@@ -738,6 +745,16 @@ func (a *applier) applyData(r *wire.Reader, l *statefile.Layout, op byte, kg int
 	}
 	return unsupported(fmt.Sprintf("on %s state", l.Kind))
 }
+
+// notDecodedError is a change that cannot be applied for want of a
+// serializer: its message is err's; it matches snapshot.ErrNotDecoded too.
+type notDecodedError struct {
+	err error
+	nd  *snapshot.NotDecodedError
+}
+
+func (e *notDecodedError) Error() string   { return e.err.Error() }
+func (e *notDecodedError) Unwrap() []error { return []error{e.err, e.nd} }
 
 // Entries emits the applied state of the key groups kgs, key group by key
 // group, each in the order its entries were first written.

@@ -186,8 +186,11 @@ func (w *heapWalk) sections(mask uint64, seen int) ([]section, error) {
 		case c.n == 0:
 			return out, &cutError{file: w.file, at: w.base + int64(k.off), why: "the rest of the key group splits into sections in no way"}
 		case c.n > 1 && c.at == k.off:
-			return out, &cutError{file: w.file, at: w.base + int64(c.at), state: w.stateAt(c.at),
-				why: fmt.Sprintf("it can end at offset %d and at %d", w.base+int64(c.ends[0]), w.base+int64(c.ends[1]))}
+			ce := &cutError{file: w.file, at: w.base + int64(c.at), why: fmt.Sprintf("it can end at offset %d and at %d", w.base+int64(c.ends[0]), w.base+int64(c.ends[1]))}
+			if l := w.layoutAt(c.at); l != nil {
+				ce.state, ce.nd = l.Name, notDecoded(l.notWalkedSerializer())
+			}
+			return out, ce
 		case c.next.off < 0:
 			return out, nil
 		}
@@ -199,13 +202,19 @@ func (w *heapWalk) sections(mask uint64, seen int) ([]section, error) {
 	}
 }
 
-// stateAt names the state whose section starts at off.
-func (w *heapWalk) stateAt(off int) string {
+// layoutAt is the state whose section starts at off.
+func (w *heapWalk) layoutAt(off int) *Layout {
 	r := wire.NewReader(w.body[off:], w.file, w.base+int64(off))
 	if id := int(r.U16("state id")); r.Err == nil && id < len(w.layouts) {
-		return w.layouts[id].Name
+		return w.layouts[id]
 	}
-	return ""
+	return nil
+}
+
+// notWalkedSerializer is the serializer of l whose values do not all walk.
+func (l *Layout) notWalkedSerializer() *typeser.SerializerSnapshot {
+	_, s := l.notWalked()
+	return s
 }
 
 // chain splits the piece into sections from k (memoised). next.off is
@@ -279,7 +288,7 @@ func (w *heapWalk) chainFrom(k chainKey) chain {
 	c := chain{}
 	for _, e := range w.sectionStarts(after, sec.unwalked+1) {
 		if w.spent() {
-			return chain{err: &cutError{file: w.file, at: w.base + int64(sec.start), state: l.Name, why: "finding where it ends took too many tries"}}
+			return chain{err: &cutError{file: w.file, at: w.base + int64(sec.start), state: l.Name, why: "finding where it ends took too many tries", nd: notDecoded(l.notWalkedSerializer())}}
 		}
 		s := sec
 		s.end = e
@@ -293,7 +302,7 @@ func (w *heapWalk) chainFrom(k chainKey) chain {
 		}
 	}
 	if c.n == 0 {
-		c.err = &cutError{file: w.file, at: w.base + int64(sec.start), state: l.Name, why: "no place where it can end lets the rest of the key group split into sections"}
+		c.err = &cutError{file: w.file, at: w.base + int64(sec.start), state: l.Name, why: "no place where it can end lets the rest of the key group split into sections", nd: notDecoded(l.notWalkedSerializer())}
 	}
 	return c
 }
@@ -596,9 +605,8 @@ func (w *heapWalk) read(sec section, emit func(snapshot.Entry) bool, lost func(s
 	r.Off = sec.start
 	var ends func(off, left int) (int, bool)
 	if sec.unwalked >= 0 {
-		unsized := l.errUnsized(r, sec.unwalked, sec.count)
 		if l.Kind == KindTimer || l.Kind == snapshot.List || l.Kind == snapshot.Map {
-			lost(l.Name, unsized)
+			lost(l.Name, l.errUnsized(r, sec.unwalked, sec.count, ""))
 			return true, nil
 		}
 		if s := w.split(l, sec); s.n != 1 {
@@ -606,7 +614,7 @@ func (w *heapWalk) read(sec section, emit func(snapshot.Entry) bool, lost func(s
 			if s.n > 1 {
 				how = "in more than one way"
 			}
-			lost(l.Name, fmt.Errorf("%w: its %d entries in key group %d split %s", unsized, sec.count, w.kg, how))
+			lost(l.Name, l.errUnsized(r, sec.unwalked, sec.count, fmt.Sprintf(" (its %d entries in key group %d split %s)", sec.count, w.kg, how)))
 			return true, nil
 		}
 		ends = func(off, left int) (int, bool) {
@@ -633,6 +641,30 @@ type cutError struct {
 	at    int64
 	state string
 	why   string
+	nd    *snapshot.NotDecodedError
+}
+
+// unsplitError is a heap state's section in one key group whose values
+// could not be told apart: count entries, by a serializer stateutil does
+// not walk. It is no damage: it matches snapshot.ErrNotDecoded and
+// wire.ErrUnsupportedVersion.
+type unsplitError struct {
+	count int
+	nd    *snapshot.NotDecodedError
+	msg   string
+}
+
+func (e *unsplitError) Error() string   { return e.msg }
+func (e *unsplitError) Unwrap() []error { return []error{e.nd, wire.ErrUnsupportedVersion} }
+
+// UnsplitValues is how many values a heap state lost in err holds (0: not
+// known).
+func UnsplitValues(err error) int64 {
+	var u *unsplitError
+	if errors.As(err, &u) {
+		return int64(u.count)
+	}
+	return 0
 }
 
 func (e *cutError) Error() string {
@@ -642,22 +674,44 @@ func (e *cutError) Error() string {
 	return fmt.Sprintf("%q at offset %d: the section of state %q, which holds values that cannot be walked: %s", e.file, e.at, e.state, e.why)
 }
 
-func (e *cutError) Unwrap() error { return wire.ErrUnsupportedVersion }
+// Unwrap says what stopped the split: a serializer stateutil does not
+// walk, where the section it stopped at is known.
+func (e *cutError) Unwrap() []error {
+	if e.nd == nil {
+		return []error{wire.ErrUnsupportedVersion}
+	}
+	return []error{e.nd, wire.ErrUnsupportedVersion}
+}
 
-// errUnsized says why a heap state's values cannot be walked: the value
-// at offset at of the piece.
-func (l *Layout) errUnsized(r *wire.Reader, at, count int) error {
-	what, s := "value", l.Elem
+// notWalked is the serializer of l whose values do not all walk.
+func (l *Layout) notWalked() (string, *typeser.SerializerSnapshot) {
 	switch {
 	case l.Kind == snapshot.List && l.Elem == nil || l.Kind == snapshot.Map && l.Elem == nil:
-		what, s = "state", l.Stored
+		return "state", l.Stored
 	case l.Kind == snapshot.List:
-		what = "list element"
+		return "list element", l.Elem
 	case l.Kind == snapshot.Map:
-		what = "map value"
+		return "map value", l.Elem
 	}
-	return fmt.Errorf("%q at offset %d: state %q (%d entries): the %s serializer %s writes no length and stateutil cannot walk all its values, so they cannot be told apart in heap key groups: %w",
-		r.File, r.Base+int64(at), l.Name, count, what, s.Name(), wire.ErrUnsupportedVersion)
+	return "value", l.Elem
+}
+
+func notDecoded(s *typeser.SerializerSnapshot) *snapshot.NotDecodedError {
+	nd := &snapshot.NotDecodedError{Serializer: s.Name()}
+	if s != nil {
+		nd.ValueClass = s.TypeClass
+	}
+	return nd
+}
+
+// errUnsized says why a heap state's values cannot be told apart in a
+// section of count entries: the value at offset at of the piece does not
+// walk; how adds why the section does not split.
+func (l *Layout) errUnsized(r *wire.Reader, at, count int, how string) error {
+	what, s := l.notWalked()
+	return &unsplitError{count: count, nd: notDecoded(s),
+		msg: fmt.Sprintf("%q at offset %d: state %q (%d entries): the %s serializer %s writes no length and stateutil cannot walk all its values, so they cannot be told apart in heap key groups%s: %v",
+			r.File, r.Base+int64(at), l.Name, count, what, s.Name(), how, wire.ErrUnsupportedVersion)}
 }
 
 // heapEntry reads one entry (or timer) of a section with left entries

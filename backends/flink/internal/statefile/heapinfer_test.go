@@ -124,6 +124,21 @@ func TestHeapKryoValueEndAmbiguous(t *testing.T) {
 	if len(es) == 0 || es[0].State != "count" {
 		t.Errorf("entries %v, want count's first", es)
 	}
+	wantNotDecoded(t, ue, "org.apache.flink.api.java.typeutils.runtime.kryo.KryoSerializerSnapshot", 2)
+}
+
+// wantNotDecoded checks that a state lost as err is no damage: its values
+// are not decoded, by serializer, and there are values of them (0: not
+// known).
+func wantNotDecoded(t *testing.T, err error, serializer string, values int64) {
+	t.Helper()
+	var nd *snapshot.NotDecodedError
+	if !errors.As(err, &nd) || nd.Serializer != serializer || errors.Is(err, wire.ErrCorrupt) {
+		t.Errorf("lost as %v, want values of %s not decoded", err, serializer)
+	}
+	if n := UnsplitValues(err); n != values {
+		t.Errorf("lost %d values, want %d", n, values)
+	}
 }
 
 // A key of another key group cannot follow: without the key-group check
@@ -227,6 +242,7 @@ func TestHeapReadsOnAfterUnwalkableState(t *testing.T) {
 	if len(lost) != 1 || !errors.Is(lost["events"], wire.ErrUnsupportedVersion) || !strings.Contains(lost["events"].Error(), "KryoSerializerSnapshot writes no length") {
 		t.Fatalf("lost %v, want events alone, as not walkable", lost)
 	}
+	wantNotDecoded(t, lost["events"], "org.apache.flink.api.java.typeutils.runtime.kryo.KryoSerializerSnapshot", 1)
 	c.wantLater(t, es)
 }
 
@@ -261,6 +277,7 @@ func TestHeapUnwalkableStateAmbiguousEnd(t *testing.T) {
 	if why := fmt.Sprint(lost["count"]); !strings.Contains(why, `state "events"`) || !strings.Contains(why, "can end at offset") {
 		t.Errorf("count lost as %q, want the events section's ambiguous end named", why)
 	}
+	wantNotDecoded(t, lost["count"], "org.apache.flink.api.java.typeutils.runtime.kryo.KryoSerializerSnapshot", 0)
 }
 
 // Compressed, each section is a stream of its own: its end is known, so
