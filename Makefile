@@ -5,7 +5,7 @@ GO      ?= go
 BIN     := bin/stateutil
 FUZZTIME ?= 30s
 
-.PHONY: all build deps test test-unit test-flink-matrix demo bench fuzz testdata docs lint clean
+.PHONY: all build dist deps test test-unit test-flink-matrix demo bench fuzz testdata docs lint clean
 
 all: build
 
@@ -14,6 +14,11 @@ deps:
 
 build: deps
 	$(GO) build -o $(BIN) .
+
+# One self-contained binary, RocksDB and its compression libraries linked in,
+# built reproducibly, with its SHA-256: dist/stateutil-linux-amd64{,.sha256}.
+dist: deps
+	@scripts/dist.sh
 
 # gofmt, go vet, staticcheck and deadcode (pinned; installed on first use).
 lint: deps
@@ -48,10 +53,13 @@ testdata: deps
 	$(GO) run ./internal/gentestdata -dir testdata
 	$(GO) test ./cmd -run Golden -rewrite
 	$(GO) test ./cmd -run TestDocCommandPages -rewrite
+	$(GO) test ./backends/flink -run TestSerializerCoverage -rewrite-coverage
 
-# Regenerates docs/commands (markdown and man pages) from the command tree.
+# Regenerates docs/commands (markdown and man pages) from the command tree, and
+# docs/serializers.md from the serializers' own decoders and encoders.
 docs: deps
 	$(GO) test ./cmd -run TestDocCommandPages -rewrite
+	$(GO) test ./backends/flink -run TestSerializerCoverage -rewrite-coverage
 
 clean:
-	rm -rf bin .cache testenv/hdfs/target
+	rm -rf bin dist .cache testenv/hdfs/target

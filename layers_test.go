@@ -9,12 +9,12 @@ import (
 	"testing"
 )
 
-// The house's one-way flow, cmd -> migrate | runtime | diff | lookup ->
-// redistribute -> snapshot <- backends -> storage: the imports no package of
+// The house's one-way flow, cmd -> migrate | runtime | diff | statesql ->
+// lookup -> redistribute -> snapshot <- backends -> storage: the imports no package of
 // a layer may have (test files aside). Formats reach everything through the
 // registry cmd.Main builds, so only cmd names a backend.
 var forbidden = map[string][]string{
-	"snapshot":     {"cmd", "migrate", "runtime", "diff", "lookup", "redistribute", "backends"},
+	"snapshot":     {"cmd", "migrate", "runtime", "diff", "lookup", "statesql", "redistribute", "backends"},
 	"keygroup":     {""},
 	"storage":      {"cmd", "migrate", "runtime", "diff", "lookup", "redistribute", "backends", "snapshot", "keygroup"},
 	"redistribute": {"cmd", "migrate", "runtime", "diff", "lookup", "backends"},
@@ -22,9 +22,13 @@ var forbidden = map[string][]string{
 	"migrate":      {"cmd", "backends"},
 	"runtime":      {"cmd", "migrate", "backends"},
 	"diff":         {"cmd", "migrate", "runtime", "backends"},
-	"lookup":       {"cmd", "migrate", "runtime", "diff", "backends", "redistribute"},
+	"lookup":       {"cmd", "migrate", "runtime", "diff", "statesql", "backends", "redistribute"},
+	// statesql reads state as dump does, on DuckDB: cmd | serve -> statesql -> lookup.
+	"statesql": {"cmd", "serve", "migrate", "runtime", "diff", "surgery", "yarn", "backends", "redistribute"},
 	// surgery edits state as the copy reads it: cmd -> migrate -> surgery -> snapshot.
 	"surgery": {"cmd", "migrate", "runtime", "diff", "lookup", "redistribute", "backends"},
+	// catalog lists snapshots through the registry: cmd -> catalog -> snapshot.
+	"catalog": {"cmd", "migrate", "runtime", "diff", "lookup", "redistribute", "backends", "surgery", "yarn"},
 	// yarn runs migrate's shards on a cluster: cmd -> yarn -> migrate.
 	"yarn": {"cmd", "runtime", "diff", "lookup", "backends"},
 }

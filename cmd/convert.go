@@ -72,7 +72,7 @@ terminal, unless --quiet.
 	o.expiry.add(c)
 	f := c.Flags()
 	f.StringVar(&o.to, "to", "", "format to write: "+strings.Join(e.reg.WritableNames(), ", "))
-	f.StringVar(&o.output, "output", "", "where to write the converted snapshot (path, file://, hdfs:// or s3:// URI)")
+	f.StringVar(&o.output, "output", "", "where to write the converted snapshot (path, file://, hdfs://, s3://, gs://, abfss:// or wasbs:// URI)")
 	f.BoolVar(&o.force, "force", false, "replace an existing snapshot at --output, whatever its format")
 	addStateSizeCap(f, &o.stateCap)
 	f.BoolVar(&o.verify, "verify", false, "read the result back and compare it with SRC entry by entry")

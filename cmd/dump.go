@@ -14,6 +14,7 @@ import (
 	"github.com/stateutil/stateutil/keygroup"
 	"github.com/stateutil/stateutil/lookup"
 	"github.com/stateutil/stateutil/snapshot"
+	"github.com/stateutil/stateutil/statesql"
 )
 
 type dumpOptions struct {
@@ -27,10 +28,11 @@ type dumpOptions struct {
 	limit     int64
 	now       string
 	quiet     bool
+	dest      string
 }
 
 func newDumpCommand(e *env) *cobra.Command {
-	o := &dumpOptions{output: outputFlag{choices: []string{"jsonl", "csv", "table"}}}
+	o := &dumpOptions{output: outputFlag{choices: []string{"jsonl", "csv", "table", "parquet"}}}
 	c := &cobra.Command{
 		Use:   "dump SNAPSHOT [--operator UID] [--state NAME] [--key-group N|A-B] [--subtask N] [--key-prefix P] [--limit N]",
 		Short: "Stream every key's state, one line each",
@@ -42,7 +44,14 @@ an array, a map's entries as an object.
 -o jsonl (default) writes one JSON document per line; csv a header and one row per key,
 key, namespace and value as JSON; table an ASCII table, which holds every row until the
 end (give it a --limit). Memory is otherwise bounded by one key group per subtask read at
-once. Piped into head, dump stops when the reader does, with exit code 0. A progress bar
+once.
+
+-o parquet writes one keyed state (name it with --operator and --state unless the
+snapshot has only one) to the new file --output, in the typed columns of stateutil sql's
+table of the state: key, key_group, subtask, namespace, value (a list's elements a row
+each) or map_key and map_value (a map's entries a row each), the TTL as a timestamp, and
+a COLUMN_undecoded struct beside columns some values do not decode to; in dump's order.
+--key-group, --subtask and --limit (rows) apply; --key-prefix and --now do not. Piped into head, dump stops when the reader does, with exit code 0. A progress bar
 is shown on stderr when it is a terminal, unless --quiet.
 
 Checksums are checked as state is read, before any of it is written, so a damaged part
@@ -53,7 +62,8 @@ no read touches, run stateutil verify.
 ` + exitCodeHelp,
 		Example: `  stateutil dump ./snapshot.dump --operator word-counter --state count | head
   stateutil dump ./savepoint --key-group 10-20 -o csv > keys.csv
-  stateutil dump ./chk-7 --operator sessions --key-prefix user-1 --limit 100 -o table`,
+  stateutil dump ./chk-7 --operator sessions --key-prefix user-1 --limit 100 -o table
+  stateutil dump ./savepoint --operator sessions --state events -o parquet --output events.parquet`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			kgs, now, err := o.validate(c)
@@ -76,6 +86,7 @@ no read touches, run stateutil verify.
 	f.Int64Var(&o.limit, "limit", 0, "stop after this many lines (0: no limit)")
 	f.StringVar(&o.now, "now", "", "the time TTL expiry is judged at: RFC 3339 or Unix milliseconds (default: now)")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no progress bar")
+	f.StringVar(&o.dest, "output", "", "with -o parquet: the file to write (must not exist)")
 	_ = c.RegisterFlagCompletionFunc("operator", e.completeOperators)
 	return c
 }
@@ -86,6 +97,14 @@ func (o *dumpOptions) validate(c *cobra.Command) (*keygroup.Range, time.Time, er
 	}
 	if o.limit < 0 {
 		return nil, time.Time{}, usageErrorf("--limit cannot be negative")
+	}
+	switch parquet := o.output.format == "parquet"; {
+	case parquet && o.dest == "":
+		return nil, time.Time{}, usageErrorf("-o parquet needs --output FILE")
+	case !parquet && o.dest != "":
+		return nil, time.Time{}, usageErrorf("--output is where -o parquet writes; the other formats print to standard output")
+	case parquet && (o.keyPrefix != "" || o.now != ""):
+		return nil, time.Time{}, usageErrorf("-o parquet takes no --key-prefix or --now (its TTL columns are timestamps); filter the file, or use stateutil sql")
 	}
 	if c.Flags().Changed("subtask") && o.subtask < 0 {
 		return nil, time.Time{}, usageErrorf("--subtask cannot be negative")
@@ -137,6 +156,9 @@ func (o *dumpOptions) run(c *cobra.Command, e *env, location string, kgs *keygro
 		warnDropped(c.ErrOrStderr(), dropped)
 	} else if err := snapshot.CheckReadable(r.Snapshot()); err != nil {
 		return err
+	}
+	if o.output.format == "parquet" {
+		return o.parquet(c, e, location, r, kgs)
 	}
 	bar := e.newProgress(c.ErrOrStderr(), o.quiet, "dumping")
 	bar.start(-1)
@@ -191,4 +213,71 @@ func (o *dumpOptions) table(ctx context.Context, r snapshot.Reader, codecs *snap
 		return err
 	}
 	return table(out, []string{"OPERATOR", "STATE", "KIND", "KEY", "NAMESPACE", "KEY GROUP", "SUBTASK", "VALUE", "TTL EXPIRES", "EXPIRED", "LAST ACCESS"}, rows)
+}
+
+// parquet writes the one keyed state the filters select to --output, as
+// stateutil sql's table of it, in dump's order.
+func (o *dumpOptions) parquet(c *cobra.Command, e *env, location string, r snapshot.Reader, kgs *keygroup.Range) error {
+	op, st, err := o.oneState(r.Snapshot())
+	if err != nil {
+		return err
+	}
+	ctx := c.Context()
+	engine, err := statesql.Open(ctx, []statesql.Snapshot{{Reader: r, Location: location}}, statesql.Options{Codecs: e.reg.Codecs, Ordered: true})
+	if err != nil {
+		return err
+	}
+	defer engine.Close()
+	query := "SELECT * FROM " + engine.From(0, op, st.Name, false)
+	var where []string
+	if kgs != nil {
+		where = append(where, fmt.Sprintf("key_group BETWEEN %d AND %d", kgs.Start, kgs.End))
+	}
+	if o.subtask >= 0 {
+		where = append(where, fmt.Sprintf("subtask = %d", o.subtask))
+	}
+	if len(where) > 0 {
+		query += " WHERE " + strings.Join(where, " AND ")
+	}
+	if o.limit > 0 {
+		query += fmt.Sprintf(" LIMIT %d", o.limit)
+	}
+	return writeNewLocation(ctx, e, o.dest, func(w io.Writer) error {
+		_, err := engine.Parquet(ctx, query, w)
+		return err
+	})
+}
+
+// oneState is the keyed state --operator and --state select, which must
+// be one.
+func (o *dumpOptions) oneState(s *snapshot.Snapshot) (*snapshot.Operator, *snapshot.KeyedState, error) {
+	var found []string
+	var op *snapshot.Operator
+	var st *snapshot.KeyedState
+	ops := s.Operators
+	if o.operator != "" {
+		one, ok := s.Operator(o.operator)
+		if !ok {
+			return nil, nil, fmt.Errorf("%w: no operator %q", snapshot.ErrNotFound, o.operator)
+		}
+		ops = []*snapshot.Operator{one}
+	}
+	for _, candidate := range ops {
+		for i := range candidate.KeyedStates {
+			k := &candidate.KeyedStates[i]
+			if o.state == "" || k.Name == o.state {
+				op, st = candidate, k
+				found = append(found, fmt.Sprintf("--operator %s --state %s", candidate.Label(), k.Name))
+			}
+		}
+	}
+	switch {
+	case len(found) == 0 && o.state != "":
+		return nil, nil, fmt.Errorf("%w: no keyed state %q", snapshot.ErrNotFound, o.state)
+	case len(found) == 0:
+		return nil, nil, usageErrorf("-o parquet writes one keyed state, and none is selected")
+	case len(found) > 1:
+		return nil, nil, usageErrorf("-o parquet writes one keyed state: choose one of\n  %s", strings.Join(found, "\n  "))
+	}
+	return op, st, nil
 }

@@ -13,18 +13,31 @@ import (
 // names it.
 func flinkSnapshot(t *testing.T, version, entry string) string {
 	t.Helper()
+	dir, m := flinkManifest(t, version, entry)
+	return filepath.Join(dir, "snapshot", m.SnapshotSubpath)
+}
+
+// flinkManifestOf is what a corpus entry's manifest.json says of where
+// its snapshot is and was.
+type flinkManifestOf struct {
+	SnapshotSubpath string `json:"snapshot_subpath"`
+	OriginalDir     string `json:"original_dir"`
+}
+
+// flinkManifest reads the manifest of a corpus entry, and returns the
+// entry's directory with it.
+func flinkManifest(t *testing.T, version, entry string) (string, flinkManifestOf) {
+	t.Helper()
 	dir := filepath.Join("..", "testdata", "flink", version, entry)
 	data, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var m struct {
-		SnapshotSubpath string `json:"snapshot_subpath"`
-	}
+	var m flinkManifestOf
 	if err := json.Unmarshal(data, &m); err != nil || m.SnapshotSubpath == "" {
 		t.Fatalf("%s/manifest.json: no snapshot_subpath (%v)", dir, err)
 	}
-	return filepath.Join(dir, "snapshot", m.SnapshotSubpath)
+	return dir, m
 }
 
 // The golden output of get and dump on real Flink snapshots: canonical

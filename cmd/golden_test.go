@@ -46,7 +46,13 @@ func runGoldenReplacing(t *testing.T, name string, r func(string) string, args .
 	if r != nil {
 		shown, out, errOut = r(shown), r(out), r(errOut)
 	}
-	got := fmt.Sprintf("$ stateutil %s\nexit: %d\n--- stdout\n%s--- stderr\n%s", shown, code, out, errOut)
+	goldenText(t, name, fmt.Sprintf("$ stateutil %s\nexit: %d\n--- stdout\n%s--- stderr\n%s", shown, code, out, errOut))
+}
+
+// goldenText compares text with testdata/golden/NAME.txt; -rewrite
+// writes it there instead.
+func goldenText(t *testing.T, name, got string) {
+	t.Helper()
 	path := filepath.Join(goldenDir, name+".txt")
 	if *rewrite {
 		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {

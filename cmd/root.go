@@ -27,7 +27,10 @@ import (
 	"github.com/stateutil/stateutil/migrate"
 	"github.com/stateutil/stateutil/redistribute"
 	"github.com/stateutil/stateutil/snapshot"
+	"github.com/stateutil/stateutil/statesql"
 	"github.com/stateutil/stateutil/storage"
+	"github.com/stateutil/stateutil/storage/azure"
+	"github.com/stateutil/stateutil/storage/gcs"
 	"github.com/stateutil/stateutil/storage/s3"
 	"github.com/stateutil/stateutil/surgery"
 )
@@ -114,7 +117,7 @@ func exitCode(err error) int {
 		errors.Is(err, storage.ErrExist), errors.Is(err, storage.ErrInUse), errors.Is(err, migrate.ErrBadDestination),
 		errors.Is(err, migrate.ErrConflict), errors.Is(err, surgery.ErrBadEdit), errors.Is(err, surgery.ErrConflict),
 		errors.Is(err, redistribute.ErrNotRedistributable), errors.As(err, new(*snapshot.ExpiryError)),
-		errors.As(err, new(*lookup.QueryError)):
+		errors.As(err, new(*lookup.QueryError)), errors.As(err, new(*statesql.QueryError)):
 		return ExitUsage
 	case errors.Is(err, snapshot.ErrNotFound):
 		return ExitNotFound
@@ -153,10 +156,17 @@ func (e *codedError) Unwrap() error { return e.err }
 type env struct {
 	reg      *snapshot.Registry
 	terminal func(w io.Writer) bool
-	// s3 is what the root's S3 flags fill in; reg's S3 storages read it
-	// when they resolve a location.
-	s3 *s3.Options
-	// hdfs is what the root's Kerberos flags fill in, read the same way.
+	stores
+}
+
+// stores are what the root's storage flags fill in; reg's storages read
+// them when they resolve a location. A nil one is left to the
+// environment.
+type stores struct {
+	s3    *s3.Options
+	gcs   *gcs.Options
+	azure *azure.Options
+	// hdfs is what the Kerberos flags fill in.
 	hdfs *storage.HDFSOptions
 }
 
@@ -169,11 +179,13 @@ func isTerminal(w io.Writer) bool {
 
 // newRegistry is everything this build of stateutil knows, in the order
 // formats are probed: the formats with magic bytes of their own first.
-// S3 and HDFS locations are resolved with s3opts and hdfsOpts as they are then.
-func newRegistry(s3opts *s3.Options, hdfsOpts *storage.HDFSOptions) *snapshot.Registry {
+// Remote locations are resolved with o's options as they are then.
+func newRegistry(o stores) *snapshot.Registry {
 	st := storage.NewRegistry()
-	st.Register("hdfs", storage.HDFSOpener(hdfsOpts))
-	s3.Register(st, s3opts)
+	st.Register("hdfs", storage.HDFSOpener(o.hdfs))
+	s3.Register(st, o.s3)
+	gcs.Register(st, o.gcs)
+	azure.Register(st, o.azure)
 	reg := snapshot.NewRegistry(st)
 	memory.Register(reg)
 	filesystem.Register(reg)
@@ -184,9 +196,8 @@ func newRegistry(s3opts *s3.Options, hdfsOpts *storage.HDFSOptions) *snapshot.Re
 
 // NewRootCommand builds the whole command tree writing to out and errOut.
 func NewRootCommand(out, errOut io.Writer) *cobra.Command {
-	s3opts := &s3.Options{}
-	hdfsOpts := &storage.HDFSOptions{}
-	return newRoot(&env{reg: newRegistry(s3opts, hdfsOpts), terminal: isTerminal, s3: s3opts, hdfs: hdfsOpts}, out, errOut)
+	o := stores{s3: &s3.Options{}, gcs: &gcs.Options{}, azure: &azure.Options{}, hdfs: &storage.HDFSOptions{}}
+	return newRoot(&env{reg: newRegistry(o), terminal: isTerminal, stores: o}, out, errOut)
 }
 
 func newRoot(e *env, out, errOut io.Writer) *cobra.Command {
@@ -196,10 +207,14 @@ func newRoot(e *env, out, errOut io.Writer) *cobra.Command {
 		Long: `stateutil works with the checkpoints and savepoints of stateful stream processing in
 Apache Flink's model: keyed state split into key groups, and operator list state in
 split, union or broadcast mode. It reads its own memory, filesystem and RocksDB formats
-and real Apache Flink checkpoints and savepoints, on local disk, HDFS or S3.
+and real Apache Flink checkpoints and savepoints, on local disk, HDFS, S3, Google
+Cloud Storage or Azure.
 
-Locations are plain paths, file:// URIs, hdfs://namenode:port/path URIs or
-s3://bucket/path URIs (s3a:// and s3p:// too, as Flink writes them).
+Locations are plain paths, file:// URIs, hdfs://namenode:port/path URIs,
+s3://bucket/path URIs (s3a:// and s3p:// too, as Flink writes them),
+gs://bucket/path URIs, and abfss://container@account.dfs.core.windows.net/path
+or wasbs://container@account.blob.core.windows.net/path URIs (abfs:// and
+wasb:// too).
 
 ` + exitCodeHelp,
 		Version:       versionLine(),
@@ -212,6 +227,14 @@ s3://bucket/path URIs (s3a:// and s3p:// too, as Flink writes them).
 			"S3 endpoint URL for MinIO, Ceph, SeaweedFS... (default: $AWS_ENDPOINT_URL_S3, $AWS_ENDPOINT_URL, AWS)")
 		root.PersistentFlags().BoolVar(&e.s3.PathStyle, "s3-path-style", false,
 			"address S3 buckets as endpoint/bucket/key (also STATEUTIL_S3_PATH_STYLE=true; implied for an IP or localhost endpoint)")
+	}
+	if e.gcs != nil {
+		root.PersistentFlags().StringVar(&e.gcs.Endpoint, "gcs-endpoint", "",
+			"Google Cloud Storage JSON API endpoint URL (default: $STORAGE_EMULATOR_HOST's, or Google's)")
+	}
+	if e.azure != nil {
+		root.PersistentFlags().StringVar(&e.azure.Endpoint, "azure-endpoint", "",
+			"Azure Blob service URL of the account (default: $STATEUTIL_AZURE_ENDPOINT, the BlobEndpoint of $AZURE_STORAGE_CONNECTION_STRING, or https://ACCOUNT.blob.core.windows.net)")
 	}
 	if e.hdfs != nil {
 		root.PersistentFlags().StringVar(&e.hdfs.Kerberos.Keytab, "keytab", "",
@@ -231,7 +254,7 @@ s3://bucket/path URIs (s3a:// and s3p:// too, as Flink writes them).
 		&cobra.Group{ID: groupScaleOut, Title: "Scale out (a planned copy in shards):"},
 		&cobra.Group{ID: groupOther, Title: "Other commands:"},
 	)
-	addGroup(root, groupLook, newInspectCommand(e), newGetCommand(e), newDumpCommand(e), newDiffCommand(e),
+	addGroup(root, groupLook, newInspectCommand(e), newLsCommand(e), newGetCommand(e), newDumpCommand(e), newSQLCommand(e), newDiffCommand(e),
 		newVerifyCommand(e), newKeygroupCommand(), newServeCommand(e))
 	addGroup(root, groupChange, newConvertCommand(e), newRescaleCommand(e), newOperatorCommand(e),
 		newStateCommand(e), newKeysCommand(e), newPutCommand(e), newLoadCommand(e))

@@ -86,7 +86,7 @@ The summary goes to stdout; a progress line goes to stderr when it is a terminal
 	f.IntVar(&o.maxParallelism, "max-parallelism", 0, "number of key groups (default: the restored snapshot's, else Flink's default)")
 	f.StringVar(&o.backend, "backend", "memory", "state backend and checkpoint format: memory, filesystem or rocksdb (Flink names work: jobmanager, hashmap)")
 	f.StringVar(&o.localDir, "local-dir", "", "rocksdb working directory (default: a temporary directory)")
-	f.StringVar(&o.checkpointDir, "checkpoint-dir", "", "where checkpoints go (path, file://, hdfs:// or s3:// URI); none if empty")
+	f.StringVar(&o.checkpointDir, "checkpoint-dir", "", "where checkpoints go (path, file://, hdfs://, s3://, gs://, abfss:// or wasbs:// URI); none if empty")
 	f.Int64Var(&o.checkpointEvery, "checkpoint-every", 10_000, "checkpoint every N source records (0: off)")
 	f.DurationVar(&o.checkpointInterval, "checkpoint-interval", 0, "checkpoint every interval, e.g. 500ms (0: off)")
 	f.IntVar(&o.retain, "retain", 1, "completed checkpoints to keep")

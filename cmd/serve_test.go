@@ -56,7 +56,7 @@ func startServer(t *testing.T, token string, locations ...string) *testServer {
 // stops when the test ends.
 func startServerWith(t *testing.T, o *serveOptions, locations ...string) *testServer {
 	t.Helper()
-	srv, err := o.newServer(context.Background(), &env{reg: newRegistry(nil, nil), terminal: isTerminal}, locations)
+	srv, err := o.newServer(context.Background(), &env{reg: newRegistry(stores{}), terminal: isTerminal}, locations)
 	if err != nil {
 		t.Fatal(err)
 	}

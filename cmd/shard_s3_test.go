@@ -43,7 +43,7 @@ func TestShardsStageOnS3(t *testing.T) {
 			single := filepath.Join(dir, c.name+"-single")
 			mustRun(t, append(c.args, "--output", single, "-q")...)
 			sameState(t, single, dst)
-			if left := s3Leftovers(t, remote+"/"); len(left) > 0 {
+			if left := remoteLeftovers(t, remote+"/"); len(left) > 0 {
 				t.Errorf("left on S3 after the commit: %v", left)
 			}
 		})

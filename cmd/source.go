@@ -36,7 +36,7 @@ func (s *sourceFlags) readerVersion() (string, error) {
 }
 
 func (s *sourceFlags) add(c *cobra.Command) {
-	c.Flags().StringArrayVar(&s.pathMap, "path-map", nil, "OLD=NEW: read recorded absolute state paths starting with OLD under NEW (a Flink checkpoint moved from where it was written; file:, hdfs://, s3:// or plain paths; repeatable, longest OLD wins)")
+	c.Flags().StringArrayVar(&s.pathMap, "path-map", nil, "OLD=NEW: read recorded absolute state paths starting with OLD under NEW (a Flink checkpoint moved from where it was written; file:, hdfs://, s3://, gs://, abfss://, wasbs:// or plain paths; repeatable, longest OLD wins)")
 }
 
 // addSkip adds --skip-unreadable, for commands that copy or compare state.

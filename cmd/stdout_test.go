@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	"github.com/spf13/cobra"
+
+	"github.com/stateutil/stateutil/snapshot/formattest"
 )
 
 // failingWriter is a stdout that refuses every write, as /dev/full does.
@@ -27,6 +29,10 @@ var stdoutCases = map[string]func(t *testing.T, dir string) []string{
 	"stateutil": func(*testing.T, string) []string { return nil },
 	"inspect":   func(*testing.T, string) []string { return []string{"inspect", example} },
 	"keygroup":  func(*testing.T, string) []string { return []string{"keygroup", "user-1"} },
+	"ls": func(t *testing.T, dir string) []string {
+		formattest.CopyTree(t, example, filepath.Join(dir, "checkpoints", "job", "chk-7.dump"))
+		return []string{"ls", filepath.Join(dir, "checkpoints")}
+	},
 	"generate": func(_ *testing.T, dir string) []string {
 		return []string{"generate", "--output", filepath.Join(dir, "gen.dump")}
 	},
@@ -82,6 +88,7 @@ var stdoutCases = map[string]func(t *testing.T, dir string) []string{
 		return []string{"get", example, "--operator", "word-counter", "--state", "by-source", "--key", "word-10"}
 	},
 	"dump": func(*testing.T, string) []string { return []string{"dump", example, "--limit", "1"} },
+	"sql":  func(*testing.T, string) []string { return []string{"sql", example, "-e", "SELECT 1"} },
 	"shard": func(t *testing.T, dir string) []string {
 		plan := writePlan(t, dir)
 		return []string{"shard", plan, "--shard", "1/1"}

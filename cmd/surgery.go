@@ -46,7 +46,7 @@ func (s *surgeryFlags) add(c *cobra.Command, e *env) {
 	s.source.addSkip(c)
 	s.source.addFlinkVersion(c)
 	f := c.Flags()
-	f.StringVar(&s.output, "output", "", "where to write the edited copy (path, file://, hdfs:// or s3:// URI)")
+	f.StringVar(&s.output, "output", "", "where to write the edited copy (path, file://, hdfs://, s3://, gs://, abfss:// or wasbs:// URI)")
 	f.StringVar(&s.format, "format", "", "format to write (default: the format of SRC)")
 	f.BoolVar(&s.force, "force", false, "replace an existing snapshot at --output, whatever its format")
 	addStateSizeCap(f, &s.stateCap)

@@ -76,11 +76,11 @@ func remoteTreeHash(t *testing.T, loc string) string {
 }
 
 // Every surgery command reads its source from, and commits its output to,
-// HDFS and S3 as it does on local disk: the remote output holds the same
+// HDFS and the object stores as it does on local disk: the remote output holds the same
 // state as the same edit made locally, the remote source is unchanged byte
 // for byte, and no temporary name is left behind.
-func TestSurgeryOnHDFSAndS3(t *testing.T) {
-	remotes := map[string]func(testing.TB) string{"hdfs": formattest.HDFSDir, "s3": formattest.S3Dir}
+func TestSurgeryOnHDFSAndObjectStores(t *testing.T) {
+	remotes := map[string]func(testing.TB) string{"hdfs": formattest.HDFSDir, "s3": formattest.S3Dir, "gcs": formattest.GCSDir, "azure": formattest.AzureDir}
 	local := t.TempDir()
 	flinkEdit := surgeryEdit{[]string{"keys", "delete", "--operator", "keyed", "--key", "user-0", "--key", "user-7"}, 2}
 	for name, dir := range remotes {
@@ -92,7 +92,7 @@ func TestSurgeryOnHDFSAndS3(t *testing.T) {
 				mustRun(t, "convert", example, "--to", f, "--output", srcs[f], "--quiet")
 			}
 			flinkSrc := remote + "/flink-src"
-			copyToS3(t, flinkBasic, flinkSrc)
+			copyTo(t, flinkBasic, flinkSrc)
 			before := map[string]string{}
 			for f, s := range srcs {
 				before[f] = remoteTreeHash(t, s)
@@ -127,7 +127,7 @@ func TestSurgeryOnHDFSAndS3(t *testing.T) {
 			if remoteTreeHash(t, flinkSrc) != before["flink"] {
 				t.Errorf("the edit changed its source %s", flinkSrc)
 			}
-			if left := s3Leftovers(t, remote); len(left) > 0 {
+			if left := remoteLeftovers(t, remote); len(left) > 0 {
 				t.Errorf("left %v", left)
 			}
 		})

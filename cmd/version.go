@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	goruntime "runtime"
@@ -14,13 +15,31 @@ import (
 	"github.com/stateutil/stateutil/snapshot"
 )
 
+// What a release build (scripts/dist.sh) stamps into the binary with
+// -ldflags -X: its version (git describe), the commit it was built from,
+// that commit's time (the build's only clock, so that a rebuild is the same
+// bytes), and how RocksDB was linked.
+var (
+	buildVersion string
+	buildCommit  string
+	buildTime    string
+	buildRocksDB string
+)
+
 // Version is what `stateutil version` prints.
 type Version struct {
-	SchemaVersion int             `json:"schema_version"`
-	Version       string          `json:"version"`
-	Module        string          `json:"module"`
-	Go            string          `json:"go"`
+	SchemaVersion int    `json:"schema_version"`
+	Version       string `json:"version"`
+	Module        string `json:"module"`
+	// Commit and Built are a release build's source commit and its time.
+	Commit string `json:"commit,omitempty"`
+	Built  string `json:"built,omitempty"`
+	Go     string `json:"go"`
+	// RocksDB is the library's version; RocksDBLinked says how it is
+	// linked: "shared" (librocksdb.so at run time) or "static" (in the
+	// binary, as the compression libraries, in a release build).
 	RocksDB       string          `json:"rocksdb"`
+	RocksDBLinked string          `json:"rocksdb_linked"`
 	Formats       []FormatSupport `json:"formats"`
 	// FlinkMetadataRead lists the Flink `_metadata` versions read.
 	FlinkMetadataRead []int `json:"flink_metadata_read"`
@@ -43,7 +62,10 @@ type FormatSupport struct {
 func moduleVersion() (string, string) {
 	info, ok := debug.ReadBuildInfo()
 	if !ok {
-		return "(unknown)", "github.com/stateutil/stateutil"
+		return cmp.Or(buildVersion, "(unknown)"), "github.com/stateutil/stateutil"
+	}
+	if buildVersion != "" {
+		return buildVersion, info.Main.Path
 	}
 	v := info.Main.Version
 	if v == "" || v == "(devel)" {
@@ -69,7 +91,8 @@ func moduleVersion() (string, string) {
 
 func versionOf(reg *snapshot.Registry) *Version {
 	v, module := moduleVersion()
-	out := &Version{SchemaVersion: 1, Version: v, Module: module, Go: goruntime.Version(), RocksDB: rocksdb.LibraryVersion(),
+	out := &Version{SchemaVersion: 1, Version: v, Module: module, Commit: buildCommit, Built: buildTime, Go: goruntime.Version(),
+		RocksDB: rocksdb.LibraryVersion(), RocksDBLinked: cmp.Or(buildRocksDB, "shared"),
 		Formats: []FormatSupport{}, FlinkMetadataRead: []int{}, FlinkMetadataWrite: []int{}, Storages: reg.Storage.Schemes()}
 	for _, f := range reg.Formats() {
 		out.Formats = append(out.Formats, FormatSupport{Name: f.Name, Aliases: append([]string{}, f.Aliases...), Read: f.Open != nil, Write: f.Create != nil, Summary: f.Summary})
@@ -122,8 +145,11 @@ writes, and the storage schemes it knows. -o json is for scripts that depend on 
 func printVersion(w io.Writer, v *Version) {
 	fmt.Fprintf(w, "stateutil %s\n", v.Version)
 	fmt.Fprintf(w, "module:    %s\n", v.Module)
+	if v.Commit != "" {
+		fmt.Fprintf(w, "commit:    %s (%s)\n", v.Commit, v.Built)
+	}
 	fmt.Fprintf(w, "go:        %s\n", v.Go)
-	fmt.Fprintf(w, "rocksdb:   %s\n", v.RocksDB)
+	fmt.Fprintf(w, "rocksdb:   %s, %s\n", v.RocksDB, linkedText(v.RocksDBLinked))
 	fmt.Fprintf(w, "storages:  %s\n", strings.Join(v.Storages, ", "))
 	fmt.Fprintf(w, "flink _metadata: reads versions %s; writes %s\n", ints(v.FlinkMetadataRead), orNone(ints(v.FlinkMetadataWrite)))
 	fmt.Fprintln(w, "formats:")
@@ -138,6 +164,13 @@ func printVersion(w io.Writer, v *Version) {
 		}
 		fmt.Fprintf(w, "  %-34s %-12s %s\n", name, mode, f.Summary)
 	}
+}
+
+func linkedText(linked string) string {
+	if linked == "static" {
+		return "linked in (with its compression libraries)"
+	}
+	return "shared library"
 }
 
 func ints(ns []int) string {

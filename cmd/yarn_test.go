@@ -115,7 +115,7 @@ func mustEqual(t *testing.T, a, b string) {
 	}
 }
 
-// existsAt reports whether anything is at an hdfs:// location.
+// existsAt reports whether anything is at a location.
 func existsAt(t *testing.T, uri string) bool {
 	t.Helper()
 	st, p, err := testReg.Storage.Resolve(context.Background(), uri)

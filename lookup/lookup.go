@@ -808,36 +808,51 @@ func (g *keyGroup) groups(together func(a, b *snapshot.Entry) bool, emit func([]
 // run dumps the job, calling fn with each record; g is scratch space,
 // kept from job to job.
 func (j job) run(ctx context.Context, r snapshot.Reader, codecs *snapshot.Codecs, f Filter, mode renderMode, g *keyGroup, fn func(rec *Record) error) error {
-	renderers := map[string]*renderer{}
-	for name, st := range j.states {
-		renderers[name] = newRenderer(codecs, j.op, st, f.Now, mode)
+	renderers := map[*snapshot.KeyedState]*renderer{}
+	for _, st := range j.states {
+		renderers[st] = newRenderer(codecs, j.op, st, f.Now, mode)
 	}
-	// Entries come a state at a time: the last state's renderer is
-	// looked up once, not per entry.
-	var lastState string
+	// Records come a state at a time: the last state's renderer is
+	// looked up once, not per record.
+	var lastState *snapshot.KeyedState
 	var last *renderer
-	rendererOf := func(state string) *renderer {
-		if last == nil || state != lastState {
-			lastState, last = state, renderers[state]
+	var rec Record
+	return j.groups(ctx, r, g, func(st *snapshot.KeyedState, run []snapshot.Entry) error {
+		if st != lastState {
+			lastState, last = st, renderers[st]
+		}
+		last.render(&rec, j.subtask, run)
+		if f.KeyPrefix != "" && !strings.HasPrefix(keyText(rec.Key), f.KeyPrefix) {
+			return nil
+		}
+		return fn(&rec)
+	})
+}
+
+// groups reads the job a key group at a time and calls emit with each
+// record's entries (a key's of one state; a timer's of one time), in
+// Dump's order; g is scratch space, kept from job to job. The entries are
+// valid until emit returns.
+func (j job) groups(ctx context.Context, r snapshot.Reader, g *keyGroup, emit func(st *snapshot.KeyedState, run []snapshot.Entry) error) error {
+	// Entries come a state at a time: the last state is looked up once,
+	// not per entry.
+	var lastState string
+	var last *snapshot.KeyedState
+	stateOf := func(name string) *snapshot.KeyedState {
+		if last == nil || name != lastState {
+			lastState, last = name, j.states[name]
 		}
 		return last
 	}
 	g.reset()
 	defer g.reset()
 	cur := -1
-	var rec Record
-	// A record is a key's entries of one state (a timer's: of one time).
 	together := func(a, b *snapshot.Entry) bool {
-		return sameKey(a, b) && (rendererOf(a.State).st.Kind != snapshot.Timer || bytes.Equal(a.Value, b.Value))
+		return sameKey(a, b) && (stateOf(a.State).Kind != snapshot.Timer || bytes.Equal(a.Value, b.Value))
 	}
-	emit := func(run []snapshot.Entry) error {
-		rendererOf(run[0].State).render(&rec, j.subtask, run)
-		if f.KeyPrefix != "" && !strings.HasPrefix(keyText(rec.Key), f.KeyPrefix) {
-			return nil
-		}
-		return fn(&rec)
+	flush := func() error {
+		return g.groups(together, func(run []snapshot.Entry) error { return emit(stateOf(run[0].State), run) })
 	}
-	flush := func() error { return g.groups(together, emit) }
 	entries := r.Entries
 	h, held := r.(snapshot.KeyGroupHolder)
 	if held {
@@ -854,7 +869,7 @@ func (j job) run(ctx context.Context, r snapshot.Reader, codecs *snapshot.Codecs
 			}
 			continue
 		}
-		if rendererOf(e.State) == nil {
+		if stateOf(e.State) == nil {
 			continue
 		}
 		if e.KeyGroup != cur {

@@ -1,14 +1,14 @@
 package runtime
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"slices"
+	"path"
 	"strconv"
 	"strings"
 
+	"github.com/stateutil/stateutil/internal/chkdir"
 	"github.com/stateutil/stateutil/snapshot"
 	"github.com/stateutil/stateutil/storage"
 )
@@ -17,7 +17,7 @@ import (
 // Checkpoint N is chk-N.dump in it for the memory format (one file) and the
 // directory chk-N for directory formats (filesystem, rocksdb), whose
 // _metadata is the commit point.
-const dumpSuffix = ".dump"
+const dumpSuffix = chkdir.CheckpointFileSuffix
 
 // checkpointStore places, retains and finds the checkpoints of one job.
 type checkpointStore struct {
@@ -101,33 +101,15 @@ func listCheckpoints(ctx context.Context, storages *storage.Registry, jobDir str
 	if err != nil {
 		return nil, err
 	}
-	infos, err := st.List(ctx, p)
+	cps, err := chkdir.Scan(ctx, st, p)
 	if err != nil && !errors.Is(err, storage.ErrNotFound) {
 		return nil, err
 	}
-	type cp struct {
-		id  int64
-		loc string
-	}
-	var cps []cp
-	for _, in := range infos {
-		name, isDump := strings.CutSuffix(in.Name, dumpSuffix)
-		digits, ok := strings.CutPrefix(name, "chk-")
-		id, err := strconv.ParseInt(digits, 10, 64)
-		if !ok || err != nil || isDump == in.IsDir {
-			continue
+	var out []string
+	for _, c := range cps {
+		if c.Complete {
+			out = append(out, strings.TrimRight(jobDir, "/")+"/"+path.Base(c.Path))
 		}
-		if in.IsDir {
-			if m, err := st.Stat(ctx, p+"/"+in.Name+"/_metadata"); err != nil || m.IsDir {
-				continue
-			}
-		}
-		cps = append(cps, cp{id, strings.TrimRight(jobDir, "/") + "/" + in.Name})
-	}
-	slices.SortFunc(cps, func(a, b cp) int { return cmp.Compare(a.id, b.id) })
-	out := make([]string, len(cps))
-	for i, c := range cps {
-		out[i] = c.loc
 	}
 	return out, nil
 }

@@ -177,6 +177,11 @@ if [ "${BENCH_S3:-1}" != 0 ]; then
   . scripts/s3-bench.sh
 fi
 
+# GCS and Azure: scripts/cloud-bench.sh (BENCH_CLOUD=0 skips it).
+if [ "${BENCH_CLOUD:-1}" != 0 ]; then
+  . scripts/cloud-bench.sh
+fi
+
 # Peak memory at 4 GiB, of both sets: 1 KB values and 8-byte values.
 if [ "$huge" -gt 0 ]; then
   for vb in 1000 8; do
@@ -214,6 +219,9 @@ if [ "${BENCH_FLINK:-1}" != 0 ]; then
   if [ "$huge" -gt 0 ]; then
     BENCH_RSS_BYTES=$huge scripts/bench-flink-rss.sh "$bin"
   fi
+  # stateutil sql's GROUP BY over the 40M-key savepoint against dump | read_json and the
+  # State Processor API (BENCH_SQL_RECORDS sizes it).
+  results="$results" scripts/bench-sql.sh "$bin"
 fi
 
 say "== Go benchmarks"

@@ -45,6 +45,10 @@ step rescale converted-rocksdb --parallelism 3 --output rescaled-rocksdb --quiet
 step verify rescaled-rocksdb
 step diff rescaled rescaled-rocksdb --entries
 
+note "SQL over the checkpoint (embedded DuckDB): the busiest words, and keys per subtask"
+step sql chk-fs/demo-fs -e 'SELECT key, value AS count FROM "word-counter"."count" ORDER BY value DESC LIMIT 5'
+step sql chk-fs/demo-fs -e 'SELECT subtask, count(*) AS keys, sum(value) AS words FROM "word-counter"."count" GROUP BY subtask ORDER BY subtask'
+
 note "where Flink routes a key"
 step keygroup user-1 --key-type string --max-parallelism 128 --parallelism 3
 

@@ -15,6 +15,8 @@ done
 # S3 test server (scripts/s3-start.sh): moto in a venv, reached with curl.
 python3 -m venv --help >/dev/null 2>&1 || missing+=(python3-venv)
 command -v curl >/dev/null || missing+=(curl)
+# Azure test server (scripts/azure-start.sh): Azurite, from npm.
+command -v npm >/dev/null || missing+=(npm)
 # The HDFS, YARN and Flink test harnesses: a Java 17 and Maven.
 ls /usr/lib/jvm/java-17-openjdk-*/bin/javac >/dev/null 2>&1 || missing+=(openjdk-17-jdk-headless)
 command -v mvn >/dev/null || missing+=(maven)

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# make test: every Go test, with a real HDFS (Hadoop's MiniDFSCluster) and
-# an S3-compatible server (moto) on loopback. HDFS and S3 tests fail rather
-# than skip here if their server is missing.
+# make test: every Go test, with a real HDFS (Hadoop's MiniDFSCluster), an
+# S3-compatible server (moto), a Google Cloud Storage emulator
+# (fake-gcs-server) and an Azure Blob Storage emulator (Azurite) on
+# loopback. HDFS, S3, GCS and Azure tests fail rather than skip here if
+# their server is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -28,6 +30,8 @@ stop_servers() {
   [[ -z ${corpus:-} ]] || kill -- -"$corpus" 2>/dev/null || kill "$corpus" 2>/dev/null || true
   scripts/hdfs-stop.sh
   scripts/s3-stop.sh
+  scripts/gcs-stop.sh
+  scripts/azure-stop.sh
   print_phases
 }
 
@@ -50,6 +54,12 @@ dn_start=$!
 # it, so they run in the first go test below, where nothing else uses it.
 scripts/s3-start.sh >"$logs/s3-start.log" 2>&1 &
 s3_start=$!
+# The GCS and Azure emulators (built from fake-gcs-server's Go module and
+# installed from npm on first use); their storage tests restart them too.
+scripts/gcs-start.sh >"$logs/gcs-start.log" 2>&1 &
+gcs_start=$!
+scripts/azure-start.sh >"$logs/azure-start.log" 2>&1 &
+azure_start=$!
 trap stop_servers EXIT
 scripts/hdfs-start.sh
 phase "HDFS and YARN harness (build, start)"
@@ -89,6 +99,18 @@ cat "$logs/s3-start.log" >&2
 phase "S3 server (moto: install, start; beside the above)"
 . "${STATEUTIL_CACHE_DIR:-.cache}/s3.env"
 export STATEUTIL_REQUIRE_S3=1
+for emulator in gcs azure; do
+  pid_var=${emulator}_start
+  if ! wait "${!pid_var}"; then
+    cat "$logs/$emulator-start.log" >&2
+    echo "the $emulator emulator did not start" >&2
+    exit 1
+  fi
+  cat "$logs/$emulator-start.log" >&2
+  . "${STATEUTIL_CACHE_DIR:-.cache}/$emulator.env"
+done
+phase "GCS and Azure emulators (build, install, start; beside the above)"
+export STATEUTIL_REQUIRE_GCS=1 STATEUTIL_REQUIRE_AZURE=1
 # scripts/deps.sh installed Chromium: the browser tests of stateutil serve
 # fail rather than skip without it.
 export STATEUTIL_REQUIRE_BROWSER=1
@@ -143,9 +165,9 @@ if ((corpus_rc != 0)); then
   exit 1
 fi
 
-# -v again so that the log names every HDFS and S3 test and every skip; other
+# -v again so that the log names every HDFS and object-store test and every skip; other
 # passing tests show only in their package's ok line.
 go test -count=1 -timeout 60m -v $(go list ./... | grep -v '/storage') 2>&1 | tee "$logs/go-test.log" |
-  grep -E '^(ok|FAIL|panic)|^\s*--- (FAIL|SKIP)|^\s*--- PASS: \S*(HDFS|Hdfs|S3|YARN)|\.go:[0-9]+: '
+  grep -E '^(ok|FAIL|panic)|^\s*--- (FAIL|SKIP)|^\s*--- PASS: \S*(HDFS|Hdfs|S3|GCS|Azure|ObjectStore|YARN)|\.go:[0-9]+: '
 phase "go test (every other package)"
 finished=1

@@ -33,6 +33,7 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /api/snapshots/{id}/entries", s.entries)
 	m.HandleFunc("GET /api/snapshots/{id}/plan", s.plan)
 	m.HandleFunc("GET /api/diff", s.diff)
+	s.sqlRoutes(m)
 	m.HandleFunc("GET /{$}", s.index)
 	m.HandleFunc("GET /assets/{name}", serveAsset)
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {

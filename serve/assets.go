@@ -43,6 +43,8 @@ var assetTypes = map[string]string{
 	"app.js":             "text/javascript; charset=utf-8",
 	"app.css":            "text/css; charset=utf-8",
 	"json-formatter.css": "text/css; charset=utf-8",
+	"sql.js":             "text/javascript; charset=utf-8",
+	"sql.css":            "text/css; charset=utf-8",
 }
 
 // serveAsset answers with an embedded asset; any other name is the API's

@@ -61,6 +61,7 @@ type Server struct {
 	views     *views
 	guesses   *guesses
 	mux       *http.ServeMux
+	sqlState  sqlEngine
 
 	mu       sync.Mutex
 	oneTimes map[string]bool // one-time login codes not yet used
@@ -90,6 +91,7 @@ func (s *Server) Close() error {
 	for _, src := range s.snapshots {
 		errs = append(errs, src.close())
 	}
+	errs = append(errs, s.sqlState.close())
 	return errors.Join(errs...)
 }
 

@@ -155,6 +155,11 @@ type Format struct {
 	Probe func(ctx context.Context, st storage.Storage, path string) (bool, error)
 	// Open reads the snapshot at path.
 	Open func(ctx context.Context, st storage.Storage, path string, opts OpenOptions) (Reader, error)
+	// Describe reads only the metadata of the snapshot at path, never a
+	// state file, and locates the files it references (opts.PathMap and
+	// opts.Storage as for Open); its errors are Open's. Nil for a format
+	// that cannot say what it holds without reading its state.
+	Describe func(ctx context.Context, st storage.Storage, path string, opts OpenOptions) (*Description, error)
 	// Create starts a new snapshot at path; nil for read-only formats.
 	Create func(ctx context.Context, st storage.Storage, path string, opts WriteOptions) (Writer, error)
 	// CheckWrite, if set, refuses before anything is written what the
@@ -212,4 +217,12 @@ type RehashStater interface {
 // for this subtask, or the bytes are not pairs a RehashingCopier moves).
 type KeyGroupSizer interface {
 	StoredKeyGroupBytes(ctx context.Context, op *Operator, subtask int) (stats []KeyGroupStat, ok bool, err error)
+}
+
+// CoordinatorSizer is implemented by a Reader whose snapshots record an
+// operator coordinator's state (Flink's): CoordinatorStateBytes is the
+// size of op's, 0 when it has none; ok is false where the reader cannot
+// tell.
+type CoordinatorSizer interface {
+	CoordinatorStateBytes(op *Operator) (n int64, ok bool)
 }

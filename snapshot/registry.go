@@ -93,14 +93,24 @@ func (r *Registry) Detect(ctx context.Context, location string) (*Format, storag
 	if err != nil {
 		return nil, nil, "", err
 	}
+	f, err := r.DetectIn(ctx, st, path, location)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	return f, st, path, nil
+}
+
+// DetectIn is Detect of a path in a storage already resolved; location
+// names it in errors.
+func (r *Registry) DetectIn(ctx context.Context, st storage.Storage, path, location string) (*Format, error) {
 	info, err := st.Stat(ctx, path)
 	switch {
 	case errors.Is(err, ErrNotFound):
-		return nil, nil, "", fmt.Errorf("%w: %q does not exist", ErrNotFound, location)
+		return nil, fmt.Errorf("%w: %q does not exist", ErrNotFound, location)
 	case err != nil:
-		return nil, nil, "", fmt.Errorf("%q: %w", location, err)
+		return nil, fmt.Errorf("%q: %w", location, err)
 	case info.Special:
-		return nil, nil, "", fmt.Errorf("%q: %w, not a snapshot", location, storage.ErrNotRegular)
+		return nil, fmt.Errorf("%q: %w, not a snapshot", location, storage.ErrNotRegular)
 	}
 	var probeErr error
 	for _, f := range r.formats {
@@ -113,25 +123,25 @@ func (r *Registry) Detect(ctx context.Context, location string) (*Format, storag
 			continue
 		}
 		if ok {
-			return f, st, path, nil
+			return f, nil
 		}
 	}
 	switch {
 	case probeErr != nil:
-		return nil, nil, "", probeErr
+		return nil, probeErr
 	case info.IsDir:
 		meta, err := st.Stat(ctx, path+"/_metadata")
 		switch {
 		case err == nil && meta.Special:
-			return nil, nil, "", fmt.Errorf("%q: %w, not a snapshot's _metadata", location+"/_metadata", storage.ErrNotRegular)
+			return nil, fmt.Errorf("%q: %w, not a snapshot's _metadata", location+"/_metadata", storage.ErrNotRegular)
 		case err == nil && !meta.IsDir:
-			return nil, nil, "", Corrupt(location+"/_metadata", 0, "unrecognized _metadata: its first bytes match no snapshot format (%s)", strings.Join(r.names(), ", "))
+			return nil, Corrupt(location+"/_metadata", 0, "unrecognized _metadata: its first bytes match no snapshot format (%s)", strings.Join(r.names(), ", "))
 		}
-		return nil, nil, "", fmt.Errorf("%w: %q is a directory without a snapshot (no _metadata, no complete chk-N)", ErrNotFound, location)
+		return nil, fmt.Errorf("%w: %q is a directory without a snapshot (no _metadata, no complete chk-N)", ErrNotFound, location)
 	case info.Size == 0:
-		return nil, nil, "", Corrupt(location, 0, "empty file, not a snapshot")
+		return nil, Corrupt(location, 0, "empty file, not a snapshot")
 	}
-	return nil, nil, "", Corrupt(location, 0, "unrecognized file: its first bytes match no snapshot format (%s)", strings.Join(r.names(), ", "))
+	return nil, Corrupt(location, 0, "unrecognized file: its first bytes match no snapshot format (%s)", strings.Join(r.names(), ", "))
 }
 
 // Open detects the format of location and opens it.

@@ -20,6 +20,13 @@ var Format = &snapshot.Format{
 	Open: func(ctx context.Context, st storage.Storage, p string, opts snapshot.OpenOptions) (snapshot.Reader, error) {
 		return Open(ctx, st, p, opts)
 	},
+	Describe: func(ctx context.Context, st storage.Storage, p string, opts snapshot.OpenOptions) (*snapshot.Description, error) {
+		r, err := Open(ctx, st, p, opts)
+		if err != nil {
+			return nil, err
+		}
+		return r.dir.Description(r.snap, r)
+	},
 	Create: func(ctx context.Context, st storage.Storage, p string, opts snapshot.WriteOptions) (snapshot.Writer, error) {
 		return Create(ctx, st, p, opts)
 	},

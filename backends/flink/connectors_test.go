@@ -298,3 +298,32 @@ func TestConnectorsVerifyDamage(t *testing.T) {
 		}
 	}
 }
+
+// A source's coordinator (the split enumerator of the file and Kafka
+// sources) checkpoints state beside its operator's: each connector job has
+// one source, so one operator has such state (the source, where
+// `_metadata` names operators: Flink 2.x).
+func TestCoordinatorStateBytes(t *testing.T) {
+	ctx := context.Background()
+	for _, e := range connectorEntries(t) {
+		old, nw := e.PathMap()
+		r, err := testReg.Open(ctx, e.SnapshotDir(), snapshot.OpenOptions{PathMap: map[string]string{old: nw}, TempDir: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var with []string
+		for _, op := range r.Snapshot().Operators {
+			n, ok := r.(snapshot.CoordinatorSizer).CoordinatorStateBytes(op)
+			if !ok {
+				t.Errorf("%s: operator %s: coordinator state not told", e.Dir, op.Label())
+			}
+			if n > 0 {
+				with = append(with, op.Name)
+			}
+		}
+		r.Close()
+		if len(with) != 1 || with[0] != "" && !strings.HasPrefix(with[0], "Source:") {
+			t.Errorf("%s: operators with coordinator state: %q, want the one source", e.Dir, with)
+		}
+	}
+}

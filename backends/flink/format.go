@@ -33,6 +33,8 @@ var Format = &snapshot.Format{
 	Create:  create,
 	// CheckWrite: releases.go.
 	CheckWrite: checkWrite,
+	// Describe: describe.go.
+	Describe: describe,
 }
 
 // metadataPath turns a location into the path of its `_metadata` file.

@@ -54,16 +54,35 @@ func (r *SnapshotReader) Metadata() *metadata.Metadata { return r.meta }
 // Snapshot is the snapshot's metadata in stateutil's model.
 func (r *SnapshotReader) Snapshot() *snapshot.Snapshot { return r.snap }
 
-func (r *SnapshotReader) subtaskState(op *snapshot.Operator, subtask int) (*metadata.OperatorState, *metadata.SubtaskState, error) {
-	fo, ok := r.ops[op]
-	if !ok {
-		for o, f := range r.ops {
-			if o.ID == op.ID {
-				fo, ok = f, true
-				break
-			}
+// operatorState is op's state as `_metadata` records it, found by the
+// operator or, for a copy of it, by its id.
+func (r *SnapshotReader) operatorState(op *snapshot.Operator) (*metadata.OperatorState, bool) {
+	if fo, ok := r.ops[op]; ok {
+		return fo, true
+	}
+	for o, f := range r.ops {
+		if o.ID == op.ID {
+			return f, true
 		}
 	}
+	return nil, false
+}
+
+// CoordinatorStateBytes is the size of op's operator coordinator state,
+// which `_metadata` holds inline (snapshot.CoordinatorSizer).
+func (r *SnapshotReader) CoordinatorStateBytes(op *snapshot.Operator) (int64, bool) {
+	fo, ok := r.operatorState(op)
+	if !ok {
+		return 0, false
+	}
+	if fo.CoordinatorState == nil {
+		return 0, true
+	}
+	return fo.CoordinatorState.Size, true
+}
+
+func (r *SnapshotReader) subtaskState(op *snapshot.Operator, subtask int) (*metadata.OperatorState, *metadata.SubtaskState, error) {
+	fo, ok := r.operatorState(op)
 	if !ok {
 		return nil, nil, fmt.Errorf("%w: operator %q is not in this snapshot", snapshot.ErrNotFound, op.Label())
 	}

@@ -88,7 +88,17 @@ var Format = &snapshot.Format{
 	Summary: "one self-contained file with all state inline (Flink's jobmanager backend)",
 	Probe:   Kind.Probe,
 	Open:    Open,
-	Create:  Create,
+	// Describe: a dump is one file; Open reads a version 2 dump's head
+	// alone, a version 1 dump whole (it has no head of its own).
+	Describe: func(ctx context.Context, st storage.Storage, p string, opts snapshot.OpenOptions) (*snapshot.Description, error) {
+		r, err := Open(ctx, st, p, opts)
+		if err != nil {
+			return nil, err
+		}
+		defer r.Close()
+		return &snapshot.Description{Snapshot: r.Snapshot(), Metadata: p}, nil
+	},
+	Create: Create,
 
 	StateSizeCap: DefaultStateSizeCap,
 }

@@ -20,7 +20,15 @@ var Format = &snapshot.Format{
 	Summary: "RocksDB instances per keyed subtask, incremental shared SST files",
 	Probe:   probe,
 	Open:    openReader,
-	Create:  create,
+	Describe: func(ctx context.Context, st storage.Storage, p string, opts snapshot.OpenOptions) (*snapshot.Description, error) {
+		r, err := newReader(ctx, st, p, opts)
+		if err != nil {
+			return nil, err
+		}
+		defer r.Close()
+		return r.d.Description(r.m.Snapshot, r)
+	},
+	Create: create,
 }
 
 func probe(ctx context.Context, st storage.Storage, p string) (bool, error) {

@@ -53,6 +53,16 @@ type localDB struct {
 }
 
 func openReader(ctx context.Context, st storage.Storage, p string, opts snapshot.OpenOptions) (snapshot.Reader, error) {
+	r, err := newReader(ctx, st, p, opts)
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// newReader reads and checks _metadata; nothing else is read until a
+// subtask's entries are asked for.
+func newReader(ctx context.Context, st storage.Storage, p string, opts snapshot.OpenOptions) (*reader, error) {
 	d, err := chkdir.ResolveIn(ctx, st, p)
 	if err != nil {
 		return nil, err

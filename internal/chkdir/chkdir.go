@@ -4,6 +4,7 @@
 //	<root>/<job-id>/chk-<N>/_metadata   one checkpoint; _metadata is its commit point
 //	<root>/<job-id>/shared/             files several checkpoints share
 //	<root>/<job-id>/taskowned/          files owned by tasks rather than checkpoints
+//	<root>/<job-id>/chk-<N>.dump        a one-file checkpoint (the memory format's)
 //
 // A savepoint is a self-contained directory holding a _metadata. References
 // recorded in _metadata are relative: to the checkpoint directory, or, when
@@ -30,6 +31,9 @@ const (
 	SharedDir    = "shared"
 	TaskOwnedDir = "taskowned"
 	chkPrefix    = "chk-"
+	// CheckpointFileSuffix ends the name of a one-file checkpoint,
+	// chk-<N>.dump (the memory format's).
+	CheckpointFileSuffix = ".dump"
 )
 
 // CheckpointDirName is the directory name of checkpoint id: "chk-<id>".
@@ -49,36 +53,49 @@ func ParseCheckpointDirName(name string) (int64, bool) {
 	return id, true
 }
 
-// Checkpoint is one complete checkpoint of a job directory.
+// Checkpoint is one checkpoint of a job directory.
 type Checkpoint struct {
 	ID   int64
-	Path string // the chk-<ID> directory
+	Path string // the chk-<ID> directory, or the chk-<ID>.dump file
+	// File marks a one-file checkpoint (chk-<ID>.dump, the memory
+	// format's), which is complete by being there.
+	File bool
+	// Complete says the checkpoint is committed: a file, or a directory
+	// holding a _metadata file.
+	Complete bool
 }
 
-// List returns the complete checkpoints of jobDir (those whose chk-<N>
-// holds a _metadata file), by ascending id.
-func List(ctx context.Context, st storage.Storage, jobDir string) ([]Checkpoint, error) {
+// Scan returns every checkpoint of jobDir, complete or not, by ascending
+// id: each chk-<N> directory and chk-<N>.dump file.
+func Scan(ctx context.Context, st storage.Storage, jobDir string) ([]Checkpoint, error) {
 	infos, err := st.List(ctx, jobDir)
 	if err != nil {
 		return nil, NotFound(err)
 	}
 	var out []Checkpoint
 	for _, in := range infos {
-		id, ok := ParseCheckpointDirName(in.Name)
-		if !ok || !in.IsDir {
+		name, file := strings.CutSuffix(in.Name, CheckpointFileSuffix)
+		id, ok := ParseCheckpointDirName(name)
+		if !ok || in.Special || file == in.IsDir {
 			continue
 		}
-		dir := path.Join(jobDir, in.Name)
-		ok, err := isFile(ctx, st, path.Join(dir, MetadataFile))
-		if err != nil {
-			return nil, err
+		c := Checkpoint{ID: id, Path: path.Join(jobDir, in.Name), File: file, Complete: file}
+		if !file {
+			if c.Complete, err = isFile(ctx, st, path.Join(c.Path, MetadataFile)); err != nil {
+				return nil, err
+			}
 		}
-		if ok {
-			out = append(out, Checkpoint{ID: id, Path: dir})
-		}
+		out = append(out, c)
 	}
 	slices.SortFunc(out, func(a, b Checkpoint) int { return cmp.Compare(a.ID, b.ID) })
 	return out, nil
+}
+
+// List returns the complete checkpoint directories of jobDir (those whose
+// chk-<N> holds a _metadata file), by ascending id.
+func List(ctx context.Context, st storage.Storage, jobDir string) ([]Checkpoint, error) {
+	cps, err := Scan(ctx, st, jobDir)
+	return slices.DeleteFunc(cps, func(c Checkpoint) bool { return c.File || !c.Complete }), err
 }
 
 // isFile reports whether p exists and is a regular file.

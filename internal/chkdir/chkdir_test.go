@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -73,6 +74,34 @@ func TestList(t *testing.T) {
 	}
 	if _, err := List(ctx, storage.Local(), filepath.Join(job, "nope")); !errors.Is(err, snapshot.ErrNotFound) {
 		t.Fatalf("List of a missing dir: %v", err)
+	}
+}
+
+// TestScan: every checkpoint of a job directory, committed or not, and
+// the one-file chk-<N>.dump ones, by id; no other entry.
+func TestScan(t *testing.T) {
+	job := t.TempDir()
+	mkfiles(t, job, "chk-1/_metadata", "chk-2/state", "chk-3.dump", "chk-10/_metadata", "chk-4.dump/", "chk-5.dump.tmp",
+		"chk-01/_metadata", "chk-6/_metadata/", "shared/a.sst", "savepoint-1/_metadata")
+	if err := syscall.Mkfifo(filepath.Join(job, "chk-7.dump"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cps, err := Scan(context.Background(), storage.Local(), job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type cp struct {
+		id             int64
+		name           string
+		file, complete bool
+	}
+	var got []cp
+	for _, c := range cps {
+		got = append(got, cp{c.ID, filepath.Base(c.Path), c.File, c.Complete})
+	}
+	want := []cp{{1, "chk-1", false, true}, {2, "chk-2", false, false}, {3, "chk-3.dump", true, true}, {6, "chk-6", false, false}, {10, "chk-10", false, true}}
+	if !slices.Equal(got, want) {
+		t.Fatalf("Scan: %+v, want %+v", got, want)
 	}
 }
 

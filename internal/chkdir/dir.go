@@ -188,3 +188,31 @@ func (d Dir) Open(ctx context.Context, ref string) (storage.File, error) {
 	}
 	return f, nil
 }
+
+// Description describes the snapshot s read from d's _metadata by a reader
+// that follows the files the metadata lists for each subtask: those files,
+// each once, located as RefPath does (see snapshot.Format.Describe).
+func (d Dir) Description(s *snapshot.Snapshot, ff snapshot.FileFollower) (*snapshot.Description, error) {
+	desc := &snapshot.Description{Snapshot: s, Metadata: d.Metadata()}
+	seen := map[string]bool{}
+	for _, op := range s.Operators {
+		for i := range op.Subtasks {
+			refs, err := ff.FollowedFiles(op, i)
+			if err != nil {
+				return nil, err
+			}
+			for _, ref := range refs {
+				if seen[ref.Path] {
+					continue
+				}
+				seen[ref.Path] = true
+				f := snapshot.DescribedFile{Ref: ref.Path, MinSize: ref.Size}
+				if f.Path, f.Err = d.RefPath(ref.Path); f.Err == nil {
+					f.Storage = d.Storage
+				}
+				desc.Files = append(desc.Files, f)
+			}
+		}
+	}
+	return desc, nil
+}

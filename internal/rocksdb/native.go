@@ -1,7 +1,7 @@
 package rocksdb
 
 // #cgo CXXFLAGS: -std=c++17 -O2
-// #cgo LDFLAGS: -lrocksdb -lstdc++
+// #cgo !grocksdb_no_link LDFLAGS: -lrocksdb -lstdc++
 // #include <stdlib.h>
 // #include "native.h"
 import "C"

@@ -26,6 +26,8 @@ import (
 	"github.com/stateutil/stateutil/snapshot/report"
 	"github.com/stateutil/stateutil/snapshot/snaptest"
 	"github.com/stateutil/stateutil/storage"
+	"github.com/stateutil/stateutil/storage/azure"
+	"github.com/stateutil/stateutil/storage/gcs"
 	"github.com/stateutil/stateutil/storage/s3"
 )
 
@@ -54,12 +56,14 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// Registry is a registry with local disk, HDFS and S3 storage and what
+// Registry is a registry with local disk, HDFS, S3, GCS and Azure storage and what
 // the given functions register (each backend's Register), for tests.
 func Registry(register ...func(*snapshot.Registry)) *snapshot.Registry {
 	st := storage.NewRegistry()
 	st.Register("hdfs", storage.HDFSOpener(nil))
 	s3.Register(st, nil)
+	gcs.Register(st, nil)
+	azure.Register(st, nil)
 	reg := snapshot.NewRegistry(st)
 	for _, r := range register {
 		r(reg)

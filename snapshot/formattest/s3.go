@@ -3,6 +3,8 @@ package formattest
 import (
 	"testing"
 
+	"github.com/stateutil/stateutil/storage/azure/azuretest"
+	"github.com/stateutil/stateutil/storage/gcs/gcstest"
 	"github.com/stateutil/stateutil/storage/s3/s3test"
 )
 
@@ -13,4 +15,18 @@ import (
 func S3Dir(t testing.TB) string {
 	t.Helper()
 	return s3test.Dir(t)
+}
+
+// GCSDir is S3Dir on the Google Cloud Storage emulator
+// (scripts/gcs-start.sh): a gs:// URI; STATEUTIL_REQUIRE_GCS=1.
+func GCSDir(t testing.TB) string {
+	t.Helper()
+	return gcstest.Dir(t)
+}
+
+// AzureDir is S3Dir on the Azure Blob Storage emulator
+// (scripts/azure-start.sh): an abfss:// URI; STATEUTIL_REQUIRE_AZURE=1.
+func AzureDir(t testing.TB) string {
+	t.Helper()
+	return azuretest.Dir(t)
 }

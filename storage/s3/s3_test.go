@@ -10,7 +10,6 @@ package s3_test
 // (scripts/test.sh runs this package before the others).
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/base64"
@@ -31,7 +30,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -47,74 +45,11 @@ import (
 
 var ctx = context.Background()
 
-// TestMain also runs the children the kill tests start: with
-// STATEUTIL_S3_CHILD set it does that child's work instead of testing.
 func TestMain(m *testing.M) {
-	if mode := os.Getenv("STATEUTIL_S3_CHILD"); mode != "" {
-		child(mode, os.Getenv("STATEUTIL_S3_CHILD_LOC"))
+	if storagetest.RunChild(s3test.Registry()) {
 		return
 	}
 	os.Exit(m.Run())
-}
-
-// child claims a location, or starts uploading a file there, says so on
-// stdout and waits to be killed.
-func child(mode, loc string) {
-	st, p, err := s3test.Registry().Resolve(ctx, loc)
-	if err != nil {
-		fmt.Println("error:", err)
-		os.Exit(1)
-	}
-	switch mode {
-	case "claim":
-		if _, err := st.Claim(ctx, p); err != nil {
-			fmt.Println("error:", err)
-			os.Exit(1)
-		}
-		fmt.Println("claimed")
-	case "upload":
-		s3.PartSize = 5 << 20
-		w, err := st.Create(ctx, p)
-		if err == nil {
-			_, err = w.Write(bytes.Repeat([]byte("k"), 3*s3.PartSize+100))
-		}
-		if err != nil {
-			fmt.Println("error:", err)
-			os.Exit(1)
-		}
-		fmt.Println("written")
-	}
-	time.Sleep(time.Hour)
-}
-
-// startChild runs the test binary as a child in mode on loc and waits for
-// its first line, which must be want.
-func startChild(t *testing.T, mode, loc, want string, env ...string) *exec.Cmd {
-	t.Helper()
-	c := exec.Command(os.Args[0], "-test.run=^$")
-	c.Env = append(append(os.Environ(), "STATEUTIL_S3_CHILD="+mode, "STATEUTIL_S3_CHILD_LOC="+loc), env...)
-	out, err := c.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.Stderr = os.Stderr
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Process.Kill(); c.Wait() })
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if strings.TrimSpace(line) != want {
-		t.Fatalf("child %s: %q, %v; want %q", mode, line, err, want)
-	}
-	return c
-}
-
-func kill(t *testing.T, c *exec.Cmd) {
-	t.Helper()
-	if err := c.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	c.Wait()
 }
 
 func TestConformance(t *testing.T) {
@@ -122,6 +57,12 @@ func TestConformance(t *testing.T) {
 	storagetest.Run(t, func(t *testing.T) (storage.Storage, string) {
 		return s3test.Resolve(t, s3test.Dir(t))
 	})
+}
+
+// Claims, killed writers and deferred commits, as every object store.
+func TestObjectStore(t *testing.T) {
+	s3test.Location(t)
+	storagetest.RunObjectStore(t, s3test.Server, "STATEUTIL_S3_CLAIM_TTL", s3.PartSize)
 }
 
 // Flink's s3a:// and s3p:// name the same objects as s3://, and each
@@ -756,8 +697,7 @@ func TestKilledUploadLeavesNothing(t *testing.T) {
 	dir := s3test.Dir(t)
 	st, p := s3test.Resolve(t, dir)
 	f := path.Join(p, "state")
-	c := startChild(t, "upload", dir+"/state", "written")
-	kill(t, c)
+	storagetest.Kill(t, storagetest.StartChild(t, "upload", dir+"/state", 3*s3.PartSize+100))
 	if _, err := st.Stat(ctx, f); !errors.Is(err, storage.ErrNotFound) {
 		t.Fatalf("Stat after the writer was killed = %v, want not found", err)
 	}
@@ -783,26 +723,5 @@ func TestServerStopsMidWrite(t *testing.T) {
 	old := s3.IOTimeout
 	s3.IOTimeout = 5 * time.Second
 	t.Cleanup(func() { s3.IOTimeout = old })
-	dir := s3test.Dir(t)
-	st, p := s3test.Resolve(t, dir)
-	f := path.Join(p, "state")
-	w, err := st.Create(ctx, f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := w.Write(make([]byte, 2*s3.PartSize)); err != nil {
-		t.Fatal(err)
-	}
-	s3test.StopServer(t)
-	t.Cleanup(func() { s3test.StartServer(t) })
-	_, err = w.Write(make([]byte, 2*s3.PartSize))
-	if err == nil {
-		err = w.Commit()
-	} else {
-		w.Abort()
-	}
-	if !errors.Is(err, storage.ErrUnavailable) || !strings.Contains(err.Error(), "storage unavailable") || !strings.Contains(err.Error(), dir+"/state") {
-		t.Fatalf("write with the server stopped = %v, want storage unavailable naming the file", err)
-	}
-	t.Logf("error: %v", err)
+	storagetest.ServerStopsMidWrite(t, s3test.Server, s3.PartSize)
 }

@@ -76,9 +76,16 @@ func typeExpr(s *SerializerSnapshot) string {
 		return "enum"
 	case "Pojo":
 		return "pojo"
-	case "Row", "GenericArray":
+	case "Row":
+		if len(s.Nested) > 0 && rowKindBits(s) > 0 {
+			return "rowkind(" + nested() + ")"
+		}
 		if len(s.Nested) > 0 {
-			return map[string]string{"Row": "row", "GenericArray": "array"}[k] + "(" + nested() + ")"
+			return "row(" + nested() + ")"
+		}
+	case "GenericArray":
+		if len(s.Nested) > 0 {
+			return "array(" + nested() + ")"
 		}
 	case "Tuple":
 		if len(s.Nested) > 0 {
@@ -195,7 +202,7 @@ var CoreExprs = map[string]string{
 	"list": "ListSerializerSnapshot", "map": "MapSerializerSnapshot", "option": "ScalaOptionSerializer",
 	"either": "EitherSerializer", "timer": "TimerSerializerSnapshot", "broadcast": broadcastClass, "entry": BroadcastEntryClass,
 	"ttl": "TtlSerializerSnapshot", "nullable": "runtime.NullableSerializer$NullableSerializerSnapshot",
-	"set":       "typeutils.base.SetSerializerSnapshot",
+	"set": "typeutils.base.SetSerializerSnapshot", "array": "typeutils.base.GenericArraySerializerSnapshot",
 	"boolean[]": "typeutils.base.array.BooleanPrimitiveArraySerializer", "char[]": "typeutils.base.array.CharPrimitiveArraySerializer",
 	"double[]": "typeutils.base.array.DoublePrimitiveArraySerializer", "float[]": "typeutils.base.array.FloatPrimitiveArraySerializer",
 	"int[]": "typeutils.base.array.IntPrimitiveArraySerializer", "long[]": "typeutils.base.array.LongPrimitiveArraySerializer",
@@ -228,7 +235,7 @@ func (t *Table) parseExpr(e string, depth int) (*SerializerSnapshot, string, err
 	if !ok {
 		return nil, "", fmt.Errorf("unknown type %q in a Flink type expression", name)
 	}
-	s := &SerializerSnapshot{Class: leaf.Class, Kryo5: leaf.Kryo5, table: t}
+	s := &SerializerSnapshot{Class: leaf.Class, Kryo5: leaf.Kryo5, OuterVersion: leaf.OuterVersion, table: t}
 	if !strings.HasPrefix(rest, "(") {
 		return s, rest, nil
 	}

@@ -115,16 +115,25 @@ func encodeBuiltin(b []byte, s *SerializerSnapshot, v any, depth int) ([]byte, b
 		}
 		return nil, true, fmt.Errorf("want one of the constants %v, not %v", s.Constants, v)
 	case "Row":
-		fields, ok := v.([]any)
 		if len(s.Nested) == 0 {
 			return nil, false, nil
 		}
+		rowKind, v, err := RowKindOf(v)
+		if err != nil {
+			return nil, true, err
+		}
+		fields, ok := v.([]any)
 		if !ok || len(fields) != len(s.Nested) {
 			return nil, true, fmt.Errorf("want a JSON array of %d fields, not %v", len(s.Nested), v)
 		}
-		// Rows are written as inserts: the decoded row keeps no kind.
 		kind := rowKindBits(s)
+		if rowKind != 0 && kind == 0 {
+			return nil, true, fmt.Errorf("this Row serializer writes no row kind, so not %s", RowKinds[rowKind])
+		}
 		mask := make([]byte, (kind+len(fields)+7)/8)
+		if kind == 2 {
+			mask[0] = rowKind&1<<7 | rowKind&2<<5
+		}
 		for i, f := range fields {
 			if f == nil {
 				mask[(kind+i)/8] |= 0x80 >> ((kind + i) % 8)

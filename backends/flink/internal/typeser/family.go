@@ -39,6 +39,12 @@ type Family struct {
 	// Hash is the Java hashCode of one key of s; ok is false where the
 	// family does not know it.
 	Hash func(r *wire.Reader, s *SerializerSnapshot) (h int32, ok bool)
+	// Schema describes the values walk decodes for s (snapshot.Schema);
+	// ok is false where it cannot, and the values are then any JSON.
+	Schema func(s *SerializerSnapshot, depth int) (schema snapshot.Schema, ok bool)
+	// Notes say, by kind, what decoding the family's values needs beyond
+	// their bytes, or why they are not decoded (the coverage table's).
+	Notes map[string]string
 	// StateCodecs decode and write the byte[] elements of operator states
 	// that no serializer snapshot describes, by the state's name.
 	StateCodecs map[string]func() StateCodec
@@ -53,8 +59,9 @@ type StateCodec interface {
 // ExprLeaf is the serializer snapshot a word of a type expression stands
 // for.
 type ExprLeaf struct {
-	Class string
-	Kryo5 bool
+	Class        string
+	Kryo5        bool
+	OuterVersion int32
 }
 
 // SnapshotParser reads the body of a serializer snapshot of one class into
@@ -85,6 +92,10 @@ func NewTable(families ...*Family) *Table {
 	for word, class := range CoreExprs {
 		t.exprs[word] = ExprLeaf{Class: class}
 	}
+	// A Row's expression says whether its serializer writes the row kind
+	// (from outer version 3 on, as Flink 1.11+ writes it).
+	t.exprs["row"] = ExprLeaf{Class: rowSnapshotClass, OuterVersion: 2}
+	t.exprs["rowkind"] = ExprLeaf{Class: rowSnapshotClass, OuterVersion: 3}
 	for simple, kind := range temporalKinds {
 		t.exprs[temporalExprs[kind]] = ExprLeaf{Class: basePackage + simple + "$" + simple + "Snapshot"}
 	}

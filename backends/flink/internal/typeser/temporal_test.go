@@ -181,3 +181,30 @@ func FuzzTemporal(f *testing.F) {
 		}
 	})
 }
+
+// A Row's kind is its mask's first two bits (RowKind.toByteValue(), bit 0
+// first): a Row Flink 2.3.0 wrote as UPDATE_AFTER in the zoo witness job
+// (key "z-1") shows its kind as the job's own dump does, and writes back.
+func TestRowKeepsItsKind(t *testing.T) {
+	fields := []*SerializerSnapshot{{Class: basePackage + "LongSerializer$LongSerializerSnapshot"},
+		{Class: basePackage + "StringSerializer$StringSerializerSnapshot"},
+		{Class: basePackage + "BigDecSerializer$BigDecSerializerSnapshot"},
+		{Class: basePackage + "InstantSerializer$InstantSerializerSnapshot"}}
+	c := Codec{S: coreTable.Bind(&SerializerSnapshot{Class: "org.apache.flink.api.java.typeutils.runtime.RowSerializer$RowSerializerSnapshot",
+		OuterVersion: 3, Nested: fields})}
+	b, _ := hex.DecodeString("40000000000000006107726f772d393700000007017b4200000003000000006553f16105c81b63")
+	v, err := c.Decode(b)
+	got, _ := json.Marshal(v)
+	const want = `{"@row":[97,"row-97",97.090,"2023-11-14T22:14:57.097000291Z"],"@rowkind":"UPDATE_AFTER"}`
+	if err != nil || string(got) != want {
+		t.Fatalf("%s, %v; the job held %s", got, err, want)
+	}
+	back, err := c.Encode(jsonValue(t, want))
+	if err != nil || !bytes.Equal(back, b) {
+		t.Fatalf("encodes to %x, %v; Flink wrote %x", back, err, b)
+	}
+	legacy := Codec{S: coreTable.Bind(&SerializerSnapshot{Class: c.S.Class, OuterVersion: 2, Nested: fields})}
+	if _, err := legacy.Encode(jsonValue(t, want)); err == nil {
+		t.Error("a Row serializer that writes no kind took an UPDATE_AFTER row")
+	}
+}

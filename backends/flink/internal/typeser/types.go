@@ -2,6 +2,7 @@ package typeser
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/stateutil/stateutil/backends/flink/internal/javaser"
@@ -199,12 +200,17 @@ func rowKindBits(s *SerializerSnapshot) int {
 
 // walkRow reads a Row: a mask of row-kind bits and one null bit per
 // field (most significant bit first), then the fields that are not null.
-func walkRow(r *wire.Reader, s *SerializerSnapshot, depth int, decode bool) []any {
+func walkRow(r *wire.Reader, s *SerializerSnapshot, depth int, decode bool) any {
 	kind := rowKindBits(s)
 	bitsN := kind + len(s.Nested)
+	at := r.Pos()
 	mask := r.Take((bitsN+7)/8, "row null mask")
 	if r.Err != nil {
 		return nil
+	}
+	var rowKind byte
+	if kind == 2 { // RowKind.toByteValue(): its bit 0 first, then bit 1
+		rowKind = mask[0]>>7 | mask[0]>>5&2
 	}
 	var out []any
 	if decode {
@@ -226,7 +232,46 @@ func walkRow(r *wire.Reader, s *SerializerSnapshot, depth int, decode bool) []an
 		}
 		out = append(out, DecodeAny(r, f, depth+1))
 	}
-	return out
+	if !decode || r.Err != nil {
+		return nil
+	}
+	v, err := WithRowKind(rowKind, out)
+	if err != nil {
+		r.FailAt(at, "%v", err)
+	}
+	return v
+}
+
+// rowSnapshotClass is flink-core's RowSerializer's snapshot.
+const rowSnapshotClass = "org.apache.flink.api.java.typeutils.runtime.RowSerializer$RowSerializerSnapshot"
+
+// RowKinds are Flink's RowKind values by their byte value.
+var RowKinds = []string{"INSERT", "UPDATE_BEFORE", "UPDATE_AFTER", "DELETE"}
+
+// WithRowKind keeps a row's kind where it is not INSERT (a deduplication
+// keeps the last row as an update): {"@rowkind": KIND, "@row": row}.
+func WithRowKind(kind byte, row any) (any, error) {
+	switch {
+	case kind == 0:
+		return row, nil
+	case int(kind) < len(RowKinds):
+		return map[string]any{"@rowkind": RowKinds[kind], "@row": row}, nil
+	}
+	return nil, fmt.Errorf("row kind %d is none of Flink's", kind)
+}
+
+// RowKindOf takes a row given as WithRowKind shows it apart: its kind and
+// the row.
+func RowKindOf(v any) (byte, any, error) {
+	m, ok := v.(map[string]any)
+	if !ok || len(m) != 2 || m["@row"] == nil {
+		return 0, v, nil
+	}
+	name, _ := m["@rowkind"].(string)
+	if i := slices.Index(RowKinds, name); i >= 0 {
+		return byte(i), m["@row"], nil
+	}
+	return 0, nil, fmt.Errorf("@rowkind %v is none of %s", m["@rowkind"], strings.Join(RowKinds, ", "))
 }
 
 // POJO flags (PojoSerializer).

@@ -49,6 +49,7 @@ var Family = &typeser.Family{
 		}
 		return walkAvro(r, sch, 0, decode), true
 	},
+	Schema: avroValueSchema,
 	Sized: func(s *typeser.SerializerSnapshot, _ int) bool {
 		_, err := avroSchema(s.Schema)
 		return s.Schema != "" && err == nil

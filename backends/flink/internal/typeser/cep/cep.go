@@ -8,6 +8,7 @@ import (
 
 	"github.com/stateutil/stateutil/backends/flink/internal/typeser"
 	"github.com/stateutil/stateutil/backends/flink/internal/wire"
+	"github.com/stateutil/stateutil/snapshot"
 )
 
 // The state of a CEP operator (flink-cep; SQL's MATCH_RECOGNIZE runs the
@@ -53,6 +54,7 @@ var Family = &typeser.Family{
 	Sized:  sized,
 	Widths: map[string]int{"EventId": 12},
 	Encode: encode,
+	Schema: schema,
 }
 
 // kindOf classifies the serializers of flink-cep, their snapshots and the
@@ -442,4 +444,48 @@ func appendComputation(b []byte, v any, previous bool) ([]byte, error) {
 		return append(b, 0), nil
 	}
 	return appendEventID(append(b, 1), m["startEventID"])
+}
+
+// The SQL types of CEP's values: structs of their fields as walk names
+// them.
+var (
+	int64Schema   = snapshot.Schema{Kind: snapshot.SchemaInt64}
+	stringSchema  = snapshot.Schema{Kind: snapshot.SchemaString}
+	eventIDSchema = typeser.Struct([]string{"id", "timestamp"}, []snapshot.Schema{int64Schema, int64Schema})
+	nodeIDSchema  = typeser.Struct([]string{"eventId", "pageName"}, []snapshot.Schema{eventIDSchema, stringSchema})
+	edgeSchema    = typeser.Struct([]string{"target", "deweyNumber"}, []snapshot.Schema{nodeIDSchema, stringSchema})
+	nodeSchema    = typeser.Struct([]string{"edges"}, []snapshot.Schema{listOf(
+		typeser.Struct([]string{"refCounter", "element"}, []snapshot.Schema{int64Schema, edgeSchema}))})
+)
+
+func listOf(elem snapshot.Schema) snapshot.Schema {
+	return snapshot.Schema{Kind: snapshot.SchemaList, Elem: &elem, Partial: elem.Partial}
+}
+
+func schema(s *typeser.SerializerSnapshot, depth int) (snapshot.Schema, bool) {
+	switch typeser.KindOf(s) {
+	case "EventId":
+		return eventIDSchema, true
+	case "NodeId":
+		return nodeIDSchema, true
+	case "DeweyNumber":
+		return stringSchema, true
+	case "SharedBufferEdge":
+		return edgeSchema, true
+	case "SharedBufferNode":
+		return nodeSchema, true
+	case "Lockable":
+		if len(s.Nested) == 1 {
+			return typeser.Struct([]string{"refCounter", "element"}, []snapshot.Schema{int64Schema, typeser.SchemaOf(s.Nested[0], depth+1)}), true
+		}
+	case "NFAState":
+		names := []string{"currentStateName", "previousBufferEntry", "version", "startTimestamp"}
+		fields := []snapshot.Schema{stringSchema, nodeIDSchema, stringSchema, int64Schema}
+		if previousTimestamps(s) {
+			names, fields = append(names, "previousTimestamp"), append(fields, int64Schema)
+		}
+		matches := listOf(typeser.Struct(append(names, "startEventID"), append(fields, eventIDSchema)))
+		return typeser.Struct([]string{"partialMatches", "completedMatches"}, []snapshot.Schema{matches, matches}), true
+	}
+	return snapshot.Schema{}, false
 }

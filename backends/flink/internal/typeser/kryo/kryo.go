@@ -62,6 +62,7 @@ var Family = &typeser.Family{
 		return nil, skipKryo(r, s)
 	},
 	Sized: func(*typeser.SerializerSnapshot, int) bool { return true },
+	Notes: map[string]string{"Kryo": "the JDK's classes, Flink's and chill's decode; a user class, or one with a Kryo serializer of its own, is not decoded"},
 	Encode: func(b []byte, s *typeser.SerializerSnapshot, v any, depth int) ([]byte, bool, error) {
 		b, err := encodeKryo(b, s, v, depth == 0)
 		return b, true, err

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stateutil/stateutil/backends/flink/internal/typeser"
 	"github.com/stateutil/stateutil/backends/flink/internal/wire"
+	"github.com/stateutil/stateutil/snapshot"
 )
 
 // The serializers of Flink 1.x's Scala API (flink-scala) that write values
@@ -64,6 +65,7 @@ var Family = &typeser.Family{
 	Sized:  scalaSized,
 	Widths: map[string]int{"Unit": 1, "ScalaEnum": 4},
 	Encode: encodeScala,
+	Schema: scalaSchema,
 }
 
 // scalaTypeExpr is the type expression of the serializers of this file.
@@ -255,4 +257,28 @@ func encodeScala(b []byte, s *typeser.SerializerSnapshot, v any, depth int) (out
 		return nil, true, fmt.Errorf("want one of the values %v of %s, not %v", s.Constants, s.TypeClass, v)
 	}
 	return nil, false, nil
+}
+
+// scalaSchema is the SQL type of the values walkScala decodes.
+func scalaSchema(s *typeser.SerializerSnapshot, depth int) (snapshot.Schema, bool) {
+	switch typeser.KindOf(s) {
+	case "Traversable":
+		if len(s.Nested) == 1 {
+			elem := typeser.SchemaOf(s.Nested[0], depth+1)
+			return snapshot.Schema{Kind: snapshot.SchemaList, Elem: &elem, Partial: elem.Partial}, true
+		}
+	case "Try":
+		if len(s.Nested) == 2 {
+			return typeser.Struct([]string{"success", "failure"},
+				[]snapshot.Schema{typeser.SchemaOf(s.Nested[0], depth+1), typeser.SchemaOf(s.Nested[1], depth+1)}), true
+		}
+	case "Unit":
+		return snapshot.Schema{Kind: snapshot.SchemaString}, true
+	case "ScalaEnum":
+		if len(s.ConstantIDs) == 0 {
+			return snapshot.Schema{Kind: snapshot.SchemaInt32}, true
+		}
+		return snapshot.Schema{Kind: snapshot.SchemaString}, true
+	}
+	return snapshot.Schema{}, false
 }

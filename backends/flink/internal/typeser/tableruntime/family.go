@@ -32,9 +32,14 @@ var Family = &typeser.Family{
 	},
 	Expr:   tableTypeExpr,
 	Walk:   walkTable,
+	Schema: tableSchema,
 	Sized:  tableSized,
 	Encode: encodeTable,
 	Hash:   hashBinaryRow,
+	Notes: map[string]string{
+		"BinaryRow": "its snapshot records no field types: walked by its length, not decoded",
+		"RowData":   "decoded by the fields' logical types its snapshot records",
+	},
 }
 
 // tableKind classifies the Table runtime's serializers.

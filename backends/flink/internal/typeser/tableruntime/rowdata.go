@@ -209,22 +209,7 @@ func binRow(row []byte, types []typeser.LogicalType, names []string, depth int) 
 		}
 		v = obj
 	}
-	return withRowKind(row[0], v)
-}
-
-// rowKinds are Flink's RowKind values by the byte a row's header holds.
-var rowKinds = []string{"INSERT", "UPDATE_BEFORE", "UPDATE_AFTER", "DELETE"}
-
-// withRowKind keeps a row's kind where it is not INSERT (a deduplication
-// keeps the last row as an update): {"@rowkind": KIND, "@row": row}.
-func withRowKind(kind byte, row any) (any, error) {
-	switch {
-	case kind == 0:
-		return row, nil
-	case int(kind) < len(rowKinds):
-		return map[string]any{"@rowkind": rowKinds[kind], "@row": row}, nil
-	}
-	return nil, fmt.Errorf("row kind %d is none of Flink's", kind)
+	return typeser.WithRowKind(row[0], v)
 }
 
 // fieldErr says where a damage error is; a not-decoded one passes as is.

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"math/big"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -22,7 +21,7 @@ import (
 
 // encodeRowData writes one RowData value: its int length, then the row.
 func encodeRowData(b []byte, s *typeser.SerializerSnapshot, v any) ([]byte, error) {
-	kind, v, err := rowKindOf(v)
+	kind, v, err := typeser.RowKindOf(v)
 	if err != nil {
 		return nil, err
 	}
@@ -48,19 +47,6 @@ func (w *binWriter) appendVar(p []byte, low uint32) uint64 {
 	w.buf = append(w.buf, p...)
 	w.buf = append(w.buf, make([]byte, (8-len(p)%8)%8)...)
 	return uint64(off)<<32 | uint64(low)
-}
-
-// rowKindOf takes a row apart from the kind withRowKind put around it.
-func rowKindOf(v any) (byte, any, error) {
-	m, ok := v.(map[string]any)
-	if !ok || len(m) != 2 || m["@row"] == nil {
-		return 0, v, nil
-	}
-	name, _ := m["@rowkind"].(string)
-	if i := slices.Index(rowKinds, name); i >= 0 {
-		return byte(i), m["@row"], nil
-	}
-	return 0, nil, fmt.Errorf("@rowkind %v is none of %s", m["@rowkind"], strings.Join(rowKinds, ", "))
 }
 
 func binRowBytes(kind byte, types []typeser.LogicalType, fields []any, depth int) ([]byte, error) {
@@ -201,7 +187,7 @@ func binNestedBytes(t typeser.LogicalType, v any, depth int) ([]byte, error) {
 		}
 		return binArrayBytes(*t.Elem, elems, depth)
 	case "ROW":
-		kind, v, err := rowKindOf(v)
+		kind, v, err := typeser.RowKindOf(v)
 		if err != nil {
 			return nil, err
 		}

@@ -51,6 +51,9 @@ import stateutil.flink.jobs.Jobs;
  * continue     --job J --snapshot PATH --backend B [--parallelism P] [--max-parallelism M|unset]
  *              [--records N] --continue-to M --out OUTPUT.jsonl [--allow-non-restored] [--changelog]
  * proto-descriptors --out FILE
+ * spa-count    --job J --snapshot PATH --out COUNTS.txt [--max-parallelism M] [--records N]
+ *              (keyed entries per key group, "KEY_GROUP COUNT" lines: the benchmark peer of
+ *              stateutil sql's GROUP BY key_group)
  * version
  * </pre>
  *
@@ -162,7 +165,7 @@ public final class Harness {
 
     static int run(String[] a) throws Exception {
         if (a.length == 0) {
-            throw new UsageException("usage: snapshot|restore-dump|spa-dump|spa-rewrite|version [options]");
+            throw new UsageException("usage: snapshot|restore-dump|spa-dump|spa-rewrite|spa-count|version [options]");
         }
         Opts o = new Opts(a, 1);
         Jobs.readingBack = !a[0].equals("snapshot");
@@ -185,6 +188,8 @@ public final class Harness {
                 return continueJob(o);
             case "proto-descriptors":
                 return protoDescriptors(o);
+            case "spa-count":
+                return Spa.count(o);
             default:
                 throw new UsageException("unknown command " + a[0]);
         }

@@ -141,6 +141,92 @@ final class Spa {
         return 0;
     }
 
+    /**
+     * Counts every keyed entry of the job's keyed operators per key group (a value a key, a
+     * list's elements, a map's entries), as a batch job that sums per key group, and writes
+     * "KEY_GROUP COUNT" lines in key-group order.
+     */
+    static int count(Harness.Opts o) throws Exception {
+        Job job = Jobs.get(o.get("job"));
+        String snap = Harness.uri(o.get("snapshot"));
+        Path out = Paths.get(o.get("out"));
+        int maxParallelism = Integer.parseInt(o.get("max-parallelism", "128"));
+        Params p = Harness.params(o);
+        String backend = o.get("backend", "auto");
+        o.done();
+        long t0 = System.nanoTime();
+        StreamExecutionEnvironment env = env(p);
+        env.setRuntimeMode(org.apache.flink.api.common.RuntimeExecutionMode.BATCH);
+        SavepointReader r = SavepointReader.read(env, snap, backend(backend, snap));
+        DataStream<Tuple2<Integer, Long>> all = null;
+        for (KeyedSpec ks : job.keyed(p)) {
+            refuseUnnamed(job, ks);
+            DataStream<Tuple2<Integer, Long>> s = readKeyed(r, ks, new KeyGroupCounter(ks, maxParallelism), Types.TUPLE(Types.INT, Types.LONG));
+            all = all == null ? s : all.union(s);
+        }
+        TreeMap<Integer, Long> counts = new TreeMap<>();
+        if (all != null) {
+            try (CloseableIterator<Tuple2<Integer, Long>> it = all.keyBy(t -> t.f0).sum(1).executeAndCollect("stateutil-spa-count-" + job.name())) {
+                while (it.hasNext()) {
+                    Tuple2<Integer, Long> t = it.next();
+                    counts.merge(t.f0, t.f1, Long::sum);
+                }
+            }
+        }
+        try (BufferedWriter w = Files.newBufferedWriter(out, StandardCharsets.UTF_8)) {
+            for (Map.Entry<Integer, Long> e : counts.entrySet()) {
+                w.write(e.getKey() + " " + e.getValue() + "\n");
+            }
+        }
+        System.err.printf("flink-harness: State Processor API counted %d key groups in %.1fs%n", counts.size(), (System.nanoTime() - t0) / 1e9);
+        return 0;
+    }
+
+    /** The states of spec, registered through a reader's runtime context. */
+    static List<State> register(KeyedSpec spec, RuntimeContext ctx) {
+        List<State> states = new ArrayList<>();
+        for (StateDef d : spec.states) {
+            states.add(d.get(ctx));
+        }
+        return states;
+    }
+
+    /** Each key's entries, as (its key group, how many). */
+    static final class KeyGroupCounter extends SpaReaderBase<Object, Tuple2<Integer, Long>> {
+        private static final long serialVersionUID = 1L;
+        private final KeyedSpec spec;
+        private final int maxParallelism;
+        private transient List<State> states;
+
+        KeyGroupCounter(KeyedSpec spec, int maxParallelism) {
+            this.spec = spec;
+            this.maxParallelism = maxParallelism;
+        }
+
+        @Override
+        protected void setup(RuntimeContext ctx) {
+            states = register(spec, ctx);
+        }
+
+        @Override
+        public void readKey(Object key, Context ctx, Collector<Tuple2<Integer, Long>> out) throws Exception {
+            long n = 0;
+            for (int i = 0; i < states.size(); i++) {
+                Object v = spec.states.get(i).read(states.get(i));
+                if (v instanceof java.util.Collection) {
+                    n += ((java.util.Collection<?>) v).size();
+                } else if (v instanceof Map) {
+                    n += ((Map<?, ?>) v).size();
+                } else if (v != null) {
+                    n++;
+                }
+            }
+            if (n > 0) {
+                out.collect(Tuple2.of(org.apache.flink.runtime.state.KeyGroupRangeAssignment.assignToKeyGroup(key, maxParallelism), n));
+            }
+        }
+    }
+
     static <OUT> DataStream<OUT> readKeyed(SavepointReader r, KeyedSpec ks, SpaReaderBase<?, OUT> f, TypeInformation<OUT> out) throws Exception {
         return readKeyed(r, ks, ks.uid, f, out);
     }
@@ -177,10 +263,7 @@ final class Spa {
 
         @Override
         protected void setup(RuntimeContext ctx) {
-            states = new ArrayList<>();
-            for (StateDef d : spec.states) {
-                states.add(d.get(ctx));
-            }
+            states = register(spec, ctx);
         }
 
         @Override
@@ -315,10 +398,7 @@ final class Spa {
 
         @Override
         protected void setup(RuntimeContext ctx) {
-            states = new ArrayList<>();
-            for (StateDef d : spec.states) {
-                states.add(d.get(ctx));
-            }
+            states = register(spec, ctx);
         }
 
         @Override
