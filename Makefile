@@ -5,7 +5,7 @@ GO      ?= go
 BIN     := bin/stateutil
 FUZZTIME ?= 30s
 
-.PHONY: all build dist deps test test-unit test-flink-matrix demo bench fuzz testdata docs lint clean
+.PHONY: all build dist deps test test-unit test-flink-matrix test-upgrade-matrix hostile-trials demo bench fuzz testdata docs lint clean
 
 all: build
 
@@ -37,6 +37,18 @@ test-unit: lint
 # minor from 1.18, every backend, snapshot kind, compression and changelog.
 test-flink-matrix: deps
 	@scripts/flink-matrix.sh
+
+# The hostile trials of writes and inputs (and of serve), many rounds each,
+# with their counts; make test runs a round of each. Start HDFS and S3
+# first (scripts/hdfs-start.sh, scripts/s3-start.sh) to run theirs too.
+hostile-trials: deps
+	@scripts/hostile-trials.sh
+
+# Every cell of the upgrade's restore matrix (make test runs one a day):
+# Flink 1.18-1.20 snapshots of every kind upgraded for and restored in
+# Flink 2.0-2.3.
+test-upgrade-matrix: deps
+	@scripts/flink-upgrade-matrix.sh
 
 demo: build
 	@scripts/demo.sh $(BIN)

@@ -77,6 +77,7 @@ var flinkLevels = map[string]int{
 	"backends/flink/internal/typeser":   2,
 	"backends/flink/internal/statefile": 4,
 	"backends/flink/internal/changelog": 5,
+	"backends/flink/internal/upgrade":   5,
 	"backends/flink":                    6,
 }
 

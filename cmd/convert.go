@@ -22,6 +22,19 @@ type convertOptions struct {
 	shard    shardFlags
 }
 
+// destinationHelp is what the help of every command that writes a
+// snapshot says of DST.
+const destinationHelp = `DST is claimed for this one writer, as the place it names once symbolic links and ".."
+are resolved (on local disk, its device and inode too): a second writer of that place,
+by any name, fails with "held by another writer" (exit 1). DST is looked at before
+anything is written, and a write that is refused changes nothing. A snapshot there is
+refused unless --force, which replaces it whole, whatever its format, and replaces only
+a snapshot: a file that is not one (a text file, an empty file), a directory without one
+that is not empty, a snapshot beside files it does not use, or a snapshot stateutil
+cannot read are refused, --force or not, naming what is there. What a write makes is
+recorded first in a journal beside DST (.stateutil-writing-NAME); what a killed write
+left, and only that, is removed by the next write to DST that goes ahead.`
+
 func newConvertCommand(e *env) *cobra.Command {
 	o := &convertOptions{}
 	c := &cobra.Command{
@@ -29,10 +42,9 @@ func newConvertCommand(e *env) *cobra.Command {
 		Short: "Convert a snapshot to another format",
 		Long: `Convert a snapshot from any format stateutil reads to any format it writes,
 streaming one subtask at a time. SRC is never modified; DST appears only when the whole
-snapshot is written (its metadata is committed last and atomically). DST is claimed for
-this one writer: a second convert to the same DST fails with "in use". An existing DST is
-refused unless --force is given, which replaces it whole, whatever its format; a
-directory that holds anything but a snapshot is always refused.
+snapshot is written (its metadata is committed last and atomically).
+
+` + destinationHelp + `
 
 --to flink writes a Flink savepoint of a Flink checkpoint or savepoint: canonical (every
 Flink state backend restores it, from a native RocksDB or incremental checkpoint too),
@@ -73,7 +85,7 @@ terminal, unless --quiet.
 	f := c.Flags()
 	f.StringVar(&o.to, "to", "", "format to write: "+strings.Join(e.reg.WritableNames(), ", "))
 	f.StringVar(&o.output, "output", "", "where to write the converted snapshot (path, file://, hdfs://, s3://, gs://, abfss:// or wasbs:// URI)")
-	f.BoolVar(&o.force, "force", false, "replace an existing snapshot at --output, whatever its format")
+	f.BoolVar(&o.force, "force", false, "replace the snapshot at --output, whatever its format (only a snapshot: anything else there is refused)")
 	addStateSizeCap(f, &o.stateCap)
 	f.BoolVar(&o.verify, "verify", false, "read the result back and compare it with SRC entry by entry")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no progress bar")

@@ -28,7 +28,14 @@ type flinkManifestOf struct {
 // entry's directory with it.
 func flinkManifest(t *testing.T, version, entry string) (string, flinkManifestOf) {
 	t.Helper()
-	dir := filepath.Join("..", "testdata", "flink", version, entry)
+	return corpusManifest(t, "flink", version, entry)
+}
+
+// corpusManifest reads the manifest of an entry of a corpus under
+// testdata (flink, flink-witness, ...).
+func corpusManifest(t *testing.T, corpus, version, entry string) (string, flinkManifestOf) {
+	t.Helper()
+	dir := filepath.Join("..", "testdata", corpus, version, entry)
 	data, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
 	if err != nil {
 		t.Fatal(err)

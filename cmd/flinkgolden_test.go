@@ -13,6 +13,10 @@ var flinkSavepoint = filepath.Join("..", "testdata", "flink", "1.20.5", "basic-h
 var (
 	flinkTypes23  = filepath.Join("..", "testdata", "flink", "2.3.0", "types-hashmap-canonical", "snapshot", "savepoint-f9d9da-2fc270d6d6bb")
 	flinkTypes120 = filepath.Join("..", "testdata", "flink", "1.20.5", "types-hashmap-canonical", "snapshot", "savepoint-5b5afd-4dc9a1a465e4")
+	// Savepoints of the collections job (a POJO with List, Map and Set
+	// fields) and of the kryojdk job (Kryo values of JDK classes).
+	flinkCollections120 = filepath.Join("..", "testdata", "flink", "1.20.5", "collections-hashmap-canonical", "snapshot", "savepoint-3b0b8b-71bfecd35f9c")
+	flinkKryoJDK120     = filepath.Join("..", "testdata", "flink", "1.20.5", "kryojdk-hashmap-canonical", "snapshot", "savepoint-5af467-07089e734626")
 )
 
 func TestGoldenFlinkWriter(t *testing.T) {
@@ -29,6 +33,12 @@ func TestGoldenFlinkWriter(t *testing.T) {
 		"flink-convert-ttl-alone":     {"convert", flinkSavepoint, "--to", "flink", "--ttl", "last=24h", "--output", "x"},
 		"flink-set-uid-hash-bad-hash": {"operator", "set-uid-hash", flinkSavepoint, "--operator", "keyed", "--to", "not-a-hash", "--output", "x"},
 		"flink-rename-unknown":        {"operator", "rename", flinkSavepoint, "--operator", "nope", "--to", "keyed-v2", "--output", "x"},
+		"flink-upgrade-check":         {"upgrade", "--check", flinkCollections120, "--flink-version", "2.3"},
+		"flink-upgrade-check-json":    {"upgrade", "--check", flinkKryoJDK120, "--flink-version", "2.1", "-o", "json"},
+		"flink-upgrade-blocked":       {"upgrade", flinkTypes120, "--flink-version", "2.0", "--output", "x"},
+		"flink-upgrade-downgrade":     {"upgrade", flinkTypes23, "--flink-version", "1.20", "--output", "x"},
+		"flink-upgrade-no-version":    {"upgrade", flinkTypes120, "--output", "x"},
+		"help-upgrade":                {"upgrade", "--help"},
 		"help-rescale":                {"rescale", "--help"},
 		"help-convert":                {"convert", "--help"},
 		"help-operator-rename":        {"operator", "rename", "--help"},

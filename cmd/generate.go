@@ -60,7 +60,7 @@ give the same snapshot.
 	f := c.Flags()
 	f.StringVar(&o.format, "format", "memory", "snapshot format to write")
 	f.StringVar(&o.output, "output", "", "where to write the snapshot (path, file://, hdfs://, s3://, gs://, abfss:// or wasbs:// URI)")
-	f.BoolVar(&o.force, "force", false, "replace an existing snapshot at --output")
+	f.BoolVar(&o.force, "force", false, "replace the snapshot at --output (only a snapshot: anything else there is refused)")
 	addStateSizeCap(f, &o.stateCap)
 	f.Uint64Var(&o.config.Seed, "seed", o.config.Seed, "random seed")
 	f.IntVar(&o.config.Keys, "keys", o.config.Keys, "distinct keys per keyed operator")

@@ -58,6 +58,14 @@ func interruptedMain(args []string) int {
 			}
 		}
 	}
+	if n, err := strconv.Atoi(os.Getenv(killAtEnv)); err == nil && n > 0 {
+		var calls atomic.Int64
+		progressHook = func() {
+			if calls.Add(1) == int64(n) {
+				syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			}
+		}
+	}
 	if jobDir := os.Getenv(killAfterCheckpointEnv); jobDir != "" {
 		progressHook = func() {
 			if _, err := runtime.LatestCheckpoint(context.Background(), testReg.Storage, jobDir); err == nil {

@@ -25,8 +25,8 @@ func newLoadCommand(e *env) *cobra.Command {
 prints it (-o jsonl), one key of one keyed state, which sets that key's whole value, as
 put does: a value, reducing or aggregating state's value, a list state's whole list (a
 JSON array), a map state's whole map (a JSON object: entries the object leaves out are
-removed). A record with "delete": true removes the key's value instead (its "value", if
-any, is ignored). Keys the records do not name are left as SRC holds them, so that
+removed). A record with "delete": true removes the key's value instead, and must have
+no "value". Keys the records do not name are left as SRC holds them, so that
 "dump SRC | jq ... | load SRC --from - --output DST" is a round trip: an unedited dump
 loaded back gives a copy that diff --entries --values finds equal to SRC.
 
@@ -43,9 +43,13 @@ those it changes count as accessed at --now (default: now).
 
 Every record is checked before anything is written: its operator and state, its key,
 namespace and value against the state's types (each encoded with the state's
-serializer, from its serializer snapshot), its key group. A line that is no record, or
-does not fit, exits 1 (an unknown operator or state exits 3, a type stateutil cannot
-write exits 4), naming the line, and nothing is written; so does a line over 64 MiB.
+serializer, from its serializer snapshot), its key group; and what a JSON parser would
+take and change without a word is refused: a field given twice in one object, a JSON
+number or boolean where the state holds text ("key":10 for a String key; "1" for a Long
+is fine), a \u escape of half a surrogate pair alone, bytes that are not UTF-8. A line
+that is no record, or does not fit, exits 1 (an unknown operator or state exits 3, a
+type stateutil cannot write exits 4), naming the line, and nothing is written; so does
+a line over 64 MiB.
 --from - reads stdin.
 
 Memory: FILE is read once, and every record is held until the copy ends, with its key

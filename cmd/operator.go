@@ -84,7 +84,7 @@ func newOperatorEditCommand(e *env, verb string) *cobra.Command {
 	f.StringVar(&o.operator, "operator", "", "the operator (uid, id or name)")
 	f.StringVar(&o.output, "output", "", "where to write the copy")
 	f.StringVar(&o.format, "format", "", "format to write (default: the format of SRC)")
-	f.BoolVar(&o.force, "force", false, "replace an existing snapshot at --output, whatever its format")
+	f.BoolVar(&o.force, "force", false, "replace the snapshot at --output, whatever its format (only a snapshot: anything else there is refused)")
 	addStateSizeCap(f, &o.stateCap)
 	f.BoolVar(&o.verify, "verify", false, "read the result back and compare it with SRC entry by entry")
 	o.source.add(c)

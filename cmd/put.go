@@ -29,7 +29,9 @@ name) set to JSON: a value, reducing or aggregating state's value, a list state'
 instead; --delete removes the key's value (or, with --map-key, the one entry). Keys, map
 keys and values are written as get prints them. The value is encoded with the state's
 serializer, from its serializer snapshot: JSON that does not fit the type exits 1, naming
-the field, and nothing is written. --namespace names the window of a state with
+the field, and nothing is written; so does what a JSON parser would change without a word:
+a field given twice in one object, a number or boolean --value where the state holds text
+(quote it), a \u escape of half a surrogate pair alone, bytes that are not UTF-8. --namespace names the window of a state with
 namespaces. For a state with TTL the entries written count as accessed at --now.
 
 ` + surgeryHelp + `

@@ -62,8 +62,9 @@ would have to be split, are refused, naming them.
 
 --dry-run prints the plan (new key-group ranges, the old subtasks feeding each new one,
 entries, bytes and skew, and where operator-state elements go) without writing.
-SRC is never modified; DST appears only when complete, and is claimed for this one
-writer (see convert). With --verify the result is read back and compared with SRC.
+SRC is never modified; DST appears only when complete, is claimed for this one
+writer, and --force replaces only a snapshot (see convert's help on DST). With --verify
+the result is read back and compared with SRC.
 
 ` + shardHelp + `
 
@@ -98,7 +99,7 @@ writer (see convert). With --verify the result is read back and compared with SR
 	f.IntVar(&o.maxParallelism, "max-parallelism", 0, "new max parallelism (number of key groups) of every operator")
 	f.StringVar(&o.output, "output", "", "where to write the rescaled snapshot")
 	f.StringVar(&o.format, "format", "", "format to write (default: the format of SRC)")
-	f.BoolVar(&o.force, "force", false, "replace an existing snapshot at --output, whatever its format")
+	f.BoolVar(&o.force, "force", false, "replace the snapshot at --output, whatever its format (only a snapshot: anything else there is refused)")
 	addStateSizeCap(f, &o.stateCap)
 	f.BoolVar(&o.dryRun, "dry-run", false, "print the plan, write nothing")
 	f.BoolVar(&o.verify, "verify", false, "read the result back and compare it with SRC entry by entry")

@@ -27,6 +27,7 @@ import (
 	"github.com/stateutil/stateutil/migrate"
 	"github.com/stateutil/stateutil/redistribute"
 	"github.com/stateutil/stateutil/snapshot"
+	"github.com/stateutil/stateutil/snapshot/verify"
 	"github.com/stateutil/stateutil/statesql"
 	"github.com/stateutil/stateutil/storage"
 	"github.com/stateutil/stateutil/storage/azure"
@@ -38,12 +39,14 @@ import (
 // Exit codes, documented in the root help and docs/exit-codes.md.
 const (
 	ExitOK          = 0 // success (diff: the snapshots are equal)
-	ExitUsage       = 1 // bad flags or arguments, a destination that exists or is in use (diff: the snapshots differ)
+	ExitUsage       = 1 // bad flags or arguments, a destination that exists, is no snapshot or is in use (diff: the snapshots differ)
 	ExitCorrupt     = 2 // corrupt or unreadable snapshot, failed write, verify findings
 	ExitNotFound    = 3 // snapshot, file, operator, state or key not found
 	ExitUnsupported = 4 // unsupported format or format version, state that cannot be read
 	ExitTooLarge    = 5 // state exceeds a cap (the memory format's per-subtask limit)
 	ExitNotDecoded  = 6 // values whose serializer stateutil does not implement (verify --strict)
+	ExitWarnings    = 7 // verify --strict: warnings, what could not be checked (a lost checksum manifest)
+	ExitBlocked     = 8 // upgrade: state the new Flink would not restore and stateutil cannot rewrite
 	// Kerberos (a kerberized HDFS or YARN) refused who stateutil is, one code per cause.
 	ExitNoTicket       = 10 // no Kerberos ticket: no credential cache, or none for the realm
 	ExitTicketExpired  = 11 // the Kerberos ticket has expired
@@ -60,14 +63,19 @@ const (
 
 const exitCodeHelp = `Exit codes:
   0    success (diff: snapshots are equal)
-  1    usage error: bad flags or arguments; the destination exists or another
-       writer is using it (diff: snapshots differ)
+  1    usage error: bad flags or arguments; the destination holds a snapshot
+       (and no --force), holds what is not a snapshot, or another writer holds
+       it (diff: snapshots differ)
   2    corrupt or unreadable snapshot, failed write; verify found problems
   3    not found: snapshot, file, operator, state or key
   4    unsupported format or version; state stateutil cannot read or write
   5    state too large for the target format
   6    values not decoded: their serializer is one stateutil does not
        implement (verify --strict)
+  7    warnings: what verify could not check, such as a savepoint stateutil
+       wrote whose checksum manifest is gone (verify --strict)
+  8    upgrade blocked: state that the Flink asked for would not restore and
+       stateutil cannot rewrite (upgrade, upgrade --check)
   10   Kerberos: no ticket (no credential cache, or none for the realm)
   11   Kerberos: the ticket has expired
   12   Kerberos: wrong principal (unknown to the KDC, or not the service's)
@@ -127,6 +135,10 @@ func exitCode(err error) int {
 		return ExitTooLarge
 	case errors.Is(err, snapshot.ErrNotDecoded):
 		return ExitNotDecoded
+	case errors.Is(err, verify.ErrWarnings):
+		return ExitWarnings
+	case errors.Is(err, snapshot.ErrUpgradeBlocked):
+		return ExitBlocked
 	}
 	return ExitCorrupt
 }
@@ -256,7 +268,7 @@ wasb:// too).
 	)
 	addGroup(root, groupLook, newInspectCommand(e), newLsCommand(e), newGetCommand(e), newDumpCommand(e), newSQLCommand(e), newDiffCommand(e),
 		newVerifyCommand(e), newKeygroupCommand(), newServeCommand(e))
-	addGroup(root, groupChange, newConvertCommand(e), newRescaleCommand(e), newOperatorCommand(e),
+	addGroup(root, groupChange, newConvertCommand(e), newRescaleCommand(e), newUpgradeCommand(e), newOperatorCommand(e),
 		newStateCommand(e), newKeysCommand(e), newPutCommand(e), newLoadCommand(e))
 	addGroup(root, groupScaleOut, newShardCommand(e), newCommitCommand(e), newAbortCommand(e))
 	addGroup(root, groupOther, newGenerateCommand(e), newRunCommand(e), newVersionCommand(e), newFetchTokenCommand(e))

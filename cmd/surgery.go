@@ -19,7 +19,7 @@ stateutil writes (--format; default the source's), --parallelism and
 --max-parallelism in the same run, --plan-only for shards, local disk, HDFS or S3.
 SRC is never modified; DST is claimed for this one writer and its metadata is
 committed last and atomically, so a failed or interrupted edit leaves nothing a
-reader accepts. Every write prints, per state it touches, the entries (operator
+reader accepts; --force replaces only a snapshot (see convert's help on DST). Every write prints, per state it touches, the entries (operator
 states: elements) and bytes before and after; --dry-run prints the same, read
 from SRC, and writes nothing.`
 
@@ -48,7 +48,7 @@ func (s *surgeryFlags) add(c *cobra.Command, e *env) {
 	f := c.Flags()
 	f.StringVar(&s.output, "output", "", "where to write the edited copy (path, file://, hdfs://, s3://, gs://, abfss:// or wasbs:// URI)")
 	f.StringVar(&s.format, "format", "", "format to write (default: the format of SRC)")
-	f.BoolVar(&s.force, "force", false, "replace an existing snapshot at --output, whatever its format")
+	f.BoolVar(&s.force, "force", false, "replace the snapshot at --output, whatever its format (only a snapshot: anything else there is refused)")
 	addStateSizeCap(f, &s.stateCap)
 	f.BoolVar(&s.verify, "verify", false, "read the result back and compare it with SRC, as edited, entry by entry")
 	f.BoolVar(&s.dryRun, "dry-run", false, "print what would change, write nothing")

@@ -48,6 +48,12 @@ TypeSerializer, an unknown serializer snapshot) is not decoded: no damage, count
 operator, state, part and serializer; so is a state whose values it cannot tell apart
 (part "state", VALUES "?" if not recorded). With --strict they fail verify (exit 6).
 
+A warning is what verify could not check though the snapshot's format would
+let it: a Flink savepoint stateutil wrote (its state files are named as
+stateutil names them) whose checksum manifest is gone, so that damage to its
+state files can go unseen. Warnings are printed, and verify still succeeds;
+with --strict they fail it with exit code 7 (before values not decoded).
+
 ` + exitCodeHelp,
 		Example: `  stateutil verify ./snapshot.dump
   stateutil verify hdfs://nn:9000/checkpoints/job/chk-7 -o json
@@ -64,7 +70,7 @@ operator, state, part and serializer; so is a state whose values it cannot tell 
 	o.output.add(c)
 	o.output.addLegacyOutput(c)
 	o.source.add(c)
-	c.Flags().BoolVar(&o.strict, "strict", false, "fail (exit code 6) when values were not decoded, even if nothing is damaged")
+	c.Flags().BoolVar(&o.strict, "strict", false, "fail when there are warnings (exit code 7) or values were not decoded (exit code 6), even if nothing is damaged")
 	return c
 }
 
@@ -95,6 +101,9 @@ func (o *verifyOptions) run(c *cobra.Command, e *env, location string) error {
 	if !res.OK {
 		return fmt.Errorf("%w: %d problems found in %q", snapshot.ErrCorrupt, len(res.Findings), location)
 	}
+	if n := len(res.Warnings); o.strict && n > 0 {
+		return fmt.Errorf("%w: %d in %q (--strict)", verify.ErrWarnings, n, location)
+	}
 	if o.strict && len(res.NotDecoded) > 0 {
 		return fmt.Errorf("%w: %d values in %q, whose serializers stateutil does not implement (--strict)", snapshot.ErrNotDecoded, res.NotDecodedValues(), location)
 	}
@@ -105,11 +114,20 @@ func printVerify(w io.Writer, res *verify.Result) error {
 	fmt.Fprintf(w, "Snapshot: %s (%s)\n", res.Location, res.Format)
 	k := res.Checked
 	fmt.Fprintf(w, "Checked:  %d operators, %d subtasks, %d keyed entries, %d operator-state elements\n", k.Operators, k.Subtasks, k.Entries, k.Elements)
-	if res.OK {
+	switch {
+	case res.OK && len(res.Warnings) == 0:
 		fmt.Fprintln(w, "OK: no problems found")
-	} else {
+	case res.OK:
+		fmt.Fprintln(w, "No problems found, but not everything could be checked")
+	default:
 		fmt.Fprintf(w, "%d problems:\n", len(res.Findings))
 		for _, f := range res.Findings {
+			fmt.Fprintf(w, "  %s\n", f)
+		}
+	}
+	if len(res.Warnings) > 0 {
+		fmt.Fprintf(w, "%d warnings:\n", len(res.Warnings))
+		for _, f := range res.Warnings {
 			fmt.Fprintf(w, "  %s\n", f)
 		}
 	}

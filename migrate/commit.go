@@ -75,12 +75,15 @@ func CommitShards(ctx context.Context, reg *snapshot.Registry, sp *ShardPlan, op
 	}
 	defer r.Close()
 	res := &CommitResult{Result: &Result{Plan: plan, From: sp.SourceFormat, Dropped: []snapshot.UnreadablePart{}}}
+	data := path.Join(staging, stagingData, path.Base(dst))
+	if dst, err = storage.Canonical(st, dst); err != nil {
+		return nil, err
+	}
 	claim, err := st.Claim(ctx, dst)
 	if err != nil {
 		return nil, err
 	}
 	defer claim.Release()
-	data := path.Join(staging, stagingData, path.Base(dst))
 	committed, err := openedOrCommitted(ctx, reg, st, staging, sp)
 	if err != nil {
 		return nil, err
@@ -91,7 +94,7 @@ func CommitShards(ctx context.Context, reg *snapshot.Registry, sp *ShardPlan, op
 	if committed {
 		// An earlier commit got as far as COMMITTED: finish its move and
 		// its cleanup.
-		if err := publish(ctx, reg, st, dst, data, sp); err != nil {
+		if err := publishJournaled(ctx, reg, st, dst, data, sp); err != nil {
 			return nil, err
 		}
 		if err := removeStaging(ctx, st, staging); err != nil {
@@ -110,7 +113,7 @@ func CommitShards(ctx context.Context, reg *snapshot.Registry, sp *ShardPlan, op
 	if err := checkCounts(r.Snapshot(), plan, sp, records); err != nil {
 		return nil, err
 	}
-	if err := placement(ctx, reg, st, dst, sp); err != nil {
+	if _, _, err := lookAt(ctx, reg, st, dst, sp.Destination, sp.Force); err != nil {
 		return nil, err
 	}
 	// What killed or superseded runs wrote, and the metadata of a commit
@@ -161,7 +164,7 @@ func CommitShards(ctx context.Context, reg *snapshot.Registry, sp *ShardPlan, op
 	if err := storage.WriteFile(ctx, st, path.Join(staging, StagingCommitted), []byte(sp.ID+"\n")); err != nil {
 		return nil, err
 	}
-	if err := publish(ctx, reg, st, dst, data, sp); err != nil {
+	if err := publishJournaled(ctx, reg, st, dst, data, sp); err != nil {
 		return nil, err
 	}
 	if err := removeStaging(ctx, st, staging); err != nil {
@@ -342,51 +345,28 @@ func storageRelative(p string) bool {
 	return strings.HasPrefix(p, stagingData+"/") && path.Clean(p) == p && !strings.Contains(p, "..")
 }
 
-// placement refuses, before a commit writes anything, a destination
-// that Create refuses, and clears what a killed writer left there.
-func placement(ctx context.Context, reg *snapshot.Registry, st storage.Storage, dst string, sp *ShardPlan) error {
-	info, err := st.Stat(ctx, dst)
-	switch {
-	case errors.Is(err, storage.ErrNotFound):
-		return nil
-	case err != nil:
+// publishJournaled publishes (see publish) under a journal of its own,
+// once what a killed writer of dst left is cleared: a commit killed while
+// it moved the old snapshot aside leaves that move to be undone or
+// finished first.
+func publishJournaled(ctx context.Context, reg *snapshot.Registry, st storage.Storage, dst, data string, sp *ShardPlan) error {
+	dead, err := readJournal(ctx, st, dst)
+	if err != nil {
 		return err
-	case info.Special:
-		return fmt.Errorf("%w: %q is %w", ErrBadDestination, sp.Destination, storage.ErrNotRegular)
 	}
-	if info.IsDir {
-		if err := removeDeadWrite(ctx, reg, st, dst, sp.Destination); err != nil {
-			return err
-		}
-		if _, err := st.Stat(ctx, dst); errors.Is(err, storage.ErrNotFound) {
-			return nil
-		}
-		if err := removeLeftovers(ctx, st, dst); err != nil {
+	if dead != nil {
+		if err := dead.settle(ctx, reg); err != nil {
 			return err
 		}
 	}
-	_, _, _, detectErr := reg.Detect(ctx, sp.Destination)
-	if detectErr == nil && info.IsDir {
-		if meta, err := st.Stat(ctx, path.Join(dst, "_metadata")); err != nil || meta.IsDir {
-			return fmt.Errorf("%w: %q is a job directory of checkpoints; write to a new chk-<N> or savepoint directory", ErrBadDestination, sp.Destination)
-		}
+	j, err := startJournal(ctx, st, dst)
+	if err != nil {
+		return err
 	}
-	switch {
-	case detectErr == nil && !sp.Force:
-		return fmt.Errorf("%w: %q already holds a snapshot (plan with --force to replace it)", storage.ErrExist, sp.Destination)
-	case detectErr == nil, sp.Force && errors.Is(detectErr, snapshot.ErrCorrupt):
-		return nil
-	case info.IsDir:
-		entries, err := st.List(ctx, dst)
-		if err != nil {
-			return err
-		}
-		if len(entries) > 0 {
-			return fmt.Errorf("%w: %q is a directory that holds no snapshot but %s; write to a new or empty directory", ErrBadDestination, sp.Destination, someNames(entries))
-		}
-		return nil
+	if err := publish(ctx, reg, st, j, dst, data, sp); err != nil {
+		return err
 	}
-	return fmt.Errorf("%w: %q already holds a file that is not a readable snapshot (plan with --force to replace it)", storage.ErrExist, sp.Destination)
+	return j.leftovers().drop(ctx)
 }
 
 // commitPoint is the file whose presence makes the snapshot at p one: a
@@ -408,7 +388,7 @@ func commitPoint(ctx context.Context, st storage.Storage, p string) (string, err
 // way: on an object store a move copies file by file, so dst may hold
 // part of the snapshot, which publish recognises (every file there is one
 // of data's, or of the old snapshot moved aside) and moves again.
-func publish(ctx context.Context, reg *snapshot.Registry, st storage.Storage, dst, data string, sp *ShardPlan) error {
+func publish(ctx context.Context, reg *snapshot.Registry, st storage.Storage, j *journal, dst, data string, sp *ShardPlan) error {
 	point, err := commitPoint(ctx, st, data)
 	if errors.Is(err, storage.ErrNotFound) {
 		err = storage.ErrNotFound
@@ -421,7 +401,7 @@ func publish(ctx context.Context, reg *snapshot.Registry, st storage.Storage, ds
 		if _, _, _, err := reg.Detect(ctx, sp.Destination); err != nil {
 			return fmt.Errorf("plan %s was committed, but %s holds no snapshot: %w", sp.ID, sp.Destination, err)
 		}
-		return removeStaged(ctx, st, dst)
+		return nil
 	case err != nil:
 		return err
 	}
@@ -439,20 +419,16 @@ func publish(ctx context.Context, reg *snapshot.Registry, st storage.Storage, ds
 			return err
 		} else if same {
 			// Moved, but for the staged copy's removal.
-			return removeStaged(ctx, st, dst)
+			return nil
 		}
 		_, _, _, detectErr := reg.Detect(ctx, sp.Destination)
 		switch {
 		case detectErr == nil && !sp.Force:
 			return fmt.Errorf("%w: %q already holds a snapshot (plan with --force to replace it)", storage.ErrExist, sp.Destination)
-		case detectErr == nil, sp.Force && (errors.Is(detectErr, snapshot.ErrCorrupt) || !info.IsDir):
-			d := &destination{st: st, path: dst, staged: data}
-			if err := d.swap(ctx); err != nil {
-				return err
-			}
-			return removeStaged(ctx, st, dst)
+		case detectErr == nil:
+			return swap(ctx, st, j, dst, data)
 		case !info.IsDir:
-			return fmt.Errorf("%w: %q already holds a file that is not a readable snapshot (plan with --force to replace it)", storage.ErrExist, sp.Destination)
+			return fmt.Errorf("%w: %q already exists and is not a snapshot (%v); a commit replaces only a snapshot, with --force", ErrBadDestination, sp.Destination, detectErr)
 		}
 		if err := removePartial(ctx, st, dst, data); err != nil {
 			return err
@@ -463,42 +439,31 @@ func publish(ctx context.Context, reg *snapshot.Registry, st storage.Storage, ds
 			return err
 		}
 	}
-	if err := st.Rename(ctx, data, dst); err != nil {
-		return err
-	}
-	return removeStaged(ctx, st, dst)
+	return st.Rename(ctx, data, dst)
 }
 
 // removePartial removes the directory dst, which holds no snapshot, if
-// every file in it is one of the snapshot at data's, or of an old
-// snapshot moved aside from dst (what a killed move to dst or away from
-// it leaves), and refuses otherwise: dst then holds another's files.
-func removePartial(ctx context.Context, st storage.Storage, dst, data string) error {
-	ours, err := relFiles(ctx, st, data)
-	if err != nil {
-		return err
-	}
-	dir, base := path.Split(dst)
-	siblings, err := st.List(ctx, path.Clean(dir+"."))
-	if err != nil {
-		return err
-	}
-	for _, e := range siblings {
-		if isSibling(e.Name, "old", base) {
-			old, err := relFiles(ctx, st, e.Path)
-			if err != nil {
-				return err
-			}
-			maps.Copy(ours, old)
+// every file in it is, by its path relative to it, one of a directory of
+// from (the snapshot being moved in, or the old one moved aside: what a
+// move to dst or away from it leaves when an object store's copy file by
+// file is cut short), and refuses otherwise: dst then holds another's
+// files.
+func removePartial(ctx context.Context, st storage.Storage, dst string, from ...string) error {
+	ours := map[string]bool{}
+	for _, dir := range from {
+		files, err := relFiles(ctx, st, dir)
+		if err != nil && !errors.Is(err, storage.ErrNotFound) {
+			return err
 		}
+		maps.Copy(ours, files)
 	}
 	there, err := relFiles(ctx, st, dst)
 	if err != nil {
 		return err
 	}
 	for rel := range there {
-		if !ours[rel] && !strings.HasPrefix(path.Base(rel), storage.TempPrefix) {
-			return fmt.Errorf("%w: %q holds no snapshot but %q, which is not the committed snapshot's; move it away and commit again", ErrBadDestination, st.URI(dst), rel)
+		if !ours[rel] {
+			return fmt.Errorf("%w: %q holds no snapshot but %q, which is not of the snapshot a cut-short move was moving there; move it away and write again", ErrBadDestination, st.URI(dst), rel)
 		}
 	}
 	return st.RemoveAll(ctx, dst)

@@ -60,13 +60,22 @@ func TestCommitRedoesAHalfCopyOnS3(t *testing.T) {
 				t.Fatal(err)
 			}
 			_, dstPath, _ := testReg.Storage.Resolve(ctx, dst)
+			data := path.Join(staging, stagingData, path.Base(dstPath))
 			if force {
-				// The old snapshot moved aside first (swap).
-				if err := st.Rename(ctx, dstPath, sibling(dstPath, "old")); err != nil {
+				// The old snapshot moved aside first (swap), recorded in
+				// the commit's journal before.
+				j, err := startJournal(ctx, st, dstPath)
+				if err != nil {
+					t.Fatal(err)
+				}
+				aside := sibling(dstPath, "old")
+				if err := j.record(ctx, storage.Made{Kind: madeMoving, Path: data}, storage.Made{Kind: madeAside, Path: aside}); err != nil {
+					t.Fatal(err)
+				}
+				if err := st.Rename(ctx, dstPath, aside); err != nil {
 					t.Fatal(err)
 				}
 			}
-			data := path.Join(staging, stagingData, path.Base(dstPath))
 			files, err := relFiles(ctx, st, data)
 			if err != nil {
 				t.Fatal(err)

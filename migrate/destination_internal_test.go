@@ -13,10 +13,11 @@ import (
 )
 
 // A Flink savepoint whose writer was killed after its commit, before it
-// removed its writing mark: what the next writer clears is only what the
-// snapshot does not hold, so its checksum manifest stays, and the
-// savepoint verifies against it.
-func TestRemoveDeadWriteKeepsCompanionFiles(t *testing.T) {
+// removed its journal: what the next writer clears is only what the
+// journal lists and the snapshot does not use, so its checksum manifest
+// stays, the savepoint verifies against it, and a file the journal does
+// not list stays whatever it is.
+func TestSettleKeepsCompanionAndUnlistedFiles(t *testing.T) {
 	ctx := context.Background()
 	src, err := filepath.Glob("../testdata/flink/2.3.0/basic-hashmap-canonical/snapshot/savepoint-*")
 	if err != nil || len(src) != 1 {
@@ -26,19 +27,37 @@ func TestRemoveDeadWriteKeepsCompanionFiles(t *testing.T) {
 	if _, err := Run(ctx, testReg, Request{Source: src[0], Destination: dst, Change: redistribute.Request{Parallelism: 3}}); err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{writingMarker, "left-by-the-killed-writer"} {
-		if err := os.WriteFile(filepath.Join(dst, name), []byte("x"), 0o644); err != nil {
+	j, err := startJournal(ctx, storage.Local(), dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	left := filepath.Join(dst, "left-by-the-killed-writer")
+	if err := j.record(ctx, storage.Made{Kind: storage.MadeFile, Path: filepath.Join(dst, flink.ChecksumsFile)}, storage.Made{Kind: storage.MadeFile, Path: left}); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{left, filepath.Join(dst, "NOTES.txt")} {
+		if err := os.WriteFile(name, []byte("x"), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := removeDeadWrite(ctx, testReg, storage.Local(), dst, dst); err != nil {
+	dead, err := readJournal(ctx, storage.Local(), dst)
+	if err != nil || dead == nil {
+		t.Fatalf("readJournal: %v %v", dead, err)
+	}
+	if err := dead.settle(ctx, testReg); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(filepath.Join(dst, flink.ChecksumsFile)); err != nil {
 		t.Fatalf("the manifest went with what the killed writer left: %v", err)
 	}
-	if _, err := os.Stat(filepath.Join(dst, "left-by-the-killed-writer")); !os.IsNotExist(err) {
-		t.Fatalf("a file the snapshot does not hold stayed: %v", err)
+	if _, err := os.Stat(left); !os.IsNotExist(err) {
+		t.Fatalf("a file the journal lists and the snapshot does not use stayed: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dst, "NOTES.txt")); err != nil {
+		t.Fatalf("a file the journal does not list went: %v", err)
+	}
+	if _, err := os.Stat(journalDir(dst)); !os.IsNotExist(err) {
+		t.Fatalf("the journal stayed: %v", err)
 	}
 	r, err := testReg.Open(ctx, dst, snapshot.OpenOptions{})
 	if err != nil {

@@ -46,6 +46,10 @@ type Request struct {
 	// SkipUnreadable drops state the source has but stateutil cannot read
 	// (listed in Result.Dropped); without it such a source is refused.
 	SkipUnreadable bool
+	// Upgrade carries the source to the major version of its format's
+	// readers that ReaderVersion names (snapshot.Format.Upgrade), rewriting
+	// what those readers read otherwise; Result.Upgrade says what it did.
+	Upgrade bool
 	// DropExpired, if set, leaves out the TTL'd entries expired at its
 	// time (snapshot.WithoutExpired).
 	DropExpired *snapshot.Expiry
@@ -65,6 +69,8 @@ type Result struct {
 	Dropped []snapshot.UnreadablePart `json:"dropped"`
 	// Surgery is what Request.StateEdits did (of a dry run: would do).
 	Surgery *surgery.Report `json:"surgery,omitempty"`
+	// Upgrade is what Request.Upgrade did to each state.
+	Upgrade *snapshot.UpgradeReport `json:"upgrade,omitempty"`
 }
 
 // ErrVerifyFailed reports a destination that does not read back as the
@@ -102,6 +108,12 @@ func Run(ctx context.Context, reg *snapshot.Registry, req Request) (*Result, err
 	if err := snapshot.CheckNoInFlight(r.Snapshot()); err != nil {
 		return nil, fmt.Errorf("%s: %w", req.Source, err)
 	}
+	var upgraded *snapshot.UpgradeReport
+	if req.Upgrade {
+		if r, upgraded, err = upgradeReader(ctx, reg, r, req.Source, req.ReaderVersion); err != nil {
+			return nil, err
+		}
+	}
 	if req.DropExpired != nil {
 		if r, err = snapshot.WithoutExpired(r, *req.DropExpired); err != nil {
 			return nil, fmt.Errorf("%s: %w", req.Source, err)
@@ -129,7 +141,7 @@ func Run(ctx context.Context, reg *snapshot.Registry, req Request) (*Result, err
 	if err := plan.checkWrite(f, wopts); err != nil {
 		return nil, err
 	}
-	res := &Result{Plan: plan, From: from, Totals: plan.Totals(), Dropped: dropped}
+	res := &Result{Plan: plan, From: from, Totals: plan.Totals(), Dropped: dropped, Upgrade: upgraded}
 	if res.Dropped == nil {
 		res.Dropped = []snapshot.UnreadablePart{}
 	}

@@ -291,38 +291,11 @@ func checkWritable(ctx context.Context, reg *snapshot.Registry, dst string, forc
 	if err != nil {
 		return err
 	}
-	info, err := st.Stat(ctx, p)
-	switch {
-	case errors.Is(err, storage.ErrNotFound):
-		return nil
-	case err != nil:
+	if p, err = storage.Canonical(st, p); err != nil {
 		return err
-	case info.Special:
-		return fmt.Errorf("%w: %q is %w", ErrBadDestination, dst, storage.ErrNotRegular)
 	}
-	old, _, _, detectErr := reg.Detect(ctx, dst)
-	switch {
-	case detectErr == nil && !force:
-		return fmt.Errorf("%w: %q already holds a %s snapshot (--force replaces it)", storage.ErrExist, dst, old.Name)
-	case detectErr == nil, force:
-		return nil
-	case info.IsDir:
-		entries, err := st.List(ctx, p)
-		if err != nil {
-			return err
-		}
-		var names []storage.Info
-		for _, e := range entries {
-			if !strings.HasPrefix(e.Name, storage.TempPrefix) {
-				names = append(names, e)
-			}
-		}
-		if len(names) > 0 {
-			return fmt.Errorf("%w: %q is a directory that holds no snapshot but %s; write to a new or empty directory", ErrBadDestination, dst, someNames(names))
-		}
-		return nil
-	}
-	return fmt.Errorf("%w: %q already holds a file that is not a readable snapshot (--force replaces it)", storage.ErrExist, dst)
+	_, _, err = lookAt(ctx, reg, st, p, dst, force)
+	return err
 }
 
 // stagingFor is the staging area of plan id writing dst: a neighbour of

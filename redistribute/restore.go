@@ -3,19 +3,12 @@ package redistribute
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
-	"math/rand/v2"
 	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
-	"syscall"
 
+	"github.com/stateutil/stateutil/internal/tempdir"
 	"github.com/stateutil/stateutil/keygroup"
 	"github.com/stateutil/stateutil/snapshot"
-	"github.com/stateutil/stateutil/storage"
 )
 
 // Options tune Open.
@@ -55,8 +48,7 @@ type Assignment struct {
 	// subtask, in memory (small state) or in files under tmp.
 	rehashed [][]snapshot.Entry
 	files    []string
-	tmp      string
-	tmpClaim storage.Claim
+	tmp      *tempdir.Dir
 }
 
 // Open prepares op (an operator of r's snapshot) to be restored at target,
@@ -185,69 +177,13 @@ func (a *Assignment) Raw(ctx context.Context, i int) (snapshot.RawState, error) 
 
 // Close removes temporary files.
 func (a *Assignment) Close() error {
-	if a.tmp == "" {
-		return nil
-	}
-	err := os.RemoveAll(a.tmp)
-	if rerr := a.tmpClaim.Release(); err == nil {
-		err = rerr
-	}
-	a.tmp, a.tmpClaim, a.files = "", nil, nil
+	err := a.tmp.Remove()
+	a.tmp, a.files = nil, nil
 	return err
 }
 
-// spillPrefix starts the name of a rehash's spill directory; the PID of
-// the process that spills there follows, so that a later run can tell
-// whether it is still running (see removeAbandoned).
+// spillPrefix starts the name of a rehash's spill directory (tempdir).
 const spillPrefix = "stateutil-rehash-"
-
-// newSpillDir makes a spill directory in tempDir ("" is the system's),
-// claimed (storage's flock) from before it exists until Close, after
-// removing the ones that killed processes left there.
-func newSpillDir(ctx context.Context, tempDir string) (string, storage.Claim, error) {
-	if tempDir == "" {
-		tempDir = os.TempDir()
-	}
-	removeAbandoned(ctx, tempDir)
-	for {
-		dir := filepath.Join(tempDir, fmt.Sprintf("%s%d-%d", spillPrefix, os.Getpid(), rand.Uint32()))
-		claim, err := storage.Local().Claim(ctx, dir)
-		if err != nil {
-			return "", nil, err
-		}
-		if err = os.Mkdir(dir, 0o700); err == nil {
-			return dir, claim, nil
-		}
-		_ = claim.Release()
-		if !errors.Is(err, fs.ErrExist) {
-			return "", nil, err
-		}
-	}
-}
-
-// removeAbandoned removes the spill directories in tempDir whose process
-// is gone (kill(pid, 0) finds none; a PID reused since keeps the directory,
-// to be safe) and whose claim nobody holds (a process of another PID
-// namespace sharing tempDir holds its own). It is best effort: what it
-// cannot remove stays for a later run, and fails nothing.
-func removeAbandoned(ctx context.Context, tempDir string) {
-	entries, _ := os.ReadDir(tempDir)
-	for _, e := range entries {
-		rest, ok := strings.CutPrefix(e.Name(), spillPrefix)
-		pid, _, _ := strings.Cut(rest, "-")
-		n, err := strconv.Atoi(pid)
-		if !ok || !e.IsDir() || err != nil || n <= 0 || !errors.Is(syscall.Kill(n, 0), syscall.ESRCH) {
-			continue
-		}
-		dir := filepath.Join(tempDir, e.Name())
-		claim, err := storage.Local().Claim(ctx, dir)
-		if err != nil {
-			continue
-		}
-		_ = os.RemoveAll(dir)
-		_ = claim.Release()
-	}
-}
 
 // rehash hashes every entry to its new key group, sorts stably by it in
 // bounded memory, and cuts the result into the new subtasks.
@@ -255,12 +191,12 @@ func (a *Assignment) rehash(ctx context.Context, opts Options) error {
 	if err := checkHashable(a.op, opts.Codecs); err != nil {
 		return err
 	}
-	tmp, claim, err := newSpillDir(ctx, opts.TempDir)
+	tmp, err := tempdir.New(ctx, opts.TempDir, spillPrefix)
 	if err != nil {
 		return err
 	}
-	a.tmp, a.tmpClaim = tmp, claim
-	s := &sorter{dir: tmp, limit: cmpOr(opts.MemoryLimit, DefaultMemoryLimit)}
+	a.tmp = tmp
+	s := &sorter{dir: tmp.Path, limit: cmpOr(opts.MemoryLimit, DefaultMemoryLimit)}
 	add := s.add
 	if opts.Only != nil {
 		keep := make([]bool, a.target.Parallelism)
@@ -310,7 +246,7 @@ func (a *Assignment) rehash(ctx context.Context, opts Options) error {
 func (a *Assignment) cut(s *sorter, subtaskOf func(int) int) error {
 	a.files = make([]string, a.target.Parallelism)
 	for j := range a.files {
-		a.files[j] = fmt.Sprintf("%s/subtask-%d", a.tmp, j)
+		a.files[j] = fmt.Sprintf("%s/subtask-%d", a.tmp.Path, j)
 	}
 	var f *os.File
 	var w *bufio.Writer

@@ -21,25 +21,7 @@ rounds=${BENCH_ROUNDS:-3}
 work=$(mktemp -d "${BENCH_DIR:-/var/tmp}/stateutil-bench-flink.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 results=bench-results.txt
-say() { printf '%s\n' "$*" | tee -a "$results"; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f\n", a / b}'; }
-median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-# timed NAME CMD...: "seconds peak-RSS-MiB CPU-seconds" of one run, the
-# seconds including the sync of what it wrote, appended to $work/NAME.
-timed() {
-  local name=$1
-  shift
-  sync
-  /usr/bin/time -f '%e %M %U %S' -o "$work/time" "$@" >/dev/null
-  local t0 t1
-  t0=$(date +%s.%N)
-  sync
-  t1=$(date +%s.%N)
-  awk -v a="$t0" -v b="$t1" '{printf "%.2f %.0f %.2f\n", $1 + b - a, $2/1024, $3 + $4}' "$work/time" >>"$work/t.$name"
-}
-med() { cut -d" " -f1 "$work/t.$1" | median; }
-cpu() { cut -d" " -f3 "$work/t.$1" | median; }
-rss() { cut -d" " -f2 "$work/t.$1" | sort -n | tail -1; }
+. scripts/bench-timed.sh
 
 size=$(du -sb "$snap" | cut -f1)
 say "== flink ($job): max parallelism 128 -> 4096 of a canonical Flink $version savepoint, $records records ($what), $((size >> 20)) MiB (median of $rounds rounds)"

@@ -42,6 +42,14 @@ type WholeChecker interface {
 	CheckWhole(ctx context.Context) error
 }
 
+// Warner is implemented by a Reader that knows something of its snapshot
+// that verify must say though it is no damage found: what leaves damage
+// free to go unseen, such as the checksum manifest of a snapshot whose
+// writer leaves one, gone. Each warning is one sentence naming the file.
+type Warner interface {
+	Warnings() []string
+}
+
 // KeyGroupHolder is implemented by a Reader that can keep a key group's
 // entries valid together: HeldEntries streams what Entries does, but an
 // entry's bytes stay valid until the yield of the next key group's first
@@ -166,6 +174,9 @@ type Format struct {
 	// format cannot write of s (the snapshot a copy would commit, without
 	// subtasks) as opts ask; nil if it can.
 	CheckWrite func(s *Snapshot, opts WriteOptions) error
+	// Upgrade, if set, carries a snapshot of the format to readers of
+	// another major version (upgrade.go); nil if the format has none.
+	Upgrade Upgrader
 	// StateSizeCap is the default limit of state per subtask the format
 	// accepts when writing; 0 for none.
 	StateSizeCap int64

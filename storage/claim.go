@@ -55,35 +55,46 @@ func (c *claimSet) drop(key string) {
 }
 
 type localClaim struct {
-	f    *os.File
-	path string
-	once sync.Once
-	err  error
+	f     *os.File
+	path  string
+	inode *os.File // the destination itself, when it exists
+	keys  []string // in processClaims
+	once  sync.Once
+	err   error
 }
 
-// Claim on local disk is an exclusive flock on a file beside path, which
-// the kernel drops when the process dies. The file is removed on Release;
-// a claimer that locked a file another one removed meanwhile tries again.
+// Claim on local disk is an exclusive flock on a file beside the
+// canonical path (see Canonical), which the kernel drops when the process
+// dies, and, when something is there already, one on that file or
+// directory itself: so that two names of one place (symbolic links, "..",
+// a bind mount, a hard link) are one claim. The file beside is removed on
+// Release; a claimer that locked a file another one removed meanwhile
+// tries again.
 func (local) Claim(_ context.Context, p string) (Claim, error) {
-	abs, err := filepath.Abs(p)
+	canon, err := canonicalLocal(p)
 	if err != nil {
 		return nil, err
 	}
-	name := filepath.FromSlash(claimName(filepath.ToSlash(abs)))
+	name := filepath.FromSlash(claimName(filepath.ToSlash(canon)))
 	if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
 		return nil, fmt.Errorf("claim %q: %w", p, localErr(err))
 	}
 	if !processClaims.take(name) {
-		return nil, fmt.Errorf("%q: %w (this process is writing it)", p, ErrInUse)
+		return nil, fmt.Errorf("%q: %w (by this process)", p, ErrInUse)
 	}
 	c, err := lockLocal(p, name)
 	if err != nil {
 		processClaims.drop(name)
+		return nil, err
 	}
-	return c, err
+	c.keys = []string{name}
+	if err := c.lockInode(p, canon); err != nil {
+		return nil, errors.Join(err, c.Release())
+	}
+	return c, nil
 }
 
-func lockLocal(p, name string) (Claim, error) {
+func lockLocal(p, name string) (*localClaim, error) {
 	for {
 		f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o644)
 		if err != nil {
@@ -112,6 +123,40 @@ func lockLocal(p, name string) (Claim, error) {
 	}
 }
 
+// lockInode locks what is at canon, if anything: a directory or a
+// regular file, by device and inode, which every name of it shares.
+func (c *localClaim) lockInode(p, canon string) error {
+	fi, err := os.Stat(canon)
+	if err != nil || !(fi.IsDir() || fi.Mode().IsRegular()) {
+		return nil // nothing there yet, or a FIFO the writer refuses
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return nil
+	}
+	key := fmt.Sprintf("inode %d:%d", st.Dev, st.Ino)
+	if !processClaims.take(key) {
+		return fmt.Errorf("%q: %w (by this process, under another name)", p, ErrInUse)
+	}
+	c.keys = append(c.keys, key)
+	f, err := openNonBlocking(canon)
+	if errors.Is(err, fs.ErrPermission) {
+		return nil // unreadable: the name's claim is all there is
+	}
+	if err != nil {
+		return fmt.Errorf("claim %q: %w", p, localErr(err))
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return fmt.Errorf("%q: %w (under another name of it)", p, ErrInUse)
+		}
+		return fmt.Errorf("claim %q: %w", p, err)
+	}
+	c.inode = f
+	return nil
+}
+
 func describeHolder(b []byte) string {
 	s := strings.TrimSpace(string(b))
 	if s == "" || len(s) > 200 {
@@ -129,7 +174,14 @@ func describeHolder(b []byte) string {
 
 func (c *localClaim) Release() error {
 	c.once.Do(func() {
-		defer processClaims.drop(c.path)
+		defer func() {
+			for _, k := range c.keys {
+				processClaims.drop(k)
+			}
+		}()
+		if c.inode != nil {
+			c.inode.Close()
+		}
 		// Remove while still locked, so that nobody locks the old file
 		// after we let go of it without noticing it is gone.
 		if err := os.Remove(c.path); err != nil && !errors.Is(err, fs.ErrNotExist) {

@@ -655,7 +655,7 @@ func (s *hdfsStorage) Claim(ctx context.Context, p string) (Claim, error) {
 	name := claimName(p)
 	key := s.URI(name)
 	if !processClaims.take(key) {
-		return nil, fmt.Errorf("%s: %w (this process is writing it)", s.URI(p), ErrInUse)
+		return nil, fmt.Errorf("%s: %w (by this process)", s.URI(p), ErrInUse)
 	}
 	if err := s.client.MkdirAll(path.Dir(name), 0o755); err != nil {
 		processClaims.drop(key)
@@ -670,7 +670,7 @@ func (s *hdfsStorage) Claim(ctx context.Context, p string) (Claim, error) {
 		var remote hdfs.Error
 		if errors.As(err, &remote) && (strings.HasSuffix(remote.Exception(), "AlreadyBeingCreatedException") ||
 			strings.HasSuffix(remote.Exception(), "RecoveryInProgressException")) {
-			return nil, fmt.Errorf("%s: %w (another writer holds %s, or one that stopped less than a minute ago)", s.URI(p), ErrInUse, key)
+			return nil, fmt.Errorf("%s: %w (the claim %s is held, or was by a writer that stopped less than a minute ago)", s.URI(p), ErrInUse, key)
 		}
 		return nil, s.wrap("claim", p, err)
 	}

@@ -91,6 +91,8 @@ type localPending struct {
 	head     []byte
 	direct   *directWriter
 	buffered bool
+	// volatile: Commit does not wait for the disk (WriteFileVolatile).
+	volatile bool
 	// written and queued are the bytes written through the page cache,
 	// and those handed to the kernel to write back (writeBehind).
 	written, queued int64
@@ -155,8 +157,14 @@ func (local) Create(_ context.Context, path string) (Pending, error) {
 // directChunk bytes, it is written around the page cache (see
 // directWriter).
 func CreateOnce(ctx context.Context, st Storage, path string) (Pending, error) {
-	if _, ok := st.(local); ok {
+	switch s := st.(type) {
+	case local:
 		return createLocal(path, true)
+	case *recording:
+		if err := s.rec(ctx, Made{MadeFile, path}); err != nil {
+			return nil, err
+		}
+		return CreateOnce(ctx, s.Storage, path)
 	}
 	return st.Create(ctx, path)
 }
@@ -190,7 +198,7 @@ func (p *localPending) Commit() error {
 		os.Remove(tmp)
 		return err
 	}
-	if err := p.File.Sync(); err != nil {
+	if err := p.sync(); err != nil {
 		p.File.Close()
 		os.Remove(tmp)
 		return err
@@ -203,7 +211,17 @@ func (p *localPending) Commit() error {
 		os.Remove(tmp)
 		return localErr(err)
 	}
+	if p.volatile {
+		return nil
+	}
 	return syncDir(filepath.Dir(p.path))
+}
+
+func (p *localPending) sync() error {
+	if p.volatile {
+		return nil
+	}
+	return p.File.Sync()
 }
 
 func (p *localPending) Abort() error {

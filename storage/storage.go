@@ -34,8 +34,8 @@ var ErrPermission = errors.New("permission denied")
 var ErrUnavailable = errors.New("storage unavailable")
 
 // ErrInUse reports a destination another writer has claimed (see
-// Storage.Claim).
-var ErrInUse = errors.New("in use by another writer")
+// Storage.Claim), under this name or another of the same place.
+var ErrInUse = errors.New("in use: held by another writer")
 
 // ErrNotRegular reports a path that is neither a regular file nor a
 // directory: a FIFO, a device or a socket, which is never read, because
@@ -133,6 +133,27 @@ func WriteFile(ctx context.Context, st Storage, path string, data []byte) error 
 	if err != nil {
 		return err
 	}
+	return writeAll(p, data)
+}
+
+// WriteFileVolatile writes data to path atomically, as WriteFile, but on
+// local disk does not wait for the disk: what it writes outlives its
+// process, not a crash of the machine. For records whose loss in a crash
+// loses no data (a write's journal: without it, what the write left is
+// refused by the next one, not removed).
+func WriteFileVolatile(ctx context.Context, st Storage, path string, data []byte) error {
+	if _, ok := st.(local); !ok {
+		return WriteFile(ctx, st, path, data)
+	}
+	p, err := createLocal(path, false)
+	if err != nil {
+		return err
+	}
+	p.(*localPending).volatile = true
+	return writeAll(p, data)
+}
+
+func writeAll(p Pending, data []byte) error {
 	if _, err := p.Write(data); err != nil {
 		p.Abort()
 		return err

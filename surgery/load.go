@@ -99,6 +99,9 @@ func readLine(br *bufio.Reader) ([]byte, error) {
 }
 
 func parseRecord(text []byte, schema int) (Record, error) {
+	if err := checkStrictJSON(text); err != nil {
+		return Record{}, err
+	}
 	dec := json.NewDecoder(bytes.NewReader(text))
 	dec.DisallowUnknownFields()
 	var l line
@@ -120,6 +123,8 @@ func parseRecord(text []byte, schema int) (Record, error) {
 		return Record{}, badEditf("no key")
 	case !l.Delete && l.Value == nil:
 		return Record{}, badEditf("no value (and not \"delete\": true)")
+	case l.Delete && l.Value != nil:
+		return Record{}, badEditf("\"delete\": true and a value: a record sets its key or deletes it, not both")
 	case l.KeyGroup != nil && *l.KeyGroup < 0, l.Subtask != nil && *l.Subtask < 0:
 		return Record{}, badEditf("a negative key_group or subtask")
 	}
@@ -127,9 +132,7 @@ func parseRecord(text []byte, schema int) (Record, error) {
 	if present(l.Namespace) {
 		rec.Namespace = l.Namespace
 	}
-	if !l.Delete {
-		rec.Value = l.Value
-	}
+	rec.Value = l.Value
 	return rec, nil
 }
 

@@ -23,9 +23,11 @@ func TestReadRecords(t *testing.T) {
 		``,
 		"  \t",
 		`{"operator":"w","state":"s","key":["eu",42],"namespace":{"start":0,"end":60000},"value":{"a":1}}` + "\r",
-		// A deletion keeps no value, whatever the line holds.
-		`{"operator":"w","state":"s","key":"k","value":5,"delete":true}`,
+		`{"operator":"w","state":"s","key":"k","delete":true}`,
 		`{"operator":"w","state":"s","key":"k2","delete":true}`,
+		// A pair of surrogates is one character; an escaped backslash
+		// before u is no escape.
+		`{"operator":"w","state":"s","key":"\ud83d\ude00 \\ud800","value":"\u00e9"}`,
 	}, "\n")
 	got, err := surgery.ReadRecords(strings.NewReader(in), 1)
 	if err != nil {
@@ -37,6 +39,7 @@ func TestReadRecords(t *testing.T) {
 		{Line: 4, Operator: "w", State: "s", Key: raw(`["eu",42]`), Namespace: raw(`{"start":0,"end":60000}`), Value: raw(`{"a":1}`)},
 		{Line: 5, Operator: "w", State: "s", Key: raw(`"k"`), Delete: true},
 		{Line: 6, Operator: "w", State: "s", Key: raw(`"k2"`), Delete: true},
+		{Line: 7, Operator: "w", State: "s", Key: raw(`"\ud83d\ude00 \\ud800"`), Value: raw(`"\u00e9"`)},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("records:\n%s\nwant:\n%s", show(got), show(want))
@@ -66,6 +69,15 @@ func TestReadRecordsRefused(t *testing.T) {
 		"another schema":            `{"schema_version":2,"operator":"w","state":"s","key":"k","value":1}`,
 		"a negative key group":      `{"operator":"w","state":"s","key":"k","key_group":-1,"value":1}`,
 		"a fractional key group":    `{"operator":"w","state":"s","key":"k","key_group":1.5,"value":1}`,
+		// What encoding/json would take and change without a word.
+		"a field given twice":          `{"operator":"w","state":"s","key":"user-9","key":"other","value":1}`,
+		"a field given twice, deeper":  `{"operator":"w","state":"s","key":"k","value":{"a":1,"b":{"c":1,"c":2}}}`,
+		"a deletion with a value":      `{"operator":"w","state":"s","key":"k","value":5,"delete":true}`,
+		"a deletion with a null value": `{"operator":"w","state":"s","key":"k","value":null,"delete":true}`,
+		"a lone high surrogate":        `{"operator":"w","state":"s","key":"user-\ud800","value":1}`,
+		"a lone low surrogate":         `{"operator":"w","state":"s","key":"user-\udc00x","value":1}`,
+		"a reversed pair":              `{"operator":"w","state":"s","key":"\udc00\ud800","value":1}`,
+		"bytes that are not UTF-8":     "{\"operator\":\"w\",\"state\":\"s\",\"key\":\"user-\xed\xa0\x80\",\"value\":1}",
 	}
 	for name, line := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -173,6 +185,8 @@ func TestLoadRefused(t *testing.T) {
 		{"another subtask", `{"operator":"word-counter","state":"recent","key":"word-18","key_group":5,"subtask":2,"value":[1]}`, surgery.ErrBadEdit},
 		{"another kind", `{"operator":"word-counter","state":"count","kind":"list","key":"word-18","value":1}`, surgery.ErrBadEdit},
 		{"a key given twice", `{"operator":"word-counter","state":"count","key":"word-10","delete":true}`, surgery.ErrBadEdit},
+		{"a number for a text key", `{"operator":"word-counter","state":"count","key":10,"value":1}`, surgery.ErrBadEdit},
+		{"a boolean for a text key", `{"operator":"word-counter","state":"count","key":true,"value":1}`, surgery.ErrBadEdit},
 		{"a namespace of a state without", `{"operator":"word-counter","state":"count","key":"a","namespace":7,"value":1}`, surgery.ErrBadEdit},
 		// mean-length holds msgpack, which stateutil reads but does not write.
 		{"a type stateutil cannot write", `{"operator":"word-counter","state":"mean-length","key":"a","value":{"count":1,"sum":2}}`, snapshot.ErrUnsupportedVersion},

@@ -77,6 +77,12 @@ func (oe *opEdit) addPutTo(codecs *snapshot.Codecs, se *stateEdit, ks *snapshot.
 	case !e.Delete && e.Value == "":
 		return nil, badEditf("no value given")
 	}
+	if line == 0 {
+		// A load's records are checked whole as they are read.
+		if err := checkPutText(e); err != nil {
+			return nil, err
+		}
+	}
 	key, kg, err := oe.keyIn(codecs, ks, e.Keys[0])
 	if err != nil {
 		return nil, err
@@ -84,6 +90,18 @@ func (oe *opEdit) addPutTo(codecs *snapshot.Codecs, se *stateEdit, ks *snapshot.
 	p := &put{state: se, key: key, kg: kg, line: line, delete: e.Delete}
 	if p.ns, err = putNamespace(codecs, ks, e.Namespace); err != nil {
 		return nil, err
+	}
+	if line > 0 {
+		// A load's key and namespace are JSON as dump prints them, so a
+		// number for text is a mistake; put's are text as typed.
+		if err := checkKinds(codecs, ks.KeyType, parseJSON(e.Keys[0]), key, fmt.Sprintf("key of state %q", ks.Name)); err != nil {
+			return nil, err
+		}
+		if e.Namespace != "" {
+			if err := checkKinds(codecs, ks.NamespaceType, parseJSON(e.Namespace), p.ns, fmt.Sprintf("namespace of state %q", ks.Name)); err != nil {
+				return nil, err
+			}
+		}
 	}
 	if e.MapKey != nil {
 		if p.userKey, err = encodeText(codecs, ks.UserKeyType, *e.MapKey, "map key of state "+fmt.Sprintf("%q", ks.Name)); err != nil {
@@ -121,6 +139,21 @@ func (oe *opEdit) addPutTo(codecs *snapshot.Codecs, se *stateEdit, ks *snapshot.
 	se.putsByKey[string(key)] = append(se.putsByKey[string(key)], p)
 	oe.putsByKG[p.kg] = append(oe.putsByKG[p.kg], p)
 	return p, nil
+}
+
+// checkPutText refuses in a put's key, namespace, map key and value
+// what JSON would change silently (checkStrictJSON).
+func checkPutText(e Edit) error {
+	texts := map[string]string{"key": e.Keys[0], "namespace": e.Namespace, "value": e.Value}
+	if e.MapKey != nil {
+		texts["map key"] = *e.MapKey
+	}
+	for _, what := range []string{"key", "namespace", "map key", "value"} {
+		if err := checkStrictJSON([]byte(texts[what])); err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+	}
+	return nil
 }
 
 // keyIn is a key as state ks stores it, and its key group.
@@ -163,7 +196,11 @@ func putNamespace(codecs *snapshot.Codecs, ks *snapshot.KeyedState, text string)
 func putEntries(codecs *snapshot.Codecs, ks *snapshot.KeyedState, p *put, text string) ([]snapshot.Entry, error) {
 	v := parseJSON(text)
 	entry := func(userKey []byte, v any) (snapshot.Entry, error) {
-		b, err := encodeValue(codecs, ks.ValueType, v, fmt.Sprintf("value of state %q", ks.Name))
+		what := fmt.Sprintf("value of state %q", ks.Name)
+		b, err := encodeValue(codecs, ks.ValueType, v, what)
+		if err == nil {
+			err = checkKinds(codecs, ks.ValueType, v, b, what)
+		}
 		return snapshot.Entry{KeyGroup: p.kg, State: ks.Name, Key: p.key, Namespace: p.ns, UserKey: userKey, Value: b}, err
 	}
 	var out []snapshot.Entry

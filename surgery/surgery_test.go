@@ -456,6 +456,9 @@ func TestPutRefused(t *testing.T) {
 		{"key of the wrong type", surgery.Edit{Op: surgery.Put, Operator: "rules", State: "user-total", Keys: []string{"abc"}, Value: "1"}, surgery.ErrBadEdit},
 		{"no value", surgery.Edit{Op: surgery.Put, Operator: "word-counter", State: "count", Keys: []string{"a"}}, surgery.ErrBadEdit},
 		{"a value to delete", surgery.Edit{Op: surgery.Put, Operator: "word-counter", State: "count", Keys: []string{"a"}, Value: "1", Delete: true}, surgery.ErrBadEdit},
+		{"a field given twice", surgery.Edit{Op: surgery.Put, Operator: "word-counter", State: "by-source", Keys: []string{"a"}, Value: `{"web":1,"web":2}`}, surgery.ErrBadEdit},
+		{"a lone surrogate in a key", surgery.Edit{Op: surgery.Put, Operator: "word-counter", State: "count", Keys: []string{`"user-\ud800"`}, Value: "1"}, surgery.ErrBadEdit},
+		{"a key that is not UTF-8", surgery.Edit{Op: surgery.Put, Operator: "word-counter", State: "count", Keys: []string{"user-\xff"}, Value: "1"}, surgery.ErrBadEdit},
 		// mean-length holds msgpack, which stateutil reads but does not write.
 		{"a type stateutil cannot write", surgery.Edit{Op: surgery.Put, Operator: "word-counter", State: "mean-length", Keys: []string{"a"}, Value: "1"}, snapshot.ErrUnsupportedVersion},
 	}

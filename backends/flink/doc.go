@@ -13,13 +13,16 @@
 //     families under it (kryo, avro, tableruntime, scala, connectors);
 //   - internal/statefile: keyed and operator state files, key-group
 //     streams, heap, canonical and native layouts, the file resolver;
-//   - internal/changelog: the changelog state backend's changes.
+//   - internal/changelog: the changelog state backend's changes;
+//   - internal/upgrade: one state carried from Flink 1.x to Flink 2.x
+//     (which serializers change, their new snapshots, each value written
+//     again and checked), given the Kryo family's part by this package.
 //
 // This package holds what joins them: the format's registration and the
 // table of serializer families (format.go), the model it builds, the
 // reader, the writer and its re-hashing copies, the checksum sidecar, and
-// the table of Flink releases it writes for. layers_test.go enforces the
-// order.
+// the table of Flink releases it writes for, and the upgrade to Flink 2.x
+// (upgrade.go). layers_test.go enforces the order.
 //
 // Everything here reads untrusted bytes: every length is checked against
 // the bytes that remain before anything is allocated, and every failure

@@ -35,6 +35,8 @@ var Format = &snapshot.Format{
 	CheckWrite: checkWrite,
 	// Describe: describe.go.
 	Describe: describe,
+	// Upgrade: upgrade.go.
+	Upgrade: upgrade,
 }
 
 // metadataPath turns a location into the path of its `_metadata` file.

@@ -119,7 +119,7 @@ var snapshotClasses = map[string]snapshotClass{
 	runtimeTU + "RowSerializer$RowSerializerSnapshot":                                     {version: 3},
 	runtimeTU + "PojoSerializerSnapshot":                                                  {version: 2},
 	runtimeTU + "kryo.KryoSerializerSnapshot": {version: 2, acrossMajors: "Flink 1.x serializes with Kryo 2 and Flink 2.x with Kryo 5, " +
-		"whose values and registered serializers differ, and stateutil does not convert them"},
+		"whose values and registered serializers differ (stateutil upgrade rewrites them for Flink 2.x)"},
 	"org.apache.flink.formats.avro.typeutils.AvroSerializerSnapshot":                         {version: 3},
 	"org.apache.flink.runtime.state.VoidNamespaceSerializer$VoidNamespaceSerializerSnapshot": {version: 3},
 	"org.apache.flink.runtime.state.ttl.TtlStateFactory$TtlSerializerSnapshot":               {version: 3},
@@ -241,7 +241,7 @@ func (c *restoreCheck) why(s *typeser.SerializerSnapshot, pojoField bool) string
 	across := c.from != c.to.Major
 	switch {
 	case across && pojoField && !k.field:
-		return fmt.Sprintf("a POJO field of serializer %s, which Flink %d.x may serialize otherwise (Flink 2 no longer uses Kryo for List, Map and Set fields)", s.Class, c.to.Major)
+		return fmt.Sprintf("a POJO field of serializer %s, which Flink %d.x may serialize otherwise (Flink 2 no longer uses Kryo for List, Map and Set fields; stateutil upgrade rewrites them for Flink 2.x)", s.Class, c.to.Major)
 	case across && s.Opaque && len(s.Nested) == 0:
 		return fmt.Sprintf("serializer %s, whose snapshot stateutil cannot read whole to check it", s.Class)
 	case !known && across:

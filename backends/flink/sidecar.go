@@ -10,6 +10,7 @@ import (
 	"io"
 	"maps"
 	"path"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -221,6 +222,37 @@ func (r *SnapshotReader) CompanionFiles() []string {
 		return nil
 	}
 	return []string{ChecksumsFile}
+}
+
+// writtenName matches the names stateutil's writer gives the state files
+// of a savepoint (writer_subtask.go); Flink names its own by UUID.
+var writtenName = regexp.MustCompile(`^op[0-9]+-[0-9]+(\.[0-9a-f]{8})?-(keyed|operator|raw-keyed|raw-operator)$`)
+
+// Warnings says, for verify (snapshot.Warner), that a savepoint stateutil
+// wrote has lost its checksum manifest: its metadata says who wrote it,
+// every state file it refers to in the savepoint directory being named as
+// stateutil names them, and without the manifest damage to those files
+// can go unseen.
+func (r *SnapshotReader) Warnings() []string {
+	if r.sums != nil {
+		return nil
+	}
+	files := 0
+	for _, op := range r.snap.Operators {
+		for _, sub := range op.Subtasks {
+			for _, f := range sub.Files {
+				if f.Absolute || f.Shared || !writtenName.MatchString(f.Path) {
+					return nil
+				}
+				files++
+			}
+		}
+	}
+	if files == 0 {
+		return nil
+	}
+	return []string{fmt.Sprintf("%s has no checksum manifest %s, though stateutil wrote it (its %d state files are named as stateutil names them): the manifest was removed, and damage to the state files can go unseen",
+		r.res.Storage.URI(r.res.Dir), ChecksumsFile, files)}
 }
 
 // checkSums checks every file the checksum manifest lists beside

@@ -36,13 +36,18 @@ func corpusEntry(t *testing.T, name string) flinkharness.Entry {
 
 // writeSavepoint has stateutil write a real snapshot as a Flink savepoint
 // at dst: in one process, or planned in shards, each shard run and the
-// plan committed (the writer's Adopter path).
+// plan committed (the writer's Adopter path); shards -1 upgrades a Flink
+// 1.x snapshot for Flink 2.3 (stateutil upgrade) in one process.
 func writeSavepoint(t *testing.T, src, dst string, change redistribute.Request, shards int) {
 	t.Helper()
 	ctx := context.Background()
 	e := corpusEntry(t, src)
 	old, nw := e.PathMap()
 	req := migrate.Request{Source: e.SnapshotDir(), Destination: dst, Format: "flink", Change: change, PathMap: map[string]string{old: nw}}
+	if shards < 0 {
+		// An upgrade to Flink 2.3 (stateutil upgrade).
+		req.Upgrade, req.ReaderVersion, shards = true, "2.3", 0
+	}
 	if shards == 0 {
 		if _, err := migrate.Run(ctx, testReg, req); err != nil {
 			t.Fatal(err)
@@ -130,6 +135,7 @@ func TestWrittenSavepointDamageDetected(t *testing.T) {
 		{"rescaled", "1.20.5/basic-hashmap-canonical", redistribute.Request{Parallelism: 3, MaxParallelism: 256}, 0},
 		{"rescaled-from-native", "1.20.5/basic-rocksdb-native", redistribute.Request{Parallelism: 3}, 0},
 		{"sharded", "2.3.0/basic-hashmap-canonical", redistribute.Request{Parallelism: 4}, 2},
+		{"upgraded", "1.20.5/collections-hashmap-canonical", redistribute.Request{Parallelism: 3}, -1},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "sp")

@@ -115,10 +115,10 @@ func BenchmarkScanVsLdb(b *testing.B) {
 		}
 	}
 	rd, ok := r.(*reader)
-	if !ok || rd.tmp == "" {
+	if !ok || rd.tmp == nil {
 		b.Fatal("the reader opened no local directory")
 	}
-	dir := filepath.Join(rd.tmp, rocksdbformat.SubtaskDirName(rop.ID, 0))
+	dir := filepath.Join(rd.tmp.Path, rocksdbformat.SubtaskDirName(rop.ID, 0))
 	if _, err := os.Stat(filepath.Join(dir, "CURRENT")); err != nil {
 		b.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/stateutil/stateutil/internal/recovered"
 	"github.com/stateutil/stateutil/internal/rocksdb"
 	"github.com/stateutil/stateutil/internal/rocksdbformat"
+	"github.com/stateutil/stateutil/internal/tempdir"
 	"github.com/stateutil/stateutil/keygroup"
 	"github.com/stateutil/stateutil/snapshot"
 	"github.com/stateutil/stateutil/storage"
@@ -32,7 +33,7 @@ type reader struct {
 	// checksumReads: see snapshot.OpenOptions.ChecksumReads.
 	checksumReads bool
 	mu            sync.Mutex
-	tmp           string
+	tmp           *tempdir.Dir
 	dbs           map[opening]*localDB
 }
 
@@ -137,7 +138,7 @@ func (r *reader) local(ctx context.Context, h *rocksdbformat.Handle) (*rocksdb.R
 // unreadLocal is local for point reads and ChecksumReads: on local disk, an
 // instance of its own whose files were not read through.
 func (r *reader) unreadLocal(ctx context.Context, h *rocksdbformat.Handle) (*rocksdb.ReadOnlyDB, error) {
-	if r.d.Storage != storage.Local() {
+	if !storage.IsLocal(r.d.Storage) {
 		return r.instance(ctx, opening{h: h}) // downloading reads every byte anyway
 	}
 	return r.instance(ctx, opening{h: h, unread: true})
@@ -192,7 +193,7 @@ func (r *reader) openAll(ctx context.Context, hs []*rocksdbformat.Handle) error 
 }
 
 func (r *reader) open(ctx context.Context, o opening) (*rocksdb.ReadOnlyDB, error) {
-	tmp, err := r.tempDir()
+	tmp, err := r.tempDir(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -203,7 +204,7 @@ func (r *reader) open(ctx context.Context, o opening) (*rocksdb.ReadOnlyDB, erro
 	case o.unread:
 		dir += "-unread"
 		fetch = rocksdbformat.LinkHandleUnread
-	case r.d.Storage == storage.Local():
+	case storage.IsLocal(r.d.Storage):
 		fetch = rocksdbformat.LinkHandle
 	}
 	os.RemoveAll(dir)
@@ -219,17 +220,19 @@ func (r *reader) open(ctx context.Context, o opening) (*rocksdb.ReadOnlyDB, erro
 	return d, nil
 }
 
-func (r *reader) tempDir() (string, error) {
+// tempDir is where the reader puts the instances it opens, made on first
+// use, and reaped if the process is killed.
+func (r *reader) tempDir(ctx context.Context) (string, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.tmp == "" {
-		tmp, err := os.MkdirTemp(r.tmpRoot, "stateutil-rocksdb-read-")
+	if r.tmp == nil {
+		tmp, err := tempdir.New(ctx, r.tmpRoot, "stateutil-rocksdb-read-")
 		if err != nil {
 			return "", err
 		}
 		r.tmp = tmp
 	}
-	return r.tmp, nil
+	return r.tmp.Path, nil
 }
 
 func (r *reader) Entries(ctx context.Context, op *snapshot.Operator, subtask int, kgs keygroup.Range) snapshot.Entries {
@@ -343,10 +346,7 @@ func (r *reader) Close() error {
 		}
 		delete(r.dbs, o)
 	}
-	var err error
-	if r.tmp != "" {
-		err = os.RemoveAll(r.tmp)
-		r.tmp = ""
-	}
+	err := r.tmp.Remove()
+	r.tmp = nil
 	return err
 }

@@ -78,13 +78,13 @@ func (w *writer) SubtaskFrom(ctx context.Context, r snapshot.Reader, op, newOp *
 			return nil, true, err
 		}
 	}
-	tmp, err := os.MkdirTemp(w.tmpRoot, "stateutil-rocksdb-")
+	tmp, err := w.tempDir(ctx)
 	if err != nil {
 		return nil, true, err
 	}
-	shares, links, err := planShares(ctx, rr, op, srcs, primary, kgs, tmp)
+	shares, links, err := planShares(ctx, rr, op, srcs, primary, kgs, tmp.Path)
 	if err != nil {
-		os.RemoveAll(tmp)
+		tmp.Remove()
 		return nil, true, err
 	}
 	// Copy while the new instance is made; only the ingestion needs both.
@@ -98,7 +98,7 @@ func (w *writer) SubtaskFrom(ctx context.Context, r snapshot.Reader, op, newOp *
 	})
 	if err != nil {
 		<-copied
-		os.RemoveAll(tmp)
+		tmp.Remove()
 		return nil, true, err
 	}
 	cs := &copiedSubtask{subtaskWriter: sw}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stateutil/stateutil/internal/rocksdb"
 	"github.com/stateutil/stateutil/internal/rocksdbformat"
+	"github.com/stateutil/stateutil/internal/tempdir"
 	"github.com/stateutil/stateutil/keygroup"
 	"github.com/stateutil/stateutil/snapshot"
 )
@@ -42,7 +43,7 @@ type subtaskWriter struct {
 	ctx     context.Context
 	w       *writer
 	in      *rocksdbformat.Instance
-	tmp     string
+	tmp     *tempdir.Dir
 	states  map[string]*sstState
 	order   []*sstState // states in the order they were first seen
 	last    *sstState   // the state of the entry before
@@ -348,7 +349,7 @@ func (sw *subtaskWriter) stateOf(e *snapshot.Entry) (*sstState, error) {
 	}
 	s, ok := sw.states[c.State]
 	if !ok {
-		s = &sstState{c: c, path: filepath.Join(sw.tmp, "ingest-"+strconv.Itoa(len(sw.states)))}
+		s = &sstState{c: c, path: filepath.Join(sw.tmp.Path, "ingest-"+strconv.Itoa(len(sw.states)))}
 		sw.states[c.State] = s
 		sw.order = append(sw.order, s)
 	}
@@ -434,7 +435,7 @@ func (sw *subtaskWriter) finish() (*rocksdbformat.Handle, *snapshot.Subtask, err
 	if sw.unordered {
 		sw.in.DB().Compact()
 	}
-	h, _, err := sw.in.Upload(sw.ctx, sw.w.target(sw.in), sw.tmp)
+	h, _, err := sw.in.Upload(sw.ctx, sw.w.target(sw.in), sw.tmp.Path)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -456,7 +457,7 @@ func (sw *subtaskWriter) discard() {
 		s.buf, s.recs = nil, nil
 	}
 	sw.in.Destroy()
-	os.RemoveAll(sw.tmp)
+	sw.tmp.Remove()
 }
 
 // fullRange has one row per key group of r, zero where nothing was written.

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path"
 	"path/filepath"
 	"slices"
@@ -15,6 +14,7 @@ import (
 	"github.com/stateutil/stateutil/backends/internal/ledger"
 	"github.com/stateutil/stateutil/internal/chkdir"
 	"github.com/stateutil/stateutil/internal/rocksdbformat"
+	"github.com/stateutil/stateutil/internal/tempdir"
 	"github.com/stateutil/stateutil/keygroup"
 	"github.com/stateutil/stateutil/snapshot"
 	"github.com/stateutil/stateutil/storage"
@@ -79,7 +79,7 @@ func create(ctx context.Context, st storage.Storage, p string, opts snapshot.Wri
 	if err := st.MkdirAll(ctx, d.Path); err != nil {
 		return nil, err
 	}
-	if st == storage.Local() {
+	if storage.IsLocal(st) {
 		w.tmpRoot, w.link = d.Path, true
 	}
 	return w, nil
@@ -150,18 +150,26 @@ func (w *writer) removeReplaced(ctx context.Context) {
 	}
 }
 
-func (w *writer) Subtask(ctx context.Context, op *snapshot.Operator, index int, kgs keygroup.Range) (snapshot.SubtaskWriter, error) {
-	prefix := "stateutil-rocksdb-"
+// tempDir makes a subtask's temporary directory: in the destination on
+// local disk, so that its files can be linked there, told to the
+// destination's storage first; else in the system's, reaped if the
+// process is killed.
+func (w *writer) tempDir(ctx context.Context) (*tempdir.Dir, error) {
 	if w.link {
-		prefix = stagingPrefix
+		p, err := storage.MkdirTemp(ctx, w.d.Storage, w.tmpRoot, stagingPrefix)
+		return tempdir.Unclaimed(p), err
 	}
-	tmp, err := os.MkdirTemp(w.tmpRoot, prefix)
+	return tempdir.New(ctx, w.tmpRoot, "stateutil-rocksdb-")
+}
+
+func (w *writer) Subtask(ctx context.Context, op *snapshot.Operator, index int, kgs keygroup.Range) (snapshot.SubtaskWriter, error) {
+	tmp, err := w.tempDir(ctx)
 	if err != nil {
 		return nil, err
 	}
 	sw, err := w.subtaskIn(ctx, op, index, kgs, tmp, func(string) error { return nil })
 	if err != nil {
-		os.RemoveAll(tmp)
+		tmp.Remove()
 		return nil, err
 	}
 	return sw, nil
@@ -170,11 +178,11 @@ func (w *writer) Subtask(ctx context.Context, op *snapshot.Operator, index int, 
 // subtaskIn is writer.Subtask working in the temporary directory tmp,
 // with the instance's directory prepared by prepare before the database
 // opens. It does not remove tmp on failure.
-func (w *writer) subtaskIn(ctx context.Context, op *snapshot.Operator, index int, kgs keygroup.Range, tmp string, prepare func(dir string) error) (*subtaskWriter, error) {
+func (w *writer) subtaskIn(ctx context.Context, op *snapshot.Operator, index int, kgs keygroup.Range, tmp *tempdir.Dir, prepare func(dir string) error) (*subtaskWriter, error) {
 	if _, err := w.ledger.Start(op, index, kgs); err != nil {
 		return nil, fmt.Errorf("rocksdb writer: %w", err)
 	}
-	dir := filepath.Join(tmp, "db")
+	dir := filepath.Join(tmp.Path, "db")
 	if err := prepare(dir); err != nil {
 		return nil, err
 	}

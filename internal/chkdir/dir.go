@@ -141,7 +141,7 @@ func (d Dir) resolve(ref string) (p, real string, err error) {
 	if first == SharedDir || first == TaskOwnedDir {
 		root = path.Join(root, first)
 	}
-	if d.Storage == storage.Local() {
+	if storage.IsLocal(d.Storage) {
 		if real, err = checkSymlinks(root, p); err != nil {
 			return "", "", snapshot.Corrupt(d.Storage.URI(d.Metadata()), -1, "reference %q: %v", ref, err)
 		}

@@ -82,7 +82,7 @@ const exampleEdits = `{"operator":"word-counter","state":"count","key":"word-10"
 
 {"operator":"word-counter","state":"recent","kind":"list","key":"word-18","value":[1,2,3]}
 {"operator":"word-counter","state":"by-source","key":"word-10","value":{"web":13,"app":4}}
-{"operator":"word-counter","state":"total-length","key":"word-28","value":0,"delete":true}
+{"operator":"word-counter","state":"total-length","key":"word-28","delete":true}
 {"operator":"word-counter","state":"total-length","key":"no-such-word","delete":true}
 `
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stateutil/stateutil/internal/chkdir"
 	"github.com/stateutil/stateutil/internal/rocksdb"
+	"github.com/stateutil/stateutil/storage"
 )
 
 // Target says where a subtask's files go.
@@ -78,7 +79,19 @@ func (in *Instance) Upload(ctx context.Context, t Target, tmp string) (*Handle, 
 	}
 	h := &Handle{Operator: in.op.ID, Subtask: in.index, KeyGroups: in.kgs, PrefixBytes: PrefixWidth(in.op.MaxParallelism)}
 	st := t.Dir.Storage
-	if err := st.MkdirAll(ctx, path.Join(t.Dir.Path, priv)); err != nil {
+	// Links on local disk are made around the storage: tell it of every
+	// file at once, and of the directory with them.
+	privDir := path.Join(t.Dir.Path, priv)
+	made := []storage.Made{{Kind: storage.MadeDir, Path: privDir}, {Kind: storage.MadeFile, Path: path.Join(privDir, opStateName)}}
+	for _, ent := range ents {
+		if t.Shared == nil || !strings.HasSuffix(ent.Name(), ".sst") {
+			made = append(made, storage.Made{Kind: storage.MadeFile, Path: path.Join(privDir, ent.Name())})
+		}
+	}
+	if err := storage.Expect(ctx, st, made...); err != nil {
+		return nil, us, err
+	}
+	if err := st.MkdirAll(ctx, privDir); err != nil {
 		return nil, us, err
 	}
 	for _, ent := range ents {

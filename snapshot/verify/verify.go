@@ -35,7 +35,14 @@ const (
 	CheckDecode  = "decode"     // bytes that do not decode as the type the snapshot records
 	// CheckUnreadable is state the format reader found but cannot read.
 	CheckUnreadable = "unreadable"
+	// CheckUnchecked is a warning: a part of the snapshot that its format
+	// would let verify check, and cannot (snapshot.Warner).
+	CheckUnchecked = "unchecked"
 )
+
+// ErrWarnings reports warnings, which fail verify only when asked
+// (verify --strict).
+var ErrWarnings = errors.New("warnings")
 
 // Finding is one problem.
 type Finding struct {
@@ -64,7 +71,8 @@ func (f Finding) String() string {
 }
 
 // Result is what a check found. OK means no findings: values that were
-// not decoded are no damage, and are counted apart.
+// not decoded are no damage, and are counted apart, and so are warnings,
+// which say what could not be checked.
 type Result struct {
 	SchemaVersion int          `json:"schema_version"`
 	Location      string       `json:"location"`
@@ -72,6 +80,7 @@ type Result struct {
 	OK            bool         `json:"ok"`
 	Checked       Checked      `json:"checked"`
 	Findings      []Finding    `json:"findings"`
+	Warnings      []Finding    `json:"warnings"`
 	NotDecoded    []NotDecoded `json:"not_decoded"`
 }
 
@@ -131,7 +140,12 @@ type Checked struct {
 // Check reads the whole snapshot and reports every finding. The error is
 // only for a cancelled context; damage is reported as findings.
 func Check(ctx context.Context, location string, r snapshot.Reader, codecs *snapshot.Codecs) (*Result, error) {
-	res := &Result{SchemaVersion: SchemaVersion, Location: location, Format: r.Snapshot().Format, Findings: []Finding{}, NotDecoded: []NotDecoded{}}
+	res := &Result{SchemaVersion: SchemaVersion, Location: location, Format: r.Snapshot().Format, Findings: []Finding{}, Warnings: []Finding{}, NotDecoded: []NotDecoded{}}
+	if w, ok := r.(snapshot.Warner); ok {
+		for _, msg := range w.Warnings() {
+			res.Warnings = append(res.Warnings, Finding{Check: CheckUnchecked, Message: msg})
+		}
+	}
 	notDecoded := map[NotDecoded]int{} // index in res.NotDecoded, by everything but the count
 	if fr, ok := r.(snapshot.FormatRecorder); ok {
 		if rec := fr.RecordedFormat(); rec != "" && rec != res.Format {

@@ -75,6 +75,10 @@ func typeExpr(s *SerializerSnapshot) string {
 	case "IntEnum":
 		return "enum"
 	case "Pojo":
+		if kryo5Inside(s) {
+			// Its bytes decide its type, but not that its Kryo fields are Kryo 5's (Flink 2.x).
+			return "pojo(kryo5)"
+		}
 		return "pojo"
 	case "Row":
 		if len(s.Nested) > 0 && rowKindBits(s) > 0 {
@@ -114,6 +118,16 @@ func typeExpr(s *SerializerSnapshot) string {
 		}
 	}
 	return "bytes"
+}
+
+// kryo5Inside reports whether a serializer nested in s is a Kryo 5 one.
+func kryo5Inside(s *SerializerSnapshot) bool {
+	for _, n := range s.Nested {
+		if n != nil && (n.Kryo5 || kryo5Inside(n)) {
+			return true
+		}
+	}
+	return false
 }
 
 // arrayExprs names the arrays of primitives and strings.

@@ -191,11 +191,14 @@ func kryoSerializerIn(class string, v5 bool) (int, bool) {
 	if ser, ok := flinkJDKSerializerOf(class, v5); ok {
 		return ser, true
 	}
+	if _, wrapper := kryoPrimitives[class]; wrapper || class == "java.lang.String" {
+		return kser, true
+	}
+	// After the wrappers, which most values hold: chill's names are many.
 	if ser, ok := chillSerializerOf(class); ok && !v5 {
 		return ser, true
 	}
-	_, wrapper := kryoPrimitives[class]
-	return kser, wrapper || class == "java.lang.String"
+	return kser, false
 }
 
 // kryoObjectArrayElem is the element class of an array of objects decoded

@@ -190,6 +190,10 @@ public final class Harness {
                 return protoDescriptors(o);
             case "spa-count":
                 return Spa.count(o);
+            case "spa-export":
+                return SpaCarry.export(o);
+            case "spa-import":
+                return SpaCarry.importRows(o);
             default:
                 throw new UsageException("unknown command " + a[0]);
         }

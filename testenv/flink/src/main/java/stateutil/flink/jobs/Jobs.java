@@ -36,7 +36,7 @@ public final class Jobs {
     public static final Map<String, Job> ALL = new LinkedHashMap<>();
 
     static {
-        for (Job j : new Job[] {new BasicJob(), new LongKeysJob(), new TupleKeysJob(), new TypesJob(), new BigJob(), new CountersJob(), new RowDataJob(), new OrdersJob(), new AvroJob(), new RowTypesJob(), new CollectionsJob(), new HeapKryoJob(), new KryoJdkJob(), new WindowsJob(), new ConnectorsJob(), new KafkaJob(), SqlJob.regular(), SqlJob.eventTime(), new CepJob(), new ZooJob(), SqlWitnessJob.ops(), SqlWitnessJob.events(), SqlWitnessJob.batch()}) {
+        for (Job j : new Job[] {new BasicJob(), new LongKeysJob(), new TupleKeysJob(), new TypesJob(), new BigJob(), new CountersJob(), new RowDataJob(), new OrdersJob(), new AvroJob(), new RowTypesJob(), new CollectionsJob(), new HeapKryoJob(), new KryoJdkJob(), new WindowsJob(), new ConnectorsJob(), new KafkaJob(), SqlJob.regular(), SqlJob.eventTime(), new CepJob(), new ZooJob(), SqlWitnessJob.ops(), SqlWitnessJob.events(), SqlWitnessJob.batch(), new UpgradeJob(false), new UpgradeJob(true), new UpgradeBlockedJob()}) {
             ALL.put(j.name(), j);
         }
         try {

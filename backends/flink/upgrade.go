@@ -1,0 +1,246 @@
+package flink
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/stateutil/stateutil/backends/flink/internal/typeser"
+	"github.com/stateutil/stateutil/backends/flink/internal/typeser/kryo"
+	flinkupgrade "github.com/stateutil/stateutil/backends/flink/internal/upgrade"
+	"github.com/stateutil/stateutil/snapshot"
+)
+
+// upgrade carries a Flink 1.x snapshot to Flink 2.x (snapshot.Upgrader):
+// Kryo 2 values written again as Kryo 5 writes them, the List, Map, Set
+// and Collection fields of POJOs that Flink 1.x gave to Kryo written as
+// Flink 2.x's collection serializers write them, the serializer
+// snapshots Flink 2.x writes for the same types in place of the old ones
+// (internal/upgrade decides each state); the writer then writes metadata
+// and headers of the release asked for. Everything else is carried byte
+// for byte.
+func upgrade(ctx context.Context, r snapshot.Reader, readerVersion string) (snapshot.Reader, *snapshot.UpgradeReport, error) {
+	to, err := ReleaseOf(readerVersion)
+	if err != nil {
+		return nil, nil, err
+	}
+	cs := carriedSnapshotOf(r.Snapshot())
+	if cs == nil {
+		return nil, nil, ErrNotFromFlink
+	}
+	from := majorOfMetadata(cs.MetadataVersion)
+	switch {
+	case to.Major < from:
+		return nil, nil, fmt.Errorf("%w: this is a Flink %d.x snapshot (_metadata v%d) and Flink %s is older: stateutil upgrades Flink 1.x state to Flink 2.x and never carries state back",
+			snapshot.ErrDowngrade, from, cs.MetadataVersion, to.Line)
+	case to.Major == from:
+		return nil, nil, fmt.Errorf("%w: Flink %s is of the same major version as this Flink %d.x snapshot: nothing to upgrade (convert --to flink --flink-version %s writes it for that release)",
+			snapshot.ErrUnsupportedVersion, to.Line, from, to.Line)
+	}
+	u := &upgrader{r: r, to: to, plans: map[*snapshot.Operator][]*statePlan{}, cos: map[*snapshot.Operator]*carriedOperator{},
+		stats: map[*snapshot.Subtask][]snapshot.KeyGroupStat{}, rep: &snapshot.UpgradeReport{From: fmt.Sprintf("Flink %d.x", from), To: "Flink " + to.Line, Findings: []snapshot.UpgradeFinding{}}}
+	for _, op := range r.Snapshot().Operators {
+		if err := u.operator(op); err != nil {
+			return nil, nil, err
+		}
+	}
+	if err := u.scan(ctx); err != nil {
+		return nil, nil, err
+	}
+	u.report()
+	if u.rep.Blocked > 0 {
+		return nil, u.rep, nil
+	}
+	ur, err := u.reader()
+	return ur, u.rep, err
+}
+
+// upgrader decides, per state, what the upgrade does.
+type upgrader struct {
+	r     snapshot.Reader
+	to    Release
+	rep   *snapshot.UpgradeReport
+	plans map[*snapshot.Operator][]*statePlan
+	cos   map[*snapshot.Operator]*carriedOperator
+	ops   []*snapshot.Operator // in snapshot order
+	// stats are the key groups the scan counted of a subtask, (the
+	// source's sizes), which the copy's plan takes rather than reading
+	// and rewriting every value once more.
+	stats map[*snapshot.Subtask][]snapshot.KeyGroupStat
+}
+
+// statePlan is the upgrade of one state of an operator.
+type statePlan struct {
+	*flinkupgrade.State
+	op    *snapshot.Operator
+	scope string
+	name  string
+	meta  *carriedMeta // in the operator's carried copy
+}
+
+// upgradeEnv is what the upgrade of a state takes of the format: the
+// Kryo family's part, the classes known across majors, the snapshot
+// parser.
+var upgradeEnv = &flinkupgrade.Env{
+	Snapshot5: kryo.Snapshot5, Carried: kryo.Carried, ElementClass: kryo.ElementClass, Elements: kryo.Elements, Entries: kryo.Entries,
+	Known: func(class string) (int32, bool) {
+		k, ok := snapshotClasses[class]
+		return k.version, ok && k.acrossMajors == ""
+	},
+	Parse: parseSerializerSnapshot,
+}
+
+// operator plans every state of op.
+func (u *upgrader) operator(op *snapshot.Operator) error {
+	co, err := carriedOf(op)
+	if err != nil {
+		return err
+	}
+	if co == nil {
+		return fmt.Errorf("operator %q: %w", op.Label(), ErrNotFromFlink)
+	}
+	u.ops, u.cos[op] = append(u.ops, op), co
+	if why := removedOperator(op, co); why != "" {
+		u.rep.Add(snapshot.UpgradeFinding{Operator: op.Label(), Scope: snapshot.ScopeWholeOperator, Verdict: snapshot.Blocked, Reason: why})
+	}
+	var keySer *typeser.SerializerSnapshot
+	if len(op.KeyedStates) > 0 {
+		if keySer, err = parseSerializerSnapshot(co.KeySerializer); err != nil {
+			return fmt.Errorf("operator %q key serializer: %w", op.Label(), err)
+		}
+	}
+	for i := range co.Keyed {
+		m := &co.Keyed[i]
+		u.plan(&statePlan{op: op, scope: snapshot.ScopeKeyed, name: m.Name, meta: m}, keySer)
+	}
+	for _, list := range [][]carriedMeta{co.Operator, co.Broadcast} {
+		for i := range list {
+			u.plan(&statePlan{op: op, scope: snapshot.ScopeOperator, name: list[i].Name, meta: &list[i]}, nil)
+		}
+	}
+	return nil
+}
+
+// plan finds what changes in a state's serializers.
+func (u *upgrader) plan(p *statePlan, keySer *typeser.SerializerSnapshot) {
+	u.plans[p.op] = append(u.plans[p.op], p)
+	sm, err := stateMetaOf(*p.meta)
+	if err != nil {
+		p.State = &flinkupgrade.State{}
+		p.Block(fmt.Sprintf("its serializer snapshots do not read (%v)", err))
+		return
+	}
+	p.State = upgradeEnv.Plan(sm, keySer, p.scope == snapshot.ScopeKeyed)
+}
+
+// removedOperator is why Flink 2.x has no operator to restore op's state
+// into, or "": the legacy SourceFunction sources (their operator keeps
+// its state under the name Flink 1.x's StreamSource gave it).
+func removedOperator(op *snapshot.Operator, co *carriedOperator) string {
+	for _, m := range co.Operator {
+		for _, s := range m.Serializers {
+			if ss, err := parseSerializerSnapshot(s.Raw); err == nil && strings.Contains(ss.Class, "kinesis") {
+				return "it holds the state of the Kinesis connector before 5.0, whose state format its Flink 2.x releases changed"
+			}
+		}
+	}
+	for _, os := range op.OperatorStates {
+		if legacySourceStates[os.Name] {
+			return fmt.Sprintf("it holds %q, the state of a legacy SourceFunction source, which Flink 2.x removed: the job must use a FLIP-27 source, whose state is another", os.Name)
+		}
+	}
+	return ""
+}
+
+// legacySourceStates are the operator states of Flink 1.x's
+// SourceFunction sources (the Kafka and Kinesis consumers, the file
+// monitoring source, FromElementsFunction).
+var legacySourceStates = map[string]bool{
+	"topic-partition-offset-states": true, "Kinesis-Stream-Shard-State": true,
+	"file-monitoring-state": true, "from-elements-state": true,
+}
+
+// report adds a finding per state.
+func (u *upgrader) report() {
+	for _, op := range u.ops {
+		for _, p := range u.plans[op] {
+			f := snapshot.UpgradeFinding{Operator: op.Label(), Scope: p.scope, State: p.name, Verdict: snapshot.RestoresAsIs}
+			switch {
+			case p.Blocked() != "":
+				f.Verdict, f.Reason = snapshot.Blocked, p.Blocked()
+			case p.RewritesValues():
+				f.Verdict, f.Changes = snapshot.Rewritten, p.Changes()
+			}
+			u.rep.Add(f)
+		}
+	}
+}
+
+// scan reads every value of the states whose values change, to find
+// what their serializers hold (a POJO collection field's element types)
+// and what blocks them.
+func (u *upgrader) scan(ctx context.Context) error {
+	for _, op := range u.ops {
+		var keyed, oper []*statePlan
+		for _, p := range u.plans[op] {
+			switch {
+			case !p.Scans():
+			case p.scope == snapshot.ScopeKeyed:
+				keyed = append(keyed, p)
+			default:
+				oper = append(oper, p)
+			}
+		}
+		if err := u.scanOperator(ctx, op, keyed, oper); err != nil {
+			return err
+		}
+		for _, p := range append(keyed, oper...) {
+			p.Settle()
+		}
+	}
+	return nil
+}
+
+func (u *upgrader) scanOperator(ctx context.Context, op *snapshot.Operator, keyed, oper []*statePlan) error {
+	byName := func(ps []*statePlan, name string) *statePlan {
+		for _, p := range ps {
+			if p.name == name {
+				return p
+			}
+		}
+		return nil
+	}
+	for _, sub := range op.Subtasks {
+		if sub == nil {
+			continue
+		}
+		if len(keyed) > 0 {
+			var stats []snapshot.KeyGroupStat
+			for e, err := range u.r.Entries(ctx, op, sub.Index, sub.KeyGroups) {
+				if err != nil {
+					return err
+				}
+				if n := len(stats); n == 0 || stats[n-1].KeyGroup != e.KeyGroup {
+					stats = append(stats, snapshot.KeyGroupStat{KeyGroup: e.KeyGroup})
+				}
+				stats[len(stats)-1].Entries++
+				stats[len(stats)-1].Bytes += e.Size()
+				if p := byName(keyed, e.State); p != nil && p.Scans() {
+					p.See(e.Value)
+				}
+			}
+			u.stats[sub] = stats
+		}
+		if len(oper) > 0 {
+			for el, err := range u.r.Elements(ctx, op, sub.Index) {
+				if err != nil {
+					return err
+				}
+				if p := byName(oper, el.State); p != nil && p.Scans() {
+					p.See(el.Value)
+				}
+			}
+		}
+	}
+	return nil
+}
