@@ -288,7 +288,7 @@ func (w *heapWalk) chainFrom(k chainKey) chain {
 	c := chain{}
 	for _, e := range w.sectionStarts(after, sec.unwalked+1) {
 		if w.spent() {
-			return chain{err: &cutError{file: w.file, at: w.base + int64(sec.start), state: l.Name, why: "finding where it ends took too many tries", nd: notDecoded(l.notWalkedSerializer())}}
+			return chain{err: &cutError{file: w.file, at: w.base + int64(sec.start), state: l.Name, why: "finding where it ends took too many tries"}}
 		}
 		s := sec
 		s.end = e
@@ -302,7 +302,7 @@ func (w *heapWalk) chainFrom(k chainKey) chain {
 		}
 	}
 	if c.n == 0 {
-		c.err = &cutError{file: w.file, at: w.base + int64(sec.start), state: l.Name, why: "no place where it can end lets the rest of the key group split into sections", nd: notDecoded(l.notWalkedSerializer())}
+		c.err = &cutError{file: w.file, at: w.base + int64(sec.start), state: l.Name, why: "no place where it can end lets the rest of the key group split into sections"}
 	}
 	return c
 }
