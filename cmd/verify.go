@@ -43,10 +43,10 @@ verify and inspect alike.
 
 Every finding is printed; then the command fails with exit code 2.
 
-A value whose serializer stateutil does not implement (a class under Kryo, a
-custom TypeSerializer, an unknown serializer snapshot) is not decoded, which is
-no damage: such values are counted by operator, state, part and serializer,
-and verify still succeeds. With --strict they fail it with exit code 6.
+A value whose serializer stateutil does not implement (a class under Kryo, a custom
+TypeSerializer, an unknown serializer snapshot) is not decoded: no damage, counted by
+operator, state, part and serializer; so is a state whose values it cannot tell apart
+(part "state", VALUES "?" if not recorded). With --strict they fail verify (exit 6).
 
 A warning is what verify could not check though the snapshot's format would
 let it: a Flink savepoint stateutil wrote (its state files are named as
@@ -104,8 +104,8 @@ func (o *verifyOptions) run(c *cobra.Command, e *env, location string) error {
 	if n := len(res.Warnings); o.strict && n > 0 {
 		return fmt.Errorf("%w: %d in %q (--strict)", verify.ErrWarnings, n, location)
 	}
-	if n := res.NotDecodedValues(); o.strict && n > 0 {
-		return fmt.Errorf("%w: %d values in %q, whose serializers stateutil does not implement (--strict)", snapshot.ErrNotDecoded, n, location)
+	if o.strict && len(res.NotDecoded) > 0 {
+		return fmt.Errorf("%w: %d values in %q, whose serializers stateutil does not implement (--strict)", snapshot.ErrNotDecoded, res.NotDecodedValues(), location)
 	}
 	return nil
 }

@@ -105,6 +105,9 @@ func Run(ctx context.Context, reg *snapshot.Registry, req Request) (*Result, err
 	} else if err := snapshot.CheckReadable(r.Snapshot()); err != nil {
 		return nil, fmt.Errorf("%s: %w", req.Source, err)
 	}
+	if err := snapshot.CheckNoInFlight(r.Snapshot()); err != nil {
+		return nil, fmt.Errorf("%s: %w", req.Source, err)
+	}
 	var upgraded *snapshot.UpgradeReport
 	if req.Upgrade {
 		if r, upgraded, err = upgradeReader(ctx, reg, r, req.Source, req.ReaderVersion); err != nil {

@@ -254,6 +254,9 @@ func (sp *ShardPlan) readable(reg *snapshot.Registry, r snapshot.Reader) (snapsh
 	} else if err := snapshot.CheckReadable(r.Snapshot()); err != nil {
 		return nil, fmt.Errorf("%s: %w", sp.Source, err)
 	}
+	if err := snapshot.CheckNoInFlight(r.Snapshot()); err != nil {
+		return nil, fmt.Errorf("%s: %w", sp.Source, err)
+	}
 	if x := sp.DropExpired; x != nil {
 		fresh, err := snapshot.WithoutExpired(r, snapshot.Expiry{At: x.At, TTL: x.TTL})
 		if err != nil {

@@ -207,14 +207,15 @@ fi
 
 # Flink (BENCH_FLINK=0 skips them): the writer's rescale, reading a real
 # savepoint and upgrading a Flink 1.x one for Flink 2.x, against the State
-# Processor API; their peak memory
-# at BENCH_RSS_BYTES of state.
+# Processor API; reading a heap checkpoint against a canonical savepoint of
+# the same state; their peak memory at BENCH_RSS_BYTES of state.
 if [ "${BENCH_FLINK:-1}" != 0 ]; then
   scripts/bench-flink.sh "$bin"
   BENCH_FLINK_JOB=counters scripts/bench-flink.sh "$bin"
   results="$results" scripts/bench-flink-read.sh
   BENCH_FLINK_READ_JOB=counters results="$results" scripts/bench-flink-read.sh
   results="$results" scripts/bench-flink-upgrade.sh "$bin"
+  results="$results" scripts/bench-flink-heap.sh "$bin"
   say ""
   if [ "$huge" -gt 0 ]; then
     BENCH_RSS_BYTES=$huge scripts/bench-flink-rss.sh "$bin"

@@ -20,6 +20,7 @@
 #   STATEUTIL_FLINK_MANAGED  Flink managed (RocksDB) memory (default 256m)
 #   STATEUTIL_FLINK_TIMEOUT  seconds to wait for records, snapshots, restores (default 600)
 #   STATEUTIL_FLINK_JAVA_OPTS more JVM options (make test: -XX:TieredStopAtLevel=1)
+#   STATEUTIL_FLINK_CONF     more Flink settings, "key=value;key=value"
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -178,7 +179,7 @@ trap cleanup EXIT
 set +e
 "$java" "-Xmx${STATEUTIL_FLINK_XMX:-768m}" -XX:+UseParallelGC -XX:ParallelGCThreads=2 ${STATEUTIL_FLINK_JAVA_OPTS:-} "${opens[@]}" \
 	"-Djava.io.tmpdir=$tmp" "-Dstateutil.tmp=$tmp" "-Dstateutil.managed=${STATEUTIL_FLINK_MANAGED:-256m}" \
-	-Dlog4j2.configurationFile=classpath:log4j2.properties \
+	"-Dstateutil.conf=${STATEUTIL_FLINK_CONF:-}" -Dlog4j2.configurationFile=classpath:log4j2.properties \
 	-cp "$out/classes:$(cat "$cpfile")" stateutil.flink.Harness "$cmd" "$@" 2>"$log" </dev/null
 rc=$?
 set -e

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # The restore check of a witness snapshot (testdata/flink-witness or $CACHE/flink-witness):
 # Flink goes on from the snapshot (scripts/flink-harness.sh continue, to twice its records),
-# from stateutil's `rescale --parallelism 3` of it (at parallelism 3) and from its
-# `convert --to flink` (a canonical savepoint, through hashmap), and the three outputs must be
-# the same (a checkpoint is read where Flink wrote it: a symbolic link from there to the
-# entry's snapshot/ stands while the check runs). Prints one line per copy: "same", "differs" (the outputs are kept), or what
-# refused; exit 1 if any copy that stateutil wrote gives other output than the original.
+# from stateutil's `rescale --parallelism 3` of it (at parallelism 3, through the entry's backend;
+# a ForSt one with its timers on the heap, the setting with which ForSt restores a canonical
+# savepoint) and from its `convert --to flink` (a canonical savepoint, through hashmap), and the
+# three outputs must be the same (a checkpoint is read where Flink wrote it: a symbolic link
+# from there to the entry's snapshot/ stands while the check runs). Prints one line per copy:
+# "same", "differs" (the outputs are kept), or what refused; exit 1 if any copy that stateutil
+# wrote gives other output than the original.
 #
 #   scripts/flink-witness-restore-check.sh testdata/flink-witness/2.3.0/cep-rocksdb-native [STATEUTIL]
 set -euo pipefail
@@ -40,7 +42,11 @@ trap cleanup EXIT
 flags=()
 [[ $(field changelog) == true ]] && flags+=(--changelog)
 go_on() { # NAME SNAPSHOT BACKEND PARALLELISM
-	"$root/scripts/flink-harness.sh" "$v" continue --job "$job" --snapshot "$2" --backend "$3" --parallelism "$4" \
+	local conf=${STATEUTIL_FLINK_CONF:-}
+	if [[ $1 != original && $3 == forst ]]; then
+		conf="state.backend.forst.timer-service.factory=HEAP${conf:+;$conf}"
+	fi
+	STATEUTIL_FLINK_CONF=$conf "$root/scripts/flink-harness.sh" "$v" continue --job "$job" --snapshot "$2" --backend "$3" --parallelism "$4" \
 		--records "$records" --continue-to $((2 * records)) --out "$work/$1.jsonl" "${flags[@]}" 2>"$work/$1.err"
 }
 say() { echo "$v/$(basename "$entry"): $*"; }

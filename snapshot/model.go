@@ -215,6 +215,34 @@ type Subtask struct {
 	// Unreadable is state of this subtask the reader cannot read; its
 	// figures do not count it.
 	Unreadable []Unreadable `json:"unreadable,omitempty" msgpack:"unreadable,omitempty"`
+	// InFlight is the data in flight an unaligned checkpoint holds for the
+	// subtask, one entry a channel.
+	InFlight []InFlight `json:"in_flight,omitempty" msgpack:"in_flight,omitempty"`
+}
+
+// Directions of InFlight data.
+const (
+	InputChannel       = "input"
+	ResultSubpartition = "output"
+)
+
+// InFlight is what an unaligned checkpoint holds for one channel of a
+// subtask: buffers of records that had reached one of its input channels
+// and were not processed yet, or that it had put into one of its result
+// subpartitions and not sent yet. Flink hands them back to the channel on
+// restore; nothing else holds them.
+type InFlight struct {
+	// Direction is InputChannel or ResultSubpartition.
+	Direction string `json:"direction" msgpack:"direction"`
+	// Gate and Channel are the input gate and channel (input), or the
+	// result partition and subpartition (output).
+	Gate    int `json:"gate" msgpack:"gate"`
+	Channel int `json:"channel" msgpack:"channel"`
+	// Buffers is the number of buffers, Bytes the bytes in them.
+	Buffers int   `json:"buffers" msgpack:"buffers"`
+	Bytes   int64 `json:"bytes" msgpack:"bytes"`
+	// File holds them ("" when the metadata file does).
+	File string `json:"file,omitempty" msgpack:"file,omitempty"`
 }
 
 // Stats counts entries (or elements) and their bytes.

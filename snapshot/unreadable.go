@@ -31,6 +31,15 @@ type Unreadable struct {
 	Damaged bool `json:"damaged,omitempty" msgpack:"damaged,omitempty"`
 	// Bytes is what the state takes where it is stored, when known.
 	Bytes int64 `json:"bytes,omitempty" msgpack:"bytes,omitempty"`
+	// Serializer is set where the state cannot be read only because a
+	// serializer stateutil does not implement wrote it (so that its values
+	// cannot be told apart), or none is recorded: no damage, and verify
+	// counts the state as not decoded. ValueClass is the class of the
+	// values where recorded, Values how many the snapshot says there are
+	// (0: not known).
+	Serializer string `json:"serializer,omitempty" msgpack:"serializer,omitempty"`
+	ValueClass string `json:"value_class,omitempty" msgpack:"value_class,omitempty"`
+	Values     int64  `json:"values,omitempty" msgpack:"values,omitempty"`
 }
 
 // UnreadablePart locates Unreadable state in a snapshot.

@@ -91,9 +91,6 @@ type carriedOperator struct {
 	Operator        []carriedMeta       `json:"operator,omitempty"`
 	Broadcast       []carriedMeta       `json:"broadcast,omitempty"`
 	Raw             map[int]*carriedRaw `json:"raw,omitempty"`
-	// ChannelState: some subtask holds in-flight data of an unaligned
-	// checkpoint, which a savepoint cannot hold.
-	ChannelState bool `json:"channel_state,omitempty"`
 }
 
 func metaOf(m *statefile.StateMeta) carriedMeta {
@@ -182,9 +179,6 @@ func (r *SnapshotReader) carryOperator(ctx context.Context, op *metadata.Operato
 		}
 	}
 	for _, st := range op.Subtasks {
-		if len(st.InputChannels)+len(st.ResultSubpartitions) > 0 {
-			co.ChannelState = true
-		}
 		if h := st.ManagedOperatorState; h != nil && h.Delegate != nil {
 			f, err := r.res.ReadOperatorState(ctx, h)
 			if err != nil {

@@ -31,7 +31,8 @@ func (r *SnapshotReader) changelog(ctx context.Context, op *metadata.OperatorSta
 
 func (r *SnapshotReader) applyChangelog(ctx context.Context, op *metadata.OperatorState, st *metadata.SubtaskState) (*changelog.ChangelogState, error) {
 	h := st.ManagedKeyedState.Changelog
-	s := &changelog.ChangelogState{Kryo5: r.res.Kryo5, Table: r.res.Serializers, Rng: h.Range, Groups: map[int]*changelog.ChangedGroup{}, Broken: map[string]error{}, Header: &statefile.KeyedHeader{}}
+	s := &changelog.ChangelogState{Kryo5: r.res.Kryo5, Table: r.res.Serializers, Rng: h.Range, MaxParallelism: op.MaxParallelism,
+		Groups: map[int]*changelog.ChangedGroup{}, Broken: map[string]error{}, Header: &statefile.KeyedHeader{}}
 	all := keygroup.Range{Start: 0, End: keygroup.UpperBoundMaxParallelism}
 	var base snapshot.Entries
 	if inc := nativeHandle(st.ManagedKeyedState); inc != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/stateutil/stateutil/backends/flink/internal/wire"
@@ -33,6 +34,10 @@ func (e *enc) relFile(path string, size int64) *enc { return e.u8(6).utf(path).i
 
 // metadataV567 builds a `_metadata` of the given version (5, 6 or 7) with two
 // operators that between them use every handle type of the table.
+// mergedTable is a merged channel handle's offset table as Flink lays it
+// out: one channel, (3, 4), 6 bytes, one buffer at offset 4.
+var mergedTable = new(enc).i32(1).i32(3).i32(4).i64(6).i32(1).i64(4).Bytes()
+
 func metadataV567(version int32) []byte {
 	e := &enc{}
 	e.i32(metadata.MetadataMagic).i32(version).i64(42)
@@ -85,7 +90,7 @@ func metadataV567(version int32) []byte {
 	e.i32(0).i32(1).i32(2).i32(1).i64(0).i64(4).byteStream("ch", []byte("abcd"))
 	e.i32(1)
 	if version >= 6 {
-		e.u8(4).i32(0).i64(6).byteStream("merged", []byte("abcdef")).i32(2).raw([]byte{1, 2})
+		e.u8(4).i32(0).i64(6).byteStream("merged", []byte("abcdef")).i32(int32(len(mergedTable))).raw(mergedTable)
 	} else {
 		e.i32(0).i32(3).i32(4).i32(0).i64(0).u8(0)
 	}
@@ -224,7 +229,8 @@ func TestEncodedVersions567(t *testing.T) {
 		}
 		rs := st.ResultSubpartitions[0]
 		if v >= 6 {
-			if !rs.Merged() || rs.Size != 6 || !bytes.Equal(rs.SerializedChannelOffsets, []byte{1, 2}) {
+			if !rs.Merged() || rs.Size != 6 || !bytes.Equal(rs.SerializedChannelOffsets, mergedTable) ||
+				fmt.Sprint(rs.Channels()) != "[{[3 4] 6 [4]}]" {
 				t.Errorf("v%d: merged result subpartition %+v", v, rs)
 			}
 		} else if rs.Merged() || rs.Info != [2]int32{3, 4} || rs.Delegate != nil {

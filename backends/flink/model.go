@@ -362,6 +362,7 @@ func (r *SnapshotReader) subtask(ctx context.Context, o *snapshot.Operator, op *
 		sub.RawKeyedBytes = h.KeyGroups.Delegate.Size
 	}
 	sub.Files = r.files(st)
+	sub.InFlight = r.inFlight(st)
 	keyed, err := r.keyedFigures(ctx, o, op, st)
 	if err != nil {
 		return nil, err
@@ -379,6 +380,9 @@ func (r *SnapshotReader) subtask(ctx context.Context, o *snapshot.Operator, op *
 		// Known bytes, unknown entries: never an empty state.
 		err := u[k]
 		un := snapshot.Unreadable{Scope: k.scope, State: k.state, Reason: err.Error(), Damaged: errors.Is(err, wire.ErrCorrupt)}
+		if nd := (*snapshot.NotDecodedError)(nil); !un.Damaged && errors.As(err, &nd) {
+			un.Serializer, un.ValueClass, un.Values = nd.Serializer, nd.ValueClass, r.unreadValues[st][k.state]
+		}
 		switch {
 		case k.scope == snapshot.ScopeKeyed && k.state == "":
 			un.Bytes = keyed.Bytes
@@ -483,10 +487,17 @@ func (r *SnapshotReader) keyedFigures(ctx context.Context, o *snapshot.Operator,
 	// A heap state that cannot be read in some key group is marked
 	// unreadable as a whole: what it would yield is partial.
 	lost := map[string]error{}
+	values := map[string]int64{}
 	all := keygroup.Range{Start: 0, End: keygroup.UpperBoundMaxParallelism}
 	for e, err := range r.keyGroupEntries(ctx, op, st, all, func(state string, err error) {
 		if lost[state] == nil {
 			lost[state] = err
+		}
+		// A count is only given where every lost section has one.
+		if n := statefile.UnsplitValues(err); n > 0 && values[state] >= 0 {
+			values[state] += n
+		} else {
+			values[state] = -1
 		}
 	}) {
 		if errors.Is(err, wire.ErrUnsupportedVersion) {
@@ -501,6 +512,13 @@ func (r *SnapshotReader) keyedFigures(ctx context.Context, o *snapshot.Operator,
 	}
 	for name, err := range lost {
 		r.degrade(st, snapshot.ScopeKeyed, name, err)
+		if r.unreadValues == nil {
+			r.unreadValues = map[*metadata.SubtaskState]map[string]int64{}
+		}
+		if r.unreadValues[st] == nil {
+			r.unreadValues[st] = map[string]int64{}
+		}
+		r.unreadValues[st][name] = max(values[name], 0)
 	}
 	return stats, nil
 }

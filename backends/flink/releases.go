@@ -140,7 +140,8 @@ func (e *RestoreError) Error() string {
 // Unwrap lets errors.Is(err, snapshot.ErrUnsupportedVersion) succeed.
 func (e *RestoreError) Unwrap() error { return snapshot.ErrUnsupportedVersion }
 
-// checkWrite refuses, before anything is written, a snapshot whose
+// checkWrite refuses, before anything is written, a snapshot with keyed
+// state whose key serializer's snapshot it does not have, and one whose
 // serializer snapshots the Flink of opts.ReaderVersion would not restore:
 // across majors, every snapshot (nested ones too) must be one of
 // snapshotClasses that restores across them, of its version, and parsed
@@ -148,6 +149,14 @@ func (e *RestoreError) Unwrap() error { return snapshot.ErrUnsupportedVersion }
 // the lines write (others, such as a job's own serializers, are not
 // checked there).
 func checkWrite(s *snapshot.Snapshot, opts snapshot.WriteOptions) error {
+	for _, op := range s.Operators {
+		if co, err := carriedOf(op); err == nil && co != nil && len(op.KeyedStates) > 0 && len(co.KeySerializer) == 0 {
+			return fmt.Errorf("operator %q: %w: its key serializer is not recorded, and a savepoint must name it: "+
+				"a changelog checkpoint taken before the state backend first materialized its state records none (Flink takes the job's), "+
+				"and Flink 1.3 to 1.6 recorded it in a form stateutil does not write; "+
+				"take a savepoint, or a checkpoint after the first materialization", op.Label(), snapshot.ErrUnsupportedVersion)
+		}
+	}
 	if opts.ReaderVersion == "" {
 		return nil
 	}

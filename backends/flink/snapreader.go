@@ -30,6 +30,9 @@ type SnapshotReader struct {
 	snap   *snapshot.Snapshot
 	ops    map[*snapshot.Operator]*metadata.OperatorState
 	unread map[*metadata.SubtaskState]map[unreadKey]error
+	// unreadValues counts the values of the heap states in unread, where
+	// the snapshot records them.
+	unreadValues map[*metadata.SubtaskState]map[string]int64
 	// sizes holds each broadcast state's entry count per subtask.
 	sizes map[*metadata.SubtaskState]map[string]int64
 	// opBytes holds the bytes of each subtask's operator-state elements.

@@ -100,8 +100,6 @@ func (w *writer) Subtask(ctx context.Context, op *snapshot.Operator, index int, 
 		return nil, err
 	case co == nil:
 		return nil, fmt.Errorf("operator %q: %w (this one carries no Flink serializer snapshots)", op.Label(), ErrNotFromFlink)
-	case co.ChannelState:
-		return nil, fmt.Errorf("operator %q: %w: it holds in-flight data of an unaligned checkpoint, which a savepoint cannot hold; take an aligned checkpoint or a savepoint", op.Label(), snapshot.ErrUnsupportedVersion)
 	}
 	seq, err := w.ledger.Start(op, index, kgs)
 	if err != nil {

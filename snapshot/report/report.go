@@ -30,6 +30,17 @@ type Summary struct {
 	// Unreadable is state the snapshot holds that cannot be read; the
 	// figures leave it out.
 	Unreadable []snapshot.UnreadablePart `json:"unreadable"`
+	// InFlight is the data in flight of an unaligned checkpoint, one row
+	// a subtask's channel; the figures leave it out.
+	InFlight []InFlightRow `json:"in_flight"`
+}
+
+// InFlightRow is what an unaligned checkpoint holds for one channel of one
+// subtask.
+type InFlightRow struct {
+	Operator string `json:"operator"`
+	Subtask  int    `json:"subtask"`
+	snapshot.InFlight
 }
 
 // Totals sums state over the whole snapshot.
@@ -40,6 +51,9 @@ type Totals struct {
 	KeyedBytes       int64 `json:"keyed_bytes"`
 	OperatorElements int64 `json:"operator_elements"`
 	OperatorBytes    int64 `json:"operator_bytes"`
+	// InFlightChannels and InFlightBytes sum the in-flight data.
+	InFlightChannels int   `json:"in_flight_channels"`
+	InFlightBytes    int64 `json:"in_flight_bytes"`
 }
 
 // OperatorSummary is one operator's row.
@@ -80,7 +94,7 @@ func Summarize(ctx context.Context, location string, r snapshot.Reader, withSubt
 	out := &Summary{
 		SchemaVersion: SchemaVersion, Location: location, Format: s.Format, JobID: s.JobID,
 		CheckpointID: s.CheckpointID, Kind: s.Kind, Created: s.Created, Properties: s.Properties,
-		Operators: []OperatorSummary{}, Unreadable: nonNil(unreadable),
+		Operators: []OperatorSummary{}, Unreadable: nonNil(unreadable), InFlight: []InFlightRow{},
 	}
 	for _, op := range s.Operators {
 		row := OperatorSummary{
@@ -96,6 +110,11 @@ func Summarize(ctx context.Context, location string, r snapshot.Reader, withSubt
 			row.KeyedBytes += keyed.Bytes
 			row.OperatorElements += sub.Operator.Entries
 			row.OperatorBytes += sub.Operator.Bytes
+			for _, f := range sub.InFlight {
+				out.InFlight = append(out.InFlight, InFlightRow{Operator: op.Label(), Subtask: sub.Index, InFlight: f})
+				out.Totals.InFlightChannels++
+				out.Totals.InFlightBytes += f.Bytes
+			}
 			if withSubtasks {
 				row.Subtasks = append(row.Subtasks, SubtaskSummary{
 					Index: sub.Index, KeyGroups: sub.KeyGroups, KeyedEntries: keyed.Entries, KeyedBytes: keyed.Bytes,

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/stateutil/stateutil/keygroup"
 	"github.com/stateutil/stateutil/snapshot"
@@ -89,14 +90,34 @@ type Result struct {
 type NotDecoded struct {
 	Operator string `json:"operator"`
 	State    string `json:"state"`
-	// Part is "key", "namespace", "map key", "value" (keyed state) or
-	// "element" (operator state).
+	// Part is "key", "namespace", "map key", "value" (keyed state),
+	// "element" (operator state), or PartState: the state of a subtask
+	// could not be read at all, its values not told apart, and Count is
+	// how many values the snapshot records it holds.
 	Part       string `json:"part"`
 	Serializer string `json:"serializer"`
 	// ValueClass is the class the serializer writes, where the snapshot
 	// records it (Kryo, POJO).
 	ValueClass string `json:"value_class,omitempty"`
 	Count      int64  `json:"count"`
+	// Uncounted is set where Count leaves out the values of a state whose
+	// count the snapshot does not record (PartState).
+	Uncounted bool `json:"uncounted,omitempty"`
+}
+
+// PartState is the Part of a state that could not be read at all.
+const PartState = "state"
+
+// Values is Count as printed: "?" where it is not known, ">=N" where it
+// is known in part.
+func (d NotDecoded) Values() string {
+	switch {
+	case d.Uncounted && d.Count == 0:
+		return "?"
+	case d.Uncounted:
+		return ">=" + strconv.FormatInt(d.Count, 10)
+	}
+	return strconv.FormatInt(d.Count, 10)
 }
 
 // NotDecodedValues is the number of values that were not decoded.
@@ -151,6 +172,11 @@ func Check(ctx context.Context, location string, r snapshot.Reader, codecs *snap
 		ff = nil
 	}
 	for _, u := range unreadable {
+		if u.Serializer != "" && !u.Damaged {
+			// No damage: values no serializer of stateutil's tells apart.
+			res.countNotDecoded(notDecoded, NotDecoded{Operator: u.Operator, State: u.State, Part: PartState, Serializer: u.Serializer, ValueClass: u.ValueClass}, u.Values)
+			continue
+		}
 		i := u.Subtask
 		res.add(Finding{Check: CheckUnreadable, Operator: u.Operator, Subtask: &i, Message: u.Unreadable.String()})
 	}
@@ -186,6 +212,20 @@ func Check(ctx context.Context, location string, r snapshot.Reader, codecs *snap
 
 func (r *Result) add(f Finding) { r.Findings = append(r.Findings, f) }
 
+// countNotDecoded adds n values to the row of k (its Count unset), made
+// where there is none; index holds the rows by everything but the count.
+// n is 0 for a state whose values are not counted.
+func (r *Result) countNotDecoded(index map[NotDecoded]int, k NotDecoded, n int64) {
+	i, ok := index[k]
+	if !ok {
+		i = len(r.NotDecoded)
+		index[k] = i
+		r.NotDecoded = append(r.NotDecoded, k)
+	}
+	r.NotDecoded[i].Count += n
+	r.NotDecoded[i].Uncounted = r.NotDecoded[i].Uncounted || n == 0
+}
+
 type opChecker struct {
 	res      *Result
 	r        snapshot.Reader
@@ -203,14 +243,7 @@ func (c *opChecker) decoded(state, part string, err error) bool {
 	if !errors.As(err, &nd) {
 		return err == nil
 	}
-	k := NotDecoded{Operator: c.op.Label(), State: state, Part: part, Serializer: nd.Serializer, ValueClass: nd.ValueClass}
-	i, ok := c.notDecoded[k]
-	if !ok {
-		i = len(c.res.NotDecoded)
-		c.notDecoded[k] = i
-		c.res.NotDecoded = append(c.res.NotDecoded, k)
-	}
-	c.res.NotDecoded[i].Count++
+	c.res.countNotDecoded(c.notDecoded, NotDecoded{Operator: c.op.Label(), State: state, Part: part, Serializer: nd.Serializer, ValueClass: nd.ValueClass}, 1)
 	return true
 }
 

@@ -3,6 +3,8 @@ package metadata
 import (
 	"fmt"
 	"slices"
+
+	"github.com/stateutil/stateutil/backends/flink/internal/wire"
 )
 
 // HandleType is the type byte Flink writes before each state handle in
@@ -275,12 +277,33 @@ type ChannelHandle struct {
 	Offsets  []int64       `json:"offsets,omitempty"`
 	Size     int64         `json:"size"`
 	Delegate *StreamHandle `json:"delegate"`
-	// SerializedChannelOffsets is the opaque offset table of a merged handle.
-	SerializedChannelOffsets []byte `json:"-"`
+	// SerializedChannelOffsets is the offset table of a merged handle, as
+	// stored (it is written back as it was read); MergedChannels is what
+	// it lists.
+	SerializedChannelOffsets []byte    `json:"-"`
+	MergedChannels           []Channel `json:"mergedChannels,omitempty"`
+}
+
+// Channel is the state of one channel within a channel handle's stream:
+// Info as ChannelHandle.Info, the size Flink records for it and the
+// offsets of its buffers (each an int length, then the bytes).
+type Channel struct {
+	Info    [2]int32 `json:"info"`
+	Size    int64    `json:"size"`
+	Offsets []int64  `json:"offsets"`
 }
 
 // Merged says whether this is a merged channel handle (v6 types 3 and 4).
 func (c *ChannelHandle) Merged() bool { return c.Type == 3 || c.Type == 4 }
+
+// Channels lists the channels the handle holds: the one of a plain handle,
+// the listed ones of a merged handle.
+func (c *ChannelHandle) Channels() []Channel {
+	if c.Merged() {
+		return c.MergedChannels
+	}
+	return []Channel{{Info: c.Info, Size: c.Size, Offsets: c.Offsets}}
+}
 
 // --- decoding ---
 
@@ -541,7 +564,11 @@ func (d *decoder) channelHandle(what string, input bool) *ChannelHandle {
 			h.SubtaskIndex = r.I32(what + " subtask index")
 			h.Size = r.I64(what + " size")
 			h.Delegate = d.streamHandle(what+" delegate", 1)
+			at := r.Pos() + 4
 			h.SerializedChannelOffsets = r.Bytes32(what + " channel offsets")
+			if r.Err == nil {
+				h.MergedChannels = mergedChannels(h.SerializedChannelOffsets, r.File, at, what, r)
+			}
 			return h
 		case h.Type != want:
 			r.FailAt(at, "%s: unknown channel handle type %d", what, h.Type)
@@ -559,6 +586,33 @@ func (d *decoder) channelHandle(what string, input bool) *ChannelHandle {
 	h.Size = r.I64(what + " size")
 	h.Delegate = d.streamHandle(what+" delegate", 1)
 	return h
+}
+
+// mergedChannels reads a merged channel handle's offset table (Flink's
+// AbstractMergedChannelStateHandle): an int channel count, then per channel
+// its info (two ints), a long size, an int offset count and the offsets.
+// Damage fails outer at the offending byte.
+func mergedChannels(b []byte, file string, base int64, what string, outer *wire.Reader) []Channel {
+	r := wire.NewReader(b, file, base)
+	n := r.Count32(24, what+" merged channel count")
+	out := make([]Channel, 0, n)
+	for i := 0; i < n && r.Err == nil; i++ {
+		c := Channel{Info: [2]int32{r.I32(what + " info"), r.I32(what + " info")}, Size: r.I64(what + " channel size")}
+		m := r.Count32(8, what+" channel offset count")
+		c.Offsets = make([]int64, 0, m)
+		for j := 0; j < m && r.Err == nil; j++ {
+			c.Offsets = append(c.Offsets, r.I64(what+" channel offset"))
+		}
+		out = append(out, c)
+	}
+	if r.Err == nil && r.Remaining() != 0 {
+		r.Fail("%s: %d bytes after the merged channel offsets", what, r.Remaining())
+	}
+	if r.Err != nil {
+		outer.Err = r.Err
+		return nil
+	}
+	return out
 }
 
 func (h *StreamHandle) SizeOrZero() int64 {

@@ -36,8 +36,12 @@ func inspectHeader(w io.Writer, s *report.Summary) {
 		fmt.Fprintf(w, "Details:    %s\n", strings.Join(details, ", "))
 	}
 	t := s.Totals
-	fmt.Fprintf(w, "Totals:     %d operators, %d subtasks, %d keyed entries (%s), %d operator-state elements (%s)\n\n",
+	fmt.Fprintf(w, "Totals:     %d operators, %d subtasks, %d keyed entries (%s), %d operator-state elements (%s)\n",
 		t.Operators, t.Subtasks, t.KeyedEntries, Bytes(t.KeyedBytes), t.OperatorElements, Bytes(t.OperatorBytes))
+	if t.InFlightChannels > 0 {
+		fmt.Fprintf(w, "In flight:  %d channels, %s (records in the channels of an unaligned checkpoint)\n", t.InFlightChannels, Bytes(t.InFlightBytes))
+	}
+	fmt.Fprintln(w)
 }
 
 func InspectSummary(w io.Writer, s *report.Summary) error {
@@ -54,7 +58,25 @@ func InspectSummary(w io.Writer, s *report.Summary) error {
 			keyedStatesCell(op.KeyedStates), operatorStatesCell(op.OperatorStates), entries, bytes,
 		})
 	}
-	return Table(w, []string{"OPERATOR", "PARALLELISM", "MAX PARALLELISM", "KEYED STATES", "OPERATOR STATES", "ENTRIES", "BYTES"}, rows)
+	if err := Table(w, []string{"OPERATOR", "PARALLELISM", "MAX PARALLELISM", "KEYED STATES", "OPERATOR STATES", "ENTRIES", "BYTES"}, rows); err != nil {
+		return err
+	}
+	return inFlight(w, s.InFlight)
+}
+
+// inFlight lists the in-flight data of an unaligned checkpoint, one row a
+// subtask's channel.
+func inFlight(w io.Writer, rows []report.InFlightRow) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w, "\nIn flight: input channels (gate, channel) and result subpartitions (partition, subpartition):")
+	var cells [][]string
+	for _, f := range rows {
+		cells = append(cells, []string{f.Operator, strconv.Itoa(f.Subtask), f.Direction, strconv.Itoa(f.Gate), strconv.Itoa(f.Channel),
+			strconv.Itoa(f.Buffers), Bytes(f.Bytes), cmp.Or(f.File, "(in _metadata)")})
+	}
+	return Table(w, []string{"OPERATOR", "SUBTASK", "DIRECTION", "GATE/PARTITION", "CHANNEL/SUBPARTITION", "BUFFERS", "BYTES", "FILE"}, cells)
 }
 
 func InspectSubtasks(w io.Writer, s *report.Summary) error {

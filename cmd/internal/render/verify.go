@@ -34,7 +34,7 @@ func Verify(w io.Writer, res *verify.Result) error {
 	fmt.Fprintf(w, "Not decoded: %d values, written by serializers stateutil does not implement (no damage):\n", res.NotDecodedValues())
 	rows := make([][]string, 0, len(res.NotDecoded))
 	for _, d := range res.NotDecoded {
-		rows = append(rows, []string{d.Operator, d.State, d.Part, fmt.Sprint(d.Count), d.Serializer, d.ValueClass})
+		rows = append(rows, []string{d.Operator, d.State, d.Part, d.Values(), d.Serializer, d.ValueClass})
 	}
 	return Table(w, []string{"OPERATOR", "STATE", "PART", "VALUES", "SERIALIZER", "VALUE CLASS"}, rows)
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/stateutil/stateutil/backends/flink/internal/javaser"
 	"github.com/stateutil/stateutil/backends/flink/internal/statefile"
@@ -185,7 +186,9 @@ type ChangelogState struct {
 	Table  *typeser.Table
 	Header *statefile.KeyedHeader
 	Rng    metadata.KeyGroupRange
-	Groups map[int]*ChangedGroup
+	// MaxParallelism is the operator's: keys hash to key groups by it.
+	MaxParallelism int
+	Groups         map[int]*ChangedGroup
 	// Broken holds, per state, why its changes could not be applied.
 	Broken map[string]error
 }
@@ -322,11 +325,15 @@ type applier struct {
 	s      *ChangelogState
 	byName map[string]*statefile.Layout
 	byID   map[int16]*statefile.Layout
+	// keyOK, while keys are tried as rows (rowKey), checks each change's
+	// key against its key group.
+	keyOK func(kg int, key []byte) bool
 }
 
 // register reads every METADATA change first: the key serializer, which
 // the changelog does not record, comes from the materialized part or else
-// from a timer state's serializer.
+// from a timer state's serializer, or else the keys are tried as rows
+// (rowKey).
 func (a *applier) register(changes []stateChange) error {
 	var metas []*statefile.StateMeta
 	for _, c := range changes {
@@ -345,6 +352,9 @@ func (a *applier) register(changes []stateChange) error {
 			hdr.KeySerializer = typeser.Proxied(s.Nested[0])
 		}
 	}
+	if hdr.KeySerializer == nil {
+		hdr.KeySerializer = a.rowKey(changes)
+	}
 	for _, m := range hdr.States {
 		a.byName[m.Name] = statefile.NewLayout(m, hdr.KeySerializer)
 	}
@@ -355,6 +365,79 @@ func (a *applier) register(changes []stateChange) error {
 		}
 	}
 	return nil
+}
+
+// rowKey is the key serializer of a subtask whose changes are all that
+// records its state (no materialized part) and that has no timers, where
+// it is the Table runtime's RowDataSerializer: SQL operators key by
+// BinaryRowData, which it writes as an int length and the row's bytes (a
+// header of 8 bytes and 8-byte words), and which hashes as its bytes. It
+// is taken to be when every change of the subtask parses with it, each
+// key a binary row that hashes to the change's key group; else nil. The
+// rows' field types are recorded nowhere: such keys are walked and hashed
+// but not decoded, unless every key is a row of no fields (a header
+// alone: a row of one field or more has a word for each).
+func (a *applier) rowKey(changes []stateChange) *typeser.SerializerSnapshot {
+	if a.s.MaxParallelism <= 0 || a.s.Table == nil {
+		return nil
+	}
+	key := a.s.Table.Bind(&typeser.SerializerSnapshot{Class: rowDataSnapshotClass})
+	if typeser.KindOf(key) != "RowData" {
+		return nil
+	}
+	try := &ChangelogState{Kryo5: a.s.Kryo5, Table: a.s.Table, Rng: a.s.Rng, MaxParallelism: a.s.MaxParallelism,
+		Header: &statefile.KeyedHeader{KeySerializer: key, States: slices.Clone(a.s.Header.States)},
+		Groups: map[int]*ChangedGroup{}, Broken: map[string]error{}}
+	bare, keys := true, 0
+	t := &applier{s: try, byName: map[string]*statefile.Layout{}, byID: map[int16]*statefile.Layout{},
+		keyOK: func(kg int, b []byte) bool {
+			keys++
+			row := b[4:]
+			bare = bare && len(row) == 8
+			h, err := typeser.Codec{S: key}.HashCode(b)
+			return len(row) >= 8 && len(row)%8 == 0 && row[0] <= 3 && err == nil && keygroup.OfHash(h, a.s.MaxParallelism) == kg
+		}}
+	if t.register(changes) != nil {
+		return nil
+	}
+	for _, c := range changes {
+		if t.apply(c) != nil || len(try.Broken) > 0 {
+			return nil
+		}
+	}
+	switch {
+	case keys == 0:
+		return nil
+	case bare:
+		return rowOfNoFields(a.s.Table)
+	}
+	return key
+}
+
+// rowDataSnapshotClass is the snapshot class of the Table runtime's
+// RowDataSerializer.
+const rowDataSnapshotClass = "org.apache.flink.table.runtime.typeutils.RowDataSerializer$RowDataSerializerSnapshot"
+
+// rowOfNoFields is the snapshot of the RowDataSerializer of rows of no
+// fields as a keyed header stores it, which is the same in every job:
+// serialization proxy version 2, the class, snapshot version 3, no field
+// types, and a NestedSerializersSnapshotDelegate (magic 0x1457FD, version
+// 1) of no serializers.
+func rowOfNoFields(t *typeser.Table) *typeser.SerializerSnapshot {
+	w := &wire.Writer{}
+	w.I32(2)
+	w.UTF(rowDataSnapshotClass)
+	w.I32(3)
+	w.I32(0)
+	w.I32(0x1457FD)
+	w.I32(1)
+	w.I32(0)
+	r := wire.NewReader(w.B, "serializer snapshot of rows of no fields", 0)
+	s := (&typeser.SnapReader{R: r, Table: t}).SnapshotProxy(func(q int) bool { return q == len(w.B) })
+	if r.Err != nil || len(s.LogicalTypes) != 0 || s.LogicalTypes == nil {
+		return nil
+	}
+	return s
 }
 
 // parseChangeMeta reads a METADATA change: the state's meta info, for
@@ -487,7 +570,7 @@ func (a *applier) apply(c stateChange) error {
 		// Flink applies only the changes of the key groups it restores.
 		return nil
 	}
-	err := a.applyData(r, l, op, a.group(c.kg))
+	err := a.applyData(r, l, op, c.kg, a.group(c.kg))
 	if err == nil && r.Err == nil && r.Remaining() != 0 {
 		r.Fail("%d bytes after a %s change of state %q", r.Remaining(), opNames[op], l.Name)
 	}
@@ -502,20 +585,27 @@ func (a *applier) apply(c stateChange) error {
 }
 
 // applyData applies the data of one change to l's state in group g.
-func (a *applier) applyData(r *wire.Reader, l *statefile.Layout, op byte, g *ChangedGroup) error {
+func (a *applier) applyData(r *wire.Reader, l *statefile.Layout, op byte, kg int, g *ChangedGroup) error {
 	unsupported := func(why string) error {
 		return fmt.Errorf("%q at offset %d: state %q: %s change %s: %w", r.File, r.Pos(), l.Name, opNames[op], why, wire.ErrUnsupportedVersion)
+	}
+	// notDecoded is no damage either: a serializer the snapshot does not
+	// record, or one stateutil does not walk.
+	notDecoded := func(why string, nd *snapshot.NotDecodedError) error {
+		return &notDecodedError{unsupported(why), nd}
 	}
 	take := func(s *typeser.SerializerSnapshot, what string) ([]byte, error) {
 		start := r.Off
 		if s == nil {
-			return nil, unsupported(fmt.Sprintf("needs the %s serializer, which the snapshot does not record", what))
+			return nil, notDecoded(fmt.Sprintf("needs the %s serializer, which the snapshot does not record", what),
+				&snapshot.NotDecodedError{Serializer: "(" + what + " serializer, not recorded)"})
 		}
 		if !typeser.SkipValue(r, s, 0) {
 			if r.Err != nil {
 				return nil, r.Err
 			}
-			return nil, unsupported(fmt.Sprintf("holds a %s the %s serializer writes without a length", what, s.Name()))
+			return nil, notDecoded(fmt.Sprintf("holds a %s the %s serializer writes without a length", what, s.Name()),
+				&snapshot.NotDecodedError{Serializer: s.Name(), ValueClass: s.TypeClass})
 		}
 		return r.Buf[start:r.Off:r.Off], r.Err
 	}
@@ -566,6 +656,9 @@ func (a *applier) applyData(r *wire.Reader, l *statefile.Layout, op byte, g *Cha
 	key, err := take(l.Key, "key")
 	if err != nil {
 		return err
+	}
+	if a.keyOK != nil && !a.keyOK(kg, key) {
+		return fmt.Errorf("%q at offset %d: state %q: %s change of a key of another key group: %w", r.File, r.Pos(), l.Name, opNames[op], wire.ErrCorrupt)
 	}
 	ns, err := take(l.Namespace, "namespace")
 	if err != nil {
@@ -652,6 +745,16 @@ func (a *applier) applyData(r *wire.Reader, l *statefile.Layout, op byte, g *Cha
 	}
 	return unsupported(fmt.Sprintf("on %s state", l.Kind))
 }
+
+// notDecodedError is a change that cannot be applied for want of a
+// serializer: its message is err's; it matches snapshot.ErrNotDecoded too.
+type notDecodedError struct {
+	err error
+	nd  *snapshot.NotDecodedError
+}
+
+func (e *notDecodedError) Error() string   { return e.err.Error() }
+func (e *notDecodedError) Unwrap() []error { return []error{e.err, e.nd} }
 
 // Entries emits the applied state of the key groups kgs, key group by key
 // group, each in the order its entries were first written.

@@ -4,17 +4,22 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stateutil/stateutil/backends/flink/internal/statefile"
+	"github.com/stateutil/stateutil/backends/flink/internal/typeser"
+	"github.com/stateutil/stateutil/backends/flink/internal/typeser/tableruntime"
 	"github.com/stateutil/stateutil/backends/flink/internal/wire"
 	"github.com/stateutil/stateutil/backends/flink/metadata"
 	"github.com/stateutil/stateutil/internal/flinkharness"
 	"github.com/stateutil/stateutil/keygroup"
 	"github.com/stateutil/stateutil/snapshot"
+	"github.com/stateutil/stateutil/storage"
 )
 
 // realChangelog is the changelog file of a real Flink 2.3.0 checkpoint
@@ -274,6 +279,123 @@ func TestChangelogOnMaterializedBase(t *testing.T) {
 			if !bytes.Equal(got[state][i], w[i]) {
 				t.Errorf("state %q entry %d: %x, want %x", state, i, got[state][i], w[i])
 			}
+		}
+	}
+}
+
+// sqlopsChanges are the changes of the SQL witness job's changelog
+// checkpoint (Flink 2.3.0, no materialized part, no timers in its SQL
+// operators) of operator uid's subtask, with its key-group range and max
+// parallelism.
+func sqlopsChanges(t *testing.T, uid string, subtask int) ([]stateChange, metadata.KeyGroupRange, int) {
+	t.Helper()
+	entries, err := flinkharness.ReadCorpus(filepath.Join(flinkharness.RepoRoot(), "testdata", "flink-witness"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if e.Manifest.FlinkVersion != "2.3.0" || e.Name != "sqlops-hashmap-checkpoint-changelog" {
+			continue
+		}
+		md := filepath.Join(e.SnapshotDir(), "_metadata")
+		data, err := os.ReadFile(md)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := metadata.ParseMetadata(data, md)
+		if err != nil {
+			t.Fatal(err)
+		}
+		old, nw := e.PathMap()
+		res := statefile.NewResolver(storage.Local(), md, nil, statefile.PathMapping{Old: old, New: nw})
+		for _, op := range m.Operators {
+			if op.ID.String() != keygroup.OperatorIDOfUID(uid) {
+				continue
+			}
+			for _, st := range op.Subtasks {
+				if st.Index == subtask {
+					h := st.ManagedKeyedState.Changelog
+					changes, err := ListChanges(context.Background(), res, h)
+					if err != nil {
+						t.Fatal(err)
+					}
+					return changes, h.Range, op.MaxParallelism
+				}
+			}
+		}
+	}
+	t.Fatalf("no subtask %d of %s in the witness", subtask, uid)
+	return nil, metadata.KeyGroupRange{}, 0
+}
+
+func applyWitness(t *testing.T, changes []stateChange, rng metadata.KeyGroupRange, maxParallelism int) *ChangelogState {
+	t.Helper()
+	s := &ChangelogState{Table: typeser.NewTable(tableruntime.Family), Rng: rng, MaxParallelism: maxParallelism,
+		Groups: map[int]*ChangedGroup{}, Broken: map[string]error{}, Header: &statefile.KeyedHeader{}}
+	if err := s.Apply(context.Background(), nil, changes); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// A changelog that records no key serializer, of an operator without
+// timers, is read with the Table runtime's RowData keys when every change
+// parses so and its key hashes to the change's key group. Keys that are
+// all rows of no fields (the joins without an equality condition) get the
+// very serializer snapshot Flink wrote into the job's savepoint for them
+// (testdata/flink-witness/2.3.0/sqlops-hashmap-canonical, operator
+// 6_join); other rows are walked and hashed, their fields not known.
+func TestChangelogRowKeys(t *testing.T) {
+	const flinkRowOfNoFields = "0000000200546f72672e6170616368652e666c696e6b2e7461626c652e72756e74696d652e747970657574696c732e526f774461746153657269616c697a657224526f774461746153657269616c697a6572536e617073686f740000000300000000001457fd0000000100000000"
+	changes, rng, maxp := sqlopsChanges(t, "6_join", 0)
+	s := applyWitness(t, changes, rng, maxp)
+	if k := s.Header.KeySerializer; k == nil || hex.EncodeToString(k.Raw) != flinkRowOfNoFields || k.LogicalTypes == nil || len(k.LogicalTypes) != 0 {
+		t.Fatalf("key serializer of 6_join: %+v", k)
+	}
+	if len(s.Broken) != 0 {
+		t.Fatalf("broken: %v", s.Broken)
+	}
+	n := 0
+	for e, err := range s.Entries(context.Background(), keygroup.Range{Start: 0, End: 0}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if hex.EncodeToString(e.Key) != "000000080000000000000000" {
+			t.Fatalf("key %x", e.Key)
+		}
+		n++
+	}
+	// The job's dump: 10 rows on each side.
+	if n != 20 {
+		t.Errorf("%d entries of 6_join, the job holds 20", n)
+	}
+
+	changes, rng, maxp = sqlopsChanges(t, "17_group-aggregate", 0)
+	s = applyWitness(t, changes, rng, maxp)
+	if k := s.Header.KeySerializer; k == nil || typeser.KindOf(k) != "RowData" || k.LogicalTypes != nil {
+		t.Fatalf("key serializer of 17_group-aggregate: %+v", k)
+	}
+	if len(s.Broken) != 0 {
+		t.Fatalf("broken: %v", s.Broken)
+	}
+
+	// One key moved to a key group it does not hash to: the keys are not
+	// taken for rows, and every state needs the serializer nobody recorded.
+	for i := range changes {
+		if changes[i].kg >= 0 {
+			changes[i].kg = int(rng.Start) + (changes[i].kg-int(rng.Start)+1)%int(rng.Count)
+			break
+		}
+	}
+	s = applyWitness(t, changes, rng, maxp)
+	if s.Header.KeySerializer != nil || len(s.Broken) == 0 {
+		t.Fatalf("a key in another key group: key serializer %+v, broken %v", s.Header.KeySerializer, s.Broken)
+	}
+	for state, err := range s.Broken {
+		var nd *snapshot.NotDecodedError
+		if !errors.Is(err, wire.ErrUnsupportedVersion) || !strings.Contains(err.Error(), "needs the key serializer") ||
+			!errors.As(err, &nd) || nd.Serializer != "(key serializer, not recorded)" {
+			t.Errorf("state %q: %v, want no damage: the key serializer not recorded", state, err)
 		}
 	}
 }

@@ -81,8 +81,8 @@ func (c *inferCase) readPieces(pieces []heapPiece) ([]snapshot.Entry, map[string
 	return out, lost, err
 }
 
-// The end of a Kryo value that is not the key group's last is where the
-// rest of the key group parses: a key of the key group follows.
+// The end of a Kryo value that is not its section's last is where the
+// next entry starts: a key of the key group follows.
 func TestHeapKryoValueEndInferred(t *testing.T) {
 	c := newInferCase(t)
 	// A Kryo object: a class id, then fields, among them a Kryo string
@@ -107,9 +107,9 @@ func TestHeapKryoValueEndInferred(t *testing.T) {
 	}
 }
 
-// Where two ends let the rest parse (the first value holds what could be
-// the second entry's namespace and key), the state is refused, not
-// guessed.
+// Where the section splits into its entries in two ways (the first value
+// holds what could be the second entry's namespace and key), the state is
+// refused, not guessed.
 func TestHeapKryoValueEndAmbiguous(t *testing.T) {
 	c := newInferCase(t)
 	v1 := append(append([]byte{0x57, 0}, c.key2...), 0x99)
@@ -118,11 +118,26 @@ func TestHeapKryoValueEndAmbiguous(t *testing.T) {
 		t.Fatal(err)
 	}
 	ue := lost["opaque"]
-	if len(lost) != 1 || !errors.Is(ue, wire.ErrUnsupportedVersion) || !strings.Contains(ue.Error(), "parses from offset") {
+	if len(lost) != 1 || !errors.Is(ue, wire.ErrUnsupportedVersion) || !strings.Contains(ue.Error(), "split in more than one way") {
 		t.Fatalf("lost %v, want state opaque refused as ambiguous", lost)
 	}
 	if len(es) == 0 || es[0].State != "count" {
 		t.Errorf("entries %v, want count's first", es)
+	}
+	wantNotDecoded(t, ue, "org.apache.flink.api.java.typeutils.runtime.kryo.KryoSerializerSnapshot", 2)
+}
+
+// wantNotDecoded checks that a state lost as err is no damage: its values
+// are not decoded, by serializer, and there are values of them (0: not
+// known).
+func wantNotDecoded(t *testing.T, err error, serializer string, values int64) {
+	t.Helper()
+	var nd *snapshot.NotDecodedError
+	if !errors.As(err, &nd) || nd.Serializer != serializer || errors.Is(err, wire.ErrCorrupt) {
+		t.Errorf("lost as %v, want values of %s not decoded", err, serializer)
+	}
+	if n := UnsplitValues(err); n != values {
+		t.Errorf("lost %d values, want %d", n, values)
 	}
 }
 
@@ -216,8 +231,8 @@ func (c *resyncCase) wantLater(t *testing.T, es []snapshot.Entry) {
 }
 
 // The states after one whose values cannot be walked are read from the
-// one place where the rest of the key group parses; the list state is
-// reported lost, never read as empty.
+// one place where the rest of the key group splits into sections; the
+// list state is reported lost, never read as empty.
 func TestHeapReadsOnAfterUnwalkableState(t *testing.T) {
 	c := newResyncCase(t)
 	es, lost, err := c.readPieces([]heapPiece{{body: bytes.Join(c.sections(3), nil), file: "kg"}})
@@ -227,11 +242,13 @@ func TestHeapReadsOnAfterUnwalkableState(t *testing.T) {
 	if len(lost) != 1 || !errors.Is(lost["events"], wire.ErrUnsupportedVersion) || !strings.Contains(lost["events"].Error(), "KryoSerializerSnapshot writes no length") {
 		t.Fatalf("lost %v, want events alone, as not walkable", lost)
 	}
+	wantNotDecoded(t, lost["events"], "org.apache.flink.api.java.typeutils.runtime.kryo.KryoSerializerSnapshot", 1)
 	c.wantLater(t, es)
 }
 
-// Where the rest of the key group parses from two places, the states
-// whose sections were not reached are lost too, with the reason. Here the
+// Where the rest of the key group splits into sections from two places,
+// the states whose sections were not reached are lost too, with the
+// reason. Here the
 // last state is a list of the user class too, whose values may end
 // anywhere, and an element of the first holds what reads as the sections
 // that follow it.
@@ -257,9 +274,10 @@ func TestHeapUnwalkableStateAmbiguousEnd(t *testing.T) {
 			t.Errorf("state %s: lost %v, want it lost", name, lost[name])
 		}
 	}
-	if why := fmt.Sprint(lost["count"]); !strings.Contains(why, `state "events"`) || !strings.Contains(why, "parses from offset") {
+	if why := fmt.Sprint(lost["count"]); !strings.Contains(why, `state "events"`) || !strings.Contains(why, "can end at offset") {
 		t.Errorf("count lost as %q, want the events section's ambiguous end named", why)
 	}
+	wantNotDecoded(t, lost["count"], "org.apache.flink.api.java.typeutils.runtime.kryo.KryoSerializerSnapshot", 0)
 }
 
 // Compressed, each section is a stream of its own: its end is known, so

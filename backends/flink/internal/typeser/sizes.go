@@ -248,7 +248,7 @@ func SkipValue(r *wire.Reader, s *SerializerSnapshot, depth int) bool {
 	}
 	switch kind {
 	case "String":
-		ReadStringValue(r)
+		skipStringValue(r)
 	case "byte[]":
 		r.Bytes32("byte array")
 	case "Pojo":

@@ -117,6 +117,30 @@ func readUTF16(r *wire.Reader, n uint64, what string) any {
 	return string(utf16.Decode(units))
 }
 
+// skipStringValue walks a StringValue as ReadStringValue reads it,
+// without making the string.
+func skipStringValue(r *wire.Reader) {
+	n := ReadVarUint(r, "string length")
+	if r.Err != nil || n == 0 {
+		return
+	}
+	n--
+	if n > uint64(r.Remaining()) {
+		r.Fail("string of %d characters, only %d bytes left", n, r.Remaining())
+		return
+	}
+	chars := r.Buf[r.Off : r.Off+int(n)]
+	if ascii(chars) {
+		r.Off += int(n)
+		return
+	}
+	for i := uint64(0); i < n && r.Err == nil; i++ {
+		if c := ReadVarUint(r, "string character"); c > 0xFFFF && r.Err == nil {
+			r.Fail("string character 0x%X is not a UTF-16 unit", c)
+		}
+	}
+}
+
 func ReadVarUint(r *wire.Reader, what string) uint64 {
 	var v uint64
 	for shift := uint(0); shift < 35; shift += 7 {

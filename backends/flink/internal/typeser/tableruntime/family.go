@@ -28,7 +28,9 @@ var Family = &typeser.Family{
 		"RowDataKeySerializerSnapshot":                            parseRowDataKeySnapshot,
 	},
 	Exprs: map[string]typeser.ExprLeaf{
-		"external":     {Class: "table.runtime.typeutils.ExternalSerializer$ExternalSerializerSnapshot"},
+		"external": {Class: "table.runtime.typeutils.ExternalSerializer$ExternalSerializerSnapshot"},
+		// RowData whose snapshot is not at hand: its values are walked, not decoded.
+		"rowdata":      {Class: "org.apache.flink.table.runtime.typeutils.RowDataSerializer$RowDataSerializerSnapshot"},
 		"sortedmap":    {Class: "table.runtime.typeutils.SortedMapSerializerSnapshot"},
 		"stringdata":   {Class: "table.runtime.typeutils.StringDataSerializer$StringDataSerializerSnapshot"},
 		"rawvaluedata": {Class: "table.runtime.typeutils.RawValueDataSerializer$RawValueDataSerializerSnapshot"},

@@ -256,6 +256,15 @@ public final class Harness {
         if (tmp != null) {
             set(c, tmp, "io.tmp.dirs");
         }
+        // More settings, "key=value;key=value" (STATEUTIL_FLINK_CONF): such as ForSt's timers on the
+        // heap, with which ForSt restores canonical savepoints.
+        String more = System.getProperty("stateutil.conf", "");
+        for (String kv : more.split(";")) {
+            int eq = kv.indexOf('=');
+            if (eq > 0) {
+                set(c, kv.substring(eq + 1).trim(), kv.substring(0, eq).trim());
+            }
+        }
         if (dirUri != null) {
             set(c, dirUri, "state.checkpoints.dir", "execution.checkpointing.dir");
             set(c, dirUri, "state.savepoints.dir", "execution.checkpointing.savepoint-dir");

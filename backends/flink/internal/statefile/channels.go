@@ -1,0 +1,134 @@
+package statefile
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/stateutil/stateutil/backends/flink/internal/wire"
+	"github.com/stateutil/stateutil/backends/flink/metadata"
+)
+
+// The channel state of unaligned checkpoints (FLINK-FORMATS.md §5): a
+// stream starts with an int version (0); a buffer is an int length, then
+// that many bytes.
+
+// ChannelHeader is a channel state stream's version int.
+const ChannelHeader = 4
+
+// CheckChannelHandle reads the buffer lengths of a channel handle's
+// stream and checks them against what `_metadata` records: the stream
+// exists and is as long as recorded, starts with version 0, every buffer
+// lies inside it after the one before, and the buffers add up to each
+// channel's size (a merged handle's: to the sizes of its channels).
+func CheckChannelHandle(ctx context.Context, res *Resolver, h *metadata.ChannelHandle) error {
+	s, err := openChannelStream(ctx, res, h.Delegate)
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	if v, err := s.int32At(0); err != nil {
+		return err
+	} else if v != 0 {
+		return &wire.CorruptError{File: s.file, Offset: s.base, Reason: fmt.Sprintf("channel state version %d, Flink writes 0", v)}
+	}
+	var sum int64
+	for _, c := range h.Channels() {
+		n, err := s.channelSize(c)
+		if err != nil {
+			return err
+		}
+		sum += c.Size
+		want := c.Size
+		if s.inline {
+			want -= ChannelHeader
+		}
+		if n != want {
+			return &wire.CorruptError{File: s.file, Offset: s.base, Reason: fmt.Sprintf("channel (%d, %d): its %d buffers take %d bytes, _metadata records %d",
+				c.Info[0], c.Info[1], len(c.Offsets), n, c.Size)}
+		}
+	}
+	if h.Merged() && sum != h.Size {
+		return &wire.CorruptError{File: s.file, Offset: s.base, Reason: fmt.Sprintf("the channels of a merged handle take %d bytes, _metadata records %d", sum, h.Size)}
+	}
+	return nil
+}
+
+// channelStream is a channel handle's stream, read a few bytes at a time.
+type channelStream struct {
+	data   []byte // inline bytes, or nil
+	f      io.ReaderAt
+	closer io.Closer
+	size   int64
+	file   string
+	base   int64 // offset of the stream's first byte in file
+	inline bool
+}
+
+func openChannelStream(ctx context.Context, res *Resolver, h *metadata.StreamHandle) (*channelStream, error) {
+	if h == nil {
+		return nil, fmt.Errorf("channel handle without a stream: %w", wire.ErrCorrupt)
+	}
+	loc, err := res.Locate(ctx, h)
+	if err != nil {
+		return nil, err
+	}
+	if loc.Inline {
+		return &channelStream{data: h.Data, size: int64(len(h.Data)), file: res.MetadataFile, base: h.DataOffset, inline: true}, nil
+	}
+	if h.Type == metadata.HandleEmptySegmentFile {
+		return &channelStream{file: loc.URI()}, nil
+	}
+	s, err := res.Open(ctx, h, loc)
+	if err != nil {
+		return nil, err
+	}
+	return &channelStream{f: s.F, closer: s.F, size: s.Size, file: s.File, base: s.Off}, nil
+}
+
+func (s *channelStream) close() {
+	if s.closer != nil {
+		s.closer.Close()
+	}
+}
+
+// int32At reads the int at offset off of the stream.
+func (s *channelStream) int32At(off int64) (int32, error) {
+	if off < 0 || off+4 > s.size {
+		return 0, &wire.CorruptError{File: s.file, Offset: s.base + max(0, min(off, s.size)), Reason: fmt.Sprintf("an int at offset %d of a channel state stream of %d bytes", off, s.size)}
+	}
+	if s.data != nil {
+		return int32(binary.BigEndian.Uint32(s.data[off:])), nil
+	}
+	var b [4]byte
+	if _, err := s.f.ReadAt(b[:], s.base+off); err != nil && !errors.Is(err, io.EOF) {
+		return 0, fmt.Errorf("%q at offset %d: %w", s.file, s.base+off, err)
+	}
+	return int32(binary.BigEndian.Uint32(b[:])), nil
+}
+
+// channelSize walks one channel's buffers and returns the bytes they take
+// with their lengths.
+func (s *channelStream) channelSize(c metadata.Channel) (int64, error) {
+	var n int64
+	next := int64(ChannelHeader)
+	for _, off := range c.Offsets {
+		if off < next {
+			return 0, &wire.CorruptError{File: s.file, Offset: s.base + max(0, min(off, s.size)),
+				Reason: fmt.Sprintf("channel (%d, %d): a buffer at offset %d, before the end of the header or of the buffer before it (%d)", c.Info[0], c.Info[1], off, next)}
+		}
+		l, err := s.int32At(off)
+		if err != nil {
+			return 0, err
+		}
+		if l < 0 || off+4+int64(l) > s.size {
+			return 0, &wire.CorruptError{File: s.file, Offset: s.base + off,
+				Reason: fmt.Sprintf("channel (%d, %d): a buffer of %d bytes at offset %d of a stream of %d", c.Info[0], c.Info[1], l, off, s.size)}
+		}
+		next = off + 4 + int64(l)
+		n += 4 + int64(l)
+	}
+	return n, nil
+}
