@@ -28,6 +28,7 @@ print_phases() {
 }
 stop_servers() {
   [[ -z ${corpus:-} ]] || kill -- -"$corpus" 2>/dev/null || kill "$corpus" 2>/dev/null || true
+  [[ -z ${serve_trials:-} ]] || kill "$serve_trials" 2>/dev/null || true
   scripts/hdfs-stop.sh
   scripts/s3-stop.sh
   scripts/gcs-stop.sh
@@ -145,6 +146,10 @@ echo "real Flink: $STATEUTIL_FLINK_VERSIONS; corpus slice $flink_slice, into $ST
 setsid scripts/flink-corpus.sh --versions "$STATEUTIL_FLINK_VERSIONS" --slice "$flink_slice" --verify --jobs 2 \
   --out "$STATEUTIL_FLINK_CORPUS" >"$logs/flink-corpus.log" 2>&1 &
 corpus=$!
+# serve's hostile trials, a sample (make hostile-trials runs them whole with
+# the trials of writes and inputs, whose tests the go test below runs once).
+STATEUTIL_TRIALS=quick scripts/hostile-trials-serve.sh >"$logs/serve-trials.log" 2>&1 &
+serve_trials=$!
 
 # The storage tests stop and restart the DataNode, and restart the
 # kerberized cluster at each protection level; run them before the packages
@@ -162,6 +167,15 @@ cat "$logs/flink-corpus.log" >&2
 phase "real-Flink corpus slice $flink_slice (what was left of it)"
 if ((corpus_rc != 0)); then
   echo "the real-Flink corpus slice failed (exit $corpus_rc)" >&2
+  exit 1
+fi
+serve_rc=0
+wait "$serve_trials" || serve_rc=$?
+serve_trials=
+cat "$logs/serve-trials.log"
+phase "serve's hostile trials, a sample (what was left of them)"
+if ((serve_rc != 0)); then
+  echo "serve's hostile trials failed (exit $serve_rc)" >&2
   exit 1
 fi
 
