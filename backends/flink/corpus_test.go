@@ -114,6 +114,27 @@ type corpusResult struct {
 	fully bool   // every entry read and equals the job's dump
 	err   string // what differs or failed ("" when what was read is right)
 	parts []snapshot.UnreadablePart
+	// gaps are the entry's states left out of the comparison because the
+	// witness jobs' known gaps list them as dumped otherwise than the job
+	// holds them ("OPERATOR STATE").
+	gaps []string
+}
+
+// knownDumpGaps are the states of an entry ("VERSION/NAME") that the
+// witness jobs' known gaps list as "dump-differs OPERATOR STATE".
+func knownDumpGaps(t testing.TB, entry string) map[[2]string]bool {
+	known, err := flinkharness.KnownGaps()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[[2]string]bool{}
+	for gap := range known {
+		f := strings.Fields(gap)
+		if len(f) == 4 && f[0] == entry && f[1] == "dump-differs" {
+			out[[2]string{f[2], f[3]}] = true
+		}
+	}
+	return out
 }
 
 // timerDomain names a timer state as the dump does.
@@ -164,17 +185,31 @@ func checkEntry(ctx context.Context, t testing.TB, e flinkharness.Entry) corpusR
 		}
 		return false
 	}
+	gaps := knownDumpGaps(t, e.Manifest.FlinkVersion+"/"+e.Name)
+	for g := range gaps {
+		res.gaps = append(res.gaps, g[0]+" "+g[1])
+	}
+	slices.Sort(res.gaps)
+	outsideGaps := func(ls []flinkharness.Line) []flinkharness.Line {
+		var kept []flinkharness.Line
+		for _, l := range ls {
+			if !gaps[[2]string{l.Operator, l.State}] {
+				kept = append(kept, l)
+			}
+		}
+		return kept
+	}
 	var kept []flinkharness.Line
 	for _, l := range want {
 		if !unread(l) {
 			kept = append(kept, l)
 		}
 	}
-	res.err = flinkharness.EqualDumps(withoutKryoText(kept), withoutKryoText(byUID(lines, want)))
+	res.err = flinkharness.EqualDumps(withoutKryoText(outsideGaps(kept)), withoutKryoText(outsideGaps(byUID(lines, want))))
 	if res.err == "" {
 		res.err = verifyFindings(ctx, t, e.SnapshotDir(), snapshot.OpenOptions{PathMap: map[string]string{old: nw}, TempDir: t.TempDir()})
 	}
-	res.fully = res.err == "" && (len(parts) == 0 || onlyUnwalkable(e.Manifest, parts))
+	res.fully = res.err == "" && len(gaps) == 0 && (len(parts) == 0 || onlyUnwalkable(e.Manifest, parts))
 	return res
 }
 
@@ -278,6 +313,8 @@ func checkCorpus(t *testing.T, root string) {
 			switch {
 			case res.err != "":
 				t.Error(res.err)
+			case !res.fully && len(res.gaps) > 0 && (len(res.parts) == 0 || onlyUnwalkable(e.Manifest, res.parts)):
+				t.Logf("not compared, the witness jobs' known gaps: %s", strings.Join(res.gaps, ", "))
 			case !res.fully:
 				t.Errorf("not read fully: %v", res.parts)
 			}

@@ -295,16 +295,9 @@ func line(m map[string]any) (flinkharness.Line, error) {
 
 // readKnownGaps reads known_gaps.txt: one gap a line, # comments.
 func readKnownGaps(t *testing.T) map[string]bool {
-	data, err := os.ReadFile("known_gaps.txt")
+	known, err := flinkharness.KnownGaps()
 	if err != nil {
 		t.Fatal(err)
-	}
-	known := map[string]bool{}
-	for l := range strings.Lines(string(data)) {
-		l = strings.TrimSpace(l)
-		if l != "" && !strings.HasPrefix(l, "#") {
-			known[l] = true
-		}
 	}
 	return known
 }
