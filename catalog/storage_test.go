@@ -17,9 +17,10 @@ import (
 	"github.com/stateutil/stateutil/storage"
 )
 
-// TestListsOnHDFS and TestListsOnS3 list the checked-in Flink corpus and
-// one tree of every kind on local disk and, copied, on the storage, and
-// find the same (see corpusOnStorage and listsOnStorage).
+// TestListsOnHDFS, TestListsOnS3, TestListsOnGCS and TestListsOnAzure list
+// the checked-in Flink corpus and one tree of every kind on local disk and,
+// copied, on the storage, and find the same (see corpusOnStorage and
+// listsOnStorage).
 func TestListsOnHDFS(t *testing.T) {
 	remote := formattest.HDFSDir(t)
 	t.Run("corpus", func(t *testing.T) { corpusOnStorage(t, remote+"/corpus") })
@@ -28,6 +29,18 @@ func TestListsOnHDFS(t *testing.T) {
 
 func TestListsOnS3(t *testing.T) {
 	remote := formattest.S3Dir(t)
+	t.Run("corpus", func(t *testing.T) { corpusOnStorage(t, remote+"/corpus") })
+	t.Run("tree", func(t *testing.T) { listsOnStorage(t, remote+"/tree") })
+}
+
+func TestListsOnGCS(t *testing.T) {
+	remote := formattest.GCSDir(t)
+	t.Run("corpus", func(t *testing.T) { corpusOnStorage(t, remote+"/corpus") })
+	t.Run("tree", func(t *testing.T) { listsOnStorage(t, remote+"/tree") })
+}
+
+func TestListsOnAzure(t *testing.T) {
+	remote := formattest.AzureDir(t)
 	t.Run("corpus", func(t *testing.T) { corpusOnStorage(t, remote+"/corpus") })
 	t.Run("tree", func(t *testing.T) { listsOnStorage(t, remote+"/tree") })
 }
