@@ -237,6 +237,8 @@ func loadEdit(t *testing.T, dump string, jobDump []flinkharness.Line, e dumpEdit
 			}
 			want = withField(t, want, keyState(e.key, state), "value", value)
 		case key == e.deleteKey && state == e.deleteState:
+			// A deletion names its key and no value (load refuses both).
+			delete(rec, "value")
 			rec["delete"] = json.RawMessage("true")
 			want = keyedLines(want, keyState(e.deleteKey, e.deleteState))
 		}
