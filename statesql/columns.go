@@ -76,7 +76,12 @@ func (d *decoded) value(b []byte) (v any, nd *snapshot.NotDecoded, err error) {
 	}
 	dv, err := d.codec.Decode(b)
 	if ndErr := (*snapshot.NotDecodedError)(nil); errors.As(err, &ndErr) {
-		nd := snapshot.NotDecoded{Class: ndErr.Class, Bytes: b}
+		// What was not decoded, as dump shows it: the bytes the codec names
+		// (a Kryo object's after its class), else the value's.
+		nd := snapshot.NotDecoded{Class: ndErr.Class, Bytes: ndErr.Bytes}
+		if nd.Bytes == nil {
+			nd.Bytes = b
+		}
 		switch {
 		case d.schema.Kind == snapshot.SchemaUndecoded:
 			return undecoded(nd), nil, nil
