@@ -89,6 +89,13 @@ var stdoutCases = map[string]func(t *testing.T, dir string) []string{
 	},
 	"dump": func(*testing.T, string) []string { return []string{"dump", example, "--limit", "1"} },
 	"sql":  func(*testing.T, string) []string { return []string{"sql", example, "-e", "SELECT 1"} },
+	"upgrade": func(t *testing.T, _ string) []string {
+		sp, err := filepath.Glob(filepath.Join("..", "testdata", "flink-upgrade", "1.20.5", "upgrade-hashmap-canonical", "snapshot", "savepoint-*"))
+		if err != nil || len(sp) != 1 {
+			t.Fatalf("the 1.20.5 upgrade savepoint: %v %v", sp, err)
+		}
+		return []string{"upgrade", "--check", sp[0], "--flink-version", "2.1"}
+	},
 	"shard": func(t *testing.T, dir string) []string {
 		plan := writePlan(t, dir)
 		return []string{"shard", plan, "--shard", "1/1"}

@@ -31,7 +31,17 @@ func Verify(w io.Writer, res *verify.Result) error {
 	if len(res.NotDecoded) == 0 {
 		return nil
 	}
-	fmt.Fprintf(w, "Not decoded: %d values, written by serializers stateutil does not implement (no damage):\n", res.NotDecodedValues())
+	uncounted := 0
+	for _, d := range res.NotDecoded {
+		if d.Uncounted {
+			uncounted++
+		}
+	}
+	if uncounted == 0 {
+		fmt.Fprintf(w, "Not decoded: %d values, written by serializers stateutil does not implement (no damage):\n", res.NotDecodedValues())
+	} else {
+		fmt.Fprintf(w, "Not decoded: %d values and %d states of values not counted, their serializers ones stateutil does not implement or the snapshot does not record (no damage):\n", res.NotDecodedValues(), uncounted)
+	}
 	rows := make([][]string, 0, len(res.NotDecoded))
 	for _, d := range res.NotDecoded {
 		rows = append(rows, []string{d.Operator, d.State, d.Part, d.Values(), d.Serializer, d.ValueClass})
