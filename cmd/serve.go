@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/stateutil/stateutil/internal/flagfile"
 	"github.com/stateutil/stateutil/serve"
 )
 
@@ -186,20 +187,9 @@ func (o *serveOptions) resolveToken(args []string) error {
 const maxTokenFile = 4 << 10
 
 func readTokenFile(name string) (string, error) {
-	f, err := os.Open(name)
+	b, err := flagfile.Read("--token-file", name, maxTokenFile)
 	if err != nil {
-		return "", usageErrorf("--token-file: %v", err)
-	}
-	defer f.Close()
-	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
-		return "", usageErrorf("--token-file %q is not a regular file", name)
-	}
-	b, err := io.ReadAll(io.LimitReader(f, maxTokenFile+1))
-	if err != nil {
-		return "", usageErrorf("--token-file: %v", err)
-	}
-	if len(b) > maxTokenFile {
-		return "", usageErrorf("--token-file %q holds more than %d bytes: not a token", name, maxTokenFile)
+		return "", usageErrorf("%v", err)
 	}
 	return strings.TrimSpace(string(b)), nil
 }

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -504,6 +505,10 @@ func TestGoldenServeTokens(t *testing.T) {
 	if err := os.WriteFile(big, []byte(strings.Repeat("0123456789abcdef", 300)), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	hide := strings.NewReplacer(dir, "DIR").Replace
 	for name, tc := range map[string]struct {
 		args []string
@@ -520,7 +525,9 @@ func TestGoldenServeTokens(t *testing.T) {
 		"serve-token-file-big":    {args: []string{"serve", example, "--listen", "0.0.0.0:0", "--token-file", big}},
 		"serve-token-file-none":   {args: []string{"serve", example, "--listen", "0.0.0.0:0", "--token-file", filepath.Join(dir, "none")}},
 		"serve-token-file-dir":    {args: []string{"serve", example, "--listen", "0.0.0.0:0", "--token-file", dir}},
-		"serve-token-both":        {args: []string{"serve", example, "--listen", "0.0.0.0:0", "--token", "--token-file", short}},
+		// A FIFO is refused before it is opened: opening it would wait for a writer.
+		"serve-token-file-fifo": {args: []string{"serve", example, "--listen", "0.0.0.0:0", "--token-file", fifo}},
+		"serve-token-both":      {args: []string{"serve", example, "--listen", "0.0.0.0:0", "--token", "--token-file", short}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Setenv(tokenEnv, tc.env)

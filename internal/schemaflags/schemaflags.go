@@ -5,12 +5,11 @@ package schemaflags
 
 import (
 	"fmt"
-	"io"
-	"os"
 
 	"github.com/spf13/cobra"
 
 	"github.com/stateutil/stateutil/internal/classlayout"
+	"github.com/stateutil/stateutil/internal/flagfile"
 	"github.com/stateutil/stateutil/internal/protovalue"
 	"github.com/stateutil/stateutil/snapshot"
 )
@@ -96,29 +95,10 @@ func (f *files) read() (*snapshot.Schemas, error) {
 	return out, nil
 }
 
-// readFile reads the regular file name that flag names, of at most maxFile
-// bytes.
 func readFile(flag, name string) ([]byte, error) {
-	// Looked at before it is opened: opening a FIFO would wait for a writer.
-	if st, err := os.Stat(name); err != nil {
-		return nil, errorf("%s: %v", flag, err)
-	} else if !st.Mode().IsRegular() {
-		return nil, errorf("%s %q is not a regular file", flag, name)
-	}
-	f, err := os.Open(name)
+	b, err := flagfile.Read(flag, name, maxFile)
 	if err != nil {
-		return nil, errorf("%s: %v", flag, err)
-	}
-	defer f.Close()
-	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
-		return nil, errorf("%s %q is not a regular file", flag, name)
-	}
-	b, err := io.ReadAll(io.LimitReader(f, maxFile+1))
-	if err != nil {
-		return nil, errorf("%s: %v", flag, err)
-	}
-	if len(b) > maxFile {
-		return nil, errorf("%s %q holds more than %d bytes", flag, name, maxFile)
+		return nil, &Error{err.Error()}
 	}
 	return b, nil
 }
