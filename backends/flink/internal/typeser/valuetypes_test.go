@@ -1,15 +1,14 @@
 package typeser
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/stateutil/stateutil/backends/flink/internal/vectorfile"
 
 	"github.com/stateutil/stateutil/backends/flink/internal/wire"
 	"github.com/stateutil/stateutil/snapshot"
@@ -37,46 +36,16 @@ type coreVector struct {
 	version string
 }
 
-func unhexVector(t testing.TB, s string) []byte {
-	t.Helper()
-	b, err := hex.DecodeString(strings.TrimPrefix(s, "0x"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 func readCoreVectors(t testing.TB) []coreVector {
 	t.Helper()
-	files, _ := filepath.Glob(filepath.Join(coreVectorsDir, "*.jsonl"))
-	if len(files) == 0 {
-		t.Fatalf("no vectors in %s (scripts/flink-core-value-vectors.sh makes them)", coreVectorsDir)
-	}
-	var out []coreVector
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sc := bufio.NewScanner(bytes.NewReader(data))
-		sc.Buffer(nil, 1<<20)
-		for sc.Scan() {
-			var v coreVector
-			if err := json.Unmarshal(sc.Bytes(), &v); err != nil {
-				t.Fatalf("%s: %v", f, err)
-			}
-			v.version = strings.TrimSuffix(filepath.Base(f), ".jsonl")
-			out = append(out, v)
-		}
-	}
-	return out
+	return vectorfile.Read(t, coreVectorsDir, "scripts/flink-core-value-vectors.sh", func(v *coreVector, version string) { v.version = version })
 }
 
 // coreVectorSnapshot parses a vector's snapshot exactly: every byte
 // accounted for, nothing skipped unparsed.
 func coreVectorSnapshot(t testing.TB, v coreVector) *SerializerSnapshot {
 	t.Helper()
-	raw := unhexVector(t, v.Snapshot)
+	raw := vectorfile.Unhex(t, v.Snapshot)
 	r := wire.NewReader(raw, v.Name, 0)
 	s := (&SnapReader{R: r, Table: coreTable}).SnapshotProxy(func(q int) bool { return q == len(raw) })
 	if r.Err != nil || r.Remaining() != 0 || s == nil || s.Opaque {
@@ -130,7 +99,7 @@ func TestFlinkCoreValueVectors(t *testing.T) {
 			t.Fatalf("%s %s: type %s: %v", v.version, v.Name, TypeOf(s).Name, err)
 		}
 		for _, val := range v.Values {
-			b := unhexVector(t, val.Bytes)
+			b := vectorfile.Unhex(t, val.Bytes)
 			got, err := c.Decode(b)
 			if err != nil || !sameJSONValue(t, got, val.JSON) {
 				t.Errorf("%s %s: %x decodes to %v, %v; the value is %s", v.version, v.Name, b, got, err, val.JSON)
@@ -248,7 +217,7 @@ func FuzzValueTypes(f *testing.F) {
 	for _, v := range readCoreVectors(f) {
 		s := coreVectorSnapshot(f, v)
 		for _, val := range v.Values {
-			f.Add(uint8(len(codecs)), unhexVector(f, val.Bytes))
+			f.Add(uint8(len(codecs)), vectorfile.Unhex(f, val.Bytes))
 		}
 		codecs = append(codecs, Codec{S: s})
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/stateutil/stateutil/backends/flink/internal/typeser"
+	"github.com/stateutil/stateutil/backends/flink/internal/vectorfile"
 	"github.com/stateutil/stateutil/snapshot"
 )
 
@@ -47,7 +48,7 @@ func TestTableValuesDamage(t *testing.T) {
 		{"sqn-metasqninfo", "000000000000000a", "truncated"},
 	} {
 		codec := vectorCodec(t, c.vector)
-		_, err := codec.Decode(unhex(t, c.bytes))
+		_, err := codec.Decode(vectorfile.Unhex(t, c.bytes))
 		if err == nil || errors.Is(err, snapshot.ErrNotDecoded) || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "offset") {
 			t.Errorf("%s 0x%s: got %v, want damage with offset: %s", c.vector, c.bytes, err, c.want)
 		}
@@ -82,7 +83,7 @@ func TestTableValuesRefusedWhenWritten(t *testing.T) {
 func TestLinkedListUnknownMaskNotDecoded(t *testing.T) {
 	s := &typeser.SerializerSnapshot{Class: "org.apache.flink.table.runtime.typeutils.LinkedListSerializer$LinkedListSerializerSnapshot",
 		OuterVersion: 3, Outer: []byte{2}, Nested: []*typeser.SerializerSnapshot{{Class: "org.apache.flink.api.common.typeutils.base.LongSerializer$LongSerializerSnapshot"}}}
-	_, err := typeser.Codec{S: testTable.Bind(s)}.Decode(unhex(t, "0000000200000000000000040000000000000005"))
+	_, err := typeser.Codec{S: testTable.Bind(s)}.Decode(vectorfile.Unhex(t, "0000000200000000000000040000000000000005"))
 	if !errors.Is(err, snapshot.ErrNotDecoded) {
 		t.Fatalf("got %v, want not decoded", err)
 	}

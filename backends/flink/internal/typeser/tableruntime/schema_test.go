@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/stateutil/stateutil/backends/flink/internal/typeser"
+	"github.com/stateutil/stateutil/backends/flink/internal/vectorfile"
 	"github.com/stateutil/stateutil/snapshot"
 )
 
@@ -25,7 +26,7 @@ func TestTableVectorsFitTheirSchema(t *testing.T) {
 			typed[v.Name] = true
 		}
 		for i, val := range v.Values {
-			got, err := typeser.Codec{S: s}.Decode(unhex(t, val.Bytes))
+			got, err := typeser.Codec{S: s}.Decode(vectorfile.Unhex(t, val.Bytes))
 			where := v.version + " " + v.Name + " value " + strconv.Itoa(i)
 			switch {
 			case errors.Is(err, snapshot.ErrNotDecoded):

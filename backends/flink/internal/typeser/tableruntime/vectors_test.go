@@ -1,16 +1,14 @@
 package tableruntime
 
 import (
-	"bufio"
 	"bytes"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/stateutil/stateutil/backends/flink/internal/vectorfile"
 
 	"github.com/stateutil/stateutil/backends/flink/internal/typeser"
 	"github.com/stateutil/stateutil/backends/flink/internal/wire"
@@ -37,47 +35,17 @@ type vector struct {
 	version string
 }
 
-func unhex(t testing.TB, s string) []byte {
-	t.Helper()
-	b, err := hex.DecodeString(strings.TrimPrefix(s, "0x"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 // readVectors reads every vectors file, by Flink version.
 func readVectors(t testing.TB) []vector {
 	t.Helper()
-	files, _ := filepath.Glob(filepath.Join(vectorsDir, "*.jsonl"))
-	if len(files) == 0 {
-		t.Fatalf("no vectors in %s (scripts/flink-table-vectors.sh makes them)", vectorsDir)
-	}
-	var out []vector
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sc := bufio.NewScanner(bytes.NewReader(data))
-		sc.Buffer(nil, 1<<20)
-		for sc.Scan() {
-			var v vector
-			if err := json.Unmarshal(sc.Bytes(), &v); err != nil {
-				t.Fatalf("%s: %v", f, err)
-			}
-			v.version = strings.TrimSuffix(filepath.Base(f), ".jsonl")
-			out = append(out, v)
-		}
-	}
-	return out
+	return vectorfile.Read(t, vectorsDir, "scripts/flink-table-vectors.sh", func(v *vector, version string) { v.version = version })
 }
 
 // snapshotOf parses a vector's snapshot exactly: every byte accounted for
 // and nothing in its tree skipped unparsed.
 func snapshotOf(t testing.TB, v vector) *typeser.SerializerSnapshot {
 	t.Helper()
-	raw := unhex(t, v.Snapshot)
+	raw := vectorfile.Unhex(t, v.Snapshot)
 	r := wire.NewReader(raw, v.Name, 0)
 	s := (&typeser.SnapReader{R: r, Table: testTable}).SnapshotProxy(func(q int) bool { return q == len(raw) })
 	if r.Err != nil || r.Remaining() != 0 {
@@ -134,7 +102,7 @@ func TestFlinkTableVectors(t *testing.T) {
 		}
 		seen[v.Name][v.version] = true
 		for i, val := range v.Values {
-			b := unhex(t, val.Bytes)
+			b := vectorfile.Unhex(t, val.Bytes)
 			where := v.version + " " + v.Name + " value " + string(rune('0'+i))
 			if n, ok, err := typeser.Span(s, b); err != nil || !ok || n != len(b) {
 				t.Errorf("%s: walked %d of %d bytes, %v, %v", where, n, len(b), ok, err)
@@ -185,7 +153,7 @@ func FuzzTableVectors(f *testing.F) {
 		}
 		codecs = append(codecs, typeser.Codec{S: snapshotOf(f, v)})
 		for _, val := range v.Values {
-			f.Add(uint8(len(codecs)-1), unhex(f, val.Bytes))
+			f.Add(uint8(len(codecs)-1), vectorfile.Unhex(f, val.Bytes))
 		}
 	}
 	f.Fuzz(func(t *testing.T, which uint8, b []byte) {
