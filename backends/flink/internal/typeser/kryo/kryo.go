@@ -705,28 +705,12 @@ func kryoTagged(class string, v any) map[string]any {
 func (k *kryoIn) collection(class string, sorted bool, depth int) any {
 	r := k.r
 	cmp := ""
-	if sorted && !k.v5 && !k.comparator(class, &cmp) {
+	n, same, at, ok := k.collectionHeader(class, sorted, &cmp)
+	if !ok {
 		return nil
 	}
-	at := r.Pos()
-	var n uint32
-	same := false
-	if k.v5 {
-		n, same = k.flagged("Kryo collection size")
-		if r.Err == nil && n == 0 {
-			r.FailAt(at, "Kryo collection size 0: Kryo 5 writes the size plus one")
-		}
-		if r.Err == nil && n == 1 && same {
-			r.FailAt(at, "Kryo 5 empty collection flagged as of one class, which Kryo never writes")
-		}
-		n--
-	} else {
-		n = k.varint("Kryo collection size")
-	}
-	if sorted && k.v5 && !k.comparator(class, &cmp) {
-		return nil
-	}
-	if r.Err != nil {
+	if same && n == 0 {
+		r.FailAt(at, "Kryo 5 empty collection flagged as of one class, which Kryo never writes")
 		return nil
 	}
 	var out []any
@@ -769,6 +753,37 @@ func (k *kryoIn) collection(class string, sorted bool, depth int) any {
 	if r.Err != nil {
 		return nil
 	}
+	return taggedCollection(class, cmp, out)
+}
+
+// collectionHeader reads what comes before a collection's elements: its
+// size (Kryo 5's plus one, and its flag) and a sorted collection's
+// comparator, which Kryo 2 writes before the size and Kryo 5 after it.
+// ok is false on an error.
+func (k *kryoIn) collectionHeader(class string, sorted bool, cmp *string) (n uint32, flag bool, at int64, ok bool) {
+	r := k.r
+	if sorted && !k.v5 && !k.comparator(class, cmp) {
+		return 0, false, 0, false
+	}
+	at = r.Pos()
+	if k.v5 {
+		n, flag = k.flagged("Kryo collection size")
+		if r.Err == nil && n == 0 {
+			r.FailAt(at, "Kryo collection size 0: Kryo 5 writes the size plus one")
+		}
+		n--
+	} else {
+		n = k.varint("Kryo collection size")
+	}
+	if sorted && k.v5 && !k.comparator(class, cmp) {
+		return 0, false, 0, false
+	}
+	return n, flag, at, r.Err == nil
+}
+
+// taggedCollection is a collection's elements as shown: an ArrayList bare,
+// any other tagged with its class (and a sorted one's comparator).
+func taggedCollection(class, cmp string, out []any) any {
 	if class == "java.util.ArrayList" {
 		return out
 	}

@@ -490,31 +490,13 @@ func (k *kryoIn) objectOf(class string, args []classlayout.Type, marker bool, de
 func (k *kryoIn) genericCollection(class string, sorted bool, elem classlayout.Type, depth int) any {
 	r := k.r
 	cmp := ""
-	if sorted && !k.v5 && !k.comparator(class, &cmp) {
-		return nil
-	}
-	final := isFinal(k.schemas, elem.Class)
-	at := r.Pos()
-	var n uint32
-	flag := false
-	if k.v5 {
-		n, flag = k.flagged("Kryo collection size")
-		if r.Err == nil && n == 0 {
-			r.FailAt(at, "Kryo collection size 0: Kryo 5 writes the size plus one")
-		}
-		n--
-	} else {
-		n = k.varint("Kryo collection size")
-	}
-	if sorted && k.v5 && !k.comparator(class, &cmp) {
-		return nil
-	}
-	if r.Err != nil {
+	n, flag, at, ok := k.collectionHeader(class, sorted, &cmp)
+	if !ok {
 		return nil
 	}
 	var out []any
 	switch {
-	case final:
+	case isFinal(k.schemas, elem.Class):
 		// Kryo 5's flag says an element is null; Kryo 2's elements may be.
 		mayBeNull := flag || !k.v5
 		cnt := k.count(uint64(n), 1, "Kryo collection size", at)
@@ -544,14 +526,7 @@ func (k *kryoIn) genericCollection(class string, sorted bool, elem classlayout.T
 	if r.Err != nil {
 		return nil
 	}
-	if class == "java.util.ArrayList" {
-		return out
-	}
-	m := kryoTagged(class, out)
-	if cmp != "" {
-		m["@comparator"] = cmp
-	}
-	return m
+	return taggedCollection(class, cmp, out)
 }
 
 // sameClassElements reads Kryo 5's elements of one class, written once,
