@@ -105,14 +105,15 @@ func Run(ctx context.Context, reg *snapshot.Registry, req Request) (*Result, err
 	} else if err := snapshot.CheckReadable(r.Snapshot()); err != nil {
 		return nil, fmt.Errorf("%s: %w", req.Source, err)
 	}
-	if err := snapshot.CheckNoInFlight(r.Snapshot()); err != nil {
-		return nil, fmt.Errorf("%s: %w", req.Source, err)
-	}
+	// An upgrade names data in flight among what blocks it (exit 8).
 	var upgraded *snapshot.UpgradeReport
 	if req.Upgrade {
 		if r, upgraded, err = upgradeReader(ctx, reg, r, req.Source, req.ReaderVersion); err != nil {
 			return nil, err
 		}
+	}
+	if err := snapshot.CheckNoInFlight(r.Snapshot()); err != nil {
+		return nil, fmt.Errorf("%s: %w", req.Source, err)
 	}
 	if req.DropExpired != nil {
 		if r, err = snapshot.WithoutExpired(r, *req.DropExpired); err != nil {

@@ -103,6 +103,11 @@ func (u *upgrader) operator(op *snapshot.Operator) error {
 	if why := removedOperator(op, co); why != "" {
 		u.rep.Add(snapshot.UpgradeFinding{Operator: op.Label(), Scope: snapshot.ScopeWholeOperator, Verdict: snapshot.Blocked, Reason: why})
 	}
+	if t := snapshot.InFlightOf(op); t.Channels > 0 {
+		u.rep.Add(snapshot.UpgradeFinding{Operator: op.Label(), Scope: snapshot.ScopeWholeOperator, Verdict: snapshot.Blocked,
+			Reason: fmt.Sprintf("%d of its subtasks hold data in flight (an unaligned checkpoint: %d bytes in %d channels), which no copy can carry: "+
+				"restore the checkpoint in Flink 1.x, take a savepoint (savepoints are aligned), and upgrade that", t.Subtasks, t.Bytes, t.Channels)})
+	}
 	var keySer *typeser.SerializerSnapshot
 	if len(op.KeyedStates) > 0 {
 		if keySer, err = parseSerializerSnapshot(co.KeySerializer); err != nil {
