@@ -4,16 +4,29 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/stateutil/stateutil/internal/flinkharness"
 )
 
-// unaligned is the checked-in unaligned checkpoint of the CEP witness job
-// (Flink 2.3.0): records in flight in the result subpartitions of
-// "emitted" and the input channels of "cep", and the absolute path its
-// keyed state files were written under.
-var unaligned = struct{ snap, pathMap string }{
-	filepath.Join("..", "testdata", "flink-witness", "2.3.0", "cep-hashmap-checkpoint-unaligned", "snapshot", "7080c977058d99571598bae51a1bc047", "chk-1"),
-	"/work/wt/h42j/testdata/.flink-witness.new/2.3.0/.cep-hashmap-checkpoint-unaligned.tmp/snapshot=" +
-		filepath.Join("..", "testdata", "flink-witness", "2.3.0", "cep-hashmap-checkpoint-unaligned", "snapshot"),
+// unalignedCheckpoint is the checked-in unaligned checkpoint of the CEP
+// witness job (Flink 2.3.0): records in flight in the result
+// subpartitions of "emitted" and the input channels of "cep"; and the
+// --path-map from the absolute path its keyed state files were written
+// under, which its manifest records.
+func unalignedCheckpoint(t *testing.T) (snap, pathMap string) {
+	t.Helper()
+	es, err := flinkharness.ReadCorpus(filepath.Join("..", "testdata", "flink-witness"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range es {
+		if e.Name == "cep-hashmap-checkpoint-unaligned" && e.Manifest.FlinkVersion == "2.3.0" {
+			old, now := e.PathMap()
+			return e.SnapshotDir(), old + "=" + now
+		}
+	}
+	t.Fatal("testdata/flink-witness/2.3.0 has no cep-hashmap-checkpoint-unaligned")
+	return "", ""
 }
 
 // inspect shows the records in flight of an unaligned checkpoint per
@@ -21,7 +34,7 @@ var unaligned = struct{ snap, pathMap string }{
 // (exit 4) rather than drop them: to another format, rescaled, converted
 // to a Flink savepoint, edited.
 func TestGoldenUnaligned(t *testing.T) {
-	s, pm := unaligned.snap, unaligned.pathMap
+	s, pm := unalignedCheckpoint(t)
 	out := filepath.Join(t.TempDir(), "out")
 	cases := map[string][]string{
 		"flink-unaligned-inspect":         {"inspect", s, "--path-map", pm},
