@@ -58,7 +58,7 @@ func TestUnreadableStateIsNeverDroppedSilently(t *testing.T) {
 	// The checkpoint is healthy: verify names the two states it could not
 	// read as not decoded, and --strict fails on them.
 	code, out, _ = run(t, "verify", src)
-	if code != ExitOK || !strings.Contains(out, "Not decoded: 0 values and 2 states of values not counted") ||
+	if code != ExitOK || !strings.Contains(out, "Not decoded: 0 values, and those of 2 states not counted") ||
 		strings.Count(out, "(key serializer, not recorded)") != 2 ||
 		!strings.Contains(out, "d5c8b168c6cbfe8c507a10f88b325243") || !strings.Contains(out, "dab25811652d3d4983a30c6e4afacb1c") {
 		t.Errorf("verify: exit %d: %s", code, out)

@@ -40,7 +40,7 @@ func Verify(w io.Writer, res *verify.Result) error {
 	if uncounted == 0 {
 		fmt.Fprintf(w, "Not decoded: %d values, written by serializers stateutil does not implement (no damage):\n", res.NotDecodedValues())
 	} else {
-		fmt.Fprintf(w, "Not decoded: %d values and %d states of values not counted, their serializers ones stateutil does not implement or the snapshot does not record (no damage):\n", res.NotDecodedValues(), uncounted)
+		fmt.Fprintf(w, "Not decoded: %d values, and those of %d states not counted, whose serializer stateutil does not implement or the snapshot does not record (no damage):\n", res.NotDecodedValues(), uncounted)
 	}
 	rows := make([][]string, 0, len(res.NotDecoded))
 	for _, d := range res.NotDecoded {
