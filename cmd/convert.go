@@ -112,23 +112,11 @@ func (o *convertOptions) validate(e *env) error {
 }
 
 func (o *convertOptions) run(c *cobra.Command, e *env, src string) error {
-	pathMap, err := o.source.pathMaps()
+	req, err := o.source.request(src, &o.expiry)
 	if err != nil {
 		return err
 	}
-	expiry, err := o.expiry.expiry()
-	if err != nil {
-		return err
-	}
-	readerVersion, err := o.source.readerVersion()
-	if err != nil {
-		return err
-	}
-	req := migrate.Request{
-		Source: src, Destination: o.output, Format: o.to, Force: o.force, Verify: o.verify, PathMap: pathMap, StateSizeCap: o.stateCap.bytes,
-		SkipUnreadable: o.source.skipUnreadable,
-		ReaderVersion:  readerVersion, DropExpired: expiry,
-	}
+	req.Destination, req.Format, req.Force, req.Verify, req.StateSizeCap = o.output, o.to, o.force, o.verify, o.stateCap.bytes
 	if o.shard.active() {
 		return o.shard.run(c, e, req, o.report, func(res *migrate.Result) error { return o.print(c, src, res) })
 	}

@@ -113,15 +113,7 @@ func (o *operatorEditOptions) validate(verb string) error {
 }
 
 func (o *operatorEditOptions) run(c *cobra.Command, e *env, verb, src string) error {
-	pathMap, err := o.source.pathMaps()
-	if err != nil {
-		return err
-	}
-	expiry, err := o.expiry.expiry()
-	if err != nil {
-		return err
-	}
-	readerVersion, err := o.source.readerVersion()
+	req, err := o.source.request(src, &o.expiry)
 	if err != nil {
 		return err
 	}
@@ -132,11 +124,9 @@ func (o *operatorEditOptions) run(c *cobra.Command, e *env, verb, src string) er
 	case "set-uid-hash":
 		edit.ID = strings.ToLower(o.to)
 	}
-	res, err := migrate.Run(c.Context(), e.reg, migrate.Request{
-		Source: src, Destination: o.output, Format: o.format, Edits: []migrate.Edit{edit},
-		Force: o.force, Verify: o.verify, PathMap: pathMap, SkipUnreadable: o.source.skipUnreadable, StateSizeCap: o.stateCap.bytes,
-		ReaderVersion: readerVersion, DropExpired: expiry,
-	})
+	req.Destination, req.Format, req.Edits = o.output, o.format, []migrate.Edit{edit}
+	req.Force, req.Verify, req.StateSizeCap = o.force, o.verify, o.stateCap.bytes
+	res, err := migrate.Run(c.Context(), e.reg, req)
 	if err != nil {
 		return err
 	}

@@ -143,24 +143,12 @@ func (o *rescaleOptions) validate(c *cobra.Command) (redistribute.Request, error
 }
 
 func (o *rescaleOptions) run(c *cobra.Command, e *env, src string, change redistribute.Request) error {
-	pathMap, err := o.source.pathMaps()
+	req, err := o.source.request(src, &o.expiry)
 	if err != nil {
 		return err
 	}
-	expiry, err := o.expiry.expiry()
-	if err != nil {
-		return err
-	}
-	readerVersion, err := o.source.readerVersion()
-	if err != nil {
-		return err
-	}
-	req := migrate.Request{
-		Source: src, Destination: o.output, Format: o.format, Change: change, Force: o.force, DryRun: o.dryRun,
-		Verify: o.verify, EntryByEntry: o.entryByEntry, TempDir: o.tempDir, PathMap: pathMap,
-		SkipUnreadable: o.source.skipUnreadable, StateSizeCap: o.stateCap.bytes,
-		ReaderVersion: readerVersion, DropExpired: expiry,
-	}
+	req.Destination, req.Format, req.Change, req.Force, req.DryRun = o.output, o.format, change, o.force, o.dryRun
+	req.Verify, req.EntryByEntry, req.TempDir, req.StateSizeCap = o.verify, o.entryByEntry, o.tempDir, o.stateCap.bytes
 	if o.shard.active() {
 		return o.shard.run(c, e, req, o.report, func(res *migrate.Result) error { return o.print(c, res) })
 	}

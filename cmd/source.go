@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/stateutil/stateutil/backends/flink"
+	"github.com/stateutil/stateutil/migrate"
 	"github.com/stateutil/stateutil/snapshot"
 )
 
@@ -65,6 +66,25 @@ func (s *sourceFlags) pathMaps() (map[string]string, error) {
 		out[old] = nw
 	}
 	return out, nil
+}
+
+// request is a copy's request with what the flags say of its source: the
+// path maps, the Flink version to write for, whether to drop unreadable
+// state; and, where the command has them, what --drop-expired-ttl-at drops.
+func (s *sourceFlags) request(src string, expiry *expiryFlags) (migrate.Request, error) {
+	pathMap, err := s.pathMaps()
+	if err != nil {
+		return migrate.Request{}, err
+	}
+	readerVersion, err := s.readerVersion()
+	if err != nil {
+		return migrate.Request{}, err
+	}
+	req := migrate.Request{Source: src, PathMap: pathMap, ReaderVersion: readerVersion, SkipUnreadable: s.skipUnreadable}
+	if expiry != nil {
+		req.DropExpired, err = expiry.expiry()
+	}
+	return req, err
 }
 
 // openOptions are the snapshot open options the flags ask for.

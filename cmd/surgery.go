@@ -76,20 +76,13 @@ func (s *surgeryFlags) validate(c *cobra.Command) error {
 // run writes the copy of src with edits made, or with --dry-run says what
 // it would change.
 func (s *surgeryFlags) run(c *cobra.Command, e *env, src string, edits ...surgery.Edit) error {
-	pathMap, err := s.source.pathMaps()
+	req, err := s.source.request(src, nil)
 	if err != nil {
 		return err
 	}
-	readerVersion, err := s.source.readerVersion()
-	if err != nil {
-		return err
-	}
-	req := migrate.Request{
-		Source: src, Destination: s.output, Format: s.format, StateEdits: edits,
-		Change: redistribute.Request{Parallelism: s.parallelism, MaxParallelism: s.maxParallelism},
-		Force:  s.force, DryRun: s.dryRun, Verify: s.verify, PathMap: pathMap,
-		SkipUnreadable: s.source.skipUnreadable, StateSizeCap: s.stateCap.bytes, ReaderVersion: readerVersion,
-	}
+	req.Destination, req.Format, req.StateEdits = s.output, s.format, edits
+	req.Change = redistribute.Request{Parallelism: s.parallelism, MaxParallelism: s.maxParallelism}
+	req.Force, req.DryRun, req.Verify, req.StateSizeCap = s.force, s.dryRun, s.verify, s.stateCap.bytes
 	print := func(res *migrate.Result) error { return s.print(c, src, edits, res) }
 	if s.shard.active() {
 		return s.shard.run(c, e, req, s.report, print)

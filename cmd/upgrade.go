@@ -118,16 +118,12 @@ func (o *upgradeOptions) validate(c *cobra.Command) error {
 }
 
 func (o *upgradeOptions) run(c *cobra.Command, e *env, src string) error {
-	pathMap, err := o.source.pathMaps()
-	if err != nil {
-		return err
-	}
-	readerVersion, err := o.source.readerVersion()
+	req, err := o.source.request(src, nil)
 	if err != nil {
 		return err
 	}
 	if o.check {
-		rep, err := migrate.CheckUpgrade(c.Context(), e.reg, src, readerVersion, pathMap)
+		rep, err := migrate.CheckUpgrade(c.Context(), e.reg, src, req.ReaderVersion, req.PathMap)
 		if err != nil {
 			return err
 		}
@@ -139,11 +135,8 @@ func (o *upgradeOptions) run(c *cobra.Command, e *env, src string) error {
 		}
 		return nil
 	}
-	req := migrate.Request{
-		Source: src, Destination: o.output, Format: "flink", Force: o.force, PathMap: pathMap, TempDir: o.tempDir,
-		ReaderVersion: readerVersion, Upgrade: true,
-		Change: redistribute.Request{Parallelism: o.parallelism, MaxParallelism: o.maxParallelism},
-	}
+	req.Destination, req.Format, req.Force, req.TempDir, req.Upgrade = o.output, "flink", o.force, o.tempDir, true
+	req.Change = redistribute.Request{Parallelism: o.parallelism, MaxParallelism: o.maxParallelism}
 	bar := e.newProgress(c.ErrOrStderr(), o.quiet, "upgrading")
 	req.Start, req.Progress = bar.start, bar.add
 	res, err := migrate.Run(c.Context(), e.reg, req)
