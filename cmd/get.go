@@ -89,11 +89,7 @@ func parseNow(s string) (time.Time, error) {
 
 func (o *getOptions) run(c *cobra.Command, e *env, location string, now time.Time) error {
 	ctx := c.Context()
-	opts, err := o.source.openOptions()
-	if err != nil {
-		return err
-	}
-	r, err := e.reg.Open(ctx, location, opts)
+	r, err := o.source.open(ctx, e, location)
 	if err != nil {
 		return err
 	}

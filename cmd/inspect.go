@@ -105,11 +105,7 @@ func (o *inspectOptions) validate() error {
 
 func (o *inspectOptions) run(c *cobra.Command, e *env, location string) error {
 	ctx := c.Context()
-	opts, err := o.source.openOptions()
-	if err != nil {
-		return err
-	}
-	r, err := e.reg.Open(ctx, location, opts)
+	r, err := o.source.open(ctx, e, location)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strings"
@@ -85,6 +86,15 @@ func (s *sourceFlags) request(src string, expiry *expiryFlags) (migrate.Request,
 		req.DropExpired, err = expiry.expiry()
 	}
 	return req, err
+}
+
+// open opens the snapshot at location as the flags ask.
+func (s *sourceFlags) open(ctx context.Context, e *env, location string) (snapshot.Reader, error) {
+	opts, err := s.openOptions()
+	if err != nil {
+		return nil, err
+	}
+	return e.reg.Open(ctx, location, opts)
 }
 
 // openOptions are the snapshot open options the flags ask for.

@@ -76,11 +76,7 @@ with --strict they fail it with exit code 7 (before values not decoded).
 
 func (o *verifyOptions) run(c *cobra.Command, e *env, location string) error {
 	ctx := c.Context()
-	opts, err := o.source.openOptions()
-	if err != nil {
-		return err
-	}
-	r, err := e.reg.Open(ctx, location, opts)
+	r, err := o.source.open(ctx, e, location)
 	if err != nil {
 		return err
 	}
