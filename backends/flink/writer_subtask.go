@@ -476,6 +476,25 @@ func (sw *subtaskWriter) Raw(raw snapshot.RawState) error {
 	return nil
 }
 
+// writeWhole writes data as a state file of its own, named for kind, and
+// lists it among so's files.
+func (sw *subtaskWriter) writeWhole(so *subtaskOut, kind string, data []byte) (*stateFile, error) {
+	f, err := sw.w.file(sw.ctx, sw.name(kind), false)
+	if err != nil {
+		return nil, err
+	}
+	if err := f.write(data); err != nil {
+		f.p.Abort()
+		return nil, err
+	}
+	if err := f.commit(); err != nil {
+		return nil, err
+	}
+	sw.w.written.Add(f.name)
+	so.files = append(so.files, f.ref())
+	return f, nil
+}
+
 func (sw *subtaskWriter) writeRaw() (*subtaskOut, error) {
 	so := &subtaskOut{}
 	if sw.raw == nil {
@@ -483,36 +502,18 @@ func (sw *subtaskWriter) writeRaw() (*subtaskOut, error) {
 	}
 	cr := sw.co.Raw[sw.index]
 	if cr.HasKeyed && sw.raw.Keyed != nil {
-		f, err := sw.w.file(sw.ctx, sw.name("raw-keyed"), false)
+		f, err := sw.writeWhole(so, "raw-keyed", sw.raw.Keyed)
 		if err != nil {
 			return nil, err
 		}
-		if err := f.write(sw.raw.Keyed); err != nil {
-			f.p.Abort()
-			return nil, err
-		}
-		if err := f.commit(); err != nil {
-			return nil, err
-		}
-		sw.w.written.Add(f.name)
-		so.files = append(so.files, f.ref())
 		so.rawKeyed = &metadata.KeyedHandle{Type: metadata.HandleKeyGroups, KeyGroups: &metadata.KeyGroupsHandle{
 			Range: metadata.KeyGroupRange{Start: cr.KeyedStart, Count: int32(len(cr.KeyedOffsets))}, Offsets: rebase(cr.KeyedOffsets), Delegate: f.handle()}}
 	}
 	if cr.HasOperator && sw.raw.Operator != nil {
-		f, err := sw.w.file(sw.ctx, sw.name("raw-operator"), false)
+		f, err := sw.writeWhole(so, "raw-operator", sw.raw.Operator)
 		if err != nil {
 			return nil, err
 		}
-		if err := f.write(sw.raw.Operator); err != nil {
-			f.p.Abort()
-			return nil, err
-		}
-		if err := f.commit(); err != nil {
-			return nil, err
-		}
-		sw.w.written.Add(f.name)
-		so.files = append(so.files, f.ref())
 		so.rawOperator = &metadata.OperatorStateHandle{Type: metadata.HandleOperatorState, Delegate: f.handle()}
 		for _, info := range cr.Operator {
 			so.rawOperator.States = append(so.rawOperator.States, metadata.OperatorStateInfo{Name: info.Name, Mode: metadata.DistributionMode(info.Mode), Offsets: info.Offsets})
