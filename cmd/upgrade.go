@@ -131,7 +131,7 @@ func (o *upgradeOptions) run(c *cobra.Command, e *env, src string) error {
 			return err
 		}
 		if rep.Blocked > 0 {
-			return &codedError{code: ExitBlocked, err: fmt.Errorf("%d state(s) block the upgrade to %s", rep.Blocked, rep.To)}
+			return &codedError{code: ExitBlocked, err: fmt.Errorf("the upgrade to %s is blocked: %s", rep.To, rep.BlockedCount())}
 		}
 		return nil
 	}

@@ -80,8 +80,36 @@ func (r *UpgradeReport) Err() error {
 		}
 		lines = append(lines, where+": "+f.Reason)
 	}
-	return fmt.Errorf("%w: %s would not restore %d state(s) and stateutil cannot rewrite them:\n  %s",
-		ErrUpgradeBlocked, r.To, r.Blocked, strings.Join(lines, "\n  "))
+	return fmt.Errorf("%w: %s would not restore %s, and stateutil cannot rewrite them:\n  %s",
+		ErrUpgradeBlocked, r.To, r.BlockedCount(), strings.Join(lines, "\n  "))
+}
+
+// BlockedCount says what blocks the upgrade: "2 states", "1 operator",
+// "3 states and 2 operators" (findings about an operator as a whole).
+func (r *UpgradeReport) BlockedCount() string {
+	states, operators := 0, 0
+	for _, f := range r.Findings {
+		switch {
+		case f.Verdict != Blocked:
+		case f.State == "": // ScopeWholeOperator, which is ScopeOperator's word
+			operators++
+		default:
+			states++
+		}
+	}
+	plural := func(n int, what string) string {
+		if n == 1 {
+			return "1 " + what
+		}
+		return fmt.Sprintf("%d %ss", n, what)
+	}
+	switch {
+	case operators == 0:
+		return plural(states, "state")
+	case states == 0:
+		return plural(operators, "operator")
+	}
+	return plural(states, "state") + " and " + plural(operators, "operator")
 }
 
 // ErrUpgradeBlocked reports an upgrade that something blocks: the report
