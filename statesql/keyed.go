@@ -143,10 +143,62 @@ type keyedSource struct {
 type keyedLocal struct {
 	grouper lookup.Grouper
 	piece   lookup.Piece
-	next    func() ([]snapshot.Entry, bool)
+	next    func() (*recordBatch, bool)
 	stop    func()
-	err     error            // the piece's read error, once next says no more
+	err     error // the piece's read error, once next says no more
+	batch   *recordBatch
+	record  int              // the batch's next record
 	rows    []snapshot.Entry // the rows of the record being written
+}
+
+// recordBatch is records copied out of the grouper, whose entries are
+// valid only until its callback returns. They cross from the reading
+// goroutine to DuckDB's thread a batch at a time: one handover a record
+// cost more than the query did.
+type recordBatch struct {
+	entries []snapshot.Entry
+	ends    []int // where each record's entries end
+	bytes   []byte
+}
+
+// Limits of a batch: past either, it is handed over.
+const (
+	batchRecords = 4096
+	batchBytes   = 1 << 20
+)
+
+func (b *recordBatch) add(entries []snapshot.Entry) {
+	for _, e := range entries {
+		e.Key, e.Namespace, e.UserKey, e.Value = b.copy(e.Key), b.copy(e.Namespace), b.copy(e.UserKey), b.copy(e.Value)
+		b.entries = append(b.entries, e)
+	}
+	b.ends = append(b.ends, len(b.entries))
+}
+
+// copy keeps p in the batch's bytes (nil stays nil). A batch's bytes
+// outgrown are left to the entries that point into them.
+func (b *recordBatch) copy(p []byte) []byte {
+	if p == nil {
+		return nil
+	}
+	at := len(b.bytes)
+	b.bytes = append(b.bytes, p...)
+	return b.bytes[at:len(b.bytes):len(b.bytes)]
+}
+
+func (b *recordBatch) full() bool { return len(b.ends) >= batchRecords || len(b.bytes) >= batchBytes }
+
+func (b *recordBatch) record(i int) []snapshot.Entry {
+	start := 0
+	if i > 0 {
+		start = b.ends[i-1]
+	}
+	return b.entries[start:b.ends[i]]
+}
+
+func (b *recordBatch) reset() {
+	clear(b.entries)
+	b.entries, b.ends, b.bytes = b.entries[:0], b.ends[:0], b.bytes[:0]
 }
 
 func (s *keyedSource) ColumnInfos() []duckdb.ColumnInfo { return s.t.infos }
@@ -179,19 +231,24 @@ func (s *keyedSource) NewLocalState() any { return &keyedLocal{} }
 func (s *keyedSource) FillRow(ls any, row duckdb.Row) (bool, error) {
 	l := ls.(*keyedLocal)
 	for len(l.rows) == 0 {
+		if l.batch != nil && l.record < len(l.batch.ends) {
+			l.rows = s.t.rows(l.batch.record(l.record))
+			l.record++
+			continue
+		}
 		if l.next == nil && !s.start(l) {
 			return false, nil
 		}
-		entries, ok := l.next()
+		b, ok := l.next()
 		if !ok {
 			l.stop()
-			l.next = nil
+			l.next, l.batch = nil, nil
 			if l.err != nil {
 				return false, s.q.fail(fmt.Errorf("%s: %w", s.where(), l.err))
 			}
 			continue
 		}
-		l.rows = s.t.rows(entries)
+		l.batch, l.record = b, 0
 	}
 	e := &l.rows[0]
 	l.rows = l.rows[1:]
@@ -213,15 +270,27 @@ func (s *keyedSource) start(l *keyedLocal) bool {
 	}
 	l.piece = s.pieces[i]
 	l.err = nil
-	records := func(yield func([]snapshot.Entry) bool) {
+	// pull hands a batch over and runs on only when asked for the next: the
+	// batch is refilled once DuckDB's thread is done with it.
+	batches := func(yield func(*recordBatch) bool) {
+		b := &recordBatch{}
+		stopped := false
 		l.err = l.grouper.Groups(s.q.ctx, s.r, l.piece, func(_ *snapshot.KeyedState, entries []snapshot.Entry) error {
-			if !yield(entries) {
+			b.add(entries)
+			if !b.full() {
+				return nil
+			}
+			if stopped = !yield(b); stopped {
 				return lookup.ErrStop
 			}
+			b.reset()
 			return nil
 		})
+		if !stopped && len(b.ends) > 0 {
+			yield(b)
+		}
 	}
-	next, stop := pull(iter.Seq[[]snapshot.Entry](records))
+	next, stop := pull(iter.Seq[*recordBatch](batches))
 	l.next, l.stop = next, stop
 	s.q.onEnd(stop)
 	return true
