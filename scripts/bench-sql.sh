@@ -38,6 +38,9 @@ work=$(mktemp -d "$cache/bench-flink/sql.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 (cd "$root" && go build -o "$work/duckdbquery" ./internal/duckdbquery)
 
+# The State Processor API reads a canonical savepoint into a heap backend: every key in the
+# JVM's heap (at 40M keys, 768 MiB ends in OutOfMemoryError).
+spa_xmx=${STATEUTIL_FLINK_XMX:-8g}
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 # timed NAME CMD...: appends "wall-seconds peak-RSS-MiB" of one run of CMD to $work/NAME.
 timed() {
@@ -58,7 +61,7 @@ for i in $(seq "$rounds"); do
   timed dump "$bin" dump "$snap" --now 0 -o jsonl >"$work/dump.jsonl"
   timed duckdb "$work/duckdbquery" "$json" >"$work/duckdb.tsv"
   rm -f "$work/dump.jsonl"
-  timed spa "$root/scripts/flink-harness.sh" "$version" spa-count --job "$job" --snapshot "$snap" --records "$records" --out "$work/spa.txt" >/dev/null
+  STATEUTIL_FLINK_XMX=$spa_xmx timed spa "$root/scripts/flink-harness.sh" "$version" spa-count --job "$job" --snapshot "$snap" --records "$records" --out "$work/spa.txt" >/dev/null
 done
 # The three answers agree: entries per key group.
 tail -n +2 "$work/sql.csv" | tr ',' ' ' >"$work/sql.txt"
