@@ -93,13 +93,14 @@ func TestUpgradeRestoresInFlink(t *testing.T) {
 	const records = 200
 	sources := map[string]string{} // snapshot by source name
 	dumps := map[string]string{}
-	restored, equal := 0, 0
+	skipped, restored, equal := 0, 0, 0
 	cells := upgradeCells()
 	for _, c := range cells {
 		t.Run(c.source()+"-to-"+c.to, func(t *testing.T) {
 			name := c.source()
-			if strings.HasPrefix(c.from, "1.18.") && c.kind.Changelog && c.kind.Kind == "native" && c.kind.Backend == "hashmap" {
-				t.Skip("Flink 1.18 writes no native savepoint of the changelog backend over hashmap (testenv/flink/README.md)")
+			if (strings.HasPrefix(c.from, "1.18.") || strings.HasPrefix(c.from, "1.19.")) && c.kind.Changelog && c.kind.Kind == "native" && c.kind.Backend == "hashmap" {
+				skipped++
+				t.Skipf("Flink %s writes no native savepoint of the changelog backend over hashmap: no such source exists (testenv/flink/README.md)", c.from)
 			}
 			if _, ok := sources[name]; !ok {
 				o := c.kind
@@ -131,7 +132,7 @@ func TestUpgradeRestoresInFlink(t *testing.T) {
 			equal++
 		})
 	}
-	t.Logf("upgrade matrix: %d cells run, %d restored, %d equal to the 1.x job's dump", len(cells), restored, equal)
+	t.Logf("upgrade matrix: %d cells, %d without a source Flink writes, %d restored, %d equal to the 1.x job's dump", len(cells), skipped, restored, equal)
 }
 
 // TestUpgradeCheckMatchesFlink compares upgrade --check's verdicts on the
