@@ -21,26 +21,16 @@ import (
 // the checked-in Flink corpus and one tree of every kind on local disk and,
 // copied, on the storage, and find the same (see corpusOnStorage and
 // listsOnStorage).
-func TestListsOnHDFS(t *testing.T) {
-	remote := formattest.HDFSDir(t)
-	t.Run("corpus", func(t *testing.T) { corpusOnStorage(t, remote+"/corpus") })
-	t.Run("tree", func(t *testing.T) { listsOnStorage(t, remote+"/tree") })
-}
+func TestListsOnHDFS(t *testing.T) { listsOn(t, formattest.HDFSDir(t)) }
 
-func TestListsOnS3(t *testing.T) {
-	remote := formattest.S3Dir(t)
-	t.Run("corpus", func(t *testing.T) { corpusOnStorage(t, remote+"/corpus") })
-	t.Run("tree", func(t *testing.T) { listsOnStorage(t, remote+"/tree") })
-}
+func TestListsOnS3(t *testing.T) { listsOn(t, formattest.S3Dir(t)) }
 
-func TestListsOnGCS(t *testing.T) {
-	remote := formattest.GCSDir(t)
-	t.Run("corpus", func(t *testing.T) { corpusOnStorage(t, remote+"/corpus") })
-	t.Run("tree", func(t *testing.T) { listsOnStorage(t, remote+"/tree") })
-}
+func TestListsOnGCS(t *testing.T) { listsOn(t, formattest.GCSDir(t)) }
 
-func TestListsOnAzure(t *testing.T) {
-	remote := formattest.AzureDir(t)
+func TestListsOnAzure(t *testing.T) { listsOn(t, formattest.AzureDir(t)) }
+
+// listsOn runs both listings under the storage directory remote.
+func listsOn(t *testing.T, remote string) {
 	t.Run("corpus", func(t *testing.T) { corpusOnStorage(t, remote+"/corpus") })
 	t.Run("tree", func(t *testing.T) { listsOnStorage(t, remote+"/tree") })
 }
