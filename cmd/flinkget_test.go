@@ -40,6 +40,18 @@ func corpusManifest(t *testing.T, corpus, version, entry string) (string, flinkM
 	return dir, entryManifest(t, dir)
 }
 
+// flinkWrittenDir is the directory Flink wrote a checkpoint of the corpus
+// into, whose absolute paths the checkpoint records: --path-map maps it to
+// the entry's snapshot directory.
+func flinkWrittenDir(t *testing.T, version, entry string) string {
+	t.Helper()
+	_, m := flinkManifest(t, version, entry)
+	if m.OriginalDir == "" {
+		t.Fatalf("testdata/flink/%s/%s/manifest.json: no original_dir", version, entry)
+	}
+	return m.OriginalDir
+}
+
 // entryManifest reads the manifest of the corpus entry in dir.
 func entryManifest(t *testing.T, dir string) flinkManifestOf {
 	t.Helper()
@@ -62,10 +74,10 @@ func entryManifest(t *testing.T, dir string) flinkManifestOf {
 func TestGoldenGetDumpFlink(t *testing.T) {
 	const v = "1.20.5"
 	incremental := flinkSnapshot(t, v, "basic-rocksdb-checkpoint-incremental")
-	written := "/work/wt-flink/testdata/.flink.new/1.20.5/.basic-rocksdb-checkpoint-incremental.tmp/snapshot"
+	written := flinkWrittenDir(t, v, "basic-rocksdb-checkpoint-incremental")
 	moved := filepath.Join("..", "testdata", "flink", v, "basic-rocksdb-checkpoint-incremental", "snapshot")
 	changelog := flinkSnapshot(t, v, "basic-hashmap-checkpoint-changelog")
-	changelogMap := "/work/wt-flink/testdata/.flink.new/1.20.5/.basic-hashmap-checkpoint-changelog.tmp/snapshot=" +
+	changelogMap := flinkWrittenDir(t, v, "basic-hashmap-checkpoint-changelog") + "=" +
 		filepath.Join("..", "testdata", "flink", v, "basic-hashmap-checkpoint-changelog", "snapshot")
 	cases := map[string][]string{
 		"flink-get-canonical-map":      {"get", flinkSnapshot(t, v, "basic-hashmap-canonical"), "--operator", "keyed", "--state", "by-bucket", "--key", "user-1"},

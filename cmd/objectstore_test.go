@@ -147,7 +147,7 @@ func TestObjectStoreFlinkSavepoint(t *testing.T) {
 // files from a copy there, verify and dump as with a local copy.
 func TestObjectStorePathMap(t *testing.T) {
 	onObjectStores(t, func(t *testing.T, o objectStore, remote string) {
-		const written = "/work/wt-flink/testdata/.flink.new/1.20.5/.basic-rocksdb-checkpoint-incremental.tmp/snapshot"
+		written := flinkWrittenDir(t, "1.20.5", "basic-rocksdb-checkpoint-incremental")
 		moved := filepath.Join("..", "testdata", "flink", "1.20.5", "basic-rocksdb-checkpoint-incremental", "snapshot")
 		copyTo(t, moved, remote+"/moved")
 		chk := flinkSnapshot(t, "1.20.5", "basic-rocksdb-checkpoint-incremental")
@@ -179,7 +179,7 @@ func TestObjectStorePathMap(t *testing.T) {
 // without --path-map: a real checkpoint's recorded paths, rewritten to each
 // form of its copy on the store, dump and verify as the local copy does.
 func TestObjectStoreFlinkRecordedURIs(t *testing.T) {
-	const written = "/work/wt-flink/testdata/.flink.new/1.20.5/.basic-rocksdb-checkpoint-incremental.tmp/snapshot"
+	written := flinkWrittenDir(t, "1.20.5", "basic-rocksdb-checkpoint-incremental")
 	local := filepath.Join("..", "testdata", "flink", "1.20.5", "basic-rocksdb-checkpoint-incremental", "snapshot")
 	chk := flinkSnapshot(t, "1.20.5", "basic-rocksdb-checkpoint-incremental")
 	data, err := os.ReadFile(filepath.Join(chk, "_metadata"))

@@ -189,7 +189,7 @@ func TestPlanOnlyForceReplacesPlansOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pathMap := "file:/work/wt-flink/testdata/.flink.new/1.20.5/.basic-rocksdb-checkpoint-incremental.tmp/snapshot/d814f7a91bbd89985e0d9f59d3e2f161=" + job
+	pathMap := "file:" + flinkWrittenDir(t, "1.20.5", "basic-rocksdb-checkpoint-incremental") + "/d814f7a91bbd89985e0d9f59d3e2f161=" + job
 	mustRun(t, "inspect", filepath.Join(job, "chk-1"), "--path-map", pathMap)
 	code, _, errOut := run(t, "convert", filepath.Join(job, "chk-1"), "--path-map", pathMap, "--to", "flink", "--output", filepath.Join(dir, "sp"),
 		"--plan-only", shared[0], "--force")
