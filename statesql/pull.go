@@ -58,24 +58,3 @@ func pull[V any](seq iter.Seq[V]) (next func() (V, bool), stop func()) {
 	}
 	return next, stop
 }
-
-// pull2 is pull for a sequence of pairs.
-func pull2[K, V any](seq iter.Seq2[K, V]) (next func() (K, V, bool), stop func()) {
-	type pair struct {
-		k K
-		v V
-	}
-	pairs := func(yield func(pair) bool) {
-		for k, v := range seq {
-			if !yield(pair{k, v}) {
-				return
-			}
-		}
-	}
-	nextPair, stop := pull(pairs)
-	next = func() (K, V, bool) {
-		p, ok := nextPair()
-		return p.k, p.v, ok
-	}
-	return next, stop
-}

@@ -79,29 +79,3 @@ func TestPullHoldsTheSequenceWhileTheCallerReads(t *testing.T) {
 		t.Fatal("more than 100 batches")
 	}
 }
-
-func TestPull2Whole(t *testing.T) {
-	seq := func(yield func(string, error) bool) {
-		for _, s := range []string{"a", "b"} {
-			if !yield(s, nil) {
-				return
-			}
-		}
-	}
-	next, stop := pull2(seq)
-	defer stop()
-	var got []string
-	for {
-		s, err, ok := next()
-		if !ok {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		got = append(got, s)
-	}
-	if !slices.Equal(got, []string{"a", "b"}) {
-		t.Fatalf("got %v", got)
-	}
-}
