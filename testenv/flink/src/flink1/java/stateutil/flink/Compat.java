@@ -60,4 +60,35 @@ public final class Compat {
             Class<? extends com.esotericsoftware.kryo.Serializer> serializer) {
         env.getConfig().registerTypeWithKryoSerializer(type, serializer);
     }
+
+    /** A sink of the records of s: a SinkFunction (the sink API every 1.x has). */
+    public static <T> org.apache.flink.streaming.api.datastream.DataStreamSink<T> sinkTo(
+            org.apache.flink.streaming.api.datastream.DataStream<T> s, RecordSink<T> sink) {
+        return s.addSink(new SinkFunctionOf<>(sink));
+    }
+
+    @SuppressWarnings("deprecation")
+    static final class SinkFunctionOf<T> extends org.apache.flink.streaming.api.functions.sink.RichSinkFunction<T> {
+        private static final long serialVersionUID = 1L;
+        private final RecordSink<T> sink;
+
+        SinkFunctionOf(RecordSink<T> sink) {
+            this.sink = sink;
+        }
+
+        @Override
+        public void invoke(T value, Context ctx) throws java.io.IOException {
+            sink.write(value);
+        }
+
+        @Override
+        public void finish() throws java.io.IOException {
+            sink.end();
+        }
+
+        @Override
+        public void close() throws Exception {
+            sink.close();
+        }
+    }
 }

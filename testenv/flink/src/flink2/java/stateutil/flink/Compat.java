@@ -46,4 +46,41 @@ public final class Compat {
             Class<? extends com.esotericsoftware.kryo.Serializer> serializer) {
         ((org.apache.flink.api.common.serialization.SerializerConfigImpl) env.getConfig().getSerializerConfig()).registerTypeWithKryoSerializer(type, serializer);
     }
+
+    /** A sink of the records of s: a Sink (2.x has no SinkFunction). */
+    public static <T> org.apache.flink.streaming.api.datastream.DataStreamSink<T> sinkTo(
+            org.apache.flink.streaming.api.datastream.DataStream<T> s, RecordSink<T> sink) {
+        return s.sinkTo(new SinkOf<>(sink));
+    }
+
+    static final class SinkOf<T> extends SinkBase<T> {
+        private static final long serialVersionUID = 1L;
+        private final RecordSink<T> sink;
+
+        SinkOf(RecordSink<T> sink) {
+            this.sink = sink;
+        }
+
+        @Override
+        public org.apache.flink.api.connector.sink2.SinkWriter<T> createWriter(org.apache.flink.api.connector.sink2.WriterInitContext context) {
+            return new org.apache.flink.api.connector.sink2.SinkWriter<T>() {
+                @Override
+                public void write(T value, Context ctx) throws java.io.IOException {
+                    sink.write(value);
+                }
+
+                @Override
+                public void flush(boolean endOfInput) throws java.io.IOException {
+                    if (endOfInput) {
+                        sink.end();
+                    }
+                }
+
+                @Override
+                public void close() throws java.io.IOException {
+                    sink.close();
+                }
+            };
+        }
+    }
 }

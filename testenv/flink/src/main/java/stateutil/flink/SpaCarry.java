@@ -5,6 +5,7 @@ import java.io.BufferedOutputStream;
 import java.io.EOFException;
 import java.io.FileInputStream;
 import java.io.FileOutputStream;
+import java.io.IOException;
 import java.util.List;
 
 import org.apache.flink.api.common.ExecutionConfig;
@@ -27,8 +28,9 @@ import stateutil.flink.jobs.Jobs;
 /**
  * The State Processor API carrying keyed state from one Flink to another, the peer of
  * stateutil upgrade in make bench: {@code spa-export} (run on Flink 1.x) reads every key's row
- * as spa-rewrite does and writes the rows to a file with the rows' serializer, whose bytes are
- * the same in both majors for the types it holds; {@code spa-import} (run on Flink 2.x) reads
+ * as spa-rewrite does and writes the rows to a file with the rows' serializer (whose bytes are
+ * the same in both majors for the types it holds), from a sink of parallelism 1 in the job
+ * rather than through the client; {@code spa-import} (run on Flink 2.x) reads
  * them back in order and bootstraps a savepoint from them with the job's descriptors. Keyed
  * state only (the benchmark jobs' one operator state, the source's splits, is left out).
  */
@@ -65,21 +67,11 @@ final class SpaCarry {
         KeyedSpec ks = specs.get(0);
         Spa.refuseUnnamed(job, ks);
         RowTypeInfo rt = Spa.rowType(ks);
-        TypeSerializer<Row> ser = serializer(rt);
-        long rows = 0;
         DataStream<Row> keyed = Spa.readKeyed(r, ks, new Spa.RowReader(ks), rt);
-        try (BufferedOutputStream bo = new BufferedOutputStream(new FileOutputStream(out), 1 << 20);
-                org.apache.flink.util.CloseableIterator<Row> it = keyed.executeAndCollect("stateutil-spa-export-" + job.name())) {
-            DataOutputViewStreamWrapper w = new DataOutputViewStreamWrapper(bo);
-            while (it.hasNext()) {
-                w.writeBoolean(true);
-                ser.serialize(it.next(), w);
-                rows++;
-            }
-            w.writeBoolean(false);
-        }
+        Compat.sinkTo(keyed, new RowsOut(out, rt)).setParallelism(1).name("rows to " + out);
+        env.execute("stateutil-spa-export-" + job.name());
         double s = (System.nanoTime() - t0) / 1e9;
-        System.err.printf("flink-harness: State Processor API exported %d keys of %s in %.1fs%n", rows, Harness.display(snap), s);
+        System.err.printf("flink-harness: State Processor API exported the keys of %s in %.1fs%n", Harness.display(snap), s);
         Harness.OUT.println(out);
         Harness.OUT.printf("elapsed_seconds %.3f%n", s);
         return 0;
@@ -115,6 +107,57 @@ final class SpaCarry {
         Harness.OUT.println(Harness.display(out));
         Harness.OUT.printf("elapsed_seconds %.3f%n", s);
         return 0;
+    }
+
+    /** Writes every row to one file, each after a true and with the rows' serializer, then a false (parallelism 1). */
+    static final class RowsOut implements RecordSink<Row> {
+        private static final long serialVersionUID = 1L;
+        private final String out;
+        private final RowTypeInfo rt;
+        private transient DataOutputViewStreamWrapper w;
+        private transient TypeSerializer<Row> ser;
+        private transient long rows;
+
+        RowsOut(String out, RowTypeInfo rt) {
+            this.out = out;
+            this.rt = rt;
+        }
+
+        private void open() throws IOException {
+            if (w != null) {
+                return;
+            }
+            try {
+                ser = serializer(rt);
+            } catch (Exception e) {
+                throw new IOException("no serializer for " + rt, e);
+            }
+            w = new DataOutputViewStreamWrapper(new BufferedOutputStream(new FileOutputStream(out), 1 << 20));
+        }
+
+        @Override
+        public void write(Row row) throws IOException {
+            open();
+            w.writeBoolean(true);
+            ser.serialize(row, w);
+            rows++;
+        }
+
+        @Override
+        public void end() throws IOException {
+            open();
+            w.writeBoolean(false);
+            w.flush();
+            System.err.printf("flink-harness: State Processor API wrote %d rows to %s%n", rows, out);
+        }
+
+        @Override
+        public void close() throws IOException {
+            if (w != null) {
+                w.close();
+                w = null;
+            }
+        }
     }
 
     /** The rows an export holds (a first pass, so that the source knows how many to read). */
