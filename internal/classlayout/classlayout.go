@@ -43,13 +43,50 @@ type Class struct {
 	Fields []Field
 	// Constants are an enum's constants by ordinal (nil: not an enum).
 	Constants []string
+	// Written says a serializer of the user's own writes the class: its
+	// Fields are that serializer's writes, in order. WrittenBy is the
+	// serializer's binary name, "" where the user does not name it.
+	Written   bool
+	WrittenBy string
 }
 
-// Field is one instance field.
+// Field is one instance field, or one write of a Written class.
 type Field struct {
 	Name string
 	Type Type
+	// Write is the call that writes a Written class's member ("" in
+	// any other class); Type is the class of an object that
+	// WriteObject and WriteObjectOrNull write.
+	Write Write
 }
+
+// Write is one call of a Kryo serializer's write method, named as Kryo
+// names it.
+type Write string
+
+// The writes a Written class's members name.
+const (
+	WriteBoolean        Write = "writeBoolean"
+	WriteByte           Write = "writeByte"
+	WriteShort          Write = "writeShort"
+	WriteChar           Write = "writeChar"
+	WriteInt            Write = "writeInt"
+	WriteLong           Write = "writeLong"
+	WriteFloat          Write = "writeFloat"
+	WriteDouble         Write = "writeDouble"
+	WriteVarInt         Write = "writeVarInt(v, true)"
+	WriteVarIntZigzag   Write = "writeVarInt(v, false)"
+	WriteVarLong        Write = "writeVarLong(v, true)"
+	WriteVarLongZigzag  Write = "writeVarLong(v, false)"
+	WriteString         Write = "writeString"
+	WriteObject         Write = "kryo.writeObject"
+	WriteObjectOrNull   Write = "kryo.writeObjectOrNull"
+	WriteClassAndObject Write = "kryo.writeClassAndObject"
+)
+
+// primitiveWrites are the writes a primitive member names.
+var primitiveWrites = map[string]Write{"boolean": WriteBoolean, "byte": WriteByte, "short": WriteShort, "char": WriteChar,
+	"int": WriteInt, "long": WriteLong, "float": WriteFloat, "double": WriteDouble}
 
 // Type is a Java type: a primitive ("int"), a class by binary name with
 // its type arguments, or an array by its binary name ("[J",
@@ -67,6 +104,24 @@ func (s *Set) Class(name string) (*Class, bool) {
 	}
 	c, ok := s.classes[name]
 	return c, ok
+}
+
+// Written is the set of the classes of s that a serializer of the
+// user's own writes (nil when none).
+func (s *Set) Written() *Set {
+	if s == nil {
+		return nil
+	}
+	out := &Set{classes: map[string]*Class{}}
+	for name, c := range s.classes {
+		if c.Written {
+			out.classes[name] = c
+		}
+	}
+	if len(out.classes) == 0 {
+		return nil
+	}
+	return out
 }
 
 // Len is the number of classes declared.
@@ -119,6 +174,17 @@ func Parse(data []byte, file string) (*Set, error) {
 				return nil, fmt.Errorf("%s:%d: class %s: field %s declared twice (a JSON object cannot hold both)", file, f.line, d.class.Name, f.name)
 			}
 			seen[f.name] = true
+			if d.class.Written {
+				fl, err := resolveWrite(f, simple)
+				if err != nil {
+					return nil, fmt.Errorf("%s:%d: class %s, member %s: %v", file, f.line, d.class.Name, f.name, err)
+				}
+				d.class.Fields[i] = fl
+				continue
+			}
+			if f.typ.arg != "" {
+				return nil, fmt.Errorf("%s:%d: class %s, field %s: %s(%s) is a write of a class marked @WrittenBy", file, f.line, d.class.Name, f.name, f.typ.name, f.typ.arg)
+			}
 			t, err := resolve(f.typ, simple)
 			if err != nil {
 				return nil, fmt.Errorf("%s:%d: class %s, field %s: %v", file, f.line, d.class.Name, f.name, err)
@@ -129,17 +195,20 @@ func Parse(data []byte, file string) (*Set, error) {
 	return s, nil
 }
 
-// rawType is a type as written: a name, its arguments, its array depth.
+// rawType is a type as written: a name, its arguments, its array depth,
+// and the argument of varint(false) or varlong(false).
 type rawType struct {
 	name string
 	args []rawType
 	dims int
+	arg  string
 }
 
 type rawField struct {
-	name string
-	typ  rawType
-	line int
+	name     string
+	typ      rawType
+	line     int
+	nullable bool // annotated @Nullable
 }
 
 type decl struct {
@@ -186,6 +255,46 @@ func resolve(t rawType, simple map[string][]string) (Type, error) {
 		elem = "L" + name + ";"
 	}
 	return Type{Class: strings.Repeat("[", t.dims) + elem}, nil
+}
+
+// resolveWrite is the write a member of a Written class names.
+func resolveWrite(f rawField, simple map[string][]string) (Field, error) {
+	t := f.typ
+	out := Field{Name: f.name}
+	switch {
+	case t.arg != "":
+		if t.name != "varint" && t.name != "varlong" || t.dims > 0 {
+			return Field{}, fmt.Errorf("%s(%s): only varint and varlong take (true) or (false), their optimizePositive", t.name, t.arg)
+		}
+		out.Write = map[string]Write{"varint true": WriteVarInt, "varint false": WriteVarIntZigzag,
+			"varlong true": WriteVarLong, "varlong false": WriteVarLongZigzag}[t.name+" "+t.arg]
+	case t.dims == 0 && (t.name == "varint" || t.name == "varlong"):
+		out.Write = map[string]Write{"varint": WriteVarInt, "varlong": WriteVarLong}[t.name]
+	case t.dims == 0 && primitiveWrites[t.name] != "":
+		out.Write = primitiveWrites[t.name]
+	case t.dims == 0 && (t.name == "String" || t.name == "java.lang.String"):
+		out.Write = WriteString
+	case t.dims == 0 && (t.name == "Object" || t.name == "java.lang.Object"):
+		out.Write = WriteClassAndObject
+	case len(t.args) > 0:
+		return Field{}, fmt.Errorf("%s<...>: kryo.writeObject hands the serializer no type arguments: leave them out", t.name)
+	case t.name == "?" || isTypeVariable(t.name, simple):
+		return Field{}, fmt.Errorf("%s is no class: write Object for kryo.writeClassAndObject", t.name)
+	default:
+		rt, err := resolve(t, simple)
+		if err != nil {
+			return Field{}, err
+		}
+		out.Type, out.Write = rt, WriteObject
+		if f.nullable {
+			out.Write = WriteObjectOrNull
+		}
+		return out, nil
+	}
+	if f.nullable && out.Write != WriteString && out.Write != WriteClassAndObject {
+		return Field{}, fmt.Errorf("@Nullable %s: %s writes no null", t.name, out.Write)
+	}
+	return out, nil
 }
 
 // isTypeVariable says a bare name is no class: one the file does not
@@ -279,11 +388,32 @@ func (p *parser) decls() ([]decl, error) {
 	return out, nil
 }
 
-// decl reads `[modifiers] class|enum NAME { ... }`.
+// decl reads `[@WrittenBy[(SERIALIZER)]] [modifiers] class|enum NAME { ... }`.
 func (p *parser) decl() (decl, error) {
 	line := p.line
-	final := false
+	final, written, by := false, false, ""
 	for {
+		if p.peek() == '@' {
+			p.pos++
+			if a := p.word(); a != "WrittenBy" {
+				return decl{}, p.errorf("@%s: a class declaration takes only @WrittenBy, which marks a class a serializer of the user's own writes", a)
+			}
+			if written {
+				return decl{}, p.errorf("@WrittenBy twice")
+			}
+			written = true
+			if p.peek() == '(' {
+				p.pos++
+				by = strings.TrimSuffix(p.word(), ".class")
+				if !validBinaryName(by) {
+					return decl{}, p.errorf("@WrittenBy wants the serializer's binary name (com.acme.TokenSerializer), not %q", by)
+				}
+				if err := p.expect(')'); err != nil {
+					return decl{}, err
+				}
+			}
+			continue
+		}
 		w := p.word()
 		switch w {
 		case "public", "private", "protected", "static", "abstract":
@@ -300,11 +430,15 @@ func (p *parser) decl() (decl, error) {
 				return decl{}, err
 			}
 			if w == "enum" {
+				if written {
+					return decl{}, p.errorf("enum %s: @WrittenBy marks a class", name)
+				}
 				c, err := p.constants(name)
 				return decl{class: c, line: line}, err
 			}
-			fields, err := p.fields()
-			return decl{class: &Class{Name: name, Final: final, Fields: make([]Field, len(fields))}, fields: fields, line: line}, err
+			fields, err := p.fields(written)
+			return decl{class: &Class{Name: name, Final: final, Fields: make([]Field, len(fields)), Written: written, WrittenBy: by},
+				fields: fields, line: line}, err
 		case "":
 			return decl{}, p.errorf("want a class or enum declaration, not %q", p.peek())
 		default:
@@ -350,8 +484,10 @@ func (p *parser) constants(name string) (*Class, error) {
 	}
 }
 
-// fields reads field declarations up to the class's closing brace.
-func (p *parser) fields() ([]rawField, error) {
+// fields reads field declarations up to the class's closing brace: a
+// Written class's members, its serializer's writes, are never static or
+// transient.
+func (p *parser) fields(written bool) ([]rawField, error) {
 	var out []rawField
 	for {
 		if p.peek() == '}' {
@@ -359,16 +495,21 @@ func (p *parser) fields() ([]rawField, error) {
 			return out, nil
 		}
 		line := p.line
-		skipped := false
+		skipped, nullable := false, false
 		var typ rawType
 		for {
 			if p.peek() == '@' {
 				p.pos++
-				p.word() // an annotation
+				if a := p.word(); a == "Nullable" || strings.HasSuffix(a, ".Nullable") {
+					nullable = true
+				}
 				continue
 			}
 			save, saveLine := p.pos, p.line
 			w := p.word()
+			if (w == "static" || w == "transient") && written {
+				return nil, p.errorf("a member of a class marked @WrittenBy is a write of its serializer, never %s", w)
+			}
 			if w == "static" || w == "transient" {
 				skipped = true
 				continue
@@ -392,7 +533,7 @@ func (p *parser) fields() ([]rawField, error) {
 				return nil, p.errorf("more than %d fields", maxDecls)
 			}
 			if !skipped {
-				out = append(out, rawField{name: name, typ: typ, line: line})
+				out = append(out, rawField{name: name, typ: typ, line: line, nullable: nullable})
 			}
 			if p.peek() == '=' {
 				return nil, p.errorf("field %s: leave out its initializer", name)
@@ -432,6 +573,16 @@ func (p *parser) typ(depth int) (rawType, error) {
 	}
 	if t.name = p.word(); t.name == "" {
 		return rawType{}, p.errorf("want a type, not %q", p.peek())
+	}
+	if p.peek() == '(' {
+		// varint(false), varlong(true): a write's optimizePositive.
+		p.pos++
+		if t.arg = p.word(); t.arg != "true" && t.arg != "false" {
+			return rawType{}, p.errorf("%s(%s): want (true) or (false), the write's optimizePositive", t.name, t.arg)
+		}
+		if err := p.expect(')'); err != nil {
+			return rawType{}, err
+		}
 	}
 	if p.peek() == '<' {
 		p.pos++

@@ -39,14 +39,14 @@ enum com.acme.Empty {}
 		t.Fatalf("Order: %+v", order)
 	}
 	want := []Field{
-		{"id", Type{Class: "java.lang.String"}},
-		{"lines", Type{Class: "java.util.Map", Args: []Type{{Class: "java.lang.String"}, {Class: "java.util.List", Args: []Type{{Class: "com.acme.Order$Line"}}}}}},
-		{"a", Type{Class: "int"}},
-		{"b", Type{Class: "int"}},
-		{"stamps", Type{Class: "[J"}},
-		{"grid", Type{Class: "[[Lcom.acme.Order$Line;"}},
-		{"odd", Type{Class: "java.util.Map", Args: []Type{{Class: "java.lang.Number"}, {}}}},
-		{"maybe", Type{Class: "java.util.Optional", Args: []Type{{}}}},
+		{Name: "id", Type: Type{Class: "java.lang.String"}},
+		{Name: "lines", Type: Type{Class: "java.util.Map", Args: []Type{{Class: "java.lang.String"}, {Class: "java.util.List", Args: []Type{{Class: "com.acme.Order$Line"}}}}}},
+		{Name: "a", Type: Type{Class: "int"}},
+		{Name: "b", Type: Type{Class: "int"}},
+		{Name: "stamps", Type: Type{Class: "[J"}},
+		{Name: "grid", Type: Type{Class: "[[Lcom.acme.Order$Line;"}},
+		{Name: "odd", Type: Type{Class: "java.util.Map", Args: []Type{{Class: "java.lang.Number"}, {}}}},
+		{Name: "maybe", Type: Type{Class: "java.util.Optional", Args: []Type{{}}}},
 	}
 	if !reflect.DeepEqual(order.Fields, want) {
 		t.Errorf("Order's fields:\n%+v\nwant\n%+v", order.Fields, want)
@@ -79,9 +79,9 @@ func TestParseTheWitnessLayout(t *testing.T) {
 	}
 	g, _ := s.Class("stateutil.flink.jobs.ZooJob$Gadget")
 	want := []Field{
-		{"name", Type{Class: "java.lang.String"}},
-		{"values", Type{Class: "[J"}},
-		{"attrs", Type{Class: "java.util.Map", Args: []Type{{Class: "java.lang.String"}, {Class: "java.lang.Integer"}}}},
+		{Name: "name", Type: Type{Class: "java.lang.String"}},
+		{Name: "values", Type: Type{Class: "[J"}},
+		{Name: "attrs", Type: Type{Class: "java.util.Map", Args: []Type{{Class: "java.lang.String"}, {Class: "java.lang.Integer"}}}},
 	}
 	if g == nil || !g.Final || !reflect.DeepEqual(g.Fields, want) {
 		t.Errorf("Gadget: %+v", g)
@@ -116,6 +116,7 @@ func FuzzParse(f *testing.F) {
 	}
 	f.Add("class a.B { Map<String, List<a.C[]>> m; int[][] x; }\nenum a.E { X, Y }")
 	f.Add("final class a.B$C { ? x; }")
+	f.Add("@WrittenBy(a.S.class) final class a.T { varlong id; String text; varint(false) d; @Nullable a.T next; Object any; }")
 	f.Fuzz(func(t *testing.T, src string) {
 		s, err := Parse([]byte(src), "f")
 		if err != nil {
@@ -123,10 +124,114 @@ func FuzzParse(f *testing.F) {
 		}
 		for name, c := range s.classes {
 			for _, fl := range c.Fields {
+				if (fl.Write != "") != c.Written {
+					t.Fatalf("class %s (written %v) member %s: write %q", name, c.Written, fl.Name, fl.Write)
+				}
+				if (fl.Write == WriteObject || fl.Write == WriteObjectOrNull) != (fl.Type.Class != "") && c.Written {
+					t.Fatalf("class %s member %s: %s of class %q", name, fl.Name, fl.Write, fl.Type.Class)
+				}
 				if strings.ContainsAny(fl.Type.Class, " <>,") {
 					t.Fatalf("class %s field %s: type %q", name, fl.Name, fl.Type.Class)
 				}
 			}
 		}
 	})
+}
+
+// A class marked @WrittenBy lists its serializer's writes, in the order
+// written, by the calls Kryo names.
+func TestParseWrittenBy(t *testing.T) {
+	src := `
+// out.writeVarLong(t.id, true); out.writeString(t.text); ...
+@WrittenBy(com.acme.TokenSerializer.class)
+public final class com.acme.Token {
+    varlong id;
+    String text;
+    varint(false) delta;
+    varlong(true) big;
+    varint size, count;
+    int fixed;
+    long stamp;
+    boolean on; byte b; short s; char c; float f; double d;
+    Line line;
+    @Nullable Line maybe;
+    @javax.annotation.Nullable long[] stamps;
+    Object any;
+    Integer boxed;
+}
+@WrittenBy class com.acme.Empty {}
+final class com.acme.Line { String sku; }
+`
+	s, err := Parse([]byte(src), "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, _ := s.Class("com.acme.Token")
+	if tok == nil || !tok.Written || tok.WrittenBy != "com.acme.TokenSerializer" || !tok.Final {
+		t.Fatalf("Token: %+v", tok)
+	}
+	want := []Field{
+		{Name: "id", Write: WriteVarLong},
+		{Name: "text", Write: WriteString},
+		{Name: "delta", Write: WriteVarIntZigzag},
+		{Name: "big", Write: WriteVarLong},
+		{Name: "size", Write: WriteVarInt},
+		{Name: "count", Write: WriteVarInt},
+		{Name: "fixed", Write: WriteInt},
+		{Name: "stamp", Write: WriteLong},
+		{Name: "on", Write: WriteBoolean},
+		{Name: "b", Write: WriteByte},
+		{Name: "s", Write: WriteShort},
+		{Name: "c", Write: WriteChar},
+		{Name: "f", Write: WriteFloat},
+		{Name: "d", Write: WriteDouble},
+		{Name: "line", Type: Type{Class: "com.acme.Line"}, Write: WriteObject},
+		{Name: "maybe", Type: Type{Class: "com.acme.Line"}, Write: WriteObjectOrNull},
+		{Name: "stamps", Type: Type{Class: "[J"}, Write: WriteObjectOrNull},
+		{Name: "any", Write: WriteClassAndObject},
+		{Name: "boxed", Type: Type{Class: "java.lang.Integer"}, Write: WriteObject},
+	}
+	if !reflect.DeepEqual(tok.Fields, want) {
+		t.Errorf("Token's writes:\n%+v\nwant\n%+v", tok.Fields, want)
+	}
+	empty, _ := s.Class("com.acme.Empty")
+	if empty == nil || !empty.Written || empty.WrittenBy != "" || len(empty.Fields) != 0 {
+		t.Errorf("Empty: %+v", empty)
+	}
+	if line, _ := s.Class("com.acme.Line"); line.Written || line.Fields[0].Write != "" {
+		t.Errorf("Line is a FieldSerializer class: %+v", line)
+	}
+	w := s.Written()
+	if w.Len() != 2 {
+		t.Errorf("Written: %d classes, want Token and Empty", w.Len())
+	}
+	if _, ok := w.Class("com.acme.Line"); ok {
+		t.Error("Written holds Line")
+	}
+	if none := (&Set{classes: map[string]*Class{"a.B": {Name: "a.B"}}}).Written(); none != nil {
+		t.Errorf("Written of a set without one: %+v", none)
+	}
+}
+
+func TestParseWrittenByErrorsNameFileAndLine(t *testing.T) {
+	for src, want := range map[string]string{
+		"@Deprecated class a.B { }":                                          "f:1: @Deprecated: a class declaration takes only @WrittenBy, which marks a class a serializer of the user's own writes",
+		"@WrittenBy @WrittenBy class a.B { }":                                "f:1: @WrittenBy twice",
+		"@WrittenBy() class a.B { }":                                         `f:1: @WrittenBy wants the serializer's binary name (com.acme.TokenSerializer), not ""`,
+		"@WrittenBy(a.S class a.B { }":                                       "f:1: want ')', not 'c'",
+		"@WrittenBy\nenum a.E { X }":                                         "f:2: enum a.E: @WrittenBy marks a class",
+		"@WrittenBy class a.B {\n  transient int x;\n}":                      "f:2: a member of a class marked @WrittenBy is a write of its serializer, never transient",
+		"@WrittenBy class a.B {\n  int x;\n  varint(maybe) y;\n}":            "f:3: varint(maybe): want (true) or (false), the write's optimizePositive",
+		"@WrittenBy class a.B {\n\n  long(false) y;\n}":                      "f:3: class a.B, member y: long(false): only varint and varlong take (true) or (false), their optimizePositive",
+		"@WrittenBy class a.B {\n  List<String> names;\n}":                   "f:2: class a.B, member names: List<...>: kryo.writeObject hands the serializer no type arguments: leave them out",
+		"@WrittenBy class a.B {\n  T value;\n}":                              "f:2: class a.B, member value: T is no class: write Object for kryo.writeClassAndObject",
+		"@WrittenBy class a.B {\n  @Nullable varint n;\n}":                   "f:2: class a.B, member n: @Nullable varint: writeVarInt(v, true) writes no null",
+		"@WrittenBy class a.B {\n  int n;\n  String n;\n}":                   "f:3: class a.B: field n declared twice (a JSON object cannot hold both)",
+		"class a.B {\n  varlong(true) id;\n}":                                "f:2: class a.B, field id: varlong(true) is a write of a class marked @WrittenBy",
+		"@WrittenBy class a.B { Line x; }\nclass a.Line {}\nclass b.Line {}": "f:1: class a.B, member x: Line names a.Line and b.Line: write the binary name",
+	} {
+		if _, err := Parse([]byte(src), "f"); err == nil || err.Error() != want {
+			t.Errorf("%q: %v\nwant %s", src, err, want)
+		}
+	}
 }
