@@ -200,6 +200,17 @@ func (k *kryoIn) bySchema(class string, read func() any) any {
 // own.
 func (k *kryoIn) custom(class string, reg typeser.KryoRegistration, marker bool, depth int) any {
 	r := k.r
+	if c, ok := userClass(k.schemas, class); ok && writtenBy(c, reg) {
+		// By what the user says the serializer writes (kryo_written.go);
+		// a value wholly of the class that does not read so shows its
+		// bytes as without it.
+		at, names, refs := r.Off, len(k.names), len(k.refs)
+		v := k.bySchema(class, func() any { return k.written(c, marker, depth) })
+		if !k.wholly(class, depth) || r.Err == nil && r.Remaining() == 0 {
+			return v
+		}
+		r.Off, r.Err, k.names, k.refs = at, nil, k.names[:names], k.refs[:refs]
+	}
 	md, isProto := protoSet(k.schemas).Message(class)
 	if reg.Serializer == chillProtobuf && isProto {
 		if marker {
@@ -220,7 +231,7 @@ func (k *kryoIn) custom(class string, reg typeser.KryoRegistration, marker bool,
 		}
 		return kryoTagged(class, v)
 	}
-	if depth == 0 && k.delimited && class == k.declared && r.Remaining() > 0 {
+	if k.wholly(class, depth) && r.Remaining() > 0 {
 		// The value is wholly an object no decoder here reads: it shows
 		// the bytes Kryo wrote after its class.
 		shown := r.Take(r.Remaining(), "Kryo "+class)
@@ -233,6 +244,12 @@ func (k *kryoIn) custom(class string, reg typeser.KryoRegistration, marker bool,
 	}
 	k.notDecoded(class)
 	return nil
+}
+
+// wholly reports whether the object of class being read at depth is the
+// whole value.
+func (k *kryoIn) wholly(class string, depth int) bool {
+	return depth == 0 && k.delimited && class == k.declared
 }
 
 // declaredValue is the value v of a serializer that declares Optional
@@ -292,6 +309,12 @@ func (k *kryoIn) userObject(c *classlayout.Class, marker bool, depth int) any {
 		if v, follows := k.ref(c.Name); !follows {
 			return v
 		}
+	}
+	if c.Written {
+		// Written with no registration of a serializer (Kryo's
+		// @DefaultSerializer), or registered without one: by what the
+		// user says it writes.
+		return k.written(c, false, depth)
 	}
 	if c.Constants != nil {
 		n := k.varint("Kryo enum ordinal")

@@ -71,6 +71,14 @@ func (k *kryoOut) refMarker(class string, v any) (done bool, err error) {
 // false leaves it to kryo_encode.go.
 func (k *kryoOut) extended(class string, v any, marker bool, depth int) (ok bool, err error) {
 	if reg, isReg := registration(k.regs, class); isReg && reg.Kind != 0 {
+		if c, ok := userClass(k.schemas, class); ok && writtenBy(c, reg) {
+			if marker {
+				if done, err := k.refMarker(class, v); done {
+					return true, err
+				}
+			}
+			return true, k.written(c, v, depth)
+		}
 		md, isProto := protoSet(k.schemas).Message(class)
 		if reg.Serializer != chillProtobuf || !isProto {
 			return true, fmt.Errorf("values of class %s, which a serializer of its own writes, are written only whole, as the bytes that serializer wrote", class)
@@ -119,6 +127,9 @@ func (k *kryoOut) extended(class string, v any, marker bool, depth int) (ok bool
 }
 
 func (k *kryoOut) userObject(c *classlayout.Class, v any, depth int) error {
+	if c.Written {
+		return k.written(c, v, depth)
+	}
 	if c.Constants != nil {
 		i := slices.Index(c.Constants, fmt.Sprint(v))
 		if _, isString := v.(string); !isString || i < 0 {

@@ -91,6 +91,8 @@ var zooVectors = []struct {
 	{"groups", "java.util.Map", true,
 		"01006a6176612e7574696c2e486173684d61f00103030167b101016a6176612e7574696c2e41727261794c6973f40183010273746174657574696c2e666c696e6b2e6a6f62732e5a6f6f4a6f6224496e6e65f20001016139b70201016239b7040301656d7074f901010101",
 		`{"empty":[],"g1":[{"@class":"stateutil.flink.jobs.ZooJob$Inner","@value":{"label":"a97","weight":1}},{"@class":"stateutil.flink.jobs.ZooJob$Inner","@value":{"label":"b97","weight":2}}]}`},
+	{"custom", zooToken, false, "5701a705746f6b656e2d39b7", `{"id":679,"text":"token-97"}`},
+	{"custom", zooToken, true, "5701a705746f6b656e2d39b7", `{"id":679,"text":"token-97"}`},
 	{"items", "java.util.List", false,
 		"01006a6176612e7574696c2e41727261794c6973f40101010173746174657574696c2e666c696e6b2e6a6f62732e5a6f6f4a6f6224496e6e65f201016939b7c201",
 		`[{"@class":"stateutil.flink.jobs.ZooJob$Inner","@value":{"label":"i97","weight":97}}]`},
@@ -172,19 +174,39 @@ func TestKryoZooValuesWithoutSchemasAreNotDecoded(t *testing.T) {
 	}
 }
 
+// zooToken is the zoo job's class with a Kryo serializer of its own.
+const zooToken = "stateutil.flink.jobs.ZooJob$Token"
+
 // A value wholly of a class with a serializer of the job's own shows the
 // bytes after its class, as the job's dump does, is not decoded, and
-// writes back from what it shows.
+// writes back from what it shows: without a declaration of what the
+// serializer writes, with one that does not fit the bytes, and with one
+// of another serializer than the snapshot registers.
 func TestKryoCustomSerializerShowsItsBytes(t *testing.T) {
-	const token = "stateutil.flink.jobs.ZooJob$Token"
+	const token = zooToken
 	whole, _ := hex.DecodeString("5701a705746f6b656e2d39b7")
+	layouts := map[string]string{
+		"none":               "",
+		"not fitting":        "@WrittenBy final class stateutil.flink.jobs.ZooJob$Token { varlong id; String text; boolean more; }",
+		"short":              "@WrittenBy final class stateutil.flink.jobs.ZooJob$Token { varlong id; }",
+		"another serializer": "@WrittenBy(com.acme.TokenSerializer) final class stateutil.flink.jobs.ZooJob$Token { varlong id; String text; }",
+	}
+	for name, layout := range layouts {
+		classes, err := classlayout.Parse([]byte(layout), name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, v5 := range []bool{false, true} {
+			c := typeser.Codec{S: zooSerializer(token, v5, &snapshot.Schemas{Classes: classes})}
+			_, err := c.Decode(whole)
+			var nd *snapshot.NotDecodedError
+			if !errors.As(err, &nd) || nd.Class != token || hex.EncodeToString(nd.Bytes) != "01a705746f6b656e2d39b7" {
+				t.Errorf("%s, Kryo 5 %v: %v (%+v); want it not decoded, showing 0x01a705746f6b656e2d39b7", name, v5, err, nd)
+			}
+		}
+	}
 	for _, v5 := range []bool{false, true} {
 		c := typeser.Codec{S: zooSerializer(token, v5, zooSchemas(t))}
-		_, err := c.Decode(whole)
-		var nd *snapshot.NotDecodedError
-		if !errors.As(err, &nd) || nd.Class != token || hex.EncodeToString(nd.Bytes) != "01a705746f6b656e2d39b7" {
-			t.Fatalf("Kryo 5 %v: %v (%+v); want it not decoded, showing 0x01a705746f6b656e2d39b7", v5, err, nd)
-		}
 		out, err := c.Encode(map[string]any{"@class": token, "@bytes": "0x01a705746f6b656e2d39b7"})
 		if err != nil || !bytes.Equal(out, whole) {
 			t.Errorf("Kryo 5 %v: encodes to %x, %v; want %x", v5, out, err, whole)
