@@ -116,6 +116,7 @@ func check(t *testing.T, e flinkharness.Entry) *outcome {
 	if err != nil {
 		t.Fatal(err)
 	}
+	want = byWrites(t, e, want) // written_test.go
 	uids := uidOf{}
 	for _, l := range want {
 		uids[keygroup.OperatorIDOfUID(l.Operator)] = l.Operator
