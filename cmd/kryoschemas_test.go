@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/stateutil/stateutil/internal/flinkharness"
 )
 
 // witnessEntry is a checked-in witness snapshot of testdata/flink-witness:
@@ -40,7 +42,9 @@ func TestGoldenKryoSchemas(t *testing.T) {
 		"kryo-schemas-nested-2":          get(snap1, "nested", schemas1...),
 		"kryo-schemas-nested-5":          get(snap5, "nested", schemas5...),
 		"kryo-schemas-proto-5":           get(snap5, "proto", schemas5...),
+		"kryo-schemas-custom-2":          get(snap1, "custom", schemas1...),
 		"kryo-schemas-custom-5":          get(snap5, "custom", schemas5...),
+		"kryo-schemas-custom-withheld-5": get(snap5, "custom"),
 		"kryo-schemas-optional-5":        get(snap5, "optional"),
 		"kryo-schemas-gadget-withheld-5": get(snap5, "kryo"),
 		"kryo-schemas-bad-layout":        get(snap5, "kryo", "--kryo-classes", bad),
@@ -58,8 +62,9 @@ func TestGoldenKryoSchemas(t *testing.T) {
 	}
 }
 
-// put writes a value of a class under Kryo's FieldSerializer, a Protobuf
-// message and an Optional from their JSON, by the schemas, in Flink 1.x's
+// put writes a value of a class under Kryo's FieldSerializer, one with a
+// serializer of the job's own, a Protobuf message and an Optional from
+// their JSON, by the schemas, in Flink 1.x's
 // Kryo 2 and 2.x's Kryo 5: get reads back what was put, verify finds no
 // damage; without the layout the value cannot be written.
 func TestPutKryoValuesBySchemas(t *testing.T) {
@@ -67,6 +72,7 @@ func TestPutKryoValuesBySchemas(t *testing.T) {
 		"kryo":     `{"attrs":{"@class":"java.util.LinkedHashMap","@value":{"a":{"@class":"java.lang.Integer","@value":1},"b":{"@class":"java.lang.Integer","@value":-2}}},"name":"put","values":[1,2,3]}`,
 		"proto":    `{"counts":{"x":7},"id":5,"probe":{"name":"p","samples":[1,2]},"raw":"0x00","sensor":"s","tags":["a","b"],"unit":"KELVIN","value":1.5}`,
 		"optional": `{"@class":"java.lang.Integer","@value":42}`,
+		"custom":   `{"id":-3,"text":"a token written by put, longer than thirty-two characters"}`,
 		"nested":   `{"counts":[1],"groups":{"g":[{"@class":"stateutil.flink.jobs.ZooJob$Inner","@value":{"label":"x","weight":3}}]},"id":"o","inner":{"label":"in","weight":1},"items":[],"level":"LOW"}`,
 	}
 	for _, v := range []string{"1.20.5", "2.3.0"} {
@@ -113,4 +119,85 @@ func sameJSONText(t *testing.T, a, b string) bool {
 	xa, _ := json.Marshal(x)
 	ya, _ := json.Marshal(y)
 	return string(xa) == string(ya)
+}
+
+// upgrade carries the values of a class with a Kryo serializer of the
+// job's own from Flink 1.20.5's Kryo 2 to Kryo 5 when --kryo-classes
+// declares what the serializer writes (and blocks them without): the zoo
+// job's 1.20.5 savepoint, its other blocked states dropped, upgrades to
+// Tokens whose bytes are those real Flink 2.3.0 wrote for the same keys
+// (the 2.3.0 job's own dump); read back, they verify with nothing left
+// not decoded.
+func TestUpgradeCarriesDeclaredSerializerWrites(t *testing.T) {
+	snap, schemas := witnessEntry(t, "1.20.5", "zoo-hashmap-canonical")
+	classes := schemas[:2]
+	type report struct {
+		Findings []struct{ Operator, State, Verdict, Reason string }
+	}
+	check := func(src string, flags ...string) report {
+		t.Helper()
+		_, out, errOut := run(t, append([]string{"upgrade", "--check", src, "--flink-version", "2.3", "-o", "json"}, flags...)...)
+		var r report
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			t.Fatalf("upgrade --check: %v (%s)", err, errOut)
+		}
+		return r
+	}
+	verdict := func(r report, state string) string {
+		for _, f := range r.Findings {
+			if f.State == state {
+				return f.Verdict + ": " + f.Reason
+			}
+		}
+		return "none"
+	}
+	if v := verdict(check(snap), "custom"); !strings.HasPrefix(v, "blocked: ") || !strings.Contains(v, "@WrittenBy") {
+		t.Errorf("without the declaration, custom: %s; want blocked, pointing at @WrittenBy", v)
+	}
+	r := check(snap, classes...)
+	if v := verdict(r, "custom"); v != "rewritten by upgrade: " {
+		t.Fatalf("with the declaration, custom: %s; want rewritten", v)
+	}
+	src := snap
+	for _, f := range r.Findings {
+		if f.Verdict != "blocked" {
+			continue
+		}
+		out := filepath.Join(t.TempDir(), "dropped")
+		mustRun(t, "state", "drop", src, "--operator", f.Operator, "--state", f.State, "--output", out)
+		src = out
+	}
+	upgraded := filepath.Join(t.TempDir(), "upgraded")
+	mustRun(t, append([]string{"upgrade", src, "--flink-version", "2.3", "--output", upgraded}, classes...)...)
+
+	want := map[string]string{}
+	job, err := flinkharness.ReadDump(filepath.Join("..", "testdata", "flink-witness", "2.3.0", "zoo-hashmap-canonical", "dump.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range job {
+		if l.State == "custom" {
+			want[string(l.Key)] = string(l.Value)
+		}
+	}
+	got := map[string]string{}
+	for _, l := range strings.Split(strings.TrimSpace(mustRun(t, "dump", upgraded, "--operator", "zoo", "--state", "custom")), "\n") {
+		var rec struct {
+			Key   json.RawMessage
+			Value json.RawMessage
+		}
+		if err := json.Unmarshal([]byte(l), &rec); err != nil {
+			t.Fatal(err)
+		}
+		got[string(rec.Key)] = string(rec.Value)
+	}
+	if len(want) == 0 || len(got) != len(want) {
+		t.Fatalf("the upgraded savepoint holds %d Tokens, the 2.3.0 job %d", len(got), len(want))
+	}
+	for key, w := range want {
+		if !sameJSONText(t, got[key], w) {
+			t.Errorf("key %s: the upgrade wrote %s, Flink 2.3.0 %s", key, got[key], w)
+		}
+	}
+	mustRun(t, append([]string{"verify", upgraded, "--strict"}, classes...)...)
 }

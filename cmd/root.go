@@ -275,7 +275,7 @@ wasb:// too).
 	}
 	addGroup(root, groupLook, schemas(newInspectCommand(e)), newLsCommand(e), schemas(newGetCommand(e)), schemas(newDumpCommand(e)),
 		schemas(newSQLCommand(e)), schemas(newDiffCommand(e)), schemas(newVerifyCommand(e)), newKeygroupCommand(), schemas(newServeCommand(e)))
-	addGroup(root, groupChange, newConvertCommand(e), newRescaleCommand(e), newUpgradeCommand(e), newOperatorCommand(e),
+	addGroup(root, groupChange, newConvertCommand(e), newRescaleCommand(e), schemaflags.AddWritten(&e.reg, newUpgradeCommand(e)), newOperatorCommand(e),
 		newStateCommand(e), newKeysCommand(e), schemas(newPutCommand(e), "plan-only", "yarn"), schemas(newLoadCommand(e), "plan-only", "yarn"))
 	addGroup(root, groupScaleOut, newShardCommand(e), newCommitCommand(e), newAbortCommand(e))
 	addGroup(root, groupOther, newGenerateCommand(e), newRunCommand(e), newVersionCommand(e), newFetchTokenCommand(e))

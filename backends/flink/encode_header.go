@@ -103,12 +103,18 @@ func encodeOperatorHeader(version int, lists, broadcasts []carriedMeta) ([]byte,
 // stateMetaOf parses a carried meta info back into the reader's model, so
 // that the writer lays entries out with the reader's layout rules.
 func stateMetaOf(m carriedMeta) (*statefile.StateMeta, error) {
+	return stateMetaWith(serializers, m)
+}
+
+// stateMetaWith is stateMetaOf with the serializers of table (which may
+// read by the user's schemas).
+func stateMetaWith(table *typeser.Table, m carriedMeta) (*statefile.StateMeta, error) {
 	sm := &statefile.StateMeta{Name: m.Name, Type: statefile.BackendStateType(m.Type), Options: map[string]string{}, Serializers: map[string]*typeser.SerializerSnapshot{}}
 	for _, kv := range m.Options {
 		sm.Options[kv[0]] = kv[1]
 	}
 	for _, s := range m.Serializers {
-		ss, err := parseSerializerSnapshot(s.Raw)
+		ss, err := parseSerializerSnapshotWith(table, s.Raw)
 		if err != nil {
 			return nil, fmt.Errorf("state %q %s: %w", m.Name, s.Key, err)
 		}
@@ -121,11 +127,17 @@ func stateMetaOf(m carriedMeta) (*statefile.StateMeta, error) {
 // parseSerializerSnapshot decodes the bytes of one serializer snapshot
 // (proxy version included), as a header holds it.
 func parseSerializerSnapshot(raw []byte) (*typeser.SerializerSnapshot, error) {
+	return parseSerializerSnapshotWith(serializers, raw)
+}
+
+// parseSerializerSnapshotWith is parseSerializerSnapshot with the
+// serializers of table.
+func parseSerializerSnapshotWith(table *typeser.Table, raw []byte) (*typeser.SerializerSnapshot, error) {
 	if len(raw) == 0 {
 		return nil, fmt.Errorf("no serializer snapshot bytes (Flink 1.3-1.6 layout)")
 	}
 	r := wire.NewReader(raw, "serializer snapshot", 0)
-	sr := &typeser.SnapReader{R: r, Table: serializers}
+	sr := &typeser.SnapReader{R: r, Table: table}
 	s := sr.SnapshotProxy(func(q int) bool { return q == len(raw) })
 	if r.Err != nil {
 		return nil, r.Err

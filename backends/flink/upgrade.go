@@ -37,8 +37,7 @@ func upgrade(ctx context.Context, r snapshot.Reader, readerVersion string) (snap
 		return nil, nil, fmt.Errorf("%w: Flink %s is of the same major version as this Flink %d.x snapshot: nothing to upgrade (convert --to flink --flink-version %s writes it for that release)",
 			snapshot.ErrUnsupportedVersion, to.Line, from, to.Line)
 	}
-	u := &upgrader{r: r, to: to, plans: map[*snapshot.Operator][]*statePlan{}, cos: map[*snapshot.Operator]*carriedOperator{},
-		stats: map[*snapshot.Subtask][]snapshot.KeyGroupStat{}, rep: &snapshot.UpgradeReport{From: fmt.Sprintf("Flink %d.x", from), To: "Flink " + to.Line, Findings: []snapshot.UpgradeFinding{}}}
+	u := newUpgrader(r, to, &snapshot.UpgradeReport{From: fmt.Sprintf("Flink %d.x", from), To: "Flink " + to.Line, Findings: []snapshot.UpgradeFinding{}})
 	for _, op := range r.Snapshot().Operators {
 		if err := u.operator(op); err != nil {
 			return nil, nil, err
@@ -55,9 +54,26 @@ func upgrade(ctx context.Context, r snapshot.Reader, readerVersion string) (snap
 	return ur, u.rep, err
 }
 
+// newUpgrader is the upgrader of r's snapshot to release to, reporting
+// into rep. It reads r's values by the user's schemas r reads them by
+// (of them, the upgrade command gives only what serializers of the
+// user's own write).
+func newUpgrader(r snapshot.Reader, to Release, rep *snapshot.UpgradeReport) *upgrader {
+	table := serializers
+	if sr, ok := r.(*SnapshotReader); ok && sr.res.Serializers != nil {
+		table = sr.res.Serializers
+	}
+	env := *upgradeEnv
+	env.Parse = func(raw []byte) (*typeser.SerializerSnapshot, error) { return parseSerializerSnapshotWith(table, raw) }
+	return &upgrader{r: r, to: to, env: &env, table: table, rep: rep, plans: map[*snapshot.Operator][]*statePlan{},
+		cos: map[*snapshot.Operator]*carriedOperator{}, stats: map[*snapshot.Subtask][]snapshot.KeyGroupStat{}}
+}
+
 // upgrader decides, per state, what the upgrade does.
 type upgrader struct {
 	r     snapshot.Reader
+	env   *flinkupgrade.Env
+	table *typeser.Table // the source's serializers
 	to    Release
 	rep   *snapshot.UpgradeReport
 	plans map[*snapshot.Operator][]*statePlan
@@ -129,13 +145,13 @@ func (u *upgrader) operator(op *snapshot.Operator) error {
 // plan finds what changes in a state's serializers.
 func (u *upgrader) plan(p *statePlan, keySer *typeser.SerializerSnapshot) {
 	u.plans[p.op] = append(u.plans[p.op], p)
-	sm, err := stateMetaOf(*p.meta)
+	sm, err := stateMetaWith(u.table, *p.meta)
 	if err != nil {
 		p.State = &flinkupgrade.State{}
 		p.Block(fmt.Sprintf("its serializer snapshots do not read (%v)", err))
 		return
 	}
-	p.State = upgradeEnv.Plan(sm, keySer, p.scope == snapshot.ScopeKeyed)
+	p.State = u.env.Plan(sm, keySer, p.scope == snapshot.ScopeKeyed)
 }
 
 // removedOperator is why Flink 2.x has no operator to restore op's state

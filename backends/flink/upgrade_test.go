@@ -225,8 +225,7 @@ func TestUpgradeRewritesKryoValues(t *testing.T) {
 			}
 			defer r.Close()
 			to, _ := ReleaseOf("2.2")
-			u := &upgrader{r: r, to: to, plans: map[*snapshot.Operator][]*statePlan{}, cos: map[*snapshot.Operator]*carriedOperator{},
-				stats: map[*snapshot.Subtask][]snapshot.KeyGroupStat{}, rep: &snapshot.UpgradeReport{}}
+			u := newUpgrader(r, to, &snapshot.UpgradeReport{})
 			rewritten, changed := 0, 0
 			for _, op := range r.Snapshot().Operators {
 				if err := u.operator(op); err != nil {

@@ -29,6 +29,25 @@ const maxFile = 64 << 20
 type files struct {
 	kryoClasses      string
 	protoDescriptors []string
+	// writtenOnly keeps of --kryo-classes the classes marked @WrittenBy.
+	writtenOnly bool
+}
+
+// kryoClassesHelp is --kryo-classes's help.
+const kryoClassesHelp = "FILE: the fields of the classes Kryo writes with its FieldSerializer, the constants of enums, and what a Kryo serializer of your own writes " +
+	"(a class marked @WrittenBy, its members the writes in order: '@WrittenBy(com.acme.TokenSerializer.class) final class com.acme.Token { varlong id; String text; }' " +
+	"for out.writeVarLong(t.id, true); out.writeString(t.text)), as Java declarations (see docs/flink.md: \"Kryo classes and Protobuf messages\"); without it their values are not decoded"
+
+// AddWritten adds --kryo-classes to c, as Add does, for a command that
+// takes of the file only the classes marked @WrittenBy (upgrade): what a
+// serializer of the user's own writes, by Output calls whose Kryo 5 bytes
+// follow from their Kryo 2 bytes.
+func AddWritten(reg **snapshot.Registry, c *cobra.Command) *cobra.Command {
+	f := &files{writtenOnly: true}
+	c.Flags().StringVar(&f.kryoClasses, "kryo-classes", "", "FILE: what Kryo serializers of your own write, as classes marked @WrittenBy in the file the other commands take "+
+		"('@WrittenBy(com.acme.TokenSerializer.class) final class com.acme.Token { varlong id; String text; }' for out.writeVarLong(t.id, true); out.writeString(t.text)), "+
+		"so that their values are carried from Kryo 2 to Kryo 5; the file's other classes are not used here (see docs/upgrading.md)")
+	return f.hook(reg, c, nil)
 }
 
 // Add adds the flags to c, which reads snapshots from *reg, and returns c.
@@ -37,10 +56,16 @@ type files struct {
 // named exclusive set, they are refused: what that flag hands on runs
 // later, without their files.
 func Add(reg **snapshot.Registry, c *cobra.Command, exclusive ...string) *cobra.Command {
-	var f files
+	f := &files{}
 	fs := c.Flags()
-	fs.StringVar(&f.kryoClasses, "kryo-classes", "", "FILE: the fields of the classes Kryo writes with its FieldSerializer, and the constants of enums, as Java declarations (see docs/flink.md: \"Kryo classes and Protobuf messages\"); without it their values are not decoded")
+	fs.StringVar(&f.kryoClasses, "kryo-classes", "", kryoClassesHelp)
 	fs.StringArrayVar(&f.protoDescriptors, "proto-descriptors", nil, "FILE: a Protobuf FileDescriptorSet (protoc --include_imports --descriptor_set_out=FILE) to decode the messages Kryo writes with chill-protobuf's ProtobufSerializer (repeatable)")
+	return f.hook(reg, c, exclusive)
+}
+
+// hook makes *reg, before c runs, read by the schemas f's flags give.
+func (f *files) hook(reg **snapshot.Registry, c *cobra.Command, exclusive []string) *cobra.Command {
+	fs := c.Flags()
 	base, pre := *reg, c.PreRunE
 	c.PreRunE = func(c *cobra.Command, args []string) error {
 		if pre != nil {
@@ -76,6 +101,9 @@ func (f *files) read() (*snapshot.Schemas, error) {
 		}
 		if out.Classes, err = classlayout.Parse(b, f.kryoClasses); err != nil {
 			return nil, errorf("--kryo-classes: %v", err)
+		}
+		if f.writtenOnly {
+			out.Classes = out.Classes.Written()
 		}
 	}
 	if len(f.protoDescriptors) > 0 {

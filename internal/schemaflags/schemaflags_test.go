@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/stateutil/stateutil/internal/classlayout"
 	"github.com/stateutil/stateutil/snapshot"
 	"github.com/stateutil/stateutil/storage"
 )
@@ -100,5 +101,33 @@ func TestFileOverTheBoundIsRefused(t *testing.T) {
 	_, _, err := run(t, "--kryo-classes", p)
 	if err == nil || !strings.Contains(err.Error(), "holds more than") {
 		t.Fatalf("got %v, want the file refused as too large", err)
+	}
+}
+
+// AddWritten takes of the file only the classes marked @WrittenBy.
+func TestAddWrittenTakesOnlyWrittenClasses(t *testing.T) {
+	for text, want := range map[string]int{
+		layout: 0,
+		layout + "@WrittenBy(com.acme.TokenSerializer.class) final class com.acme.Token { varlong id; String text; }\n": 1,
+	} {
+		base := snapshot.NewRegistry(storage.NewRegistry())
+		reg := base
+		var ran *snapshot.Registry
+		c := &cobra.Command{Use: "x", RunE: func(*cobra.Command, []string) error { ran = reg; return nil }, SilenceUsage: true, SilenceErrors: true}
+		AddWritten(&reg, c)
+		c.SetArgs([]string{"--kryo-classes", writeFile(t, "classes", text)})
+		if err := c.Execute(); err != nil {
+			t.Fatal(err)
+		}
+		var got *classlayout.Set
+		if s := ran.Codecs.Schemas(); s != nil {
+			got = s.Classes
+		}
+		if got.Len() != want {
+			t.Errorf("%q: %d classes, want %d", text, got.Len(), want)
+		}
+		if _, ok := got.Class("com.acme.Line"); ok {
+			t.Errorf("%q: the FieldSerializer class is taken", text)
+		}
 	}
 }

@@ -186,7 +186,7 @@ func (p *State) kryoCause(class string) string {
 	for _, n := range p.kryo {
 		for _, reg := range n.KryoRegistrations {
 			if reg.Class == class && reg.Kind != 0 {
-				return fmt.Sprintf("%s, which the job registers with a Kryo serializer of its own: its bytes are that serializer's, and its Kryo 5 port decides the new ones", where)
+				return fmt.Sprintf("%s, which the job registers with a Kryo serializer of its own: its bytes are that serializer's, and its Kryo 5 port decides the new ones (--kryo-classes can declare what it writes, @WrittenBy)", where)
 			}
 		}
 	}

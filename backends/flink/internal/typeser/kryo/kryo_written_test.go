@@ -127,8 +127,8 @@ func randomAll(rng *rand.Rand) map[string]any {
 	return map[string]any{
 		"on": rng.Intn(2) == 1, "b": int64(int8(rng.Uint32())), "s": int64(int16(rng.Uint32())),
 		"c": pick("A", "é", "\u2603"), "i": int32(rng.Uint32()), "l": int64(rng.Uint64()),
-		"f": float64(pick(float32(0), float32(-1.25), float32(math.MaxFloat32), float32(1e-30)).(float32)),
-		"d": pick(0.0, -2.5, math.MaxFloat64, 1e-300, rng.NormFloat64()).(float64),
+		"f":  float64(pick(float32(0), float32(-1.25), float32(math.MaxFloat32), float32(1e-30)).(float32)),
+		"d":  pick(0.0, -2.5, math.MaxFloat64, 1e-300, rng.NormFloat64()).(float64),
 		"vi": int32(rng.Uint32()) >> rng.Intn(32), "zi": int32(rng.Uint32()) >> rng.Intn(32),
 		"vl": int64(rng.Uint64()) >> rng.Intn(64), "zl": int64(rng.Uint64()) >> rng.Intn(64),
 		"text": str(), "leaf": leaf(), "maybe": pick(nil, leaf()),
