@@ -48,7 +48,7 @@ held before anything is published: a difference aborts the write (exit 2).
 --check writes nothing: it prints, per operator and state, "restores as is", "rewritten
 by upgrade" (and what changes) or "blocked" (and why: a class Kryo writes with its
 FieldSerializer or with a serializer registered for it, whose bytes the savepoint does
-not describe; a POJO collection field whose element type the values do not tell; a
+not describe, unless --kryo-classes declares what that serializer writes; a POJO collection field whose element type the values do not tell; a
 connector whose state format changed; a legacy SourceFunction source, which Flink 2.x
 removed; an unaligned checkpoint's data in flight, which no copy can carry). It exits 8
 when something blocks, 0 otherwise, for a CI gate. Without --check, an upgrade that
@@ -67,6 +67,7 @@ appears only when complete, and is claimed for this one writer (see convert).
 		Example: `  stateutil upgrade --check ./savepoint-1.20 --flink-version 2.1
   stateutil upgrade --check ./savepoint-1.20 --flink-version 2.1 -o json
   stateutil upgrade ./savepoint-1.20 --flink-version 2.1 --output ./savepoint-2.1
+  stateutil upgrade ./savepoint-1.20 --flink-version 2.3 --kryo-classes ./classes.java --output ./savepoint-2.3
   stateutil upgrade ./job/chk-42 --path-map file:/data/flink=/mnt/copy --flink-version 2.3 --output ./savepoint-2.3
   stateutil upgrade ./savepoint-1.18 --flink-version 2.0 --max-parallelism 4096 --parallelism 8 --output ./savepoint-2.0-wide`,
 		Args: cobra.ExactArgs(1),

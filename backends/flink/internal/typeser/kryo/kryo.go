@@ -63,7 +63,7 @@ var Family = &typeser.Family{
 		return nil, skipKryo(r, s)
 	},
 	Sized: func(*typeser.SerializerSnapshot, int) bool { return true },
-	Notes: map[string]string{"Kryo": "the JDK's classes, Flink's and chill's decode; a user's class or enum by its declaration (--kryo-classes), a Protobuf message by its descriptor set (--proto-descriptors); a class with a Kryo serializer of its own is not decoded, shown as its bytes"},
+	Notes: map[string]string{"Kryo": "the JDK's classes, Flink's and chill's decode; a user's class or enum by its declaration (--kryo-classes), a Protobuf message by its descriptor set (--proto-descriptors); a class with a Kryo serializer of its own by what its @WrittenBy declaration there says the serializer writes, else not decoded, shown as its bytes"},
 	Encode: func(b []byte, s *typeser.SerializerSnapshot, v any, depth int) ([]byte, bool, error) {
 		b, err := encodeKryo(b, s, v, depth == 0)
 		return b, true, err

@@ -25,8 +25,10 @@ import (
 //     registration of kind 1 or 2): chill-protobuf's ProtobufSerializer
 //     writes a message as a varint length and the message's bytes, which
 //     decode by the user's descriptors (--proto-descriptors; JSON as
-//     internal/protovalue says); any other is not decoded, and a value
-//     that is wholly one shows the bytes after its class.
+//     internal/protovalue says); one whose class the user marks
+//     @WrittenBy by the writes declared (kryo_written.go); any other is
+//     not decoded, and a value that is wholly one shows the bytes after
+//     its class.
 //   - a class under Kryo's FieldSerializer, by the fields the user
 //     declares (--kryo-classes, internal/classlayout): every field,
 //     inherited ones too, sorted by name, without names or a count; a
