@@ -48,9 +48,10 @@ held before anything is published: a difference aborts the write (exit 2).
 --check writes nothing: it prints, per operator and state, "restores as is", "rewritten
 by upgrade" (and what changes) or "blocked" (and why: a class Kryo writes with its
 FieldSerializer or with a serializer registered for it, whose bytes the savepoint does
-not describe, unless --kryo-classes declares what that serializer writes; a POJO collection field whose element type the values do not tell; a
-connector whose state format changed; a legacy SourceFunction source, which Flink 2.x
-removed; an unaligned checkpoint's data in flight, which no copy can carry). It exits 8
+not describe, unless --kryo-classes declares what that serializer writes; a POJO
+collection field whose element type the values do not tell; a connector whose state
+format changed; a legacy SourceFunction source, which Flink 2.x removed; an unaligned
+checkpoint's data in flight, which no copy can carry). It exits 8
 when something blocks, 0 otherwise, for a CI gate. Without --check, an upgrade that
 something blocks writes nothing and exits 8, naming every blocked state.
 
