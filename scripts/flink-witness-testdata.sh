@@ -7,8 +7,9 @@
 # records in flight (48 entries, about 13 MB). Each entry's dump.jsonl is the job's own dump (Flink
 # restores the snapshot into dumpers); the zoo entries get descriptors.pb, the
 # FileDescriptorSet of their Protobuf message (what protoc --descriptor_set_out writes), and
-# kryo-classes.txt, the fields of the classes Kryo writes with its FieldSerializer
-# (testenv/flink/witness/zoo.kryo-classes, written from the job's source), which the
+# kryo-classes.txt, the fields of the classes Kryo writes with its FieldSerializer and what
+# the job's TokenSerializer writes (testenv/flink/witness/zoo.kryo-classes, written from the
+# job's source), which the
 # witness test gives stateutil as --proto-descriptors and --kryo-classes.
 # Then it replaces testdata/flink-witness with the slice below (30 entries, about 5.0 MB):
 # every job on every kind of snapshot at least once.
