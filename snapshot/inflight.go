@@ -30,16 +30,21 @@ func InFlightOf(op *Operator) InFlightTotals {
 	return t
 }
 
+// Holds reports whether the channels hold records: Flink also snapshots
+// a channel whose buffers are empty (a result subpartition's buffer that
+// nothing was written into yet), which holds none.
+func (t InFlightTotals) Holds() bool { return t.Bytes > 0 }
+
 // CheckNoInFlight fails when a subtask of s holds data in flight: what
 // every copy calls before it starts, since none can carry it; a copy
-// without it would lose those records. The error wraps
-// ErrUnsupportedVersion.
+// without it would lose those records. Channels whose buffers are all
+// empty lose nothing. The error wraps ErrUnsupportedVersion.
 func CheckNoInFlight(s *Snapshot) error {
 	var first string
 	var all InFlightTotals
 	for _, op := range s.Operators {
 		t := InFlightOf(op)
-		if t.Channels == 0 {
+		if !t.Holds() {
 			continue
 		}
 		if first == "" {
@@ -47,7 +52,7 @@ func CheckNoInFlight(s *Snapshot) error {
 		}
 		all.Channels, all.Subtasks, all.Bytes = all.Channels+t.Channels, all.Subtasks+t.Subtasks, all.Bytes+t.Bytes
 	}
-	if all.Channels == 0 {
+	if !all.Holds() {
 		return nil
 	}
 	return fmt.Errorf("%w: an unaligned checkpoint with data in flight (%d bytes in %d channels of %d subtasks, the first %s), which no copy can carry: "+

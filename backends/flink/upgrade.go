@@ -119,7 +119,7 @@ func (u *upgrader) operator(op *snapshot.Operator) error {
 	if why := removedOperator(op, co); why != "" {
 		u.rep.Add(snapshot.UpgradeFinding{Operator: op.Label(), Scope: snapshot.ScopeWholeOperator, Verdict: snapshot.Blocked, Reason: why})
 	}
-	if t := snapshot.InFlightOf(op); t.Channels > 0 {
+	if t := snapshot.InFlightOf(op); t.Holds() {
 		u.rep.Add(snapshot.UpgradeFinding{Operator: op.Label(), Scope: snapshot.ScopeWholeOperator, Verdict: snapshot.Blocked,
 			Reason: fmt.Sprintf("%d of its subtasks hold data in flight (an unaligned checkpoint: %d bytes in %d channels), which no copy can carry: "+
 				"restore the checkpoint in Flink 1.x, take a savepoint (savepoints are aligned), and upgrade that", t.Subtasks, t.Bytes, t.Channels)})
