@@ -1,11 +1,15 @@
 package stateutil.flink.jobs;
 
 import java.util.ArrayDeque;
+import java.util.Arrays;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.TreeMap;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 import org.apache.flink.api.common.eventtime.WatermarkStrategy;
 import org.apache.flink.api.common.functions.FlatMapFunction;
@@ -65,7 +69,7 @@ import stateutil.flink.RestoredStateDumper2;
  * max parallelism, input types and key selectors (so records an unaligned checkpoint kept in
  * flight are read as Flink wrote them), reading every state and timer the snapshot records
  * with the snapshot's serializers. Outputs (continue): every query's changelog, as a signed
- * multiset of rows.
+ * multiset of rows (sqlops's aggregates over an updating input as {@link #orderFree} shows them).
  */
 public final class SqlWitnessJob implements Job {
     static final String INPUT = "input", RECORDS = "records";
@@ -74,11 +78,15 @@ public final class SqlWitnessJob implements Job {
     private final boolean eventTime;
     private final Map<String, String> config;
     private final String[] views, queries, inserts;
+    /** The queries (by index) whose outputs are recorded order-free ({@link #orderFree}). */
+    private final Set<Integer> arrivalOrdered;
     /** The keyed transformations of the plan made in this JVM (uid to transformation). */
     private transient volatile Map<String, Transformation<?>> keyed;
 
-    private SqlWitnessJob(String name, boolean eventTime, Map<String, String> config, String[] views, String[] queries, String[] inserts) {
+    private SqlWitnessJob(String name, boolean eventTime, Map<String, String> config, String[] views, String[] queries, String[] inserts,
+            Set<Integer> arrivalOrdered) {
         this.name = name;
+        this.arrivalOrdered = arrivalOrdered;
         this.eventTime = eventTime;
         this.config = config;
         this.views = views;
@@ -100,7 +108,7 @@ public final class SqlWitnessJob implements Job {
                 + " JSON_OBJECTAGG(KEY ls VALUE lv) AS jo, ARRAY_AGG(lv) AS aa FROM latest GROUP BY g",
         }, new String[] {
             "INSERT INTO by_k SELECT k, id, v FROM upserts",
-        });
+        }, Set.of(2));
     }
 
     static SqlWitnessJob events() {
@@ -124,7 +132,7 @@ public final class SqlWitnessJob implements Job {
             "SELECT l.k, l.window_start, l.v, r.v AS rv FROM (SELECT * FROM TABLE(TUMBLE(TABLE a, DESCRIPTOR(rowtime), INTERVAL '20' SECOND))) l"
                 + " JOIN (SELECT * FROM TABLE(TUMBLE(TABLE b, DESCRIPTOR(rowtime), INTERVAL '20' SECOND))) r"
                 + " ON l.window_start = r.window_start AND l.window_end = r.window_end AND l.k = r.k",
-        }, new String[0]);
+        }, new String[0], Set.of());
     }
 
     static SqlWitnessJob batch() {
@@ -138,7 +146,7 @@ public final class SqlWitnessJob implements Job {
         return new SqlWitnessJob("sqlbatch", false, c, new String[0], new String[] {
             "SELECT k, COUNT(DISTINCT MOD(v, 7)) AS d7, SUM(v) AS s, MAX(v) AS m FROM records GROUP BY k",
             "SELECT MOD(v, 5) AS g, COUNT(DISTINCT k) AS dk, COUNT(*) AS c FROM records GROUP BY MOD(v, 5)",
-        }, new String[0]);
+        }, new String[0], Set.of());
     }
 
     @Override
@@ -202,7 +210,7 @@ public final class SqlWitnessJob implements Job {
             t.executeSql(v);
         }
         for (int i = 0; i < queries.length; i++) {
-            t.toChangelogStream(t.sqlQuery(queries[i])).map(new Out("q" + i)).uid("results-" + i).name("results-" + i);
+            t.toChangelogStream(t.sqlQuery(queries[i])).map(new Out("q" + i, arrivalOrdered.contains(i))).uid("results-" + i).name("results-" + i);
         }
         if (inserts.length > 0) {
             StreamStatementSet ss = t.createStatementSet();
@@ -317,9 +325,11 @@ public final class SqlWitnessJob implements Job {
     /** A query's changelog as outputs: +1 for an insertion or update after, -1 for a retraction. */
     static final class Out implements MapFunction<Row, Long> {
         private final String query;
+        private final boolean orderFree;
 
-        Out(String query) {
+        Out(String query, boolean orderFree) {
             this.query = query;
+            this.orderFree = orderFree;
         }
 
         @Override
@@ -327,8 +337,38 @@ public final class SqlWitnessJob implements Job {
             int sign = r.getKind() == RowKind.INSERT || r.getKind() == RowKind.UPDATE_AFTER ? 1 : -1;
             Row plain = Row.copy(r);
             plain.setKind(RowKind.INSERT);
-            Dumps.output(sign, query + " " + plain);
+            Dumps.output(sign, query + " " + (orderFree ? orderFree(plain) : plain.toString()));
             return 0L;
         }
+    }
+
+    private static final Pattern JSON_MEMBER = Pattern.compile("\"([^\"]*)\":([^,}]*)");
+
+    /**
+     * A result row of sqlops's aggregates over {@code latest} (g, FIRST_VALUE, LAST_VALUE, LISTAGG,
+     * MAX, COLLECT, JSON_OBJECTAGG, ARRAY_AGG) as text that does not depend on the order its
+     * input rows came in. The rows of one group's keys reach the aggregate from several subtasks
+     * of {@code latest}, in the order the network gives: another one on each run, and at another
+     * parallelism. So FIRST_VALUE and LAST_VALUE show whether their value is among the group's
+     * (ARRAY_AGG's), and the lists and maps are sorted.
+     */
+    static String orderFree(Row r) {
+        Object[] aa = (Object[]) r.getField(7);
+        List<Object> values = aa == null ? List.of() : Arrays.asList(aa);
+        String la = (String) r.getField(3);
+        String[] listed = la == null ? new String[0] : la.split(",");
+        Arrays.sort(listed);
+        Map<?, ?> co = (Map<?, ?>) r.getField(5);
+        TreeMap<String, String> jo = new TreeMap<>();
+        String json = (String) r.getField(6);
+        if (json != null) {
+            Matcher m = JSON_MEMBER.matcher(json);
+            while (m.find()) {
+                jo.put(m.group(1), m.group(2));
+            }
+        }
+        return "[" + r.getField(0) + ", first among values " + values.contains(r.getField(1)) + ", last among values " + values.contains(r.getField(2))
+                + ", " + String.join(",", listed) + ", " + r.getField(4) + ", " + (co == null ? null : new TreeMap<>(co)) + ", " + jo + ", "
+                + values.stream().map(String::valueOf).sorted().toList() + "]";
     }
 }
