@@ -142,7 +142,19 @@ func (e *Error) Error() string {
 // Run runs `flink-harness.sh version command args...` and returns its stdout.
 // Cancelling ctx kills the JVM too.
 func Run(ctx context.Context, version, command string, args ...string) (string, error) {
+	return run(ctx, version, "", command, args...)
+}
+
+// run is Run with more Flink settings ("key=value;..."), added to
+// STATEUTIL_FLINK_CONF's.
+func run(ctx context.Context, version, conf, command string, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, "bash", append([]string{Script(), version, command}, args...)...)
+	if conf != "" {
+		if c := os.Getenv("STATEUTIL_FLINK_CONF"); c != "" {
+			conf += ";" + c
+		}
+		cmd.Env = append(os.Environ(), "STATEUTIL_FLINK_CONF="+conf)
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 10 * time.Second
@@ -343,4 +355,35 @@ func SPADump(ctx context.Context, version string, o SPAOptions) (string, error) 
 	}
 	_, err := Run(ctx, version, "spa-dump", args...)
 	return o.Dump, err
+}
+
+// ContinueOptions describe a restore that goes on (the harness's continue).
+type ContinueOptions struct {
+	Job, Snapshot, Backend string
+	Parallelism            int   // 0: 2
+	Records                int64 // the snapshot's --records
+	// ContinueTo is the record number the sources read on to.
+	ContinueTo int64
+	Out        string
+	Changelog  bool
+	// Conf is more Flink settings, "key=value;...".
+	Conf string
+}
+
+// Continue restores the snapshot into the job itself and lets it read on to
+// record ContinueTo; the job's outputs go to Out as a signed multiset, one
+// JSON line each (testenv/flink/README.md). A restore Flink refuses returns
+// an *Error whose Message is Flink's reason.
+func Continue(ctx context.Context, version string, o ContinueOptions) (string, error) {
+	if o.Out == "" || o.ContinueTo <= 0 {
+		return "", errors.New("flinkharness: ContinueOptions.Out and ContinueTo are required")
+	}
+	args := []string{"--job", o.Job, "--snapshot", o.Snapshot, "--backend", o.Backend,
+		"--continue-to", strconv.FormatInt(o.ContinueTo, 10), "--out", o.Out}
+	args = appendCommon(args, o.Parallelism, o.Records)
+	if o.Changelog {
+		args = append(args, "--changelog")
+	}
+	_, err := run(ctx, version, o.Conf, "continue", args...)
+	return o.Out, err
 }

@@ -1,12 +1,16 @@
 package flinkharness
 
 import (
+	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 )
 
 // Manifest is a corpus entry's manifest.json (written by the harness's snapshot --manifest).
@@ -55,6 +59,69 @@ func (e Entry) SnapshotDir() string {
 // and where it is now.
 func (e Entry) PathMap() (old, new string) {
 	return e.Manifest.OriginalDir, filepath.Join(e.Dir, "snapshot")
+}
+
+// AtOriginalDir makes the entry's snapshot/ reachable where Flink wrote it
+// (Manifest.OriginalDir), through a symbolic link there, for Flink to
+// restore a checkpoint, whose _metadata names its files by absolute path.
+// It makes the directories above the link, and release removes the link
+// and them. A lock (in the system's temporary directory) keeps other runs
+// from that place until release; a link left there by a run that was
+// killed is replaced. Anything else there is refused.
+func (e Entry) AtOriginalDir() (release func(), err error) {
+	old, now := e.PathMap()
+	if old == "" {
+		return func() {}, nil
+	}
+	if now, err = filepath.Abs(now); err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256([]byte(old))
+	lock, err := os.OpenFile(filepath.Join(os.TempDir(), fmt.Sprintf("stateutil-original-dir-%x.lock", sum[:8])), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		lock.Close()
+		return nil, fmt.Errorf("lock for %s: %w", old, err)
+	}
+	unlock := func() { lock.Close() }
+	if fi, err := os.Lstat(old); err == nil {
+		if fi.Mode()&os.ModeSymlink == 0 {
+			unlock()
+			return nil, fmt.Errorf("%s, where Flink wrote %s, holds what is not a link: move it away", old, e.Dir)
+		}
+		if err := os.Remove(old); err != nil {
+			unlock()
+			return nil, err
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		unlock()
+		return nil, err
+	}
+	var made []string // deepest first
+	for d := filepath.Dir(old); ; d = filepath.Dir(d) {
+		if _, err := os.Lstat(d); err == nil || d == filepath.Dir(d) {
+			break
+		}
+		made = append(made, d)
+	}
+	release = func() {
+		os.Remove(old)
+		for _, d := range made {
+			os.Remove(d)
+		}
+		unlock()
+	}
+	if err := os.MkdirAll(filepath.Dir(old), 0o755); err != nil {
+		release()
+		return nil, err
+	}
+	if err := os.Symlink(now, old); err != nil {
+		release()
+		return nil, err
+	}
+	return release, nil
 }
 
 // File returns the path of a file of the entry (dump.jsonl, restore.jsonl, spa.jsonl, spa.err).
