@@ -1,0 +1,274 @@
+package flinkwitness
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stateutil/stateutil/cmd"
+	"github.com/stateutil/stateutil/internal/flinkharness"
+)
+
+// refusal is a copy of a witness snapshot that stateutil rightly refuses
+// to make: its exit code and what its message says.
+type refusal struct {
+	code int
+	says string
+}
+
+var (
+	// Records in flight, which Flink hands back to the channels by the
+	// job's partitioning: no savepoint holds them, and a copy without
+	// them would lose them.
+	inFlight = refusal{cmd.ExitUnsupported, "an unaligned checkpoint with data in flight"}
+	// A changelog checkpoint taken before the state backend first
+	// materialized its state records no key serializer for the SQL
+	// operators' states (Flink takes the job's), and a savepoint must
+	// name one.
+	noKeySerializer = refusal{cmd.ExitUnsupported, "its key serializer is not recorded, and a savepoint must name it"}
+)
+
+// restoreRefusals are the witness snapshots that stateutil refuses to
+// rescale and to convert, each for the reason given. The restore check
+// fails on a refusal not listed, and on a listed one that no longer
+// happens.
+var restoreRefusals = map[string]refusal{
+	"2.3.0/cep-hashmap-checkpoint-unaligned":      inFlight,
+	"2.3.0/zoo-hashmap-checkpoint-unaligned":      inFlight,
+	"2.3.0/sqlbatch-hashmap-checkpoint-changelog": noKeySerializer,
+	"2.3.0/sqlops-hashmap-checkpoint-changelog":   noKeySerializer,
+}
+
+// pinningJobs are the witness jobs whose SQL plans have operators of max
+// parallelism 1 (the planner's global operators: sqlops's join without
+// an equality and its CROSS JOIN, sqlevents's).
+var pinningJobs = []string{"sqlops", "sqlevents"}
+
+func entryID(e flinkharness.Entry) string { return e.Manifest.FlinkVersion + "/" + e.Name }
+
+// restoreEntries are the witness snapshots the restore check runs on.
+// STATEUTIL_WITNESS_RESTORE=full: all of them; a list of VERSION/NAME
+// (spaces or commas between): those; else one a day of the Flink versions
+// flinkharness.Versions names (make test alternates them by day,
+// scripts/test.sh, so the day's index among the days of its version
+// is day/2).
+func restoreEntries(t *testing.T) (root string, chosen []flinkharness.Entry) {
+	root = os.Getenv("STATEUTIL_FLINK_WITNESS")
+	if root == "" {
+		root = filepath.Join(repoRoot(), "testdata", "flink-witness")
+	}
+	all, err := flinkharness.ReadCorpus(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) == 0 {
+		t.Fatalf("no witness snapshots under %s", root)
+	}
+	which := strings.TrimSpace(os.Getenv("STATEUTIL_WITNESS_RESTORE"))
+	switch which {
+	case "full":
+		return root, all
+	case "":
+		versions := flinkharness.Versions()
+		var of []flinkharness.Entry
+		for _, e := range all {
+			if slices.Contains(versions, e.Manifest.FlinkVersion) {
+				of = append(of, e)
+			}
+		}
+		if len(of) == 0 {
+			t.Fatalf("no witness snapshots of Flink %v under %s", versions, root)
+		}
+		day := int(time.Now().Unix() / 86400)
+		return root, of[day/2%len(of) : day/2%len(of)+1]
+	}
+	for _, id := range strings.FieldsFunc(which, func(r rune) bool { return r == ' ' || r == ',' }) {
+		i := slices.IndexFunc(all, func(e flinkharness.Entry) bool { return entryID(e) == id })
+		if i < 0 {
+			t.Fatalf("STATEUTIL_WITNESS_RESTORE names %s, which %s does not hold", id, root)
+		}
+		chosen = append(chosen, all[i])
+	}
+	return root, chosen
+}
+
+// TestWitnessRestoresInFlink is the restore check: Flink goes on from each
+// witness snapshot (the harness's continue, to twice the snapshot's
+// records), from stateutil's `rescale --parallelism 3` of it (at
+// parallelism 3, through the snapshot's backend) and from its `convert
+// --to flink` (a canonical savepoint, through hashmap), and the three
+// outputs must be the same; or stateutil refuses the copies as
+// restoreRefusals says. A rescale keeps each operator of max parallelism 1
+// at parallelism 1 and says so, as Flink plans it. One snapshot a day
+// under STATEUTIL_REQUIRE_FLINK=1 (make test); make
+// test-witness-restore runs them all.
+func TestWitnessRestoresInFlink(t *testing.T) {
+	flinkharness.Require(t)
+	if !flinkharness.Required() {
+		t.Skip("the real-Flink restore check runs with STATEUTIL_REQUIRE_FLINK=1")
+	}
+	root, entries := restoreEntries(t)
+	for id := range restoreRefusals {
+		if !slices.ContainsFunc(entries, func(e flinkharness.Entry) bool { return entryID(e) == id }) && os.Getenv("STATEUTIL_WITNESS_RESTORE") == "full" {
+			t.Errorf("restoreRefusals names %s, which %s does not hold", id, root)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Hour)
+	defer cancel()
+	var table []string
+	for _, e := range entries {
+		t.Run(entryID(e), func(t *testing.T) {
+			row := restoreCheck(ctx, t, e)
+			table = append(table, fmt.Sprintf("%-46s %-12s %-40s %s", entryID(e), row[0], row[1], row[2]))
+		})
+	}
+	t.Logf("restore check of %d witness snapshots (%s):\n%-46s %-12s %-40s %s\n%s", len(entries), root,
+		"snapshot", "original", "rescale --parallelism 3", "convert --to flink", strings.Join(table, "\n"))
+}
+
+// restoreCheck checks one snapshot and returns what each run gave: the
+// original's number of outputs, then the rescaled and the converted
+// copies' outcome.
+func restoreCheck(ctx context.Context, t *testing.T, e flinkharness.Entry) [3]string {
+	row := [3]string{"-", "-", "-"}
+	m := e.Manifest
+	release, err := e.AtOriginalDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	dir := t.TempDir()
+	goOn := func(name, snap, backend string, parallelism int) (string, error) {
+		o := flinkharness.ContinueOptions{Job: m.Job, Snapshot: snap, Backend: backend, Parallelism: parallelism,
+			Records: m.Records, ContinueTo: 2 * m.Records, Out: filepath.Join(dir, name+".jsonl"), Changelog: m.Changelog}
+		if name != "original" && backend == "forst" {
+			// The one setting with which Flink 2.x's ForSt restores a
+			// canonical savepoint: timers on the heap.
+			o.Conf = "state.backend.forst.timer-service.factory=HEAP"
+		}
+		return flinkharness.Continue(ctx, m.FlinkVersion, o)
+	}
+	original, err := goOn("original", e.SnapshotDir(), m.Backend, m.Parallelism)
+	if err != nil {
+		t.Fatalf("Flink did not go on from the snapshot: %v", err)
+	}
+	want, err := os.ReadFile(original)
+	if err != nil {
+		t.Fatal(err)
+	}
+	row[0] = fmt.Sprintf("%d outputs", strings.Count(string(want), "\n"))
+	old, now := e.PathMap()
+	refused, listed := restoreRefusals[entryID(e)]
+	copies := []struct {
+		name, backend string
+		parallelism   int
+		args          []string
+	}{
+		{"rescaled", m.Backend, 3, []string{"rescale", e.SnapshotDir(), "--parallelism", "3", "-o", "json"}},
+		{"converted", "hashmap", m.Parallelism, []string{"convert", e.SnapshotDir(), "--to", "flink"}},
+	}
+	for i, c := range copies {
+		out := filepath.Join(dir, c.name)
+		code, stdout, errOut := stateutil(append(c.args, "--path-map", old+"="+now, "--output", out, "-q")...)
+		msg := strings.TrimSpace(errOut)
+		switch {
+		case code != cmd.ExitOK && listed && code == refused.code && strings.Contains(msg, refused.says):
+			row[i+1] = "refused, as expected (exit " + fmt.Sprint(code) + ")"
+			continue
+		case code != cmd.ExitOK:
+			row[i+1] = fmt.Sprintf("refused (exit %d)", code)
+			t.Errorf("stateutil %s refused (exit %d): %s", c.args[0], code, msg)
+			continue
+		case listed:
+			row[i+1] = "made, though listed as refused"
+			t.Errorf("stateutil %s made a copy, and restoreRefusals lists it as refused (exit %d, %q): remove it from there", c.args[0], refused.code, refused.says)
+		}
+		if c.name == "rescaled" {
+			checkPinned(t, e, stdout)
+		}
+		if _, err := goOn(c.name, out, c.backend, c.parallelism); err != nil {
+			row[i+1] = "Flink did not go on"
+			t.Errorf("Flink did not go on from stateutil's %s copy: %v", c.args[0], err)
+			continue
+		}
+		got, err := os.ReadFile(filepath.Join(dir, c.name+".jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := outputDiff(want, got); d != "" {
+			row[i+1] = "differs"
+			t.Errorf("Flink went on from stateutil's %s copy with other output than from the snapshot:\n%s", c.args[0], d)
+			continue
+		}
+		if !listed {
+			row[i+1] = "same"
+		}
+	}
+	return row
+}
+
+// checkPinned holds a rescale's plan (-o json) to Flink's: an operator of
+// max parallelism 1 stays at parallelism 1, with a note that says why;
+// the jobs that have such operators have them in the plan.
+func checkPinned(t *testing.T, e flinkharness.Entry, plan string) {
+	var p struct {
+		Operators []struct {
+			ID  string `json:"id"`
+			Old struct {
+				MaxParallelism int `json:"max_parallelism"`
+			} `json:"old"`
+			New struct {
+				Parallelism    int `json:"parallelism"`
+				MaxParallelism int `json:"max_parallelism"`
+			} `json:"new"`
+			Note string `json:"note"`
+		} `json:"operators"`
+	}
+	if err := json.Unmarshal([]byte(plan), &p); err != nil {
+		t.Fatalf("rescale -o json: %v\n%s", err, plan)
+	}
+	pinned := 0
+	for _, op := range p.Operators {
+		if op.Old.MaxParallelism != 1 {
+			continue
+		}
+		pinned++
+		if op.New.Parallelism != 1 || op.New.MaxParallelism != 1 || !strings.Contains(op.Note, "max parallelism 1") {
+			t.Errorf("rescale --parallelism 3: operator %s of max parallelism 1 planned at parallelism %d, max parallelism %d, note %q; Flink keeps it at 1",
+				op.ID, op.New.Parallelism, op.New.MaxParallelism, op.Note)
+		}
+	}
+	if want := slices.Contains(pinningJobs, e.Manifest.Job); want != (pinned > 0) {
+		t.Errorf("rescale's plan has %d operators of max parallelism 1; the %s job has them: %v", pinned, e.Manifest.Job, want)
+	}
+}
+
+// outputDiff lists the output lines only one of two continue outputs has
+// (both sorted, one line a distinct output), "" when they are the same.
+func outputDiff(want, got []byte) string {
+	if string(want) == string(got) {
+		return ""
+	}
+	w, g := strings.Split(string(want), "\n"), strings.Split(string(got), "\n")
+	var sb strings.Builder
+	n := 0
+	for _, l := range w {
+		if !slices.Contains(g, l) && n < 20 {
+			fmt.Fprintf(&sb, "- %s\n", l)
+			n++
+		}
+	}
+	for _, l := range g {
+		if !slices.Contains(w, l) && n < 40 {
+			fmt.Fprintf(&sb, "+ %s\n", l)
+			n++
+		}
+	}
+	return fmt.Sprintf("(- only from the snapshot, + only from the copy; %d and %d lines)\n%s", len(w)-1, len(g)-1, sb.String())
+}
