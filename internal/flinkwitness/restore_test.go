@@ -59,17 +59,7 @@ func entryID(e flinkharness.Entry) string { return e.Manifest.FlinkVersion + "/"
 // scripts/test.sh, so the day's index among the days of its version
 // is day/2).
 func restoreEntries(t *testing.T) (root string, chosen []flinkharness.Entry) {
-	root = os.Getenv("STATEUTIL_FLINK_WITNESS")
-	if root == "" {
-		root = filepath.Join(repoRoot(), "testdata", "flink-witness")
-	}
-	all, err := flinkharness.ReadCorpus(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(all) == 0 {
-		t.Fatalf("no witness snapshots under %s", root)
-	}
+	root, _, all := witnessSet(t)
 	which := strings.TrimSpace(os.Getenv("STATEUTIL_WITNESS_RESTORE"))
 	switch which {
 	case "full":

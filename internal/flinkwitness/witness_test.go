@@ -303,17 +303,11 @@ func readKnownGaps(t *testing.T) map[string]bool {
 	return known
 }
 
-// TestWitnessSnapshots reads every checked-in witness snapshot with
-// stateutil and holds what it gets against the job's own dump; the gaps
-// must be exactly those known_gaps.txt lists. $STATEUTIL_FLINK_WITNESS
-// names another set (scripts/flink-witness-testdata.sh makes the whole one
-// in <cache>/flink-witness): then the test only writes -witness-report.
-func TestWitnessSnapshots(t *testing.T) {
-	root, name := os.Getenv("STATEUTIL_FLINK_WITNESS"), "testdata/flink-witness"
-	other := root != ""
-	if other {
-		name = root
-	} else {
+// witnessSet reads the witness snapshots: the set $STATEUTIL_FLINK_WITNESS
+// names (other), else testdata/flink-witness.
+func witnessSet(t *testing.T) (root string, other bool, entries []flinkharness.Entry) {
+	root = os.Getenv("STATEUTIL_FLINK_WITNESS")
+	if other = root != ""; !other {
 		root = filepath.Join(repoRoot(), "testdata", "flink-witness")
 	}
 	entries, err := flinkharness.ReadCorpus(root)
@@ -322,6 +316,20 @@ func TestWitnessSnapshots(t *testing.T) {
 	}
 	if len(entries) == 0 {
 		t.Fatalf("no witness snapshots under %s", root)
+	}
+	return root, other, entries
+}
+
+// TestWitnessSnapshots reads every checked-in witness snapshot with
+// stateutil and holds what it gets against the job's own dump; the gaps
+// must be exactly those known_gaps.txt lists. $STATEUTIL_FLINK_WITNESS
+// names another set (scripts/flink-witness-testdata.sh makes the whole one
+// in <cache>/flink-witness): then the test only writes -witness-report.
+func TestWitnessSnapshots(t *testing.T) {
+	root, other, entries := witnessSet(t)
+	name := "testdata/flink-witness"
+	if other {
+		name = root
 	}
 	if other {
 		var outcomes []*outcome
