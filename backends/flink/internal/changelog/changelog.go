@@ -1,8 +1,10 @@
 package changelog
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -178,12 +180,37 @@ func (f *changelogFile) changeSet(offset int64) ([]stateChange, int64, error) {
 	return out, int64(r.Off), r.Err
 }
 
+// KeyFrom says where a changelog subtask's key serializer comes from.
+type KeyFrom int
+
+const (
+	// KeyNone: nowhere; the subtask's keys, where it has any, are not read.
+	KeyNone KeyFrom = iota
+	// KeyRecorded: the materialized part records it.
+	KeyRecorded
+	// KeyOfTimers: a timer state's serializer records it.
+	KeyOfTimers
+	// KeyGiven: ChangelogState.GivenKey gave it, and every key fits it.
+	KeyGiven
+	// KeyRowsOfNoFields: every key is a row of no fields (rowKey).
+	KeyRowsOfNoFields
+	// KeyRowsWalked: every key is a row whose field types nothing
+	// records: walked and hashed, not decoded (rowKey).
+	KeyRowsWalked
+)
+
+// Recorded says the subtask's own state records its key serializer.
+func (k KeyFrom) Recorded() bool { return k == KeyRecorded || k == KeyOfTimers }
+
 // ChangelogState is a subtask's keyed state with its changes applied.
 type ChangelogState struct {
 	// Kryo5 says the Kryo values are Kryo 5's.
 	Kryo5 bool
 	// table holds the serializer families the state is read with.
-	Table  *typeser.Table
+	Table *typeser.Table
+	// Header is the materialized part's, or empty; Apply completes it
+	// with the states the changes register and, where it records no key
+	// serializer, the one found as KeyFrom says.
 	Header *statefile.KeyedHeader
 	Rng    metadata.KeyGroupRange
 	// MaxParallelism is the operator's: keys hash to key groups by it.
@@ -191,6 +218,18 @@ type ChangelogState struct {
 	Groups         map[int]*ChangedGroup
 	// Broken holds, per state, why its changes could not be applied.
 	Broken map[string]error
+	// GivenKey, when set, gives the key serializer of a subtask whose
+	// state records none (another snapshot's, named by the user). Apply
+	// asks for it only then, and takes it only if every key fits it:
+	// walked by it, hashing to its change's key group, and, where it
+	// decodes the key, exactly the bytes the decoded key encodes to. A
+	// key that does not fit, or a change that does not parse with it,
+	// fails Apply with a *KeyMisfitError.
+	GivenKey func() (*typeser.SerializerSnapshot, error)
+	// KeyFrom says where Header.KeySerializer came from (Apply sets it).
+	KeyFrom KeyFrom
+	// keyed counts the changes of keyed (not timer) states in Rng.
+	keyed int
 }
 
 // ChangedGroup holds one key group's entries, in the order they were first
@@ -292,6 +331,20 @@ func (c *cell) entries(kg int, emit func(snapshot.Entry) bool) bool {
 	return true
 }
 
+// KeysNotDecoded says the subtask has keys and records no key serializer,
+// nor was one given: its keys are walked as rows but not decoded, or not
+// read at all (their states unreadable).
+func (s *ChangelogState) KeysNotDecoded() bool {
+	return s.keyed > 0 && (s.KeyFrom == KeyNone || s.KeyFrom == KeyRowsWalked)
+}
+
+// KeyMisfitError is a key that the key serializer GivenKey gave does not
+// fit, or a change that does not parse with it: where, and why. It is the
+// given serializer's fault, not damage: it matches no error sentinel.
+type KeyMisfitError struct{ err error }
+
+func (e *KeyMisfitError) Error() string { return e.err.Error() }
+
 // Apply loads the materialized entries base (nil: none), then applies the
 // changes in order.
 func (s *ChangelogState) Apply(ctx context.Context, base snapshot.Entries, changes []stateChange) error {
@@ -314,6 +367,11 @@ func (s *ChangelogState) Apply(ctx context.Context, base snapshot.Entries, chang
 			return err
 		}
 		if err := a.apply(c); err != nil {
+			if s.KeyFrom == KeyGiven {
+				// Every key fits, but what follows one is not where
+				// the given serializer says it ends.
+				return &KeyMisfitError{fmt.Errorf("the change does not parse with it: %w", err)}
+			}
 			return err
 		}
 	}
@@ -332,8 +390,8 @@ type applier struct {
 
 // register reads every METADATA change first: the key serializer, which
 // the changelog does not record, comes from the materialized part or else
-// from a timer state's serializer, or else the keys are tried as rows
-// (rowKey).
+// from a timer state's serializer, or else from GivenKey, or else the keys
+// are tried as rows (rowKey).
 func (a *applier) register(changes []stateChange) error {
 	var metas []*statefile.StateMeta
 	for _, c := range changes {
@@ -347,13 +405,37 @@ func (a *applier) register(changes []stateChange) error {
 		metas = append(metas, m)
 	}
 	hdr := a.s.Header
+	if hdr.KeySerializer != nil {
+		a.s.KeyFrom = KeyRecorded
+	}
 	for _, m := range metas {
 		if s := m.Value(); hdr.KeySerializer == nil && m.Type == statefile.PriorityQueueState && s != nil && typeser.KindOf(s) == "Timer" && len(s.Nested) == 2 {
-			hdr.KeySerializer = typeser.Proxied(s.Nested[0])
+			hdr.KeySerializer, a.s.KeyFrom = typeser.Proxied(s.Nested[0]), KeyOfTimers
 		}
+	}
+	a.s.keyed = 0
+	if err := a.eachKeyed(changes, func(stateChange, string, *wire.Reader) error { a.s.keyed++; return nil }); err != nil {
+		return err
+	}
+	if hdr.KeySerializer == nil && a.s.GivenKey != nil {
+		key, err := a.s.GivenKey()
+		if err != nil {
+			return err
+		}
+		if err := a.fits(changes, key); err != nil {
+			return err
+		}
+		hdr.KeySerializer, a.s.KeyFrom = key, KeyGiven
 	}
 	if hdr.KeySerializer == nil {
 		hdr.KeySerializer = a.rowKey(changes)
+		switch {
+		case hdr.KeySerializer == nil:
+		case len(hdr.KeySerializer.LogicalTypes) == 0 && hdr.KeySerializer.LogicalTypes != nil:
+			a.s.KeyFrom = KeyRowsOfNoFields
+		default:
+			a.s.KeyFrom = KeyRowsWalked
+		}
 	}
 	for _, m := range hdr.States {
 		a.byName[m.Name] = statefile.NewLayout(m, hdr.KeySerializer)
@@ -412,6 +494,125 @@ func (a *applier) rowKey(changes []stateChange) *typeser.SerializerSnapshot {
 		return rowOfNoFields(a.s.Table)
 	}
 	return key
+}
+
+// eachKeyed calls f, in order, on every change of a keyed state (not a
+// timer state) in the subtask's key groups, its reader at the change's
+// key; f's first error ends it. The METADATA changes say which state an
+// id is. A change too short for its operation and state id is left to
+// apply, which reports it.
+func (a *applier) eachKeyed(changes []stateChange, f func(c stateChange, state string, r *wire.Reader) error) error {
+	byID := map[int16]*statefile.StateMeta{}
+	for _, c := range changes {
+		r := wire.NewReader(c.data, c.file, c.base)
+		op := r.U8("operation")
+		if r.Err == nil && op == opMetadata {
+			m, id, err := parseChangeMeta(a.s.Table, c, a.s.Kryo5)
+			if err != nil {
+				return err
+			}
+			byID[id] = m
+			continue
+		}
+		id := r.I16("state id")
+		m := byID[id]
+		if r.Err != nil || int(op) >= len(opNames) || m == nil || m.Type == statefile.PriorityQueueState || c.kg < int(a.s.Rng.Start) || c.kg > int(a.s.Rng.End()) {
+			continue
+		}
+		if err := f(c, m.Name, r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// fits checks every key of the changes against key, the serializer
+// GivenKey gave: each must be walked by it, hash to its change's key group
+// and, where key decodes it, be exactly the bytes its value encodes to (a
+// row of other fields may well decode, but not to a value written so).
+// The first key that does not fit fails it with a *KeyMisfitError.
+func (a *applier) fits(changes []stateChange, key *typeser.SerializerSnapshot) error {
+	codec := typeser.Codec{S: key}
+	return a.eachKeyed(changes, func(c stateChange, state string, r *wire.Reader) error {
+		at, start := r.Pos(), r.Off
+		misfit := func(format string, args ...any) error {
+			return &KeyMisfitError{fmt.Errorf("%q at offset %d: state %q: the key of a change (%s) in key group %d %s", c.file, at, state, opNames[c.data[0]], c.kg, fmt.Sprintf(format, args...))}
+		}
+		if !typeser.SkipValue(r, key, 0) {
+			if ce := (*wire.CorruptError)(nil); errors.As(r.Err, &ce) {
+				return misfit("does not parse with it: %s", ce.Reason)
+			}
+			if r.Err != nil {
+				return misfit("does not parse with it: %v", r.Err)
+			}
+			return misfit("is not walked by it (%s writes no length stateutil can find)", key.Name())
+		}
+		b := r.Buf[start:r.Off]
+		h, err := codec.HashCode(b)
+		if err != nil {
+			return misfit("cannot be hashed by it, so its key group cannot be checked: %v", err)
+		}
+		if kg := keygroup.OfHash(h, a.s.MaxParallelism); kg != c.kg {
+			return misfit("hashes to key group %d by it", kg)
+		}
+		v, err := codec.Decode(b)
+		switch {
+		case errors.Is(err, snapshot.ErrNotDecoded):
+			return nil // walked exactly and hashed: as much as stateutil can tell
+		case err != nil:
+			return misfit("does not decode with it: %v", err)
+		}
+		// A value encodes from its JSON, as a user's edit gives it.
+		j, err := asJSON(v)
+		if err != nil {
+			return misfit("decodes with it to a value that is no JSON: %v", err)
+		}
+		back, err := codec.Encode(j)
+		switch {
+		case errors.Is(err, typeser.ErrNoEncoder):
+			return nil
+		case err != nil:
+			return misfit("decodes with it to %s, which it cannot write back: %v", shortJSON(v), err)
+		case !bytes.Equal(back, b):
+			return misfit("decodes with it to %s, which it writes as %s, not as the key's %s: the key is not of its type", shortJSON(v), shortHex(back), shortHex(b))
+		}
+		return nil
+	})
+}
+
+// asJSON is v as JSON decodes it, numbers as json.Number.
+func asJSON(v any) (any, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var out any
+	if err := dec.Decode(&out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// shortHex is b in hex, cut to 32 bytes, for a message.
+func shortHex(b []byte) string {
+	if len(b) > 32 {
+		return fmt.Sprintf("0x%x... (%d bytes)", b[:32], len(b))
+	}
+	return fmt.Sprintf("0x%x", b)
+}
+
+// shortJSON is v as JSON, cut to 80 bytes, for a message.
+func shortJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	if len(b) > 80 {
+		return string(b[:77]) + "..."
+	}
+	return string(b)
 }
 
 // rowDataSnapshotClass is the snapshot class of the Table runtime's

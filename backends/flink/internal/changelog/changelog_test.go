@@ -8,6 +8,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -352,6 +353,9 @@ func TestChangelogRowKeys(t *testing.T) {
 	if k := s.Header.KeySerializer; k == nil || hex.EncodeToString(k.Raw) != flinkRowOfNoFields || k.LogicalTypes == nil || len(k.LogicalTypes) != 0 {
 		t.Fatalf("key serializer of 6_join: %+v", k)
 	}
+	if s.KeyFrom != KeyRowsOfNoFields || s.KeysNotDecoded() {
+		t.Errorf("6_join: key from %d, keys not decoded %v; want rows of no fields, decoded", s.KeyFrom, s.KeysNotDecoded())
+	}
 	if len(s.Broken) != 0 {
 		t.Fatalf("broken: %v", s.Broken)
 	}
@@ -375,6 +379,9 @@ func TestChangelogRowKeys(t *testing.T) {
 	if k := s.Header.KeySerializer; k == nil || typeser.KindOf(k) != "RowData" || k.LogicalTypes != nil {
 		t.Fatalf("key serializer of 17_group-aggregate: %+v", k)
 	}
+	if s.KeyFrom != KeyRowsWalked || !s.KeysNotDecoded() {
+		t.Errorf("17_group-aggregate: key from %d, keys not decoded %v; want rows walked, not decoded", s.KeyFrom, s.KeysNotDecoded())
+	}
 	if len(s.Broken) != 0 {
 		t.Fatalf("broken: %v", s.Broken)
 	}
@@ -388,8 +395,8 @@ func TestChangelogRowKeys(t *testing.T) {
 		}
 	}
 	s = applyWitness(t, changes, rng, maxp)
-	if s.Header.KeySerializer != nil || len(s.Broken) == 0 {
-		t.Fatalf("a key in another key group: key serializer %+v, broken %v", s.Header.KeySerializer, s.Broken)
+	if s.Header.KeySerializer != nil || len(s.Broken) == 0 || s.KeyFrom != KeyNone || !s.KeysNotDecoded() {
+		t.Fatalf("a key in another key group: key serializer %+v from %d, broken %v", s.Header.KeySerializer, s.KeyFrom, s.Broken)
 	}
 	for state, err := range s.Broken {
 		var nd *snapshot.NotDecodedError
@@ -397,5 +404,51 @@ func TestChangelogRowKeys(t *testing.T) {
 			!errors.As(err, &nd) || nd.Serializer != "(key serializer, not recorded)" {
 			t.Errorf("state %q: %v, want no damage: the key serializer not recorded", state, err)
 		}
+	}
+}
+
+// A key serializer given for a changelog that records none (another
+// snapshot's) is taken only if every key fits it. The SQL witness's keys,
+// rows of one field, fit a RowData serializer that does not name the
+// field's type (walked and hashed), but not Flink's serializer of rows of
+// no fields, as which they decode to a row written in fewer bytes; a key
+// moved to a key group it does not hash to fits neither; and where no key
+// serializer can be given, the refusal ends the read.
+func TestChangelogGivenKey(t *testing.T) {
+	changes, rng, maxp := sqlopsChanges(t, "17_group-aggregate", 0)
+	table := typeser.NewTable(tableruntime.Family)
+	apply := func(changes []stateChange, key *typeser.SerializerSnapshot, refusal error) (*ChangelogState, error) {
+		s := &ChangelogState{Table: table, Rng: rng, MaxParallelism: maxp, Groups: map[int]*ChangedGroup{}, Broken: map[string]error{},
+			Header: &statefile.KeyedHeader{}, GivenKey: func() (*typeser.SerializerSnapshot, error) { return key, refusal }}
+		return s, s.Apply(context.Background(), nil, changes)
+	}
+	rows := table.Bind(&typeser.SerializerSnapshot{Class: rowDataSnapshotClass})
+	s, err := apply(changes, rows, nil)
+	if err != nil || s.KeyFrom != KeyGiven || s.Header.KeySerializer != rows || len(s.Broken) != 0 || s.KeysNotDecoded() {
+		t.Fatalf("rows given: %v, key from %d, broken %v", err, s.KeyFrom, s.Broken)
+	}
+	misfit := func(what string, err error, says string) {
+		t.Helper()
+		var m *KeyMisfitError
+		if !errors.As(err, &m) || errors.Is(err, wire.ErrCorrupt) || !strings.Contains(err.Error(), says) || !strings.Contains(err.Error(), "/dstl/") {
+			t.Errorf("%s: %v; want a key misfit, no damage, naming the changelog file and saying %q", what, err, says)
+		}
+	}
+	_, err = apply(changes, rowOfNoFields(table), nil)
+	misfit("rows of no fields given", err, "the key is not of its type")
+
+	moved := slices.Clone(changes)
+	for i := range moved {
+		if moved[i].kg >= 0 && len(moved[i].data) > 0 && moved[i].data[0] != opMetadata {
+			moved[i].kg = int(rng.Start) + (moved[i].kg-int(rng.Start)+1)%int(rng.Count)
+			break
+		}
+	}
+	_, err = apply(moved, rows, nil)
+	misfit("a key in another key group", err, "hashes to key group")
+
+	refusal := errors.New("the other snapshot has no such operator")
+	if _, err = apply(changes, nil, refusal); !errors.Is(err, refusal) {
+		t.Errorf("refused: %v, want the refusal", err)
 	}
 }
