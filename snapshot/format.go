@@ -50,6 +50,17 @@ type Warner interface {
 	Warnings() []string
 }
 
+// UnrecordedKeys is implemented by a Reader whose snapshot does not record
+// how some operators' keys are written (a Flink changelog checkpoint that
+// has not materialized records no key serializer), so that their keys are
+// walked but not decoded, or not read at all. KeysNotRecorded lists those
+// operators' IDs, in the snapshot's order; another snapshot of the job
+// that records their key serializers can give them
+// (Schemas.KeySerializersFrom).
+type UnrecordedKeys interface {
+	KeysNotRecorded() []string
+}
+
 // KeyGroupHolder is implemented by a Reader that can keep a key group's
 // entries valid together: HeldEntries streams what Entries does, but an
 // entry's bytes stay valid until the yield of the next key group's first

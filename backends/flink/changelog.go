@@ -2,9 +2,11 @@ package flink
 
 import (
 	"context"
+	"errors"
 
 	"github.com/stateutil/stateutil/backends/flink/internal/changelog"
 	"github.com/stateutil/stateutil/backends/flink/internal/statefile"
+	"github.com/stateutil/stateutil/backends/flink/internal/typeser"
 	"github.com/stateutil/stateutil/backends/flink/metadata"
 	"github.com/stateutil/stateutil/keygroup"
 	"github.com/stateutil/stateutil/snapshot"
@@ -64,8 +66,22 @@ func (r *SnapshotReader) applyChangelog(ctx context.Context, op *metadata.Operat
 	if err != nil {
 		return nil, err
 	}
+	if ks := r.keysFrom; ks != nil {
+		s.GivenKey = func() (*typeser.SerializerSnapshot, error) { return ks.givenKey(r.res.MetadataFile, op, r.res.Kryo5) }
+	}
 	if err := s.Apply(ctx, base, changes); err != nil {
+		if m := (*changelog.KeyMisfitError)(nil); errors.As(err, &m) {
+			return nil, r.keysFrom.misfit(r.res.MetadataFile, op, m)
+		}
 		return nil, err
+	}
+	if s.KeysNotDecoded() {
+		r.mu.Lock()
+		if r.keysNotRecorded == nil {
+			r.keysNotRecorded = map[*metadata.OperatorState]bool{}
+		}
+		r.keysNotRecorded[op] = true
+		r.mu.Unlock()
 	}
 	return s, nil
 }

@@ -99,6 +99,11 @@ func open(ctx context.Context, st storage.Storage, p string, opts snapshot.OpenO
 	r := &SnapshotReader{meta: m, sums: sums, res: statefile.NewResolver(st, mp, opts.Storage, maps...), tempDir: opts.TempDir, natives: map[nativeKey]*nativeDB{}}
 	r.res.Kryo5 = m.Version >= 5
 	r.res.Serializers = serializers.WithSchemas(opts.Schemas)
+	if opts.Schemas != nil && opts.Schemas.KeySerializersFrom != "" {
+		if r.keysFrom, err = openKeySource(ctx, opts.Schemas.KeySerializersFrom, opts); err != nil {
+			return nil, err
+		}
+	}
 	if err := r.build(ctx); err != nil {
 		r.Close()
 		return nil, err

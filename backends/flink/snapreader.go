@@ -46,6 +46,12 @@ type SnapshotReader struct {
 	natives map[nativeKey]*nativeDB
 	// applied holds each changelog subtask's state, changes applied.
 	applied map[*metadata.SubtaskState]appliedChangelog
+	// keysFrom is the snapshot the user named for the key serializers
+	// this one does not record (keysfrom.go), or nil.
+	keysFrom *keySource
+	// keysNotRecorded holds the operators with a changelog subtask whose
+	// keys are not decoded for want of a key serializer.
+	keysNotRecorded map[*metadata.OperatorState]bool
 }
 
 // Metadata is the decoded `_metadata` the snapshot was read from.
