@@ -64,7 +64,8 @@ no read touches, run stateutil verify.
 		Example: `  stateutil dump ./snapshot.dump --operator word-counter --state count | head
   stateutil dump ./savepoint --key-group 10-20 -o csv > keys.csv
   stateutil dump ./chk-7 --operator sessions --key-prefix user-1 --limit 100 -o table
-  stateutil dump ./savepoint --operator sessions --state events -o parquet --output events.parquet`,
+  stateutil dump ./savepoint --operator sessions --state events -o parquet --output events.parquet
+  stateutil dump ./chk-3 --key-serializers-from ./savepoint-1a2b3c   # a changelog checkpoint not yet materialized`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			kgs, now, err := o.validate(c)

@@ -114,6 +114,9 @@ func (o *inspectOptions) run(c *cobra.Command, e *env, location string) error {
 	for _, u := range snapshot.UnreadableParts(r.Snapshot()) {
 		fmt.Fprintf(c.ErrOrStderr(), "stateutil: warning: %s; the figures leave it out\n", u)
 	}
+	if ops := keysNotRecorded(r); len(ops) > 0 {
+		fmt.Fprintf(c.ErrOrStderr(), "stateutil: hint: %s\n", render.KeysNotRecordedHint(ops))
+	}
 	switch {
 	case o.html != "":
 		return writeHTMLReport(ctx, e, location, r, o.html)
@@ -147,6 +150,27 @@ func (o *inspectOptions) run(c *cobra.Command, e *env, location string) error {
 		return render.InspectSubtasks(w, rep)
 	}
 	return render.InspectSummary(w, rep)
+}
+
+// keysNotRecorded names the operators whose keys r does not decode for
+// want of a key serializer the snapshot records (snapshot.UnrecordedKeys).
+func keysNotRecorded(r snapshot.Reader) []string {
+	u, ok := r.(snapshot.UnrecordedKeys)
+	if !ok {
+		return nil
+	}
+	var out []string
+	for _, id := range u.KeysNotRecorded() {
+		label := id
+		for _, op := range r.Snapshot().Operators {
+			if op.ID == id {
+				label = op.Label()
+				break
+			}
+		}
+		out = append(out, label)
+	}
+	return out
 }
 
 // writeHTMLReport computes the views an HTML report shows and writes it.

@@ -127,7 +127,8 @@ func exitCode(err error) int {
 		errors.Is(err, storage.ErrExist), errors.Is(err, storage.ErrInUse), errors.Is(err, migrate.ErrBadDestination),
 		errors.Is(err, migrate.ErrConflict), errors.Is(err, surgery.ErrBadEdit), errors.Is(err, surgery.ErrConflict),
 		errors.Is(err, redistribute.ErrNotRedistributable), errors.As(err, new(*snapshot.ExpiryError)),
-		errors.As(err, new(*lookup.QueryError)), errors.As(err, new(*statesql.QueryError)), errors.As(err, new(*schemaflags.Error)):
+		errors.As(err, new(*lookup.QueryError)), errors.As(err, new(*statesql.QueryError)), errors.As(err, new(*schemaflags.Error)),
+		errors.As(err, new(*snapshot.KeySerializersError)):
 		return ExitUsage
 	case errors.Is(err, snapshot.ErrNotFound):
 		return ExitNotFound

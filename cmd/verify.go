@@ -47,6 +47,9 @@ A value whose serializer stateutil does not implement (a class under Kryo, a cus
 TypeSerializer, an unknown serializer snapshot) is not decoded: no damage, counted by
 operator, state, part and serializer; so is a state whose values it cannot tell apart
 (part "state", VALUES "?" if not recorded). With --strict they fail verify (exit 6).
+Where the keys are not decoded because the snapshot records no key serializer (a Flink
+changelog checkpoint not yet materialized), verify names the operators and
+--key-serializers-from, which takes the key serializers from a savepoint of the same job.
 
 A warning is what verify could not check though the snapshot's format would
 let it: a Flink savepoint stateutil wrote (its state files are named as

@@ -1,6 +1,8 @@
-// Package schemaflags is --kryo-classes and --proto-descriptors: the
-// schemas a user gives, in files, for the classes a snapshot only names,
-// for the commands that decode or write values.
+// Package schemaflags is --kryo-classes, --proto-descriptors and
+// --key-serializers-from: the schemas a user gives, in files, for the
+// classes a snapshot only names, and another snapshot of the same job for
+// the key serializers a snapshot does not record, for the commands that
+// decode or write values.
 package schemaflags
 
 import (
@@ -31,6 +33,8 @@ type files struct {
 	protoDescriptors []string
 	// writtenOnly keeps of --kryo-classes the classes marked @WrittenBy.
 	writtenOnly bool
+	// keySerializersFrom is a snapshot, read when a snapshot is opened.
+	keySerializersFrom string
 }
 
 // kryoClassesHelp is --kryo-classes's help.
@@ -60,6 +64,7 @@ func Add(reg **snapshot.Registry, c *cobra.Command, exclusive ...string) *cobra.
 	fs := c.Flags()
 	fs.StringVar(&f.kryoClasses, "kryo-classes", "", kryoClassesHelp)
 	fs.StringArrayVar(&f.protoDescriptors, "proto-descriptors", nil, "FILE: a Protobuf FileDescriptorSet (protoc --include_imports --descriptor_set_out=FILE) to decode the messages Kryo writes with chill-protobuf's ProtobufSerializer (repeatable)")
+	fs.StringVar(&f.keySerializersFrom, "key-serializers-from", "", "SNAPSHOT: a savepoint (or a checkpoint that materialized) of the same job, whose key serializers read the keys of a Flink changelog checkpoint that records none (one not yet materialized): operator by operator (same ID), only where none is recorded, and only if every key fits, else refused (see docs/flink.md: \"Checkpoints that record no key serializer\"); e.g. --key-serializers-from s3://bucket/savepoints/savepoint-1a2b3c")
 	return f.hook(reg, c, exclusive)
 }
 
@@ -79,7 +84,7 @@ func (f *files) hook(reg **snapshot.Registry, c *cobra.Command, exclusive []stri
 		}
 		for _, name := range exclusive {
 			if v := fs.Lookup(name); s != nil && v != nil && v.Value.String() != "" {
-				return errorf("--kryo-classes and --proto-descriptors go with no --%s: what it hands on runs without their files", name)
+				return errorf("--kryo-classes, --proto-descriptors and --key-serializers-from go with no --%s: what it hands on runs without them", name)
 			}
 		}
 		*reg = base.WithSchemas(s)
@@ -88,12 +93,13 @@ func (f *files) hook(reg **snapshot.Registry, c *cobra.Command, exclusive []stri
 	return c
 }
 
-// read reads the schemas the flags give (nil: no flag is given).
+// read reads the schemas the flags give (nil: no flag is given). The
+// snapshot --key-serializers-from names is read when a snapshot is opened.
 func (f *files) read() (*snapshot.Schemas, error) {
-	if f.kryoClasses == "" && len(f.protoDescriptors) == 0 {
+	if f.kryoClasses == "" && len(f.protoDescriptors) == 0 && f.keySerializersFrom == "" {
 		return nil, nil
 	}
-	out := &snapshot.Schemas{}
+	out := &snapshot.Schemas{KeySerializersFrom: f.keySerializersFrom}
 	if f.kryoClasses != "" {
 		b, err := readFile("--kryo-classes", f.kryoClasses)
 		if err != nil {

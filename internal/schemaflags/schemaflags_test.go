@@ -49,6 +49,15 @@ func TestCommandReadsByTheSchemasGiven(t *testing.T) {
 	if ran == nil || ran == base || ran.Codecs.Schemas().Classes.Len() != 1 {
 		t.Fatalf("the command ran with %v, want a registry holding com.acme.Line's layout", ran)
 	}
+	// The snapshot named for key serializers is opened with the snapshot
+	// read, as a location.
+	base, ran, err = run(t, "--key-serializers-from", "s3://bucket/savepoints/savepoint-1a2b3c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ran == nil || ran == base || ran.Codecs.Schemas().KeySerializersFrom != "s3://bucket/savepoints/savepoint-1a2b3c" {
+		t.Fatalf("the command ran with %v, want a registry naming the savepoint for key serializers", ran)
+	}
 	base, ran, err = run(t)
 	if err != nil || ran != base {
 		t.Fatalf("without the flags: ran with %p (%v), want the registry it was given, %p", ran, err, base)
@@ -68,10 +77,11 @@ func TestBadFilesAreTheUsersMistake(t *testing.T) {
 		"missing":   {[]string{"--kryo-classes", filepath.Join(dir, "none")}, "--kryo-classes: stat " + filepath.Join(dir, "none") + ": no such file"},
 		"directory": {[]string{"--kryo-classes", dir}, "is not a regular file"},
 		// A FIFO with no writer: opened, it would wait for one forever.
-		"fifo":           {[]string{"--proto-descriptors", fifo}, "--proto-descriptors \"" + fifo + "\" is not a regular file"},
-		"bad layout":     {[]string{"--kryo-classes", writeFile(t, "bad", "class com.acme.A {\n  int x\n}\n")}, ":3: want ';'"},
-		"junk protobuf":  {[]string{"--proto-descriptors", writeFile(t, "junk.pb", "\xff\xff\xff")}, "not a FileDescriptorSet"},
-		"with plan-only": {[]string{"--kryo-classes", writeFile(t, "classes", layout), "--plan-only", "plan"}, "go with no --plan-only"},
+		"fifo":                           {[]string{"--proto-descriptors", fifo}, "--proto-descriptors \"" + fifo + "\" is not a regular file"},
+		"bad layout":                     {[]string{"--kryo-classes", writeFile(t, "bad", "class com.acme.A {\n  int x\n}\n")}, ":3: want ';'"},
+		"junk protobuf":                  {[]string{"--proto-descriptors", writeFile(t, "junk.pb", "\xff\xff\xff")}, "not a FileDescriptorSet"},
+		"with plan-only":                 {[]string{"--kryo-classes", writeFile(t, "classes", layout), "--plan-only", "plan"}, "go with no --plan-only"},
+		"key serializers with plan-only": {[]string{"--key-serializers-from", "savepoint", "--plan-only", "plan"}, "go with no --plan-only"},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {

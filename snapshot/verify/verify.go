@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/stateutil/stateutil/keygroup"
@@ -82,6 +83,11 @@ type Result struct {
 	Findings      []Finding    `json:"findings"`
 	Warnings      []Finding    `json:"warnings"`
 	NotDecoded    []NotDecoded `json:"not_decoded"`
+	// KeysNotRecorded names the operators (as NotDecoded does) whose keys
+	// were not decoded because the snapshot records no key serializer of
+	// theirs (snapshot.UnrecordedKeys): another snapshot of the job can
+	// give them (snapshot.Schemas.KeySerializersFrom).
+	KeysNotRecorded []string `json:"keys_not_recorded,omitempty"`
 }
 
 // NotDecoded counts the values of one part of one state that were not
@@ -144,6 +150,15 @@ func Check(ctx context.Context, location string, r snapshot.Reader, codecs *snap
 	if w, ok := r.(snapshot.Warner); ok {
 		for _, msg := range w.Warnings() {
 			res.Warnings = append(res.Warnings, Finding{Check: CheckUnchecked, Message: msg})
+		}
+	}
+	if u, ok := r.(snapshot.UnrecordedKeys); ok {
+		for _, id := range u.KeysNotRecorded() {
+			label := id
+			if i := slices.IndexFunc(r.Snapshot().Operators, func(op *snapshot.Operator) bool { return op.ID == id }); i >= 0 {
+				label = r.Snapshot().Operators[i].Label()
+			}
+			res.KeysNotRecorded = append(res.KeysNotRecorded, label)
 		}
 	}
 	notDecoded := map[NotDecoded]int{} // index in res.NotDecoded, by everything but the count

@@ -3,6 +3,7 @@ package render
 import (
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/stateutil/stateutil/snapshot/verify"
 )
@@ -28,9 +29,26 @@ func Verify(w io.Writer, res *verify.Result) error {
 			fmt.Fprintf(w, "  %s\n", f)
 		}
 	}
-	if len(res.NotDecoded) == 0 {
-		return nil
+	if len(res.NotDecoded) > 0 {
+		if err := notDecoded(w, res); err != nil {
+			return err
+		}
 	}
+	if len(res.KeysNotRecorded) > 0 {
+		fmt.Fprintln(w, "Hint: "+KeysNotRecordedHint(res.KeysNotRecorded))
+	}
+	return nil
+}
+
+// KeysNotRecordedHint says how to read the keys of the operators ops
+// (labels), whose key serializer the snapshot does not record.
+func KeysNotRecordedHint(ops []string) string {
+	return fmt.Sprintf("the snapshot records no key serializer of %s (a Flink changelog checkpoint not yet materialized), so their keys are not decoded: "+
+		"--key-serializers-from SNAPSHOT reads them by the key serializers a savepoint of the same job records.", strings.Join(ops, ", "))
+}
+
+// notDecoded prints the values that were not decoded.
+func notDecoded(w io.Writer, res *verify.Result) error {
 	uncounted := 0
 	for _, d := range res.NotDecoded {
 		if d.Uncounted {
