@@ -132,7 +132,7 @@ func EncodeAny(b []byte, s *SerializerSnapshot, v any, depth int) ([]byte, error
 		return encodeTemporal(b, k, v)
 	case "BooleanValue", "ByteValue", "CharValue", "DoubleValue", "FloatValue", "IntValue", "LongValue", "ShortValue", "StringValue", "NullValue", "CopyableValue", "Value", "Void":
 		return encodeValueType(b, s, k, v)
-	case "SingleThreadChecking":
+	case "SingleThreadChecking", "TtlAware":
 		if len(s.Nested) == 1 {
 			return EncodeAny(b, s.Nested[0], v, depth+1)
 		}

@@ -44,6 +44,9 @@ func classKind(s *SerializerSnapshot) (string, *Family) {
 		if strings.HasPrefix(n, singleThreadClass) {
 			return "SingleThreadChecking", nil
 		}
+		if isTtlAware(n) {
+			return "TtlAware", nil
+		}
 		if k, f := s.table.kindOf(n); k != "" {
 			return k, f
 		}
@@ -94,7 +97,7 @@ func FixedLength(s *SerializerSnapshot) int {
 		return 0 // getLength() is 0 although one byte is written
 	case "CopyableValue", "Value", "NullValue":
 		return valueTypeWidth(s, kind)
-	case "SingleThreadChecking":
+	case "SingleThreadChecking", "TtlAware":
 		if len(s.Nested) == 1 {
 			return FixedLength(s.Nested[0])
 		}
@@ -169,7 +172,7 @@ func SizedDepth(s *SerializerSnapshot, depth int) bool {
 	case "BooleanValue", "ByteValue", "CharValue", "DoubleValue", "FloatValue", "IntValue", "LongValue", "ShortValue", "StringValue", "NullValue", "CopyableValue", "Value", "Void":
 		layout, _ := valueLayout(s, k)
 		return layout != ""
-	case "SingleThreadChecking":
+	case "SingleThreadChecking", "TtlAware":
 		return len(s.Nested) == 1 && SizedDepth(s.Nested[0], depth+1)
 	case "Tuple", "TTL", "Timer", "Option", "Either", "Entry", "Union":
 		if len(s.Nested) == 0 {
@@ -340,7 +343,7 @@ func SkipValue(r *wire.Reader, s *SerializerSnapshot, depth int) bool {
 			return false
 		}
 		decodeValueType(r, s, kind)
-	case "SingleThreadChecking":
+	case "SingleThreadChecking", "TtlAware":
 		return len(s.Nested) == 1 && SkipValue(r, s.Nested[0], depth+1)
 	default:
 		if f := familyOf(s); f != nil {
