@@ -16,6 +16,7 @@ import (
 	"github.com/stateutil/stateutil/backends/flink/internal/typeser/connectors"
 	"github.com/stateutil/stateutil/backends/flink/internal/typeser/kryo"
 	"github.com/stateutil/stateutil/backends/flink/internal/typeser/scala"
+	"github.com/stateutil/stateutil/backends/flink/internal/typeser/streaming"
 	"github.com/stateutil/stateutil/backends/flink/internal/typeser/tableruntime"
 	"github.com/stateutil/stateutil/backends/flink/metadata"
 	"github.com/stateutil/stateutil/snapshot"
@@ -131,6 +132,7 @@ var serializers = typeser.NewTable(
 	scala.Family,
 	connectors.Family,
 	cep.Family,
+	streaming.Family,
 )
 
 // Register adds the flink format and the codecs of Flink types to reg.
