@@ -1,0 +1,165 @@
+package flink
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"github.com/stateutil/stateutil/backends/flink/internal/typeser"
+	"github.com/stateutil/stateutil/backends/flink/internal/vectorfile"
+	"github.com/stateutil/stateutil/backends/flink/internal/wire"
+	"github.com/stateutil/stateutil/internal/flinkharness"
+	"github.com/stateutil/stateutil/snapshot"
+)
+
+// serializerVector is one serializer of testdata/flink-serializer-vectors
+// (scripts/flink-serializer-vectors.sh): its snapshot as a keyed state's
+// meta info stores it, and values real Flink serialized, each with the
+// JSON worked out on Flink's side from the Java value.
+type serializerVector struct {
+	Name       string `json:"name"`
+	Serializer string `json:"serializer"`
+	Snapshot   string `json:"snapshot"`
+	Values     []struct {
+		Bytes string          `json:"bytes"`
+		JSON  json.RawMessage `json:"json"`
+	} `json:"values"`
+	version string
+}
+
+func readSerializerVectors(t testing.TB) []serializerVector {
+	t.Helper()
+	dir := filepath.Join(flinkharness.RepoRoot(), "testdata", "flink-serializer-vectors")
+	return vectorfile.Read(t, dir, "scripts/flink-serializer-vectors.sh", func(v *serializerVector, version string) { v.version = version })
+}
+
+// vectorSnapshot parses a vector's snapshot with the format's table,
+// exactly: every byte accounted for, nothing in its tree skipped unparsed.
+func vectorSnapshot(t testing.TB, v serializerVector) *typeser.SerializerSnapshot {
+	t.Helper()
+	raw := vectorfile.Unhex(t, v.Snapshot)
+	r := wire.NewReader(raw, v.Name, 0)
+	s := (&typeser.SnapReader{R: r, Table: serializers}).SnapshotProxy(func(q int) bool { return q == len(raw) })
+	if r.Err != nil || r.Remaining() != 0 || s == nil {
+		t.Fatalf("%s %s: snapshot: %v, %d bytes left", v.version, v.Name, r.Err, r.Remaining())
+	}
+	var walk func(s *typeser.SerializerSnapshot)
+	walk = func(s *typeser.SerializerSnapshot) {
+		if s.Opaque {
+			t.Fatalf("%s %s: snapshot %s parsed by skipping", v.version, v.Name, s.Class)
+		}
+		// What the coverage table says of the class is what its values do here.
+		if sup := serializers.Support(s.Class); !sup.Decoded || !sup.Encoded {
+			t.Errorf("%s %s: coverage of %s: %+v", v.version, v.Name, s.Class, sup)
+		}
+		for _, n := range s.Nested {
+			walk(n)
+		}
+	}
+	walk(s)
+	return s
+}
+
+// jsonOf is JSON text as Go values, numbers kept as written.
+func jsonOf(t testing.TB, text []byte) any {
+	t.Helper()
+	d := json.NewDecoder(bytes.NewReader(text))
+	d.UseNumber()
+	var out any
+	if err := d.Decode(&out); err != nil {
+		t.Fatalf("%s: %v", text, err)
+	}
+	return out
+}
+
+// Every value real Flink wrote decodes to the JSON worked out on Flink's
+// side, encodes back to Flink's bytes, spans exactly its bytes, and does
+// the same through the state's type (carried into another format); each
+// of its prefixes is damage at an offset, never a panic or a value.
+func TestFlinkSerializerVectors(t *testing.T) {
+	seen := map[string]map[string]bool{}
+	for _, v := range readSerializerVectors(t) {
+		if seen[v.Name] == nil {
+			seen[v.Name] = map[string]bool{}
+		}
+		seen[v.Name][v.version] = true
+		s := vectorSnapshot(t, v)
+		c := typeser.Codec{S: s}
+		typed, err := serializers.CodecFactory(typeser.TypeOf(s))
+		if err != nil {
+			t.Fatalf("%s %s: type %s: %v", v.version, v.Name, typeser.TypeOf(s).Name, err)
+		}
+		for i, val := range v.Values {
+			where := fmt.Sprintf("%s %s value %d", v.version, v.Name, i)
+			b := vectorfile.Unhex(t, val.Bytes)
+			if n, ok, err := typeser.Span(s, b); err != nil || !ok || n != len(b) {
+				t.Errorf("%s: spans %d of %d bytes, %v, %v", where, n, len(b), ok, err)
+			}
+			got, err := c.Decode(b)
+			if err != nil {
+				t.Errorf("%s: Decode(0x%x): %v", where, b, err)
+				continue
+			}
+			text, _ := json.Marshal(got)
+			if want := jsonOf(t, val.JSON); !reflect.DeepEqual(jsonOf(t, text), want) {
+				t.Errorf("%s: decodes to %s, Flink's side says %s", where, text, val.JSON)
+			}
+			for name, enc := range map[string]snapshot.Encoder{"codec": c, "type": typed.(snapshot.Encoder)} {
+				if back, err := enc.Encode(jsonOf(t, val.JSON)); err != nil || !bytes.Equal(back, b) {
+					t.Errorf("%s: %s by %s encodes to 0x%x, %v; Flink wrote 0x%x", where, val.JSON, name, back, err, b)
+				}
+			}
+			if again, err := typed.Decode(b); err != nil || !reflect.DeepEqual(again, got) {
+				t.Errorf("%s: by type %s: %v, %v", where, typeser.TypeOf(s).Name, again, err)
+			}
+			for n := range b {
+				_, err := c.Decode(b[:n])
+				var ce *snapshot.CorruptError
+				if !errors.As(err, &ce) || ce.Offset < 0 || ce.Offset > int64(n) {
+					t.Errorf("%s: its first %d bytes: %v, want damage at an offset", where, n, err)
+				}
+			}
+		}
+	}
+	// Each serializer is witnessed by a Flink 1.x and a Flink 2.x where
+	// both have it.
+	only2 := map[string]bool{"ttl-v2-string": true, "ttlaware-int": true, "ttlaware-ttl": true, "ttlaware-list": true}
+	for name, versions := range seen {
+		if !versions["2.3.0"] || !only2[name] && !versions["1.20.5"] {
+			t.Errorf("%s: vectors of %v only", name, versions)
+		}
+	}
+}
+
+// FuzzSerializerVectors mutates the values real Flink wrote in
+// testdata/flink-serializer-vectors and decodes them with their
+// serializers' snapshots: nothing may panic or allocate without bound;
+// what decodes must encode from its JSON to bytes that decode to the same
+// JSON, and span as many bytes as it decodes from. The first byte picks
+// the serializer.
+func FuzzSerializerVectors(f *testing.F) {
+	var codecs []typeser.Codec
+	for _, v := range readSerializerVectors(f) {
+		i := len(codecs)
+		codecs = append(codecs, typeser.Codec{S: vectorSnapshot(f, v)})
+		for _, val := range v.Values {
+			f.Add(append([]byte{byte(i)}, vectorfile.Unhex(f, val.Bytes)...))
+		}
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		if len(in) == 0 {
+			return
+		}
+		c := codecs[int(in[0])%len(codecs)]
+		b := in[1:]
+		_, err := c.Decode(b)
+		if n, ok, serr := typeser.Span(c.S, b); err == nil && (serr != nil || !ok || n != len(b)) {
+			t.Fatalf("%x decodes, but spans %d bytes, %v, %v", b, n, ok, serr)
+		}
+		checkDecodedEncodes(t, c, b)
+	})
+}

@@ -1,0 +1,310 @@
+package stateutil.flink;
+
+import java.io.PrintStream;
+import java.lang.reflect.Constructor;
+import java.lang.reflect.Field;
+import java.lang.reflect.Method;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Optional;
+import java.util.TreeMap;
+
+import org.apache.flink.api.common.typeutils.TypeSerializer;
+import org.apache.flink.api.common.typeutils.base.GenericArraySerializer;
+import org.apache.flink.api.common.typeutils.base.IntSerializer;
+import org.apache.flink.api.common.typeutils.base.ListSerializer;
+import org.apache.flink.api.common.typeutils.base.LongSerializer;
+import org.apache.flink.api.common.typeutils.base.StringSerializer;
+import org.apache.flink.core.memory.DataOutputSerializer;
+import org.apache.flink.runtime.jobgraph.OperatorID;
+import org.apache.flink.runtime.state.VoidNamespace;
+import org.apache.flink.runtime.state.VoidNamespaceSerializer;
+import org.apache.flink.runtime.state.ttl.TtlValue;
+import org.apache.flink.streaming.api.watermark.Watermark;
+import org.apache.flink.streaming.api.windowing.windows.TimeWindow;
+import org.apache.flink.streaming.runtime.streamrecord.LatencyMarker;
+import org.apache.flink.streaming.runtime.streamrecord.StreamElement;
+import org.apache.flink.streaming.runtime.streamrecord.StreamRecord;
+import org.apache.flink.streaming.runtime.watermarkstatus.WatermarkStatus;
+
+/**
+ * Byte vectors of serializers of flink-core, flink-runtime and flink-streaming-java that the
+ * other vector writers leave out, as this Flink version writes them: generic arrays, TTL values
+ * (both TTL factories' serializers), TtlAwareSerializer (2.x), timers, StreamElementSerializer,
+ * the interval join's BufferEntrySerializer and TwoPhaseCommitSinkFunction's StateSerializer.
+ * Per serializer: its snapshot as a keyed state's meta info stores it, and values it serialized,
+ * each with the JSON that stands for it, worked out from the Java value. The classes a version
+ * lacks are left out. One JSON object a line, to the file given as the only argument.
+ *
+ * <p>Run by scripts/flink-serializer-vectors.sh on the harness's class path.
+ */
+final class SerializerVectors {
+    private SerializerVectors() {}
+
+    public static void main(String[] args) throws Exception {
+        try (PrintStream p = new PrintStream(Files.newOutputStream(Path.of(args[0])), true, "UTF-8")) {
+            for (Case c : cases()) {
+                p.println(line(c));
+            }
+        }
+    }
+
+    /** One serializer and the values it writes. */
+    static final class Case {
+        final String name;
+        final TypeSerializer<?> serializer;
+        final List<Object> values = new ArrayList<>();
+
+        Case(String name, TypeSerializer<?> serializer, Object... values) {
+            this.name = name;
+            this.serializer = serializer;
+            this.values.addAll(Arrays.asList(values));
+        }
+    }
+
+    @SuppressWarnings({"unchecked", "rawtypes"})
+    static List<Case> cases() throws Exception {
+        List<Case> cs = new ArrayList<>();
+        cs.add(new Case("genericarray-string", new GenericArraySerializer<>(String.class, StringSerializer.INSTANCE),
+                new String[] {"a", null, "h\u00e9llo"}, new String[0], new String[] {null}));
+        cs.add(new Case("genericarray-long", new GenericArraySerializer<>(Long.class, LongSerializer.INSTANCE),
+                (Object) new Long[] {1L, null, -2L}));
+
+        for (String factory : new String[] {"org.apache.flink.runtime.state.ttl.", "org.apache.flink.runtime.state.v2.ttl."}) {
+            if (!present(factory + "TtlStateFactory$TtlSerializer")) {
+                continue;
+            }
+            String tag = factory.contains(".v2.") ? "ttl-v2" : "ttl";
+            TypeSerializer<?> ttl = ttlSerializer(factory, StringSerializer.INSTANCE);
+            cs.add(new Case(tag + "-string", ttl, new TtlValue<>("v", 1700000000000L), new TtlValue<>(null, -1L), new TtlValue<>("", 0L)));
+        }
+
+        if (present("org.apache.flink.runtime.state.ttl.TtlAwareSerializer")) {
+            cs.add(new Case("ttlaware-int", ttlAware(IntSerializer.INSTANCE), 42, -7));
+            cs.add(new Case("ttlaware-ttl", ttlAware(ttlSerializer("org.apache.flink.runtime.state.ttl.", LongSerializer.INSTANCE)),
+                    new TtlValue<>(5L, 1700000000000L)));
+            cs.add(new Case("ttlaware-list", ttlAware(new ListSerializer<>(LongSerializer.INSTANCE)), Arrays.asList(1L, 2L), new ArrayList<Long>()));
+        }
+
+        TypeSerializer timers = (TypeSerializer) construct("org.apache.flink.streaming.api.operators.TimerSerializer",
+                new Class<?>[] {TypeSerializer.class, TypeSerializer.class}, StringSerializer.INSTANCE, VoidNamespaceSerializer.INSTANCE);
+        cs.add(new Case("timer-string-void", timers, timer(1700000000000L, "k", VoidNamespace.INSTANCE), timer(-5L, "", VoidNamespace.INSTANCE),
+                timer(Long.MIN_VALUE, "x", VoidNamespace.INSTANCE), timer(Long.MAX_VALUE, "y", VoidNamespace.INSTANCE)));
+        TypeSerializer windowTimers = (TypeSerializer) construct("org.apache.flink.streaming.api.operators.TimerSerializer",
+                new Class<?>[] {TypeSerializer.class, TypeSerializer.class}, LongSerializer.INSTANCE, new TimeWindow.Serializer());
+        cs.add(new Case("timer-long-window", windowTimers, timer(999L, 7L, new TimeWindow(0, 1000))));
+
+        List<Object> elements = new ArrayList<>(Arrays.asList(new StreamRecord<>("a", 5L), new StreamRecord<>("b"), new StreamRecord<>(null, -1L),
+                new Watermark(1000L), new Watermark(Long.MIN_VALUE), WatermarkStatus.IDLE, WatermarkStatus.ACTIVE,
+                new LatencyMarker(123L, new OperatorID(1L, -2L), 3)));
+        if (present("org.apache.flink.streaming.runtime.streamrecord.RecordAttributes")) {
+            for (boolean backlog : new boolean[] {true, false}) {
+                elements.add(construct("org.apache.flink.streaming.runtime.streamrecord.RecordAttributes", new Class<?>[] {boolean.class}, backlog));
+            }
+        }
+        if (present("org.apache.flink.streaming.api.watermark.InternalWatermark")) {
+            elements.add(construct("org.apache.flink.streaming.api.watermark.InternalWatermark", new Class<?>[] {long.class, int.class}, 77L, 2));
+        }
+        cs.add(new Case("streamelement-string", streamElements(StringSerializer.INSTANCE), elements.toArray()));
+        cs.add(new Case("streamelement-long", streamElements(LongSerializer.INSTANCE), new StreamRecord<>(9L, 10L)));
+
+        String join = "org.apache.flink.streaming.api.operators.co.IntervalJoinOperator$";
+        TypeSerializer entries = (TypeSerializer) construct(join + "BufferEntrySerializer", new Class<?>[] {TypeSerializer.class}, StringSerializer.INSTANCE);
+        cs.add(new Case("bufferentry-string", entries, bufferEntry("left", true), bufferEntry(null, false)));
+        cs.add(new Case("bufferentry-list", new ListSerializer<>(entries), Arrays.asList(bufferEntry("a", false), bufferEntry("b", true))));
+
+        String sink = present("org.apache.flink.streaming.api.functions.sink.legacy.TwoPhaseCommitSinkFunction")
+                ? "org.apache.flink.streaming.api.functions.sink.legacy.TwoPhaseCommitSinkFunction$"
+                : "org.apache.flink.streaming.api.functions.sink.TwoPhaseCommitSinkFunction$";
+        TypeSerializer states = (TypeSerializer) construct(sink + "StateSerializer", new Class<?>[] {TypeSerializer.class, TypeSerializer.class},
+                StringSerializer.INSTANCE, LongSerializer.INSTANCE);
+        cs.add(new Case("twophase-state", states,
+                sinkState(sink, holder(sink, "txn-1", 1700000000000L), List.of(holder(sink, "txn-0", 1699999999000L), holder(sink, "", -1L)), Optional.of(42L)),
+                sinkState(sink, null, List.of(), Optional.empty())));
+        TypeSerializer strict = (TypeSerializer) construct(sink + "StateSerializer", new Class<?>[] {TypeSerializer.class, TypeSerializer.class, boolean.class},
+                StringSerializer.INSTANCE, IntSerializer.INSTANCE, false);
+        cs.add(new Case("twophase-state-nonnull", strict, sinkState(sink, holder(sink, "t", 5L), List.of(holder(sink, "u", 6L)), Optional.empty())));
+        return cs;
+    }
+
+    @SuppressWarnings({"unchecked", "rawtypes"})
+    static TypeSerializer<?> ttlSerializer(String factory, TypeSerializer<?> user) throws Exception {
+        return (TypeSerializer<?>) construct(factory + "TtlStateFactory$TtlSerializer", new Class<?>[] {TypeSerializer.class, TypeSerializer.class},
+                LongSerializer.INSTANCE, user);
+    }
+
+    static TypeSerializer<?> ttlAware(TypeSerializer<?> s) throws Exception {
+        Method wrap = Class.forName("org.apache.flink.runtime.state.ttl.TtlAwareSerializer").getMethod("wrapTtlAwareSerializer", TypeSerializer.class);
+        return (TypeSerializer<?>) wrap.invoke(null, s);
+    }
+
+    @SuppressWarnings({"unchecked", "rawtypes"})
+    static TypeSerializer<?> streamElements(TypeSerializer<?> s) throws Exception {
+        return (TypeSerializer<?>) construct("org.apache.flink.streaming.runtime.streamrecord.StreamElementSerializer", new Class<?>[] {TypeSerializer.class}, s);
+    }
+
+    static Object timer(long timestamp, Object key, Object namespace) throws Exception {
+        return construct("org.apache.flink.streaming.api.operators.TimerHeapInternalTimer", new Class<?>[] {long.class, Object.class, Object.class},
+                timestamp, key, namespace);
+    }
+
+    static Object bufferEntry(Object element, boolean joined) throws Exception {
+        return construct("org.apache.flink.streaming.api.operators.co.IntervalJoinOperator$BufferEntry", new Class<?>[] {Object.class, boolean.class},
+                element, joined);
+    }
+
+    static Object holder(String sink, Object handle, long start) throws Exception {
+        return construct(sink + "TransactionHolder", new Class<?>[] {Object.class, long.class}, handle, start);
+    }
+
+    static Object sinkState(String sink, Object pending, List<Object> pendingCommits, Optional<?> context) throws Exception {
+        return construct(sink + "State", new Class<?>[] {Class.forName(sink + "TransactionHolder"), List.class, Optional.class},
+                pending, new ArrayList<>(pendingCommits), context);
+    }
+
+    /** The JSON that stands for a value of the serializers above, worked out from the Java value. */
+    @SuppressWarnings("rawtypes")
+    static Object json(Object v) throws Exception {
+        if (v == null || v instanceof String || v instanceof Long || v instanceof Boolean || v == VoidNamespace.INSTANCE) {
+            return v == VoidNamespace.INSTANCE ? null : v;
+        }
+        if (v instanceof Integer) {
+            return (long) (Integer) v;
+        }
+        if (v instanceof Object[]) {
+            List<Object> out = new ArrayList<>();
+            for (Object e : (Object[]) v) {
+                out.add(json(e));
+            }
+            return out;
+        }
+        if (v instanceof List) {
+            List<Object> out = new ArrayList<>();
+            for (Object e : (List<?>) v) {
+                out.add(json(e));
+            }
+            return out;
+        }
+        TreeMap<String, Object> o = Json.obj();
+        String cls = v.getClass().getName();
+        if (v instanceof TimeWindow) {
+            o.put("start", ((TimeWindow) v).getStart());
+            o.put("end", ((TimeWindow) v).getEnd());
+        } else if (v instanceof TtlValue) {
+            o.put("last_access", ((TtlValue) v).getLastAccessTimestamp());
+            o.put("value", json(((TtlValue) v).getUserValue()));
+        } else if (cls.endsWith(".TimerHeapInternalTimer")) {
+            o.put("timestamp", call(v, "getTimestamp"));
+            o.put("key", json(call(v, "getKey")));
+            o.put("namespace", json(call(v, "getNamespace")));
+        } else if (cls.endsWith("IntervalJoinOperator$BufferEntry")) {
+            o.put("element", json(field(v, "element")));
+            o.put("hasBeenJoined", field(v, "hasBeenJoined"));
+        } else if (cls.endsWith("TwoPhaseCommitSinkFunction$State")) {
+            Object pending = call(v, "getPendingTransaction");
+            o.put("pendingTransaction", pending == null ? null : json(pending));
+            o.put("pendingCommitTransactions", json(call(v, "getPendingCommitTransactions")));
+            Optional<?> context = (Optional<?>) call(v, "getContext");
+            o.put("context", context.isPresent() ? json(context.get()) : null);
+        } else if (cls.endsWith("TwoPhaseCommitSinkFunction$TransactionHolder")) {
+            o.put("handle", json(field(v, "handle")));
+            o.put("transactionStartTime", field(v, "transactionStartTime"));
+        } else if (v instanceof StreamElement) {
+            return streamElement((StreamElement) v);
+        } else {
+            throw new IllegalArgumentException("no JSON for " + cls);
+        }
+        return o;
+    }
+
+    /** A stream element: one key naming its kind, holding its fields as Flink's classes name them. */
+    static Object streamElement(StreamElement e) throws Exception {
+        TreeMap<String, Object> fields = Json.obj();
+        String kind;
+        if (e.isRecord()) {
+            kind = "record";
+            StreamRecord<?> r = e.asRecord();
+            fields.put("value", json(r.getValue()));
+            if (r.hasTimestamp()) {
+                fields.put("timestamp", r.getTimestamp());
+            }
+        } else if (e.isWatermark()) {
+            Watermark w = e.asWatermark();
+            fields.put("timestamp", w.getTimestamp());
+            kind = "watermark";
+            if (w.getClass().getName().endsWith(".InternalWatermark")) {
+                kind = "internalWatermark";
+                fields.put("subpartitionIndex", (long) (Integer) call(w, "getSubpartitionIndex"));
+            }
+        } else if (e.isWatermarkStatus()) {
+            kind = "watermarkStatus";
+            fields.put("status", e.asWatermarkStatus().isIdle() ? "IDLE" : "ACTIVE");
+        } else if (e.isLatencyMarker()) {
+            kind = "latencyMarker";
+            LatencyMarker m = e.asLatencyMarker();
+            fields.put("markedTime", m.getMarkedTime());
+            fields.put("operatorId", m.getOperatorId().toHexString());
+            fields.put("subtaskIndex", (long) m.getSubtaskIndex());
+        } else if (e.getClass().getName().endsWith(".RecordAttributes")) {
+            kind = "recordAttributes";
+            fields.put("backlog", call(e, "isBacklog"));
+        } else {
+            throw new IllegalArgumentException("no JSON for " + e.getClass());
+        }
+        TreeMap<String, Object> o = Json.obj();
+        o.put(kind, fields);
+        return o;
+    }
+
+    static boolean present(String className) {
+        return TableSerializerVectors.present(className);
+    }
+
+    static Object construct(String className, Class<?>[] params, Object... args) throws Exception {
+        return TableSerializerVectors.construct(className, params, args);
+    }
+
+    static Object call(Object o, String method) throws Exception {
+        Method m = o.getClass().getMethod(method);
+        m.setAccessible(true);
+        return m.invoke(o);
+    }
+
+    static Object field(Object o, String name) throws Exception {
+        for (Class<?> c = o.getClass(); c != null; c = c.getSuperclass()) {
+            try {
+                Field f = c.getDeclaredField(name);
+                f.setAccessible(true);
+                return f.get(o);
+            } catch (NoSuchFieldException e) {
+                // a superclass's
+            }
+        }
+        throw new NoSuchFieldException(name + " of " + o.getClass());
+    }
+
+    /** One vector: the serializer's snapshot, and each value serialized with its JSON. */
+    @SuppressWarnings({"unchecked", "rawtypes"})
+    static String line(Case c) throws Exception {
+        DataOutputSerializer snap = new DataOutputSerializer(256);
+        CoreValueVectors.writeSnapshot(snap, c.serializer);
+        List<Object> values = new ArrayList<>();
+        for (Object v : c.values) {
+            DataOutputSerializer out = new DataOutputSerializer(64);
+            ((TypeSerializer) c.serializer).serialize(v, out);
+            TreeMap<String, Object> o = Json.obj();
+            o.put("bytes", Json.hex(out.getCopyOfBuffer()));
+            o.put("json", json(v));
+            values.add(o);
+        }
+        TreeMap<String, Object> o = Json.obj();
+        o.put("name", c.name);
+        o.put("serializer", c.serializer.getClass().getName());
+        o.put("snapshot", Json.hex(snap.getCopyOfBuffer()));
+        o.put("values", values);
+        return Json.render(o);
+    }
+}
