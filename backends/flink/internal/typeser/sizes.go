@@ -66,7 +66,8 @@ func classKind(s *SerializerSnapshot) (string, *Family) {
 			return "Union", nil
 		case strings.Contains(n, "CaseClassSerializer"):
 			return "Tuple", nil
-		case strings.Contains(n, "ScalaOptionSerializer") || strings.HasSuffix(n, ".OptionSerializer"):
+		case strings.Contains(n, "ScalaOptionSerializer") || strings.HasSuffix(n, ".OptionSerializer") ||
+			strings.HasPrefix(n, "org.apache.flink.api.scala.typeutils.OptionSerializer$"):
 			return "Option", nil
 		case strings.Contains(n, "EitherSerializer"):
 			return "Either", nil

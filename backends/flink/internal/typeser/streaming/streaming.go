@@ -67,7 +67,7 @@ func kindOf(n string) string {
 		return ""
 	case strings.Contains(n, ".streamrecord.StreamElementSerializer"):
 		return kindStreamElement
-	case strings.Contains(n, ".IntervalJoinOperator$BufferEntrySerializer"):
+	case strings.Contains(n, ".IntervalJoinOperator$BufferEntrySerializer"), strings.Contains(n, ".IntervalJoinOperator$BufferSerializerConfigSnapshot"):
 		return kindBufferEntry
 	case strings.Contains(n, "TwoPhaseCommitSinkFunction$StateSerializer"):
 		return kindSinkState
@@ -214,9 +214,14 @@ func streamElement(r *wire.Reader, elem *typeser.SerializerSnapshot, depth int, 
 
 // nullablePending reports whether a sink state serializer writes a flag
 // before the pending transaction (it may be none): from outer version 3
-// on, in version 4 and later as the outer part's boolean says.
+// on, in version 4 and later as the outer part's boolean says; for a
+// legacy config snapshot, as the Java-serialized serializer's field says
+// (Flink 1.6's has none: no flag).
 func nullablePending(s *typeser.SerializerSnapshot) bool {
 	switch {
+	case s.Legacy != nil:
+		nullable, _ := s.Legacy.Field("supportNullPendingTransaction").(bool)
+		return nullable
 	case s.OuterVersion < 3:
 		return false
 	case s.OuterVersion == 3:
