@@ -13,7 +13,7 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 out="$root/testdata/flink-serializer-vectors"
 versions=("$@")
-[[ ${#versions[@]} -gt 0 ]] || versions=(1.15.4 1.20.5 2.1.3 2.3.0)
+[[ ${#versions[@]} -gt 0 ]] || versions=(1.15.4 1.16.3 1.20.5 2.1.3 2.3.0)
 mkdir -p "$out"
 for v in "${versions[@]}"; do
 	"$root/scripts/flink-harness.sh" "$v" build

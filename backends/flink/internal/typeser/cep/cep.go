@@ -55,6 +55,7 @@ var Family = &typeser.Family{
 	Widths: map[string]int{"EventId": 12},
 	Encode: encode,
 	Schema: schema,
+	Notes:  map[string]string{kindMigratedNFA: migratedNote, kindMigratedSharedBuffer: migratedNote},
 }
 
 // kindOf classifies the serializers of flink-cep, their snapshots and the
@@ -78,9 +79,21 @@ func kindOf(n string) string {
 		return "SharedBufferNode"
 	case strings.Contains(n, "LockableTypeSerializer") || strings.Contains(n, "Lockable$LockableTypeSerializer"):
 		return "Lockable"
+	case strings.HasPrefix(n, "org.apache.flink.cep.nfa.NFA$"):
+		return kindMigratedNFA
+	case strings.HasPrefix(n, "org.apache.flink.cep.nfa.SharedBuffer$"):
+		return kindMigratedSharedBuffer
 	}
 	return ""
 }
+
+// Flink 1.5's CEP state, an NFA value with its SharedBuffer (package nfa,
+// not nfa.sharedbuffer): not decoded.
+const (
+	kindMigratedNFA          = "MigratedNFA"
+	kindMigratedSharedBuffer = "MigratedSharedBuffer"
+	migratedNote             = "Flink 1.5's CEP state: Flink 1.15 to 1.20 keep the class only so that a snapshot naming it parses; no operator restores its values and its serialize throws, so they are not decoded"
+)
 
 func typeExpr(s *typeser.SerializerSnapshot, kind string, nested func() string) (string, bool) {
 	switch kind {

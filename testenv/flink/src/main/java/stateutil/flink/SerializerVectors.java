@@ -1,7 +1,6 @@
 package stateutil.flink;
 
 import java.io.PrintStream;
-import java.lang.reflect.Constructor;
 import java.lang.reflect.Field;
 import java.lang.reflect.Method;
 import java.nio.file.Files;
@@ -13,11 +12,16 @@ import java.util.Optional;
 import java.util.TreeMap;
 
 import org.apache.flink.api.common.typeutils.TypeSerializer;
+import org.apache.flink.api.common.typeutils.TypeSerializerSnapshot;
 import org.apache.flink.api.common.typeutils.base.GenericArraySerializer;
 import org.apache.flink.api.common.typeutils.base.IntSerializer;
 import org.apache.flink.api.common.typeutils.base.ListSerializer;
 import org.apache.flink.api.common.typeutils.base.LongSerializer;
+import org.apache.flink.api.common.typeutils.base.MapSerializer;
 import org.apache.flink.api.common.typeutils.base.StringSerializer;
+import org.apache.flink.api.java.typeutils.runtime.CopyableValueSerializer;
+import org.apache.flink.api.java.typeutils.runtime.EitherSerializer;
+import org.apache.flink.api.java.typeutils.runtime.ValueSerializer;
 import org.apache.flink.core.memory.DataOutputSerializer;
 import org.apache.flink.runtime.jobgraph.OperatorID;
 import org.apache.flink.runtime.state.VoidNamespace;
@@ -29,6 +33,10 @@ import org.apache.flink.streaming.runtime.streamrecord.LatencyMarker;
 import org.apache.flink.streaming.runtime.streamrecord.StreamElement;
 import org.apache.flink.streaming.runtime.streamrecord.StreamRecord;
 import org.apache.flink.streaming.runtime.watermarkstatus.WatermarkStatus;
+import org.apache.flink.types.Either;
+import org.apache.flink.types.IntValue;
+import org.apache.flink.types.StringValue;
+import org.apache.flink.types.Value;
 
 /**
  * Byte vectors of serializers of flink-core, flink-runtime and flink-streaming-java that the
@@ -52,16 +60,22 @@ final class SerializerVectors {
         }
     }
 
-    /** One serializer and the values it writes. */
+    /** One serializer and the values it writes; the snapshot written is its own unless given. */
     static final class Case {
         final String name;
         final TypeSerializer<?> serializer;
         final List<Object> values = new ArrayList<>();
+        TypeSerializerSnapshot<?> snapshot;
 
         Case(String name, TypeSerializer<?> serializer, Object... values) {
             this.name = name;
             this.serializer = serializer;
             this.values.addAll(Arrays.asList(values));
+        }
+
+        Case snapshot(TypeSerializerSnapshot<?> s) {
+            this.snapshot = s;
+            return this;
         }
     }
 
@@ -127,7 +141,109 @@ final class SerializerVectors {
         TypeSerializer strict = (TypeSerializer) construct(sink + "StateSerializer", new Class<?>[] {TypeSerializer.class, TypeSerializer.class, boolean.class},
                 StringSerializer.INSTANCE, IntSerializer.INSTANCE, false);
         cs.add(new Case("twophase-state-nonnull", strict, sinkState(sink, holder(sink, "t", 5L), List.of(holder(sink, "u", 6L)), Optional.empty())));
+
+        String scala = "org.apache.flink.api.scala.typeutils.";
+        if (present(scala + "OptionSerializer")) {
+            // Option[Nothing]: Scala's Nothing has no values, so only None.
+            TypeSerializer nothing = (TypeSerializer) construct(scala + "NothingSerializer", new Class<?>[0]);
+            cs.add(new Case("scala-option-nothing", (TypeSerializer) construct(scala + "OptionSerializer", new Class<?>[] {TypeSerializer.class}, nothing),
+                    scalaNone()));
+        }
+        if (present("org.apache.flink.api.common.typeutils.TypeSerializerConfigSnapshot")) {
+            legacyCases(cs, timers, elements, entries, sink);
+            TypeSerializer options = (TypeSerializer) construct(scala + "OptionSerializer", new Class<?>[] {TypeSerializer.class}, StringSerializer.INSTANCE);
+            cs.add(new Case("legacy-scala-option", options, scalaSome("a"), scalaNone())
+                    .snapshot(legacy(scala + "OptionSerializer$OptionSerializerConfigSnapshot", options, StringSerializer.INSTANCE)));
+        }
         return cs;
+    }
+
+    static Object scalaSome(Object v) throws Exception {
+        return Class.forName("scala.Option").getMethod("apply", Object.class).invoke(null, v);
+    }
+
+    static Object scalaNone() throws Exception {
+        return Class.forName("scala.None$").getField("MODULE$").get(null);
+    }
+
+    /**
+     * Flink 1.15 and 1.16 still read (and write back, for a state restored but not registered
+     * again) the config snapshots of Flink 1.6 and before: the snapshot class, the adapter version
+     * 0x7a53c4f0, the Java-serialized serializer, then the config's own version and content (a
+     * composite's nested serializers and configs "with resilience"). These cases write such
+     * snapshots, with the serializer they stand for, as Flink writes them.
+     */
+    @SuppressWarnings({"unchecked", "rawtypes"})
+    static void legacyCases(List<Case> cs, TypeSerializer timers, List<Object> elements, TypeSerializer entries, String sink) throws Exception {
+        cs.add(new Case("legacy-timer", timers, timer(1700000000000L, "k", VoidNamespace.INSTANCE), timer(-5L, "", VoidNamespace.INSTANCE))
+                .snapshot(legacy("org.apache.flink.streaming.api.operators.TimerSerializer$TimerSerializerConfigSnapshot", timers,
+                        StringSerializer.INSTANCE, VoidNamespaceSerializer.INSTANCE)));
+        TypeSerializer streamElements = streamElements(StringSerializer.INSTANCE);
+        cs.add(new Case("legacy-streamelement", streamElements, elements.toArray())
+                .snapshot(legacy("org.apache.flink.streaming.runtime.streamrecord.StreamElementSerializer$StreamElementSerializerConfigSnapshot",
+                        streamElements, StringSerializer.INSTANCE)));
+        cs.add(new Case("legacy-bufferentry", entries, bufferEntry("left", true), bufferEntry(null, false))
+                .snapshot(legacy("org.apache.flink.streaming.api.operators.co.IntervalJoinOperator$BufferSerializerConfigSnapshot", entries,
+                        StringSerializer.INSTANCE)));
+        for (boolean nullable : new boolean[] {false, true}) {
+            TypeSerializer states = (TypeSerializer) construct(sink + "StateSerializer", new Class<?>[] {TypeSerializer.class, TypeSerializer.class, boolean.class},
+                    StringSerializer.INSTANCE, LongSerializer.INSTANCE, nullable);
+            Case c = new Case("legacy-twophase-state" + (nullable ? "-nullable" : ""), states,
+                    sinkState(sink, holder(sink, "txn-1", 1700000000000L), List.of(holder(sink, "txn-0", 1699999999000L)), Optional.of(42L)))
+                    .snapshot(legacy(sink + "StateSerializerConfigSnapshot", states, StringSerializer.INSTANCE, LongSerializer.INSTANCE));
+            if (nullable) {
+                c.values.add(sinkState(sink, null, List.of(), Optional.empty()));
+            }
+            cs.add(c);
+        }
+        TypeSerializer lists = new ListSerializer<>(LongSerializer.INSTANCE);
+        cs.add(new Case("legacy-list", lists, Arrays.asList(1L, -2L), new ArrayList<Long>())
+                .snapshot(legacy("org.apache.flink.api.common.typeutils.base.CollectionSerializerConfigSnapshot", lists, LongSerializer.INSTANCE)));
+        TypeSerializer longs = LongSerializer.INSTANCE;
+        TypeSerializerSnapshot parameterless = (TypeSerializerSnapshot) construct("org.apache.flink.api.common.typeutils.ParameterlessTypeSerializerConfig",
+                new Class<?>[] {String.class}, LongSerializer.class.getCanonicalName());
+        cs.add(new Case("legacy-parameterless-long", longs, 7L, Long.MIN_VALUE).snapshot(prior(parameterless, longs)));
+        TypeSerializer values = new ValueSerializer<>(StringValue.class);
+        cs.add(new Case("legacy-value", values, new StringValue("xyz")).snapshot(prior((TypeSerializerSnapshot) construct(
+                "org.apache.flink.api.java.typeutils.runtime.ValueSerializer$ValueSerializerConfigSnapshot", new Class<?>[] {Class.class}, StringValue.class), values)));
+        TypeSerializer copyables = new CopyableValueSerializer<>(IntValue.class);
+        cs.add(new Case("legacy-copyablevalue", copyables, new IntValue(7)).snapshot(prior((TypeSerializerSnapshot) construct(
+                "org.apache.flink.api.java.typeutils.runtime.CopyableValueSerializer$CopyableValueSerializerConfigSnapshot", new Class<?>[] {Class.class}, IntValue.class), copyables)));
+        TypeSerializer maps = new MapSerializer<>(StringSerializer.INSTANCE, LongSerializer.INSTANCE);
+        java.util.Map<String, Long> m = new java.util.LinkedHashMap<>();
+        m.put("a", 1L);
+        m.put("b", null);
+        cs.add(new Case("legacy-map", maps, m).snapshot(legacy("org.apache.flink.api.common.typeutils.base.MapSerializerConfigSnapshot", maps,
+                StringSerializer.INSTANCE, LongSerializer.INSTANCE)));
+        TypeSerializer eithers = new EitherSerializer<>(StringSerializer.INSTANCE, LongSerializer.INSTANCE);
+        cs.add(new Case("legacy-either", eithers, Either.Left("l"), Either.Right(5L)).snapshot(legacy(
+                "org.apache.flink.api.java.typeutils.runtime.EitherSerializerConfigSnapshot", eithers, StringSerializer.INSTANCE, LongSerializer.INSTANCE)));
+    }
+
+    /**
+     * A legacy composite config snapshot of the class given, standing for serializer, with the
+     * nested serializers given (set as Flink's readSnapshot sets them where the class has no
+     * constructor taking them).
+     */
+    @SuppressWarnings({"unchecked", "rawtypes"})
+    static TypeSerializerSnapshot<?> legacy(String className, TypeSerializer<?> serializer, TypeSerializer<?>... nested) throws Exception {
+        Class<?> c = Class.forName(className);
+        TypeSerializerSnapshot snap = (TypeSerializerSnapshot) c.getConstructor().newInstance();
+        List<Object> pairs = new ArrayList<>();
+        for (TypeSerializer<?> n : nested) {
+            pairs.add(org.apache.flink.api.java.tuple.Tuple2.of(n, n.snapshotConfiguration()));
+        }
+        Field f = Class.forName("org.apache.flink.api.common.typeutils.CompositeTypeSerializerConfigSnapshot").getDeclaredField("nestedSerializersAndConfigs");
+        f.setAccessible(true);
+        f.set(snap, pairs);
+        return prior(snap, serializer);
+    }
+
+    /** A legacy config snapshot with the serializer it stands for, which Flink writes Java-serialized beside it. */
+    static TypeSerializerSnapshot<?> prior(TypeSerializerSnapshot<?> snap, TypeSerializer<?> serializer) throws Exception {
+        Method set = Class.forName("org.apache.flink.api.common.typeutils.TypeSerializerConfigSnapshot").getMethod("setPriorSerializer", TypeSerializer.class);
+        set.invoke(snap, serializer);
+        return snap;
     }
 
     @SuppressWarnings({"unchecked", "rawtypes"})
@@ -173,6 +289,28 @@ final class SerializerVectors {
         }
         if (v instanceof Integer) {
             return (long) (Integer) v;
+        }
+        if (v instanceof Value) {
+            return CoreValueVectors.json(v);
+        }
+        if (v.getClass().getName().equals("scala.None$")) {
+            return null;
+        }
+        if (v.getClass().getName().equals("scala.Some")) {
+            return json(call(v, "get"));
+        }
+        if (v instanceof Either) {
+            TreeMap<String, Object> o = Json.obj();
+            Either<?, ?> e = (Either<?, ?>) v;
+            o.put(e.isLeft() ? "left" : "right", json(e.isLeft() ? e.left() : e.right()));
+            return o;
+        }
+        if (v instanceof java.util.Map) {
+            TreeMap<String, Object> o = Json.obj();
+            for (java.util.Map.Entry<?, ?> e : ((java.util.Map<?, ?>) v).entrySet()) {
+                o.put((String) e.getKey(), json(e.getValue()));
+            }
+            return o;
         }
         if (v instanceof Object[]) {
             List<Object> out = new ArrayList<>();
@@ -290,7 +428,13 @@ final class SerializerVectors {
     @SuppressWarnings({"unchecked", "rawtypes"})
     static String line(Case c) throws Exception {
         DataOutputSerializer snap = new DataOutputSerializer(256);
-        CoreValueVectors.writeSnapshot(snap, c.serializer);
+        if (c.snapshot == null) {
+            CoreValueVectors.writeSnapshot(snap, c.serializer);
+        } else {
+            Class<?> util = Class.forName("org.apache.flink.api.common.typeutils.TypeSerializerSnapshotSerializationUtil");
+            util.getMethod("writeSerializerSnapshot", org.apache.flink.core.memory.DataOutputView.class, TypeSerializerSnapshot.class, TypeSerializer.class)
+                    .invoke(null, snap, c.snapshot, c.serializer);
+        }
         List<Object> values = new ArrayList<>();
         for (Object v : c.values) {
             DataOutputSerializer out = new DataOutputSerializer(64);
