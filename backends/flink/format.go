@@ -14,6 +14,7 @@ import (
 	"github.com/stateutil/stateutil/backends/flink/internal/typeser/avro"
 	"github.com/stateutil/stateutil/backends/flink/internal/typeser/cep"
 	"github.com/stateutil/stateutil/backends/flink/internal/typeser/connectors"
+	"github.com/stateutil/stateutil/backends/flink/internal/typeser/coretypes"
 	"github.com/stateutil/stateutil/backends/flink/internal/typeser/kryo"
 	"github.com/stateutil/stateutil/backends/flink/internal/typeser/scala"
 	"github.com/stateutil/stateutil/backends/flink/internal/typeser/streaming"
@@ -133,6 +134,7 @@ var serializers = typeser.NewTable(
 	connectors.Family,
 	cep.Family,
 	streaming.Family,
+	coretypes.Family,
 )
 
 // Register adds the flink format and the codecs of Flink types to reg.

@@ -127,9 +127,10 @@ func TestFlinkSerializerVectors(t *testing.T) {
 		}
 	}
 	// Each serializer is witnessed by the releases that have it: Flink
-	// 1.20 and 2.3, or 2.3 alone for 2.x's own, 1.15 and 1.20 for the
-	// Scala API (1.x only), 1.15 and 1.16 for the legacy config snapshots
-	// (gone from 1.17 on).
+	// 1.20 and 2.3; 2.3 alone for 2.x's TTL serializers and BITMAP (2.3),
+	// 2.1 and 2.3 for VARIANT (2.1); 1.15 and 1.20 for the Scala API (1.x
+	// only), 1.15 and 1.16 for the legacy config snapshots (gone from 1.17
+	// on).
 	for name, versions := range seen {
 		want := []string{"1.20.5", "2.3.0"}
 		switch {
@@ -137,8 +138,10 @@ func TestFlinkSerializerVectors(t *testing.T) {
 			want = []string{"1.15.4", "1.16.3"}
 		case strings.HasPrefix(name, "scala-"):
 			want = []string{"1.15.4", "1.20.5"}
-		case strings.HasPrefix(name, "ttl-v2-") || strings.HasPrefix(name, "ttlaware-"):
+		case strings.HasPrefix(name, "ttl-v2-") || strings.HasPrefix(name, "ttlaware-") || strings.HasPrefix(name, "bitmap"):
 			want = []string{"2.3.0"}
+		case strings.HasPrefix(name, "variant"):
+			want = []string{"2.1.3", "2.3.0"}
 		}
 		for _, v := range want {
 			if !versions[v] {

@@ -142,6 +142,12 @@ final class SerializerVectors {
                 StringSerializer.INSTANCE, IntSerializer.INSTANCE, false);
         cs.add(new Case("twophase-state-nonnull", strict, sinkState(sink, holder(sink, "t", 5L), List.of(holder(sink, "u", 6L)), Optional.empty())));
 
+        if (present("org.apache.flink.types.bitmap.Bitmap")) {
+            TypeSerializer bitmaps = (TypeSerializer) Class.forName("org.apache.flink.api.common.typeutils.base.BitmapSerializer").getField("INSTANCE").get(null);
+            List<Object> all = bitmaps();
+            cs.add(new Case("bitmap", bitmaps, all.subList(0, 10).toArray()));
+            cs.add(new Case("bitmap-random", bitmaps, all.subList(10, all.size()).toArray()));
+        }
         String scala = "org.apache.flink.api.scala.typeutils.";
         if (present(scala + "OptionSerializer")) {
             // Option[Nothing]: Scala's Nothing has no values, so only None.
@@ -156,6 +162,44 @@ final class SerializerVectors {
                     .snapshot(legacy(scala + "OptionSerializer$OptionSerializerConfigSnapshot", options, StringSerializer.INSTANCE)));
         }
         return cs;
+    }
+
+    /**
+     * Bitmaps of every container kind RoaringBitmap serializes (array, bitmap and run containers;
+     * with fewer than four containers, whose run format has no offsets, and with more), built value
+     * by value as Flink's BITMAP functions build them, and by ranges; random ones from a fixed seed.
+     */
+    static List<Object> bitmaps() throws Exception {
+        Class<?> bitmap = Class.forName("org.apache.flink.types.bitmap.Bitmap");
+        Method fromArray = bitmap.getMethod("fromArray", int[].class);
+        Method addRange = bitmap.getMethod("add", long.class, long.class);
+        List<Object> out = new ArrayList<>();
+        List<int[]> arrays = new ArrayList<>(Arrays.asList(new int[0], new int[] {1, 2, 3}, new int[] {7}, new int[] {-1, 0, Integer.MIN_VALUE, Integer.MAX_VALUE},
+                java.util.stream.IntStream.range(0, 10000).toArray(), java.util.stream.IntStream.range(0, 5000).map(i -> i * 2).toArray(),
+                java.util.stream.IntStream.range(0, 300).map(i -> i * 65536 + (i % 7)).toArray()));
+        java.util.Random rnd = new java.util.Random(42);
+        for (int n = 0; n < 40; n++) {
+            int size = rnd.nextInt(n < 30 ? 200 : 3000);
+            int span = 1 << (4 + rnd.nextInt(28));
+            int base = rnd.nextInt();
+            int[] a = new int[size];
+            for (int i = 0; i < size; i++) {
+                a[i] = rnd.nextInt(4) == 0 ? base + i : base + rnd.nextInt(span);
+            }
+            arrays.add(a);
+        }
+        for (int[] a : arrays.subList(0, 7)) {
+            out.add(fromArray.invoke(null, (Object) a));
+        }
+        for (long[] r : new long[][] {{100, 5000}, {65530, 65546}, {4294967000L, 4294967296L}}) {
+            Object b = bitmap.getMethod("empty").invoke(null);
+            addRange.invoke(b, r[0], r[1]);
+            out.add(b);
+        }
+        for (int[] a : arrays.subList(7, arrays.size())) {
+            out.add(fromArray.invoke(null, (Object) a));
+        }
+        return out;
     }
 
     static Object scalaSome(Object v) throws Exception {
@@ -292,6 +336,13 @@ final class SerializerVectors {
         }
         if (v instanceof Value) {
             return CoreValueVectors.json(v);
+        }
+        if (v.getClass().getName().equals("org.apache.flink.types.bitmap.RoaringBitmapData")) {
+            List<Object> out = new ArrayList<>();
+            for (int x : (int[]) call(v, "toArray")) {
+                out.add((long) x);
+            }
+            return out;
         }
         if (v.getClass().getName().equals("scala.None$")) {
             return null;
