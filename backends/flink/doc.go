@@ -11,7 +11,7 @@
 //   - internal/typeser: serializer snapshots and the codecs of their values,
 //     with the table of serializer families, and beside each other the
 //     families under it (kryo, avro, tableruntime, scala, connectors,
-//     cep, streaming, coretypes);
+//     cep, streaming, coretypes, javaserial);
 //   - internal/statefile: keyed and operator state files, key-group
 //     streams, heap, canonical and native layouts, the file resolver;
 //   - internal/changelog: the changelog state backend's changes;

@@ -15,6 +15,7 @@ import (
 	"github.com/stateutil/stateutil/backends/flink/internal/typeser/cep"
 	"github.com/stateutil/stateutil/backends/flink/internal/typeser/connectors"
 	"github.com/stateutil/stateutil/backends/flink/internal/typeser/coretypes"
+	"github.com/stateutil/stateutil/backends/flink/internal/typeser/javaserial"
 	"github.com/stateutil/stateutil/backends/flink/internal/typeser/kryo"
 	"github.com/stateutil/stateutil/backends/flink/internal/typeser/scala"
 	"github.com/stateutil/stateutil/backends/flink/internal/typeser/streaming"
@@ -135,6 +136,7 @@ var serializers = typeser.NewTable(
 	cep.Family,
 	streaming.Family,
 	coretypes.Family,
+	javaserial.Family,
 )
 
 // Register adds the flink format and the codecs of Flink types to reg.

@@ -139,12 +139,15 @@ func TestLegacyCompositeConfigSnapshots(t *testing.T) {
 	}
 }
 
-// TestLegacyListState: the ListState "values" of Flink's KeyedJob (the
-// operator restore tests' savepoint generator: per key Tuple1(x), x = 0 to
-// 9, it adds x) as Flink 1.3 to 1.7 wrote it: 1.3 to 1.6 by a
-// CollectionSerializerConfigSnapshot whose element serializer is in its
-// "with resilience" block, 1.7 by a ListSerializerSnapshot of version 1,
-// written before CompositeTypeSerializerSnapshot's framing.
+// TestLegacyListState: the state of Flink's KeyedJob (the operator
+// restore tests' savepoint generator) as Flink 1.3 to 1.7 wrote it. Its
+// ListState "values" holds x for each key Tuple1(x), x = 0 to 9: 1.3 to
+// 1.6 describe it by a CollectionSerializerConfigSnapshot whose element
+// serializer is in its "with resilience" block, 1.7 by a
+// ListSerializerSnapshot of version 1, written before
+// CompositeTypeSerializerSnapshot's framing. Its two ListCheckpointed
+// maps hold "first" and "second" and their subtask index, each a String
+// under JavaSerializer.
 func TestLegacyListState(t *testing.T) {
 	for _, v := range []string{"1.3", "1.4", "1.5", "1.6", "1.7"} {
 		r := openFixture(t, filepath.Join(fixtureRoot(t), "operatorstate", "complexKeyed-flink"+v))
@@ -168,6 +171,31 @@ func TestLegacyListState(t *testing.T) {
 		}
 		if len(held) != 10 {
 			t.Errorf("Flink %s: %d keys, want 10: %v", v, len(held), held)
+		}
+		elements := map[string]bool{}
+		for _, op := range r.Snapshot().Operators {
+			st, ok := op.OperatorStateByName("_default_")
+			if !ok {
+				continue
+			}
+			for _, sub := range op.Subtasks {
+				for el, err := range r.Elements(context.Background(), op, sub.Index) {
+					if err != nil {
+						t.Fatalf("Flink %s: %v", v, err)
+					}
+					elements[fmt.Sprint(sub.Index, testReg.Codecs.Decode(st.ElementType, el.Value))] = true
+				}
+			}
+		}
+		for i := range 4 {
+			for _, prefix := range []string{"first", "second"} {
+				if !elements[fmt.Sprint(i, prefix, i)] {
+					t.Errorf("Flink %s: subtask %d holds no %s%d: %v", v, i, prefix, i, elements)
+				}
+			}
+		}
+		if len(elements) != 8 {
+			t.Errorf("Flink %s: elements %v, want 8", v, elements)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package flink
 
 import (
 	"bytes"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -53,8 +54,9 @@ func vectorSnapshot(t testing.TB, v serializerVector) *typeser.SerializerSnapsho
 		if s.Opaque {
 			t.Fatalf("%s %s: snapshot %s parsed by skipping", v.version, v.Name, s.Class)
 		}
-		// What the coverage table says of the class is what its values do here.
-		if sup := serializers.Support(s.Class); !sup.Decoded || !sup.Encoded {
+		// What the coverage table says of the class is what its values do
+		// here: decoded, and encoded but where the table says decoded only.
+		if sup := serializers.Support(s.Class); !sup.Decoded || !sup.Encoded && !decodedOnly[sup.Kind] {
 			t.Errorf("%s %s: coverage of %s: %+v", v.version, v.Name, s.Class, sup)
 		}
 		for _, n := range s.Nested {
@@ -64,6 +66,11 @@ func vectorSnapshot(t testing.TB, v serializerVector) *typeser.SerializerSnapsho
 	walk(s)
 	return s
 }
+
+// decodedOnly are the kinds whose values show as JSON that cannot be
+// written back (the coverage table's "decoded only"): given as
+// {"@class", "@bytes"}, they are written back as those bytes.
+var decodedOnly = map[string]bool{"JavaSerialization": true, "Variant": true}
 
 // jsonOf is JSON text as Go values, numbers kept as written.
 func jsonOf(t testing.TB, text []byte) any {
@@ -110,8 +117,15 @@ func TestFlinkSerializerVectors(t *testing.T) {
 				t.Errorf("%s: decodes to %s, Flink's side says %s", where, text, val.JSON)
 			}
 			for name, enc := range map[string]snapshot.Encoder{"codec": c, "type": typed.(snapshot.Encoder)} {
-				if back, err := enc.Encode(jsonOf(t, val.JSON)); err != nil || !bytes.Equal(back, b) {
-					t.Errorf("%s: %s by %s encodes to 0x%x, %v; Flink wrote 0x%x", where, val.JSON, name, back, err, b)
+				in := jsonOf(t, val.JSON)
+				if decodedOnly[typeser.KindOf(s)] {
+					if back, err := enc.Encode(in); !errors.Is(err, typeser.ErrNoEncoder) {
+						t.Errorf("%s: %s by %s encodes to 0x%x, %v; want no encoder", where, val.JSON, name, back, err)
+					}
+					in = map[string]any{"@class": s.Name(), "@bytes": "0x" + hex.EncodeToString(b)}
+				}
+				if back, err := enc.Encode(in); err != nil || !bytes.Equal(back, b) {
+					t.Errorf("%s: %s by %s encodes to 0x%x, %v; Flink wrote 0x%x", where, in, name, back, err, b)
 				}
 			}
 			if again, err := typed.Decode(b); err != nil || !reflect.DeepEqual(again, got) {
@@ -176,6 +190,8 @@ func FuzzSerializerVectors(f *testing.F) {
 		if n, ok, serr := typeser.Span(c.S, b); err == nil && (serr != nil || !ok || n != len(b)) {
 			t.Fatalf("%x decodes, but spans %d bytes, %v, %v", b, n, ok, serr)
 		}
-		checkDecodedEncodes(t, c, b)
+		if !decodedOnly[typeser.KindOf(c.S)] {
+			checkDecodedEncodes(t, c, b)
+		}
 	})
 }

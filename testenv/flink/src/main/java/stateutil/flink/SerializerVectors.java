@@ -142,6 +142,13 @@ final class SerializerVectors {
                 StringSerializer.INSTANCE, IntSerializer.INSTANCE, false);
         cs.add(new Case("twophase-state-nonnull", strict, sinkState(sink, holder(sink, "t", 5L), List.of(holder(sink, "u", 6L)), Optional.empty())));
 
+        TypeSerializer javas = new org.apache.flink.runtime.state.JavaSerializer<>();
+        cs.add(new Case("java-plain", javas, "h\u00e9llo", "", 7, -5L, true, 1.5, 'x', (short) 3, (byte) -1, 0.25f, null,
+                java.util.concurrent.TimeUnit.SECONDS, String.class));
+        cs.add(new Case("java-arrays", javas, (Object) new int[] {1, -2}, (Object) new byte[] {1, 2, (byte) 255}, (Object) new String[] {"a", null},
+                (Object) new long[0][]));
+        Point p = new Point(3, "p", new Point(4, null, null));
+        cs.add(new Case("java-objects", javas, p, new ArrayList<>(Arrays.asList("a", "b")), hashMapOf("k", 7)));
         if (present("org.apache.flink.types.bitmap.Bitmap")) {
             TypeSerializer bitmaps = (TypeSerializer) Class.forName("org.apache.flink.api.common.typeutils.base.BitmapSerializer").getField("INSTANCE").get(null);
             List<Object> all = bitmaps();
@@ -200,6 +207,96 @@ final class SerializerVectors {
             out.add(fromArray.invoke(null, (Object) a));
         }
         return out;
+    }
+
+    /** A class of the user's under Java serialization, with a field of its own class. */
+    static final class Point implements java.io.Serializable {
+        private static final long serialVersionUID = 1L;
+        final int x;
+        final String label;
+        final Point next;
+
+        Point(int x, String label, Point next) {
+            this.x = x;
+            this.label = label;
+            this.next = next;
+        }
+    }
+
+    static java.util.HashMap<String, Integer> hashMapOf(String k, int v) {
+        java.util.HashMap<String, Integer> m = new java.util.HashMap<>();
+        m.put(k, v);
+        return m;
+    }
+
+    /** The JSON of a value under JavaSerializer: see the javaserial family's doc. */
+    static Object javaJson(Object v) throws Exception {
+        if (v == null || v instanceof String || v instanceof Boolean || v instanceof Long) {
+            return v;
+        }
+        if (v instanceof Integer || v instanceof Short || v instanceof Byte) {
+            return ((Number) v).longValue();
+        }
+        if (v instanceof Double || v instanceof Float) {
+            return new Json.Num(Double.toString(((Number) v).doubleValue()));
+        }
+        if (v instanceof Character) {
+            return String.valueOf(v);
+        }
+        TreeMap<String, Object> o = Json.obj();
+        if (v instanceof Enum) {
+            o.put("@class", ((Enum<?>) v).getDeclaringClass().getName());
+            o.put("@enum", ((Enum<?>) v).name());
+            return o;
+        }
+        if (v instanceof Class) {
+            o.put("@class", "java.lang.Class");
+            o.put("name", ((Class<?>) v).getName());
+            return o;
+        }
+        if (v instanceof byte[]) {
+            return Json.hex((byte[]) v);
+        }
+        if (v.getClass().isArray()) {
+            List<Object> out = new ArrayList<>();
+            for (int i = 0; i < java.lang.reflect.Array.getLength(v); i++) {
+                out.add(javaJson(java.lang.reflect.Array.get(v, i)));
+            }
+            return out;
+        }
+        o.put("@class", v.getClass().getName());
+        if (v instanceof Point) {
+            // Its serialized fields, as ObjectStreamClass lists them.
+            for (java.io.ObjectStreamField f : java.io.ObjectStreamClass.lookup(Point.class).getFields()) {
+                o.put(f.getName(), javaJson(field(v, f.getName())));
+            }
+        } else if (v instanceof ArrayList) {
+            // ArrayList's writeObject: the field size, then the size again as block data, then each element.
+            List<?> l = (List<?>) v;
+            o.put("size", (long) l.size());
+            List<Object> data = new ArrayList<>();
+            data.add(Json.hex(java.nio.ByteBuffer.allocate(4).putInt(l.size()).array()));
+            for (Object e : l) {
+                data.add(javaJson(e));
+            }
+            o.put("@data", data);
+        } else if (v instanceof java.util.HashMap) {
+            // HashMap's writeObject: the fields loadFactor and threshold (0.75 and 12 for the default
+            // table holding one entry), then its buckets (16) and size as block data, then each key and value.
+            java.util.Map<?, ?> m = (java.util.Map<?, ?>) v;
+            o.put("loadFactor", new Json.Num("0.75"));
+            o.put("threshold", 12L);
+            List<Object> data = new ArrayList<>();
+            data.add(Json.hex(java.nio.ByteBuffer.allocate(8).putInt(16).putInt(m.size()).array()));
+            for (java.util.Map.Entry<?, ?> e : m.entrySet()) {
+                data.add(javaJson(e.getKey()));
+                data.add(javaJson(e.getValue()));
+            }
+            o.put("@data", data);
+        } else {
+            throw new IllegalArgumentException("no JSON for " + v.getClass());
+        }
+        return o;
     }
 
     static Object scalaSome(Object v) throws Exception {
@@ -492,7 +589,7 @@ final class SerializerVectors {
             ((TypeSerializer) c.serializer).serialize(v, out);
             TreeMap<String, Object> o = Json.obj();
             o.put("bytes", Json.hex(out.getCopyOfBuffer()));
-            o.put("json", json(v));
+            o.put("json", c.serializer.getClass().getName().endsWith(".JavaSerializer") ? javaJson(v) : json(v));
             values.add(o);
         }
         TreeMap<String, Object> o = Json.obj();
