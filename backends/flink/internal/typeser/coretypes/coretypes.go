@@ -13,7 +13,8 @@ var Family = &typeser.Family{
 	Name: "coretypes",
 	Kind: kindOf,
 	Exprs: map[string]typeser.ExprLeaf{
-		"bitmap": {Class: "org.apache.flink.api.common.typeutils.base.BitmapSerializer$BitmapSerializerSnapshot"},
+		"bitmap":  {Class: "org.apache.flink.api.common.typeutils.base.BitmapSerializer$BitmapSerializerSnapshot"},
+		"variant": {Class: "org.apache.flink.api.common.typeutils.base.VariantSerializer$VariantSerializerSnapshot"},
 	},
 	Expr:   typeExpr,
 	Walk:   walk,
@@ -22,26 +23,37 @@ var Family = &typeser.Family{
 	Schema: schema,
 	Notes: map[string]string{
 		kindBitmap: "a bitmap of more than 1,048,576 values is not decoded; a run container that ties with its array in size is written back as the array, which Flink reads as the same bitmap",
+		kindVariant: "shown as Flink's Variant.toJson shows it, which keeps neither the types of its numbers, dates, timestamps and binary nor its keys' order, " +
+			"so a value is written back only as its bytes ({\"@class\", \"@bytes\"})",
 	},
 }
 
 // Kinds of the family's serializers.
-const kindBitmap = "Bitmap"
+const (
+	kindBitmap  = "Bitmap"
+	kindVariant = "Variant"
+)
 
 func kindOf(n string) string {
-	if strings.HasPrefix(n, "org.apache.flink.api.common.typeutils.base.BitmapSerializer") {
+	switch {
+	case strings.HasPrefix(n, "org.apache.flink.api.common.typeutils.base.BitmapSerializer"):
 		return kindBitmap
+	case strings.HasPrefix(n, "org.apache.flink.api.common.typeutils.base.VariantSerializer"):
+		return kindVariant
 	}
 	return ""
 }
 
 func typeExpr(_ *typeser.SerializerSnapshot, kind string, _ func() string) (string, bool) {
-	return strings.ToLower(kind), kind == kindBitmap
+	return strings.ToLower(kind), kind == kindBitmap || kind == kindVariant
 }
 
 func walk(r *wire.Reader, s *typeser.SerializerSnapshot, _ int, decode bool) (any, bool) {
-	if typeser.KindOf(s) == kindBitmap {
+	switch typeser.KindOf(s) {
+	case kindBitmap:
 		return readBitmap(r, s, decode), true
+	case kindVariant:
+		return readVariant(r, decode), true
 	}
 	return nil, false
 }

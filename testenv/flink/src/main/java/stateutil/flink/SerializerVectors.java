@@ -149,6 +149,10 @@ final class SerializerVectors {
                 (Object) new long[0][]));
         Point p = new Point(3, "p", new Point(4, null, null));
         cs.add(new Case("java-objects", javas, p, new ArrayList<>(Arrays.asList("a", "b")), hashMapOf("k", 7)));
+        if (present("org.apache.flink.types.variant.Variant")) {
+            cs.add(new Case("variant", (TypeSerializer) Class.forName("org.apache.flink.api.common.typeutils.base.VariantSerializer").getField("INSTANCE").get(null),
+                    variants().toArray()));
+        }
         if (present("org.apache.flink.types.bitmap.Bitmap")) {
             TypeSerializer bitmaps = (TypeSerializer) Class.forName("org.apache.flink.api.common.typeutils.base.BitmapSerializer").getField("INSTANCE").get(null);
             List<Object> all = bitmaps();
@@ -299,6 +303,57 @@ final class SerializerVectors {
         return o;
     }
 
+    /** Variants of every type Flink's VariantBuilder makes, objects and arrays small and large. */
+    static List<Object> variants() throws Exception {
+        Object b = Class.forName("org.apache.flink.types.variant.Variant").getMethod("newBuilder").invoke(null);
+        Class<?> builder = Class.forName("org.apache.flink.types.variant.VariantBuilder");
+        Class<?> variant = Class.forName("org.apache.flink.types.variant.Variant");
+        java.util.function.BiFunction<Class<?>, Object, Object> of = (type, v) -> {
+            try {
+                return builder.getMethod("of", type).invoke(b, v);
+            } catch (Exception e) {
+                throw new RuntimeException(e);
+            }
+        };
+        List<Object> out = new ArrayList<>(Arrays.asList(builder.getMethod("ofNull").invoke(b), of.apply(boolean.class, true), of.apply(boolean.class, false),
+                of.apply(byte.class, (byte) -3), of.apply(short.class, (short) 300), of.apply(int.class, 70000), of.apply(long.class, 1L << 40),
+                of.apply(long.class, Long.MIN_VALUE), of.apply(double.class, 1.5), of.apply(double.class, 1e10), of.apply(double.class, -2.5e-310),
+                of.apply(float.class, 0.1f), of.apply(String.class, "short \u00e9"), of.apply(String.class, "x".repeat(100)),
+                of.apply(byte[].class, new byte[] {1, 2, (byte) 255}), of.apply(java.math.BigDecimal.class, new java.math.BigDecimal("123.4500")),
+                of.apply(java.math.BigDecimal.class, new java.math.BigDecimal("-0.001")),
+                of.apply(java.math.BigDecimal.class, new java.math.BigDecimal("12345678901234567890.12")),
+                of.apply(java.math.BigDecimal.class, new java.math.BigDecimal("-98765432109876543210987654321.123456789")),
+                of.apply(java.time.Instant.class, java.time.Instant.ofEpochMilli(1700000000123L)),
+                of.apply(java.time.LocalDate.class, java.time.LocalDate.of(2024, 2, 29)), of.apply(java.time.LocalDate.class, java.time.LocalDate.of(-5, 1, 1)),
+                of.apply(java.time.LocalDateTime.class, java.time.LocalDateTime.of(1969, 12, 31, 23, 59, 59, 500_000_000)),
+                of.apply(java.time.LocalDateTime.class, java.time.LocalDateTime.of(2024, 1, 2, 3, 4, 0))));
+        Method object = builder.getMethod("object");
+        Method array = builder.getMethod("array");
+        Class<?> objectBuilder = Class.forName("org.apache.flink.types.variant.VariantBuilder$VariantObjectBuilder");
+        Class<?> arrayBuilder = Class.forName("org.apache.flink.types.variant.VariantBuilder$VariantArrayBuilder");
+        Method put = objectBuilder.getMethod("add", String.class, variant);
+        Method append = arrayBuilder.getMethod("add", variant);
+        Object inner = array.invoke(b);
+        append.invoke(inner, of.apply(String.class, "x"));
+        append.invoke(inner, builder.getMethod("ofNull").invoke(b));
+        Object nested = object.invoke(b);
+        put.invoke(nested, "k", of.apply(double.class, 2.5));
+        Object o = object.invoke(b);
+        put.invoke(o, "b", of.apply(int.class, 1));
+        put.invoke(o, "a", arrayBuilder.getMethod("build").invoke(inner));
+        put.invoke(o, "nested", objectBuilder.getMethod("build").invoke(nested));
+        out.add(objectBuilder.getMethod("build").invoke(o));
+        Object wide = object.invoke(b);
+        Object long_ = array.invoke(b);
+        for (int i = 0; i < 300; i++) {
+            put.invoke(wide, "key" + i, of.apply(String.class, "v".repeat(i % 70)));
+            append.invoke(long_, of.apply(long.class, (long) i * 1000003));
+        }
+        out.add(objectBuilder.getMethod("build").invoke(wide));
+        out.add(arrayBuilder.getMethod("build").invoke(long_));
+        return out;
+    }
+
     static Object scalaSome(Object v) throws Exception {
         return Class.forName("scala.Option").getMethod("apply", Object.class).invoke(null, v);
     }
@@ -440,6 +495,10 @@ final class SerializerVectors {
                 out.add((long) x);
             }
             return out;
+        }
+        if (v.getClass().getName().equals("org.apache.flink.types.variant.BinaryVariant")) {
+            // As Flink shows it: its toJson, kept as its text.
+            return new Json.Num((String) call(v, "toJson"));
         }
         if (v.getClass().getName().equals("scala.None$")) {
             return null;
