@@ -18,46 +18,32 @@ import (
 	"github.com/stateutil/stateutil/snapshot"
 )
 
-// serializerVector is one serializer of testdata/flink-serializer-vectors
-// (scripts/flink-serializer-vectors.sh): its snapshot as a keyed state's
-// meta info stores it, and values real Flink serialized, each with the
-// JSON worked out on Flink's side from the Java value.
-type serializerVector struct {
-	Name       string `json:"name"`
-	Serializer string `json:"serializer"`
-	Snapshot   string `json:"snapshot"`
-	Values     []struct {
-		Bytes string          `json:"bytes"`
-		JSON  json.RawMessage `json:"json"`
-	} `json:"values"`
-	version string
-}
-
-func readSerializerVectors(t testing.TB) []serializerVector {
+// readSerializerVectors reads testdata/flink-serializer-vectors
+// (scripts/flink-serializer-vectors.sh).
+func readSerializerVectors(t testing.TB) []vectorfile.Vector {
 	t.Helper()
-	dir := filepath.Join(flinkharness.RepoRoot(), "testdata", "flink-serializer-vectors")
-	return vectorfile.Read(t, dir, "scripts/flink-serializer-vectors.sh", func(v *serializerVector, version string) { v.version = version })
+	return vectorfile.Vectors(t, filepath.Join(flinkharness.RepoRoot(), "testdata", "flink-serializer-vectors"), "scripts/flink-serializer-vectors.sh")
 }
 
 // vectorSnapshot parses a vector's snapshot with the format's table,
 // exactly: every byte accounted for, nothing in its tree skipped unparsed.
-func vectorSnapshot(t testing.TB, v serializerVector) *typeser.SerializerSnapshot {
+func vectorSnapshot(t testing.TB, v vectorfile.Vector) *typeser.SerializerSnapshot {
 	t.Helper()
 	raw := vectorfile.Unhex(t, v.Snapshot)
 	r := wire.NewReader(raw, v.Name, 0)
 	s := (&typeser.SnapReader{R: r, Table: serializers}).SnapshotProxy(func(q int) bool { return q == len(raw) })
 	if r.Err != nil || r.Remaining() != 0 || s == nil {
-		t.Fatalf("%s %s: snapshot: %v, %d bytes left", v.version, v.Name, r.Err, r.Remaining())
+		t.Fatalf("%s %s: snapshot: %v, %d bytes left", v.Version, v.Name, r.Err, r.Remaining())
 	}
 	var walk func(s *typeser.SerializerSnapshot)
 	walk = func(s *typeser.SerializerSnapshot) {
 		if s.Opaque {
-			t.Fatalf("%s %s: snapshot %s parsed by skipping", v.version, v.Name, s.Class)
+			t.Fatalf("%s %s: snapshot %s parsed by skipping", v.Version, v.Name, s.Class)
 		}
 		// What the coverage table says of the class is what its values do
 		// here: decoded, and encoded but where the table says decoded only.
 		if sup := serializers.Support(s.Class); !sup.Decoded || !sup.Encoded && !decodedOnly[sup.Kind] {
-			t.Errorf("%s %s: coverage of %s: %+v", v.version, v.Name, s.Class, sup)
+			t.Errorf("%s %s: coverage of %s: %+v", v.Version, v.Name, s.Class, sup)
 		}
 		for _, n := range s.Nested {
 			walk(n)
@@ -132,15 +118,15 @@ func TestFlinkSerializerVectors(t *testing.T) {
 		if seen[v.Name] == nil {
 			seen[v.Name] = map[string]bool{}
 		}
-		seen[v.Name][v.version] = true
+		seen[v.Name][v.Version] = true
 		s := vectorSnapshot(t, v)
 		c := typeser.Codec{S: s}
 		typed, err := serializers.CodecFactory(typeser.TypeOf(s))
 		if err != nil {
-			t.Fatalf("%s %s: type %s: %v", v.version, v.Name, typeser.TypeOf(s).Name, err)
+			t.Fatalf("%s %s: type %s: %v", v.Version, v.Name, typeser.TypeOf(s).Name, err)
 		}
 		for i, val := range v.Values {
-			where := fmt.Sprintf("%s %s value %d", v.version, v.Name, i)
+			where := fmt.Sprintf("%s %s value %d", v.Version, v.Name, i)
 			b := vectorfile.Unhex(t, val.Bytes)
 			if n, ok, err := typeser.Span(s, b); err != nil || !ok || n != len(b) {
 				t.Errorf("%s: spans %d of %d bytes, %v, %v", where, n, len(b), ok, err)

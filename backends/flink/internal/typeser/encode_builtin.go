@@ -40,7 +40,7 @@ func encodeBuiltin(b []byte, s *SerializerSnapshot, v any, depth int) ([]byte, b
 			}
 		}
 		return b, true, nil
-	case "List", "Set":
+	case "List", "Set", "GenericArray":
 		if len(s.Nested) != 1 {
 			return nil, false, nil
 		}
@@ -50,9 +50,16 @@ func encodeBuiltin(b []byte, s *SerializerSnapshot, v any, depth int) ([]byte, b
 		}
 		b = binary.BigEndian.AppendUint32(b, uint32(len(elems)))
 		for i, e := range elems {
-			if KindOf(s) == "Set" {
+			switch KindOf(s) {
+			case "Set": // a null flag before each element
 				b, err = EncodeNullFlagged(b, s.Nested[0], e, depth)
-			} else {
+			case "GenericArray": // a presence flag before each element
+				if e == nil {
+					b = append(b, 0)
+				} else {
+					b, err = EncodeAny(append(b, 1), s.Nested[0], e, depth+1)
+				}
+			default:
 				b, err = EncodeAny(b, s.Nested[0], e, depth+1)
 			}
 			if err != nil {
@@ -162,23 +169,6 @@ func encodeBuiltin(b []byte, s *SerializerSnapshot, v any, depth int) ([]byte, b
 		}
 		b, err = EncodeAny(b, s.Nested[1], m["value"], depth+1)
 		return b, true, err
-	case "GenericArray":
-		if len(s.Nested) != 1 {
-			return nil, false, nil
-		}
-		elems, ok := v.([]any)
-		if !ok {
-			return nil, true, fmt.Errorf("want a JSON array, not %v", v)
-		}
-		b = binary.BigEndian.AppendUint32(b, uint32(len(elems)))
-		for i, e := range elems {
-			if e == nil {
-				b = append(b, 0)
-			} else if b, err = EncodeAny(append(b, 1), s.Nested[0], e, depth+1); err != nil {
-				return nil, true, fmt.Errorf("element %d: %w", i, err)
-			}
-		}
-		return b, true, nil
 	case "TTL":
 		first, second, tsFirst, ok := ttlParts(s)
 		if !ok {

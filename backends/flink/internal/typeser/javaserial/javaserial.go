@@ -122,15 +122,7 @@ func render(v any, path map[any]bool, depth int) (any, bool) {
 		}
 		path[x] = true
 		defer delete(path, x)
-		out := make([]any, 0, len(x.Elements))
-		for _, e := range x.Elements {
-			ev, ok := render(e, path, depth+1)
-			if !ok {
-				return nil, false
-			}
-			out = append(out, ev)
-		}
-		return out, true
+		return renderAll(x.Elements, path, depth)
 	case *javaser.Object:
 		if boxes[x.Class] && len(x.Fields) == 1 && len(x.Annotations) == 0 {
 			return render(x.Fields[0].Value, path, depth+1)
@@ -153,17 +145,26 @@ func render(v any, path map[any]bool, depth int) (any, bool) {
 			out[name] = fv
 		}
 		if len(x.Annotations) > 0 {
-			data := make([]any, 0, len(x.Annotations))
-			for _, a := range x.Annotations {
-				av, ok := render(a, path, depth+1)
-				if !ok {
-					return nil, false
-				}
-				data = append(data, av)
+			data, ok := renderAll(x.Annotations, path, depth)
+			if !ok {
+				return nil, false
 			}
 			out["@data"] = data
 		}
 		return out, true
 	}
 	return nil, false
+}
+
+// renderAll renders the values of a list, one level deeper.
+func renderAll(vs []any, path map[any]bool, depth int) ([]any, bool) {
+	out := make([]any, 0, len(vs))
+	for _, v := range vs {
+		rv, ok := render(v, path, depth+1)
+		if !ok {
+			return nil, false
+		}
+		out = append(out, rv)
+	}
+	return out, true
 }

@@ -21,7 +21,7 @@ func encode(b []byte, s *typeser.SerializerSnapshot, v any, depth int) ([]byte, 
 		b, err = appendStreamElement(b, s.Nested[0], v, depth)
 	case kindBufferEntry:
 		var m map[string]any
-		if m, err = fields(v, "element", "hasBeenJoined"); err != nil {
+		if m, err = typeser.Fields(v, "element", "hasBeenJoined"); err != nil {
 			return nil, true, fmt.Errorf("buffer entry: %w", err)
 		}
 		joined, ok := m["hasBeenJoined"].(bool)
@@ -35,37 +35,11 @@ func encode(b []byte, s *typeser.SerializerSnapshot, v any, depth int) ([]byte, 
 	return b, true, err
 }
 
-// fields takes a JSON object with exactly the names given.
-func fields(v any, names ...string) (map[string]any, error) {
-	m, ok := v.(map[string]any)
-	ok = ok && len(m) == len(names)
-	for _, n := range names {
-		if _, has := m[n]; !has {
-			ok = false
-		}
-	}
-	if !ok {
-		return nil, fmt.Errorf("want an object of %s, not %v", strings.Join(names, ", "), v)
-	}
-	return m, nil
-}
-
 func appendBool(b []byte, v bool) []byte {
 	if v {
 		return append(b, 1)
 	}
 	return append(b, 0)
-}
-
-func appendInt(b []byte, v any, bits int, what string) ([]byte, error) {
-	n, err := typeser.Integer(v, bits)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", what, err)
-	}
-	if bits == 32 {
-		return binary.BigEndian.AppendUint32(b, uint32(n)), nil
-	}
-	return binary.BigEndian.AppendUint64(b, uint64(n)), nil
 }
 
 // elementKinds are the keys a stream element is shown by.
@@ -85,38 +59,38 @@ func appendStreamElement(b []byte, elem *typeser.SerializerSnapshot, v any, dept
 	case "record":
 		f, isMap := m[kind].(map[string]any)
 		if _, timed := f["timestamp"]; isMap && timed {
-			if f, err = fields(f, "value", "timestamp"); err == nil {
-				b, err = appendInt(append(b, tagRecordWithTimestamp), f["timestamp"], 64, "record timestamp")
+			if f, err = typeser.Fields(f, "value", "timestamp"); err == nil {
+				b, err = typeser.AppendInt(append(b, tagRecordWithTimestamp), f["timestamp"], 64, "record timestamp")
 			}
 		} else {
 			b = append(b, tagRecord)
-			f, err = fields(f, "value")
+			f, err = typeser.Fields(f, "value")
 		}
 		if err != nil {
 			return nil, fmt.Errorf("record: %w", err)
 		}
 		return typeser.EncodeAny(b, elem, f["value"], depth+1)
 	case "watermark":
-		f, err := fields(m[kind], "timestamp")
+		f, err := typeser.Fields(m[kind], "timestamp")
 		if err != nil {
 			return nil, fmt.Errorf("watermark: %w", err)
 		}
-		return appendInt(append(b, tagWatermark), f["timestamp"], 64, "watermark timestamp")
+		return typeser.AppendInt(append(b, tagWatermark), f["timestamp"], 64, "watermark timestamp")
 	case "internalWatermark":
-		f, err := fields(m[kind], "subpartitionIndex", "timestamp")
+		f, err := typeser.Fields(m[kind], "subpartitionIndex", "timestamp")
 		if err != nil {
 			return nil, fmt.Errorf("internal watermark: %w", err)
 		}
-		if b, err = appendInt(append(b, tagInternalWatermark), f["subpartitionIndex"], 32, "subpartition index"); err != nil {
+		if b, err = typeser.AppendInt(append(b, tagInternalWatermark), f["subpartitionIndex"], 32, "subpartition index"); err != nil {
 			return nil, err
 		}
-		return appendInt(b, f["timestamp"], 64, "internal watermark timestamp")
+		return typeser.AppendInt(b, f["timestamp"], 64, "internal watermark timestamp")
 	case "latencyMarker":
-		f, err := fields(m[kind], "markedTime", "operatorId", "subtaskIndex")
+		f, err := typeser.Fields(m[kind], "markedTime", "operatorId", "subtaskIndex")
 		if err != nil {
 			return nil, fmt.Errorf("latency marker: %w", err)
 		}
-		if b, err = appendInt(append(b, tagLatencyMarker), f["markedTime"], 64, "marked time"); err != nil {
+		if b, err = typeser.AppendInt(append(b, tagLatencyMarker), f["markedTime"], 64, "marked time"); err != nil {
 			return nil, err
 		}
 		text, _ := f["operatorId"].(string)
@@ -124,9 +98,9 @@ func appendStreamElement(b []byte, elem *typeser.SerializerSnapshot, v any, dept
 		if err != nil || len(id) != 16 {
 			return nil, fmt.Errorf("latency marker: operatorId %v is not 32 hex digits", f["operatorId"])
 		}
-		return appendInt(append(b, id...), f["subtaskIndex"], 32, "subtask index")
+		return typeser.AppendInt(append(b, id...), f["subtaskIndex"], 32, "subtask index")
 	case "watermarkStatus":
-		f, err := fields(m[kind], "status")
+		f, err := typeser.Fields(m[kind], "status")
 		if err != nil {
 			return nil, fmt.Errorf("watermark status: %w", err)
 		}
@@ -137,7 +111,7 @@ func appendStreamElement(b []byte, elem *typeser.SerializerSnapshot, v any, dept
 		}
 		return binary.BigEndian.AppendUint32(append(b, tagWatermarkStatus), uint32(status)), nil
 	}
-	f, err := fields(m[kind], "backlog")
+	f, err := typeser.Fields(m[kind], "backlog")
 	backlog, ok := f["backlog"].(bool)
 	if err != nil || !ok {
 		return nil, fmt.Errorf("record attributes: want an object of backlog, true or false, not %v", m[kind])
@@ -146,17 +120,17 @@ func appendStreamElement(b []byte, elem *typeser.SerializerSnapshot, v any, dept
 }
 
 func appendSinkState(b []byte, s *typeser.SerializerSnapshot, v any, depth int) ([]byte, error) {
-	m, err := fields(v, "pendingTransaction", "pendingCommitTransactions", "context")
+	m, err := typeser.Fields(v, "pendingTransaction", "pendingCommitTransactions", "context")
 	if err != nil {
 		return nil, fmt.Errorf("two-phase commit sink state: %w", err)
 	}
 	holder := func(b []byte, h any, what string) ([]byte, error) {
-		f, err := fields(h, "handle", "transactionStartTime")
+		f, err := typeser.Fields(h, "handle", "transactionStartTime")
 		if err == nil {
 			b, err = typeser.EncodeAny(b, s.Nested[0], f["handle"], depth+1)
 		}
 		if err == nil {
-			b, err = appendInt(b, f["transactionStartTime"], 64, "transactionStartTime")
+			b, err = typeser.AppendInt(b, f["transactionStartTime"], 64, "transactionStartTime")
 		}
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", what, err)
