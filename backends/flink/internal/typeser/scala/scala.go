@@ -254,7 +254,7 @@ func encodeScala(b []byte, s *typeser.SerializerSnapshot, v any, depth int) (out
 		}
 		return nil, true, fmt.Errorf(`want {"success": ..} or {"failure": ..}, not %v`, v)
 	case kindNothing:
-		return nil, true, fmt.Errorf("Scala's Nothing has no values, so not %v", v)
+		return nil, true, fmt.Errorf("no value of Scala's Nothing, which has none, so not %v", v)
 	case "Unit":
 		if v != unitText {
 			return nil, true, fmt.Errorf("want %q, not %v", unitText, v)
