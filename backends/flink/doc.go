@@ -10,7 +10,8 @@
 //   - metadata: the `_metadata` file, its handles and CheckpointProperties;
 //   - internal/typeser: serializer snapshots and the codecs of their values,
 //     with the table of serializer families, and beside each other the
-//     families under it (kryo, avro, tableruntime, scala, connectors);
+//     families under it (kryo, avro, tableruntime, scala, connectors,
+//     cep, streaming, coretypes, javaserial);
 //   - internal/statefile: keyed and operator state files, key-group
 //     streams, heap, canonical and native layouts, the file resolver;
 //   - internal/changelog: the changelog state backend's changes;

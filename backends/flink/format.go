@@ -14,8 +14,11 @@ import (
 	"github.com/stateutil/stateutil/backends/flink/internal/typeser/avro"
 	"github.com/stateutil/stateutil/backends/flink/internal/typeser/cep"
 	"github.com/stateutil/stateutil/backends/flink/internal/typeser/connectors"
+	"github.com/stateutil/stateutil/backends/flink/internal/typeser/coretypes"
+	"github.com/stateutil/stateutil/backends/flink/internal/typeser/javaserial"
 	"github.com/stateutil/stateutil/backends/flink/internal/typeser/kryo"
 	"github.com/stateutil/stateutil/backends/flink/internal/typeser/scala"
+	"github.com/stateutil/stateutil/backends/flink/internal/typeser/streaming"
 	"github.com/stateutil/stateutil/backends/flink/internal/typeser/tableruntime"
 	"github.com/stateutil/stateutil/backends/flink/metadata"
 	"github.com/stateutil/stateutil/snapshot"
@@ -136,6 +139,9 @@ var serializers = typeser.NewTable(
 	scala.Family,
 	connectors.Family,
 	cep.Family,
+	streaming.Family,
+	coretypes.Family,
+	javaserial.Family,
 )
 
 // Register adds the flink format and the codecs of Flink types to reg.

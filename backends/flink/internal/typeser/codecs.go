@@ -72,7 +72,7 @@ func typeExpr(s *SerializerSnapshot) string {
 		return "void"
 	case "BooleanValue", "ByteValue", "CharValue", "DoubleValue", "FloatValue", "IntValue", "LongValue", "ShortValue", "StringValue", "NullValue", "CopyableValue", "Value", "Void":
 		return valueTypeExpr(k)
-	case "SingleThreadChecking":
+	case "SingleThreadChecking", "TtlAware":
 		if len(s.Nested) == 1 {
 			return typeExpr(s.Nested[0])
 		}
@@ -415,7 +415,7 @@ func hashAny(r *wire.Reader, s *SerializerSnapshot, depth int) (int32, error) {
 		return 0, errors.New("key nested deeper than 16")
 	}
 	switch KindOf(s) {
-	case "SingleThreadChecking":
+	case "SingleThreadChecking", "TtlAware":
 		if len(s.Nested) == 1 {
 			return hashAny(r, s.Nested[0], depth+1)
 		}
@@ -492,7 +492,7 @@ func DecodeAny(r *wire.Reader, s *SerializerSnapshot, depth int) any {
 		return decodeTemporal(r, k)
 	case "BooleanValue", "ByteValue", "CharValue", "DoubleValue", "FloatValue", "IntValue", "LongValue", "ShortValue", "StringValue", "NullValue", "CopyableValue", "Value", "Void":
 		return decodeValueType(r, s, k)
-	case "SingleThreadChecking":
+	case "SingleThreadChecking", "TtlAware":
 		if len(s.Nested) == 1 {
 			return DecodeAny(r, s.Nested[0], depth+1)
 		}
@@ -536,7 +536,11 @@ func DecodeAny(r *wire.Reader, s *SerializerSnapshot, depth int) any {
 			for i := 0; i < n && r.Err == nil; i++ {
 				var v any
 				if r.Bool("array element flag") {
-					v = DecodeAny(r, s.Nested[0], depth+1)
+					if v = DecodeAny(r, s.Nested[0], depth+1); v == nil && r.Err == nil {
+						// A present element shown as null would be written back absent.
+						NotDecoded(r, s)
+						return nil
+					}
 				}
 				out = append(out, v)
 			}

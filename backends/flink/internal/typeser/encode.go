@@ -132,7 +132,7 @@ func EncodeAny(b []byte, s *SerializerSnapshot, v any, depth int) ([]byte, error
 		return encodeTemporal(b, k, v)
 	case "BooleanValue", "ByteValue", "CharValue", "DoubleValue", "FloatValue", "IntValue", "LongValue", "ShortValue", "StringValue", "NullValue", "CopyableValue", "Value", "Void":
 		return encodeValueType(b, s, k, v)
-	case "SingleThreadChecking":
+	case "SingleThreadChecking", "TtlAware":
 		if len(s.Nested) == 1 {
 			return EncodeAny(b, s.Nested[0], v, depth+1)
 		}
@@ -179,6 +179,34 @@ func EncodeAny(b []byte, s *SerializerSnapshot, v any, depth int) ([]byte, error
 		return b, err
 	}
 	return nil, fmt.Errorf("values of %s %w", s.Name(), ErrNoEncoder)
+}
+
+// Fields takes a JSON object with exactly the names given (the families'
+// values shown with their classes' field names).
+func Fields(v any, names ...string) (map[string]any, error) {
+	m, ok := v.(map[string]any)
+	ok = ok && len(m) == len(names)
+	for _, n := range names {
+		if _, has := m[n]; !has {
+			ok = false
+		}
+	}
+	if !ok {
+		return nil, fmt.Errorf("want an object of %s, not %v", strings.Join(names, ", "), v)
+	}
+	return m, nil
+}
+
+// AppendInt writes a JSON integer as a Java int (bits 32) or long (64).
+func AppendInt(b []byte, v any, bits int, what string) ([]byte, error) {
+	n, err := Integer(v, bits)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	if bits == 32 {
+		return binary.BigEndian.AppendUint32(b, uint32(n)), nil
+	}
+	return binary.BigEndian.AppendUint64(b, uint64(n)), nil
 }
 
 // HexValue parses bytes given as 0x-prefixed hex.

@@ -11,8 +11,8 @@ import (
 
 // encodeBuiltin writes values of Flink's composite serializers from the
 // JSON their decoders make: POJOs, List, Map, Set, NullableSerializer,
-// Either, Option, enums, Row, arrays of primitives and strings, and
-// broadcast entries. It reports false for serializers it does not write.
+// Either, Option, enums, Row, arrays of primitives, strings and objects,
+// TTL values, timers, and broadcast entries. It reports false for serializers it does not write.
 // Map entries are written in the order of their keys' text: a JSON
 // object keeps no order, and Flink reads any.
 func encodeBuiltin(b []byte, s *SerializerSnapshot, v any, depth int) ([]byte, bool, error) {
@@ -40,7 +40,7 @@ func encodeBuiltin(b []byte, s *SerializerSnapshot, v any, depth int) ([]byte, b
 			}
 		}
 		return b, true, nil
-	case "List", "Set":
+	case "List", "Set", "GenericArray":
 		if len(s.Nested) != 1 {
 			return nil, false, nil
 		}
@@ -50,9 +50,16 @@ func encodeBuiltin(b []byte, s *SerializerSnapshot, v any, depth int) ([]byte, b
 		}
 		b = binary.BigEndian.AppendUint32(b, uint32(len(elems)))
 		for i, e := range elems {
-			if KindOf(s) == "Set" {
+			switch KindOf(s) {
+			case "Set": // a null flag before each element
 				b, err = EncodeNullFlagged(b, s.Nested[0], e, depth)
-			} else {
+			case "GenericArray": // a presence flag before each element
+				if e == nil {
+					b = append(b, 0)
+				} else {
+					b, err = EncodeAny(append(b, 1), s.Nested[0], e, depth+1)
+				}
+			default:
 				b, err = EncodeAny(b, s.Nested[0], e, depth+1)
 			}
 			if err != nil {
@@ -162,6 +169,50 @@ func encodeBuiltin(b []byte, s *SerializerSnapshot, v any, depth int) ([]byte, b
 		}
 		b, err = EncodeAny(b, s.Nested[1], m["value"], depth+1)
 		return b, true, err
+	case "TTL":
+		first, second, tsFirst, ok := ttlParts(s)
+		if !ok {
+			return nil, false, nil
+		}
+		m, isMap := v.(map[string]any)
+		ts, hasTS := m["last_access"]
+		value, hasValue := m["value"]
+		if !isMap || len(m) != 2 || !hasTS || !hasValue {
+			return nil, true, fmt.Errorf(`want {"last_access": .., "value": ..}, not %v`, v)
+		}
+		stored := [2]any{ts, value} // in the order the serializer writes them
+		if !tsFirst {
+			stored = [2]any{value, ts}
+		}
+		if b, err = EncodeAny(b, first, stored[0], depth+1); err != nil {
+			return nil, true, err
+		}
+		b, err = EncodeAny(b, second, stored[1], depth+1)
+		return b, true, err
+	case "Timer":
+		if len(s.Nested) != 2 {
+			return nil, false, nil
+		}
+		m, isMap := v.(map[string]any)
+		if !isMap || len(m) != 3 {
+			return nil, true, fmt.Errorf(`want {"timestamp": .., "key": .., "namespace": ..}, not %v`, v)
+		}
+		ts, err := Integer(m["timestamp"], 64)
+		if err != nil {
+			return nil, true, fmt.Errorf("timer timestamp: %w", err)
+		}
+		// Flink flips the sign bit, so that timers sort by time as bytes.
+		b = binary.BigEndian.AppendUint64(b, uint64(ts)^1<<63)
+		for i, part := range []string{"key", "namespace"} {
+			pv, found := m[part]
+			if !found {
+				return nil, true, fmt.Errorf("timer %s missing", part)
+			}
+			if b, err = EncodeAny(b, s.Nested[i], pv, depth+1); err != nil {
+				return nil, true, fmt.Errorf("timer %s: %w", part, err)
+			}
+		}
+		return b, true, nil
 	case "Tuple0":
 		if fields, ok := v.([]any); !ok || len(fields) != 0 {
 			return nil, true, fmt.Errorf("want [], not %v", v)

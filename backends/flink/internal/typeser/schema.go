@@ -48,7 +48,7 @@ func SchemaOf(s *SerializerSnapshot, depth int) snapshot.Schema {
 	switch k {
 	case "BooleanValue", "ByteValue", "CharValue", "DoubleValue", "FloatValue", "IntValue", "LongValue", "ShortValue", "StringValue", "NullValue", "CopyableValue", "Value", "Void":
 		return valueTypeSchema(s, k)
-	case "SingleThreadChecking":
+	case "SingleThreadChecking", "TtlAware":
 		if len(s.Nested) == 1 {
 			return nested(0)
 		}

@@ -54,6 +54,9 @@ type SerializerSnapshot struct {
 	// order; Kryo5 says its values are Kryo 5's (Flink 2), not Kryo 2's.
 	KryoRegistrations []KryoRegistration `json:"kryoRegistrations,omitempty"`
 	Kryo5             bool               `json:"kryo5,omitempty"`
+	// Legacy is the Java-serialized serializer a legacy config snapshot
+	// (Flink 1.6 and before) stands beside (legacy.go).
+	Legacy *javaser.Object `json:"-"`
 	// Opaque is set when the snapshot body was not understood and was skipped
 	// by finding where the next structure starts.
 	Opaque bool `json:"opaque,omitempty"`
@@ -154,10 +157,6 @@ func (s *SerializerSnapshot) shortType() string {
 	return ""
 }
 
-// legacyAdapterVersion is the snapshot version Flink 1.7+ writes for legacy
-// TypeSerializerConfigSnapshots.
-const legacyAdapterVersion = 0x7a53c4f0
-
 const (
 	CompositeMagic = 911108  // starts the outer part of a composite snapshot
 	nestedMagic    = 1333245 // starts the nested snapshots of a composite snapshot
@@ -198,6 +197,15 @@ func (sr *SnapReader) SnapshotProxy(cont ContFunc) *SerializerSnapshot {
 		s.Raw = r.Buf[start:r.Off:r.Off]
 	}
 	return s
+}
+
+// proxied reads a snapshot in SnapshotProxy's framing nested depth deep.
+func (sr *SnapReader) proxied(cont ContFunc, depth int) *SerializerSnapshot {
+	r := sr.R
+	if pv := r.I32("serializer snapshot proxy version"); r.Err != nil || pv != 1 && pv != 2 {
+		return nil
+	}
+	return sr.versioned(cont, depth)
 }
 
 type SnapReader struct {
@@ -241,32 +249,16 @@ func (sr *SnapReader) body(s *SerializerSnapshot, cont ContFunc, depth int) {
 		sr.composite(s, cont, depth)
 		return
 	}
+	if s.Version < compositeVersion && sr.nestedOnly(s, cont, depth) {
+		return
+	}
 	if s.Version == compositeVersion && compositeClasses[s.Class[strings.LastIndex(s.Class, ".")+1:]] {
 		// Flink writes the magic for every composite snapshot of this version.
 		r.Fail("%s: composite serializer snapshot without its magic number %d", s.Class, CompositeMagic)
 		return
 	}
-	if s.Version == legacyAdapterVersion {
-		// A legacy config snapshot: the Java-serialized prior serializer,
-		// framed by a proxy version and a length, then the config's own
-		// version and content.
-		r.I32("legacy serializer proxy version")
-		at := r.Pos() + 4
-		if js := r.Bytes32("legacy serializer"); r.Err == nil {
-			if obj, _, classes, _, err := javaser.Parse(js, r.File, at); err == nil && len(classes) > 0 {
-				s.SerializerClass = classes[0]
-				if len(s.Nested) == 0 {
-					s.Nested = sr.legacyTupleFields(obj)
-				}
-			}
-		}
-		r.I32("legacy config snapshot version")
-		if strings.HasSuffix(s.Class, ".ParameterlessTypeSerializerConfig") && plausibleClassUTF(r.Buf, r.Off) {
-			r.UTF("serialization format identifier")
-		}
-		if r.Err != nil || cont(r.Off) {
-			return
-		}
+	if s.Version == legacyAdapterVersion && sr.legacyAdapter(s, cont, depth) {
+		return
 	}
 	if isSimpleSnapshot(s.Class) {
 		if s.Version <= 2 && r.Remaining() >= 2 && plausibleClassUTF(r.Buf, r.Off) {
@@ -284,28 +276,24 @@ func (sr *SnapReader) body(s *SerializerSnapshot, cont ContFunc, depth int) {
 	sr.skipTo(cont, "serializer snapshot "+s.Class)
 }
 
-// legacyTupleFields finds the field serializers a Java-serialized
-// TupleSerializer holds (Flink 1.3-1.7 savepoints carry no other snapshot
-// of them), so that its values can be walked: nil unless every field's
-// serializer is a plain object whose class names it.
-func (sr *SnapReader) legacyTupleFields(obj any) []*SerializerSnapshot {
-	o, ok := obj.(*javaser.Object)
-	if !ok || !strings.HasSuffix(o.Class, ".TupleSerializer") {
-		return nil
+// nestedOnly reads the body of a snapshot that Flink 1.7 wrote before
+// CompositeTypeSerializerSnapshot's framing (ListSerializerSnapshot and
+// MapSerializerSnapshot of version 1): the nested snapshots alone, and
+// reports whether it did (cont holding where they end). On failure
+// nothing is consumed.
+func (sr *SnapReader) nestedOnly(s *SerializerSnapshot, cont ContFunc, depth int) bool {
+	r := sr.R
+	if r.Remaining() < 4 || int32(binary.BigEndian.Uint32(r.Buf[r.Off:])) != nestedMagic {
+		return false
 	}
-	arr, ok := o.Field("fieldSerializers").(*javaser.Array)
-	if !ok || len(arr.Elements) == 0 {
-		return nil
+	try := *r
+	(&SnapReader{R: &try, Table: sr.Table}).NestedSnapshots(s, cont, depth)
+	if try.Err != nil || !cont(try.Off) {
+		s.Nested = nil
+		return false
 	}
-	var out []*SerializerSnapshot
-	for _, e := range arr.Elements {
-		f, ok := e.(*javaser.Object)
-		if !ok || f.Class == "" {
-			return nil
-		}
-		out = append(out, &SerializerSnapshot{SerializerClass: f.Class, table: sr.Table})
-	}
-	return out
+	*r = try
+	return true
 }
 
 // composite reads a CompositeTypeSerializerSnapshot: magic, outer version,
@@ -461,57 +449,4 @@ func UTFAt(buf []byte, q int) (string, int, bool) {
 	}
 	s, ok := wire.DecodeModifiedUTF8(buf[q+2 : q+2+n])
 	return s, q + 2 + n, ok
-}
-
-// LegacySerializers reads TypeSerializerSerializationUtil's "with
-// resilience" block (Flink 1.3 to 1.6): int n, n pairs of offsets, int
-// length, then the Java-serialized serializers and their config snapshots.
-// Only class names are recovered; the block is skipped by its length.
-func (sr *SnapReader) LegacySerializers(what string) []*SerializerSnapshot {
-	r := sr.R
-	n := r.Count32(8, what+" count")
-	offs := make([][2]int32, n)
-	for i := range offs {
-		offs[i][0] = r.I32(what + " serializer offset")
-		offs[i][1] = r.I32(what + " config offset")
-	}
-	base := r.Pos() + 4
-	blk := r.Bytes32(what + " block")
-	if r.Err != nil {
-		return nil
-	}
-	out := make([]*SerializerSnapshot, n)
-	for i, o := range offs {
-		s := &SerializerSnapshot{table: sr.Table}
-		out[i] = s
-		so, co := int(o[0]), int(o[1])
-		if so < 0 || co < so || co > len(blk) {
-			r.FailAt(base, "%s: serializer offsets %d/%d outside the %d-byte block", what, so, co, len(blk))
-			return nil
-		}
-		// serializer: int proxy version, int length, Java serialization.
-		if co-so >= 8 {
-			obj, _, classes, _, err := javaser.Parse(blk[so+8:co], r.File, base+int64(so)+8)
-			if err == nil && len(classes) > 0 {
-				s.SerializerClass = classes[0]
-				s.Nested = sr.legacyTupleFields(obj)
-			} else if i := strings.Index(string(blk[so:co]), "sr\x00"); i >= 0 {
-				if name, _, ok := UTFAt(blk[so:co], i+2); ok {
-					s.SerializerClass = name
-				}
-			}
-		}
-		// config snapshot: optional int proxy version, UTF class, int version.
-		q := co
-		if q+6 <= len(blk) && binary.BigEndian.Uint16(blk[q:]) == 0 && plausibleClassUTF(blk, q+4) {
-			q += 4
-		}
-		if name, e, ok := UTFAt(blk, q); ok && plausibleClassUTF(blk, q) {
-			s.Class = name
-			if e+4 <= len(blk) {
-				s.Version = int32(binary.BigEndian.Uint32(blk[e:]))
-			}
-		}
-	}
-	return out
 }

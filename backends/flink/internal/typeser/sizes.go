@@ -44,6 +44,9 @@ func classKind(s *SerializerSnapshot) (string, *Family) {
 		if strings.HasPrefix(n, singleThreadClass) {
 			return "SingleThreadChecking", nil
 		}
+		if isTtlAware(n) {
+			return "TtlAware", nil
+		}
 		if k, f := s.table.kindOf(n); k != "" {
 			return k, f
 		}
@@ -63,7 +66,8 @@ func classKind(s *SerializerSnapshot) (string, *Family) {
 			return "Union", nil
 		case strings.Contains(n, "CaseClassSerializer"):
 			return "Tuple", nil
-		case strings.Contains(n, "ScalaOptionSerializer") || strings.HasSuffix(n, ".OptionSerializer"):
+		case strings.Contains(n, "ScalaOptionSerializer") || strings.HasSuffix(n, ".OptionSerializer") ||
+			strings.HasPrefix(n, "org.apache.flink.api.scala.typeutils.OptionSerializer$"):
 			return "Option", nil
 		case strings.Contains(n, "EitherSerializer"):
 			return "Either", nil
@@ -94,7 +98,7 @@ func FixedLength(s *SerializerSnapshot) int {
 		return 0 // getLength() is 0 although one byte is written
 	case "CopyableValue", "Value", "NullValue":
 		return valueTypeWidth(s, kind)
-	case "SingleThreadChecking":
+	case "SingleThreadChecking", "TtlAware":
 		if len(s.Nested) == 1 {
 			return FixedLength(s.Nested[0])
 		}
@@ -169,7 +173,7 @@ func SizedDepth(s *SerializerSnapshot, depth int) bool {
 	case "BooleanValue", "ByteValue", "CharValue", "DoubleValue", "FloatValue", "IntValue", "LongValue", "ShortValue", "StringValue", "NullValue", "CopyableValue", "Value", "Void":
 		layout, _ := valueLayout(s, k)
 		return layout != ""
-	case "SingleThreadChecking":
+	case "SingleThreadChecking", "TtlAware":
 		return len(s.Nested) == 1 && SizedDepth(s.Nested[0], depth+1)
 	case "Tuple", "TTL", "Timer", "Option", "Either", "Entry", "Union":
 		if len(s.Nested) == 0 {
@@ -340,7 +344,7 @@ func SkipValue(r *wire.Reader, s *SerializerSnapshot, depth int) bool {
 			return false
 		}
 		decodeValueType(r, s, kind)
-	case "SingleThreadChecking":
+	case "SingleThreadChecking", "TtlAware":
 		return len(s.Nested) == 1 && SkipValue(r, s.Nested[0], depth+1)
 	default:
 		if f := familyOf(s); f != nil {

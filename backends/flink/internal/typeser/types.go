@@ -28,6 +28,7 @@ var coreParsers = map[string]SnapshotParser{
 		sr.OptionalMap("POJO registered subclasses", depth, false)
 		sr.OptionalMap("POJO subclasses", depth, false)
 	},
+	"TtlAwareSerializerSnapshot": parseTtlAwareSnapshot,
 	"EnumSerializer$EnumSerializerSnapshot": func(sr *SnapReader, s *SerializerSnapshot, cont ContFunc, depth int) {
 		r := sr.R
 		s.TypeClass = r.UTF("enum class")

@@ -93,10 +93,9 @@ func valueKind(n string) string {
 		}
 		return ""
 	}
-	// Not their legacy config snapshots, whose bodies are not read.
 	for _, k := range []string{kindCopyableValue, kindValue} {
 		serializer := runtimePackage + k + "Serializer"
-		if n == serializer || n == serializer+"$"+k+"SerializerSnapshot" {
+		if n == serializer || n == serializer+"$"+k+"SerializerSnapshot" || n == serializer+"$"+k+"SerializerConfigSnapshot" {
 			return k
 		}
 	}

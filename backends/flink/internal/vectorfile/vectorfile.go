@@ -54,3 +54,26 @@ func Unhex(t testing.TB, s string) []byte {
 	}
 	return b
 }
+
+// Vector is one serializer of a vectors file of the common shape: its
+// snapshot as a keyed state's meta info stores it, and values Flink
+// serialized, each with the JSON worked out on Flink's side from the Java
+// value, or marked not decoded where the snapshot records too little.
+type Vector struct {
+	Name       string `json:"name"`
+	Serializer string `json:"serializer"`
+	Snapshot   string `json:"snapshot"`
+	Values     []struct {
+		Bytes      string          `json:"bytes"`
+		JSON       json.RawMessage `json:"json"`
+		NotDecoded bool            `json:"not_decoded"`
+	} `json:"values"`
+	// Version is the Flink version of the file the vector is in.
+	Version string `json:"-"`
+}
+
+// Vectors reads every vector of the vectors files in dir (Read).
+func Vectors(t testing.TB, dir, maker string) []Vector {
+	t.Helper()
+	return Read(t, dir, maker, func(v *Vector, version string) { v.Version = version })
+}

@@ -55,6 +55,7 @@ var Family = &typeser.Family{
 	Widths: map[string]int{"EventId": 12},
 	Encode: encode,
 	Schema: schema,
+	Notes:  map[string]string{kindMigratedNFA: migratedNote, kindMigratedSharedBuffer: migratedNote},
 }
 
 // kindOf classifies the serializers of flink-cep, their snapshots and the
@@ -78,9 +79,21 @@ func kindOf(n string) string {
 		return "SharedBufferNode"
 	case strings.Contains(n, "LockableTypeSerializer") || strings.Contains(n, "Lockable$LockableTypeSerializer"):
 		return "Lockable"
+	case strings.HasPrefix(n, "org.apache.flink.cep.nfa.NFA$"):
+		return kindMigratedNFA
+	case strings.HasPrefix(n, "org.apache.flink.cep.nfa.SharedBuffer$"):
+		return kindMigratedSharedBuffer
 	}
 	return ""
 }
+
+// Flink 1.5's CEP state, an NFA value with its SharedBuffer (package nfa,
+// not nfa.sharedbuffer): not decoded.
+const (
+	kindMigratedNFA          = "MigratedNFA"
+	kindMigratedSharedBuffer = "MigratedSharedBuffer"
+	migratedNote             = "Flink 1.5's CEP state: Flink 1.15 to 1.20 keep the class only so that a snapshot naming it parses; no operator restores its values and its serialize throws, so they are not decoded"
+)
 
 func typeExpr(s *typeser.SerializerSnapshot, kind string, nested func() string) (string, bool) {
 	switch kind {
@@ -266,7 +279,7 @@ func encode(b []byte, s *typeser.SerializerSnapshot, v any, depth int) ([]byte, 
 		if !ok || len(m) != 2 {
 			return nil, true, fmt.Errorf(`want {"refCounter": .., "element": ..}, not %v`, v)
 		}
-		if b, err = appendInt(b, m["refCounter"], 32, "refCounter"); err != nil {
+		if b, err = typeser.AppendInt(b, m["refCounter"], 32, "refCounter"); err != nil {
 			return nil, true, err
 		}
 		b, err = typeser.EncodeAny(b, s.Nested[0], m["element"], depth+1)
@@ -274,21 +287,6 @@ func encode(b []byte, s *typeser.SerializerSnapshot, v any, depth int) ([]byte, 
 		return nil, false, nil
 	}
 	return b, true, err
-}
-
-// fields takes a JSON object with exactly the names given.
-func fields(v any, names ...string) (map[string]any, error) {
-	m, ok := v.(map[string]any)
-	ok = ok && len(m) == len(names)
-	for _, n := range names {
-		if _, has := m[n]; !has {
-			ok = false
-		}
-	}
-	if !ok {
-		return nil, fmt.Errorf("want an object of %s, not %v", strings.Join(names, ", "), v)
-	}
-	return m, nil
 }
 
 // appendString writes a StringValue, null as Flink writes it.
@@ -302,33 +300,22 @@ func appendString(b []byte, v any, what string) ([]byte, error) {
 	return nil, fmt.Errorf("%s %v is not a string", what, v)
 }
 
-func appendInt(b []byte, v any, bits int, what string) ([]byte, error) {
-	n, err := typeser.Integer(v, bits)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", what, err)
-	}
-	if bits == 32 {
-		return binary.BigEndian.AppendUint32(b, uint32(n)), nil
-	}
-	return binary.BigEndian.AppendUint64(b, uint64(n)), nil
-}
-
 func appendEventID(b []byte, v any) ([]byte, error) {
-	m, err := fields(v, "id", "timestamp")
+	m, err := typeser.Fields(v, "id", "timestamp")
 	if err != nil {
 		return nil, fmt.Errorf("event id: %w", err)
 	}
-	if b, err = appendInt(b, m["id"], 32, "event id"); err != nil {
+	if b, err = typeser.AppendInt(b, m["id"], 32, "event id"); err != nil {
 		return nil, err
 	}
-	return appendInt(b, m["timestamp"], 64, "event timestamp")
+	return typeser.AppendInt(b, m["timestamp"], 64, "event timestamp")
 }
 
 func appendNodeID(b []byte, v any) ([]byte, error) {
 	if v == nil {
 		return append(b, 0), nil
 	}
-	m, err := fields(v, "eventId", "pageName")
+	m, err := typeser.Fields(v, "eventId", "pageName")
 	if err != nil {
 		return nil, fmt.Errorf("node id: %w", err)
 	}
@@ -359,7 +346,7 @@ func appendDewey(b []byte, v any) ([]byte, error) {
 }
 
 func appendEdge(b []byte, v any) ([]byte, error) {
-	m, err := fields(v, "target", "deweyNumber")
+	m, err := typeser.Fields(v, "target", "deweyNumber")
 	if err != nil {
 		return nil, fmt.Errorf("shared buffer edge: %w", err)
 	}
@@ -370,7 +357,7 @@ func appendEdge(b []byte, v any) ([]byte, error) {
 }
 
 func appendNode(b []byte, v any) ([]byte, error) {
-	m, err := fields(v, "edges")
+	m, err := typeser.Fields(v, "edges")
 	if err != nil {
 		return nil, fmt.Errorf("shared buffer node: %w", err)
 	}
@@ -380,9 +367,9 @@ func appendNode(b []byte, v any) ([]byte, error) {
 	}
 	b = binary.BigEndian.AppendUint32(b, uint32(len(edges)))
 	for i, e := range edges {
-		le, err := fields(e, "refCounter", "element")
+		le, err := typeser.Fields(e, "refCounter", "element")
 		if err == nil {
-			b, err = appendInt(b, le["refCounter"], 32, "refCounter")
+			b, err = typeser.AppendInt(b, le["refCounter"], 32, "refCounter")
 		}
 		if err == nil {
 			b, err = appendEdge(b, le["element"])
@@ -395,7 +382,7 @@ func appendNode(b []byte, v any) ([]byte, error) {
 }
 
 func appendNFAState(b []byte, v any, previous bool) ([]byte, error) {
-	m, err := fields(v, "partialMatches", "completedMatches")
+	m, err := typeser.Fields(v, "partialMatches", "completedMatches")
 	if err != nil {
 		return nil, fmt.Errorf("NFA state: %w", err)
 	}
@@ -419,7 +406,7 @@ func appendComputation(b []byte, v any, previous bool) ([]byte, error) {
 	if previous {
 		names = append(names, "previousTimestamp")
 	}
-	m, err := fields(v, names...)
+	m, err := typeser.Fields(v, names...)
 	if err != nil {
 		return nil, fmt.Errorf("computation state: %w", err)
 	}
@@ -432,11 +419,11 @@ func appendComputation(b []byte, v any, previous bool) ([]byte, error) {
 	if b, err = appendDewey(b, m["version"]); err != nil {
 		return nil, err
 	}
-	if b, err = appendInt(b, m["startTimestamp"], 64, "start timestamp"); err != nil {
+	if b, err = typeser.AppendInt(b, m["startTimestamp"], 64, "start timestamp"); err != nil {
 		return nil, err
 	}
 	if previous {
-		if b, err = appendInt(b, m["previousTimestamp"], 64, "previous timestamp"); err != nil {
+		if b, err = typeser.AppendInt(b, m["previousTimestamp"], 64, "previous timestamp"); err != nil {
 			return nil, err
 		}
 	}

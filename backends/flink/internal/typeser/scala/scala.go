@@ -24,6 +24,12 @@ import (
 //   - UnitSerializer: one byte, 0.
 //   - EnumValueSerializer (an Enumeration): the value's id as an int; ids
 //     are not ordinals, the snapshot lists each name with its id.
+//   - NothingSerializer (Scala's Nothing): no value, for Nothing has none;
+//     Flink's throws on every one. A collection or an Option of Nothing
+//     is empty, and decodes; a value of Nothing is damage.
+
+// kindNothing is Scala's Nothing.
+const kindNothing = "Nothing"
 
 // unitText is how a Unit value shows.
 const unitText = "()"
@@ -42,6 +48,8 @@ func scalaKind(n string) string {
 		return "Unit"
 	case strings.Contains(n, "ScalaEnumSerializer") || strings.Contains(n, "EnumValueSerializer"):
 		return "ScalaEnum"
+	case strings.Contains(n, "NothingSerializer"):
+		return kindNothing
 	}
 	return ""
 }
@@ -66,6 +74,9 @@ var Family = &typeser.Family{
 	Widths: map[string]int{"Unit": 1, "ScalaEnum": 4},
 	Encode: encodeScala,
 	Schema: scalaSchema,
+	Notes: map[string]string{
+		kindNothing: "Scala's Nothing has no values (Flink's NothingSerializer throws on every one): one is damage; a collection or an Option of Nothing is empty and decodes",
+	},
 }
 
 // scalaTypeExpr is the type expression of the serializers of this file.
@@ -166,6 +177,9 @@ func walkScala(r *wire.Reader, s *typeser.SerializerSnapshot, depth int, decode 
 			return nil, typeser.SkipValue(r, s.Nested[side], depth+1)
 		}
 		return map[string]any{name: typeser.DecodeAny(r, s.Nested[side], depth+1)}, true
+	case kindNothing:
+		r.Fail("a value of Scala's Nothing, which has none")
+		return nil, true
 	case "Unit":
 		at := r.Pos()
 		if b := r.U8("Unit"); r.Err == nil && b != 0 {
@@ -196,7 +210,7 @@ func scalaSized(s *typeser.SerializerSnapshot, depth int) bool {
 		return len(s.Nested) == 1 && typeser.SizedDepth(s.Nested[0], depth+1)
 	case "Try":
 		return len(s.Nested) == 2 && typeser.SizedDepth(s.Nested[0], depth+1) && typeser.SizedDepth(s.Nested[1], depth+1)
-	case "Unit", "ScalaEnum":
+	case "Unit", "ScalaEnum", kindNothing:
 		return true
 	}
 	return false
@@ -239,6 +253,8 @@ func encodeScala(b []byte, s *typeser.SerializerSnapshot, v any, depth int) (out
 			return b, true, err
 		}
 		return nil, true, fmt.Errorf(`want {"success": ..} or {"failure": ..}, not %v`, v)
+	case kindNothing:
+		return nil, true, fmt.Errorf("no value of Scala's Nothing, which has none, so not %v", v)
 	case "Unit":
 		if v != unitText {
 			return nil, true, fmt.Errorf("want %q, not %v", unitText, v)

@@ -87,3 +87,33 @@ func TestScalaValues(t *testing.T) {
 
 // testTable reads this family's serializers beside flink-core's.
 var testTable = typeser.NewTable(Family)
+
+// Scala's Nothing has no values: a collection or an Option of Nothing is
+// empty and decodes, a value of Nothing is damage, and none is written.
+func TestNothing(t *testing.T) {
+	const nothingClass = "org.apache.flink.api.scala.typeutils.NothingSerializerSnapshot"
+	nothing := []*typeser.SerializerSnapshot{{Class: nothingClass}}
+	empty := typeser.Codec{S: testTable.Bind(&typeser.SerializerSnapshot{Class: traversableClass, Nested: nothing})}
+	none := typeser.Codec{S: testTable.Bind(&typeser.SerializerSnapshot{Class: scalaOptionClass, Nested: nothing})}
+	for _, c := range []struct {
+		codec typeser.Codec
+		b     []byte
+		want  string
+	}{{empty, []byte{0, 0, 0, 0}, "[]"}, {none, []byte{0}, "null"}} {
+		v, err := c.codec.Decode(c.b)
+		if text, _ := json.Marshal(v); err != nil || string(text) != c.want {
+			t.Errorf("%x: %s, %v; want %s", c.b, text, err, c.want)
+		}
+	}
+	for _, c := range []struct {
+		codec typeser.Codec
+		b     []byte
+	}{{empty, []byte{0, 0, 0, 1, 1}}, {none, []byte{1}}} {
+		if v, err := c.codec.Decode(c.b); !errors.Is(err, snapshot.ErrCorrupt) || !strings.Contains(err.Error(), "Scala's Nothing") {
+			t.Errorf("%x: %v, %v; want damage", c.b, v, err)
+		}
+	}
+	if b, err := (typeser.Codec{S: testTable.Bind(nothing[0])}).Encode(json.Number("1")); err == nil || errors.Is(err, typeser.ErrNoEncoder) {
+		t.Errorf("a Nothing encodes to %x, %v", b, err)
+	}
+}

@@ -14,7 +14,7 @@ import (
 func vectorCodec(t *testing.T, name string) typeser.Codec {
 	t.Helper()
 	for _, v := range readVectors(t) {
-		if v.version == "2.3.0" && v.Name == name {
+		if v.Version == "2.3.0" && v.Name == name {
 			return typeser.Codec{S: snapshotOf(t, v)}
 		}
 	}

@@ -27,7 +27,7 @@ func TestTableVectorsFitTheirSchema(t *testing.T) {
 		}
 		for i, val := range v.Values {
 			got, err := typeser.Codec{S: s}.Decode(vectorfile.Unhex(t, val.Bytes))
-			where := v.version + " " + v.Name + " value " + strconv.Itoa(i)
+			where := v.Version + " " + v.Name + " value " + strconv.Itoa(i)
 			switch {
 			case errors.Is(err, snapshot.ErrNotDecoded):
 				if !schema.Partial {

@@ -20,36 +20,21 @@ import (
 // per Flink version, written by real Flink (scripts/flink-table-vectors.sh).
 const vectorsDir = "../../../../../testdata/flink-table-vectors"
 
-// vector is one serializer of a vectors file: its snapshot as a keyed
-// state's meta info stores it, and values Flink serialized with the JSON
-// the harness worked out from the Java value.
-type vector struct {
-	Name       string `json:"name"`
-	Serializer string `json:"serializer"`
-	Snapshot   string `json:"snapshot"`
-	Values     []struct {
-		Bytes      string          `json:"bytes"`
-		JSON       json.RawMessage `json:"json"`
-		NotDecoded bool            `json:"not_decoded"`
-	} `json:"values"`
-	version string
-}
-
 // readVectors reads every vectors file, by Flink version.
-func readVectors(t testing.TB) []vector {
+func readVectors(t testing.TB) []vectorfile.Vector {
 	t.Helper()
-	return vectorfile.Read(t, vectorsDir, "scripts/flink-table-vectors.sh", func(v *vector, version string) { v.version = version })
+	return vectorfile.Vectors(t, vectorsDir, "scripts/flink-table-vectors.sh")
 }
 
 // snapshotOf parses a vector's snapshot exactly: every byte accounted for
 // and nothing in its tree skipped unparsed.
-func snapshotOf(t testing.TB, v vector) *typeser.SerializerSnapshot {
+func snapshotOf(t testing.TB, v vectorfile.Vector) *typeser.SerializerSnapshot {
 	t.Helper()
 	raw := vectorfile.Unhex(t, v.Snapshot)
 	r := wire.NewReader(raw, v.Name, 0)
 	s := (&typeser.SnapReader{R: r, Table: testTable}).SnapshotProxy(func(q int) bool { return q == len(raw) })
 	if r.Err != nil || r.Remaining() != 0 {
-		t.Fatalf("%s %s: snapshot: %v, %d bytes left", v.version, v.Name, r.Err, r.Remaining())
+		t.Fatalf("%s %s: snapshot: %v, %d bytes left", v.Version, v.Name, r.Err, r.Remaining())
 	}
 	// The family's snapshots are parsed by their layouts (flink-core's
 	// composites with an outer part are skipped to their nested part).
@@ -66,10 +51,10 @@ func snapshotOf(t testing.TB, v vector) *typeser.SerializerSnapshot {
 		return false
 	}
 	if opaque(s) {
-		t.Fatalf("%s %s: snapshot %s, or one it nests, parsed by skipping", v.version, v.Name, s.Class)
+		t.Fatalf("%s %s: snapshot %s, or one it nests, parsed by skipping", v.Version, v.Name, s.Class)
 	}
 	if Family.Kind(s.Name()) == "" && typeser.KindOf(s) != "TimeWindow" && typeser.KindOf(s) != "GlobalWindow" {
-		t.Fatalf("%s %s: %s is no serializer of the family", v.version, v.Name, s.Name())
+		t.Fatalf("%s %s: %s is no serializer of the family", v.Version, v.Name, s.Name())
 	}
 	return s
 }
@@ -100,10 +85,10 @@ func TestFlinkTableVectors(t *testing.T) {
 		if seen[v.Name] == nil {
 			seen[v.Name] = map[string]bool{}
 		}
-		seen[v.Name][v.version] = true
+		seen[v.Name][v.Version] = true
 		for i, val := range v.Values {
 			b := vectorfile.Unhex(t, val.Bytes)
-			where := v.version + " " + v.Name + " value " + string(rune('0'+i))
+			where := v.Version + " " + v.Name + " value " + string(rune('0'+i))
 			if n, ok, err := typeser.Span(s, b); err != nil || !ok || n != len(b) {
 				t.Errorf("%s: walked %d of %d bytes, %v, %v", where, n, len(b), ok, err)
 			}
@@ -148,7 +133,7 @@ func TestFlinkTableVectors(t *testing.T) {
 func FuzzTableVectors(f *testing.F) {
 	var codecs []typeser.Codec
 	for _, v := range readVectors(f) {
-		if v.version != "2.3.0" {
+		if v.Version != "2.3.0" {
 			continue
 		}
 		codecs = append(codecs, typeser.Codec{S: snapshotOf(f, v)})
