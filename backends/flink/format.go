@@ -9,6 +9,7 @@ import (
 	"path"
 	"strings"
 
+	"github.com/stateutil/stateutil/backends/flink/internal/sidecar"
 	"github.com/stateutil/stateutil/backends/flink/internal/statefile"
 	"github.com/stateutil/stateutil/backends/flink/internal/typeser"
 	"github.com/stateutil/stateutil/backends/flink/internal/typeser/avro"
@@ -87,7 +88,7 @@ func open(ctx context.Context, st storage.Storage, p string, opts snapshot.OpenO
 	}
 	// Before a byte of _metadata is decoded: damage then reads as damage,
 	// not as whatever a flipped byte makes of it.
-	sums, err := openChecksums(ctx, st, mp, name, data)
+	sums, err := sidecar.Open(ctx, st, mp, name, data)
 	if err != nil {
 		return nil, err
 	}

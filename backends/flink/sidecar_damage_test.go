@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stateutil/stateutil/backends/flink/internal/sidecar"
 	"github.com/stateutil/stateutil/internal/flinkharness"
 	"github.com/stateutil/stateutil/migrate"
 	"github.com/stateutil/stateutil/redistribute"
@@ -221,15 +222,11 @@ func TestRewrittenSavepointGetsFreshChecksums(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sums, err := decodeChecksums(data, ChecksumsFile)
+	sums, err := sidecar.Decode(data, ChecksumsFile)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var listed []string
-	for p := range sums.files {
-		listed = append(listed, p)
-	}
-	sort.Strings(listed)
+	listed := sums.Paths()
 	want := slices.DeleteFunc(dirFiles(t, second), func(n string) bool { return n == ChecksumsFile })
 	if !slices.Equal(listed, want) {
 		t.Errorf("the rewritten savepoint's manifest lists %v, its files are %v", listed, want)

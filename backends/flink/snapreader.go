@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/stateutil/stateutil/backends/flink/internal/changelog"
+	"github.com/stateutil/stateutil/backends/flink/internal/sidecar"
 	"github.com/stateutil/stateutil/backends/flink/internal/statefile"
 	"github.com/stateutil/stateutil/backends/flink/internal/wire"
 	"github.com/stateutil/stateutil/backends/flink/metadata"
@@ -40,7 +41,7 @@ type SnapshotReader struct {
 	tempDir string
 	// sums is the checksum manifest stateutil wrote beside _metadata, or
 	// nil (sidecar.go).
-	sums *checksums
+	sums *sidecar.Manifest
 
 	mu      sync.Mutex
 	natives map[nativeKey]*nativeDB

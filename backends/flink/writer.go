@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/stateutil/stateutil/backends/flink/internal/sidecar"
 	"github.com/stateutil/stateutil/backends/flink/metadata"
 	"github.com/stateutil/stateutil/backends/internal/ledger"
 	"github.com/stateutil/stateutil/internal/envelope"
@@ -150,7 +151,7 @@ func (w *writer) Commit(ctx context.Context, s *snapshot.Snapshot) error {
 			}
 		}
 	}
-	if err := storage.WriteFile(ctx, w.st, path.Join(w.dir, ChecksumsFile), encodeChecksums(files)); err != nil {
+	if err := storage.WriteFile(ctx, w.st, path.Join(w.dir, ChecksumsFile), sidecar.Encode(files)); err != nil {
 		return err
 	}
 	w.written.Add(ChecksumsFile)
