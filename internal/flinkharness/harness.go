@@ -297,6 +297,12 @@ type RestoreOptions struct {
 	// RenameState "OLD=NEW" declares the job's keyed or operator state OLD
 	// under the descriptor name NEW, and the dump names it NEW.
 	RenameState string
+	// PerState dumps a state that Flink fails to register or read as an
+	// "error" line (its value Flink's root cause) rather than failing the
+	// job; a job that fails all the same still leaves a dump, of an
+	// "error" line (operator: its id) for each state whose serializer
+	// snapshots Flink cannot restore.
+	PerState bool
 }
 
 // RestoreDump starts the job from the snapshot in Flink, dumps every restored
@@ -322,6 +328,9 @@ func RestoreDump(ctx context.Context, version string, o RestoreOptions) (string,
 	}
 	if o.RenameState != "" {
 		args = append(args, "--rename-state", o.RenameState)
+	}
+	if o.PerState {
+		args = append(args, "--per-state")
 	}
 	_, err := Run(ctx, version, "restore-dump", args...)
 	return o.Dump, err

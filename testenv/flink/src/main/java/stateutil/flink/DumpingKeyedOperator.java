@@ -63,14 +63,14 @@ public class DumpingKeyedOperator<K, IN, OUT> extends KeyedProcessOperator<K, IN
         KeyedStateBackend<K> backend = getKeyedStateBackend();
         Object saved = backend.getCurrentKey();
         for (StateDef d : spec.states) {
-            backend.applyToAllKeys(VoidNamespace.INSTANCE, VoidNamespaceSerializer.INSTANCE,
+            Dumps.guard(spec.uid, d.desc.getName(), () -> backend.applyToAllKeys(VoidNamespace.INSTANCE, VoidNamespaceSerializer.INSTANCE,
                     (org.apache.flink.api.common.state.StateDescriptor) d.desc,
                     (key, state) -> {
                         TreeMap<String, Object> line = d.line(spec.uid, spec.key(key), d.read((State) state));
                         if (line != null) {
                             Dumps.line(checkpointId, line);
                         }
-                    });
+                    }));
         }
         if (saved != null) {
             backend.setCurrentKey((K) saved);
@@ -79,14 +79,25 @@ public class DumpingKeyedOperator<K, IN, OUT> extends KeyedProcessOperator<K, IN
 
     @SuppressWarnings("unchecked")
     private void dumpTimers(long checkpointId, boolean eventTime) throws Exception {
-        if (!spec.timers) {
+        // Restored with --per-state, the timers of a function that registers none are listed
+        // too (there are none), so that the dump shows its timer states restored.
+        boolean none = !spec.timers && Dumps.mode == Dumps.Mode.RESTORE && Dumps.perState;
+        if (!spec.timers && !none) {
             return;
         }
         InternalTimerService<VoidNamespace> ts = getInternalTimerService(TIMERS, VoidNamespaceSerializer.INSTANCE, this);
         if (eventTime) {
             ts.forEachEventTimeTimer((ns, t) -> Dumps.line(checkpointId, timerLine((K) getCurrentKey(), "event-time", t)));
+        } else if (Dumps.mode == Dumps.Mode.RESTORE) {
+            // Restored, the event-time timers are dumped as they fire (onEventTime).
+            Dumps.guard(spec.uid, "_timer_state/event_" + TIMERS, () -> {
+                if (none) {
+                    ts.forEachEventTimeTimer((ns, t) -> Dumps.line(checkpointId, timerLine((K) getCurrentKey(), "event-time", t)));
+                }
+            });
         }
-        ts.forEachProcessingTimeTimer((ns, t) -> Dumps.line(checkpointId, timerLine((K) getCurrentKey(), "processing-time", t)));
+        Dumps.guard(spec.uid, "_timer_state/processing_" + TIMERS,
+                () -> ts.forEachProcessingTimeTimer((ns, t) -> Dumps.line(checkpointId, timerLine((K) getCurrentKey(), "processing-time", t))));
     }
 
     private TreeMap<String, Object> timerLine(K key, String domain, long ts) {

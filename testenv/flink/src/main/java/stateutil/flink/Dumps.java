@@ -34,6 +34,11 @@ public final class Dumps {
      * the checkpoint's barrier overtakes them.
      */
     public static volatile long throttleMillis;
+    /**
+     * restore-dump --per-state: a state that Flink fails to register or read is dumped as one
+     * "error" line (its value Flink's root cause) instead of failing the job.
+     */
+    public static volatile boolean perState;
     /** The snapshot a dump view restores (for {@link RestoredStateDumper}). */
     public static volatile String viewSnapshot;
 
@@ -48,6 +53,11 @@ public final class Dumps {
     }
 
     public static void restoreLine(Map<String, Object> line) {
+        List<String> pending = PENDING.get();
+        if (pending != null) {
+            pending.add(Json.render(line));
+            return;
+        }
         RESTORE_LINES.add(Json.render(line));
     }
 
@@ -100,6 +110,52 @@ public final class Dumps {
 
     public static AtomicLong counter(String name) {
         return COUNTERS.computeIfAbsent(name, k -> new AtomicLong());
+    }
+
+    /**
+     * Runs a state's dump; with {@link #perState}, the state's lines are followed by a
+     * "dumped" line for (operator, state) (its values were listed, if any), and a failure
+     * becomes an "error" line for it holding Flink's root cause, the lines the state dumped
+     * before it dropped.
+     */
+    public static void guard(String operator, String state, DumpAction dump) throws Exception {
+        if (!perState) {
+            dump.run();
+            return;
+        }
+        List<String> lines = new ArrayList<>();
+        PENDING.set(lines);
+        try {
+            dump.run();
+            TreeMap<String, Object> m = error(operator, state, null);
+            m.put("kind", "dumped");
+            m.put("value", true);
+            lines.add(Json.render(m));
+        } catch (Exception | LinkageError e) {
+            lines.clear();
+            lines.add(Json.render(error(operator, state, Harness.rootMessage(e))));
+        } finally {
+            PENDING.remove();
+        }
+        RESTORE_LINES.addAll(lines);
+    }
+
+    /** The lines of the state this thread is dumping under {@link #guard(String, String, DumpAction)}. */
+    private static final ThreadLocal<List<String>> PENDING = new ThreadLocal<>();
+
+    /** One state's dump (see {@link #guard(String, String, DumpAction)}). */
+    public interface DumpAction {
+        void run() throws Exception;
+    }
+
+    /** An "error" line: Flink failed to restore or read the state (operator: a uid or an operator id). */
+    public static TreeMap<String, Object> error(String operator, String state, String message) {
+        TreeMap<String, Object> m = Json.obj();
+        m.put("kind", "error");
+        m.put("operator", operator);
+        m.put("state", state);
+        m.put("value", message);
+        return m;
     }
 
     /** A keyed-state line. */

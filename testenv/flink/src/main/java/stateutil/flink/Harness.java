@@ -44,7 +44,10 @@ import stateutil.flink.jobs.Jobs;
  *              --dir OUT --dump DUMP.jsonl [--manifest FILE]
  * restore-dump --job J --snapshot PATH --backend B [--parallelism P] [--max-parallelism M|unset]
  *              [--records N] --dump DUMP.jsonl [--allow-non-restored] [--changelog]
- *              [--rename-uid OLD=NEW] [--rename-state OLD=NEW]
+ *              [--rename-uid OLD=NEW] [--rename-state OLD=NEW] [--per-state]
+ *              (--per-state: a state Flink fails to register or read is an "error" line of the
+ *              dump, not a failed job; when the job fails all the same, the dump holds an
+ *              "error" line for each state whose serializer snapshots Flink cannot restore)
  * spa-dump     --job J --snapshot PATH --dump DUMP.jsonl [--records N] [--rename-uid OLD=NEW]
  *              [--without-operator UID]
  * spa-rewrite  --job J --snapshot PATH --max-parallelism M --out DIR [--records N]
@@ -112,7 +115,7 @@ public final class Harness {
         final Set<String> flags = new java.util.HashSet<>();
         final Set<String> used = new java.util.HashSet<>();
 
-        static final Set<String> FLAGS = Set.of("incremental", "compression", "changelog", "allow-non-restored", "unsorted", "unaligned");
+        static final Set<String> FLAGS = Set.of("incremental", "compression", "changelog", "allow-non-restored", "unsorted", "unaligned", "per-state");
 
         Opts(String[] a, int from) throws UsageException {
             for (int i = from; i < a.length; i++) {
@@ -630,6 +633,7 @@ public final class Harness {
             }
             StateDef.renameDescriptor(stateRename.substring(0, i), stateRename.substring(i + 1));
         }
+        Dumps.perState = o.flag("per-state");
         Configuration c = config(backend, p.parallelism, o, null);
         o.done();
         Dumps.mode = Dumps.Mode.RESTORE;
@@ -639,11 +643,20 @@ public final class Harness {
         rename.apply(env);
         JobGraph jg = graph(env, "stateutil-" + job.name() + "-restore");
         jg.setSavepointRestoreSettings(SavepointRestoreSettings.forPath(snap, allow));
-        runToEnd(c, p.parallelism, jg, "restore " + display(snap));
-        List<String> lines = rename.lines(Dumps.restoreLines());
-        if (job.dumpView() != null) {
-            // Flink restored the job itself above; the dump comes from the dump view.
-            lines = restoreView(job, backend, snap, p, maxP, o.flag("changelog"));
+        List<String> lines;
+        try {
+            runToEnd(c, p.parallelism, jg, "restore " + display(snap));
+            lines = rename.lines(Dumps.restoreLines());
+            if (job.dumpView() != null) {
+                // Flink restored the job itself above; the dump comes from the dump view.
+                lines = restoreView(job, backend, snap, p, maxP, o.flag("changelog"));
+            }
+        } catch (RestoreFailed e) {
+            if (Dumps.perState) {
+                // Which states Flink refuses, each on its own: the job failed at the first.
+                writeDump(dump, Metadata.unrestorable(snap));
+            }
+            throw e;
         }
         writeDump(dump, lines);
         System.err.printf("flink-harness: restored and dumped %d lines in %.1fs%n", lines.size(), (System.nanoTime() - t0) / 1e9);

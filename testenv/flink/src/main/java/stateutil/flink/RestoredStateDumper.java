@@ -60,7 +60,7 @@ public class RestoredStateDumper<K> extends AbstractStreamOperator<Long>
             dumpKeyed(backend);
         }
         for (StateMetaInfoSnapshot m : Metadata.operatorStateMetaInfos(Dumps.viewSnapshot, getOperatorID())) {
-            dumpOperatorState(m);
+            Dumps.guard(uid, m.getName(), () -> dumpOperatorState(m));
         }
     }
 
@@ -75,11 +75,13 @@ public class RestoredStateDumper<K> extends AbstractStreamOperator<Long>
                 if (!event && !name.startsWith(PROCESSING)) {
                     throw new IllegalStateException(uid + ": priority queue state " + name + " is no timer service");
                 }
-                TimerSerializer<?, ?> ts = (TimerSerializer<?, ?>) m.getTypeSerializerSnapshot(
-                        StateMetaInfoSnapshot.CommonSerializerKeys.VALUE_SERIALIZER).restoreSerializer();
-                dumpTimers(name.substring((event ? EVENT : PROCESSING).length()), event, ts.getNamespaceSerializer(), keySer);
+                Dumps.guard(uid, name, () -> {
+                    TimerSerializer<?, ?> ts = (TimerSerializer<?, ?>) m.getTypeSerializerSnapshot(
+                            StateMetaInfoSnapshot.CommonSerializerKeys.VALUE_SERIALIZER).restoreSerializer();
+                    dumpTimers(name.substring((event ? EVENT : PROCESSING).length()), event, ts.getNamespaceSerializer(), keySer);
+                });
             } else {
-                dumpState(backend, new RegisteredKeyValueStateBackendMetaInfo<>(m), keySer);
+                Dumps.guard(uid, name, () -> dumpState(backend, new RegisteredKeyValueStateBackendMetaInfo<>(m), keySer));
             }
         }
     }
