@@ -100,10 +100,45 @@ type statePlan struct {
 var upgradeEnv = &flinkupgrade.Env{
 	Snapshot5: kryo.Snapshot5, Carried: kryo.Carried, ElementClass: kryo.ElementClass, Elements: kryo.Elements, Entries: kryo.Entries,
 	Known: func(class string) (int32, bool) {
+		if v, ok := restoredFromMajor1[class]; ok {
+			return v, true
+		}
 		k, ok := snapshotClasses[class]
 		return k.version, ok && k.acrossMajors == ""
 	},
 	Parse: parseSerializerSnapshot,
+}
+
+// restoredFromMajor1 are serializer snapshot classes, beyond
+// snapshotClasses, that Flink 2.3.0 restores from Flink 1.20.5 as they
+// are, values intact (seen restoring DataStream windows and joins, Table
+// and SQL operators and CEP's operator from their Flink 1.20.5 savepoints
+// and checkpoints), by the snapshot version both write. Only the upgrade
+// takes them as carried unchanged; whether Flink 1.x restores them from
+// 2.x is not known, so a copy across the majors still refuses them.
+var restoredFromMajor1 = map[string]int32{
+	"org.apache.flink.streaming.api.windowing.windows.TimeWindow$Serializer$TimeWindowSerializerSnapshot":     3,
+	"org.apache.flink.streaming.api.windowing.windows.GlobalWindow$Serializer$GlobalWindowSerializerSnapshot": 3,
+	"org.apache.flink.streaming.api.datastream.CoGroupedStreams$UnionSerializerSnapshot":                      3,
+	runtimeTU + "Tuple0SerializerSnapshot":                                                                                 3,
+	"org.apache.flink.table.runtime.typeutils.RowDataSerializer$RowDataSerializerSnapshot":                                 3,
+	"org.apache.flink.table.runtime.typeutils.ExternalSerializer$ExternalSerializerSnapshot":                               3,
+	"org.apache.flink.table.runtime.typeutils.SortedMapSerializerSnapshot":                                                 3,
+	"org.apache.flink.table.runtime.operators.window.TimeWindow$Serializer$TimeWindowSerializerSnapshot":                   3,
+	"org.apache.flink.table.runtime.typeutils.StringDataSerializer$StringDataSerializerSnapshot":                           3,
+	"org.apache.flink.table.runtime.typeutils.ArrayDataSerializer$ArrayDataSerializerSnapshot":                             3,
+	"org.apache.flink.table.runtime.typeutils.MapDataSerializer$MapDataSerializerSnapshot":                                 3,
+	"org.apache.flink.table.runtime.typeutils.DecimalDataSerializer$DecimalSerializerSnapshot":                             3,
+	"org.apache.flink.table.runtime.typeutils.RawValueDataSerializer$RawValueDataSerializerSnapshot":                       3,
+	"org.apache.flink.table.runtime.typeutils.TimestampDataSerializer$TimestampDataSerializerSnapshot":                     1,
+	"org.apache.flink.cep.nfa.DeweyNumber$DeweyNumberSerializer$DeweyNumberSerializerSnapshot":                             3,
+	"org.apache.flink.cep.nfa.sharedbuffer.SharedBufferNodeSerializerSnapshotV2":                                           3,
+	"org.apache.flink.table.dataview.NullSerializer$NullSerializerSnapshot":                                                3,
+	"org.apache.flink.cep.nfa.sharedbuffer.SharedBufferEdge$SharedBufferEdgeSerializer$SharedBufferEdgeSerializerSnapshot": 3,
+	"org.apache.flink.cep.nfa.NFAStateSerializerSnapshot":                                                                  3,
+	"org.apache.flink.cep.nfa.sharedbuffer.EventId$EventIdSerializer$EventIdSerializerSnapshot":                            3,
+	"org.apache.flink.cep.nfa.sharedbuffer.LockableTypeSerializerSnapshot":                                                 3,
+	"org.apache.flink.cep.nfa.sharedbuffer.NodeId$NodeIdSerializer$NodeIdSerializerSnapshot":                               3,
 }
 
 // operator plans every state of op.
