@@ -113,6 +113,12 @@ func Run(ctx context.Context, reg *snapshot.Registry, req Request) (*Result, err
 		}
 	}
 	if err := snapshot.CheckNoInFlight(r.Snapshot()); err != nil {
+		if req.Upgrade {
+			// Nothing in it needs rewriting, and the new readers restore it
+			// as it is: a copy is what cannot be made.
+			return nil, fmt.Errorf("%s: %w: nothing in it needs rewriting for %s, which restores the checkpoint as it is, data in flight too: "+
+				"restore the checkpoint itself (an upgrade writes a copy, and no copy can carry data in flight)", req.Source, snapshot.ErrUpgradeBlocked, upgraded.To)
+		}
 		return nil, fmt.Errorf("%s: %w", req.Source, err)
 	}
 	if req.DropExpired != nil {

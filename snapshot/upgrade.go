@@ -29,7 +29,8 @@ type UpgradeFinding struct {
 	Scope    string  `json:"scope"` // ScopeKeyed, ScopeOperator, or "operator"
 	State    string  `json:"state,omitempty"`
 	Verdict  Verdict `json:"verdict"`
-	// Changes says what the upgrade rewrites; Reason why it is blocked.
+	// Changes says what the upgrade rewrites; Reason why it is blocked,
+	// or what restoring it as it is takes.
 	Changes []string `json:"changes,omitempty"`
 	Reason  string   `json:"reason,omitempty"`
 }

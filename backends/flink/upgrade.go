@@ -79,10 +79,18 @@ type upgrader struct {
 	plans map[*snapshot.Operator][]*statePlan
 	cos   map[*snapshot.Operator]*carriedOperator
 	ops   []*snapshot.Operator // in snapshot order
+	// inFlight are the operators whose subtasks hold data in flight (an
+	// unaligned checkpoint), which report judges once every state is.
+	inFlight []inFlight
 	// stats are the key groups the scan counted of a subtask, (the
 	// source's sizes), which the copy's plan takes rather than reading
 	// and rewriting every value once more.
 	stats map[*snapshot.Subtask][]snapshot.KeyGroupStat
+}
+
+type inFlight struct {
+	op *snapshot.Operator
+	t  snapshot.InFlightTotals
 }
 
 // statePlan is the upgrade of one state of an operator.
@@ -155,9 +163,7 @@ func (u *upgrader) operator(op *snapshot.Operator) error {
 		u.rep.Add(snapshot.UpgradeFinding{Operator: op.Label(), Scope: snapshot.ScopeWholeOperator, Verdict: snapshot.Blocked, Reason: why})
 	}
 	if t := snapshot.InFlightOf(op); t.Holds() {
-		u.rep.Add(snapshot.UpgradeFinding{Operator: op.Label(), Scope: snapshot.ScopeWholeOperator, Verdict: snapshot.Blocked,
-			Reason: fmt.Sprintf("%d of its subtasks hold data in flight (an unaligned checkpoint: %d bytes in %d channels), which no copy can carry: "+
-				"restore the checkpoint in Flink 1.x, take a savepoint (savepoints are aligned), and upgrade that", t.Subtasks, t.Bytes, t.Channels)})
+		u.inFlight = append(u.inFlight, inFlight{op, t})
 	}
 	var keySer *typeser.SerializerSnapshot
 	if len(op.KeyedStates) > 0 {
@@ -216,8 +222,14 @@ var legacySourceStates = map[string]bool{
 	"file-monitoring-state": true, "from-elements-state": true,
 }
 
-// report adds a finding per state.
+// report adds a finding per state, and one per operator that holds data
+// in flight: Flink 2.x restores an unaligned checkpoint's data in flight
+// as it is, with the checkpoint, so it restores as is when every state
+// does; when one must be rewritten or is blocked, the checkpoint must be
+// copied, and no copy can carry it.
 func (u *upgrader) report() {
+	var states []snapshot.UpgradeFinding
+	copied := u.rep.Blocked > 0
 	for _, op := range u.ops {
 		for _, p := range u.plans[op] {
 			f := snapshot.UpgradeFinding{Operator: op.Label(), Scope: p.scope, State: p.name, Verdict: snapshot.RestoresAsIs}
@@ -227,8 +239,23 @@ func (u *upgrader) report() {
 			case p.RewritesValues():
 				f.Verdict, f.Changes = snapshot.Rewritten, p.Changes()
 			}
-			u.rep.Add(f)
+			copied = copied || f.Verdict != snapshot.RestoresAsIs
+			states = append(states, f)
 		}
+	}
+	for _, in := range u.inFlight {
+		f := snapshot.UpgradeFinding{Operator: in.op.Label(), Scope: snapshot.ScopeWholeOperator, Verdict: snapshot.Blocked,
+			Reason: fmt.Sprintf("%d of its subtasks hold data in flight (an unaligned checkpoint: %d bytes in %d channels), which no copy can carry: "+
+				"restore the checkpoint in Flink 1.x, take a savepoint (savepoints are aligned), and upgrade that", in.t.Subtasks, in.t.Bytes, in.t.Channels)}
+		if !copied {
+			f.Verdict = snapshot.RestoresAsIs
+			f.Reason = fmt.Sprintf("%d of its subtasks hold data in flight (an unaligned checkpoint: %d bytes in %d channels), which %s restores with the checkpoint as it is: "+
+				"restore the checkpoint itself (no copy can carry data in flight)", in.t.Subtasks, in.t.Bytes, in.t.Channels, u.rep.To)
+		}
+		u.rep.Add(f)
+	}
+	for _, f := range states {
+		u.rep.Add(f)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	flinkupgrade "github.com/stateutil/stateutil/backends/flink/internal/upgrade"
 	"github.com/stateutil/stateutil/internal/flinkharness"
 	"github.com/stateutil/stateutil/keygroup"
 	"github.com/stateutil/stateutil/migrate"
@@ -335,5 +336,36 @@ func TestUpgradeRefusesDowngrade(t *testing.T) {
 	_, err := migrate.CheckUpgrade(ctx, testReg, testdataSavepoint(t, "2.3.0", "orders-hashmap-canonical"), "1.20", nil)
 	if !errors.Is(err, snapshot.ErrDowngrade) {
 		t.Errorf("2.3.0 to 1.20: %v, want ErrDowngrade", err)
+	}
+}
+
+// TestUpgradeJudgesDataInFlight: Flink 2.x restores an unaligned
+// checkpoint's data in flight with the checkpoint as it is, so the data
+// restores as is when every state does; once a state must be rewritten
+// or is blocked, the checkpoint must be copied, and the data blocks.
+func TestUpgradeJudgesDataInFlight(t *testing.T) {
+	op := &snapshot.Operator{ID: "3dcfac5b19b775e603b5c3f8f510a4b2"}
+	for _, c := range []struct {
+		name  string
+		state func(*flinkupgrade.State)
+		want  snapshot.Verdict
+	}{
+		{"every state as is", func(*flinkupgrade.State) {}, snapshot.RestoresAsIs},
+		{"a state blocked", func(s *flinkupgrade.State) { s.Block("it holds what Kryo 2 wrote with its FieldSerializer") }, snapshot.Blocked},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := &flinkupgrade.State{}
+			c.state(s)
+			u := &upgrader{to: Release{Line: "2.3"}, rep: &snapshot.UpgradeReport{To: "Flink 2.3"}, ops: []*snapshot.Operator{op},
+				plans:    map[*snapshot.Operator][]*statePlan{op: {{State: s, op: op, scope: snapshot.ScopeKeyed, name: "nfaStateName"}}},
+				inFlight: []inFlight{{op, snapshot.InFlightTotals{Subtasks: 2, Channels: 4, Bytes: 1102}}}}
+			u.report()
+			if len(u.rep.Findings) != 2 || u.rep.Findings[0].State != "" {
+				t.Fatalf("findings %+v, want the operator's data in flight, then its state", u.rep.Findings)
+			}
+			if f := u.rep.Findings[0]; f.Verdict != c.want || !strings.Contains(f.Reason, "1102 bytes in 4 channels") {
+				t.Errorf("data in flight: %q (%s), want %q", f.Verdict, f.Reason, c.want)
+			}
+		})
 	}
 }

@@ -103,7 +103,7 @@ func UpgradeReport(w io.Writer, rep *snapshot.UpgradeReport) error {
 	rows := make([][]string, 0, len(rep.Findings))
 	for _, f := range rep.Findings {
 		what := f.Changes
-		if f.Verdict == snapshot.Blocked {
+		if f.Reason != "" {
 			what = []string{f.Reason}
 		}
 		rows = append(rows, []string{f.Operator, f.Scope, f.State, string(f.Verdict), strings.Join(what[:min(len(what), 1)], "")})
