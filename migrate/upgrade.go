@@ -9,16 +9,16 @@ import (
 
 // CheckUpgrade says, state by state, what an upgrade of the snapshot at
 // source to the readers of readerVersion would do, writing nothing: a
-// report whose Blocked counts what stops it.
+// report whose Blocked counts what stops it. State the readers cannot
+// read is judged, not refused.
 func CheckUpgrade(ctx context.Context, reg *snapshot.Registry, source, readerVersion string, pathMap map[string]string) (*snapshot.UpgradeReport, error) {
 	r, err := reg.Open(ctx, source, snapshot.OpenOptions{PathMap: pathMap})
 	if err != nil {
 		return nil, err
 	}
 	defer r.Close()
-	if err := snapshot.CheckReadable(r.Snapshot()); err != nil {
-		return nil, fmt.Errorf("%s: %w", source, err)
-	}
+	// State stateutil cannot read is the upgrader's to judge: it blocks
+	// what the upgrade would have to read.
 	f, err := upgrader(reg, r)
 	if err != nil {
 		return nil, err

@@ -37,12 +37,18 @@ func upgrade(ctx context.Context, r snapshot.Reader, readerVersion string) (snap
 		return nil, nil, fmt.Errorf("%w: Flink %s is of the same major version as this Flink %d.x snapshot: nothing to upgrade (convert --to flink --flink-version %s writes it for that release)",
 			snapshot.ErrUnsupportedVersion, to.Line, from, to.Line)
 	}
+	// What stateutil cannot read (only upgrade --check is given such a
+	// snapshot) blocks the states whose values the upgrade must read. The
+	// serializer table is the opened reader's, with the user's schemas.
+	unreadable := snapshot.UnreadableParts(r.Snapshot())
 	u := newUpgrader(r, to, &snapshot.UpgradeReport{From: fmt.Sprintf("Flink %d.x", from), To: "Flink " + to.Line, Findings: []snapshot.UpgradeFinding{}})
+	u.r, _ = snapshot.WithoutUnreadable(r)
 	for _, op := range r.Snapshot().Operators {
 		if err := u.operator(op); err != nil {
 			return nil, nil, err
 		}
 	}
+	u.blockUnreadable(unreadable)
 	if err := u.scan(ctx); err != nil {
 		return nil, nil, err
 	}
@@ -181,6 +187,24 @@ func (u *upgrader) operator(op *snapshot.Operator) error {
 		}
 	}
 	return nil
+}
+
+// blockUnreadable blocks the states stateutil cannot read whose values
+// the upgrade must read to rewrite them; those whose bytes are carried
+// as they are need not be read.
+func (u *upgrader) blockUnreadable(parts []snapshot.UnreadablePart) {
+	for _, part := range parts {
+		for _, op := range u.ops {
+			if op.Label() != part.Operator {
+				continue
+			}
+			for _, p := range u.plans[op] {
+				if p.scope == part.Scope && (part.State == "" || part.State == p.name) && p.Scans() {
+					p.Block("stateutil cannot read its values, which the upgrade must rewrite: " + part.Reason)
+				}
+			}
+		}
+	}
 }
 
 // plan finds what changes in a state's serializers.
