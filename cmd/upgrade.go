@@ -50,10 +50,12 @@ by upgrade" (and what changes) or "blocked" (and why: a class Kryo writes with i
 FieldSerializer or with a serializer registered for it, whose bytes the savepoint does
 not describe, unless --kryo-classes declares what that serializer writes; a POJO
 collection field whose element type the values do not tell; a connector whose state
-format changed; a legacy SourceFunction source, which Flink 2.x removed; an unaligned
-checkpoint's data in flight, which no copy can carry). It exits 8
-when something blocks, 0 otherwise, for a CI gate. Without --check, an upgrade that
-something blocks writes nothing and exits 8, naming every blocked state.
+format changed; a legacy SourceFunction source, which Flink 2.x removed; values
+stateutil cannot read that the upgrade must rewrite; an unaligned checkpoint's data in
+flight when a state must be rewritten or is blocked, since no copy can carry it). When
+every state restores as is, so does the data in flight: Flink 2.x restores the checkpoint
+itself. It exits 8 when something blocks, 0 otherwise, for a CI gate. Without --check,
+an upgrade that something blocks writes nothing and exits 8, naming every blocked state.
 
 A POJO collection field's type argument is not in the savepoint: the upgrade takes it
 from the values (every element of the field in every value of one class that Flink
