@@ -151,9 +151,11 @@ func TestUpgradeRestoresInFlink(t *testing.T) {
 // savepoint that fails there is restored into RocksDB too, which reads a
 // state's values only when the job reads them. Where the job fails all the
 // same (a backend fails whole at its first bad state), the states Flink
-// refuses are those whose serializer snapshots it cannot restore, and the
-// others are undetermined: never counted as agreeing. With
-// STATEUTIL_UPGRADE_MATRIX=full every entry, else one a day.
+// refuses are those whose serializer snapshots it cannot restore; when they
+// are one operator's, the job is restored once more without it (its state
+// left out) for the other operators' states. What is left is undetermined:
+// never counted as agreeing. With STATEUTIL_UPGRADE_MATRIX=full every entry,
+// else one a day.
 func TestUpgradeCheckMatchesFlink(t *testing.T) {
 	flinkharness.Require(t)
 	if !flinkharness.Required() {
