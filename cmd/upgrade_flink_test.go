@@ -165,6 +165,9 @@ func TestUpgradeCheckMatchesFlink(t *testing.T) {
 	defer cancel()
 	entries := upgradeCheckEntries(t)
 	if os.Getenv("STATEUTIL_UPGRADE_MATRIX") != "full" {
+		// A day's entry is one Flink 2.3.0 runs the job of (the Scala job
+		// has no Flink 2 build: all its states are undetermined).
+		entries = slices.DeleteFunc(entries, func(e flinkharness.Entry) bool { return e.Manifest.Job == "scala" })
 		day := int(time.Now().Unix() / 86400)
 		entries = entries[day%len(entries) : day%len(entries)+1]
 	}
