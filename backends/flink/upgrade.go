@@ -114,45 +114,13 @@ type statePlan struct {
 var upgradeEnv = &flinkupgrade.Env{
 	Snapshot5: kryo.Snapshot5, Carried: kryo.Carried, ElementClass: kryo.ElementClass, Elements: kryo.Elements, Entries: kryo.Entries,
 	Known: func(class string) (int32, bool) {
-		if v, ok := restoredFromMajor1[class]; ok {
+		if v, ok := flinkupgrade.RestoredFromMajor1(class); ok {
 			return v, true
 		}
 		k, ok := snapshotClasses[class]
 		return k.version, ok && k.acrossMajors == ""
 	},
 	Parse: parseSerializerSnapshot,
-}
-
-// restoredFromMajor1 are serializer snapshot classes, beyond
-// snapshotClasses, that Flink 2.3.0 restores from Flink 1.20.5 as they
-// are, values intact (seen restoring DataStream windows and joins, Table
-// and SQL operators and CEP's operator from their Flink 1.20.5 savepoints
-// and checkpoints), by the snapshot version both write. Only the upgrade
-// takes them as carried unchanged; whether Flink 1.x restores them from
-// 2.x is not known, so a copy across the majors still refuses them.
-var restoredFromMajor1 = map[string]int32{
-	"org.apache.flink.streaming.api.windowing.windows.TimeWindow$Serializer$TimeWindowSerializerSnapshot":     3,
-	"org.apache.flink.streaming.api.windowing.windows.GlobalWindow$Serializer$GlobalWindowSerializerSnapshot": 3,
-	"org.apache.flink.streaming.api.datastream.CoGroupedStreams$UnionSerializerSnapshot":                      3,
-	runtimeTU + "Tuple0SerializerSnapshot":                                                                                 3,
-	"org.apache.flink.table.runtime.typeutils.RowDataSerializer$RowDataSerializerSnapshot":                                 3,
-	"org.apache.flink.table.runtime.typeutils.ExternalSerializer$ExternalSerializerSnapshot":                               3,
-	"org.apache.flink.table.runtime.typeutils.SortedMapSerializerSnapshot":                                                 3,
-	"org.apache.flink.table.runtime.operators.window.TimeWindow$Serializer$TimeWindowSerializerSnapshot":                   3,
-	"org.apache.flink.table.runtime.typeutils.StringDataSerializer$StringDataSerializerSnapshot":                           3,
-	"org.apache.flink.table.runtime.typeutils.ArrayDataSerializer$ArrayDataSerializerSnapshot":                             3,
-	"org.apache.flink.table.runtime.typeutils.MapDataSerializer$MapDataSerializerSnapshot":                                 3,
-	"org.apache.flink.table.runtime.typeutils.DecimalDataSerializer$DecimalSerializerSnapshot":                             3,
-	"org.apache.flink.table.runtime.typeutils.RawValueDataSerializer$RawValueDataSerializerSnapshot":                       3,
-	"org.apache.flink.table.runtime.typeutils.TimestampDataSerializer$TimestampDataSerializerSnapshot":                     1,
-	"org.apache.flink.cep.nfa.DeweyNumber$DeweyNumberSerializer$DeweyNumberSerializerSnapshot":                             3,
-	"org.apache.flink.cep.nfa.sharedbuffer.SharedBufferNodeSerializerSnapshotV2":                                           3,
-	"org.apache.flink.table.dataview.NullSerializer$NullSerializerSnapshot":                                                3,
-	"org.apache.flink.cep.nfa.sharedbuffer.SharedBufferEdge$SharedBufferEdgeSerializer$SharedBufferEdgeSerializerSnapshot": 3,
-	"org.apache.flink.cep.nfa.NFAStateSerializerSnapshot":                                                                  3,
-	"org.apache.flink.cep.nfa.sharedbuffer.EventId$EventIdSerializer$EventIdSerializerSnapshot":                            3,
-	"org.apache.flink.cep.nfa.sharedbuffer.LockableTypeSerializerSnapshot":                                                 3,
-	"org.apache.flink.cep.nfa.sharedbuffer.NodeId$NodeIdSerializer$NodeIdSerializerSnapshot":                               3,
 }
 
 // operator plans every state of op.
@@ -231,19 +199,11 @@ func removedOperator(op *snapshot.Operator, co *carriedOperator) string {
 		}
 	}
 	for _, os := range op.OperatorStates {
-		if legacySourceStates[os.Name] {
-			return fmt.Sprintf("it holds %q, the state of a legacy SourceFunction source, which Flink 2.x removed: the job must use a FLIP-27 source, whose state is another", os.Name)
+		if why := flinkupgrade.LegacySource(os.Name); why != "" {
+			return why
 		}
 	}
 	return ""
-}
-
-// legacySourceStates are the operator states of Flink 1.x's
-// SourceFunction sources (the Kafka and Kinesis consumers, the file
-// monitoring source, FromElementsFunction).
-var legacySourceStates = map[string]bool{
-	"topic-partition-offset-states": true, "Kinesis-Stream-Shard-State": true,
-	"file-monitoring-state": true, "from-elements-state": true,
 }
 
 // report adds a finding per state, and one per operator that holds data
@@ -268,15 +228,7 @@ func (u *upgrader) report() {
 		}
 	}
 	for _, in := range u.inFlight {
-		f := snapshot.UpgradeFinding{Operator: in.op.Label(), Scope: snapshot.ScopeWholeOperator, Verdict: snapshot.Blocked,
-			Reason: fmt.Sprintf("%d of its subtasks hold data in flight (an unaligned checkpoint: %d bytes in %d channels), which no copy can carry: "+
-				"restore the checkpoint in Flink 1.x, take a savepoint (savepoints are aligned), and upgrade that", in.t.Subtasks, in.t.Bytes, in.t.Channels)}
-		if !copied {
-			f.Verdict = snapshot.RestoresAsIs
-			f.Reason = fmt.Sprintf("%d of its subtasks hold data in flight (an unaligned checkpoint: %d bytes in %d channels), which %s restores with the checkpoint as it is: "+
-				"restore the checkpoint itself (no copy can carry data in flight)", in.t.Subtasks, in.t.Bytes, in.t.Channels, u.rep.To)
-		}
-		u.rep.Add(f)
+		u.rep.Add(flinkupgrade.InFlightFinding(in.op.Label(), in.t, copied, u.rep.To))
 	}
 	for _, f := range states {
 		u.rep.Add(f)
