@@ -42,6 +42,7 @@ func TestGoldenFlinkWriter(t *testing.T) {
 		"flink-upgrade-downgrade":       {"upgrade", flinkTypes23, "--flink-version", "1.20", "--output", "x"},
 		"flink-upgrade-no-version":      {"upgrade", flinkTypes120, "--output", "x"},
 		"flink-upgrade-check-unaligned": {"upgrade", "--check", flinkUnaligned120, "--flink-version", "2.3", "-o", "json"},
+		"flink-upgrade-check-scala":     {"upgrade", "--check", flinkSnapshot(t, "1.20.5", "scala-hashmap-canonical"), "--flink-version", "2.3"},
 		"flink-upgrade-unaligned":       {"upgrade", flinkUnaligned120, "--flink-version", "2.3", "--output", "x"},
 		"help-upgrade":                  {"upgrade", "--help"},
 		"help-rescale":                  {"rescale", "--help"},

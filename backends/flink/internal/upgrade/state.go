@@ -49,6 +49,9 @@ func (p *State) Block(why string) {
 	}
 }
 
+// scalaAPI is the package of the Scala API's serializers (flink-scala).
+const scalaAPI = "org.apache.flink.api.scala."
+
 func (p *State) unverifiedBy(why string) {
 	if !slices.Contains(p.unverified, why) {
 		p.unverified = append(p.unverified, why)
@@ -99,6 +102,9 @@ func (p *State) walk(s, pojo *typeser.SerializerSnapshot) {
 	}
 	version, known := p.env.Known(s.Class)
 	switch {
+	case strings.HasPrefix(s.Class, scalaAPI):
+		p.unverifiedBy(fmt.Sprintf("serializer %s is the Scala API's (flink-scala), which no Flink 2.x release ships (it ends with 1.20): a Flink 2.x job declares this state with other serializers", s.Class))
+		return
 	case !known:
 		p.unverifiedBy(fmt.Sprintf("serializer %s (snapshot version %d) is not one stateutil has seen Flink 2.x restore from Flink 1.x", s.Class, s.Version))
 		return
