@@ -151,10 +151,21 @@ func timerDomain(state string) string {
 // checkEntry reads one corpus entry and compares it with its dump. State
 // the reader marked unreadable is left out of the comparison (and the
 // entry is not read fully); everything else must be equal.
-func checkEntry(ctx context.Context, t testing.TB, e flinkharness.Entry) corpusResult {
+func checkEntry(ctx context.Context, t testing.TB, e flinkharness.Entry, corpus []flinkharness.Entry) corpusResult {
 	res := corpusResult{entry: e}
 	old, nw := e.PathMap()
-	lines, parts, err := readAsDump(ctx, t, e.SnapshotDir(), snapshot.OpenOptions{PathMap: map[string]string{old: nw}})
+	opts := snapshot.OpenOptions{PathMap: map[string]string{old: nw}}
+	// A checkpoint that records no key serializer is read as its user
+	// would: with a savepoint of the same job that records them.
+	from, err := e.KeySerializersFrom(corpus)
+	if err != nil {
+		res.err = err.Error()
+		return res
+	}
+	if from != "" {
+		opts.Schemas = &snapshot.Schemas{KeySerializersFrom: from}
+	}
+	lines, parts, err := readAsDump(ctx, t, e.SnapshotDir(), opts)
 	res.parts = parts
 	if err != nil {
 		res.err = "read: " + err.Error()
@@ -308,7 +319,7 @@ func checkCorpus(t *testing.T, root string) {
 	var results []corpusResult
 	for _, e := range entries {
 		t.Run(e.Manifest.FlinkVersion+"/"+e.Name, func(t *testing.T) {
-			res := checkEntry(context.Background(), t, e)
+			res := checkEntry(context.Background(), t, e, entries)
 			results = append(results, res)
 			switch {
 			case res.err != "":

@@ -170,3 +170,41 @@ func RealMetadataFiles() []string {
 	}
 	return out
 }
+
+// keySerializerSources names, for the witness jobs' changelog checkpoints
+// that record no key serializer (taken before their backend first
+// materialized, their SQL operators keyed by rows), the entry of the same
+// job whose savepoint records them.
+var keySerializerSources = map[string]string{
+	"sqlops-hashmap-checkpoint-changelog":   "sqlops-hashmap-canonical",
+	"sqlbatch-hashmap-checkpoint-changelog": "sqlbatch-hashmap-canonical",
+}
+
+// KeySerializersFrom is the snapshot a user of e's job gives
+// --key-serializers-from, for an entry whose checkpoint records no key
+// serializer: the savepoint of the same job and Flink version, found
+// among corpora (entries of the corpora read, in order), else in the
+// checked-in witness corpus; "" for an entry that needs none.
+func (e Entry) KeySerializersFrom(corpora ...[]Entry) (string, error) {
+	name, ok := keySerializerSources[e.Name]
+	if !ok {
+		return "", nil
+	}
+	for _, entries := range corpora {
+		for _, o := range entries {
+			if o.Name == name && o.Manifest.FlinkVersion == e.Manifest.FlinkVersion {
+				return o.SnapshotDir(), nil
+			}
+		}
+	}
+	witness, err := ReadCorpus(filepath.Join(RepoRoot(), "testdata", "flink-witness"))
+	if err != nil {
+		return "", err
+	}
+	for _, o := range witness {
+		if o.Name == name && o.Manifest.FlinkVersion == e.Manifest.FlinkVersion {
+			return o.SnapshotDir(), nil
+		}
+	}
+	return "", fmt.Errorf("%s/%s records no key serializer, and no corpus holds %s/%s to take them from", e.Manifest.FlinkVersion, e.Name, e.Manifest.FlinkVersion, name)
+}

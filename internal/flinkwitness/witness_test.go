@@ -110,17 +110,8 @@ func (u uidOf) name(op string) string {
 	return op
 }
 
-// keySerializersFrom names, for a changelog checkpoint that records no key
-// serializer and has no timer to take one from (the SQL operators key by
-// rows), the entry of the same job and Flink version whose savepoint
-// records them: the --key-serializers-from its user gives.
-var keySerializersFrom = map[string]string{
-	"sqlops-hashmap-checkpoint-changelog":   "sqlops-hashmap-canonical",
-	"sqlbatch-hashmap-checkpoint-changelog": "sqlbatch-hashmap-canonical",
-}
-
-// check reads the entry e of the corpus (its entries by version/name).
-func check(t *testing.T, e flinkharness.Entry, corpus map[string]flinkharness.Entry) *outcome {
+// check reads the entry e of the corpus.
+func check(t *testing.T, e flinkharness.Entry, corpus []flinkharness.Entry) *outcome {
 	o := &outcome{entry: e, mismatches: map[string]string{}}
 	want, err := flinkharness.ReadDump(e.File("dump.jsonl"))
 	if err != nil {
@@ -144,12 +135,12 @@ func check(t *testing.T, e flinkharness.Entry, corpus map[string]flinkharness.En
 	}
 	// And, where the checkpoint does not record its key serializers, a
 	// savepoint of the same job that does.
-	if name, ok := keySerializersFrom[e.Name]; ok {
-		from, ok := corpus[e.Manifest.FlinkVersion+"/"+name]
-		if !ok {
-			t.Fatalf("the corpus holds no %s/%s to give --key-serializers-from", e.Manifest.FlinkVersion, name)
-		}
-		flags = append(flags, "--key-serializers-from", from.SnapshotDir())
+	from, err := e.KeySerializersFrom(corpus)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if from != "" {
+		flags = append(flags, "--key-serializers-from", from)
 	}
 
 	code, out, errOut := stateutil(append([]string{"verify", "-o", "json", snap}, flags...)...)
@@ -346,10 +337,6 @@ func witnessSet(t *testing.T) (root string, other bool, entries []flinkharness.E
 // in <cache>/flink-witness): then the test only writes -witness-report.
 func TestWitnessSnapshots(t *testing.T) {
 	root, other, entries := witnessSet(t)
-	corpus := map[string]flinkharness.Entry{}
-	for _, e := range entries {
-		corpus[e.Manifest.FlinkVersion+"/"+e.Name] = e
-	}
 	name := "testdata/flink-witness"
 	if other {
 		name = root
@@ -357,7 +344,7 @@ func TestWitnessSnapshots(t *testing.T) {
 	if other {
 		var outcomes []*outcome
 		for _, e := range entries {
-			t.Run(e.Manifest.FlinkVersion+"/"+e.Name, func(t *testing.T) { outcomes = append(outcomes, check(t, e, corpus)) })
+			t.Run(e.Manifest.FlinkVersion+"/"+e.Name, func(t *testing.T) { outcomes = append(outcomes, check(t, e, entries)) })
 		}
 		if *report != "" {
 			if err := os.WriteFile(*report, []byte(markdown(outcomes, name)), 0o644); err != nil {
@@ -371,7 +358,7 @@ func TestWitnessSnapshots(t *testing.T) {
 	var all []string
 	for _, e := range entries {
 		t.Run(e.Manifest.FlinkVersion+"/"+e.Name, func(t *testing.T) {
-			o := check(t, e, corpus)
+			o := check(t, e, entries)
 			outcomes = append(outcomes, o)
 			for _, g := range o.gaps() {
 				all = append(all, g)
