@@ -45,8 +45,8 @@ func TestFlinkWriterHonestLimits(t *testing.T) {
 			return []string{"convert", sharedFlinkFixture(t, "new-stateful-udf-migration-itcase-flink1.17-hashmap-checkpoint"), "--to", "flink"}
 		}, ExitUnsupported, []string{`operator "d5c8b168c6cbfe8c507a10f88b325243" subtask 1, keyed state "state-name" cannot be read`, "needs the key serializer, which the snapshot does not record"}},
 		{"undecodable", func(t *testing.T) []string {
-			return []string{"convert", sharedFlinkFixture(t, "new-stateful-udf-migration-itcase-flink1.7-savepoint"), "--to", "flink"}
-		}, ExitUnsupported, []string{`operator "41e91aae0bee218c44306cf7d21940ad"`, "cannot be read", "--skip-unreadable"}},
+			return []string{"convert", sharedFlinkFixture(t, "stateful-scala-udf-migration-itcase-flink1.10-jobmanager-savepoint"), "--to", "flink"}
+		}, ExitUnsupported, []string{`operator "d1392353922252257afa15351a98bae9"`, "cannot be read", "--skip-unreadable"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dst := filepath.Join(t.TempDir(), "out")
