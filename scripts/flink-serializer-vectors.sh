@@ -10,16 +10,8 @@
 #   scripts/flink-serializer-vectors.sh                 # the default versions
 #   scripts/flink-serializer-vectors.sh 1.20.5 2.3.0    # these only
 set -euo pipefail
-root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-out="$root/testdata/flink-serializer-vectors"
-versions=("$@")
-[[ ${#versions[@]} -gt 0 ]] || versions=(1.15.4 1.16.3 1.20.5 2.1.3 2.3.0)
-mkdir -p "$out"
-for v in "${versions[@]}"; do
-	"$root/scripts/flink-harness.sh" "$v" build
-	target="$root/testenv/flink/target/$v"
-	tmp="$out/.$v.jsonl.tmp"
-	java -cp "$target/classes:$(cat "$target/classpath.txt")" stateutil.flink.SerializerVectors "$tmp"
-	mv "$tmp" "$out/$v.jsonl"
-	echo "flink-serializer-vectors: $out/$v.jsonl" >&2
-done
+. "$(dirname "${BASH_SOURCE[0]}")/flink-vectors.sh"
+if [[ $# -eq 0 ]]; then
+	set -- 1.15.4 1.16.3 1.20.5 2.1.3 2.3.0
+fi
+vectors SerializerVectors flink-serializer-vectors "$@"
