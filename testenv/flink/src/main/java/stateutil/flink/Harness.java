@@ -54,6 +54,9 @@ import stateutil.flink.jobs.Jobs;
  * continue     --job J --snapshot PATH --backend B [--parallelism P] [--max-parallelism M|unset]
  *              [--records N] --continue-to M --out OUTPUT.jsonl [--allow-non-restored] [--changelog]
  * proto-descriptors --out FILE
+ * unrestorable --snapshot PATH --dump DUMP.jsonl
+ *              (no job: an "error" line for each state whose serializer snapshots this Flink
+ *              cannot restore, as restore-dump --per-state writes them when a job fails)
  * spa-count    --job J --snapshot PATH --out COUNTS.txt [--max-parallelism M] [--records N]
  *              (keyed entries per key group, "KEY_GROUP COUNT" lines: the benchmark peer of
  *              stateutil sql's GROUP BY key_group)
@@ -191,6 +194,8 @@ public final class Harness {
                 return continueJob(o);
             case "proto-descriptors":
                 return protoDescriptors(o);
+            case "unrestorable":
+                return unrestorable(o);
             case "table-vectors":
                 return tableVectors(o);
             case "spa-count":
@@ -660,6 +665,20 @@ public final class Harness {
         }
         writeDump(dump, lines);
         System.err.printf("flink-harness: restored and dumped %d lines in %.1fs%n", lines.size(), (System.nanoTime() - t0) / 1e9);
+        return 0;
+    }
+
+    /**
+     * The states of a snapshot whose serializer snapshots this Flink cannot restore, without a
+     * job: what a restore of any job would meet first, for a snapshot no job of this Flink runs.
+     */
+    static int unrestorable(Opts o) throws Exception {
+        String snap = uri(o.get("snapshot"));
+        Path dump = Paths.get(o.get("dump"));
+        o.done();
+        List<String> lines = Metadata.unrestorable(snap);
+        writeDump(dump, lines);
+        System.err.printf("flink-harness: %d states whose serializers this Flink cannot restore%n", lines.size());
         return 0;
     }
 
