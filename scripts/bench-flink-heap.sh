@@ -9,7 +9,8 @@
 #   scripts/bench-flink-heap.sh [STATEUTIL]   # from scripts/bench.sh, or alone
 #
 # Jobs (testenv/flink): big (a Long value and a map of Strings a key: every value walks) and
-# zoo (a value of each kind a key, among them classes under Kryo that stateutil does not walk).
+# zoo (a value of each kind a key, among them classes under Kryo and a Protobuf message, read
+# as the job's user reads them: with the job's --kryo-classes and --proto-descriptors).
 #
 # Environment (all optional):
 #   BENCH_FLINK_HEAP_BIG_RECORDS  records of the big job (default 200000, about 30 MiB)
@@ -61,16 +62,21 @@ timed() {
 }
 
 for job in big zoo; do
+	schemas=()
 	case $job in
 	big) records=${BENCH_FLINK_HEAP_BIG_RECORDS:-200000} ;;
-	zoo) records=${BENCH_FLINK_HEAP_ZOO_RECORDS:-5000} ;;
+	zoo)
+		records=${BENCH_FLINK_HEAP_ZOO_RECORDS:-5000}
+		"$harness" "$version" proto-descriptors --out "$work/zoo.pb" >/dev/null
+		schemas=(--kryo-classes "$root/testenv/flink/witness/zoo.kryo-classes" --proto-descriptors "$work/zoo.pb")
+		;;
 	esac
 	heap=$(snapshot "$job" "$records" checkpoint)
 	canonical=$(snapshot "$job" "$records" canonical)
 	rm -f "$work/heap" "$work/canonical"
 	for _ in $(seq "$rounds"); do
-		timed heap "$bin" dump "$heap" --now 0 -o jsonl --skip-unreadable
-		timed canonical "$bin" dump "$canonical" --now 0 -o jsonl
+		timed heap "$bin" dump "$heap" --now 0 -o jsonl --skip-unreadable "${schemas[@]}"
+		timed canonical "$bin" dump "$canonical" --now 0 -o jsonl "${schemas[@]}"
 	done
 	h=$(cut -d' ' -f1 "$work/heap" | median)
 	c=$(cut -d' ' -f1 "$work/canonical" | median)
