@@ -23,6 +23,16 @@ type convertOptions struct {
 	shard    shardFlags
 }
 
+// copySchemasHelp is what the help of the copies says of the schemas
+// they take.
+const copySchemasHelp = `A Flink changelog checkpoint taken before its state backend first materialized records no
+key serializer for some operators (SQL operators, keyed by rows), and its copy would name
+none: --key-serializers-from SNAPSHOT takes them from a savepoint of the same job, operator
+by operator, where every key fits, and the copy records them (see docs/flink.md: "Checkpoints
+that record no key serializer"). A heap snapshot (hashmap, native) does not delimit values
+of classes Kryo writes field by field: --kryo-classes FILE gives their fields, so that the
+copy can tell them apart (and --proto-descriptors FILE the Protobuf messages).`
+
 // destinationHelp is what the help of every command that writes a
 // snapshot says of DST.
 const destinationHelp = `DST is claimed for this one writer, as the place it names once symbolic links and ".."
@@ -53,6 +63,8 @@ self-contained (absolute paths of the source become files inside DST), with ever
 stateutil does not change carried over (operator names and uids, master and coordinator
 state, serializer snapshots, TTL, timers, broadcast and raw state).
 
+` + copySchemasHelp + `
+
 Converting to the memory format fails before writing anything when a subtask holds more
 state than the format's per-subtask cap. With --verify the result is read back and
 compared with SRC entry by entry. A progress bar is shown on stderr when it is a
@@ -66,6 +78,8 @@ terminal, unless --quiet.
   stateutil convert hdfs://nn:9000/checkpoints/job/chk-7 --to jobmanager --output ./chk-7.dump --verify
   stateutil convert ./flink-chk --path-map file:/data/flink=/mnt/copy --to rocksdb --output ./rocks -o json
   stateutil convert ./job/chk-42 --to flink --flink-version 1.20 --output ./savepoint-portable
+  stateutil convert ./job/chk-3 --key-serializers-from ./savepoint-9f89f7 --to flink --output ./savepoint-chk-3
+  stateutil convert ./savepoint-heap-native --kryo-classes ./acme.kryo-classes --to rocksdb --output ./rocks
   stateutil convert ./savepoint-native --to flink --drop-expired-ttl-at 2026-12-01T00:00:00Z --ttl sessions=30m --output ./sp
   stateutil convert hdfs://nn:8020/sp/job-7 --to rocksdb --output hdfs://nn:8020/sp/job-7-rocks --yarn http://rm:8088 --shards 20`,
 		Args: cobra.ExactArgs(1),

@@ -65,7 +65,8 @@ copy in one process (no --plan-only or --yarn).
 ` + exitCodeHelp,
 		Example: `  stateutil keys delete ./savepoint-1a2b --operator word-counter --key word-10 --key word-18 --output ./without-poison
   stateutil keys delete ./savepoint-1a2b --operator sessions --keys-from poisoned.txt --require-present --output ./fixed
-  stateutil keys delete ./savepoint-1a2b --operator windows --key '"user-1"' --namespace '{"start":0,"end":60000}' --dry-run`,
+  stateutil keys delete ./savepoint-1a2b --operator windows --key '"user-1"' --namespace '{"start":0,"end":60000}' --dry-run
+  stateutil keys delete ./job/chk-3 --key-serializers-from ./savepoint-9f89f7 --operator 17_group-aggregate --key '["k1"]' --output ./without-k1`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			if err := o.validate(c); err != nil {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -200,4 +201,86 @@ func TestUpgradeCarriesDeclaredSerializerWrites(t *testing.T) {
 		}
 	}
 	mustRun(t, append([]string{"verify", upgraded, "--strict"}, classes...)...)
+}
+
+// heapKryoEvent is the declaration of the heapkryo job's Event
+// (testenv/flink/src/main/java/stateutil/flink/jobs/HeapKryoJob.java),
+// which Kryo writes with its FieldSerializer, as its user gives it.
+const heapKryoEvent = `final class stateutil.flink.jobs.HeapKryoJob$Event {
+    private final long seq;
+    private final String what;
+}
+`
+
+// The commands that write a copy take --kryo-classes where they must walk
+// values to copy them: in the heapkryo job's heap native savepoint (Flink
+// 1.20.5's Kryo 2 and 2.3.0's Kryo 5) nothing delimits the Events of a
+// list, and every copy refuses it (exit 4, naming the state) without
+// their declaration. With it, each writes what it was asked to: its
+// entries, read back with the declaration, are the savepoint's (less what
+// the edit removes). The files go with no --plan-only.
+func TestCopiesTakeKryoClasses(t *testing.T) {
+	dir := t.TempDir()
+	classes := filepath.Join(dir, "heapkryo.kryo-classes")
+	if err := os.WriteFile(classes, []byte(heapKryoEvent), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	junk := filepath.Join(dir, "junk.pb")
+	if err := os.WriteFile(junk, []byte("\xff\xff\xff"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []string{"1.20.5", "2.3.0"} {
+		edir, m := corpusManifest(t, "flink", v, "heapkryo-hashmap-native")
+		src := filepath.Join(edir, "snapshot", m.SnapshotSubpath)
+		all := dumped(t, []string{"subtask"}, src, "--kryo-classes", classes)
+		var events, withoutUser9 []string
+		for _, l := range all {
+			if strings.Contains(l, `"state":"events"`) {
+				events = append(events, l)
+				if !strings.Contains(l, `"key":"user-9"`) {
+					withoutUser9 = append(withoutUser9, l)
+				}
+			}
+		}
+		if len(events) == 0 || len(withoutUser9) == len(events) {
+			t.Fatalf("%s: %d entries of state events, %d but user-9's", v, len(events), len(withoutUser9))
+		}
+		copies := map[string]struct {
+			args  []string
+			state []string // the dump of the copy, --state events where given
+			want  []string
+		}{
+			"convert":         {[]string{"convert", src, "--to", "flink"}, nil, all},
+			"rescale":         {[]string{"rescale", src, "--parallelism", "3", "-q"}, nil, all},
+			"state drop":      {[]string{"state", "drop", src, "--operator", "keyed", "--state", "count"}, []string{"--state", "events"}, events},
+			"keys delete":     {[]string{"keys", "delete", src, "--operator", "keyed", "--key", "user-9"}, []string{"--state", "events"}, withoutUser9},
+			"operator remove": {[]string{"operator", "remove", src, "--operator", "source"}, nil, all},
+		}
+		for name, c := range copies {
+			t.Run(v+" "+name, func(t *testing.T) {
+				out := filepath.Join(t.TempDir(), "copy")
+				args := append(c.args, "--output", out)
+				if code, _, errOut := run(t, args...); code != ExitUnsupported || !strings.Contains(errOut, `keyed state "events" cannot be read`) {
+					t.Errorf("without the declaration: exit %d, %s; want %d, the state events unreadable", code, errOut, ExitUnsupported)
+				}
+				mustRun(t, append(args, "--kryo-classes", classes)...)
+				if got := dumped(t, []string{"subtask"}, append([]string{out, "--kryo-classes", classes}, c.state...)...); !slices.Equal(got, c.want) {
+					t.Errorf("the copy holds %d entries, want %d; they differ:\n%s", len(got), len(c.want), firstDifference(got, c.want))
+				}
+			})
+		}
+	}
+	src, _ := witnessEntry(t, "2.3.0", "zoo-hashmap-canonical")
+	for _, c := range []struct {
+		args []string
+		says string
+	}{
+		{[]string{"convert", src, "--to", "flink", "--output", filepath.Join(dir, "junk"), "--proto-descriptors", junk}, "not a FileDescriptorSet"},
+		{[]string{"rescale", src, "--parallelism", "3", "--output", filepath.Join(dir, "planned"), "--plan-only", filepath.Join(dir, "plan"), "--kryo-classes", classes},
+			"--kryo-classes and --proto-descriptors go with no --plan-only"},
+	} {
+		if code, _, errOut := run(t, c.args...); code != ExitUsage || !strings.Contains(errOut, c.says) {
+			t.Errorf("%s: exit %d, %s; want %d, saying %q", c.args[0], code, errOut, ExitUsage, c.says)
+		}
+	}
 }

@@ -51,7 +51,8 @@ func newOperatorEditCommand(e *env, verb string) *cobra.Command {
 		Short: "Write a copy of SRC without operator UID",
 		Example: `  stateutil operator remove ./snapshot.dump --operator rules --output ./without-rules.dump
   stateutil operator rename ./snapshot.dump --operator word-counter --to counter-v2 --output ./renamed.dump
-  stateutil operator remove ./flink/savepoint-1a2b3c --operator dedup --output ./savepoint-without-dedup`,
+  stateutil operator remove ./flink/savepoint-1a2b3c --operator dedup --output ./savepoint-without-dedup
+  stateutil operator rename ./flink/chk-3 --key-serializers-from ./flink/savepoint-9f89f7 --operator 17_group-aggregate --to totals --output ./renamed`,
 		Long: "Write a copy of SRC without operator UID (uid, id or name) and its state.\n\n" + exitCodeHelp,
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
@@ -77,7 +78,8 @@ func newOperatorEditCommand(e *env, verb string) *cobra.Command {
 		c.Short = "Write a copy of SRC with operator UID's id set to HASH"
 		c.Long = "Write a copy of SRC with the operator id of operator UID (uid, id or name) set to HASH\n" +
 			"(32 hex digits): what Flink's setUidHash(HASH) names, for operators that never had a uid.\n\n" + exitCodeHelp
-		c.Example = "  stateutil operator set-uid-hash ./savepoint --operator 2c4a0a1b69e7c1a5f5bd9e1a3d7b8c90 --to 6f1c0d7c1e5b4a3f2e1d0c9b8a796857 --output ./fixed"
+		c.Example = "  stateutil operator set-uid-hash ./savepoint --operator 2c4a0a1b69e7c1a5f5bd9e1a3d7b8c90 --to 6f1c0d7c1e5b4a3f2e1d0c9b8a796857 --output ./fixed\n" +
+			"  stateutil operator set-uid-hash ./flink/chk-3 --key-serializers-from ./flink/savepoint-9f89f7 --operator 17_group-aggregate --to 6f1c0d7c1e5b4a3f2e1d0c9b8a796857 --output ./fixed"
 		c.Flags().StringVar(&o.to, "to", "", "the new operator id (32 hex digits)")
 	}
 	f := c.Flags()

@@ -59,6 +59,8 @@ serializer implies (String, Long, Integer, Short, Byte, Boolean, Character, Doub
 Tuple and Row of these, the Table API's RowData); other key types, and raw state that
 would have to be split, are refused, naming them.
 
+` + copySchemasHelp + `
+
 --dry-run prints the plan (new key-group ranges, the old subtasks feeding each new one,
 entries, bytes and skew, and where operator-state elements go) without writing.
 SRC is never modified; DST appears only when complete, is claimed for this one
@@ -73,6 +75,7 @@ the result is read back and compared with SRC.
   stateutil rescale ./snapshot.dump --parallelism 4 --operator kafka-source=1 --output ./r.dump --dry-run
   stateutil rescale ./snapshot.dump --max-parallelism 4096 --output ./wide.dump -o json
   stateutil rescale ./flink/savepoint-1a2b3c --max-parallelism 4096 --operator counter=8 --output ./savepoint-4096
+  stateutil rescale ./flink/chk-3 --parallelism 3 --key-serializers-from ./flink/savepoint-9f89f7 --output ./savepoint-p3
   stateutil rescale ./flink/chk-42 --max-parallelism 256 --flink-version 1.20 --drop-expired-ttl-at 2026-12-01T00:00:00Z --ttl last-seen=24h --output ./sp
   stateutil rescale hdfs://nn:8020/sp/job-7 --max-parallelism 4096 --output hdfs://nn:8020/sp/job-7-wide --yarn http://rm:8088 --shards 100 --queue batch
   stateutil rescale s3://bucket/sp/job-7 --parallelism 64 --output s3://bucket/sp/job-7-p64 --plan-only plan.json --shards 8`,

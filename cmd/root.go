@@ -270,14 +270,27 @@ wasb:// too).
 		&cobra.Group{ID: groupOther, Title: "Other commands:"},
 	)
 	// The commands that read values take the user's schemas of classes the
-	// snapshots only name (--kryo-classes, --proto-descriptors).
-	schemas := func(c *cobra.Command, without ...string) *cobra.Command {
-		return schemaflags.Add(&e.reg, c, without...)
+	// snapshots only name (--kryo-classes, --proto-descriptors) and the
+	// snapshot that gives the key serializers one does not record
+	// (--key-serializers-from); so do those that write a snapshot from a
+	// source, which must tell its values and keys apart to copy them. Such a
+	// copy planned for shards takes the key serializers' snapshot but no
+	// files: its shards run elsewhere.
+	schemas := func(c *cobra.Command) *cobra.Command { return schemaflags.Add(&e.reg, c) }
+	var copies func(c *cobra.Command) *cobra.Command
+	copies = func(c *cobra.Command) *cobra.Command {
+		for _, sub := range c.Commands() {
+			copies(sub)
+		}
+		if c.HasSubCommands() {
+			return c
+		}
+		return schemaflags.Add(&e.reg, c, "plan-only", "yarn")
 	}
 	addGroup(root, groupLook, schemas(newInspectCommand(e)), newLsCommand(e), schemas(newGetCommand(e)), schemas(newDumpCommand(e)),
 		schemas(newSQLCommand(e)), schemas(newDiffCommand(e)), schemas(newVerifyCommand(e)), newKeygroupCommand(), schemas(newServeCommand(e)))
-	addGroup(root, groupChange, newConvertCommand(e), newRescaleCommand(e), schemaflags.AddWritten(&e.reg, newUpgradeCommand(e)), newOperatorCommand(e),
-		newStateCommand(e), newKeysCommand(e), schemas(newPutCommand(e), "plan-only", "yarn"), schemas(newLoadCommand(e), "plan-only", "yarn"))
+	addGroup(root, groupChange, copies(newConvertCommand(e)), copies(newRescaleCommand(e)), schemaflags.AddWritten(&e.reg, newUpgradeCommand(e)),
+		copies(newOperatorCommand(e)), copies(newStateCommand(e)), copies(newKeysCommand(e)), copies(newPutCommand(e)), copies(newLoadCommand(e)))
 	addGroup(root, groupScaleOut, newShardCommand(e), newCommitCommand(e), newAbortCommand(e))
 	addGroup(root, groupOther, newGenerateCommand(e), newRunCommand(e), newVersionCommand(e), newFetchTokenCommand(e))
 	root.SetHelpCommandGroupID(groupOther)

@@ -200,7 +200,10 @@ and checked against the source by every shard and by the commit; stateutil abort
 PLAN gives it up and removes its staging area. --yarn http://RM:8088 --shards N
 runs the N shards as one YARN application (Hadoop's DistributedShell; the
 destination on HDFS), waits for it and commits. A failed shard's error names it and
-shows the end of its log.`
+shows the end of its log. The plan records --key-serializers-from: every shard and the
+commit read SRC's keys by that snapshot, which they must reach as they reach SRC.
+--kryo-classes and --proto-descriptors go with no --plan-only or --yarn: the shards
+would run without their files.`
 
 // shardFlags are the flags of rescale and convert that plan a copy for
 // shards (--plan-only) or run it as shards on YARN (--yarn).
@@ -334,7 +337,8 @@ func (s *shardFlags) run(c *cobra.Command, e *env, req migrate.Request, report o
 
 // shardTokens are the delegation tokens the shards' containers reach a
 // kerberized HDFS with, having no Kerberos identity there: one for each
-// namenode of the source, destination and plan, which the ResourceManager
+// namenode of the source, destination and plan (and of the snapshot of
+// --key-serializers-from), which the ResourceManager
 // (yarn.resourcemanager.principal) may renew while the application runs.
 // An HDFS without Kerberos needs none.
 func shardTokens(c *cobra.Command, e *env, sp *migrate.ShardPlan, planFile string) ([]hdfs.Token, error) {
@@ -348,7 +352,7 @@ func shardTokens(c *cobra.Command, e *env, sp *migrate.ShardPlan, planFile strin
 	}
 	var tokens []hdfs.Token
 	var asked []string
-	for _, uri := range []string{sp.Source, sp.Destination, planFile} {
+	for _, uri := range []string{sp.Source, sp.Destination, planFile, sp.KeySerializersFrom} {
 		u, err := url.Parse(uri)
 		if err != nil || u.Scheme != "hdfs" || slices.Contains(asked, u.Host) {
 			continue

@@ -51,7 +51,8 @@ operator state of the operator exits 1.
 ` + exitCodeHelp,
 		Example: `  stateutil state drop ./savepoint-1a2b --operator word-counter --state recent --output ./without-recent
   stateutil state drop ./snapshot.dump --operator word-counter --state count --dry-run
-  stateutil state drop hdfs://nn:8020/sp/job-7 --operator dedup --state seen --max-parallelism 256 --output hdfs://nn:8020/sp/job-7-fixed`,
+  stateutil state drop hdfs://nn:8020/sp/job-7 --operator dedup --state seen --max-parallelism 256 --output hdfs://nn:8020/sp/job-7-fixed
+  stateutil state drop ./job/chk-3 --key-serializers-from ./savepoint-9f89f7 --operator 17_group-aggregate --state accState --output ./without-acc`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			if err := o.validate(c, op); err != nil {
@@ -77,7 +78,8 @@ states of the same kind (keyed or operator) exits 1, as does a NEW equal to OLD.
 
 ` + exitCodeHelp
 		c.Example = `  stateutil state rename ./savepoint-1a2b --operator word-counter --state count --to word-count --output ./renamed
-  stateutil state rename ./snapshot.dump --operator kafka-source --state partition-offsets --to offsets --dry-run`
+  stateutil state rename ./snapshot.dump --operator kafka-source --state partition-offsets --to offsets --dry-run
+  stateutil state rename ./savepoint-heap-native --kryo-classes ./acme.kryo-classes --operator sessions --state events --to events-v2 --output ./renamed`
 		c.Flags().StringVar(&o.to, "to", "", "the state's new name")
 	}
 	c.Flags().StringVar(&o.operator, "operator", "", "the operator (uid, id or name)")

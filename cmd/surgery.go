@@ -14,7 +14,9 @@ import (
 // surgeryHelp is what the help of every state edit says of how it writes.
 const surgeryHelp = `The copy goes through the pipeline convert and rescale use: any format
 stateutil writes (--format; default the source's), --parallelism and
---max-parallelism in the same run, --plan-only for shards, local disk, HDFS or S3.
+--max-parallelism in the same run, --plan-only for shards (whose plan records
+--key-serializers-from; --kryo-classes and --proto-descriptors, files the shards would
+run without, go with no --plan-only or --yarn), local disk, HDFS or S3.
 SRC is never modified; DST is claimed for this one writer and its metadata is
 committed last and atomically, so a failed or interrupted edit leaves nothing a
 reader accepts; --force replaces only a snapshot (see convert's help on DST). Every write prints, per state it touches, the entries (operator

@@ -64,7 +64,9 @@ Flink 2.x refuses the restore as incompatible; it never reads it wrongly.
 
 --parallelism and --max-parallelism rescale in the same run, as rescale does. Downgrades
 (a Flink 2.x snapshot to Flink 1.x) are refused (exit 4). SRC is never modified; DST
-appears only when complete, and is claimed for this one writer (see convert).
+appears only when complete, and is claimed for this one writer (see convert). A Flink
+changelog checkpoint that records no key serializer for some operators takes them from a
+savepoint of the same job with --key-serializers-from, as convert does.
 
 ` + exitCodeHelp,
 		Example: `  stateutil upgrade --check ./savepoint-1.20 --flink-version 2.1
@@ -72,6 +74,7 @@ appears only when complete, and is claimed for this one writer (see convert).
   stateutil upgrade ./savepoint-1.20 --flink-version 2.1 --output ./savepoint-2.1
   stateutil upgrade ./savepoint-1.20 --flink-version 2.3 --kryo-classes ./classes.java --output ./savepoint-2.3
   stateutil upgrade ./job/chk-42 --path-map file:/data/flink=/mnt/copy --flink-version 2.3 --output ./savepoint-2.3
+  stateutil upgrade ./job/chk-3 --key-serializers-from ./savepoint-1.20 --flink-version 2.3 --output ./savepoint-2.3
   stateutil upgrade ./savepoint-1.18 --flink-version 2.0 --max-parallelism 4096 --parallelism 8 --output ./savepoint-2.0-wide`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {

@@ -280,7 +280,11 @@ func checkCoverage(a ShardAssignment, rec *ShardRecord) error {
 // openPlanned opens sp's source, checks it is the one planned, and
 // rebuilds the copy's plan from it.
 func openPlanned(ctx context.Context, reg *snapshot.Registry, sp *ShardPlan, tempDir string) (snapshot.Reader, *Plan, *snapshot.Format, error) {
-	r, err := reg.Open(ctx, sp.Source, snapshot.OpenOptions{PathMap: sp.PathMap, TempDir: tempDir})
+	opts := snapshot.OpenOptions{PathMap: sp.PathMap, TempDir: tempDir}
+	if sp.KeySerializersFrom != "" {
+		opts.Schemas = &snapshot.Schemas{KeySerializersFrom: sp.KeySerializersFrom}
+	}
+	r, err := reg.Open(ctx, sp.Source, opts)
 	if err != nil {
 		return nil, nil, nil, err
 	}

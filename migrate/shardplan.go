@@ -83,6 +83,11 @@ type ShardPlan struct {
 	// ReaderVersion and DropExpired: see Request.
 	ReaderVersion string         `json:"reader_version,omitempty"`
 	DropExpired   *PlannedExpiry `json:"drop_expired,omitempty"`
+	// KeySerializersFrom is the snapshot whose key serializers the
+	// source's keys were read by where it records none
+	// (snapshot.Schemas.KeySerializersFrom): every shard and the commit
+	// read them so too.
+	KeySerializersFrom string `json:"key_serializers_from,omitempty"`
 	// Shards lists, per shard (1..N), the new subtasks it writes.
 	Shards []ShardAssignment `json:"shards"`
 	// Plan is the copy's plan: per operator its new subtasks, their key
@@ -174,6 +179,9 @@ func PlanShards(ctx context.Context, reg *snapshot.Registry, req ShardRequest) (
 		StateEdits: req.StateEdits,
 		PathMap:    req.PathMap, SkipUnreadable: req.SkipUnreadable, EntryByEntry: req.EntryByEntry,
 		ReaderVersion: req.ReaderVersion,
+	}
+	if s := reg.Codecs.Schemas(); s != nil {
+		sp.KeySerializersFrom = s.KeySerializersFrom
 	}
 	if x := req.DropExpired; x != nil {
 		sp.DropExpired = &PlannedExpiry{At: x.At, TTL: x.TTL}

@@ -152,8 +152,8 @@ func checkWrite(s *snapshot.Snapshot, opts snapshot.WriteOptions) error {
 	for _, op := range s.Operators {
 		if co, err := carriedOf(op); err == nil && co != nil && len(op.KeyedStates) > 0 && len(co.KeySerializer) == 0 {
 			return fmt.Errorf("operator %q: %w: its key serializer is not recorded, and a savepoint must name it: "+
-				"a changelog checkpoint taken before the state backend first materialized its state records none (Flink takes the job's), "+
-				"and Flink 1.3 to 1.6 recorded it in a form stateutil does not write; "+
+				"a changelog checkpoint taken before the state backend first materialized its state records none (Flink takes the job's; "+
+				"--key-serializers-from SNAPSHOT takes it from a savepoint of the same job), and Flink 1.3 to 1.6 recorded it in a form stateutil does not write; "+
 				"take a savepoint, or a checkpoint after the first materialization", op.Label(), snapshot.ErrUnsupportedVersion)
 		}
 	}

@@ -2,7 +2,7 @@
 // --key-serializers-from: the schemas a user gives, in files, for the
 // classes a snapshot only names, and another snapshot of the same job for
 // the key serializers a snapshot does not record, for the commands that
-// decode or write values.
+// decode values or write snapshots from a source.
 package schemaflags
 
 import (
@@ -42,29 +42,37 @@ const kryoClassesHelp = "FILE: the fields of the classes Kryo writes with its Fi
 	"(a class marked @WrittenBy, its members the writes in order: '@WrittenBy(com.acme.TokenSerializer.class) final class com.acme.Token { varlong id; String text; }' " +
 	"for out.writeVarLong(t.id, true); out.writeString(t.text)), as Java declarations (see docs/flink.md: \"Kryo classes and Protobuf messages\"); without it their values are not decoded"
 
-// AddWritten adds --kryo-classes to c, as Add does, for a command that
-// takes of the file only the classes marked @WrittenBy (upgrade): what a
-// serializer of the user's own writes, by Output calls whose Kryo 5 bytes
-// follow from their Kryo 2 bytes.
+// keySerializersFromHelp is --key-serializers-from's help.
+const keySerializersFromHelp = "SNAPSHOT: a savepoint (or a checkpoint that materialized) of the same job, whose key serializers read the keys of a Flink changelog checkpoint that records none (one not yet materialized): " +
+	"operator by operator (same ID), only where none is recorded, and only if every key fits, else refused; a copy written of the checkpoint records them " +
+	"(see docs/flink.md: \"Checkpoints that record no key serializer\"); e.g. --key-serializers-from s3://bucket/savepoints/savepoint-1a2b3c"
+
+// AddWritten adds --kryo-classes and --key-serializers-from to c, as Add
+// does, for a command that takes of the file only the classes marked
+// @WrittenBy (upgrade): what a serializer of the user's own writes, by
+// Output calls whose Kryo 5 bytes follow from their Kryo 2 bytes.
 func AddWritten(reg **snapshot.Registry, c *cobra.Command) *cobra.Command {
 	f := &files{writtenOnly: true}
 	c.Flags().StringVar(&f.kryoClasses, "kryo-classes", "", "FILE: what Kryo serializers of your own write, as classes marked @WrittenBy in the file the other commands take "+
 		"('@WrittenBy(com.acme.TokenSerializer.class) final class com.acme.Token { varlong id; String text; }' for out.writeVarLong(t.id, true); out.writeString(t.text)), "+
 		"so that their values are carried from Kryo 2 to Kryo 5; the file's other classes are not used here (see docs/upgrading.md)")
+	c.Flags().StringVar(&f.keySerializersFrom, "key-serializers-from", "", keySerializersFromHelp)
 	return f.hook(reg, c, nil)
 }
 
 // Add adds the flags to c, which reads snapshots from *reg, and returns c.
 // Before c runs, *reg becomes the registry it is now, its codecs and
 // snapshots reading by the schemas the flags give. With any of c's flags
-// named exclusive set, they are refused: what that flag hands on runs
-// later, without their files.
+// named exclusive set (--plan-only, --yarn), --kryo-classes and
+// --proto-descriptors are refused: what that flag hands on runs later,
+// elsewhere, without their files. --key-serializers-from, a location, goes
+// with them: a plan records it (migrate.ShardPlan.KeySerializersFrom).
 func Add(reg **snapshot.Registry, c *cobra.Command, exclusive ...string) *cobra.Command {
 	f := &files{}
 	fs := c.Flags()
 	fs.StringVar(&f.kryoClasses, "kryo-classes", "", kryoClassesHelp)
 	fs.StringArrayVar(&f.protoDescriptors, "proto-descriptors", nil, "FILE: a Protobuf FileDescriptorSet (protoc --include_imports --descriptor_set_out=FILE) to decode the messages Kryo writes with chill-protobuf's ProtobufSerializer (repeatable)")
-	fs.StringVar(&f.keySerializersFrom, "key-serializers-from", "", "SNAPSHOT: a savepoint (or a checkpoint that materialized) of the same job, whose key serializers read the keys of a Flink changelog checkpoint that records none (one not yet materialized): operator by operator (same ID), only where none is recorded, and only if every key fits, else refused (see docs/flink.md: \"Checkpoints that record no key serializer\"); e.g. --key-serializers-from s3://bucket/savepoints/savepoint-1a2b3c")
+	fs.StringVar(&f.keySerializersFrom, "key-serializers-from", "", keySerializersFromHelp)
 	return f.hook(reg, c, exclusive)
 }
 
@@ -83,8 +91,8 @@ func (f *files) hook(reg **snapshot.Registry, c *cobra.Command, exclusive []stri
 			return err
 		}
 		for _, name := range exclusive {
-			if v := fs.Lookup(name); s != nil && v != nil && v.Value.String() != "" {
-				return errorf("--kryo-classes, --proto-descriptors and --key-serializers-from go with no --%s: what it hands on runs without them", name)
+			if v := fs.Lookup(name); (f.kryoClasses != "" || len(f.protoDescriptors) > 0) && v != nil && v.Value.String() != "" {
+				return errorf("--kryo-classes and --proto-descriptors go with no --%s: what it hands on runs elsewhere, without their files", name)
 			}
 		}
 		*reg = base.WithSchemas(s)

@@ -77,11 +77,11 @@ func TestBadFilesAreTheUsersMistake(t *testing.T) {
 		"missing":   {[]string{"--kryo-classes", filepath.Join(dir, "none")}, "--kryo-classes: stat " + filepath.Join(dir, "none") + ": no such file"},
 		"directory": {[]string{"--kryo-classes", dir}, "is not a regular file"},
 		// A FIFO with no writer: opened, it would wait for one forever.
-		"fifo":                           {[]string{"--proto-descriptors", fifo}, "--proto-descriptors \"" + fifo + "\" is not a regular file"},
-		"bad layout":                     {[]string{"--kryo-classes", writeFile(t, "bad", "class com.acme.A {\n  int x\n}\n")}, ":3: want ';'"},
-		"junk protobuf":                  {[]string{"--proto-descriptors", writeFile(t, "junk.pb", "\xff\xff\xff")}, "not a FileDescriptorSet"},
-		"with plan-only":                 {[]string{"--kryo-classes", writeFile(t, "classes", layout), "--plan-only", "plan"}, "go with no --plan-only"},
-		"key serializers with plan-only": {[]string{"--key-serializers-from", "savepoint", "--plan-only", "plan"}, "go with no --plan-only"},
+		"fifo":                         {[]string{"--proto-descriptors", fifo}, "--proto-descriptors \"" + fifo + "\" is not a regular file"},
+		"bad layout":                   {[]string{"--kryo-classes", writeFile(t, "bad", "class com.acme.A {\n  int x\n}\n")}, ":3: want ';'"},
+		"junk protobuf":                {[]string{"--proto-descriptors", writeFile(t, "junk.pb", "\xff\xff\xff")}, "not a FileDescriptorSet"},
+		"with plan-only":               {[]string{"--kryo-classes", writeFile(t, "classes", layout), "--plan-only", "plan"}, "--kryo-classes and --proto-descriptors go with no --plan-only"},
+		"key serializers and a layout": {[]string{"--key-serializers-from", "savepoint", "--kryo-classes", writeFile(t, "classes", layout), "--plan-only", "plan"}, "go with no --plan-only"},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -100,6 +100,18 @@ func TestBadFilesAreTheUsersMistake(t *testing.T) {
 	}
 }
 
+// --key-serializers-from names a location, not a file: a plan records it
+// for the shards, so it goes with --plan-only.
+func TestKeySerializersFromGoesWithAPlan(t *testing.T) {
+	_, ran, err := run(t, "--key-serializers-from", "hdfs://nn:8020/savepoints/savepoint-1a2b3c", "--plan-only", "plan")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ran == nil || ran.Codecs.Schemas().KeySerializersFrom != "hdfs://nn:8020/savepoints/savepoint-1a2b3c" {
+		t.Fatalf("the command ran with %v, want a registry naming the savepoint for key serializers", ran)
+	}
+}
+
 func TestFileOverTheBoundIsRefused(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "big")
 	if err := os.WriteFile(p, nil, 0o644); err != nil {
@@ -114,7 +126,8 @@ func TestFileOverTheBoundIsRefused(t *testing.T) {
 	}
 }
 
-// AddWritten takes of the file only the classes marked @WrittenBy.
+// AddWritten takes of the file only the classes marked @WrittenBy, and
+// --key-serializers-from as Add does.
 func TestAddWrittenTakesOnlyWrittenClasses(t *testing.T) {
 	for text, want := range map[string]int{
 		layout: 0,
@@ -139,5 +152,17 @@ func TestAddWrittenTakesOnlyWrittenClasses(t *testing.T) {
 		if _, ok := got.Class("com.acme.Line"); ok {
 			t.Errorf("%q: the FieldSerializer class is taken", text)
 		}
+	}
+	base := snapshot.NewRegistry(storage.NewRegistry())
+	reg := base
+	var ran *snapshot.Registry
+	c := &cobra.Command{Use: "x", RunE: func(*cobra.Command, []string) error { ran = reg; return nil }, SilenceUsage: true, SilenceErrors: true}
+	AddWritten(&reg, c)
+	c.SetArgs([]string{"--key-serializers-from", "savepoint-1a2b3c"})
+	if err := c.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	if ran == base || ran.Codecs.Schemas().KeySerializersFrom != "savepoint-1a2b3c" {
+		t.Errorf("--key-serializers-from: the command ran with %v, want a registry naming the savepoint", ran)
 	}
 }

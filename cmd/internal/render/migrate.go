@@ -25,6 +25,9 @@ func ShardPlan(w io.Writer, sp *migrate.ShardPlan, planFile string) error {
 	if err := Table(w, []string{"SHARD", "SUBTASKS", "BYTES"}, rows); err != nil {
 		return err
 	}
+	if sp.KeySerializersFrom != "" {
+		fmt.Fprintf(w, "The shards and the commit read the source's keys by the key serializers of %s, as this plan did: it must be reachable from where they run.\n", sp.KeySerializersFrom)
+	}
 	_, err := fmt.Fprintf(w, "Next: stateutil shard %s --shard I/%d for each I in 1..%d (anywhere, in any order), then stateutil commit %s (or stateutil abort %s to give the plan up)\n",
 		planFile, len(sp.Shards), len(sp.Shards), planFile, planFile)
 	return err
