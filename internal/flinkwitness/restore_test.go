@@ -27,11 +27,6 @@ var (
 	// job's partitioning: no savepoint holds them, and a copy without
 	// them would lose them.
 	inFlight = refusal{cmd.ExitUnsupported, "an unaligned checkpoint with data in flight"}
-	// A changelog checkpoint taken before the state backend first
-	// materialized its state records no key serializer for the SQL
-	// operators' states (Flink takes the job's), and a savepoint must
-	// name one.
-	noKeySerializer = refusal{cmd.ExitUnsupported, "its key serializer is not recorded, and a savepoint must name it"}
 )
 
 // restoreRefusals are the witness snapshots that stateutil refuses to
@@ -39,10 +34,8 @@ var (
 // fails on a refusal not listed, and on a listed one that no longer
 // happens.
 var restoreRefusals = map[string]refusal{
-	"2.3.0/cep-hashmap-checkpoint-unaligned":      inFlight,
-	"2.3.0/zoo-hashmap-checkpoint-unaligned":      inFlight,
-	"2.3.0/sqlbatch-hashmap-checkpoint-changelog": noKeySerializer,
-	"2.3.0/sqlops-hashmap-checkpoint-changelog":   noKeySerializer,
+	"2.3.0/cep-hashmap-checkpoint-unaligned": inFlight,
+	"2.3.0/zoo-hashmap-checkpoint-unaligned": inFlight,
 }
 
 // pinningJobs are the witness jobs whose SQL plans have operators of max
@@ -52,18 +45,18 @@ var pinningJobs = []string{"sqlops", "sqlevents"}
 
 func entryID(e flinkharness.Entry) string { return e.Manifest.FlinkVersion + "/" + e.Name }
 
-// restoreEntries are the witness snapshots the restore check runs on.
-// STATEUTIL_WITNESS_RESTORE=full: all of them; a list of VERSION/NAME
-// (spaces or commas between): those; else one a day of the Flink versions
-// flinkharness.Versions names (make test alternates them by day,
-// scripts/test.sh, so the day's index among the days of its version
-// is day/2).
-func restoreEntries(t *testing.T) (root string, chosen []flinkharness.Entry) {
-	root, _, all := witnessSet(t)
+// restoreEntries are the witness snapshots the restore check runs on, of
+// all those under root. STATEUTIL_WITNESS_RESTORE=full: all of them; a
+// list of VERSION/NAME (spaces or commas between): those; else one a day
+// of the Flink versions flinkharness.Versions names (make test alternates
+// them by day, scripts/test.sh, so the day's index among the days of its
+// version is day/2).
+func restoreEntries(t *testing.T) (root string, chosen, all []flinkharness.Entry) {
+	root, _, all = witnessSet(t)
 	which := strings.TrimSpace(os.Getenv("STATEUTIL_WITNESS_RESTORE"))
 	switch which {
 	case "full":
-		return root, all
+		return root, all, all
 	case "":
 		versions := flinkharness.Versions()
 		var of []flinkharness.Entry
@@ -76,7 +69,7 @@ func restoreEntries(t *testing.T) (root string, chosen []flinkharness.Entry) {
 			t.Fatalf("no witness snapshots of Flink %v under %s", versions, root)
 		}
 		day := int(time.Now().Unix() / 86400)
-		return root, of[day/2%len(of) : day/2%len(of)+1]
+		return root, of[day/2%len(of) : day/2%len(of)+1], all
 	}
 	for _, id := range strings.FieldsFunc(which, func(r rune) bool { return r == ' ' || r == ',' }) {
 		i := slices.IndexFunc(all, func(e flinkharness.Entry) bool { return entryID(e) == id })
@@ -85,7 +78,7 @@ func restoreEntries(t *testing.T) (root string, chosen []flinkharness.Entry) {
 		}
 		chosen = append(chosen, all[i])
 	}
-	return root, chosen
+	return root, chosen, all
 }
 
 // TestWitnessRestoresInFlink is the restore check: Flink goes on from each
@@ -94,7 +87,9 @@ func restoreEntries(t *testing.T) (root string, chosen []flinkharness.Entry) {
 // parallelism 3, through the snapshot's backend) and from its `convert
 // --to flink` (a canonical savepoint, through hashmap), and the three
 // outputs must be the same; or stateutil refuses the copies as
-// restoreRefusals says. A rescale keeps each operator of max parallelism 1
+// restoreRefusals says. A changelog checkpoint that records no key
+// serializer is copied with --key-serializers-from its job's savepoint,
+// as its user would. A rescale keeps each operator of max parallelism 1
 // at parallelism 1 and says so, as Flink plans it. One snapshot a day
 // under STATEUTIL_REQUIRE_FLINK=1 (make test); make
 // test-witness-restore runs them all.
@@ -103,7 +98,7 @@ func TestWitnessRestoresInFlink(t *testing.T) {
 	if !flinkharness.Required() {
 		t.Skip("the real-Flink restore check runs with STATEUTIL_REQUIRE_FLINK=1")
 	}
-	root, entries := restoreEntries(t)
+	root, entries, all := restoreEntries(t)
 	for id := range restoreRefusals {
 		if !slices.ContainsFunc(entries, func(e flinkharness.Entry) bool { return entryID(e) == id }) && os.Getenv("STATEUTIL_WITNESS_RESTORE") == "full" {
 			t.Errorf("restoreRefusals names %s, which %s does not hold", id, root)
@@ -114,7 +109,7 @@ func TestWitnessRestoresInFlink(t *testing.T) {
 	var table []string
 	for _, e := range entries {
 		t.Run(entryID(e), func(t *testing.T) {
-			row := restoreCheck(ctx, t, e)
+			row := restoreCheck(ctx, t, e, all)
 			table = append(table, fmt.Sprintf("%-46s %-12s %-40s %s", entryID(e), row[0], row[1], row[2]))
 		})
 	}
@@ -122,10 +117,10 @@ func TestWitnessRestoresInFlink(t *testing.T) {
 		"snapshot", "original", "rescale --parallelism 3", "convert --to flink", strings.Join(table, "\n"))
 }
 
-// restoreCheck checks one snapshot and returns what each run gave: the
-// original's number of outputs, then the rescaled and the converted
-// copies' outcome.
-func restoreCheck(ctx context.Context, t *testing.T, e flinkharness.Entry) [3]string {
+// restoreCheck checks one snapshot of corpus and returns what each run
+// gave: the original's number of outputs, then the rescaled and the
+// converted copies' outcome.
+func restoreCheck(ctx context.Context, t *testing.T, e flinkharness.Entry, corpus []flinkharness.Entry) [3]string {
 	row := [3]string{"-", "-", "-"}
 	m := e.Manifest
 	release, err := e.AtOriginalDir()
@@ -154,6 +149,14 @@ func restoreCheck(ctx context.Context, t *testing.T, e flinkharness.Entry) [3]st
 	}
 	row[0] = fmt.Sprintf("%d outputs", strings.Count(string(want), "\n"))
 	old, now := e.PathMap()
+	flags := []string{"--path-map", old + "=" + now, "-q"}
+	from, err := e.KeySerializersFrom(corpus)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if from != "" {
+		flags = append(flags, "--key-serializers-from", from)
+	}
 	refused, listed := restoreRefusals[entryID(e)]
 	copies := []struct {
 		name, backend string
@@ -165,7 +168,7 @@ func restoreCheck(ctx context.Context, t *testing.T, e flinkharness.Entry) [3]st
 	}
 	for i, c := range copies {
 		out := filepath.Join(dir, c.name)
-		code, stdout, errOut := stateutil(append(c.args, "--path-map", old+"="+now, "--output", out, "-q")...)
+		code, stdout, errOut := stateutil(append(append(c.args, flags...), "--output", out)...)
 		msg := strings.TrimSpace(errOut)
 		switch {
 		case code != cmd.ExitOK && listed && code == refused.code && strings.Contains(msg, refused.says):
