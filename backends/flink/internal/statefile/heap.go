@@ -709,6 +709,9 @@ func notDecoded(s *typeser.SerializerSnapshot) *snapshot.NotDecodedError {
 // walk; how adds why the section does not split.
 func (l *Layout) errUnsized(r *wire.Reader, at, count int, how string) error {
 	what, s := l.notWalked()
+	if typeser.KindOf(s) == "Kryo" {
+		how += fmt.Sprintf(" (a class Kryo writes by its fields walks by its declaration in --kryo-classes, a Protobuf message by --proto-descriptors; the state declares %s)", s.TypeClass)
+	}
 	return &unsplitError{count: count, nd: notDecoded(s),
 		msg: fmt.Sprintf("%q at offset %d: state %q (%d entries): the %s serializer %s writes no length and stateutil cannot walk all its values, so they cannot be told apart in heap key groups%s: %v",
 			r.File, r.Base+int64(at), l.Name, count, what, s.Name(), how, wire.ErrUnsupportedVersion)}
