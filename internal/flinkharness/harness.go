@@ -396,3 +396,19 @@ func Continue(ctx context.Context, version string, o ContinueOptions) (string, e
 	_, err := run(ctx, version, o.Conf, "continue", args...)
 	return o.Out, err
 }
+
+// InFlightBytes is how many bytes of records in flight the snapshot's
+// channel state holds, as Flink's own channel state reader finds them (the
+// harness's in-flight): 0 for an aligned snapshot, and for an unaligned
+// checkpoint whose channels were all empty.
+func InFlightBytes(ctx context.Context, version, snapshot string) (int64, error) {
+	out, err := Run(ctx, version, "in-flight", "--snapshot", snapshot)
+	if err != nil {
+		return 0, err
+	}
+	n, err := strconv.ParseInt(lastLine(out), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("flinkharness: in-flight printed %q: %v", out, err)
+	}
+	return n, nil
+}

@@ -3,6 +3,7 @@ package flinkharness
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -66,5 +67,49 @@ func TestBasicSnapshotRestore(t *testing.T) {
 	}
 	if !strings.Contains(strings.ToLower(he.Message), "max parallelism") {
 		t.Fatalf("Flink's refusal does not name the max parallelism: %q", he.Message)
+	}
+}
+
+// TestInFlightBytes reads the records in flight of checked-in witness
+// snapshots with Flink's channel state reader: the unaligned checkpoint of
+// cep holds some (its buffers are inside its _metadata, so fewer bytes
+// than that); that of sqlevents lists 40 channels whose buffers are all
+// empty; an aligned savepoint holds none.
+func TestInFlightBytes(t *testing.T) {
+	Require(t)
+	entries, err := ReadCorpus(filepath.Join(RepoRoot(), "testdata", "flink-witness"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	checked := 0
+	for _, e := range entries {
+		if e.Manifest.FlinkVersion != "2.3.0" {
+			continue
+		}
+		if e.Manifest.Unaligned != strings.HasSuffix(e.Name, "-unaligned") {
+			t.Errorf("%s: manifest says unaligned %v", e.Name, e.Manifest.Unaligned)
+		}
+		switch e.Name {
+		case "cep-hashmap-checkpoint-unaligned", "sqlevents-hashmap-checkpoint-unaligned", "cep-hashmap-canonical":
+		default:
+			continue
+		}
+		checked++
+		n, err := InFlightBytes(ctx, e.Manifest.FlinkVersion, e.SnapshotDir())
+		if err != nil {
+			t.Fatalf("%s: %v", e.Name, err)
+		}
+		md, err := os.Stat(filepath.Join(e.SnapshotDir(), "_metadata"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if full := e.Name == "cep-hashmap-checkpoint-unaligned"; full != (n > 0) || n >= md.Size() {
+			t.Errorf("%s: %d bytes in flight (its _metadata has %d)", e.Name, n, md.Size())
+		}
+	}
+	if checked != 3 {
+		t.Fatalf("checked %d of the 3 snapshots", checked)
 	}
 }

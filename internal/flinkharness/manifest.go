@@ -22,6 +22,9 @@ type Manifest struct {
 	Incremental  bool   `json:"incremental"`
 	Compression  bool   `json:"compression"`
 	Changelog    bool   `json:"changelog"`
+	// Unaligned: an unaligned checkpoint, whose channel state may hold
+	// records in flight (InFlightBytes says whether it does).
+	Unaligned bool `json:"unaligned"`
 	// Materialized (changelog only): whether the changelog handles have a
 	// materialised part; nil when the snapshot has no changelog handle (a
 	// canonical savepoint is written by the nested backend).

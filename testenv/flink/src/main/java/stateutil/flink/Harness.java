@@ -196,6 +196,8 @@ public final class Harness {
                 return protoDescriptors(o);
             case "unrestorable":
                 return unrestorable(o);
+            case "in-flight":
+                return inFlight(o);
             case "table-vectors":
                 return tableVectors(o);
             case "spa-count":
@@ -728,6 +730,14 @@ public final class Harness {
         o.done();
         Files.write(out, stateutil.flink.jobs.ZooJob.protoDescriptors());
         OUT.println(out);
+        return 0;
+    }
+
+    /** Prints the bytes of the records in flight that a snapshot's channel state holds. */
+    static int inFlight(Opts o) throws Exception {
+        String snapshot = o.get("snapshot");
+        o.done();
+        OUT.println(Metadata.inFlightBytes(snapshot));
         return 0;
     }
 

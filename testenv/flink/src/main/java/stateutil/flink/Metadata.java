@@ -2,17 +2,21 @@ package stateutil.flink;
 
 import java.io.DataInputStream;
 import java.util.ArrayList;
+import java.util.Collection;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
+import org.apache.flink.core.fs.FSDataInputStream;
 import org.apache.flink.core.memory.DataInputViewStreamWrapper;
 import org.apache.flink.runtime.jobgraph.OperatorID;
+import org.apache.flink.runtime.state.AbstractChannelStateHandle;
 import org.apache.flink.runtime.state.IncrementalRemoteKeyedStateHandle;
 import org.apache.flink.runtime.state.KeyGroupsStateHandle;
 import org.apache.flink.runtime.state.KeyedBackendSerializationProxy;
 import org.apache.flink.runtime.state.OperatorBackendSerializationProxy;
 import org.apache.flink.runtime.state.OperatorStateHandle;
+import org.apache.flink.runtime.state.StateObject;
 import org.apache.flink.runtime.state.StreamStateHandle;
 import org.apache.flink.runtime.state.metainfo.StateMetaInfoSnapshot;
 
@@ -203,6 +207,57 @@ final class Metadata {
             }
         }
         return n;
+    }
+
+    /**
+     * The bytes of the records in flight that the snapshot's channel state holds, read as Flink
+     * reads them on restore: at each of a channel's offsets into its stream, the length of a
+     * buffer (ChannelStateSerializerImpl's readLength). A handle can hold only empty buffers: an
+     * unaligned checkpoint may list channels that had nothing in them.
+     */
+    static long inFlightBytes(String pointer) throws Exception {
+        java.lang.reflect.Constructor<?> make = Class.forName("org.apache.flink.runtime.checkpoint.channel.ChannelStateSerializerImpl")
+                .getDeclaredConstructor();
+        make.setAccessible(true);
+        Object serializer = make.newInstance();
+        java.lang.reflect.Method readLength = serializer.getClass().getMethod("readLength", java.io.InputStream.class);
+        readLength.setAccessible(true);
+        long n = 0;
+        for (OperatorState os : load(pointer).getOperatorStates()) {
+            for (OperatorSubtaskState ss : os.getStates()) {
+                List<StateObject> handles = new ArrayList<>(ss.getInputChannelState());
+                handles.addAll(ss.getResultSubpartitionState());
+                for (StateObject h : handles) {
+                    for (AbstractChannelStateHandle<?> c : channelHandles(h)) {
+                        try (FSDataInputStream in = c.getDelegate().openInputStream()) {
+                            for (long offset : c.getOffsets()) {
+                                in.seek(offset);
+                                n += (Integer) readLength.invoke(serializer, in);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        return n;
+    }
+
+    /** A channel state handle as one handle a channel: Flink 2 merges a subtask's into one. */
+    @SuppressWarnings("unchecked")
+    private static Collection<AbstractChannelStateHandle<?>> channelHandles(StateObject h) throws ReflectiveOperationException {
+        if (h instanceof AbstractChannelStateHandle) {
+            return List.of((AbstractChannelStateHandle<?>) h);
+        }
+        for (Class<?> c = h.getClass(); c != null; c = c.getSuperclass()) {
+            try {
+                java.lang.reflect.Method unmerged = c.getDeclaredMethod("getUnmergedHandles");
+                unmerged.setAccessible(true);
+                return (Collection<AbstractChannelStateHandle<?>>) unmerged.invoke(h);
+            } catch (NoSuchMethodException e) {
+                // a superclass declares it
+            }
+        }
+        throw new IllegalStateException("channel state handle " + h.getClass().getName() + " is neither one channel's nor merged channels'");
     }
 
     /** Whether the snapshot holds RocksDB's native keyed state (a native savepoint or checkpoint of RocksDB). */
