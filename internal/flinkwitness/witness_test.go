@@ -181,7 +181,7 @@ func check(t *testing.T, e flinkharness.Entry, corpus []flinkharness.Entry) *out
 	compare(o, want, got)
 
 	if *report != "" {
-		code, _, errOut = stateutil("rescale", snap, "--parallelism", "3", "--output", filepath.Join(t.TempDir(), "rescaled"), "--path-map", old+"="+nw)
+		code, _, errOut = stateutil(append([]string{"rescale", snap, "--parallelism", "3", "--output", filepath.Join(t.TempDir(), "rescaled")}, flags...)...)
 		o.rescaleCode = code
 		o.rescaleErr = strings.TrimSpace(errOut)
 	}
