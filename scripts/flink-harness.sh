@@ -7,7 +7,7 @@
 #   scripts/flink-harness.sh 2.2.1 version
 #   scripts/flink-harness.sh 1.20.3 build        # build only
 #
-# Commands: snapshot, restore-dump, spa-dump, spa-rewrite, spa-export, spa-import, continue, proto-descriptors, in-flight, table-vectors, version (see
+# Commands: snapshot, uids, restore-dump, unrestorable, spa-dump, spa-rewrite, spa-count, spa-export, spa-import, continue, proto-descriptors, in-flight, table-vectors, version (see
 # testenv/flink/README.md). Results go to stdout (the snapshot path, timings);
 # the JVM's log to $CACHE/flink/VERSION/COMMAND-*.log. On failure: exit 1 with
 # one line "flink-harness: failed: <Flink's root cause>" and the log's tail on
@@ -29,7 +29,7 @@ cache=${STATEUTIL_CACHE_DIR:-$root/.cache}
 
 say() { echo "flink-harness.sh: $*" >&2; }
 usage() {
-	say "usage: flink-harness.sh VERSION build|version|snapshot|restore-dump|spa-dump|spa-rewrite|spa-export|spa-import|continue|proto-descriptors|in-flight|table-vectors [ARGS...]"
+	say "usage: flink-harness.sh VERSION build|version|snapshot|uids|restore-dump|unrestorable|spa-dump|spa-rewrite|spa-count|spa-export|spa-import|continue|proto-descriptors|in-flight|table-vectors [ARGS...]"
 	exit 2
 }
 [[ $# -ge 2 ]] || usage

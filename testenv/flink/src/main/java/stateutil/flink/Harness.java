@@ -171,7 +171,7 @@ public final class Harness {
 
     static int run(String[] a) throws Exception {
         if (a.length == 0) {
-            throw new UsageException("usage: snapshot|restore-dump|spa-dump|spa-rewrite|spa-count|version [options]");
+            throw new UsageException("usage: version|snapshot|uids|restore-dump|unrestorable|spa-dump|spa-rewrite|spa-count|spa-export|spa-import|continue|proto-descriptors|in-flight|table-vectors [options]");
         }
         Opts o = new Opts(a, 1);
         Jobs.readingBack = !a[0].equals("snapshot");
