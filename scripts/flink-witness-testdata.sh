@@ -3,8 +3,8 @@
 # testenv/flink/README.md) for the newest 1.20 and 2.3.0 with scripts/flink-corpus.sh (100
 # records each) into $CACHE/flink-witness: a heap canonical savepoint, a RocksDB native
 # savepoint and incremental checkpoint, and on 2.3.0 a changelog checkpoint, ForSt's native
-# savepoint and checkpoint and, for cep, zoo and sqlevents, an unaligned checkpoint with
-# records in flight (48 entries, about 13 MB). Each entry's dump.jsonl is the job's own dump (Flink
+# savepoint and checkpoint and, but for sqlbatch, an unaligned checkpoint with
+# records in flight (49 entries, about 13 MB). Each entry's dump.jsonl is the job's own dump (Flink
 # restores the snapshot into dumpers); the zoo entries get descriptors.pb, the
 # FileDescriptorSet of their Protobuf message (what protoc --descriptor_set_out writes), and
 # kryo-classes.txt, the fields of the classes Kryo writes with its FieldSerializer and what
