@@ -48,6 +48,12 @@ type heapPiece struct {
 // cannot be read is reported to lost: its own section's values could not
 // be split, or its section could not be found.
 func heapEntries(kg, maxParallelism int, pieces []heapPiece, layouts []*Layout, emit func(snapshot.Entry) bool, lost func(state string, err error)) error {
+	return readHeap(kg, maxParallelism, pieces, layouts, emit, lost, true)
+}
+
+// readHeap is heapEntries; oneWalk tries walkAll on each piece first
+// (off, every piece is split by sections, which walkAll must agree with).
+func readHeap(kg, maxParallelism int, pieces []heapPiece, layouts []*Layout, emit func(snapshot.Entry) bool, lost func(state string, err error), oneWalk bool) error {
 	if lost == nil {
 		lost = func(string, error) {}
 	}
@@ -58,6 +64,21 @@ func heapEntries(kg, maxParallelism int, pieces []heapPiece, layouts []*Layout, 
 	for i, p := range pieces {
 		w := &heapWalk{kg: kg, maxParallelism: maxParallelism, body: p.body, file: p.file, base: p.base, one: p.one,
 			layouts: layouts, final: i == len(pieces)-1}
+		if secs, entries, ok := w.walkAll(mask, seen); oneWalk && ok {
+			for _, sec := range secs {
+				reached[sec.id] = true
+				if sec.id < 64 {
+					mask |= 1 << sec.id
+				}
+				seen++
+			}
+			for _, e := range entries {
+				if !emit(e) {
+					return nil
+				}
+			}
+			continue
+		}
 		secs, err := w.sections(mask, seen)
 		for _, sec := range secs {
 			reached[sec.id] = true
@@ -169,6 +190,48 @@ type chain struct {
 	at   int
 	ends [2]int
 	err  error // n == 0: why, where no section could start
+}
+
+// walkAll reads the piece in one pass, where every value in it walks (as
+// every value of a serializer stateutil implements does): its sections
+// and their entries are then the ones sections and read would find, at
+// half the walking. ok is false where anything does not walk or does not
+// fit; sections and read then find out where and why.
+func (w *heapWalk) walkAll(mask uint64, seen int) (secs []section, entries []snapshot.Entry, ok bool) {
+	r := wire.NewReader(w.body, w.file, w.base)
+	collect := func(e snapshot.Entry) bool {
+		entries = append(entries, e)
+		return true
+	}
+	for r.Off < len(w.body) {
+		if w.one && r.Off > 0 {
+			return nil, nil, false
+		}
+		id := int(r.U16("state id"))
+		if r.Err != nil || id >= len(w.layouts) || id < 64 && mask&(1<<id) != 0 {
+			return nil, nil, false
+		}
+		n := r.Count32(1, "entry count")
+		if r.Err != nil {
+			return nil, nil, false
+		}
+		sec := section{id: id, count: n, start: r.Off, unwalked: -1}
+		for i := 0; i < n; i++ {
+			if _, err := w.layouts[id].heapEntry(r, w.kg, n-1-i, nil, collect); err != nil {
+				return nil, nil, false
+			}
+		}
+		sec.end = r.Off
+		secs = append(secs, sec)
+		if id < 64 {
+			mask |= 1 << id
+		}
+		seen++
+	}
+	if w.final && !w.one && seen != len(w.layouts) {
+		return nil, nil, false
+	}
+	return secs, entries, true
 }
 
 // sections splits the piece into its sections. Where the split is not
@@ -717,22 +780,40 @@ func (l *Layout) errUnsized(r *wire.Reader, at, count int, how string) error {
 			r.File, r.Base+int64(at), l.Name, count, what, s.Name(), how, wire.ErrUnsupportedVersion)}
 }
 
+// errNotWalked is heapEntry's answer, without ends, to a value that does
+// not walk.
+var errNotWalked = errors.New("a value that does not walk")
+
 // heapEntry reads one entry (or timer) of a section with left entries
 // after it; ends, where the section's values do not all walk, says where
 // a value ends.
 func (l *Layout) heapEntry(r *wire.Reader, kg, left int, ends func(off, left int) (int, bool), emit func(snapshot.Entry) bool) (bool, error) {
 	e := snapshot.Entry{KeyGroup: kg, State: l.Name}
+	walked := true
 	take := func(s *typeser.SerializerSnapshot) []byte {
 		start := r.Off
-		typeser.SkipValue(r, s, 0)
+		if !typeser.SkipValue(r, s, 0) {
+			walked = false
+		}
 		return r.Buf[start:r.Off:r.Off]
+	}
+	// Every value walks where ends is nil but in walkAll's try, which
+	// stops at the first that does not.
+	emitWalked := func(e snapshot.Entry) (bool, error) {
+		switch {
+		case r.Err != nil:
+			return false, r.Err
+		case !walked:
+			return false, errNotWalked
+		}
+		return emit(e), nil
 	}
 	if l.Kind == KindTimer {
 		ts := r.I64("timer timestamp")
 		e.Key = take(l.Key)
 		e.Namespace = take(l.Namespace)
 		e.Value = Put64(ts ^ -1<<63)
-		return r.Err == nil && emit(e), r.Err
+		return emitWalked(e)
 	}
 	e.Namespace = take(l.Namespace)
 	e.Key = take(l.Key)
@@ -745,8 +826,8 @@ func (l *Layout) heapEntry(r *wire.Reader, kg, left int, ends func(off, left int
 			if el.Value, el.ExpiresAt, err = l.SplitTTL(take(l.Elem)); err != nil {
 				return false, err
 			}
-			if r.Err == nil && !emit(el) {
-				return false, nil
+			if cont, err := emitWalked(el); !cont {
+				return false, err
 			}
 		}
 		return r.Err == nil, r.Err
@@ -760,8 +841,8 @@ func (l *Layout) heapEntry(r *wire.Reader, kg, left int, ends func(off, left int
 					return false, err
 				}
 			}
-			if r.Err == nil && !emit(el) {
-				return false, nil
+			if cont, err := emitWalked(el); !cont {
+				return false, err
 			}
 		}
 		return r.Err == nil, r.Err
@@ -769,6 +850,9 @@ func (l *Layout) heapEntry(r *wire.Reader, kg, left int, ends func(off, left int
 	var b []byte
 	if ends == nil {
 		b = take(l.Elem)
+		if !walked && r.Err == nil {
+			return false, errNotWalked
+		}
 	} else {
 		end, ok := ends(r.Off, left)
 		if !ok {

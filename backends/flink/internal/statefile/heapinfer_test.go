@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -68,16 +69,20 @@ func (c *inferCase) read(body []byte) ([]snapshot.Entry, error) {
 
 // readPieces reads a key group's pieces, and the states it lost.
 func (c *inferCase) readPieces(pieces []heapPiece) ([]snapshot.Entry, map[string]error, error) {
+	return readPiecesOf(c.kg, c.maxP, c.layouts, pieces, true)
+}
+
+func readPiecesOf(kg, maxP int, layouts []*Layout, pieces []heapPiece, oneWalk bool) ([]snapshot.Entry, map[string]error, error) {
 	var out []snapshot.Entry
 	lost := map[string]error{}
-	err := heapEntries(c.kg, c.maxP, pieces, c.layouts, func(e snapshot.Entry) bool {
+	err := readHeap(kg, maxP, pieces, layouts, func(e snapshot.Entry) bool {
 		out = append(out, e.Clone())
 		return true
 	}, func(state string, err error) {
 		if lost[state] == nil {
 			lost[state] = err
 		}
-	})
+	}, oneWalk)
 	return out, lost, err
 }
 
@@ -318,9 +323,15 @@ func FuzzHeapKeyGroup(f *testing.F) {
 				pieces = append(pieces, heapPiece{body: p, file: "kg", one: true})
 			}
 		}
-		_, lost, err := c.readPieces(pieces)
+		es, lost, err := c.readPieces(pieces)
 		if err != nil && !errors.Is(err, wire.ErrCorrupt) {
 			t.Fatalf("unclassified error: %v", err)
+		}
+		// Reading a piece in one walk finds what splitting it into
+		// sections first finds.
+		es2, lost2, err2 := readPiecesOf(c.kg, c.maxP, c.layouts, pieces, false)
+		if fmt.Sprint(err) != fmt.Sprint(err2) || fmt.Sprint(lost) != fmt.Sprint(lost2) || !slices.EqualFunc(es, es2, func(a, b snapshot.Entry) bool { return a.Equal(&b) }) {
+			t.Fatalf("in one walk: %d entries, lost %v, error %v; by sections: %d entries, lost %v, error %v", len(es), lost, err, len(es2), lost2, err2)
 		}
 		for name, why := range lost {
 			if !errors.Is(why, wire.ErrUnsupportedVersion) {
