@@ -96,7 +96,7 @@ func parseKryoSnapshot(sr *typeser.SnapReader, s *typeser.SerializerSnapshot, co
 // decode are not (false, r unchanged).
 func skipKryo(r *wire.Reader, s *typeser.SerializerSnapshot) bool {
 	d := *r
-	decodeKryo(&d, s, false)
+	readKryo(newKryoIn(&d, s, false, true))
 	if d.Err != nil {
 		return false
 	}
@@ -249,13 +249,24 @@ type kryoIn struct {
 	schemas  *snapshot.Schemas
 	declared string
 	inSchema int
+	// skip: only where the value ends is wanted, not the value.
+	skip bool
 }
 
 // decodeKryo decodes a value of a KryoSerializer; delimited says the value
 // ends where r does.
 func decodeKryo(r *wire.Reader, s *typeser.SerializerSnapshot, delimited bool) any {
-	k := &kryoIn{r: r, v5: s.Kryo5, regs: s.KryoRegistrations, serializer: s.Name(), delimited: delimited,
-		schemas: s.Schemas(), declared: s.TypeClass}
+	return readKryo(newKryoIn(r, s, delimited, false))
+}
+
+func newKryoIn(r *wire.Reader, s *typeser.SerializerSnapshot, delimited, skip bool) *kryoIn {
+	return &kryoIn{r: r, v5: s.Kryo5, regs: s.KryoRegistrations, serializer: s.Name(), delimited: delimited,
+		schemas: s.Schemas(), declared: s.TypeClass, skip: skip}
+}
+
+// readKryo reads the value k is set up for.
+func readKryo(k *kryoIn) any {
+	r := k.r
 	v := k.classAndObject(0)
 	if k.tail != "" && r.Err != nil {
 		// More of the value was due after the object kept as the last
@@ -270,11 +281,11 @@ func decodeKryo(r *wire.Reader, s *typeser.SerializerSnapshot, delimited bool) a
 	// A value of the class the snapshot declares needs no tag.
 	switch x := v.(type) {
 	case map[string]any:
-		if c, _ := x["@class"].(string); c == s.TypeClass && c != "" && len(x) == 2 && x["@value"] != nil {
+		if c, _ := x["@class"].(string); c == k.declared && c != "" && len(x) == 2 && x["@value"] != nil {
 			return x["@value"]
 		}
 	case *kryoMap:
-		if x.Class == s.TypeClass && !x.JSONKeys && x.Comparator == "" {
+		if x.Class == k.declared && !x.JSONKeys && x.Comparator == "" {
 			x.Plain = true
 		}
 	}

@@ -223,7 +223,10 @@ func (k *kryoIn) custom(class string, reg typeser.KryoRegistration, marker bool,
 		at := r.Pos()
 		n := k.varint("Protobuf message length")
 		b := r.Take(k.count(uint64(n), 1, "Protobuf message length", at), "Protobuf message")
-		if r.Err != nil {
+		if r.Err != nil || k.skip {
+			// Skipped, a message ends where its length says, which is
+			// all a walk needs; whether it decodes is the decoder's to
+			// tell, value by value, as in a savepoint's.
 			return nil
 		}
 		v, err := protovalue.Decode(md, b)
@@ -261,8 +264,11 @@ func (k *kryoIn) wholly(class string, depth int) bool {
 // where it would be taken for one), or a user's class of no schema (tagged
 // where it would be taken for one); ok false leaves v to decodeKryo.
 func (k *kryoIn) declaredValue(v any) (any, bool) {
-	if k.r.Err != nil {
+	switch {
+	case k.r.Err != nil:
 		return nil, false
+	case k.skip && k.declared != kryoOptional:
+		return nil, true
 	}
 	if k.declared == kryoOptional {
 		if m, ok := v.(map[string]any); ok && len(m) == 2 && m["@class"] == kryoOptional {

@@ -6,10 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/stateutil/stateutil/backends/flink/internal/typeser"
+	"github.com/stateutil/stateutil/backends/flink/internal/wire"
 	"github.com/stateutil/stateutil/internal/classlayout"
 	"github.com/stateutil/stateutil/internal/protovalue"
 	"github.com/stateutil/stateutil/snapshot"
@@ -182,6 +184,38 @@ const zooToken = "stateutil.flink.jobs.ZooJob$Token"
 // writes back from what it shows: without a declaration of what the
 // serializer writes, with one that does not fit the bytes, and with one
 // of another serializer than the snapshot registers.
+// A walk past a Protobuf message needs only its length: a message that
+// does not decode (a field the descriptors do not name) is walked past,
+// so the values after it in a heap key group are still told apart, and
+// is not decoded when read, like the same value in a savepoint.
+func TestKryoProtobufWalkedByItsLength(t *testing.T) {
+	schemas := zooSchemas(t)
+	s := zooSerializer("stateutil.flink.proto.Measurement", true, schemas)
+	var valid []byte
+	for _, v := range zooVectors {
+		if v.name == "proto" && v.v5 {
+			valid, _ = hex.DecodeString(v.hex)
+		}
+	}
+	// Field 100, a varint: three more bytes in the message.
+	unknown := append([]byte{valid[0], valid[1], valid[2] + 3}, valid[3:]...)
+	unknown = append(unknown, 0xa0, 0x06, 0x01)
+	for _, c := range []struct {
+		name string
+		b    []byte
+	}{{"decodes", valid}, {"does not decode", unknown}} {
+		t.Run(c.name, func(t *testing.T) {
+			r := wire.NewReader(append(slices.Clip(c.b), 0x2a, 0x2b), "kg", 0)
+			if !typeser.SkipValue(r, s, 0) || r.Err != nil || r.Off != len(c.b) {
+				t.Fatalf("walk: ok false or ended at %d (error %v), want %d", r.Off, r.Err, len(c.b))
+			}
+		})
+	}
+	if _, err := (typeser.Codec{S: s}).Decode(unknown); !errors.Is(err, snapshot.ErrNotDecoded) {
+		t.Errorf("message with an unknown field: %v, want not decoded", err)
+	}
+}
+
 func TestKryoCustomSerializerShowsItsBytes(t *testing.T) {
 	const token = zooToken
 	whole, _ := hex.DecodeString("5701a705746f6b656e2d39b7")
