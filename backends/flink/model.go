@@ -362,7 +362,7 @@ func (r *SnapshotReader) subtask(ctx context.Context, o *snapshot.Operator, op *
 		sub.RawKeyedBytes = h.KeyGroups.Delegate.Size
 	}
 	sub.Files = r.files(st)
-	sub.InFlight = r.inFlight(st)
+	sub.InFlight = statefile.InFlight(st)
 	keyed, err := r.keyedFigures(ctx, o, op, st)
 	if err != nil {
 		return nil, err

@@ -1,22 +1,78 @@
 package statefile
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/stateutil/stateutil/backends/flink/internal/wire"
 	"github.com/stateutil/stateutil/backends/flink/metadata"
+	"github.com/stateutil/stateutil/snapshot"
 )
 
-// The channel state of unaligned checkpoints (FLINK-FORMATS.md §5): a
-// stream starts with an int version (0); a buffer is an int length, then
-// that many bytes.
+// The channel state of unaligned checkpoints (FLINK-FORMATS.md §5): per
+// subtask, input-channel and result-subpartition handles, each a stream
+// of buffers at the offsets it lists. A stream starts with an int version
+// (0); a buffer is an int length, then that many bytes. The size Flink
+// records for a channel counts its buffers with their lengths, and the
+// version too where the stream is the channel's own bytes inside
+// `_metadata` (Flink copies a small channel's buffers out of the shared
+// stream into a byte-stream handle of its own).
 
 // ChannelHeader is a channel state stream's version int.
 const ChannelHeader = 4
+
+// InFlight lists what a subtask's channel handles hold, one row a channel.
+func InFlight(st *metadata.SubtaskState) []snapshot.InFlight {
+	var out []snapshot.InFlight
+	add := func(dir string, hs []*metadata.ChannelHandle) {
+		for _, h := range hs {
+			file, framing := "", int64(0)
+			if d := h.Delegate; d != nil && d.Type != metadata.HandleByteStream {
+				file = d.Path
+			} else {
+				framing = ChannelHeader
+			}
+			for _, c := range h.Channels() {
+				data := c.Size - framing - 4*int64(len(c.Offsets))
+				out = append(out, snapshot.InFlight{Direction: dir, Gate: int(c.Info[0]), Channel: int(c.Info[1]),
+					Buffers: len(c.Offsets), Bytes: max(0, data), File: file})
+			}
+		}
+	}
+	add(snapshot.InputChannel, st.InputChannels)
+	add(snapshot.ResultSubpartition, st.ResultSubpartitions)
+	slices.SortStableFunc(out, func(a, b snapshot.InFlight) int {
+		return cmp.Or(cmp.Compare(a.Direction, b.Direction), cmp.Compare(a.Gate, b.Gate), cmp.Compare(a.Channel, b.Channel))
+	})
+	return out
+}
+
+// CheckChannels checks every channel handle of the operators' subtasks
+// (CheckChannelHandle), one error a handle found wrong.
+func CheckChannels(ctx context.Context, res *Resolver, ops []*metadata.OperatorState) []error {
+	var errs []error
+	for _, op := range ops {
+		for _, st := range op.Subtasks {
+			if st == nil {
+				continue
+			}
+			for _, h := range append(slices.Clip(st.InputChannels), st.ResultSubpartitions...) {
+				if err := ctx.Err(); err != nil {
+					return append(errs, err)
+				}
+				if err := CheckChannelHandle(ctx, res, h); err != nil {
+					errs = append(errs, fmt.Errorf("operator %s subtask %d, in-flight data: %w", op.ID, st.Index, err))
+				}
+			}
+		}
+	}
+	return errs
+}
 
 // CheckChannelHandle reads the buffer lengths of a channel handle's
 // stream and checks them against what `_metadata` records: the stream
