@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/stateutil/stateutil/backends/flink/internal/changelog"
 	"github.com/stateutil/stateutil/backends/flink/internal/statefile"
@@ -483,32 +485,41 @@ func (r *SnapshotReader) keyedFigures(ctx context.Context, o *snapshot.Operator,
 	if !need {
 		return snapshot.Stats{}, nil
 	}
+	// The key groups are walked in parallel, in contiguous spans, and the
+	// spans' findings taken in key-group order, as one walk would make them.
+	spans := scanSpans(managedKeyGroups(h), runtime.GOMAXPROCS(0))
+	scans := make([]keyedScan, len(spans))
+	var wg sync.WaitGroup
+	for i, span := range spans {
+		wg.Go(func() { scans[i] = r.scanKeyGroups(ctx, op, st, span) })
+	}
+	wg.Wait()
 	stats := snapshot.Stats{Known: true}
 	// A heap state that cannot be read in some key group is marked
 	// unreadable as a whole: what it would yield is partial.
 	lost := map[string]error{}
 	values := map[string]int64{}
-	all := keygroup.Range{Start: 0, End: keygroup.UpperBoundMaxParallelism}
-	for e, err := range r.keyGroupEntries(ctx, op, st, all, func(state string, err error) {
-		if lost[state] == nil {
-			lost[state] = err
-		}
-		// A count is only given where every lost section has one.
-		if n := statefile.UnsplitValues(err); n > 0 && values[state] >= 0 {
-			values[state] += n
-		} else {
-			values[state] = -1
-		}
-	}) {
-		if errors.Is(err, wire.ErrUnsupportedVersion) {
-			r.degrade(st, snapshot.ScopeKeyed, "", err)
+	for _, sc := range scans {
+		if errors.Is(sc.err, wire.ErrUnsupportedVersion) {
+			r.degrade(st, snapshot.ScopeKeyed, "", sc.err)
 			return snapshot.Stats{Known: true, Bytes: stored}, nil
 		}
-		if err != nil {
-			return snapshot.Stats{}, err
+		if sc.err != nil {
+			return snapshot.Stats{}, sc.err
 		}
-		stats.Entries++
-		stats.Bytes += e.Size()
+		stats.Entries += sc.stats.Entries
+		stats.Bytes += sc.stats.Bytes
+		for _, l := range sc.lost {
+			if lost[l.state] == nil {
+				lost[l.state] = l.err
+			}
+			// A count is only given where every lost section has one.
+			if n := statefile.UnsplitValues(l.err); n > 0 && values[l.state] >= 0 {
+				values[l.state] += n
+			} else {
+				values[l.state] = -1
+			}
+		}
 	}
 	for name, err := range lost {
 		r.degrade(st, snapshot.ScopeKeyed, name, err)
@@ -521,6 +532,60 @@ func (r *SnapshotReader) keyedFigures(ctx context.Context, o *snapshot.Operator,
 		r.unreadValues[st][name] = max(values[name], 0)
 	}
 	return stats, nil
+}
+
+// keyedScan is what a walk of some key groups of a subtask found: its
+// entries' figures, the sections lost in the order met, or the error
+// that stopped it.
+type keyedScan struct {
+	stats snapshot.Stats
+	lost  []lostSection
+	err   error
+}
+
+type lostSection struct {
+	state string
+	err   error
+}
+
+func (r *SnapshotReader) scanKeyGroups(ctx context.Context, op *metadata.OperatorState, st *metadata.SubtaskState, span keygroup.Range) keyedScan {
+	var sc keyedScan
+	for e, err := range r.keyGroupEntries(ctx, op, st, span, func(state string, err error) {
+		sc.lost = append(sc.lost, lostSection{state, err})
+	}) {
+		if err != nil {
+			sc.err = err
+			return sc
+		}
+		sc.stats.Entries++
+		sc.stats.Bytes += e.Size()
+	}
+	return sc
+}
+
+// scanSpans splits the key groups the handles hold into at most n
+// contiguous spans of about as many key groups each.
+func scanSpans(handles []*metadata.KeyedHandle, n int) []keygroup.Range {
+	lo, hi := -1, -1
+	for _, h := range handles {
+		kr := h.Range()
+		if kr.Count == 0 {
+			continue
+		}
+		if lo < 0 || int(kr.Start) < lo {
+			lo = int(kr.Start)
+		}
+		hi = max(hi, int(kr.End()))
+	}
+	if lo < 0 || hi < lo {
+		return []keygroup.Range{{Start: 0, End: keygroup.UpperBoundMaxParallelism}}
+	}
+	n = max(1, min(n, hi-lo+1))
+	out := make([]keygroup.Range, 0, n)
+	for i := range n {
+		out = append(out, keygroup.Range{Start: lo + (hi-lo+1)*i/n, End: lo + (hi-lo+1)*(i+1)/n - 1})
+	}
+	return out
 }
 
 // unreadKey names unreadable state of a subtask: a scope and a state
