@@ -1,6 +1,7 @@
 package statefile
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -47,13 +48,15 @@ type heapPiece struct {
 // entries, section by section in the order they are stored. A state that
 // cannot be read is reported to lost: its own section's values could not
 // be split, or its section could not be found.
-func heapEntries(kg, maxParallelism int, pieces []heapPiece, layouts []*Layout, emit func(snapshot.Entry) bool, lost func(state string, err error)) error {
-	return readHeap(kg, maxParallelism, pieces, layouts, emit, lost, true)
+// buf holds a piece's entry records between its walk and their emission,
+// and is kept for the next key group's.
+func heapEntries(kg, maxParallelism int, pieces []heapPiece, layouts []*Layout, buf *[]heapRec, emit func(snapshot.Entry) bool, lost func(state string, err error)) error {
+	return readHeap(kg, maxParallelism, pieces, layouts, buf, emit, lost, true)
 }
 
 // readHeap is heapEntries; oneWalk tries walkAll on each piece first
 // (off, every piece is split by sections, which walkAll must agree with).
-func readHeap(kg, maxParallelism int, pieces []heapPiece, layouts []*Layout, emit func(snapshot.Entry) bool, lost func(state string, err error), oneWalk bool) error {
+func readHeap(kg, maxParallelism int, pieces []heapPiece, layouts []*Layout, buf *[]heapRec, emit func(snapshot.Entry) bool, lost func(state string, err error), oneWalk bool) error {
 	if lost == nil {
 		lost = func(string, error) {}
 	}
@@ -64,18 +67,26 @@ func readHeap(kg, maxParallelism int, pieces []heapPiece, layouts []*Layout, emi
 	for i, p := range pieces {
 		w := &heapWalk{kg: kg, maxParallelism: maxParallelism, body: p.body, file: p.file, base: p.base, one: p.one,
 			layouts: layouts, final: i == len(pieces)-1}
-		if secs, entries, ok := w.walkAll(mask, seen); oneWalk && ok {
+		secs, recs, ok := w.walkAll(mask, seen, (*buf)[:0])
+		*buf = recs
+		if oneWalk && ok {
 			for _, sec := range secs {
 				reached[sec.id] = true
 				if sec.id < 64 {
 					mask |= 1 << sec.id
 				}
 				seen++
-			}
-			for _, e := range entries {
-				if !emit(e) {
-					return nil
+				l := layouts[sec.id]
+				for _, rec := range recs[:sec.recs] {
+					e, err := l.entry(w.body, kg, rec)
+					if err != nil {
+						return err
+					}
+					if !emit(e) {
+						return nil
+					}
 				}
+				recs = recs[sec.recs:]
 			}
 			continue
 		}
@@ -143,6 +154,8 @@ type section struct {
 	id, count  int
 	start, end int
 	unwalked   int
+	// recs counts the records walkAll took of it.
+	recs int
 }
 
 // budget bounds the places a piece of n bytes is tried at, so that a
@@ -197,31 +210,33 @@ type chain struct {
 // and their entries are then the ones sections and read would find, at
 // half the walking. ok is false where anything does not walk or does not
 // fit; sections and read then find out where and why.
-func (w *heapWalk) walkAll(mask uint64, seen int) (secs []section, entries []snapshot.Entry, ok bool) {
+func (w *heapWalk) walkAll(mask uint64, seen int, recs []heapRec) (secs []section, _ []heapRec, ok bool) {
 	r := wire.NewReader(w.body, w.file, w.base)
-	collect := func(e snapshot.Entry) bool {
-		entries = append(entries, e)
+	collect := func(rec heapRec) bool {
+		recs = append(recs, rec)
 		return true
 	}
 	for r.Off < len(w.body) {
 		if w.one && r.Off > 0 {
-			return nil, nil, false
+			return nil, recs, false
 		}
 		id := int(r.U16("state id"))
 		if r.Err != nil || id >= len(w.layouts) || id < 64 && mask&(1<<id) != 0 {
-			return nil, nil, false
+			return nil, recs, false
 		}
 		n := r.Count32(1, "entry count")
 		if r.Err != nil {
-			return nil, nil, false
+			return nil, recs, false
 		}
 		sec := section{id: id, count: n, start: r.Off, unwalked: -1}
+		from := len(recs)
 		for i := 0; i < n; i++ {
-			if _, err := w.layouts[id].heapEntry(r, w.kg, n-1-i, nil, collect); err != nil {
-				return nil, nil, false
+			if _, err := w.layouts[id].heapRecords(r, n-1-i, nil, collect); err != nil {
+				return nil, recs, false
 			}
 		}
 		sec.end = r.Off
+		sec.recs = len(recs) - from
 		secs = append(secs, sec)
 		if id < 64 {
 			mask |= 1 << id
@@ -229,9 +244,9 @@ func (w *heapWalk) walkAll(mask uint64, seen int) (secs []section, entries []sna
 		seen++
 	}
 	if w.final && !w.one && seen != len(w.layouts) {
-		return nil, nil, false
+		return nil, recs, false
 	}
-	return secs, entries, true
+	return secs, recs, true
 }
 
 // sections splits the piece into its sections. Where the split is not
@@ -685,10 +700,18 @@ func (w *heapWalk) read(sec section, emit func(snapshot.Entry) bool, lost func(s
 			return s.end, s.n == 1
 		}
 	}
+	var err error
+	put := func(rec heapRec) bool {
+		var e snapshot.Entry
+		if e, err = l.entry(w.body, w.kg, rec); err != nil {
+			return false
+		}
+		return emit(e)
+	}
 	for i := 0; i < sec.count; i++ {
-		cont, err := l.heapEntry(r, w.kg, sec.count-1-i, ends, emit)
-		if err != nil || !cont {
-			return cont, err
+		cont, rerr := l.heapRecords(r, sec.count-1-i, ends, put)
+		if err != nil || rerr != nil || !cont {
+			return cont && err == nil && rerr == nil, cmp.Or(err, rerr)
 		}
 	}
 	if r.Off != sec.end {
@@ -780,53 +803,88 @@ func (l *Layout) errUnsized(r *wire.Reader, at, count int, how string) error {
 			r.File, r.Base+int64(at), l.Name, count, what, s.Name(), how, wire.ErrUnsupportedVersion)}
 }
 
-// errNotWalked is heapEntry's answer, without ends, to a value that does
-// not walk.
+// errNotWalked is heapRecords' answer, without ends, to a value that
+// does not walk.
 var errNotWalked = errors.New("a value that does not walk")
 
-// heapEntry reads one entry (or timer) of a section with left entries
-// after it; ends, where the section's values do not all walk, says where
-// a value ends.
-func (l *Layout) heapEntry(r *wire.Reader, kg, left int, ends func(off, left int) (int, bool), emit func(snapshot.Entry) bool) (bool, error) {
-	e := snapshot.Entry{KeyGroup: kg, State: l.Name}
-	walked := true
-	take := func(s *typeser.SerializerSnapshot) []byte {
-		start := r.Off
-		if !typeser.SkipValue(r, s, 0) {
-			walked = false
+// heapRec is where one entry's parts lie in a piece, with no pointer in
+// it, so that a key group's many can be held between their walk and their
+// emission at little cost. A missing user key or a null value has start
+// -1; a timer has its timestamp.
+type heapRec struct {
+	ns, key, userKey, value [2]int
+	ts                      int64
+}
+
+// entry is the entry rec places in body.
+func (l *Layout) entry(body []byte, kg int, rec heapRec) (snapshot.Entry, error) {
+	part := func(p [2]int) []byte {
+		if p[0] < 0 {
+			return nil
 		}
-		return r.Buf[start:r.Off:r.Off]
+		return body[p[0]:p[1]:p[1]]
 	}
-	// Every value walks where ends is nil but in walkAll's try, which
-	// stops at the first that does not.
-	emitWalked := func(e snapshot.Entry) (bool, error) {
-		switch {
-		case r.Err != nil:
-			return false, r.Err
-		case !walked:
-			return false, errNotWalked
-		}
-		return emit(e), nil
-	}
+	e := snapshot.Entry{KeyGroup: kg, State: l.Name, Key: part(rec.key), Namespace: part(rec.ns), UserKey: part(rec.userKey)}
 	if l.Kind == KindTimer {
-		ts := r.I64("timer timestamp")
-		e.Key = take(l.Key)
-		e.Namespace = take(l.Namespace)
-		e.Value = Put64(ts ^ -1<<63)
-		return emitWalked(e)
+		e.Value = Put64(rec.ts ^ -1<<63)
+		return e, nil
 	}
-	e.Namespace = take(l.Namespace)
-	e.Key = take(l.Key)
+	if rec.value[0] < 0 {
+		return e, nil
+	}
 	var err error
+	e.Value, e.ExpiresAt, err = l.SplitTTL(part(rec.value))
+	return e, err
+}
+
+// recWalk takes the parts of one heap entry off r, each as far as its
+// serializer walks it; walked turns false at the first that does not.
+type recWalk struct {
+	r      *wire.Reader
+	walked bool
+}
+
+func (w *recWalk) take(s *typeser.SerializerSnapshot) [2]int {
+	start := w.r.Off
+	if !typeser.SkipValue(w.r, s, 0) {
+		w.walked = false
+	}
+	return [2]int{start, w.r.Off}
+}
+
+// put hands rec on where every part of it walked. Every value walks
+// where heapRecords has no ends but in walkAll's try, which stops at the
+// first that does not.
+func (w *recWalk) put(rec heapRec, put func(heapRec) bool) (bool, error) {
+	switch {
+	case w.r.Err != nil:
+		return false, w.r.Err
+	case !w.walked:
+		return false, errNotWalked
+	}
+	return put(rec), nil
+}
+
+// heapRecords reads one entry (or timer) of a section with left entries
+// after it: one record, or one an element of a list or map; ends, where
+// the section's values do not all walk, says where a value ends.
+func (l *Layout) heapRecords(r *wire.Reader, left int, ends func(off, left int) (int, bool), put func(heapRec) bool) (bool, error) {
+	w := recWalk{r: r, walked: true}
+	rec := heapRec{userKey: [2]int{-1, -1}}
+	if l.Kind == KindTimer {
+		rec.ts = r.I64("timer timestamp")
+		rec.key = w.take(l.Key)
+		rec.ns = w.take(l.Namespace)
+		return w.put(rec, put)
+	}
+	rec.ns = w.take(l.Namespace)
+	rec.key = w.take(l.Key)
 	switch l.Kind {
 	case snapshot.List:
 		n := r.Count32(1, "list size")
 		for i := 0; i < n && r.Err == nil; i++ {
-			el := e
-			if el.Value, el.ExpiresAt, err = l.SplitTTL(take(l.Elem)); err != nil {
-				return false, err
-			}
-			if cont, err := emitWalked(el); !cont {
+			rec.value = w.take(l.Elem)
+			if cont, err := w.put(rec, put); !cont {
 				return false, err
 			}
 		}
@@ -834,23 +892,20 @@ func (l *Layout) heapEntry(r *wire.Reader, kg, left int, ends func(off, left int
 	case snapshot.Map:
 		n := r.Count32(2, "map size")
 		for i := 0; i < n && r.Err == nil; i++ {
-			el := e
-			el.UserKey = take(l.UserKey)
+			rec.userKey = w.take(l.UserKey)
+			rec.value = [2]int{-1, -1}
 			if !r.Bool("map value null flag") {
-				if el.Value, el.ExpiresAt, err = l.SplitTTL(take(l.Elem)); err != nil {
-					return false, err
-				}
+				rec.value = w.take(l.Elem)
 			}
-			if cont, err := emitWalked(el); !cont {
+			if cont, err := w.put(rec, put); !cont {
 				return false, err
 			}
 		}
 		return r.Err == nil, r.Err
 	}
-	var b []byte
 	if ends == nil {
-		b = take(l.Elem)
-		if !walked && r.Err == nil {
+		rec.value = w.take(l.Elem)
+		if !w.walked && r.Err == nil {
 			return false, errNotWalked
 		}
 	} else {
@@ -858,13 +913,12 @@ func (l *Layout) heapEntry(r *wire.Reader, kg, left int, ends func(off, left int
 		if !ok {
 			return false, fmt.Errorf("%q at offset %d: state %q: a value's end is no longer found", r.File, r.Pos(), l.Name)
 		}
-		b = r.Take(end-r.Off, "value")
+		start := r.Off
+		r.Take(end-r.Off, "value")
+		rec.value = [2]int{start, r.Off}
 	}
 	if r.Err != nil {
 		return false, r.Err
 	}
-	if e.Value, e.ExpiresAt, err = l.SplitTTL(b); err != nil {
-		return false, err
-	}
-	return emit(e), nil
+	return put(rec), nil
 }

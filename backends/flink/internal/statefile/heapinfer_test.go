@@ -75,7 +75,8 @@ func (c *inferCase) readPieces(pieces []heapPiece) ([]snapshot.Entry, map[string
 func readPiecesOf(kg, maxP int, layouts []*Layout, pieces []heapPiece, oneWalk bool) ([]snapshot.Entry, map[string]error, error) {
 	var out []snapshot.Entry
 	lost := map[string]error{}
-	err := readHeap(kg, maxP, pieces, layouts, func(e snapshot.Entry) bool {
+	var buf []heapRec
+	err := readHeap(kg, maxP, pieces, layouts, &buf, func(e snapshot.Entry) bool {
 		out = append(out, e.Clone())
 		return true
 	}, func(state string, err error) {

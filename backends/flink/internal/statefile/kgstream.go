@@ -45,6 +45,9 @@ type KeyGroupStream struct {
 	// scratch holds a key group's bytes, or a window of them, until the
 	// next one; it comes from scratchPool and goes back on Close.
 	scratch *[]byte
+	// recs holds a heap key group's entry records between their walk and
+	// their emission (heapEntries).
+	recs []heapRec
 }
 
 // scratchPool keeps the scratch of closed streams: a dump opens a stream
@@ -204,7 +207,7 @@ func (s *KeyGroupStream) Entries(kg int, emit func(snapshot.Entry) bool, unsplit
 		return false, err
 	}
 	cont := true
-	err = heapEntries(kg, s.maxParallelism, pieces, s.Layouts, func(e snapshot.Entry) bool {
+	err = heapEntries(kg, s.maxParallelism, pieces, s.Layouts, &s.recs, func(e snapshot.Entry) bool {
 		cont = emit(e)
 		return cont
 	}, s.Lost)
