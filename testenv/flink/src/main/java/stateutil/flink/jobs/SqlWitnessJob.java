@@ -66,9 +66,9 @@ import stateutil.flink.RestoredStateDumper2;
  *
  * Every keyed operator the planner makes is found in the planned graph; its dump comes from a
  * dump view in which a {@link RestoredStateDumper} takes its place: the same uid, parallelism,
- * max parallelism, input types and key selectors (so records an unaligned checkpoint kept in
- * flight are read as Flink wrote them), reading every state and timer the snapshot records
- * with the snapshot's serializers. Outputs (continue): every query's changelog, as a signed
+ * max parallelism, input types and key selectors, reading every state and timer the snapshot
+ * records with the snapshot's serializers (the harness restores an unaligned checkpoint into
+ * the view without its records in flight). Outputs (continue): every query's changelog, as a signed
  * multiset of rows (sqlops's aggregates over an updating input as {@link #orderFree} shows them).
  */
 public final class SqlWitnessJob implements Job {
