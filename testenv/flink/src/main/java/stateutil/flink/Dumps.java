@@ -34,6 +34,14 @@ public final class Dumps {
      * the checkpoint's barrier overtakes them.
      */
     public static volatile long throttleMillis;
+
+    /** Waits {@link #throttleMillis}, if any. */
+    public static void throttle() throws InterruptedException {
+        long wait = throttleMillis;
+        if (wait > 0) {
+            Thread.sleep(wait);
+        }
+    }
     /**
      * restore-dump --per-state: a state that Flink fails to register or read is dumped as one
      * "error" line (its value Flink's root cause) instead of failing the job.

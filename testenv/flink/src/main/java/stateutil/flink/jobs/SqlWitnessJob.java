@@ -61,7 +61,9 @@ import stateutil.flink.RestoredStateDumper2;
  *       window join (TUMBLE). The ROWS aggregate's results pass a function that waits
  *       {@link Dumps#throttleMillis} per row: records back up in its channels for an
  *       unaligned checkpoint.
- *   <li>{@code sqlbatch}: mini-batch two-phase aggregation with split distinct aggregates.
+ *   <li>{@code sqlbatch}: mini-batch two-phase aggregation with split distinct aggregates. The
+ *       global aggregates' result rows wait {@link Dumps#throttleMillis} each in their task:
+ *       the incremental aggregates' rows back up in its channels for an unaligned checkpoint.
  * </ul>
  *
  * Every keyed operator the planner makes is found in the planned graph; its dump comes from a
@@ -80,13 +82,16 @@ public final class SqlWitnessJob implements Job {
     private final String[] views, queries, inserts;
     /** The queries (by index) whose outputs are recorded order-free ({@link #orderFree}). */
     private final Set<Integer> arrivalOrdered;
+    /** Whether each result row waits {@link Dumps#throttleMillis} in its query's last task. */
+    private final boolean slowResults;
     /** The keyed transformations of the plan made in this JVM (uid to transformation). */
     private transient volatile Map<String, Transformation<?>> keyed;
 
     private SqlWitnessJob(String name, boolean eventTime, Map<String, String> config, String[] views, String[] queries, String[] inserts,
-            Set<Integer> arrivalOrdered) {
+            Set<Integer> arrivalOrdered, boolean slowResults) {
         this.name = name;
         this.arrivalOrdered = arrivalOrdered;
+        this.slowResults = slowResults;
         this.eventTime = eventTime;
         this.config = config;
         this.views = views;
@@ -108,7 +113,7 @@ public final class SqlWitnessJob implements Job {
                 + " JSON_OBJECTAGG(KEY ls VALUE lv) AS jo, ARRAY_AGG(lv) AS aa FROM latest GROUP BY g",
         }, new String[] {
             "INSERT INTO by_k SELECT k, id, v FROM upserts",
-        }, Set.of(2));
+        }, Set.of(2), false);
     }
 
     static SqlWitnessJob events() {
@@ -132,7 +137,7 @@ public final class SqlWitnessJob implements Job {
             "SELECT l.k, l.window_start, l.v, r.v AS rv FROM (SELECT * FROM TABLE(TUMBLE(TABLE a, DESCRIPTOR(rowtime), INTERVAL '20' SECOND))) l"
                 + " JOIN (SELECT * FROM TABLE(TUMBLE(TABLE b, DESCRIPTOR(rowtime), INTERVAL '20' SECOND))) r"
                 + " ON l.window_start = r.window_start AND l.window_end = r.window_end AND l.k = r.k",
-        }, new String[0], Set.of());
+        }, new String[0], Set.of(), false);
     }
 
     static SqlWitnessJob batch() {
@@ -146,7 +151,7 @@ public final class SqlWitnessJob implements Job {
         return new SqlWitnessJob("sqlbatch", false, c, new String[0], new String[] {
             "SELECT k, COUNT(DISTINCT MOD(v, 7)) AS d7, SUM(v) AS s, MAX(v) AS m FROM records GROUP BY k",
             "SELECT MOD(v, 5) AS g, COUNT(DISTINCT k) AS dk, COUNT(*) AS c FROM records GROUP BY MOD(v, 5)",
-        }, new String[0], Set.of());
+        }, new String[0], Set.of(), true);
     }
 
     @Override
@@ -210,7 +215,7 @@ public final class SqlWitnessJob implements Job {
             t.executeSql(v);
         }
         for (int i = 0; i < queries.length; i++) {
-            t.toChangelogStream(t.sqlQuery(queries[i])).map(new Out("q" + i, arrivalOrdered.contains(i))).uid("results-" + i).name("results-" + i);
+            t.toChangelogStream(t.sqlQuery(queries[i])).map(new Out("q" + i, arrivalOrdered.contains(i), slowResults)).uid("results-" + i).name("results-" + i);
         }
         if (inserts.length > 0) {
             StreamStatementSet ss = t.createStatementSet();
@@ -283,10 +288,7 @@ public final class SqlWitnessJob implements Job {
     /** The identity, waiting {@link Dumps#throttleMillis} first. */
     public static final class Slow extends ScalarFunction {
         public Long eval(Long v) throws InterruptedException {
-            long wait = Dumps.throttleMillis;
-            if (wait > 0) {
-                Thread.sleep(wait);
-            }
+            Dumps.throttle();
             return v;
         }
     }
@@ -322,18 +324,25 @@ public final class SqlWitnessJob implements Job {
         }
     }
 
-    /** A query's changelog as outputs: +1 for an insertion or update after, -1 for a retraction. */
+    /**
+     * A query's changelog as outputs: +1 for an insertion or update after, -1 for a retraction;
+     * slow: each row waits {@link Dumps#throttleMillis} first.
+     */
     static final class Out implements MapFunction<Row, Long> {
         private final String query;
-        private final boolean orderFree;
+        private final boolean orderFree, slow;
 
-        Out(String query, boolean orderFree) {
+        Out(String query, boolean orderFree, boolean slow) {
             this.query = query;
             this.orderFree = orderFree;
+            this.slow = slow;
         }
 
         @Override
-        public Long map(Row r) {
+        public Long map(Row r) throws InterruptedException {
+            if (slow) {
+                Dumps.throttle();
+            }
             int sign = r.getKind() == RowKind.INSERT || r.getKind() == RowKind.UPDATE_AFTER ? 1 : -1;
             Row plain = Row.copy(r);
             plain.setKind(RowKind.INSERT);

@@ -106,10 +106,7 @@ abstract class Witness implements Job {
         public String getKey(Long r) throws InterruptedException {
             if (!Thread.currentThread().getName().startsWith("Source")) {
                 Dumps.counter(KEYED).incrementAndGet();
-                long wait = Dumps.throttleMillis;
-                if (wait > 0) {
-                    Thread.sleep(wait);
-                }
+                Dumps.throttle();
             }
             return prefix + "-" + (r % keys);
         }
