@@ -3,15 +3,15 @@
 # testenv/flink/README.md) for the newest 1.20 and 2.3.0 with scripts/flink-corpus.sh (100
 # records each) into $CACHE/flink-witness: a heap canonical savepoint, a RocksDB native
 # savepoint and incremental checkpoint, and on 2.3.0 a changelog checkpoint, ForSt's native
-# savepoint and checkpoint and, but for sqlbatch, an unaligned checkpoint with
-# records in flight (49 entries, about 13 MB). Each entry's dump.jsonl is the job's own dump (Flink
+# savepoint and checkpoint and an unaligned checkpoint with records in flight (50 entries,
+# about 13 MB). Each entry's dump.jsonl is the job's own dump (Flink
 # restores the snapshot into dumpers); the zoo entries get descriptors.pb, the
 # FileDescriptorSet of their Protobuf message (what protoc --descriptor_set_out writes), and
 # kryo-classes.txt, the fields of the classes Kryo writes with its FieldSerializer and what
 # the job's TokenSerializer writes (testenv/flink/witness/zoo.kryo-classes, written from the
 # job's source), which the
 # witness test gives stateutil as --proto-descriptors and --kryo-classes.
-# Then it replaces testdata/flink-witness with the slice below (30 entries, about 5.0 MB):
+# Then it replaces testdata/flink-witness with the slice below (31 entries, about 5.0 MB):
 # every job on every kind of snapshot at least once.
 #
 #   scripts/flink-witness-testdata.sh              # all of it
@@ -32,7 +32,8 @@ checked_in="
 1.20.5/sqlevents-hashmap-canonical 2.3.0/sqlevents-hashmap-canonical 2.3.0/sqlevents-hashmap-checkpoint-changelog
 2.3.0/sqlevents-hashmap-checkpoint-unaligned
 1.20.5/sqlbatch-hashmap-canonical 1.20.5/sqlbatch-rocksdb-native 2.3.0/sqlbatch-hashmap-canonical
-2.3.0/sqlbatch-rocksdb-checkpoint-incremental 2.3.0/sqlbatch-forst-native 2.3.0/sqlbatch-hashmap-checkpoint-changelog"
+2.3.0/sqlbatch-rocksdb-checkpoint-incremental 2.3.0/sqlbatch-forst-native 2.3.0/sqlbatch-hashmap-checkpoint-changelog
+2.3.0/sqlbatch-hashmap-checkpoint-unaligned"
 
 entries=$("$root/scripts/flink-corpus.sh" --list --versions "$versions" | awk '$2 ~ /^(cep|zoo|sqlops|sqlevents|sqlbatch)-/ { print $2 }' | sort -u)
 "$root/scripts/flink-corpus.sh" --out "$full" --versions "$versions" --entries "$(echo $entries)" --records 100 --force "$@"
