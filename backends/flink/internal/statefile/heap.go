@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/stateutil/stateutil/backends/flink/internal/typeser"
@@ -211,10 +212,16 @@ type chain struct {
 // half the walking. ok is false where anything does not walk or does not
 // fit; sections and read then find out where and why.
 func (w *heapWalk) walkAll(mask uint64, seen int, recs []heapRec) (secs []section, _ []heapRec, ok bool) {
+	if len(w.body) > math.MaxInt32 {
+		return nil, recs, false
+	}
 	r := wire.NewReader(w.body, w.file, w.base)
+	// The records of a piece of many small entries would hold more than
+	// a few times its bytes: such a piece is read in two walks instead.
+	most := len(w.body)/8 + 4096
 	collect := func(rec heapRec) bool {
 		recs = append(recs, rec)
-		return true
+		return len(recs) <= most
 	}
 	for r.Off < len(w.body) {
 		if w.one && r.Off > 0 {
@@ -231,7 +238,7 @@ func (w *heapWalk) walkAll(mask uint64, seen int, recs []heapRec) (secs []sectio
 		sec := section{id: id, count: n, start: r.Off, unwalked: -1}
 		from := len(recs)
 		for i := 0; i < n; i++ {
-			if _, err := w.layouts[id].heapRecords(r, n-1-i, nil, collect); err != nil {
+			if cont, err := w.layouts[id].heapRecords(r, n-1-i, nil, collect); err != nil || !cont {
 				return nil, recs, false
 			}
 		}
@@ -807,18 +814,18 @@ func (l *Layout) errUnsized(r *wire.Reader, at, count int, how string) error {
 // does not walk.
 var errNotWalked = errors.New("a value that does not walk")
 
-// heapRec is where one entry's parts lie in a piece, with no pointer in
-// it, so that a key group's many can be held between their walk and their
-// emission at little cost. A missing user key or a null value has start
-// -1; a timer has its timestamp.
+// heapRec is where one entry's parts lie in a piece (under 2 GiB: see
+// walkAll), with no pointer in it, so that a key group's many can be held
+// between their walk and their emission at little cost. A missing user
+// key or a null value has start -1; a timer has its timestamp.
 type heapRec struct {
-	ns, key, userKey, value [2]int
+	ns, key, userKey, value [2]int32
 	ts                      int64
 }
 
 // entry is the entry rec places in body.
 func (l *Layout) entry(body []byte, kg int, rec heapRec) (snapshot.Entry, error) {
-	part := func(p [2]int) []byte {
+	part := func(p [2]int32) []byte {
 		if p[0] < 0 {
 			return nil
 		}
@@ -844,12 +851,12 @@ type recWalk struct {
 	walked bool
 }
 
-func (w *recWalk) take(s *typeser.SerializerSnapshot) [2]int {
+func (w *recWalk) take(s *typeser.SerializerSnapshot) [2]int32 {
 	start := w.r.Off
 	if !typeser.SkipValue(w.r, s, 0) {
 		w.walked = false
 	}
-	return [2]int{start, w.r.Off}
+	return [2]int32{int32(start), int32(w.r.Off)}
 }
 
 // put hands rec on where every part of it walked. Every value walks
@@ -870,7 +877,7 @@ func (w *recWalk) put(rec heapRec, put func(heapRec) bool) (bool, error) {
 // the section's values do not all walk, says where a value ends.
 func (l *Layout) heapRecords(r *wire.Reader, left int, ends func(off, left int) (int, bool), put func(heapRec) bool) (bool, error) {
 	w := recWalk{r: r, walked: true}
-	rec := heapRec{userKey: [2]int{-1, -1}}
+	rec := heapRec{userKey: [2]int32{-1, -1}}
 	if l.Kind == KindTimer {
 		rec.ts = r.I64("timer timestamp")
 		rec.key = w.take(l.Key)
@@ -893,7 +900,7 @@ func (l *Layout) heapRecords(r *wire.Reader, left int, ends func(off, left int) 
 		n := r.Count32(2, "map size")
 		for i := 0; i < n && r.Err == nil; i++ {
 			rec.userKey = w.take(l.UserKey)
-			rec.value = [2]int{-1, -1}
+			rec.value = [2]int32{-1, -1}
 			if !r.Bool("map value null flag") {
 				rec.value = w.take(l.Elem)
 			}
@@ -915,7 +922,7 @@ func (l *Layout) heapRecords(r *wire.Reader, left int, ends func(off, left int) 
 		}
 		start := r.Off
 		r.Take(end-r.Off, "value")
-		rec.value = [2]int{start, r.Off}
+		rec.value = [2]int32{int32(start), int32(r.Off)}
 	}
 	if r.Err != nil {
 		return false, r.Err

@@ -343,3 +343,37 @@ func FuzzHeapKeyGroup(f *testing.F) {
 }
 
 const basePrefix = "org.apache.flink.api.common.typeutils.base."
+
+// A piece of more small entries than its records may hold (a list of
+// single bytes) is read in two walks, to the same entries.
+func TestHeapPieceOfManySmallEntries(t *testing.T) {
+	c := newInferCase(t)
+	str := &typeser.SerializerSnapshot{Class: basePrefix + "StringSerializer$StringSerializerSnapshot"}
+	void := &typeser.SerializerSnapshot{Class: "org.apache.flink.runtime.state.VoidNamespaceSerializer$VoidNamespaceSerializerSnapshot"}
+	list := &typeser.SerializerSnapshot{Class: basePrefix + "ListSerializerSnapshot", Nested: []*typeser.SerializerSnapshot{{Class: basePrefix + "ByteSerializer$ByteSerializerSnapshot"}}}
+	layouts := []*Layout{NewLayout(&StateMeta{Name: "bytes", Type: KeyValueState, Options: map[string]string{"KEYED_STATE_TYPE": "LIST"},
+		Serializers: map[string]*typeser.SerializerSnapshot{"NAMESPACE_SERIALIZER": void, "VALUE_SERIALIZER": list}}, str)}
+	const n = 20000
+	var b []byte
+	b = binary.BigEndian.AppendUint16(b, 0)
+	b = binary.BigEndian.AppendUint32(b, 1)
+	b = append(append(b, 0), c.key1...)
+	b = binary.BigEndian.AppendUint32(b, n)
+	for i := range n {
+		b = append(b, byte(i))
+	}
+	pieces := []heapPiece{{body: b, file: "kg"}}
+	es, lost, err := readPiecesOf(c.kg, c.maxP, layouts, pieces, true)
+	if err != nil || len(lost) > 0 || len(es) != n {
+		t.Fatalf("%d entries, lost %v, error %v; want %d", len(es), lost, err, n)
+	}
+	for i, e := range es {
+		if len(e.Value) != 1 || e.Value[0] != byte(i) {
+			t.Fatalf("element %d: %x", i, e.Value)
+		}
+	}
+	es2, _, _ := readPiecesOf(c.kg, c.maxP, layouts, pieces, false)
+	if !slices.EqualFunc(es, es2, func(a, b snapshot.Entry) bool { return a.Equal(&b) }) {
+		t.Fatal("in one walk and by sections, the entries differ")
+	}
+}
