@@ -14,7 +14,7 @@
 #
 # Environment (all optional):
 #   BENCH_FLINK_HEAP_BIG_RECORDS  records of the big job (default 200000, about 30 MiB)
-#   BENCH_FLINK_HEAP_ZOO_RECORDS  records of the zoo job (default 5000, about 0.8 MiB)
+#   BENCH_FLINK_HEAP_ZOO_RECORDS  records of the zoo job (default 50000, about 8 MiB)
 #   BENCH_FLINK_HEAP_ROUNDS       runs of each dump, median taken (default 5)
 #   BENCH_FLINK_VERSION           Flink version (default 2.3.0)
 #   STATEUTIL_CACHE_DIR           where the snapshots are kept between runs
@@ -66,7 +66,7 @@ for job in big zoo; do
 	case $job in
 	big) records=${BENCH_FLINK_HEAP_BIG_RECORDS:-200000} ;;
 	zoo)
-		records=${BENCH_FLINK_HEAP_ZOO_RECORDS:-5000}
+		records=${BENCH_FLINK_HEAP_ZOO_RECORDS:-50000}
 		"$harness" "$version" proto-descriptors --out "$work/zoo.pb" >/dev/null
 		schemas=(--kryo-classes "$root/testenv/flink/witness/zoo.kryo-classes" --proto-descriptors "$work/zoo.pb")
 		;;
