@@ -127,21 +127,6 @@ func firstChannel(t *testing.T, m *metadata.Metadata) *metadata.ChannelHandle {
 	return nil
 }
 
-// mergedOffsets writes a merged handle's offset table as Flink lays it out.
-func mergedOffsets(cs []metadata.Channel) []byte {
-	b := binary.BigEndian.AppendUint32(nil, uint32(len(cs)))
-	for _, c := range cs {
-		b = binary.BigEndian.AppendUint32(b, uint32(c.Info[0]))
-		b = binary.BigEndian.AppendUint32(b, uint32(c.Info[1]))
-		b = binary.BigEndian.AppendUint64(b, uint64(c.Size))
-		b = binary.BigEndian.AppendUint32(b, uint32(len(c.Offsets)))
-		for _, o := range c.Offsets {
-			b = binary.BigEndian.AppendUint64(b, uint64(o))
-		}
-	}
-	return b
-}
-
 // rewrite re-encodes the _metadata at md after edit changed it.
 func rewrite(t *testing.T, md string, edit func(m *metadata.Metadata)) {
 	t.Helper()
@@ -179,13 +164,13 @@ func TestInFlightDamage(t *testing.T) {
 		{"offset past the end", func(t *testing.T, _ string, h *metadata.ChannelHandle) {
 			cs := h.Channels()
 			cs[0].Offsets = []int64{int64(len(h.Delegate.Data))}
-			h.SerializedChannelOffsets = mergedOffsets(cs)
+			h.SerializedChannelOffsets = metadata.MergedChannelOffsets(cs)
 		}, "an int at offset"},
 		{"size", func(t *testing.T, _ string, h *metadata.ChannelHandle) {
 			cs := h.Channels()
 			cs[0].Size++
 			h.Size++
-			h.SerializedChannelOffsets = mergedOffsets(cs)
+			h.SerializedChannelOffsets = metadata.MergedChannelOffsets(cs)
 		}, "its 1 buffers take"},
 		{"merged size", func(t *testing.T, _ string, h *metadata.ChannelHandle) { h.Size++ }, "the channels of a merged handle take"},
 		{"healthy file", func(t *testing.T, dir string, h *metadata.ChannelHandle) { toFile(t, dir, h, 0) }, ""},
@@ -226,7 +211,7 @@ func toFile(t *testing.T, dir string, h *metadata.ChannelHandle, cut int) {
 	cs := h.Channels()
 	cs[0].Size -= statefile.ChannelHeader
 	h.Size -= statefile.ChannelHeader
-	h.SerializedChannelOffsets = mergedOffsets(cs)
+	h.SerializedChannelOffsets = metadata.MergedChannelOffsets(cs)
 }
 
 // A merged channel handle whose offset table does not hold what its count
@@ -235,7 +220,7 @@ func TestInFlightMergedTableDamage(t *testing.T) {
 	md, pm := unalignedWitness(t, "cep")
 	rewrite(t, md, func(m *metadata.Metadata) {
 		h := firstChannel(t, m)
-		h.SerializedChannelOffsets = binary.BigEndian.AppendUint32(mergedOffsets(h.Channels()), 7)
+		h.SerializedChannelOffsets = binary.BigEndian.AppendUint32(metadata.MergedChannelOffsets(h.Channels()), 7)
 	})
 	_, err := testReg.Open(context.Background(), filepath.Dir(md), snapshot.OpenOptions{PathMap: pm})
 	if !errors.Is(err, snapshot.ErrCorrupt) || !strings.Contains(err.Error(), "4 bytes after the merged channel offsets") || !strings.Contains(err.Error(), "_metadata\" at offset") {

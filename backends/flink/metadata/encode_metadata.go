@@ -288,3 +288,22 @@ func (e *encoder) channel(c *ChannelHandle, typ byte) {
 	o.I64(c.Size)
 	e.stream(c.Delegate)
 }
+
+// MergedChannelOffsets writes a merged channel handle's offset table,
+// the SerializedChannelOffsets of a handle holding channels cs, as
+// Flink's AbstractMergedChannelStateHandle lays it out (mergedChannels
+// reads it).
+func MergedChannelOffsets(cs []Channel) []byte {
+	o := &wire.Writer{}
+	o.I32(int32(len(cs)))
+	for _, c := range cs {
+		o.I32(c.Info[0])
+		o.I32(c.Info[1])
+		o.I64(c.Size)
+		o.I32(int32(len(c.Offsets)))
+		for _, off := range c.Offsets {
+			o.I64(off)
+		}
+	}
+	return o.B
+}

@@ -305,6 +305,20 @@ func (c *ChannelHandle) Channels() []Channel {
 	return []Channel{{Info: c.Info, Size: c.Size, Offsets: c.Offsets}}
 }
 
+// Unmerged lists the plain handles a merged handle stands for, one per
+// channel on the same stream, as Flink unmerges them to restore (before
+// version 6 `_metadata` has no merged handles); a plain handle is its own.
+func (c *ChannelHandle) Unmerged() []*ChannelHandle {
+	if !c.Merged() {
+		return []*ChannelHandle{c}
+	}
+	out := make([]*ChannelHandle, 0, len(c.MergedChannels))
+	for _, m := range c.MergedChannels {
+		out = append(out, &ChannelHandle{Type: c.Type - 2, SubtaskIndex: c.SubtaskIndex, Info: m.Info, Offsets: m.Offsets, Size: m.Size, Delegate: c.Delegate})
+	}
+	return out
+}
+
 // --- decoding ---
 
 func (d *decoder) streamHandle(what string, depth int) *StreamHandle {
@@ -594,7 +608,7 @@ func (d *decoder) channelHandle(what string, input bool) *ChannelHandle {
 // Damage fails outer at the offending byte.
 func mergedChannels(b []byte, file string, base int64, what string, outer *wire.Reader) []Channel {
 	r := wire.NewReader(b, file, base)
-	n := r.Count32(24, what+" merged channel count")
+	n := r.Count32(20, what+" merged channel count") // a channel without offsets takes 20
 	out := make([]Channel, 0, n)
 	for i := 0; i < n && r.Err == nil; i++ {
 		c := Channel{Info: [2]int32{r.I32(what + " info"), r.I32(what + " info")}, Size: r.I64(what + " channel size")}
