@@ -85,31 +85,11 @@ func CheckChannelHandle(ctx context.Context, res *Resolver, h *metadata.ChannelH
 		return err
 	}
 	defer s.close()
-	if v, err := s.int32At(0); err != nil {
+	if err := s.checkVersion(); err != nil {
 		return err
-	} else if v != 0 {
-		return &wire.CorruptError{File: s.file, Offset: s.base, Reason: fmt.Sprintf("channel state version %d, Flink writes 0", v)}
 	}
-	var sum int64
-	for _, c := range h.Channels() {
-		n, err := s.channelSize(c)
-		if err != nil {
-			return err
-		}
-		sum += c.Size
-		want := c.Size
-		if s.inline {
-			want -= ChannelHeader
-		}
-		if n != want {
-			return &wire.CorruptError{File: s.file, Offset: s.base, Reason: fmt.Sprintf("channel (%d, %d): its %d buffers take %d bytes, _metadata records %d",
-				c.Info[0], c.Info[1], len(c.Offsets), n, c.Size)}
-		}
-	}
-	if h.Merged() && sum != h.Size {
-		return &wire.CorruptError{File: s.file, Offset: s.base, Reason: fmt.Sprintf("the channels of a merged handle take %d bytes, _metadata records %d", sum, h.Size)}
-	}
-	return nil
+	_, err = s.handleBuffers(h)
+	return err
 }
 
 // channelStream is a channel handle's stream, read a few bytes at a time.
@@ -165,26 +145,78 @@ func (s *channelStream) int32At(off int64) (int32, error) {
 	return int32(binary.BigEndian.Uint32(b[:])), nil
 }
 
-// channelSize walks one channel's buffers and returns the bytes they take
-// with their lengths.
-func (s *channelStream) channelSize(c metadata.Channel) (int64, error) {
+// checkVersion checks the version int a stream starts with.
+func (s *channelStream) checkVersion() error {
+	if v, err := s.int32At(0); err != nil {
+		return err
+	} else if v != 0 {
+		return &wire.CorruptError{File: s.file, Offset: s.base, Reason: fmt.Sprintf("channel state version %d, Flink writes 0", v)}
+	}
+	return nil
+}
+
+// handleBuffers walks the buffers of each channel of h (buffers), and
+// checks that a merged handle's channels take what it records.
+func (s *channelStream) handleBuffers(h *metadata.ChannelHandle) ([][]buffer, error) {
+	var out [][]buffer
+	var sum int64
+	for _, c := range h.Channels() {
+		bufs, err := s.buffers(c)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, bufs)
+		sum += c.Size
+	}
+	if h.Merged() && sum != h.Size {
+		return nil, &wire.CorruptError{File: s.file, Offset: s.base, Reason: fmt.Sprintf("the channels of a merged handle take %d bytes, _metadata records %d", sum, h.Size)}
+	}
+	return out, nil
+}
+
+// buffer is one buffer of a channel in its stream: the offset of its
+// length, and the length.
+type buffer struct {
+	off int64
+	n   int64
+}
+
+// end is the offset after the buffer's bytes.
+func (b buffer) end() int64 { return b.off + 4 + b.n }
+
+// buffers walks one channel's buffers: each lies inside the stream,
+// after the header and the buffer before it, and together, with their
+// lengths, they take the channel's size (the version too where the
+// stream is the channel's own bytes inside `_metadata`).
+func (s *channelStream) buffers(c metadata.Channel) ([]buffer, error) {
+	out := make([]buffer, 0, len(c.Offsets))
 	var n int64
 	next := int64(ChannelHeader)
 	for _, off := range c.Offsets {
 		if off < next {
-			return 0, &wire.CorruptError{File: s.file, Offset: s.base + max(0, min(off, s.size)),
+			return nil, &wire.CorruptError{File: s.file, Offset: s.base + max(0, min(off, s.size)),
 				Reason: fmt.Sprintf("channel (%d, %d): a buffer at offset %d, before the end of the header or of the buffer before it (%d)", c.Info[0], c.Info[1], off, next)}
 		}
 		l, err := s.int32At(off)
 		if err != nil {
-			return 0, err
+			return nil, err
 		}
-		if l < 0 || off+4+int64(l) > s.size {
-			return 0, &wire.CorruptError{File: s.file, Offset: s.base + off,
+		b := buffer{off: off, n: int64(l)}
+		if l < 0 || b.end() > s.size {
+			return nil, &wire.CorruptError{File: s.file, Offset: s.base + off,
 				Reason: fmt.Sprintf("channel (%d, %d): a buffer of %d bytes at offset %d of a stream of %d", c.Info[0], c.Info[1], l, off, s.size)}
 		}
-		next = off + 4 + int64(l)
-		n += 4 + int64(l)
+		out = append(out, b)
+		next = b.end()
+		n += 4 + b.n
 	}
-	return n, nil
+	want := c.Size
+	if s.inline {
+		want -= ChannelHeader
+	}
+	if n != want {
+		return nil, &wire.CorruptError{File: s.file, Offset: s.base, Reason: fmt.Sprintf("channel (%d, %d): its %d buffers take %d bytes, _metadata records %d",
+			c.Info[0], c.Info[1], len(c.Offsets), n, c.Size)}
+	}
+	return out, nil
 }
