@@ -63,6 +63,10 @@ func execute(ctx context.Context, r snapshot.Reader, w snapshot.Writer, plan *Pl
 	if len(plan.Operators) != len(s.Operators) {
 		return fmt.Errorf("the plan has %d operators, the snapshot %d: plan another snapshot", len(plan.Operators), len(s.Operators))
 	}
+	carrier, err := inFlightCarrier(w, plan)
+	if err != nil {
+		return err
+	}
 	for i, op := range s.Operators {
 		p := &plan.Operators[i]
 		if p.ID != op.ID || p.UID != op.UID {
@@ -76,7 +80,7 @@ func execute(ctx context.Context, r snapshot.Reader, w snapshot.Writer, plan *Pl
 		if opts.Subtasks != nil {
 			only = opts.Subtasks[i]
 		}
-		if err := executeOperator(ctx, r, w, op, newOp, p, only, opts); err != nil {
+		if err := executeOperator(ctx, r, w, carrier, op, newOp, p, only, opts); err != nil {
 			return err
 		}
 	}
@@ -89,8 +93,8 @@ func Commit(ctx context.Context, w snapshot.Writer, plan *Plan) error {
 }
 
 // executeOperator writes the new subtasks of one operator: those in only,
-// or all when only is nil.
-func executeOperator(ctx context.Context, r snapshot.Reader, w snapshot.Writer, op, newOp *snapshot.Operator, p *redistribute.OperatorPlan, only []int, opts ExecuteOptions) error {
+// or all when only is nil; carrier, if set, carries their data in flight.
+func executeOperator(ctx context.Context, r snapshot.Reader, w snapshot.Writer, carrier snapshot.InFlightCarrier, op, newOp *snapshot.Operator, p *redistribute.OperatorPlan, only []int, opts ExecuteOptions) error {
 	pieces := make([][][]redistribute.Piece, p.New.Parallelism)
 	for j := range pieces {
 		pieces[j] = make([][]redistribute.Piece, len(p.OperatorStates))
@@ -124,7 +128,7 @@ func executeOperator(ctx context.Context, r snapshot.Reader, w snapshot.Writer, 
 	}
 	// Readers' errors name the old subtask, writers' the new one.
 	return forEachSubtask(ctx, n, func(ctx context.Context, j int) error {
-		return writeSubtask(ctx, r, a, w, op, newOp, p, index(j), opts)
+		return writeSubtask(ctx, r, a, w, op, newOp, p, index(j), carryInFlight(ctx, carrier, r, op, index(j)), opts)
 	})
 }
 
@@ -154,7 +158,7 @@ func executeRehashed(ctx context.Context, r snapshot.Reader, a *redistribute.Ass
 			if opts.Progress != nil {
 				opts.Progress(counts[i].Bytes)
 			}
-			return finishSubtask(ctx, a, sws[i], batch[i], opts.Progress)
+			return finishSubtask(ctx, a, sws[i], batch[i], nil, opts.Progress)
 		})
 		if err != nil {
 			for _, sw := range sws {
@@ -281,9 +285,10 @@ func (p *progressBatch) flush() {
 }
 
 // WriteSubtask writes new subtask i of an assignment to w as a subtask of
-// newOp, reporting the bytes of entries and elements written to progress
-// (may be nil) in batches.
-func WriteSubtask(ctx context.Context, a *redistribute.Assignment, w snapshot.Writer, newOp *snapshot.Operator, i int, progress func(int64)) error {
+// newOp, with its data in flight if inFlight (may be nil) carries it,
+// reporting the bytes of entries and elements written to progress (may be
+// nil) in batches.
+func WriteSubtask(ctx context.Context, a *redistribute.Assignment, w snapshot.Writer, newOp *snapshot.Operator, i int, inFlight func(snapshot.SubtaskWriter) error, progress func(int64)) error {
 	sw, err := w.Subtask(ctx, newOp, i, a.KeyGroups(i))
 	if err != nil {
 		return err
@@ -301,12 +306,13 @@ func WriteSubtask(ctx context.Context, a *redistribute.Assignment, w snapshot.Wr
 		batch.add(e.Size())
 	}
 	batch.flush()
-	return finishSubtask(ctx, a, sw, i, progress)
+	return finishSubtask(ctx, a, sw, i, inFlight, progress)
 }
 
 // finishSubtask adds new subtask i's operator and raw state to sw, whose
-// keyed state is complete, and closes it.
-func finishSubtask(ctx context.Context, a *redistribute.Assignment, sw snapshot.SubtaskWriter, i int, progress func(int64)) error {
+// keyed state is complete, and its data in flight if inFlight (may be
+// nil) carries it, and closes it.
+func finishSubtask(ctx context.Context, a *redistribute.Assignment, sw snapshot.SubtaskWriter, i int, inFlight func(snapshot.SubtaskWriter) error, progress func(int64)) error {
 	batch := progressBatch{report: progress}
 	for el, err := range a.Elements(ctx, i) {
 		if err != nil {
@@ -324,6 +330,11 @@ func finishSubtask(ctx context.Context, a *redistribute.Assignment, sw snapshot.
 	}
 	if len(raw.Keyed)+len(raw.Operator) > 0 {
 		if err := sw.Raw(raw); err != nil {
+			return err
+		}
+	}
+	if inFlight != nil {
+		if err := inFlight(sw); err != nil {
 			return err
 		}
 	}

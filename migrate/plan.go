@@ -49,6 +49,9 @@ type Plan struct {
 	Removed []string `json:"removed"`
 	// Renamed maps old uids (ids of operators without one) to new uids.
 	Renamed map[string]string `json:"renamed,omitempty"`
+	// InFlight is the source's data in flight the copy carries, subtask by
+	// subtask (inFlightCopy); nil when it carries none.
+	InFlight *InFlight `json:"in_flight,omitempty"`
 	// out is the metadata to commit, without subtasks: one operator per
 	// source operator, nil where removed.
 	out      *snapshot.Snapshot
@@ -195,6 +198,9 @@ type Totals struct {
 	Entries   int64 `json:"keyed_entries"`
 	Elements  int64 `json:"operator_elements"`
 	Bytes     int64 `json:"bytes"`
+	// InFlightChannels and InFlightBytes are the data in flight carried.
+	InFlightChannels int   `json:"in_flight_channels,omitempty"`
+	InFlightBytes    int64 `json:"in_flight_bytes,omitempty"`
 }
 
 // Totals sums what the copy will hold.
@@ -211,6 +217,9 @@ func (p *Plan) Totals() Totals {
 			t.Elements += sub.OperatorElements
 			t.Bytes += sub.Bytes()
 		}
+	}
+	if p.InFlight != nil {
+		t.InFlightChannels, t.InFlightBytes = p.InFlight.Channels, p.InFlight.Bytes
 	}
 	return t
 }

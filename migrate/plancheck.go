@@ -51,7 +51,7 @@ func rebuild(ctx context.Context, reg *snapshot.Registry, sp *ShardPlan, r *snap
 	if err := samePlan(sp, &want); err != nil {
 		return nil, nil, err
 	}
-	if *r, err = sp.readable(reg, *r); err != nil {
+	if *r, _, err = sp.readable(reg, *r); err != nil {
 		return nil, nil, err
 	}
 	f, err := reg.Writable(sp.Format)

@@ -111,29 +111,35 @@ func Run(ctx context.Context, reg *snapshot.Registry, req Request) (*Result, err
 		if r, upgraded, err = upgradeReader(ctx, reg, r, req.Source, req.ReaderVersion); err != nil {
 			return nil, err
 		}
-	}
-	if err := snapshot.CheckNoInFlight(r.Snapshot()); err != nil {
-		if req.Upgrade {
+		if err := snapshot.CheckNoInFlight(r.Snapshot(), "an upgrade's copy cannot carry"); err != nil {
 			// Nothing in it needs rewriting, and the new readers restore it
 			// as it is: a copy is what cannot be made.
 			return nil, fmt.Errorf("%s: %w: nothing in it needs rewriting for %s, which restores the checkpoint as it is, data in flight too: "+
-				"restore the checkpoint itself (an upgrade writes a copy, and no copy can carry data in flight)", req.Source, snapshot.ErrUpgradeBlocked, upgraded.To)
-		}
-		return nil, fmt.Errorf("%s: %w", req.Source, err)
-	}
-	if req.DropExpired != nil {
-		if r, err = snapshot.WithoutExpired(r, *req.DropExpired); err != nil {
-			return nil, fmt.Errorf("%s: %w", req.Source, err)
+				"restore the checkpoint itself (an upgrade writes a copy for the other Flink major, which cannot carry data in flight)", req.Source, snapshot.ErrUpgradeBlocked, upgraded.To)
 		}
 	}
 	f, err := reg.Writable(cmpOr(req.Format, from))
 	if err != nil {
 		return nil, err
 	}
+	if req.DropExpired != nil {
+		if r, err = snapshot.WithoutExpired(r, *req.DropExpired); err != nil {
+			return nil, fmt.Errorf("%s: %w", req.Source, err)
+		}
+	}
 	if req.StateSizeCap > 0 && f.StateSizeCap > 0 {
 		capped := *f
 		capped.StateSizeCap = req.StateSizeCap
 		f = &capped
+	}
+	wopts := snapshot.WriteOptions{Force: req.Force, StateSizeCap: f.StateSizeCap, ReaderVersion: req.ReaderVersion}
+	inFlight := inFlightCopy{format: f, from: from, opts: wopts, change: req.Change, edits: req.Edits, dropped: dropped}
+	if edited != nil {
+		inFlight.edited = edited.Edited()
+	}
+	carried, err := inFlight.carry(r.Snapshot())
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", req.Source, err)
 	}
 	req.Change.Codecs = reg.Codecs
 	// A writer of the source's format may re-hash the stored pairs itself
@@ -143,8 +149,7 @@ func Run(ctx context.Context, reg *snapshot.Registry, req Request) (*Result, err
 	if err != nil {
 		return nil, err
 	}
-	plan.Source, plan.Destination, plan.DryRun = req.Source, req.Destination, req.DryRun
-	wopts := snapshot.WriteOptions{Force: req.Force, StateSizeCap: f.StateSizeCap, ReaderVersion: req.ReaderVersion}
+	plan.Source, plan.Destination, plan.DryRun, plan.InFlight = req.Source, req.Destination, req.DryRun, carried
 	if err := plan.checkWrite(f, wopts); err != nil {
 		return nil, err
 	}
@@ -205,7 +210,8 @@ func cmpOr(a, b string) string {
 
 // Verify re-reads plan's destination and compares it with r entry by
 // entry and element by element: it must hold what r holds, but for what
-// the plan changes (parallelism, removed and renamed operators). A
+// the plan changes (parallelism, removed and renamed operators), and the
+// data in flight of every channel where the plan carries it. A
 // difference is ErrVerifyFailed naming the first ones.
 func Verify(ctx context.Context, reg *snapshot.Registry, r snapshot.Reader, plan *Plan) error {
 	d, err := reg.Open(ctx, plan.Destination, snapshot.OpenOptions{})
@@ -218,7 +224,11 @@ func Verify(ctx context.Context, reg *snapshot.Registry, r snapshot.Reader, plan
 	if err != nil {
 		return fmt.Errorf("re-reading %q: %w", plan.Destination, err)
 	}
-	if errs := unexpected(res, plan); len(errs) > 0 {
+	errs := unexpected(res, plan)
+	if plan.InFlight != nil {
+		errs = append(errs, inFlightDiffers(r.Snapshot(), d.Snapshot())...)
+	}
+	if len(errs) > 0 {
 		return fmt.Errorf("%w: %w", ErrVerifyFailed, errors.Join(errs...))
 	}
 	return nil

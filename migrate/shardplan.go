@@ -218,7 +218,7 @@ func PlanShards(ctx context.Context, reg *snapshot.Registry, req ShardRequest) (
 // shard takes from a plan file nothing its source does not give.
 func (sp *ShardPlan) derive(ctx context.Context, reg *snapshot.Registry, r snapshot.Reader, n int) (*Plan, error) {
 	sp.SourceFormat = r.Snapshot().Format
-	r, err := sp.readable(reg, r)
+	r, inFlight, err := sp.readable(reg, r)
 	if err != nil {
 		return nil, err
 	}
@@ -227,6 +227,12 @@ func (sp *ShardPlan) derive(ctx context.Context, reg *snapshot.Registry, r snaps
 		return nil, err
 	}
 	sp.Format = f.Name
+	wopts := snapshot.WriteOptions{Force: sp.Force, ReaderVersion: sp.ReaderVersion}
+	inFlight.format, inFlight.from, inFlight.opts, inFlight.change, inFlight.edits = f, sp.SourceFormat, wopts, sp.change(reg), sp.edits()
+	carried, err := inFlight.carry(r.Snapshot())
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", sp.Source, err)
+	}
 	change := sp.change(reg)
 	// A max-parallelism change is planned from the key groups' figures:
 	// hashing every key here would read the whole source on this machine
@@ -236,8 +242,8 @@ func (sp *ShardPlan) derive(ctx context.Context, reg *snapshot.Registry, r snaps
 	if err != nil {
 		return nil, err
 	}
-	plan.Source, plan.Destination = sp.Source, sp.Destination
-	if err := plan.checkWrite(f, snapshot.WriteOptions{Force: sp.Force, ReaderVersion: sp.ReaderVersion}); err != nil {
+	plan.Source, plan.Destination, plan.InFlight = sp.Source, sp.Destination, carried
+	if err := plan.checkWrite(f, wopts); err != nil {
 		return nil, err
 	}
 	sp.Plan = plan
@@ -248,31 +254,30 @@ func (sp *ShardPlan) derive(ctx context.Context, reg *snapshot.Registry, r snaps
 
 // readable is the source r as sp copies it: edited as sp edits it,
 // without its unreadable state if sp skips it (refused otherwise), without
-// expired entries if sp drops them. reg's codecs encode the keys of edits.
-func (sp *ShardPlan) readable(reg *snapshot.Registry, r snapshot.Reader) (snapshot.Reader, error) {
+// expired entries if sp drops them; and what the edits and the state left
+// out mean for its data in flight. reg's codecs encode the keys of edits.
+func (sp *ShardPlan) readable(reg *snapshot.Registry, r snapshot.Reader) (snapshot.Reader, inFlightCopy, error) {
+	var inFlight inFlightCopy
 	if len(sp.StateEdits) > 0 {
 		edited, err := surgery.Apply(r, reg.Codecs, sp.StateEdits)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", sp.Source, err)
+			return nil, inFlight, fmt.Errorf("%s: %w", sp.Source, err)
 		}
-		r = edited
+		r, inFlight.edited = edited, edited.Edited()
 	}
 	if sp.SkipUnreadable {
-		r, _ = snapshot.WithoutUnreadable(r)
+		r, inFlight.dropped = snapshot.WithoutUnreadable(r)
 	} else if err := snapshot.CheckReadable(r.Snapshot()); err != nil {
-		return nil, fmt.Errorf("%s: %w", sp.Source, err)
-	}
-	if err := snapshot.CheckNoInFlight(r.Snapshot()); err != nil {
-		return nil, fmt.Errorf("%s: %w", sp.Source, err)
+		return nil, inFlight, fmt.Errorf("%s: %w", sp.Source, err)
 	}
 	if x := sp.DropExpired; x != nil {
 		fresh, err := snapshot.WithoutExpired(r, snapshot.Expiry{At: x.At, TTL: x.TTL})
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", sp.Source, err)
+			return nil, inFlight, fmt.Errorf("%s: %w", sp.Source, err)
 		}
 		r = fresh
 	}
-	return r, nil
+	return r, inFlight, nil
 }
 
 // checkPlanFile refuses to write the plan over the source, the

@@ -107,6 +107,9 @@ type withoutExpired struct {
 
 func (w *withoutExpired) Snapshot() *Snapshot { return w.snap }
 
+// Unwrap is the reader whose expired entries w leaves out (Unwrapper).
+func (w *withoutExpired) Unwrap() Reader { return w.Reader }
+
 func (w *withoutExpired) original(op *Operator) *Operator {
 	if o, ok := w.orig[op]; ok {
 		return o

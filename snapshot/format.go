@@ -122,6 +122,35 @@ type SubtaskWriter interface {
 	Close() error
 }
 
+// InFlightCarrier is implemented by a Writer that carries the data in
+// flight of an unaligned checkpoint (Subtask.InFlight) of its own format
+// into a copy, channel for channel, as its Format.CarriesInFlight says:
+// a copy that keeps the job's shape calls CarryInFlight for each subtask
+// of the source that lists channels, with op the operator of r's
+// snapshot and sw the new subtask of the same index, before closing sw.
+type InFlightCarrier interface {
+	CarryInFlight(ctx context.Context, r Reader, op *Operator, sw SubtaskWriter) error
+}
+
+// Unwrapper is implemented by a Reader that shows another reader's
+// snapshot changed (edited, without part of its state): Unwrap is that
+// reader, for a writer that carries what no Reader method streams
+// (InFlightCarrier).
+type Unwrapper interface {
+	Unwrap() Reader
+}
+
+// Unwrapped is the reader beneath all of r's wrappers.
+func Unwrapped(r Reader) Reader {
+	for {
+		u, ok := r.(Unwrapper)
+		if !ok {
+			return r
+		}
+		r = u.Unwrap()
+	}
+}
+
 // OpenOptions tune how a snapshot is opened.
 type OpenOptions struct {
 	// PathMap rewrites absolute file references: each OLD prefix -> NEW.
@@ -189,6 +218,12 @@ type Format struct {
 	// format cannot write of s (the snapshot a copy would commit, without
 	// subtasks) as opts ask; nil if it can.
 	CheckWrite func(s *Snapshot, opts WriteOptions) error
+	// CarriesInFlight, if set, says whether the format's writer carries
+	// the data in flight of s, a snapshot of the format, into a copy that
+	// keeps the job's shape, written as opts ask: "" if it does (its
+	// Writer is an InFlightCarrier), else why not, a clause that follows
+	// "which" (CheckNoInFlight). Nil for a format whose writer never does.
+	CarriesInFlight func(s *Snapshot, opts WriteOptions) (whyNot string)
 	// Upgrade, if set, carries a snapshot of the format to readers of
 	// another major version (upgrade.go); nil if the format has none.
 	Upgrade Upgrader

@@ -35,11 +35,12 @@ func InFlightOf(op *Operator) InFlightTotals {
 // nothing was written into yet), which holds none.
 func (t InFlightTotals) Holds() bool { return t.Bytes > 0 }
 
-// CheckNoInFlight fails when a subtask of s holds data in flight: what
-// every copy calls before it starts, since none can carry it; a copy
-// without it would lose those records. Channels whose buffers are all
-// empty lose nothing. The error wraps ErrUnsupportedVersion.
-func CheckNoInFlight(s *Snapshot) error {
+// CheckNoInFlight fails when a subtask of s holds data in flight, which
+// a copy that cannot carry it would lose: the message says what s holds,
+// then why, which says why this copy cannot (a clause that follows
+// "which"), then what to do. Channels whose buffers are all empty lose
+// nothing. The error wraps ErrUnsupportedVersion.
+func CheckNoInFlight(s *Snapshot, why string) error {
 	var first string
 	var all InFlightTotals
 	for _, op := range s.Operators {
@@ -55,8 +56,20 @@ func CheckNoInFlight(s *Snapshot) error {
 	if !all.Holds() {
 		return nil
 	}
-	return fmt.Errorf("%w: an unaligned checkpoint with data in flight (%d bytes in %d channels of %d subtasks, the first %s), which no copy can carry: "+
-		"Flink hands it back to the channels on restore, by the job's partitioning, which the checkpoint does not record; "+
+	return fmt.Errorf("%w: an unaligned checkpoint with data in flight (%d bytes in %d channels of %d subtasks, the first %s), which %s; "+
 		"restore the checkpoint in Flink and take a savepoint (savepoints are aligned) or an aligned checkpoint, and copy that",
-		ErrUnsupportedVersion, all.Bytes, all.Channels, all.Subtasks, first)
+		ErrUnsupportedVersion, all.Bytes, all.Channels, all.Subtasks, first, why)
+}
+
+// HasInFlight reports whether a subtask of s lists channels of an
+// unaligned checkpoint, whether or not their buffers hold records.
+func HasInFlight(s *Snapshot) bool {
+	for _, op := range s.Operators {
+		for _, sub := range op.Subtasks {
+			if sub != nil && len(sub.InFlight) > 0 {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -197,6 +197,9 @@ type withoutUnreadable struct {
 
 func (w *withoutUnreadable) Snapshot() *Snapshot { return w.snap }
 
+// Unwrap is the reader whose unreadable state w leaves out (Unwrapper).
+func (w *withoutUnreadable) Unwrap() Reader { return w.Reader }
+
 func (w *withoutUnreadable) original(op *Operator) *Operator {
 	if o, ok := w.orig[op]; ok {
 		return o

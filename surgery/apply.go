@@ -77,6 +77,21 @@ type Reader struct {
 // Snapshot is the edited metadata.
 func (w *Reader) Snapshot() *snapshot.Snapshot { return w.snap }
 
+// Unwrap is the reader w edits (snapshot.Unwrapper).
+func (w *Reader) Unwrap() snapshot.Reader { return w.Reader }
+
+// Edited lists the operators of the edited snapshot that the edits
+// change, in its order.
+func (w *Reader) Edited() []*snapshot.Operator {
+	var out []*snapshot.Operator
+	for _, op := range w.snap.Operators {
+		if _, ok := w.ops[op]; ok {
+			out = append(out, op)
+		}
+	}
+	return out
+}
+
 // stateEdit is what the edits make of one state of an operator.
 type stateEdit struct {
 	index   int
