@@ -39,6 +39,8 @@ var Format = &snapshot.Format{
 	CheckWrite: checkWrite,
 	// Describe: describe.go.
 	Describe: describe,
+	// CarriesInFlight: writer_inflight.go.
+	CarriesInFlight: carriesInFlight,
 	// Upgrade: upgrade.go.
 	Upgrade: upgrade,
 }

@@ -658,6 +658,9 @@ func (r *SnapshotReader) files(st *metadata.SubtaskState) []snapshot.FileRef {
 			add(h.Delegate, false)
 		}
 	}
+	for _, h := range append(slices.Clip(st.InputChannels), st.ResultSubpartitions...) {
+		add(h.Delegate, false)
+	}
 	keyed(st.ManagedKeyedState)
 	keyed(st.RawKeyedState)
 	return out

@@ -24,7 +24,7 @@ func (r *SnapshotReader) CompanionFiles() []string {
 
 // writtenName matches the names stateutil's writer gives the state files
 // of a savepoint (writer_subtask.go); Flink names its own by UUID.
-var writtenName = regexp.MustCompile(`^op[0-9]+-[0-9]+(\.[0-9a-f]{8})?-(keyed|operator|raw-keyed|raw-operator)$`)
+var writtenName = regexp.MustCompile(`^op[0-9]+-[0-9]+(\.[0-9a-f]{8})?-(keyed|operator|raw-keyed|raw-operator|channels)$`)
 
 // Warnings says, for verify (snapshot.Warner), that a savepoint stateutil
 // wrote has lost its checksum manifest: its metadata says who wrote it,

@@ -62,6 +62,8 @@ type writer struct {
 type subtaskOut struct {
 	keyed, rawKeyed       *metadata.KeyedHandle
 	operator, rawOperator *metadata.OperatorStateHandle
+	// inputs and outputs are the channel state handles carried.
+	inputs, outputs []*metadata.ChannelHandle
 	// files are the state files written, with their CRC32C, for a
 	// staging writer's record.
 	files []snapshot.FileRef
@@ -192,7 +194,8 @@ func (w *writer) assemble(s *snapshot.Snapshot, outs [][]*subtaskOut) (*metadata
 				continue
 			}
 			fo.Subtasks = append(fo.Subtasks, &metadata.SubtaskState{Index: j, ManagedKeyedState: so.keyed, RawKeyedState: so.rawKeyed,
-				ManagedOperatorState: so.operator, RawOperatorState: so.rawOperator})
+				ManagedOperatorState: so.operator, RawOperatorState: so.rawOperator,
+				InputChannels: channelsFor(m.Version, so.inputs), ResultSubpartitions: channelsFor(m.Version, so.outputs)})
 		}
 		m.Operators = append(m.Operators, fo)
 	}

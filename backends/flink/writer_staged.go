@@ -25,6 +25,7 @@ import (
 type stagedHandles struct {
 	Keyed, RawKeyed       *metadata.KeyedHandle
 	Operator, RawOperator *metadata.OperatorStateHandle
+	Inputs, Outputs       []*metadata.ChannelHandle
 }
 
 // files are the state files the handles refer to.
@@ -43,6 +44,12 @@ func (h *stagedHandles) files() []snapshot.FileRef {
 	for _, o := range []*metadata.OperatorStateHandle{h.Operator, h.RawOperator} {
 		if o != nil {
 			add(o.Delegate)
+		}
+	}
+	// The channel handles of a subtask share one file.
+	for _, c := range append(slices.Clip(h.Inputs), h.Outputs...) {
+		if !slices.ContainsFunc(out, func(f snapshot.FileRef) bool { return f.Path == c.Delegate.Path }) {
+			add(c.Delegate)
 		}
 	}
 	return out
@@ -65,7 +72,7 @@ func (w *writer) Staged(context.Context) ([]snapshot.StagedSubtask, error) {
 }
 
 func handlesOf(so *subtaskOut) *stagedHandles {
-	return &stagedHandles{Keyed: so.keyed, RawKeyed: so.rawKeyed, Operator: so.operator, RawOperator: so.rawOperator}
+	return &stagedHandles{Keyed: so.keyed, RawKeyed: so.rawKeyed, Operator: so.operator, RawOperator: so.rawOperator, Inputs: so.inputs, Outputs: so.outputs}
 }
 
 // Adopt records a subtask another writer staged in w's directory; see
@@ -79,7 +86,7 @@ func (w *writer) Adopt(_ context.Context, op *snapshot.Operator, s snapshot.Stag
 	if err := msgpack.Unmarshal(s.Layout, &h); err != nil {
 		return fmt.Errorf("flink writer: operator %q subtask %d: staged handles: %w", op.Label(), s.Index, err)
 	}
-	so := &subtaskOut{keyed: h.Keyed, rawKeyed: h.RawKeyed, operator: h.Operator, rawOperator: h.RawOperator}
+	so := &subtaskOut{keyed: h.Keyed, rawKeyed: h.RawKeyed, operator: h.Operator, rawOperator: h.RawOperator, inputs: h.Inputs, outputs: h.Outputs}
 	for _, f := range h.files() {
 		i := slices.IndexFunc(s.Files, func(r snapshot.FileRef) bool { return r.Path == path.Join(w.dir, f.Path) })
 		if i < 0 || s.Files[i].Size != f.Size {

@@ -31,10 +31,15 @@ func newStateFile(p storage.Pending, name string) *stateFile {
 	return &stateFile{p: p, bw: bufio.NewWriterSize(p, 64<<10), name: name}
 }
 
-func (f *stateFile) write(b []byte) error {
+func (f *stateFile) Write(b []byte) (int, error) {
 	n, err := f.bw.Write(b)
 	f.pos += int64(n)
 	f.crc = crc32.Update(f.crc, envelope.Castagnoli, b[:n])
+	return n, err
+}
+
+func (f *stateFile) write(b []byte) error {
+	_, err := f.Write(b)
 	return err
 }
 
@@ -103,7 +108,13 @@ type subtaskWriter struct {
 	// written as one map (entry count, then the entries) by finish.
 	bcast map[string]*broadcastMap
 
-	raw    *snapshot.RawState
+	raw *snapshot.RawState
+	// inputs and outputs are the channel state handles carried from the
+	// source (writer_inflight.go); channels the file their buffers were
+	// copied into, if any.
+	inputs, outputs []*metadata.ChannelHandle
+	channels        *stateFile
+
 	keyedN snapshot.Stats
 	operN  snapshot.Stats
 	elems  snapshot.ElementCounts
@@ -585,6 +596,12 @@ func (sw *subtaskWriter) finish() error {
 		return err
 	}
 	sub := &snapshot.Subtask{Index: sw.index, KeyGroups: sw.kgs, Keyed: sw.keyedN, Operator: sw.operN, OperatorElements: sw.elems}
+	so.inputs, so.outputs = sw.inputs, sw.outputs
+	sub.InFlight = statefile.InFlight(&metadata.SubtaskState{InputChannels: sw.inputs, ResultSubpartitions: sw.outputs})
+	if sw.channels != nil {
+		sub.Files = append(sub.Files, sw.channels.ref())
+		so.files = append(so.files, sw.channels.ref())
+	}
 	if sw.keyed != nil {
 		if err := sw.flush(); err != nil {
 			return err
