@@ -52,7 +52,7 @@ not describe, unless --kryo-classes declares what that serializer writes; a POJO
 collection field whose element type the values do not tell; a connector whose state
 format changed; a legacy SourceFunction source, which Flink 2.x removed; values
 stateutil cannot read that the upgrade must rewrite; an unaligned checkpoint's data in
-flight when a state must be rewritten or is blocked, since no copy can carry it). When
+flight when a state must be rewritten or is blocked, since no copy for Flink 2.x can carry it). When
 every state restores as is, so does the data in flight: Flink 2.x restores the checkpoint
 itself. It exits 8 when something blocks, 0 otherwise, for a CI gate. Without --check,
 an upgrade that something blocks writes nothing and exits 8, naming every blocked state.

@@ -210,7 +210,7 @@ func removedOperator(op *snapshot.Operator, co *carriedOperator) string {
 // in flight: Flink 2.x restores an unaligned checkpoint's data in flight
 // as it is, with the checkpoint, so it restores as is when every state
 // does; when one must be rewritten or is blocked, the checkpoint must be
-// copied, and no copy can carry it.
+// copied, and no copy for Flink 2.x can carry it.
 func (u *upgrader) report() {
 	var states []snapshot.UpgradeFinding
 	copied := u.rep.Blocked > 0

@@ -66,14 +66,15 @@ func LegacySource(name string) string {
 // in flight, t: Flink 2.x (to) restores an unaligned checkpoint's data in
 // flight as it is, with the checkpoint, so it restores as is unless the
 // checkpoint must be copied (copied: a state is rewritten or blocked),
-// and no copy can carry it.
+// and no copy for the other major can carry it: its records are the
+// job's serialized by Flink 1.x, which a copy does not rewrite.
 func InFlightFinding(op string, t snapshot.InFlightTotals, copied bool, to string) snapshot.UpgradeFinding {
 	if copied {
 		return snapshot.UpgradeFinding{Operator: op, Scope: snapshot.ScopeWholeOperator, Verdict: snapshot.Blocked,
-			Reason: fmt.Sprintf("%d of its subtasks hold data in flight (an unaligned checkpoint: %d bytes in %d channels), which no copy can carry: "+
+			Reason: fmt.Sprintf("%d of its subtasks hold data in flight (an unaligned checkpoint: %d bytes in %d channels), which no copy for Flink 2.x can carry: "+
 				"restore the checkpoint in Flink 1.x, take a savepoint (savepoints are aligned), and upgrade that", t.Subtasks, t.Bytes, t.Channels)}
 	}
 	return snapshot.UpgradeFinding{Operator: op, Scope: snapshot.ScopeWholeOperator, Verdict: snapshot.RestoresAsIs,
 		Reason: fmt.Sprintf("%d of its subtasks hold data in flight (an unaligned checkpoint: %d bytes in %d channels), which %s restores with the checkpoint as it is: "+
-			"restore the checkpoint itself (no copy can carry data in flight)", t.Subtasks, t.Bytes, t.Channels, to)}
+			"restore the checkpoint itself (no copy for Flink 2.x can carry data in flight)", t.Subtasks, t.Bytes, t.Channels, to)}
 }
