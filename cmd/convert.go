@@ -33,6 +33,22 @@ that record no key serializer"). A heap snapshot (hashmap, native) does not deli
 of classes Kryo writes field by field: --kryo-classes FILE gives their fields, so that the
 copy can tell them apart (and --proto-descriptors FILE the Protobuf messages).`
 
+// inFlightHelp is what convert's help says of an unaligned
+// checkpoint's data in flight.
+const inFlightHelp = `An unaligned checkpoint holds data in flight: records in its subtasks' input channels
+and result subpartitions, which Flink hands back to the same channels on restore. --to
+flink carries them into the savepoint as they are, channel by channel (buffers Flink kept
+in _metadata stay there, those in files are copied into files of DST), wherever the job's
+shape stays: the same operators, parallelism and max parallelism, within the Flink major
+that took the checkpoint. What changes the shape cannot carry them: Flink redistributes
+them on restore by comparing the checkpoint's parallelism with the job's and filtering
+records by key group in the receiving subtasks, which no rewritten snapshot can express.
+So rescale, operator remove and rename, state edits of an operator whose channels hold
+records, --skip-unreadable dropping its state, --flink-version of the other major and
+any other format refuse a checkpoint whose channels hold records (exit 4), saying why;
+channels whose buffers are all empty lose nothing and are left out of such copies.
+Restore such a checkpoint in Flink and take a savepoint (savepoints are aligned).`
+
 // destinationHelp is what the help of every command that writes a
 // snapshot says of DST.
 const destinationHelp = `DST is claimed for this one writer, as the place it names once symbolic links and ".."
@@ -62,6 +78,8 @@ Flink state backend restores it, from a native RocksDB or incremental checkpoint
 self-contained (absolute paths of the source become files inside DST), with everything
 stateutil does not change carried over (operator names and uids, master and coordinator
 state, serializer snapshots, TTL, timers, broadcast and raw state).
+
+` + inFlightHelp + `
 
 ` + copySchemasHelp + `
 
@@ -150,11 +168,14 @@ func (o *convertOptions) print(c *cobra.Command, src string, res *migrate.Result
 		return render.JSON(c.OutOrStdout(), render.ConvertReport(res))
 	}
 	t := res.Totals
-	verified := ""
+	carried, verified := "", ""
+	if res.Plan.InFlight != nil {
+		carried = fmt.Sprintf(", data in flight of %d channels (%s) carried", t.InFlightChannels, render.Bytes(t.InFlightBytes))
+	}
 	if res.Verified {
 		verified = ", verified"
 	}
-	fmt.Fprintf(c.OutOrStdout(), "converted %s (%s) to %s (%s): %d operators, %d subtasks, %d keyed entries, %d operator-state elements, %s%s\n",
-		src, res.From, o.output, res.Plan.Format, t.Operators, t.Subtasks, t.Entries, t.Elements, render.Bytes(t.Bytes), verified)
+	fmt.Fprintf(c.OutOrStdout(), "converted %s (%s) to %s (%s): %d operators, %d subtasks, %d keyed entries, %d operator-state elements, %s%s%s\n",
+		src, res.From, o.output, res.Plan.Format, t.Operators, t.Subtasks, t.Entries, t.Elements, render.Bytes(t.Bytes), carried, verified)
 	return nil
 }

@@ -57,7 +57,10 @@ the new one; --flink-version X.Y writes it for another Flink (see docs/flink.md:
 Flink savepoints"). Keys are hashed again from their bytes with the Java hashCode their key
 serializer implies (String, Long, Integer, Short, Byte, Boolean, Character, Double, Float,
 Tuple and Row of these, the Table API's RowData); other key types, and raw state that
-would have to be split, are refused, naming them.
+would have to be split, are refused, naming them. An unaligned checkpoint whose channels
+hold records in flight is refused (exit 4): Flink redistributes them on restore, by the
+job's partitioning, which no rewritten snapshot can express; convert --to flink, which
+keeps the parallelism, carries them.
 
 ` + copySchemasHelp + `
 

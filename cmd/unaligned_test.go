@@ -86,25 +86,52 @@ func TestUnalignedWithEmptyChannelsIsCopied(t *testing.T) {
 }
 
 // inspect shows the records in flight of an unaligned checkpoint per
-// subtask and channel, verify checks them, and every copy refuses them
-// (exit 4) rather than drop them: to another format, rescaled, converted
-// to a Flink savepoint, edited.
+// subtask and channel, and verify checks them. convert --to flink carries
+// them into the savepoint, whose inspect shows the same channels and
+// whose verify finds them sound, of Flink 2.3's checkpoints of the cep
+// and zoo jobs (records in flight) and of sqlevents (empty channels), and
+// of Flink 1.20's of cep; so do edits of operators that hold none. Every
+// other copy refuses them (exit 4), saying why: rescaled, to another
+// format, for the other Flink major, edits of an operator that holds
+// them, an operator removed. The steps run in order: an inspect reads
+// what the convert before it wrote.
 func TestGoldenUnaligned(t *testing.T) {
 	s, pm := unalignedCheckpoint(t)
-	out := filepath.Join(t.TempDir(), "out")
-	cases := map[string][]string{
-		"flink-unaligned-inspect":         {"inspect", s, "--path-map", pm},
-		"flink-unaligned-inspect-json":    {"inspect", s, "--path-map", pm, "-o", "json"},
-		"flink-unaligned-verify":          {"verify", s, "--path-map", pm},
-		"flink-unaligned-rescale":         {"rescale", s, "--path-map", pm, "--parallelism", "3", "--output", out},
-		"flink-unaligned-convert-flink":   {"convert", s, "--path-map", pm, "--to", "flink", "--output", out},
-		"flink-unaligned-convert-fs":      {"convert", s, "--path-map", pm, "--to", "filesystem", "--output", out},
-		"flink-unaligned-keys-delete":     {"keys", "delete", s, "--path-map", pm, "--operator", "cep", "--key", "c-1", "--output", out},
-		"flink-unaligned-rescale-dry-run": {"rescale", s, "--path-map", pm, "--parallelism", "3", "--output", out, "--dry-run"},
+	zoo, zooPM := witnessCheckpoint(t, "zoo-hashmap-checkpoint-unaligned")
+	events, eventsPM := witnessCheckpoint(t, "sqlevents-hashmap-checkpoint-unaligned")
+	zooDir := filepath.Join("..", "testdata", "flink-witness", "2.3.0", "zoo-hashmap-checkpoint-unaligned")
+	dir := t.TempDir()
+	out := func(name string) string { return filepath.Join(dir, name) }
+	steps := []struct {
+		name string
+		args []string
+	}{
+		{"flink-unaligned-inspect", []string{"inspect", s, "--path-map", pm}},
+		{"flink-unaligned-inspect-json", []string{"inspect", s, "--path-map", pm, "-o", "json"}},
+		{"flink-unaligned-verify", []string{"verify", s, "--path-map", pm}},
+		{"flink-unaligned-convert-flink", []string{"convert", s, "--path-map", pm, "--to", "flink", "--output", out("cep")}},
+		{"flink-unaligned-converted-inspect", []string{"inspect", out("cep")}},
+		{"flink-unaligned-converted-verify", []string{"verify", out("cep")}},
+		{"flink-unaligned-convert-flink-json", []string{"convert", s, "--path-map", pm, "--to", "flink", "--verify", "-o", "json", "--output", out("cep-json")}},
+		{"flink-unaligned-convert-zoo", []string{"convert", zoo, "--path-map", zooPM, "--kryo-classes", filepath.Join(zooDir, "kryo-classes.txt"),
+			"--proto-descriptors", filepath.Join(zooDir, "descriptors.pb"), "--to", "flink", "--verify", "--output", out("zoo")}},
+		{"flink-unaligned-converted-zoo-inspect", []string{"inspect", out("zoo")}},
+		{"flink-unaligned-convert-sqlevents", []string{"convert", events, "--path-map", eventsPM, "--to", "flink", "--verify", "--output", out("sqlevents")}},
+		{"flink-unaligned-converted-sqlevents-inspect", []string{"inspect", out("sqlevents")}},
+		{"flink-unaligned-convert-120", []string{"convert", flinkUnaligned120, "--to", "flink", "--verify", "--output", out("cep-1.20")}},
+		{"flink-unaligned-converted-120-inspect", []string{"inspect", out("cep-1.20")}},
+		{"flink-unaligned-state-drop-elsewhere", []string{"state", "drop", s, "--path-map", pm, "--operator", "source", "--state", "SourceReaderState", "--output", out("dropped")}},
+		{"flink-unaligned-rescale", []string{"rescale", s, "--path-map", pm, "--parallelism", "3", "--output", out("x")}},
+		{"flink-unaligned-rescale-dry-run", []string{"rescale", s, "--path-map", pm, "--parallelism", "3", "--output", out("x"), "--dry-run"}},
+		{"flink-unaligned-rescale-same", []string{"rescale", s, "--path-map", pm, "--parallelism", "2", "--output", out("x")}},
+		{"flink-unaligned-convert-fs", []string{"convert", s, "--path-map", pm, "--to", "filesystem", "--output", out("x")}},
+		{"flink-unaligned-convert-1.20", []string{"convert", s, "--path-map", pm, "--to", "flink", "--flink-version", "1.20", "--output", out("x")}},
+		{"flink-unaligned-keys-delete", []string{"keys", "delete", s, "--path-map", pm, "--operator", "cep", "--key", "c-1", "--output", out("x")}},
+		{"flink-unaligned-operator-remove", []string{"operator", "remove", s, "--path-map", pm, "--operator", "out-cep", "--output", out("x")}},
 	}
-	for name, args := range cases {
-		t.Run(name, func(t *testing.T) {
-			runGoldenReplacing(t, name, strings.NewReplacer(out, "OUT").Replace, args...)
+	for _, st := range steps {
+		t.Run(st.name, func(t *testing.T) {
+			runGoldenReplacing(t, st.name, strings.NewReplacer(dir, "OUT").Replace, st.args...)
 		})
 	}
 }

@@ -39,7 +39,7 @@ func inspectHeader(w io.Writer, s *report.Summary) {
 	fmt.Fprintf(w, "Totals:     %d operators, %d subtasks, %d keyed entries (%s), %d operator-state elements (%s)\n",
 		t.Operators, t.Subtasks, t.KeyedEntries, Bytes(t.KeyedBytes), t.OperatorElements, Bytes(t.OperatorBytes))
 	if t.InFlightChannels > 0 {
-		fmt.Fprintf(w, "In flight:  %d channels, %s (records in the channels of an unaligned checkpoint)\n", t.InFlightChannels, Bytes(t.InFlightBytes))
+		fmt.Fprintf(w, "In flight:  %d channels, %s (records in the channels, as an unaligned checkpoint took them)\n", t.InFlightChannels, Bytes(t.InFlightBytes))
 	}
 	fmt.Fprintln(w)
 }
