@@ -80,7 +80,7 @@ func (c inFlightCopy) whyNot(s *snapshot.Snapshot) string {
 	}
 	for _, p := range c.dropped {
 		if op, _ := s.Operator(p.Operator); holds(op) {
-			return fmt.Sprintf("a copy carries only to operators whose state it leaves as it is: --skip-unreadable leaves out %s, whose channels hold records in flight", p)
+			return fmt.Sprintf("a copy carries only to operators whose state it leaves as it is: --skip-unreadable leaves out state of operator %q (subtask %d), whose channels hold records in flight", p.Operator, p.Subtask)
 		}
 	}
 	return ""

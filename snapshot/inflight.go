@@ -7,7 +7,8 @@ import "fmt"
 type InFlightTotals struct {
 	Channels, Subtasks int
 	Bytes              int64
-	// First is the index of the first subtask holding any, -1 if none.
+	// First is the index of the first subtask whose channels hold
+	// records, -1 if none.
 	First int
 }
 
@@ -18,13 +19,13 @@ func InFlightOf(op *Operator) InFlightTotals {
 		if sub == nil || len(sub.InFlight) == 0 {
 			continue
 		}
-		if t.First < 0 {
-			t.First = sub.Index
-		}
 		t.Subtasks++
 		t.Channels += len(sub.InFlight)
 		for _, f := range sub.InFlight {
 			t.Bytes += f.Bytes
+			if f.Bytes > 0 && t.First < 0 {
+				t.First = sub.Index
+			}
 		}
 	}
 	return t
