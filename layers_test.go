@@ -75,6 +75,7 @@ var flinkLevels = map[string]int{
 	"backends/flink/internal/vectorfile": 0, // the codec tests' Flink byte vectors
 	"backends/flink/internal/javaser":    1,
 	"backends/flink/internal/sidecar":    1, // the checksum manifest of the savepoints stateutil writes
+	"backends/flink/internal/releases":   0, // what each Flink release line writes and reads
 	"backends/flink/metadata":            2,
 	"backends/flink/internal/typeser":    2,
 	"backends/flink/internal/statefile":  4,

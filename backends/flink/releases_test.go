@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stateutil/stateutil/backends/flink/internal/releases"
 	"github.com/stateutil/stateutil/backends/flink/internal/typeser"
 	"github.com/stateutil/stateutil/backends/flink/metadata"
 	"github.com/stateutil/stateutil/internal/flinkharness"
@@ -155,7 +156,7 @@ func TestMetadataVersionsSummary(t *testing.T) {
 	}
 }
 
-// snapshotClasses is what real Flink writes: every serializer snapshot of
+// releases.Classes is what real Flink writes: every serializer snapshot of
 // the harness's basic and types jobs, taken by each Flink version run
 // (make test-flink-matrix: the newest release of every line), is one of
 // them, of the version the table gives. That is what lets a savepoint
@@ -184,12 +185,12 @@ func TestSerializerTableIsWhatFlinkWrites(t *testing.T) {
 				n := 0
 				var walk func(where string, s *typeser.SerializerSnapshot)
 				walk = func(where string, s *typeser.SerializerSnapshot) {
-					k, ok := snapshotClasses[s.Class]
+					k, ok := releases.Classes[s.Class]
 					switch {
 					case !ok:
 						t.Errorf("%s: Flink %s wrote serializer %s (version %d), which the table lacks", where, v, s.Class, s.Version)
-					case s.Version != k.version:
-						t.Errorf("%s: Flink %s wrote %s of version %d; the table says %d", where, v, s.Class, s.Version, k.version)
+					case s.Version != k.Version:
+						t.Errorf("%s: Flink %s wrote %s of version %d; the table says %d", where, v, s.Class, s.Version, k.Version)
 					}
 					n++
 					for _, c := range s.Nested {

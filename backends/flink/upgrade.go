@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/stateutil/stateutil/backends/flink/internal/releases"
 	"github.com/stateutil/stateutil/backends/flink/internal/typeser"
 	"github.com/stateutil/stateutil/backends/flink/internal/typeser/kryo"
 	flinkupgrade "github.com/stateutil/stateutil/backends/flink/internal/upgrade"
@@ -28,7 +29,7 @@ func upgrade(ctx context.Context, r snapshot.Reader, readerVersion string) (snap
 	if cs == nil {
 		return nil, nil, ErrNotFromFlink
 	}
-	from := majorOfMetadata(cs.MetadataVersion)
+	from := releases.MajorOfMetadata(cs.MetadataVersion)
 	switch {
 	case to.Major < from:
 		return nil, nil, fmt.Errorf("%w: this is a Flink %d.x snapshot (_metadata v%d) and Flink %s is older: stateutil upgrades Flink 1.x state to Flink 2.x and never carries state back",
@@ -117,8 +118,8 @@ var upgradeEnv = &flinkupgrade.Env{
 		if v, ok := flinkupgrade.RestoredFromMajor1(class); ok {
 			return v, true
 		}
-		k, ok := snapshotClasses[class]
-		return k.version, ok && k.acrossMajors == ""
+		k, ok := releases.Classes[class]
+		return k.Version, ok && k.AcrossMajors == ""
 	},
 	Parse: parseSerializerSnapshot,
 }

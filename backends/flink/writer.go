@@ -195,7 +195,7 @@ func (w *writer) assemble(s *snapshot.Snapshot, outs [][]*subtaskOut) (*metadata
 			}
 			fo.Subtasks = append(fo.Subtasks, &metadata.SubtaskState{Index: j, ManagedKeyedState: so.keyed, RawKeyedState: so.rawKeyed,
 				ManagedOperatorState: so.operator, RawOperatorState: so.rawOperator,
-				InputChannels: channelsFor(m.Version, so.inputs), ResultSubpartitions: channelsFor(m.Version, so.outputs)})
+				InputChannels: so.inputs, ResultSubpartitions: so.outputs})
 		}
 		m.Operators = append(m.Operators, fo)
 	}

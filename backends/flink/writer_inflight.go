@@ -6,6 +6,7 @@ import (
 	"io"
 	"slices"
 
+	"github.com/stateutil/stateutil/backends/flink/internal/releases"
 	"github.com/stateutil/stateutil/backends/flink/internal/statefile"
 	"github.com/stateutil/stateutil/backends/flink/metadata"
 	"github.com/stateutil/stateutil/snapshot"
@@ -34,7 +35,7 @@ func carriesInFlight(s *snapshot.Snapshot, opts snapshot.WriteOptions) string {
 		return ""
 	}
 	to, err := ReleaseOf(opts.ReaderVersion)
-	if from := majorOfMetadata(cs.MetadataVersion); err == nil && to.Major != from {
+	if from := releases.MajorOfMetadata(cs.MetadataVersion); err == nil && to.Major != from {
 		return fmt.Sprintf("a savepoint for Flink %s cannot carry: its records are serialized as the job's Flink %d.x serializes them, which stateutil does not rewrite for Flink %d.x",
 			to.Line, from, to.Major)
 	}
@@ -101,17 +102,4 @@ func (sw *subtaskWriter) carryChannels(ctx context.Context, res *statefile.Resol
 	}
 	sw.inputs, sw.outputs = copied[:len(st.InputChannels)], copied[len(st.InputChannels):]
 	return nil
-}
-
-// channelsFor is hs as `_metadata` of version v holds them: before
-// version 6 a merged handle is the plain handles it stands for.
-func channelsFor(v int, hs []*metadata.ChannelHandle) []*metadata.ChannelHandle {
-	if v >= 6 {
-		return hs
-	}
-	var out []*metadata.ChannelHandle
-	for _, h := range hs {
-		out = append(out, h.Unmerged()...)
-	}
-	return out
 }

@@ -97,3 +97,41 @@ func TestUnmerged(t *testing.T) {
 		t.Errorf("a plain handle unmerged: %+v", got)
 	}
 }
+
+// `_metadata` before version 6 has no merged channel handles: a merged
+// one is written as the plain handles it stands for, which read back so;
+// from version 6 on it is written as it is.
+func TestEncodeMergedChannelsByVersion(t *testing.T) {
+	cs := randomChannelsOf(rand.New(rand.NewPCG(5, 6)))
+	d := &StreamHandle{Type: HandleRelativeFile, Path: "op1-0-channels", Size: 1 << 20}
+	in := &ChannelHandle{Type: 3, SubtaskIndex: 0, Delegate: d, MergedChannels: cs, SerializedChannelOffsets: MergedChannelOffsets(cs)}
+	out := &ChannelHandle{Type: 2, SubtaskIndex: 0, Info: [2]int32{1, 0}, Offsets: []int64{4}, Size: 9, Delegate: d}
+	for _, v := range []int{4, 5, 6} {
+		m := &Metadata{Version: v, CheckpointID: 1, Operators: []*OperatorState{{ID: OperatorID{1}, Parallelism: 1, MaxParallelism: 128,
+			Subtasks: []*SubtaskState{{Index: 0, InputChannels: []*ChannelHandle{in}, ResultSubpartitions: []*ChannelHandle{out}}}}}}
+		data, err := EncodeMetadata(m, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := ParseMetadata(data, "t")
+		if err != nil {
+			t.Fatalf("v%d: %v", v, err)
+		}
+		st := got.Operators[0].Subtasks[0]
+		wantIn := []*ChannelHandle{in}
+		if v < 6 {
+			wantIn = in.Unmerged()
+		}
+		if len(st.InputChannels) != len(wantIn) || len(st.ResultSubpartitions) != 1 {
+			t.Fatalf("v%d: %d input and %d output handles read back", v, len(st.InputChannels), len(st.ResultSubpartitions))
+		}
+		for i, h := range st.InputChannels {
+			if h.Merged() != (v >= 6) || !reflect.DeepEqual(h.Channels(), wantIn[i].Channels()) || h.Delegate.Path != d.Path {
+				t.Errorf("v%d: input handle %d read back as %+v, want %+v", v, i, h, wantIn[i])
+			}
+		}
+		if h := st.ResultSubpartitions[0]; !reflect.DeepEqual(h.Channels(), out.Channels()) {
+			t.Errorf("v%d: the output handle read back as %+v", v, h)
+		}
+	}
+}

@@ -93,14 +93,8 @@ func (e *encoder) subtask(st *SubtaskState) {
 	}
 	e.keyed(st.ManagedKeyedState)
 	e.keyed(st.RawKeyedState)
-	o.I32(int32(len(st.InputChannels)))
-	for _, c := range st.InputChannels {
-		e.channel(c, 1)
-	}
-	o.I32(int32(len(st.ResultSubpartitions)))
-	for _, c := range st.ResultSubpartitions {
-		e.channel(c, 2)
-	}
+	e.channels(st.InputChannels, 1)
+	e.channels(st.ResultSubpartitions, 2)
 	if e.version >= 7 {
 		if st.RefCheckpointID != nil {
 			o.U8(1)
@@ -263,6 +257,23 @@ func (e *encoder) operatorHandle(h *OperatorStateHandle) {
 		o.Bool(h.IsEmpty)
 	}
 	e.stream(h.Delegate)
+}
+
+// channels writes a subtask's input-channel (typ 1) or result-subpartition
+// (typ 2) handles; before version 6, which has no merged handles, a merged
+// one as the plain handles it stands for.
+func (e *encoder) channels(hs []*ChannelHandle, typ byte) {
+	if e.version < 6 {
+		var plain []*ChannelHandle
+		for _, h := range hs {
+			plain = append(plain, h.Unmerged()...)
+		}
+		hs = plain
+	}
+	e.o.I32(int32(len(hs)))
+	for _, c := range hs {
+		e.channel(c, typ)
+	}
 }
 
 func (e *encoder) channel(c *ChannelHandle, typ byte) {
