@@ -41,7 +41,6 @@ func corpusEntry(t *testing.T, name string) flinkharness.Entry {
 // 1.x snapshot for Flink 2.3 (stateutil upgrade) in one process.
 func writeSavepoint(t *testing.T, src, dst string, change redistribute.Request, shards int) {
 	t.Helper()
-	ctx := context.Background()
 	e := corpusEntry(t, src)
 	old, nw := e.PathMap()
 	req := migrate.Request{Source: e.SnapshotDir(), Destination: dst, Format: "flink", Change: change, PathMap: map[string]string{old: nw}}
@@ -49,11 +48,23 @@ func writeSavepoint(t *testing.T, src, dst string, change redistribute.Request, 
 		// An upgrade to Flink 2.3 (stateutil upgrade).
 		req.Upgrade, req.ReaderVersion, shards = true, "2.3", 0
 	}
+	copyOf(t, req, shards)
+}
+
+// copyOf makes the copy req asks for, in one process (and verified as
+// req says) or in shards, and returns its plan.
+func copyOf(t *testing.T, req migrate.Request, shards int) *migrate.Plan {
+	t.Helper()
+	ctx := context.Background()
 	if shards == 0 {
-		if _, err := migrate.Run(ctx, testReg, req); err != nil {
+		res, err := migrate.Run(ctx, testReg, req)
+		if err != nil {
 			t.Fatal(err)
 		}
-		return
+		if res.Verified != req.Verify {
+			t.Fatalf("verified: %v", res.Verified)
+		}
+		return res.Plan
 	}
 	sp, err := migrate.PlanShards(ctx, testReg, migrate.ShardRequest{Request: req, Shards: shards})
 	if err != nil {
@@ -70,6 +81,7 @@ func writeSavepoint(t *testing.T, src, dst string, change redistribute.Request, 
 	if _, err := migrate.CommitShards(ctx, testReg, sp, migrate.CommitOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	return sp.Plan
 }
 
 // verifyFlink checks dir as `stateutil verify` does: nil when it passes,

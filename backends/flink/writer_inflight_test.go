@@ -222,39 +222,6 @@ func TestConvertCarriesInFlight(t *testing.T) {
 	}
 }
 
-// copyOf makes the copy req asks for, in one process (and verified as
-// req says) or in shards, and returns its plan.
-func copyOf(t *testing.T, req migrate.Request, shards int) *migrate.Plan {
-	t.Helper()
-	ctx := context.Background()
-	if shards == 0 {
-		res, err := migrate.Run(ctx, testReg, req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if res.Verified != req.Verify {
-			t.Fatalf("verified: %v", res.Verified)
-		}
-		return res.Plan
-	}
-	sp, err := migrate.PlanShards(ctx, testReg, migrate.ShardRequest{Request: req, Shards: shards})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := migrate.OpenStaging(ctx, testReg, sp); err != nil {
-		t.Fatal(err)
-	}
-	for i := 1; i <= shards; i++ {
-		if _, err := migrate.RunShard(ctx, testReg, sp, i, migrate.ShardOptions{}); err != nil {
-			t.Fatalf("shard %d: %v", i, err)
-		}
-	}
-	if _, err := migrate.CommitShards(ctx, testReg, sp, migrate.CommitOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	return sp.Plan
-}
-
 // A savepoint for the other Flink major cannot carry the records in
 // flight of a checkpoint, serialized as its own major's serializers
 // write them: refused before anything is written.
