@@ -22,18 +22,24 @@ func unalignedCheckpoint(t *testing.T) (snap, pathMap string) {
 // witnessCheckpoint is a checked-in Flink 2.3.0 witness snapshot and the
 // --path-map its absolute paths need.
 func witnessCheckpoint(t *testing.T, name string) (snap, pathMap string) {
+	return corpusCheckpoint(t, "flink-witness", "2.3.0", name)
+}
+
+// corpusCheckpoint is witnessCheckpoint of the checked-in corpus
+// testdata/CORPUS and a Flink version.
+func corpusCheckpoint(t *testing.T, corpus, version, name string) (snap, pathMap string) {
 	t.Helper()
-	es, err := flinkharness.ReadCorpus(filepath.Join("..", "testdata", "flink-witness"))
+	es, err := flinkharness.ReadCorpus(filepath.Join("..", "testdata", corpus))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, e := range es {
-		if e.Name == name && e.Manifest.FlinkVersion == "2.3.0" {
+		if e.Name == name && e.Manifest.FlinkVersion == version {
 			old, now := e.PathMap()
 			return e.SnapshotDir(), old + "=" + now
 		}
 	}
-	t.Fatalf("testdata/flink-witness/2.3.0 has no %s", name)
+	t.Fatalf("testdata/%s/%s has no %s", corpus, version, name)
 	return "", ""
 }
 
@@ -89,8 +95,10 @@ func TestUnalignedWithEmptyChannelsIsCopied(t *testing.T) {
 // subtask and channel, and verify checks them. convert --to flink carries
 // them into the savepoint, whose inspect shows the same channels and
 // whose verify finds them sound, of Flink 2.3's checkpoints of the cep
-// and zoo jobs (records in flight) and of sqlevents (empty channels), and
-// of Flink 1.20's of cep; so do edits of operators that hold none. Every
+// and zoo jobs (records in flight) and of sqlevents (empty channels), of
+// Flink 1.20's of cep, and of Flink 2.3's of cep whose channel state is in
+// a file (testdata/flink-inflight): into files of the savepoint; so do
+// edits of operators that hold none. Every
 // other copy refuses them (exit 4), saying why: rescaled, to another
 // format, for the other Flink major, edits of an operator that holds
 // them, an operator removed. The steps run in order: an inspect reads
@@ -99,6 +107,7 @@ func TestGoldenUnaligned(t *testing.T) {
 	s, pm := unalignedCheckpoint(t)
 	zoo, zooPM := witnessCheckpoint(t, "zoo-hashmap-checkpoint-unaligned")
 	events, eventsPM := witnessCheckpoint(t, "sqlevents-hashmap-checkpoint-unaligned")
+	files, filesPM := corpusCheckpoint(t, "flink-inflight", "2.3.0", "cep-hashmap-checkpoint-unaligned")
 	zooDir := filepath.Join("..", "testdata", "flink-witness", "2.3.0", "zoo-hashmap-checkpoint-unaligned")
 	dir := t.TempDir()
 	out := func(name string) string { return filepath.Join(dir, name) }
@@ -120,6 +129,10 @@ func TestGoldenUnaligned(t *testing.T) {
 		{"flink-unaligned-converted-sqlevents-inspect", []string{"inspect", out("sqlevents")}},
 		{"flink-unaligned-convert-120", []string{"convert", flinkUnaligned120, "--to", "flink", "--verify", "--output", out("cep-1.20")}},
 		{"flink-unaligned-converted-120-inspect", []string{"inspect", out("cep-1.20")}},
+		{"flink-unaligned-files-inspect", []string{"inspect", files, "--path-map", filesPM}},
+		{"flink-unaligned-files-convert", []string{"convert", files, "--path-map", filesPM, "--to", "flink", "--verify", "--output", out("files")}},
+		{"flink-unaligned-files-converted-inspect", []string{"inspect", out("files")}},
+		{"flink-unaligned-files-converted-verify", []string{"verify", out("files")}},
 		{"flink-unaligned-state-drop-elsewhere", []string{"state", "drop", s, "--path-map", pm, "--operator", "source", "--state", "SourceReaderState", "--output", out("dropped")}},
 		{"flink-unaligned-rescale", []string{"rescale", s, "--path-map", pm, "--parallelism", "3", "--output", out("x")}},
 		{"flink-unaligned-rescale-dry-run", []string{"rescale", s, "--path-map", pm, "--parallelism", "3", "--output", out("x"), "--dry-run"}},

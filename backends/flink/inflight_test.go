@@ -16,13 +16,21 @@ import (
 	"github.com/stateutil/stateutil/storage"
 )
 
-// unalignedWitness copies the checked-in unaligned checkpoint of the CEP
-// witness job (records in flight on both sides of the keyed exchange) to
-// a folder of its own and returns its _metadata path and the path map.
+// unalignedWitness copies the checked-in Flink 2.3.0 unaligned checkpoint
+// of a witness job (the CEP job's: records in flight on both sides of the
+// keyed exchange) to a folder of its own and returns its _metadata path
+// and the path map.
 func unalignedWitness(t *testing.T, job string) (string, map[string]string) {
+	return unalignedCheckpoint(t, "flink-witness", "2.3.0", job)
+}
+
+// unalignedCheckpoint is unalignedWitness of the checked-in corpus
+// testdata/CORPUS and a Flink version.
+func unalignedCheckpoint(t *testing.T, corpus, version, job string) (string, map[string]string) {
 	t.Helper()
-	e := flinkharness.Entry{Dir: filepath.Join(flinkharness.RepoRoot(), "testdata", "flink-witness", "2.3.0", job+"-hashmap-checkpoint-unaligned")}
-	entries, err := flinkharness.ReadCorpus(filepath.Join(flinkharness.RepoRoot(), "testdata", "flink-witness"))
+	root := filepath.Join(flinkharness.RepoRoot(), "testdata", corpus)
+	e := flinkharness.Entry{Dir: filepath.Join(root, version, job+"-hashmap-checkpoint-unaligned")}
+	entries, err := flinkharness.ReadCorpus(root)
 	if err != nil {
 		t.Fatal(err)
 	}

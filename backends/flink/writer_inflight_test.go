@@ -139,28 +139,44 @@ func inFlightOf(t *testing.T, dir string, pm map[string]string) map[string][]sna
 // verify find the same channels in it, and convert --verify compares
 // them. Flink 2.3's merged handles become plain ones for Flink 2.0, whose
 // `_metadata` has none. A copy in shards carries them as one process does.
+// The checkpoints are the witness jobs' (Flink 2.3.0, streams inside
+// `_metadata`), those streams moved into files, and Flink's own in files
+// (testdata/flink-inflight: Flink 2.3.0 and 1.20.5 under an inline
+// threshold of 0, one file for every subtask's channels).
 func TestConvertCarriesInFlight(t *testing.T) {
 	cases := []struct {
 		name, job string
-		files     bool
+		files     bool // moved into files (toSharedFiles)
 		flink     string
 		shards    int
+		flinks    string // Flink's own in files, of this version
 	}{
-		{"cep", "cep", false, "", 0},
-		{"zoo", "zoo", false, "", 0},
-		{"sqlevents, empty channels", "sqlevents", false, "", 0},
-		{"cep in files", "cep", true, "", 0},
-		{"zoo in files", "zoo", true, "", 0},
-		{"cep for Flink 2.0", "cep", false, "2.0", 0},
-		{"cep in files for Flink 2.0", "cep", true, "2.0", 0},
-		{"cep in 3 shards", "cep", false, "", 3},
-		{"zoo in files, in 2 shards", "zoo", true, "", 2},
+		{"cep", "cep", false, "", 0, ""},
+		{"zoo", "zoo", false, "", 0, ""},
+		{"sqlevents, empty channels", "sqlevents", false, "", 0, ""},
+		{"cep in files", "cep", true, "", 0, ""},
+		{"zoo in files", "zoo", true, "", 0, ""},
+		{"cep for Flink 2.0", "cep", false, "2.0", 0, ""},
+		{"cep in files for Flink 2.0", "cep", true, "2.0", 0, ""},
+		{"cep in 3 shards", "cep", false, "", 3, ""},
+		{"zoo in files, in 2 shards", "zoo", true, "", 2, ""},
+		{"cep in Flink 2.3's files", "cep", true, "", 0, "2.3.0"},
+		{"cep in Flink 2.3's files for Flink 2.0", "cep", true, "2.0", 0, "2.3.0"},
+		{"cep in Flink 2.3's files, in 2 shards", "cep", true, "", 2, "2.3.0"},
+		{"cep in Flink 1.20's files", "cep", true, "", 0, "1.20.5"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			md, pm := unalignedWitness(t, c.job)
-			if c.files {
+			var md string
+			var pm map[string]string
+			switch {
+			case c.flinks != "":
+				md, pm = unalignedCheckpoint(t, "flink-inflight", c.flinks, c.job)
+			case c.files:
+				md, pm = unalignedWitness(t, c.job)
 				toSharedFiles(t, md)
+			default:
+				md, pm = unalignedWitness(t, c.job)
 			}
 			want, wantRows := channelPayloads(t, md), inFlightOf(t, filepath.Dir(md), pm)
 			if len(want) == 0 {
