@@ -61,7 +61,7 @@ func (w *writer) CarryInFlight(ctx context.Context, r snapshot.Reader, op *snaps
 	}
 	i := slices.IndexFunc(fo.Subtasks, func(st *metadata.SubtaskState) bool { return st != nil && st.Index == s.index })
 	if i < 0 {
-		return nil
+		return fmt.Errorf("operator %q: the snapshot read has no subtask %d to carry data in flight from", op.Label(), s.index)
 	}
 	return s.carryChannels(ctx, sr.res, fo.Subtasks[i])
 }
