@@ -75,9 +75,9 @@ var flinkLevels = map[string]int{
 	"backends/flink/internal/vectorfile": 0, // the codec tests' Flink byte vectors
 	"backends/flink/internal/javaser":    1,
 	"backends/flink/internal/sidecar":    1, // the checksum manifest of the savepoints stateutil writes
-	"backends/flink/internal/releases":   0, // what each Flink release line writes and reads
 	"backends/flink/metadata":            2,
 	"backends/flink/internal/typeser":    2,
+	"backends/flink/internal/releases":   3, // what each Flink release line writes and reads
 	"backends/flink/internal/statefile":  4,
 	"backends/flink/internal/changelog":  5,
 	"backends/flink/internal/upgrade":    5,

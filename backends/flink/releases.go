@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"github.com/stateutil/stateutil/backends/flink/internal/releases"
-	"github.com/stateutil/stateutil/backends/flink/internal/typeser"
 	"github.com/stateutil/stateutil/snapshot"
 )
 
@@ -32,18 +31,8 @@ func MetadataVersionFor(flinkVersion string) (int, error) {
 func MetadataVersions() string { return releases.Summary() }
 
 // RestoreError reports a savepoint that the Flink it would be written for
-// would not restore: it is refused before anything is written.
-type RestoreError struct {
-	Line   string // the release line asked for
-	Reason string
-}
-
-func (e *RestoreError) Error() string {
-	return fmt.Sprintf("Flink %s would not restore this savepoint: %s; nothing was written", e.Line, e.Reason)
-}
-
-// Unwrap lets errors.Is(err, snapshot.ErrUnsupportedVersion) succeed.
-func (e *RestoreError) Unwrap() error { return snapshot.ErrUnsupportedVersion }
+// would not restore (releases.RestoreError).
+type RestoreError = releases.RestoreError
 
 // checkWrite refuses, before anything is written, a snapshot with keyed
 // state whose key serializer's snapshot it does not have, and one whose
@@ -82,7 +71,7 @@ func checkWrite(s *snapshot.Snapshot, opts snapshot.WriteOptions) error {
 		c.operator(op, co)
 	}
 	if len(c.refused) > 0 {
-		return &RestoreError{Line: to.Line, Reason: fmt.Sprintf("in this Flink %d.x snapshot, %s", c.from, strings.Join(c.refused, "; "))}
+		return &releases.RestoreError{Line: to.Line, Reason: fmt.Sprintf("in this Flink %d.x snapshot, %s", c.from, strings.Join(c.refused, "; "))}
 	}
 	return nil
 }
@@ -132,35 +121,7 @@ func (c *restoreCheck) serializer(op *snapshot.Operator, what, name string, raw 
 		}
 		return
 	}
-	if why := c.why(s, false); why != "" {
+	if why := releases.WhyNot(c.to, c.from, s, false); why != "" {
 		c.refused = append(c.refused, where+" has "+why)
 	}
-}
-
-// why is the reason Flink c.to would not restore s, "" if it would.
-func (c *restoreCheck) why(s *typeser.SerializerSnapshot, pojoField bool) string {
-	if s == nil {
-		return "a missing serializer snapshot"
-	}
-	k, known := releases.Classes[s.Class]
-	across := c.from != c.to.Major
-	switch {
-	case across && pojoField && !k.Field:
-		return fmt.Sprintf("a POJO field of serializer %s, which Flink %d.x may serialize otherwise (Flink 2 no longer uses Kryo for List, Map and Set fields; stateutil upgrade rewrites them for Flink 2.x)", s.Class, c.to.Major)
-	case across && s.Opaque && len(s.Nested) == 0:
-		return fmt.Sprintf("serializer %s, whose snapshot stateutil cannot read whole to check it", s.Class)
-	case !known && across:
-		return fmt.Sprintf("serializer %s (snapshot version %d), not one stateutil has checked across Flink's major versions", s.Class, s.Version)
-	case known && across && s.Version != k.Version, known && s.Version > k.Version:
-		return fmt.Sprintf("serializer %s of snapshot version %d, where Flink 1.15 to 2.3 write version %d", s.Class, s.Version, k.Version)
-	case known && across && k.AcrossMajors != "":
-		return fmt.Sprintf("serializer %s: %s", s.Class, k.AcrossMajors)
-	}
-	pojo := s.Class == "org.apache.flink.api.java.typeutils.runtime.PojoSerializerSnapshot"
-	for _, n := range s.Nested {
-		if why := c.why(n, pojo); why != "" {
-			return why
-		}
-	}
-	return ""
 }

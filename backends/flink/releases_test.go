@@ -97,24 +97,28 @@ func TestPojoCollectionFieldsStayInTheirMajor(t *testing.T) {
 	if pojo == nil || list == nil || len(pojo.Nested) == 0 || !strings.HasSuffix(list.Class, ".ListSerializerSnapshot") {
 		t.Fatalf("types savepoint: pojo %v, list %v", pojo, list)
 	}
-	to19 := &restoreCheck{to: Release{Line: "1.19", Major: 1, Metadata: 4, OperatorHeader: 6}, from: 2}
-	to20 := &restoreCheck{to: Release{Line: "2.0", Major: 2, Metadata: 5, OperatorHeader: 6}, from: 2}
-	if why := to19.why(pojo, false); why != "" {
+	to19 := func(s *typeser.SerializerSnapshot) string {
+		return releases.WhyNot(Release{Line: "1.19", Major: 1, Metadata: 4, OperatorHeader: 6}, 2, s, false)
+	}
+	to20 := func(s *typeser.SerializerSnapshot) string {
+		return releases.WhyNot(Release{Line: "2.0", Major: 2, Metadata: 5, OperatorHeader: 6}, 2, s, false)
+	}
+	if why := to19(pojo); why != "" {
 		t.Errorf("a POJO of basic fields: %s", why)
 	}
-	if why := to19.why(list, false); why != "" {
+	if why := to19(list); why != "" {
 		t.Errorf("a List state: %s", why)
 	}
 	// A POJO snapshot stateutil did not parse shows no fields to check.
 	unread := &typeser.SerializerSnapshot{Class: pojo.Class, Version: pojo.Version, Opaque: true}
-	if why := to19.why(unread, false); !strings.Contains(why, "cannot read whole") {
+	if why := to19(unread); !strings.Contains(why, "cannot read whole") {
 		t.Errorf("an unparsed POJO snapshot for Flink 1.19: %q", why)
 	}
 	pojo.Nested[0] = list
-	if why := to19.why(pojo, false); !strings.Contains(why, "POJO field") || !strings.Contains(why, list.Class) {
+	if why := to19(pojo); !strings.Contains(why, "POJO field") || !strings.Contains(why, list.Class) {
 		t.Errorf("a POJO with a List field for Flink 1.19: %q", why)
 	}
-	if why := to20.why(pojo, false); why != "" {
+	if why := to20(pojo); why != "" {
 		t.Errorf("a POJO with a List field for Flink 2.0: %s", why)
 	}
 }

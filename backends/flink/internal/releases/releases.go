@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/stateutil/stateutil/backends/flink/internal/typeser"
+	"github.com/stateutil/stateutil/snapshot"
 )
 
 // Release is one Flink release line.
@@ -132,4 +135,52 @@ func Summary() string {
 		i = j + 1
 	}
 	return strings.Join(parts, ", ")
+}
+
+// RestoreError reports a savepoint that the Flink it would be written for
+// would not restore: it is refused before anything is written.
+type RestoreError struct {
+	Line   string // the release line asked for
+	Reason string
+}
+
+func (e *RestoreError) Error() string {
+	return fmt.Sprintf("Flink %s would not restore this savepoint: %s; nothing was written", e.Line, e.Reason)
+}
+
+// Unwrap lets errors.Is(err, snapshot.ErrUnsupportedVersion) succeed.
+func (e *RestoreError) Unwrap() error { return snapshot.ErrUnsupportedVersion }
+
+// WhyNot is the reason Flink of line to would not restore serializer
+// snapshot s (nested ones too) of a savepoint of Flink major from, "" if
+// it would: across majors s must be one of Classes that restores across
+// them, of its version, and parsed whole; within a major it must have no
+// newer version than the lines write (a class not in Classes, such as a
+// job's own serializer, is not checked there). pojoField says s is a POJO
+// field's serializer.
+func WhyNot(to Release, from int, s *typeser.SerializerSnapshot, pojoField bool) string {
+	if s == nil {
+		return "a missing serializer snapshot"
+	}
+	k, known := Classes[s.Class]
+	across := from != to.Major
+	switch {
+	case across && pojoField && !k.Field:
+		return fmt.Sprintf("a POJO field of serializer %s, which Flink %d.x may serialize otherwise (Flink 2 no longer uses Kryo for List, Map and Set fields; stateutil upgrade rewrites them for Flink 2.x)", s.Class, to.Major)
+	case across && s.Opaque && len(s.Nested) == 0:
+		return fmt.Sprintf("serializer %s, whose snapshot stateutil cannot read whole to check it", s.Class)
+	case !known && across:
+		return fmt.Sprintf("serializer %s (snapshot version %d), not one stateutil has checked across Flink's major versions", s.Class, s.Version)
+	case known && across && s.Version != k.Version, known && s.Version > k.Version:
+		return fmt.Sprintf("serializer %s of snapshot version %d, where Flink 1.15 to 2.3 write version %d", s.Class, s.Version, k.Version)
+	case known && across && k.AcrossMajors != "":
+		return fmt.Sprintf("serializer %s: %s", s.Class, k.AcrossMajors)
+	}
+	pojo := s.Class == runtimeTU+"PojoSerializerSnapshot"
+	for _, n := range s.Nested {
+		if why := WhyNot(to, from, n, pojo); why != "" {
+			return why
+		}
+	}
+	return ""
 }
