@@ -94,8 +94,9 @@ func TestUnalignedWithEmptyChannelsIsCopied(t *testing.T) {
 // inspect shows the records in flight of an unaligned checkpoint per
 // subtask and channel, and verify checks them. convert --to flink carries
 // them into the savepoint, whose inspect shows the same channels and
-// whose verify finds them sound, of Flink 2.3's checkpoints of the cep
-// and zoo jobs (records in flight) and of sqlevents (empty channels), of
+// whose verify finds them sound, of Flink 2.3's checkpoints of the cep,
+// zoo and sqlbatch jobs (records in flight) and of sqlevents (empty
+// channels), of
 // Flink 1.20's of cep, and of Flink 2.3's of cep whose channel state is in
 // a file (testdata/flink-inflight): into files of the savepoint; so do
 // edits of operators that hold none. Every
@@ -107,6 +108,7 @@ func TestGoldenUnaligned(t *testing.T) {
 	s, pm := unalignedCheckpoint(t)
 	zoo, zooPM := witnessCheckpoint(t, "zoo-hashmap-checkpoint-unaligned")
 	events, eventsPM := witnessCheckpoint(t, "sqlevents-hashmap-checkpoint-unaligned")
+	batch, batchPM := witnessCheckpoint(t, "sqlbatch-hashmap-checkpoint-unaligned")
 	files, filesPM := corpusCheckpoint(t, "flink-inflight", "2.3.0", "cep-hashmap-checkpoint-unaligned")
 	zooDir := filepath.Join("..", "testdata", "flink-witness", "2.3.0", "zoo-hashmap-checkpoint-unaligned")
 	dir := t.TempDir()
@@ -127,6 +129,8 @@ func TestGoldenUnaligned(t *testing.T) {
 		{"flink-unaligned-converted-zoo-inspect", []string{"inspect", out("zoo")}},
 		{"flink-unaligned-convert-sqlevents", []string{"convert", events, "--path-map", eventsPM, "--to", "flink", "--verify", "--output", out("sqlevents")}},
 		{"flink-unaligned-converted-sqlevents-inspect", []string{"inspect", out("sqlevents")}},
+		{"flink-unaligned-convert-sqlbatch", []string{"convert", batch, "--path-map", batchPM, "--to", "flink", "--verify", "--output", out("sqlbatch")}},
+		{"flink-unaligned-converted-sqlbatch-inspect", []string{"inspect", out("sqlbatch")}},
 		{"flink-unaligned-convert-120", []string{"convert", flinkUnaligned120, "--to", "flink", "--verify", "--output", out("cep-1.20")}},
 		{"flink-unaligned-converted-120-inspect", []string{"inspect", out("cep-1.20")}},
 		{"flink-unaligned-files-inspect", []string{"inspect", files, "--path-map", filesPM}},

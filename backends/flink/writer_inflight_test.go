@@ -154,6 +154,8 @@ func TestConvertCarriesInFlight(t *testing.T) {
 		{"cep", "cep", false, "", 0, ""},
 		{"zoo", "zoo", false, "", 0, ""},
 		{"sqlevents, empty channels", "sqlevents", false, "", 0, ""},
+		{"sqlbatch", "sqlbatch", false, "", 0, ""},
+		{"sqlbatch in files, in 2 shards", "sqlbatch", true, "", 2, ""},
 		{"cep in files", "cep", true, "", 0, ""},
 		{"zoo in files", "zoo", true, "", 0, ""},
 		{"cep for Flink 2.0", "cep", false, "2.0", 0, ""},
