@@ -3,6 +3,7 @@ package cmd
 import (
 	"os"
 	"runtime/debug"
+	"sync"
 )
 
 // copyHeapLimit is the Go heap the commands that copy a snapshot (convert,
@@ -14,6 +15,17 @@ import (
 // GOMEMLIMIT, when set, decides instead.
 const copyHeapLimit = 128 << 20
 
+// heapLimits is the memory limit that limitHeapAbove shares among the
+// commands running at once (tests run several in one process): the sum
+// of their limits while any runs, the limit before the first once none
+// does. Each setting its own limit and putting back the one it found
+// would, as they end out of order, leave one in force after them all.
+var heapLimits struct {
+	sync.Mutex
+	sum, saved int64
+	users      int
+}
+
 // limitHeap applies copyHeapLimit and returns what undoes it.
 func limitHeap() (restore func()) { return limitHeapAbove(0) }
 
@@ -24,6 +36,23 @@ func limitHeapAbove(held int64) (restore func()) {
 	if os.Getenv("GOMEMLIMIT") != "" {
 		return func() {}
 	}
-	old := debug.SetMemoryLimit(copyHeapLimit + held)
-	return func() { debug.SetMemoryLimit(old) }
+	limit := copyHeapLimit + held
+	heapLimits.Lock()
+	defer heapLimits.Unlock()
+	if heapLimits.users == 0 {
+		heapLimits.saved = debug.SetMemoryLimit(-1)
+	}
+	heapLimits.users++
+	heapLimits.sum += limit
+	debug.SetMemoryLimit(heapLimits.sum)
+	return func() {
+		heapLimits.Lock()
+		defer heapLimits.Unlock()
+		heapLimits.sum -= limit
+		if heapLimits.users--; heapLimits.users == 0 {
+			debug.SetMemoryLimit(heapLimits.saved)
+		} else {
+			debug.SetMemoryLimit(heapLimits.sum)
+		}
+	}
 }

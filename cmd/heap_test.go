@@ -1,0 +1,25 @@
+package cmd
+
+import (
+	"runtime/debug"
+	"testing"
+)
+
+// Commands running at once hold the sum of their limits, whatever order
+// they end in, and the limit before them is back when the last ends.
+func TestHeapLimitsShared(t *testing.T) {
+	t.Setenv("GOMEMLIMIT", "")
+	base := debug.SetMemoryLimit(-1)
+	first, second := limitHeap(), limitHeapAbove(10<<20)
+	if got, want := debug.SetMemoryLimit(-1), int64(2*copyHeapLimit+10<<20); got != want {
+		t.Fatalf("limit %d with both running, want %d", got, want)
+	}
+	first()
+	if got, want := debug.SetMemoryLimit(-1), int64(copyHeapLimit+10<<20); got != want {
+		t.Fatalf("limit %d after the first ended, want the second's %d", got, want)
+	}
+	second()
+	if got := debug.SetMemoryLimit(-1); got != base {
+		t.Fatalf("limit %d after both ended, want %d again", got, base)
+	}
+}
