@@ -81,8 +81,15 @@ func interruptedMain(args []string) int {
 // and stderr.
 func child(t *testing.T, tmp string, signalAt int, args ...string) (int, string) {
 	t.Helper()
+	return childWithEnv(t, nil, tmp, signalAt, args...)
+}
+
+// childWithEnv is child with more environment for the child alone, which
+// tests running side by side cannot share through the process's own.
+func childWithEnv(t *testing.T, env []string, tmp string, signalAt int, args ...string) (int, string) {
+	t.Helper()
 	c := exec.Command(os.Args[0], "-test.run=^$")
-	c.Env = append(os.Environ(), mainEnv+"="+strings.Join(args, "\x1f"), signalAtEnv+"="+strconv.Itoa(signalAt), "TMPDIR="+tmp)
+	c.Env = append(append(os.Environ(), env...), mainEnv+"="+strings.Join(args, "\x1f"), signalAtEnv+"="+strconv.Itoa(signalAt), "TMPDIR="+tmp)
 	var stderr strings.Builder
 	c.Stderr = &stderr
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
