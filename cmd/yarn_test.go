@@ -146,11 +146,33 @@ func stagingOf(t *testing.T, dir string) []string {
 	return out
 }
 
+// TestYARN runs the trials below side by side, each in an HDFS directory
+// of its own: most of their time goes to YARN's scheduling of containers
+// and to the NameNode's lease expiry, which leave the CPU to the others.
+func TestYARN(t *testing.T) {
+	rm, cp := yarnEnv(t)
+	for _, trial := range []struct {
+		name string
+		run  func(t *testing.T, rm, cp, dir string)
+	}{
+		{"ShardsMatchSingleProcess", yarnShardsMatchSingleProcess},
+		{"ShardKilledAndRetried", yarnShardKilledAndRetried},
+		{"ShardFailsForGood", yarnShardFailsForGood},
+		{"CommitKilledAndRerun", yarnCommitKilledAndRerun},
+	} {
+		// Made here: making it keeps the machine's Hadoop setup out of
+		// the test through t.Setenv, which a parallel test cannot call.
+		dir := formattest.HDFSDir(t)
+		t.Run(trial.name, func(t *testing.T) {
+			t.Parallel()
+			trial.run(t, rm, cp, dir)
+		})
+	}
+}
+
 // A rescale and a convert in 3 shards on YARN give, entry for entry, what
 // the single process gives, and leave no staging behind.
-func TestYARNShardsMatchSingleProcess(t *testing.T) {
-	rm, cp := yarnEnv(t)
-	dir := formattest.HDFSDir(t)
+func yarnShardsMatchSingleProcess(t *testing.T, rm, cp, dir string) {
 	src := dir + "/src"
 	mustRun(t, "generate", "--format", "filesystem", "--keys", "3000", "--output", src)
 	for _, c := range []struct{ name, cmd string }{
@@ -174,9 +196,7 @@ func TestYARNShardsMatchSingleProcess(t *testing.T) {
 
 // A shard killed half way (SIGKILL, after its first state is written) is
 // started again in its container and the result is whole.
-func TestYARNShardKilledAndRetried(t *testing.T) {
-	rm, cp := yarnEnv(t)
-	dir := formattest.HDFSDir(t)
+func yarnShardKilledAndRetried(t *testing.T, rm, cp, dir string) {
 	src, single, sharded := dir+"/src", dir+"/single", dir+"/yarn"
 	mustRun(t, "generate", "--format", "filesystem", "--keys", "3000", "--output", src)
 	mustRun(t, "rescale", src, "--parallelism", "4", "--output", single, "-q")
@@ -192,9 +212,7 @@ func TestYARNShardKilledAndRetried(t *testing.T) {
 // A shard that fails for good (its source state is damaged, and every
 // retry fails as well) fails the application; the error names the shard
 // and shows its log, and nothing is committed.
-func TestYARNShardFailsForGood(t *testing.T) {
-	rm, cp := yarnEnv(t)
-	dir := formattest.HDFSDir(t)
+func yarnShardFailsForGood(t *testing.T, rm, cp, dir string) {
 	src, dst := dir+"/src", dir+"/yarn"
 	mustRun(t, "generate", "--format", "filesystem", "--keys", "3000", "--output", src)
 	// Damage one keyed state file: the metadata (and so the plan) is
@@ -270,9 +288,7 @@ func damageLargestFile(t *testing.T, uri string) {
 // A commit killed after it wrote the metadata, before the snapshot moved
 // to the destination, leaves nothing at the destination; stateutil commit
 // run again finishes, and the result matches the single process.
-func TestYARNCommitKilledAndRerun(t *testing.T) {
-	rm, cp := yarnEnv(t)
-	dir := formattest.HDFSDir(t)
+func yarnCommitKilledAndRerun(t *testing.T, rm, cp, dir string) {
 	src, single, sharded := dir+"/src", dir+"/single", dir+"/yarn"
 	mustRun(t, "generate", "--format", "filesystem", "--keys", "3000", "--output", src)
 	mustRun(t, "convert", src, "--to", "rocksdb", "--output", single, "-q")
