@@ -31,8 +31,11 @@ func TestFlinkWriterRestoresInFlink(t *testing.T) {
 }
 
 // eachFlinkVersion runs cells for every Flink version of the harness, side
-// by side, where STATEUTIL_REQUIRE_FLINK=1 asks for real Flink.
+// by side, where STATEUTIL_REQUIRE_FLINK=1 asks for real Flink. The test
+// runs beside the package's other parallel tests (t.Parallel): its JVMs
+// then overlap their waits.
 func eachFlinkVersion(t *testing.T, cells func(t *testing.T, v string)) {
+	t.Parallel()
 	flinkharness.Require(t)
 	if !flinkharness.Required() {
 		t.Skip("the real-Flink restore matrix runs with STATEUTIL_REQUIRE_FLINK=1")

@@ -88,6 +88,8 @@ func upgradeCells() []upgradeCell {
 }
 
 func TestUpgradeRestoresInFlink(t *testing.T) {
+	// Its JVMs run beside the package's other parallel tests.
+	t.Parallel()
 	flinkharness.Require(t)
 	if !flinkharness.Required() {
 		t.Skip("the real-Flink upgrade matrix runs with STATEUTIL_REQUIRE_FLINK=1")
@@ -160,6 +162,8 @@ func TestUpgradeRestoresInFlink(t *testing.T) {
 // agreeing. With
 // STATEUTIL_UPGRADE_MATRIX=full every entry, else one a day.
 func TestUpgradeCheckMatchesFlink(t *testing.T) {
+	// Its JVMs run beside the package's other parallel tests.
+	t.Parallel()
 	flinkharness.Require(t)
 	if !flinkharness.Required() {
 		t.Skip("the real-Flink upgrade checks run with STATEUTIL_REQUIRE_FLINK=1")
