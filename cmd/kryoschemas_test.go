@@ -258,6 +258,8 @@ func TestCopiesTakeKryoClasses(t *testing.T) {
 		}
 		for name, c := range copies {
 			t.Run(v+" "+name, func(t *testing.T) {
+				// Each writes a copy of its own.
+				t.Parallel()
 				out := filepath.Join(t.TempDir(), "copy")
 				args := append(c.args, "--output", out)
 				if code, _, errOut := run(t, args...); code != ExitUnsupported || !strings.Contains(errOut, `keyed state "events" cannot be read`) {
