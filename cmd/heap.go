@@ -15,7 +15,7 @@ import (
 // GOMEMLIMIT, when set, decides instead.
 const copyHeapLimit = 128 << 20
 
-// heapLimits is the memory limit that limitHeapAbove shares among the
+// heapLimits is the memory limit that shareHeapLimit shares among the
 // commands running at once (tests run several in one process): the sum
 // of their limits while any runs, the limit before the first once none
 // does. Each setting its own limit and putting back the one it found
@@ -32,11 +32,14 @@ func limitHeap() (restore func()) { return limitHeapAbove(0) }
 // limitHeapAbove applies copyHeapLimit plus what a command holds beside
 // the copy's working set (load's records): a limit below the live heap
 // would have the collector run without pause.
-func limitHeapAbove(held int64) (restore func()) {
+func limitHeapAbove(held int64) (restore func()) { return shareHeapLimit(copyHeapLimit + held) }
+
+// shareHeapLimit adds limit to the Go memory limit until restore is
+// called, unless GOMEMLIMIT decides.
+func shareHeapLimit(limit int64) (restore func()) {
 	if os.Getenv("GOMEMLIMIT") != "" {
 		return func() {}
 	}
-	limit := copyHeapLimit + held
 	heapLimits.Lock()
 	defer heapLimits.Unlock()
 	if heapLimits.users == 0 {

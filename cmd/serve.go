@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
@@ -222,12 +221,10 @@ func (o *serveOptions) run(c *cobra.Command, e *env, locations []string) error {
 	if err != nil {
 		return fmt.Errorf("%w: %w", errUsage, err)
 	}
+	defer shareHeapLimit(serveMemoryLimit)()
 	if err := o.announce(c.OutOrStdout(), srv, len(locations), "http://"+ln.Addr().String()); err != nil {
 		ln.Close()
 		return err
-	}
-	if os.Getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(serveMemoryLimit)
 	}
 	// Stopping is what a server is asked to do: exit code 0.
 	return srv.Serve(ctx, ln)
