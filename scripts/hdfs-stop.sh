@@ -36,28 +36,48 @@ stop_jvm() {
 	say "stopped $3 (pid $pid)"
 }
 
-# The NodeManager first: it would retry a ResourceManager that is gone.
-stop_jvm "$state/nodemanager.pid" YarnHarness "the nodemanager"
-rm -f "$state/nodemanager.pid" "$state/nm-addr"
-rm -rf "$state/yarn-conf"
+# The four clusters side by side (a JVM takes seconds to stop); within
+# one, the NodeManager first: it would retry a ResourceManager that is gone.
+open_cluster() {
+	stop_jvm "$state/nodemanager.pid" YarnHarness "the nodemanager"
+	rm -f "$state/nodemanager.pid" "$state/nm-addr"
+	rm -rf "$state/yarn-conf"
 
-stop_jvm "$state/harness.pid" HdfsHarness "the HDFS harness"
-rm -f "$cache/hdfs.env" "$state/harness.pid" "$state/addr"
-rm -rf "$state/data"
+	stop_jvm "$state/harness.pid" HdfsHarness "the HDFS harness"
+	rm -f "$cache/hdfs.env" "$state/harness.pid" "$state/addr"
+	rm -rf "$state/data"
+}
 
-stop_jvm "$secure/nodemanager.pid" YarnHarness "the kerberized nodemanager"
-stop_jvm "$secure/resourcemanager.pid" YarnHarness "the kerberized resourcemanager"
-rm -f "$secure/nodemanager.pid" "$secure/nm-addr" "$secure/resourcemanager.pid" "$secure/rm-addr"
-rm -rf "$secure/yarn-conf"
+secure_cluster() {
+	stop_jvm "$secure/nodemanager.pid" YarnHarness "the kerberized nodemanager"
+	stop_jvm "$secure/resourcemanager.pid" YarnHarness "the kerberized resourcemanager"
+	rm -f "$secure/nodemanager.pid" "$secure/nm-addr" "$secure/resourcemanager.pid" "$secure/rm-addr"
+	rm -rf "$secure/yarn-conf"
 
-stop_jvm "$secure/harness.pid" HdfsHarness "the kerberized HDFS harness"
-rm -f "$cache/hdfs-secure.env" "$secure/harness.pid" "$secure/addr"
-rm -rf "$secure/data" "$secure/krb"
+	stop_jvm "$secure/harness.pid" HdfsHarness "the kerberized HDFS harness"
+	rm -f "$cache/hdfs-secure.env" "$secure/harness.pid" "$secure/addr"
+	rm -rf "$secure/data" "$secure/krb"
+}
 
-stop_jvm "$ha/harness.pid" HdfsHarness "the HA HDFS harness"
-rm -f "$cache/hdfs-ha.env" "$ha/harness.pid" "$ha/addr" "$ha/failover"
-rm -rf "$ha/data" "$ha/conf"
+ha_cluster() {
+	stop_jvm "$ha/harness.pid" HdfsHarness "the HA HDFS harness"
+	rm -f "$cache/hdfs-ha.env" "$ha/harness.pid" "$ha/addr" "$ha/failover"
+	rm -rf "$ha/data" "$ha/conf"
+}
 
-stop_jvm "$dn/harness.pid" HdfsHarness "the 3-datanode HDFS harness"
-rm -f "$cache/hdfs-dn.env" "$dn/harness.pid" "$dn/addr"
-rm -rf "$dn/data"
+dn_cluster() {
+	stop_jvm "$dn/harness.pid" HdfsHarness "the 3-datanode HDFS harness"
+	rm -f "$cache/hdfs-dn.env" "$dn/harness.pid" "$dn/addr"
+	rm -rf "$dn/data"
+}
+
+pids=()
+for cluster in open_cluster secure_cluster ha_cluster dn_cluster; do
+	"$cluster" &
+	pids+=($!)
+done
+rc=0
+for pid in "${pids[@]}"; do
+	wait "$pid" || rc=1
+done
+exit $rc

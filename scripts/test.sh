@@ -28,11 +28,15 @@ print_phases() {
 }
 stop_servers() {
   [[ -z ${corpus:-} ]] || kill -- -"$corpus" 2>/dev/null || kill "$corpus" 2>/dev/null || true
+  [[ -z ${cmd_test:-} ]] || kill -- -"$cmd_test" 2>/dev/null || kill "$cmd_test" 2>/dev/null || true
   [[ -z ${serve_trials:-} ]] || kill "$serve_trials" 2>/dev/null || true
-  scripts/hdfs-stop.sh
-  scripts/s3-stop.sh
-  scripts/gcs-stop.sh
-  scripts/azure-stop.sh
+  # Side by side: each stops its own servers, and a JVM takes seconds to go.
+  local stops=()
+  for server in hdfs s3 gcs azure; do
+    scripts/$server-stop.sh &
+    stops+=($!)
+  done
+  wait "${stops[@]}" || true
   print_phases
 }
 
@@ -160,6 +164,15 @@ serve_trials=$!
 go test -count=1 -timeout 30m -v ./storage/... 2>&1 | tee "$logs/go-test-storage.log" |
   grep -E '^\s*(=== RUN|--- )|^(ok|FAIL|PASS|panic)|\.go:[0-9]+: '
 phase "go test ./storage/... (the corpus slice beside it)"
+
+# cmd, the package that takes longest, starts now, beside what is left of
+# the corpus slice, and runs beside the other packages, which follow the
+# slice (backends/flink and internal/flinkharness read it). -parallel 4:
+# its parallel tests wait on YARN, object stores and JVMs much of their
+# time. In a session of its own, so that a failure elsewhere stops it too.
+cmd_pkg=$(go list ./cmd)
+setsid go test -count=1 -timeout 60m -v -parallel 4 "$cmd_pkg" >"$logs/go-test-cmd.log" 2>&1 &
+cmd_test=$!
 corpus_rc=0
 wait "$corpus" || corpus_rc=$?
 corpus=
@@ -181,7 +194,17 @@ fi
 
 # -v again so that the log names every HDFS and object-store test and every skip; other
 # passing tests show only in their package's ok line.
-go test -count=1 -timeout 60m -v $(go list ./... | grep -v '/storage') 2>&1 | tee "$logs/go-test.log" |
-  grep -E '^(ok|FAIL|panic)|^\s*--- (FAIL|SKIP)|^\s*--- PASS: \S*(HDFS|Hdfs|S3|GCS|Azure|ObjectStore|YARN)|\.go:[0-9]+: '
-phase "go test (every other package)"
+show='^(ok|FAIL|panic)|^\s*--- (FAIL|SKIP)|^\s*--- PASS: \S*(HDFS|Hdfs|S3|GCS|Azure|ObjectStore|YARN)|\.go:[0-9]+: '
+go test -count=1 -timeout 60m -v $(go list ./... | grep -v '/storage' | grep -vxF "$cmd_pkg") 2>&1 | tee "$logs/go-test.log" |
+  grep -E "$show"
+phase "go test (every other package but cmd)"
+cmd_rc=0
+wait "$cmd_test" || cmd_rc=$?
+cmd_test=
+grep -E "$show" "$logs/go-test-cmd.log" || true
+phase "go test ./cmd (what was left of it)"
+if ((cmd_rc != 0)); then
+  echo "go test ./cmd failed (exit $cmd_rc); its whole output: $logs/go-test-cmd.log" >&2
+  exit 1
+fi
 finished=1
