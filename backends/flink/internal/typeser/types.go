@@ -148,14 +148,27 @@ func arrayKind(n string) string {
 	return ""
 }
 
-// elementSnapshot is a snapshot of the element kind k, for walking arrays.
+// elementSnapshot is a snapshot of the element kind k, for walking arrays:
+// one per kind, shared, so that its kind is worked out once, not once per
+// array read.
 func elementSnapshot(k string) *SerializerSnapshot {
-	class := CoreExprs["java.lang."+k]
-	if k == "Char" {
-		class = CoreExprs["java.lang.Character"]
+	if s := elementSnapshots[k]; s != nil {
+		return s
 	}
-	return &SerializerSnapshot{Class: class}
+	return &SerializerSnapshot{Class: CoreExprs["java.lang."+k]}
 }
+
+var elementSnapshots = func() map[string]*SerializerSnapshot {
+	out := map[string]*SerializerSnapshot{}
+	for _, k := range []string{"Boolean", "Byte", "Char", "Double", "Float", "Integer", "Long", "Short", "String"} {
+		class := CoreExprs["java.lang."+k]
+		if k == "Char" {
+			class = CoreExprs["java.lang.Character"]
+		}
+		out[k] = &SerializerSnapshot{Class: class}
+	}
+	return out
+}()
 
 // walkArray reads an array of primitives or strings: an int length, then
 // the elements (a String array's elements are StringValues, null as 0).
