@@ -60,7 +60,7 @@ func (r *SnapshotReader) applyChangelog(ctx context.Context, op *metadata.Operat
 			if s.Broken[state] == nil {
 				s.Broken[state] = err
 			}
-		})
+		}, false)
 	}
 	changes, err := changelog.ListChanges(ctx, r.res, h)
 	if err != nil {

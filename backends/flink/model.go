@@ -552,7 +552,7 @@ func (r *SnapshotReader) scanKeyGroups(ctx context.Context, op *metadata.Operato
 	var sc keyedScan
 	for e, err := range r.keyGroupEntries(ctx, op, st, span, func(state string, err error) {
 		sc.lost = append(sc.lost, lostSection{state, err})
-	}) {
+	}, true) {
 		if err != nil {
 			sc.err = err
 			return sc

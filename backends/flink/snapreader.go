@@ -53,6 +53,8 @@ type SnapshotReader struct {
 	// keysNotRecorded holds the operators with a changelog subtask whose
 	// keys are not decoded for want of a key serializer.
 	keysNotRecorded map[*metadata.OperatorState]bool
+	// walks holds the open's walks of heap key groups for the read.
+	walks statefile.Walks
 }
 
 // Metadata is the decoded `_metadata` the snapshot was read from.
@@ -143,7 +145,7 @@ func (r *SnapshotReader) Entries(ctx context.Context, op *snapshot.Operator, sub
 	} else if h := nativeHandle(st.ManagedKeyedState); h != nil {
 		es = r.nativeEntries(ctx, fo, st, h, kgs, nil)
 	} else {
-		es = r.keyGroupEntries(ctx, fo, st, kgs, nil)
+		es = r.keyGroupEntries(ctx, fo, st, kgs, nil, false)
 	}
 	if len(u) == 0 {
 		return es
@@ -166,7 +168,7 @@ func (r *SnapshotReader) Entries(ctx context.Context, op *snapshot.Operator, sub
 // canonical snapshots, materialized changelog state), key group by key
 // group, reading only the key groups asked for; lost (nil: none) is told
 // of the heap states that could not be read in a key group.
-func (r *SnapshotReader) keyGroupEntries(ctx context.Context, op *metadata.OperatorState, st *metadata.SubtaskState, kgs keygroup.Range, lost func(state string, err error)) snapshot.Entries {
+func (r *SnapshotReader) keyGroupEntries(ctx context.Context, op *metadata.OperatorState, st *metadata.SubtaskState, kgs keygroup.Range, lost func(state string, err error), keepWalks bool) snapshot.Entries {
 	return func(yield func(snapshot.Entry, error) bool) {
 		handles := managedKeyGroups(st.ManagedKeyedState)
 		if len(handles) == 0 {
@@ -188,7 +190,7 @@ func (r *SnapshotReader) keyGroupEntries(ctx context.Context, op *metadata.Opera
 				yield(snapshot.Entry{}, err)
 				return
 			}
-			s.Lost = lost
+			s.Lost, s.Walks, s.KeepWalks = lost, &r.walks, keepWalks
 			streams = append(streams, s)
 		}
 		span := keygroup.Range{Start: lo, End: hi}

@@ -45,32 +45,41 @@ type heapPiece struct {
 	one  bool
 }
 
-// heapEntries decodes the sections of one heap key group and emits its
+// readHeap decodes the sections of one heap key group and emits its
 // entries, section by section in the order they are stored. A state that
 // cannot be read is reported to lost: its own section's values could not
 // be split, or its section could not be found.
 // buf holds a piece's entry records between its walk and their emission,
 // and is kept for the next key group's.
-func heapEntries(kg, maxParallelism int, pieces []heapPiece, layouts []*Layout, buf *[]heapRec, emit func(snapshot.Entry) bool, lost func(state string, err error)) error {
-	return readHeap(kg, maxParallelism, pieces, layouts, buf, emit, lost, true)
-}
-
-// readHeap is heapEntries; oneWalk tries walkAll on each piece first
-// (off, every piece is split by sections, which walkAll must agree with).
-func readHeap(kg, maxParallelism int, pieces []heapPiece, layouts []*Layout, buf *[]heapRec, emit func(snapshot.Entry) bool, lost func(state string, err error), oneWalk bool) error {
+func readHeap(kg, maxParallelism int, pieces []heapPiece, layouts []*Layout, buf *[]heapRec, emit func(snapshot.Entry) bool, lost func(state string, err error), how walkPlan) error {
 	if lost == nil {
 		lost = func(string, error) {}
+	}
+	if how.walked != nil && len(how.walked) != len(pieces) {
+		how.walked = nil
 	}
 	reached := make([]bool, len(layouts))
 	var mask uint64
 	seen := 0
 	var cut error
+	var kept []pieceWalk
 	for i, p := range pieces {
 		w := &heapWalk{kg: kg, maxParallelism: maxParallelism, body: p.body, file: p.file, base: p.base, one: p.one,
 			layouts: layouts, final: i == len(pieces)-1}
-		secs, recs, ok := w.walkAll(mask, seen, (*buf)[:0])
-		*buf = recs
-		if oneWalk && ok {
+		var secs []section
+		var recs []heapRec
+		ok := false
+		switch {
+		case how.walked != nil:
+			secs, recs, ok = how.walked[i].secs, how.walked[i].recs, true
+		case !how.twoWalks:
+			secs, recs, ok = w.walkAll(mask, seen, (*buf)[:0])
+			*buf = recs
+			if ok && how.keep != nil {
+				kept = append(kept, pieceWalk{secs, slices.Clone(recs)})
+			}
+		}
+		if ok {
 			for _, sec := range secs {
 				reached[sec.id] = true
 				if sec.id < 64 {
@@ -91,6 +100,7 @@ func readHeap(kg, maxParallelism int, pieces []heapPiece, layouts []*Layout, buf
 			}
 			continue
 		}
+		how.keep = nil // a piece read in two walks: nothing to keep
 		secs, err := w.sections(mask, seen)
 		for _, sec := range secs {
 			reached[sec.id] = true
@@ -115,6 +125,9 @@ func readHeap(kg, maxParallelism int, pieces []heapPiece, layouts []*Layout, buf
 			break
 		}
 	}
+	if how.keep != nil && len(kept) == len(pieces) {
+		how.keep(kept)
+	}
 	if cut != nil {
 		for id, l := range layouts {
 			if !reached[id] {
@@ -123,6 +136,18 @@ func readHeap(kg, maxParallelism int, pieces []heapPiece, layouts []*Layout, buf
 		}
 	}
 	return nil
+}
+
+// walkPlan says how readHeap walks a key group's pieces.
+type walkPlan struct {
+	// twoWalks splits every piece by sections, never in one walk (tests
+	// compare the two ways).
+	twoWalks bool
+	// walked is an earlier walk of the same pieces, each in one, taken
+	// instead of walking them again; keep is told of the pieces' walk
+	// where each was walked in one.
+	walked []pieceWalk
+	keep   func([]pieceWalk)
 }
 
 // heapWalk reads one piece of a heap key group.

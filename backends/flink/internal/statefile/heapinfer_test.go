@@ -69,10 +69,10 @@ func (c *inferCase) read(body []byte) ([]snapshot.Entry, error) {
 
 // readPieces reads a key group's pieces, and the states it lost.
 func (c *inferCase) readPieces(pieces []heapPiece) ([]snapshot.Entry, map[string]error, error) {
-	return readPiecesOf(c.kg, c.maxP, c.layouts, pieces, true)
+	return readPiecesOf(c.kg, c.maxP, c.layouts, pieces, walkPlan{})
 }
 
-func readPiecesOf(kg, maxP int, layouts []*Layout, pieces []heapPiece, oneWalk bool) ([]snapshot.Entry, map[string]error, error) {
+func readPiecesOf(kg, maxP int, layouts []*Layout, pieces []heapPiece, how walkPlan) ([]snapshot.Entry, map[string]error, error) {
 	var out []snapshot.Entry
 	lost := map[string]error{}
 	var buf []heapRec
@@ -83,7 +83,7 @@ func readPiecesOf(kg, maxP int, layouts []*Layout, pieces []heapPiece, oneWalk b
 		if lost[state] == nil {
 			lost[state] = err
 		}
-	}, oneWalk)
+	}, how)
 	return out, lost, err
 }
 
@@ -330,9 +330,24 @@ func FuzzHeapKeyGroup(f *testing.F) {
 		}
 		// Reading a piece in one walk finds what splitting it into
 		// sections first finds.
-		es2, lost2, err2 := readPiecesOf(c.kg, c.maxP, c.layouts, pieces, false)
-		if fmt.Sprint(err) != fmt.Sprint(err2) || fmt.Sprint(lost) != fmt.Sprint(lost2) || !slices.EqualFunc(es, es2, func(a, b snapshot.Entry) bool { return a.Equal(&b) }) {
+		same := func(es2 []snapshot.Entry) bool {
+			return slices.EqualFunc(es, es2, func(a, b snapshot.Entry) bool { return a.Equal(&b) })
+		}
+		es2, lost2, err2 := readPiecesOf(c.kg, c.maxP, c.layouts, pieces, walkPlan{twoWalks: true})
+		if fmt.Sprint(err) != fmt.Sprint(err2) || fmt.Sprint(lost) != fmt.Sprint(lost2) || !same(es2) {
 			t.Fatalf("in one walk: %d entries, lost %v, error %v; by sections: %d entries, lost %v, error %v", len(es), lost, err, len(es2), lost2, err2)
+		}
+		// A read given the walk an earlier read kept finds the same.
+		var ws Walks
+		key := walkKey{"kg", 0, c.kg}
+		if _, _, err := readPiecesOf(c.kg, c.maxP, c.layouts, pieces, walkPlan{keep: func(w []pieceWalk) { ws.keep(key, w) }}); fmt.Sprint(err) != fmt.Sprint(err2) {
+			t.Fatalf("keeping its walk: error %v, want %v", err, err2)
+		}
+		if kept := ws.take(key); kept != nil {
+			es3, lost3, err3 := readPiecesOf(c.kg, c.maxP, c.layouts, pieces, walkPlan{walked: kept})
+			if len(lost) > 0 || err != nil || len(lost3) > 0 || err3 != nil || !same(es3) {
+				t.Fatalf("kept walk: %d entries, lost %v, error %v; walked: %d entries, lost %v, error %v", len(es3), lost3, err3, len(es), lost, err)
+			}
 		}
 		for name, why := range lost {
 			if !errors.Is(why, wire.ErrUnsupportedVersion) {
@@ -363,7 +378,7 @@ func TestHeapPieceOfManySmallEntries(t *testing.T) {
 		b = append(b, byte(i))
 	}
 	pieces := []heapPiece{{body: b, file: "kg"}}
-	es, lost, err := readPiecesOf(c.kg, c.maxP, layouts, pieces, true)
+	es, lost, err := readPiecesOf(c.kg, c.maxP, layouts, pieces, walkPlan{})
 	if err != nil || len(lost) > 0 || len(es) != n {
 		t.Fatalf("%d entries, lost %v, error %v; want %d", len(es), lost, err, n)
 	}
@@ -372,7 +387,7 @@ func TestHeapPieceOfManySmallEntries(t *testing.T) {
 			t.Fatalf("element %d: %x", i, e.Value)
 		}
 	}
-	es2, _, _ := readPiecesOf(c.kg, c.maxP, layouts, pieces, false)
+	es2, _, _ := readPiecesOf(c.kg, c.maxP, layouts, pieces, walkPlan{twoWalks: true})
 	if !slices.EqualFunc(es, es2, func(a, b snapshot.Entry) bool { return a.Equal(&b) }) {
 		t.Fatal("in one walk and by sections, the entries differ")
 	}

@@ -40,14 +40,19 @@ type KeyGroupStream struct {
 	Prefix         int
 	maxParallelism int
 	// Lost is told of the heap states that could not be read in a key
-	// group (see heapEntries); nil ignores them.
+	// group (see readHeap); nil ignores them.
 	Lost func(state string, err error)
 	// scratch holds a key group's bytes, or a window of them, until the
 	// next one; it comes from scratchPool and goes back on Close.
 	scratch *[]byte
 	// recs holds a heap key group's entry records between their walk and
-	// their emission (heapEntries).
+	// their emission (readHeap).
 	recs []heapRec
+	// Walks, where set, holds heap key groups' walks between reads: a
+	// read takes the walk kept of its key group, and with KeepWalks keeps
+	// its own for the next.
+	Walks     *Walks
+	KeepWalks bool
 }
 
 // scratchPool keeps the scratch of closed streams: a dump opens a stream
@@ -206,11 +211,19 @@ func (s *KeyGroupStream) Entries(kg int, emit func(snapshot.Entry) bool, unsplit
 	if err != nil {
 		return false, err
 	}
+	var how walkPlan
+	if s.Walks != nil {
+		key := walkKey{s.File, at, kg}
+		how.walked = s.Walks.take(key)
+		if how.walked == nil && s.KeepWalks {
+			how.keep = func(w []pieceWalk) { s.Walks.keep(key, w) }
+		}
+	}
 	cont := true
-	err = heapEntries(kg, s.maxParallelism, pieces, s.Layouts, &s.recs, func(e snapshot.Entry) bool {
+	err = readHeap(kg, s.maxParallelism, pieces, s.Layouts, &s.recs, func(e snapshot.Entry) bool {
 		cont = emit(e)
 		return cont
-	}, s.Lost)
+	}, s.Lost, how)
 	return cont && err == nil, err
 }
 
