@@ -26,6 +26,7 @@ import (
 	"slices"
 	"strings"
 	"unicode"
+	"unicode/utf16"
 )
 
 // Set is the classes of one file, by binary name.
@@ -41,6 +42,9 @@ type Class struct {
 	Final bool
 	// Fields are the instance fields written, in the order declared.
 	Fields []Field
+	// ByName are Fields in the order Kryo's FieldSerializer writes them:
+	// by name as Java orders Strings, in declared order among equals.
+	ByName []Field
 	// Constants are an enum's constants by ordinal (nil: not an enum).
 	Constants []string
 	// Written says a serializer of the user's own writes the class: its
@@ -191,8 +195,15 @@ func Parse(data []byte, file string) (*Set, error) {
 			}
 			d.class.Fields[i] = Field{Name: f.name, Type: t}
 		}
+		d.class.ByName = slices.Clone(d.class.Fields)
+		slices.SortStableFunc(d.class.ByName, func(a, b Field) int { return javaCompare(a.Name, b.Name) })
 	}
 	return s, nil
+}
+
+// javaCompare is String.compareTo: by UTF-16 units.
+func javaCompare(a, b string) int {
+	return slices.Compare(utf16.Encode([]rune(a)), utf16.Encode([]rune(b)))
 }
 
 // rawType is a type as written: a name, its arguments, its array depth,

@@ -249,8 +249,52 @@ type kryoIn struct {
 	schemas  *snapshot.Schemas
 	declared string
 	inSchema int
-	// skip: only where the value ends is wanted, not the value.
+	// skip: only where the value ends is wanted, not the value (a
+	// skip walk).
 	skip bool
+}
+
+// A skip walk builds no values: each object it reads is kryoWalked (a
+// back-reference kryoWalkedRef), and what the checks need beyond whether
+// an object is there (its class) comes from the bytes, not from a value.
+type kryoWalk int
+
+const (
+	kryoWalked kryoWalk = iota
+	kryoWalkedRef
+)
+
+// built is v as read: v, but in a skip walk.
+func built[T any](k *kryoIn, v T) any {
+	if k.skip {
+		return kryoWalked
+	}
+	return v
+}
+
+// builtTagged is kryoTagged(class, v) as read: in a skip walk, kryoWalked.
+func builtTagged[T any](k *kryoIn, class string, v T) any {
+	if k.skip {
+		return kryoWalked
+	}
+	return kryoTagged(class, v)
+}
+
+// walked is what a skip walk reads for an object, ok false after an error.
+func (k *kryoIn) walked(ok bool) any {
+	if !ok {
+		return nil
+	}
+	return kryoWalked
+}
+
+// kryoIsRef reports whether v, as read, is a back-reference.
+func kryoIsRef(v any) bool {
+	if m, ok := v.(map[string]any); ok {
+		_, ok = kryoRefID(m)
+		return ok
+	}
+	return v == kryoWalkedRef
 }
 
 // decodeKryo decodes a value of a KryoSerializer; delimited says the value
@@ -267,7 +311,7 @@ func newKryoIn(r *wire.Reader, s *typeser.SerializerSnapshot, delimited, skip bo
 // readKryo reads the value k is set up for.
 func readKryo(k *kryoIn) any {
 	r := k.r
-	v := k.classAndObject(0)
+	v, class := k.classAndObjectOf(0)
 	if k.tail != "" && r.Err != nil {
 		// More of the value was due after the object kept as the last
 		// bytes: they were not all its own, and where it ends is unknown.
@@ -275,7 +319,7 @@ func readKryo(k *kryoIn) any {
 		k.notDecoded(k.tail)
 		return nil
 	}
-	if v, ok := k.declaredValue(v); ok { // kryo_schema.go
+	if v, ok := k.declaredValue(v, class); ok { // kryo_schema.go
 		return v
 	}
 	// A value of the class the snapshot declares needs no tag.
@@ -376,8 +420,10 @@ func (k *kryoIn) flagged(what string) (uint32, bool) {
 }
 
 // string reads a Kryo string; ok false for null. Kryo 5 writes class
-// names as ASCII whatever their length (name true).
+// names as ASCII whatever their length (name true). A skip walk builds
+// no string but a class name.
 func (k *kryoIn) string(what string, name bool) (string, bool) {
+	build := name || !k.skip
 	r := k.r
 	at := r.Pos()
 	if r.Remaining() == 0 {
@@ -394,22 +440,28 @@ func (k *kryoIn) string(what string, name bool) (string, bool) {
 			r.Fail("truncated %s: ASCII string without its last byte", what)
 			return "", false
 		}
-		b := make([]byte, end-r.Off+1)
-		copy(b, r.Buf[r.Off:end+1])
-		b[len(b)-1] &= 0x7F
+		b := r.Buf[r.Off : end+1]
 		r.Off = end + 1
 		if n := len(b); n > kryoASCIIMax(k.v5) && !(name && k.v5) {
 			r.FailAt(at, "%s: an ASCII string of %d bytes, which Kryo writes otherwise", what, n)
 		}
-		return string(b), true
+		if !build {
+			return "", true
+		}
+		return string(b[:len(b)-1]) + string(rune(b[len(b)-1]&0x7F)), true
 	}
 	n, _ := k.flagged(what + " length")
 	if r.Err != nil || n == 0 {
 		return "", false
 	}
 	units := k.count(uint64(n-1), 1, what, at)
-	u := make([]uint16, 0, units)
+	var u []uint16
+	if build {
+		u = make([]uint16, 0, units)
+	}
 	ascii := true
+	// A surrogate not in a pair: no JSON string holds it.
+	high, unpaired := false, false
 	for i := 0; i < units && r.Err == nil; i++ {
 		c := uint16(r.U8(what))
 		switch c >> 4 {
@@ -429,7 +481,12 @@ func (k *kryoIn) string(what string, name bool) (string, bool) {
 			}
 		}
 		ascii = ascii && c < 0x80
-		u = append(u, c)
+		low := c >= 0xDC00 && c < 0xE000
+		unpaired = unpaired || high != low
+		high = c >= 0xD800 && c < 0xDC00
+		if build {
+			u = append(u, c)
+		}
 	}
 	if ascii && (units > 1 && units <= kryoASCIIMax(k.v5) || name && k.v5) {
 		r.FailAt(at, "%s: an ASCII string Kryo writes as ASCII", what)
@@ -437,13 +494,14 @@ func (k *kryoIn) string(what string, name bool) (string, bool) {
 	if r.Err != nil {
 		return "", false
 	}
-	s := string(utf16.Decode(u))
-	if !slices.Equal(utf16.Encode([]rune(s)), u) {
-		// An unpaired surrogate: no JSON string holds it.
+	if unpaired || high {
 		k.notDecoded("java.lang.String")
 		return "", false
 	}
-	return s, true
+	if !build {
+		return "", true
+	}
+	return string(utf16.Decode(u)), true
 }
 
 // continuation reads the 6 bits of a character's second or third byte,
@@ -551,6 +609,8 @@ func (k *kryoIn) ref(class string) (v any, follows bool) {
 	case k.refs[m-2] != class:
 		k.r.FailAt(at, "Kryo reference to object %d, a %s, where a %s is", m-2, k.refs[m-2], class)
 		return nil, false
+	case k.skip:
+		return kryoWalkedRef, false
 	}
 	return map[string]any{"@ref": int64(m - 2)}, false
 }
@@ -558,16 +618,23 @@ func (k *kryoIn) ref(class string) (v any, follows bool) {
 // classAndObject reads writeClassAndObject: a class tag, a reference
 // marker (most classes), the object.
 func (k *kryoIn) classAndObject(depth int) any {
+	v, _ := k.classAndObjectOf(depth)
+	return v
+}
+
+// classAndObjectOf is classAndObject with the class its tag names ("" for
+// null), which is the class of the object read, a back-reference's too.
+func (k *kryoIn) classAndObjectOf(depth int) (any, string) {
 	class := k.class()
 	if class == "" || k.r.Err != nil {
-		return nil
+		return nil, ""
 	}
 	if r := k.r; !k.noRefs(class) && r.Remaining() > 0 && r.Buf[r.Off] == 0 {
 		// Kryo writes a null as the null class, never as a class and null.
 		r.Fail("Kryo %s with a null reference marker", class)
-		return nil
+		return nil, ""
 	}
-	return k.object(class, true, depth)
+	return k.object(class, true, depth), class
 }
 
 // object reads an object of class: with marker, its reference marker first.
@@ -595,9 +662,9 @@ func (k *kryoIn) object(class string, marker bool, depth int) any {
 	r := k.r
 	switch class {
 	case "java.lang.Integer":
-		return kryoTagged(class, int32(zigzag(uint64(k.varint("Kryo int")))))
+		return builtTagged(k, class, int32(zigzag(uint64(k.varint("Kryo int")))))
 	case "java.lang.Long":
-		return zigzag(k.varlong("Kryo long", 9))
+		return built(k, zigzag(k.varlong("Kryo long", 9)))
 	case "java.lang.String":
 		at := r.Pos()
 		s, ok := k.string("Kryo string", false)
@@ -605,34 +672,34 @@ func (k *kryoIn) object(class string, marker bool, depth int) any {
 			// Kryo writes a null String as the null class.
 			r.FailAt(at, "Kryo string object holds a null")
 		}
-		return s
+		return built(k, s)
 	case "java.lang.Boolean":
-		return r.Bool("Kryo boolean")
+		return built(k, r.Bool("Kryo boolean"))
 	case "java.lang.Byte":
-		return kryoTagged(class, int64(int8(r.U8("Kryo byte"))))
+		return builtTagged(k, class, int64(int8(r.U8("Kryo byte"))))
 	case "java.lang.Short":
-		return kryoTagged(class, int64(int16(k.fixed(2, "Kryo short"))))
+		return builtTagged(k, class, int64(int16(k.fixed(2, "Kryo short"))))
 	case "java.lang.Character":
 		c := uint16(k.fixed(2, "Kryo char"))
 		if c >= 0xD800 && c < 0xE000 {
 			k.notDecoded(class) // a surrogate: no JSON string holds it alone
 			return nil
 		}
-		return kryoTagged(class, string(rune(c)))
+		return builtTagged(k, class, string(rune(c)))
 	case "java.lang.Float":
 		at := r.Pos()
 		f := math.Float32frombits(uint32(k.fixed(4, "Kryo float")))
 		if f != f && math.Float32bits(f) != kryoNaN32 {
 			r.FailAt(at, "Kryo float: a NaN Java never writes")
 		}
-		return kryoTagged(class, float64(f))
+		return builtTagged(k, class, float64(f))
 	case "java.lang.Double":
 		at := r.Pos()
 		d := math.Float64frombits(k.fixed(8, "Kryo double"))
 		if d != d && math.Float64bits(d) != kryoNaN64 {
 			r.FailAt(at, "Kryo double: a NaN Java never writes")
 		}
-		return kryoTagged(class, d)
+		return builtTagged(k, class, d)
 	}
 	switch ser {
 	case kserCollection, kserSortedCollection:
@@ -640,25 +707,38 @@ func (k *kryoIn) object(class string, marker bool, depth int) any {
 	case kserMap, kserSortedMap:
 		return k.mapOf(class, ser == kserSortedMap, depth)
 	case kserEmpty:
+		if k.skip {
+			return kryoWalked
+		}
 		if strings.HasSuffix(class, "Map") {
 			return &kryoMap{Class: class}
 		}
 		return kryoTagged(class, []any{})
 	case kserSingleton:
-		return kryoTagged(class, []any{k.classAndObject(depth + 1)})
+		v := k.classAndObject(depth + 1)
+		if k.skip {
+			return kryoWalked
+		}
+		return kryoTagged(class, []any{v})
 	case kserSingletonMap:
+		key := k.classAndObject(depth + 1)
+		v := k.classAndObject(depth + 1)
+		if k.skip {
+			return kryoWalked
+		}
 		m := &kryoMap{Class: class}
-		m.add(k.classAndObject(depth+1), k.classAndObject(depth+1))
+		m.add(key, v)
 		return m
 	case kserBigInteger:
-		if b := k.bigInteger(); b != nil {
-			return kryoTagged(class, json.Number(b.String()))
+		b := k.bigInteger()
+		if b == nil || k.skip {
+			return k.walked(b != nil)
 		}
-		return nil
+		return kryoTagged(class, json.Number(javaBigInteger(b).String()))
 	case kserBigDecimal:
 		return k.bigDecimal()
 	case kserDate:
-		return kryoTagged(class, int64(k.varlong("Kryo date", 9)))
+		return builtTagged(k, class, int64(k.varlong("Kryo date", 9)))
 	case kserClass:
 		return k.classValue()
 	case kserEnum:
@@ -672,7 +752,7 @@ func (k *kryoIn) object(class string, marker bool, depth int) any {
 		if n == 0 {
 			return nil
 		}
-		return kryoTagged(class, consts[n-1])
+		return builtTagged(k, class, consts[n-1])
 	case kserArray:
 		return k.array(class, depth)
 	case kserChillValue, kserChillTuple, kserChillSpecialized, kserChillSymbol, kserTimestamp, kserURI, kserUUID,
@@ -724,7 +804,7 @@ func (k *kryoIn) collection(class string, sorted bool, depth int) any {
 		r.FailAt(at, "Kryo 5 empty collection flagged as of one class, which Kryo never writes")
 		return nil
 	}
-	var out []any
+	var out kryoElems
 	if same && n > 0 {
 		elem := k.class()
 		if r.Err != nil {
@@ -736,35 +816,75 @@ func (k *kryoIn) collection(class string, sorted bool, depth int) any {
 				r.FailAt(at, "Kryo collection of %d null elements", n)
 				return nil
 			}
-			out = make([]any, n)
+			out = k.nulls(int(n))
 		} else {
 			hasNull := r.Bool("Kryo collection has-null flag")
 			cnt := k.count(uint64(n), 1, "Kryo collection size", at)
-			out = make([]any, 0, cnt)
+			out = k.elems(cnt)
 			for i := 0; i < cnt && r.Err == nil; i++ {
-				out = append(out, k.elementOf(elem, hasNull, depth+1))
+				out.add(k.elementOf(elem, hasNull, depth+1), elem)
 			}
-			if r.Err == nil && hasNull && !containsNil(out) || !hasNull && containsNil(out) && r.Err == nil {
+			if r.Err == nil && hasNull != out.null {
 				r.FailAt(at, "Kryo collection has-null flag does not match its elements")
 			}
-			if r.Err == nil && !slices.ContainsFunc(out, func(v any) bool { return v != nil }) {
+			if r.Err == nil && out.class == "" {
 				r.FailAt(at, "Kryo collection of nulls names a class, which Kryo writes as the null class")
 			}
 		}
 	} else {
 		cnt := k.count(uint64(n), 1, "Kryo collection size", at)
-		out = make([]any, 0, cnt)
+		out = k.elems(cnt)
 		for i := 0; i < cnt && r.Err == nil; i++ {
-			out = append(out, k.classAndObject(depth+1))
+			out.add(k.classAndObjectOf(depth + 1))
 		}
-		if k.v5 && r.Err == nil && n > 0 && kryoSameClass(out, k.refs) {
+		if k.v5 && r.Err == nil && n > 0 && !out.mixed {
 			r.FailAt(at, "Kryo 5 collection of one class without its flag")
 		}
 	}
 	if r.Err != nil {
 		return nil
 	}
-	return taggedCollection(class, cmp, out)
+	return k.taggedCollection(class, cmp, out.vals)
+}
+
+// kryoElems are the elements of a collection or an array as read: their
+// values (none in a skip walk), and what a collection's checks need,
+// which a skip walk keeps too.
+type kryoElems struct {
+	keep  bool
+	vals  []any
+	null  bool   // an element is null
+	class string // the class of the last element not null
+	mixed bool   // the elements not null are of more than one class
+}
+
+// elems are for the n elements of a collection or an array.
+func (k *kryoIn) elems(n int) kryoElems {
+	if k.skip {
+		return kryoElems{}
+	}
+	return kryoElems{keep: true, vals: make([]any, 0, n)}
+}
+
+// nulls are n null elements.
+func (k *kryoIn) nulls(n int) kryoElems {
+	if k.skip {
+		return kryoElems{null: true}
+	}
+	return kryoElems{keep: true, vals: make([]any, n), null: true}
+}
+
+// add adds an element read and its class ("" for null).
+func (e *kryoElems) add(v any, class string) {
+	if e.keep {
+		e.vals = append(e.vals, v)
+	}
+	if v == nil {
+		e.null = true
+		return
+	}
+	e.mixed = e.mixed || e.class != "" && class != e.class
+	e.class = class
 }
 
 // collectionHeader reads what comes before a collection's elements: its
@@ -794,7 +914,10 @@ func (k *kryoIn) collectionHeader(class string, sorted bool, cmp *string) (n uin
 
 // taggedCollection is a collection's elements as shown: an ArrayList bare,
 // any other tagged with its class (and a sorted one's comparator).
-func taggedCollection(class, cmp string, out []any) any {
+func (k *kryoIn) taggedCollection(class, cmp string, out []any) any {
+	if k.skip {
+		return kryoWalked
+	}
 	if class == "java.util.ArrayList" {
 		return out
 	}
@@ -855,7 +978,7 @@ func (k *kryoIn) comparator(class string, cmp *string) bool {
 	}
 	if k.r.Err == nil && c == kryoNaturalOrder {
 		// A new object (not a back-reference): its one constant.
-		if v, ok := k.object(c, true, 1).(map[string]any); ok && v["@value"] != nil {
+		if v := k.object(c, true, 1); v != nil && !kryoIsRef(v) {
 			*cmp = c
 			return true
 		}
@@ -872,7 +995,9 @@ func (k *kryoIn) mapOf(class string, sorted bool, depth int) any {
 	return k.genericMap(class, sorted, classlayout.Type{}, classlayout.Type{}, depth)
 }
 
-func (k *kryoIn) bigInteger() *big.Int {
+// bigInteger reads a BigInteger's bytes as Java writes them
+// (toByteArray), nil after an error.
+func (k *kryoIn) bigInteger() []byte {
 	at := k.r.Pos()
 	n := k.varint("Kryo BigInteger length")
 	if k.r.Err == nil && n == 0 {
@@ -889,6 +1014,11 @@ func (k *kryoIn) bigInteger() *big.Int {
 		k.r.FailAt(at, "Kryo BigInteger of %d bytes, not as Java writes one", len(b))
 		return nil
 	}
+	return b
+}
+
+// javaBigInteger is the BigInteger of Java's two's-complement bytes.
+func javaBigInteger(b []byte) *big.Int {
 	v := new(big.Int).SetBytes(b)
 	if b[0] >= 0x80 {
 		v.Sub(v, new(big.Int).Lsh(big.NewInt(1), uint(8*len(b))))
@@ -904,10 +1034,10 @@ func (k *kryoIn) bigDecimal() any {
 		return nil
 	}
 	scale := int32(zigzag(uint64(k.varint("Kryo BigDecimal scale"))))
-	if k.r.Err != nil {
-		return nil
+	if k.r.Err != nil || k.skip {
+		return k.walked(k.r.Err == nil)
 	}
-	return kryoTagged("java.math.BigDecimal", json.Number(javaBigDecimal(u, scale)))
+	return kryoTagged("java.math.BigDecimal", json.Number(javaBigDecimal(javaBigInteger(u), scale)))
 }
 
 // javaBigDecimal is BigDecimal.toString: plain when the scale is not
@@ -962,7 +1092,7 @@ func (k *kryoIn) classValue() any {
 			c = p
 		}
 	}
-	return kryoTagged("java.lang.Class", c)
+	return builtTagged(k, "java.lang.Class", c)
 }
 
 // array reads ArraySerializers' arrays: the length plus one, the elements.
@@ -978,22 +1108,26 @@ func (k *kryoIn) array(class string, depth int) any {
 	}
 	cnt := k.count(uint64(n-1), 1, "Kryo array length", at)
 	if class == "[B" {
-		return kryoTagged(class, "0x"+hex.EncodeToString(r.Take(cnt, "Kryo byte array")))
+		b := r.Take(cnt, "Kryo byte array")
+		if k.skip {
+			return kryoWalked
+		}
+		return kryoTagged(class, "0x"+hex.EncodeToString(b))
 	}
-	out := make([]any, 0, cnt)
+	out := k.elems(cnt)
 	wrapper, primitive := kryoPrimitiveArrays[class]
 	elem, _ := kryoObjectArrayElem(class)
 	for i := 0; i < cnt && r.Err == nil; i++ {
 		switch {
 		case primitive:
-			out = append(out, kryoUntagged(k.object(wrapper, false, depth+1)))
+			out.add(kryoUntagged(k.object(wrapper, false, depth+1)), wrapper)
 		case elem == "":
-			out = append(out, k.classAndObject(depth+1))
+			out.add(k.classAndObjectOf(depth + 1))
 		default:
-			out = append(out, k.elementOf(elem, true, depth+1))
+			out.add(k.elementOf(elem, true, depth+1), elem)
 		}
 	}
-	return kryoTagged(class, out)
+	return builtTagged(k, class, out.vals)
 }
 
 // kryoUntagged is the value of a tagged boxed primitive (in a primitive

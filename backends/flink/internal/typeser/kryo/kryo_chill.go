@@ -252,14 +252,14 @@ func chillIDOf(class string) (int, bool) {
 func (k *kryoIn) chillObject(class string, ser int, depth int) any {
 	switch ser {
 	case kserChillValue:
-		return kryoTagged(class, k.classAndObject(depth+1))
+		return builtTagged(k, class, k.classAndObject(depth+1))
 	case kserChillTuple:
 		n, _ := chillTupleArity(class)
-		fields := make([]any, 0, n)
+		fields := k.elems(n)
 		for i := 0; i < n && k.r.Err == nil; i++ {
-			fields = append(fields, k.classAndObject(depth+1))
+			fields.add(k.classAndObjectOf(depth + 1))
 		}
-		return kryoTagged(class, fields)
+		return builtTagged(k, class, fields.vals)
 	case kserChillSpecialized:
 		return k.specializedTuple(class)
 	case kserChillSymbol, kserURI:
@@ -268,13 +268,16 @@ func (k *kryoIn) chillObject(class string, ser int, depth int) any {
 		if !ok && k.r.Err == nil {
 			k.r.FailAt(at, "Kryo %s holds a null", class)
 		}
-		return kryoTagged(class, s)
+		return builtTagged(k, class, s)
 	case kserTimestamp:
 		ms := int64(k.varlong("Kryo timestamp milliseconds", 9))
 		at := k.r.Pos()
 		ns := int64(k.varint("Kryo timestamp nanoseconds"))
 		if k.r.Err == nil && ns > 999999999 {
 			k.r.FailAt(at, "Kryo timestamp nanoseconds %d", ns)
+		}
+		if k.skip {
+			return kryoWalked
 		}
 		if k.v5 {
 			ms += ns / 1000000
@@ -286,6 +289,9 @@ func (k *kryoIn) chillObject(class string, ser int, depth int) any {
 			hi, lo = int64(k.fixed(8, "Kryo UUID high bits")), int64(k.fixed(8, "Kryo UUID low bits"))
 		} else {
 			hi, lo = zigzag(k.varlong("Kryo UUID high bits", 9)), zigzag(k.varlong("Kryo UUID low bits", 9))
+		}
+		if k.skip {
+			return kryoWalked
 		}
 		x := fmt.Sprintf("%016x%016x", uint64(hi), uint64(lo))
 		return kryoTagged(class, x[:8]+"-"+x[8:12]+"-"+x[12:16]+"-"+x[16:20]+"-"+x[20:])
@@ -299,11 +305,16 @@ func (k *kryoIn) chillObject(class string, ser int, depth int) any {
 		if !ok && k.r.Err == nil {
 			k.r.FailAt(at, "Kryo pattern holds a null")
 		}
-		out := kryoTagged(class, p)
+		var flags int64
 		if k.v5 {
-			if flags := int64(k.varint("Kryo pattern flags")); flags != 0 {
-				out["@flags"] = flags
-			}
+			flags = int64(k.varint("Kryo pattern flags"))
+		}
+		if k.skip {
+			return kryoWalked
+		}
+		out := kryoTagged(class, p)
+		if flags != 0 {
+			out["@flags"] = flags
 		}
 		return out
 	case kserSocketAddress:
@@ -312,18 +323,22 @@ func (k *kryoIn) chillObject(class string, ser int, depth int) any {
 		if !ok && k.r.Err == nil {
 			k.r.FailAt(at, "Kryo socket address without its host")
 		}
-		return kryoTagged(class, []any{host, int64(k.varint("Kryo socket address port"))})
+		port := int64(k.varint("Kryo socket address port"))
+		if k.skip {
+			return kryoWalked
+		}
+		return kryoTagged(class, []any{host, port})
 	case kserLocale:
-		parts := make([]any, 0, 3)
+		parts := k.elems(3)
 		for _, what := range []string{"Kryo locale language", "Kryo locale country", "Kryo locale variant"} {
 			at := k.r.Pos()
 			p, ok := k.string(what, false)
 			if !ok && k.r.Err == nil {
 				k.r.FailAt(at, "%s is null", what)
 			}
-			parts = append(parts, p)
+			parts.add(p, "java.lang.String")
 		}
-		return kryoTagged(class, parts)
+		return builtTagged(k, class, parts.vals)
 	}
 	return nil
 }
@@ -331,13 +346,13 @@ func (k *kryoIn) chillObject(class string, ser int, depth int) any {
 // specializedTuple reads a specialized tuple's primitive fields.
 func (k *kryoIn) specializedTuple(class string) any {
 	kinds, _ := chillSpecializedFields(class)
-	fields := make([]any, 0, len(kinds))
+	fields := k.elems(len(kinds))
 	for _, kind := range kinds {
 		switch kind {
 		case 'J':
-			fields = append(fields, int64(k.fixed(8, "Kryo tuple long")))
+			fields.add(built(k, int64(k.fixed(8, "Kryo tuple long"))), "long")
 		case 'I':
-			fields = append(fields, int64(int32(k.fixed(4, "Kryo tuple int"))))
+			fields.add(built(k, int64(int32(k.fixed(4, "Kryo tuple int")))), "int")
 		default:
 			at := k.r.Pos()
 			d := math.Float64frombits(k.fixed(8, "Kryo tuple double"))
@@ -348,10 +363,10 @@ func (k *kryoIn) specializedTuple(class string) any {
 				k.notDecoded(class) // no JSON number holds it
 				return nil
 			}
-			fields = append(fields, d)
+			fields.add(built(k, d), "double")
 		}
 	}
-	return kryoTagged(class, fields)
+	return builtTagged(k, class, fields.vals)
 }
 
 // arraysAsList reads chill's Arrays.asList list: the length, the class of
@@ -369,11 +384,14 @@ func (k *kryoIn) arraysAsList(class string, depth int) any {
 		return nil
 	}
 	cnt := k.count(uint64(n), 1, "Kryo list length", at)
-	out := make([]any, 0, cnt)
+	out := k.elems(cnt)
 	for i := 0; i < cnt && r.Err == nil; i++ {
-		out = append(out, k.classAndObject(depth+1))
+		out.add(k.classAndObjectOf(depth + 1))
 	}
-	m := kryoTagged(class, out)
+	if k.skip {
+		return kryoWalked
+	}
+	m := kryoTagged(class, out.vals)
 	m["@component"] = component
 	return m
 }
@@ -389,7 +407,7 @@ func (k *kryoIn) bitSet(class string) any {
 	used := 0
 	for i := 0; i < cnt && r.Err == nil; i++ {
 		w := k.fixed(8, "Kryo bit set word")
-		for b := 0; b < 64; b++ {
+		for b := 0; b < 64 && !k.skip; b++ {
 			if w&(1<<b) != 0 {
 				bits = append(bits, int64(64*i+b))
 			}
@@ -401,12 +419,15 @@ func (k *kryoIn) bitSet(class string) any {
 	if r.Err != nil {
 		return nil
 	}
+	if cnt > used && k.v5 {
+		r.FailAt(at, "Kryo 5 bit set with zero words at its end, which Kryo never writes")
+		return nil
+	}
+	if k.skip {
+		return kryoWalked
+	}
 	out := kryoTagged(class, bits)
 	if cnt > used {
-		if k.v5 {
-			r.FailAt(at, "Kryo 5 bit set with zero words at its end, which Kryo never writes")
-			return nil
-		}
 		out["@words"] = int64(cnt)
 	}
 	return out

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"slices"
 	"strings"
-	"unicode/utf16"
 
 	"github.com/stateutil/stateutil/backends/flink/internal/typeser"
 	"github.com/stateutil/stateutil/internal/classlayout"
@@ -166,7 +165,7 @@ func (k *kryoIn) extended(class string, marker bool, depth int) (any, bool) {
 		if k.r.Err != nil {
 			return nil, true
 		}
-		return kryoTagged(class, v), true
+		return builtTagged(k, class, v), true
 	}
 	if _, builtin := kryoSerializerIn(class, k.v5); builtin {
 		return nil, false
@@ -234,7 +233,7 @@ func (k *kryoIn) custom(class string, reg typeser.KryoRegistration, marker bool,
 			k.notDecoded(class)
 			return nil
 		}
-		return kryoTagged(class, v)
+		return builtTagged(k, class, v)
 	}
 	if k.wholly(class, depth) && r.Remaining() > 0 {
 		// The value is wholly an object no decoder here reads: it shows
@@ -263,12 +262,13 @@ func (k *kryoIn) wholly(class string, depth int) bool {
 // class read by the user's schemas (untagged where of that class, tagged
 // where it would be taken for one), or a user's class of no schema (tagged
 // where it would be taken for one); ok false leaves v to decodeKryo.
-func (k *kryoIn) declaredValue(v any) (any, bool) {
+// class is v's, as its tag names it.
+func (k *kryoIn) declaredValue(v any, class string) (any, bool) {
 	switch {
 	case k.r.Err != nil:
 		return nil, false
-	case k.skip && k.declared != kryoOptional:
-		return nil, true
+	case k.skip && (k.declared != kryoOptional || v != nil && class == kryoOptional):
+		return v, true
 	}
 	if k.declared == kryoOptional {
 		if m, ok := v.(map[string]any); ok && len(m) == 2 && m["@class"] == kryoOptional {
@@ -287,7 +287,7 @@ func (k *kryoIn) declaredValue(v any) (any, bool) {
 	}
 	_, isUser := userClass(k.schemas, k.declared)
 	_, isProto := protoSet(k.schemas).Message(k.declared)
-	class := kryoClassOf(v, k.refs)
+	class = kryoClassOf(v, k.refs)
 	switch {
 	case isUser || isProto || userArray(k.schemas, k.declared) != "":
 		return fieldJSON(k.schemas, k.v5, v, class, k.declared), true
@@ -332,29 +332,22 @@ func (k *kryoIn) userObject(c *classlayout.Class, marker bool, depth int) any {
 		if r.Err != nil {
 			return nil
 		}
-		return kryoTagged(c.Name, c.Constants[n-1])
+		return builtTagged(k, c.Name, c.Constants[n-1])
 	}
-	out := map[string]any{}
-	for _, f := range kryoFieldOrder(c) {
-		out[f.Name] = k.field(f.Type, depth+1)
+	var out map[string]any
+	if !k.skip {
+		out = make(map[string]any, len(c.Fields))
+	}
+	for _, f := range c.ByName {
+		v := k.field(f.Type, depth+1)
 		if r.Err != nil {
 			return nil
 		}
+		if out != nil {
+			out[f.Name] = v
+		}
 	}
-	return kryoTagged(c.Name, out)
-}
-
-// kryoFieldOrder is the order FieldSerializer writes c's fields in: by
-// name (Java's String order), declared order among equals.
-func kryoFieldOrder(c *classlayout.Class) []classlayout.Field {
-	fs := slices.Clone(c.Fields)
-	slices.SortStableFunc(fs, func(a, b classlayout.Field) int { return javaCompare(a.Name, b.Name) })
-	return fs
-}
-
-// javaCompare is String.compareTo: by UTF-16 units.
-func javaCompare(a, b string) int {
-	return slices.Compare(utf16.Encode([]rune(a)), utf16.Encode([]rune(b)))
+	return builtTagged(k, c.Name, out)
 }
 
 // userArray reads an array of a user's class: final components without
@@ -375,16 +368,16 @@ func (k *kryoIn) readUserArray(class, elem string, marker bool, depth int) any {
 		return nil
 	}
 	cnt := k.count(uint64(n-1), 1, "Kryo array length", at)
-	out := make([]any, 0, cnt)
+	out := k.elems(cnt)
 	final := isFinal(k.schemas, elem)
 	for i := 0; i < cnt && r.Err == nil; i++ {
 		if final {
-			out = append(out, k.elementOf(elem, true, depth+1))
+			out.add(k.elementOf(elem, true, depth+1), elem)
 		} else {
-			out = append(out, k.classAndObject(depth+1))
+			out.add(k.classAndObjectOf(depth + 1))
 		}
 	}
-	return kryoTagged(class, out)
+	return builtTagged(k, class, out.vals)
 }
 
 // field reads a field of declared type t: the JSON untagged where the
@@ -394,7 +387,16 @@ func (k *kryoIn) field(t classlayout.Type, depth int) any {
 		return kryoUntagged(k.object(w, false, depth))
 	}
 	v, class := k.typed(t, true, depth, true)
-	return fieldJSON(k.schemas, k.v5, v, class, t.Class)
+	return k.fieldJSON(v, class, t.Class)
+}
+
+// fieldJSON is the package's fieldJSON of a value read: a skip walk's
+// stays as read.
+func (k *kryoIn) fieldJSON(v any, class, declared string) any {
+	if k.skip {
+		return v
+	}
+	return fieldJSON(k.schemas, k.v5, v, class, declared)
 }
 
 // fieldJSON is v, of class, in a place declared of class declared:
@@ -525,18 +527,17 @@ func (k *kryoIn) genericCollection(class string, sorted bool, elem classlayout.T
 	if !ok {
 		return nil
 	}
-	var out []any
+	var out kryoElems
 	switch {
 	case isFinal(k.schemas, elem.Class):
 		// Kryo 5's flag says an element is null; Kryo 2's elements may be.
 		mayBeNull := flag || !k.v5
 		cnt := k.count(uint64(n), 1, "Kryo collection size", at)
-		out = make([]any, 0, cnt)
+		out = k.elems(cnt)
 		for i := 0; i < cnt && r.Err == nil; i++ {
-			v, _ := k.typed(elem, mayBeNull, depth+1, false)
-			out = append(out, v)
+			out.add(k.typed(elem, mayBeNull, depth+1, false))
 		}
-		if r.Err == nil && k.v5 && flag && !containsNil(out) {
+		if r.Err == nil && k.v5 && flag && !out.null {
 			r.FailAt(at, "Kryo collection flagged with nulls has none")
 		}
 	case k.v5 && flag && n > 0:
@@ -545,43 +546,42 @@ func (k *kryoIn) genericCollection(class string, sorted bool, elem classlayout.T
 		r.FailAt(at, "Kryo 5 empty collection flagged as of one class, which Kryo never writes")
 	default:
 		cnt := k.count(uint64(n), 1, "Kryo collection size", at)
-		out = make([]any, 0, cnt)
+		out = k.elems(cnt)
 		for i := 0; i < cnt && r.Err == nil; i++ {
-			v, _ := k.typed(classlayout.Type{Args: elem.Args}, true, depth+1, false)
-			out = append(out, v)
+			out.add(k.typed(classlayout.Type{Args: elem.Args}, true, depth+1, false))
 		}
-		if k.v5 && r.Err == nil && n > 0 && kryoSameClass(out, k.refs) {
+		if k.v5 && r.Err == nil && n > 0 && !out.mixed {
 			r.FailAt(at, "Kryo 5 collection of one class without its flag")
 		}
 	}
 	if r.Err != nil {
 		return nil
 	}
-	return taggedCollection(class, cmp, out)
+	return k.taggedCollection(class, cmp, out.vals)
 }
 
 // sameClassElements reads Kryo 5's elements of one class, written once,
 // then whether any is null.
-func (k *kryoIn) sameClassElements(at int64, n uint32, elem classlayout.Type, depth int) []any {
+func (k *kryoIn) sameClassElements(at int64, n uint32, elem classlayout.Type, depth int) kryoElems {
 	r := k.r
 	class := k.class()
 	if r.Err != nil {
-		return nil
+		return kryoElems{}
 	}
 	if class == "" {
 		if n > 1<<16 {
 			r.FailAt(at, "Kryo collection of %d null elements", n)
-			return nil
+			return kryoElems{}
 		}
-		return make([]any, n)
+		return k.nulls(int(n))
 	}
 	hasNull := r.Bool("Kryo collection has-null flag")
 	cnt := k.count(uint64(n), 1, "Kryo collection size", at)
-	out := make([]any, 0, cnt)
+	out := k.elems(cnt)
 	for i := 0; i < cnt && r.Err == nil; i++ {
-		out = append(out, k.known(class, elem.Args, hasNull, depth+1))
+		out.add(k.known(class, elem.Args, hasNull, depth+1), class)
 	}
-	if r.Err == nil && hasNull != containsNil(out) {
+	if r.Err == nil && hasNull != out.null {
 		r.FailAt(at, "Kryo collection has-null flag does not match its elements")
 	}
 	return out
@@ -591,8 +591,12 @@ func (k *kryoIn) sameClassElements(at int64, n uint32, elem classlayout.Type, de
 // key and val.
 func (k *kryoIn) genericMap(class string, sorted bool, key, val classlayout.Type, depth int) any {
 	r := k.r
-	m := &kryoMap{Class: class}
-	if sorted && !k.v5 && !k.comparator(class, &m.Comparator) {
+	var m *kryoMap
+	if !k.skip {
+		m = &kryoMap{Class: class}
+	}
+	cmp := ""
+	if sorted && !k.v5 && !k.comparator(class, &cmp) {
 		return nil
 	}
 	at := r.Pos()
@@ -603,18 +607,21 @@ func (k *kryoIn) genericMap(class string, sorted bool, key, val classlayout.Type
 		}
 		n--
 	}
-	if sorted && k.v5 && !k.comparator(class, &m.Comparator) {
+	if sorted && k.v5 && !k.comparator(class, &cmp) {
 		return nil
 	}
 	cnt := k.count(n, 2, "Kryo map size", at)
 	for i := 0; i < cnt && r.Err == nil; i++ {
 		kv, _ := k.typed(k.generic(key), true, depth+1, false)
 		vv, _ := k.typed(k.generic(val), true, depth+1, false)
-		m.add(kv, vv)
+		if m != nil {
+			m.add(kv, vv)
+		}
 	}
-	if r.Err != nil {
-		return nil
+	if r.Err != nil || m == nil {
+		return k.walked(r.Err == nil)
 	}
+	m.Comparator = cmp
 	return m
 }
 

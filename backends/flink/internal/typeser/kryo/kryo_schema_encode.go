@@ -147,7 +147,7 @@ func (k *kryoOut) userObject(c *classlayout.Class, v any, depth int) error {
 			return fmt.Errorf("%s has no field %q", c.Name, name)
 		}
 	}
-	for _, f := range kryoFieldOrder(c) {
+	for _, f := range c.ByName {
 		fv, ok := fields[f.Name]
 		if !ok {
 			return fmt.Errorf("%s: field %q is missing", c.Name, f.Name)

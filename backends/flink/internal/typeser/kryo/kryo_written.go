@@ -40,14 +40,20 @@ func (k *kryoIn) written(c *classlayout.Class, marker bool, depth int) any {
 			return v
 		}
 	}
-	out := make(map[string]any, len(c.Fields))
+	var out map[string]any
+	if !k.skip {
+		out = make(map[string]any, len(c.Fields))
+	}
 	for _, f := range c.Fields {
-		out[f.Name] = k.write(f, depth+1)
+		v := k.write(f, depth+1)
 		if r.Err != nil {
 			return nil
 		}
+		if out != nil {
+			out[f.Name] = v
+		}
 	}
-	return kryoTagged(c.Name, out)
+	return builtTagged(k, c.Name, out)
 }
 
 // write reads one member of a Written class.
@@ -58,26 +64,26 @@ func (k *kryoIn) write(f classlayout.Field, depth int) any {
 	}
 	switch f.Write {
 	case classlayout.WriteInt:
-		return int32(uint32(k.fixed(4, "Kryo int")))
+		return built(k, int32(uint32(k.fixed(4, "Kryo int"))))
 	case classlayout.WriteLong:
-		return int64(k.fixed(8, "Kryo long"))
+		return built(k, int64(k.fixed(8, "Kryo long")))
 	case classlayout.WriteVarInt:
-		return int32(k.varint("Kryo variable-length int"))
+		return built(k, int32(k.varint("Kryo variable-length int")))
 	case classlayout.WriteVarLong:
-		return int64(k.varlong("Kryo variable-length long", 9))
+		return built(k, int64(k.varlong("Kryo variable-length long", 9)))
 	case classlayout.WriteString:
 		s, ok := k.string("Kryo string", false)
 		if !ok {
 			return nil
 		}
-		return s
+		return built(k, s)
 	case classlayout.WriteObject, classlayout.WriteObjectOrNull:
 		if depth > 16 {
 			r.Fail("Kryo values nested deeper than 16")
 			return nil
 		}
 		v := k.known(f.Type.Class, nil, f.Write == classlayout.WriteObjectOrNull, depth)
-		return fieldJSON(k.schemas, k.v5, v, f.Type.Class, f.Type.Class)
+		return k.fieldJSON(v, f.Type.Class, f.Type.Class)
 	case classlayout.WriteClassAndObject:
 		return k.classAndObject(depth)
 	}
