@@ -68,6 +68,8 @@ type SerializerSnapshot struct {
 	Versioned []byte `json:"-"`
 	// memo is safe to fill from the goroutines reading subtasks at once.
 	memo atomic.Pointer[kindMemo]
+	// familyMemo is FamilyMemo's, as safe.
+	familyMemo atomic.Pointer[any]
 	// table holds the families the snapshot was read with (nil: flink-core's
 	// serializers only).
 	table *Table
@@ -89,6 +91,19 @@ func (s *SerializerSnapshot) Name() string {
 // "Boolean", "Double", "Float", "Short", "Byte", "Char", "byte[]", "Void",
 // "VoidNamespace", "Tuple", "List", "Map", "TTL", "Timer", or "" when unknown.
 func (s *SerializerSnapshot) TypeKey() string { return s.kinds().typeKey }
+
+// FamilyMemo is what the snapshot's family keeps of it to read value
+// after value: made by make once, or again where valid says what is
+// kept no longer fits the snapshot (whose fields the header's parse
+// fills in).
+func (s *SerializerSnapshot) FamilyMemo(valid func(any) bool, make func() any) any {
+	if p := s.familyMemo.Load(); p != nil && valid(*p) {
+		return *p
+	}
+	v := make()
+	s.familyMemo.Store(&v)
+	return v
+}
 
 // kindMemo holds serKind and typeKey for the class names they were worked
 // out from: values are decoded by them entry by entry, and matching class

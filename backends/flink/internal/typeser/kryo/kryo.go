@@ -249,6 +249,7 @@ type kryoIn struct {
 	schemas  *snapshot.Schemas
 	declared string
 	inSchema int
+	classes  *kryoClasses
 	// skip: only where the value ends is wanted, not the value (a
 	// skip walk).
 	skip bool
@@ -305,7 +306,7 @@ func decodeKryo(r *wire.Reader, s *typeser.SerializerSnapshot, delimited bool) a
 
 func newKryoIn(r *wire.Reader, s *typeser.SerializerSnapshot, delimited, skip bool) *kryoIn {
 	return &kryoIn{r: r, v5: s.Kryo5, regs: s.KryoRegistrations, serializer: s.Name(), delimited: delimited,
-		schemas: s.Schemas(), declared: s.TypeClass, skip: skip}
+		schemas: s.Schemas(), declared: s.TypeClass, skip: skip, classes: classesOf(s)}
 }
 
 // readKryo reads the value k is set up for.
@@ -643,11 +644,12 @@ func (k *kryoIn) object(class string, marker bool, depth int) any {
 		k.r.Fail("Kryo values nested deeper than 16")
 		return nil
 	}
-	if v, ok := k.extended(class, marker, depth); ok { // kryo_schema.go
+	info := k.classes.of(class)
+	if v, ok := k.extended(class, info, marker, depth); ok { // kryo_schema.go
 		return v
 	}
-	ser, ok := kryoSerializerIn(class, k.v5)
-	if !ok {
+	ser := info.ser
+	if !info.builtin {
 		if depth > 0 && k.delimited && marker {
 			return k.keepTail(class)
 		}

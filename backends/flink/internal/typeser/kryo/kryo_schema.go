@@ -94,7 +94,7 @@ func protoSet(s *snapshot.Schemas) *protovalue.Set {
 // noRefs: Kryo writes no reference marker for the wrappers, nor, in Kryo
 // 5, for enums, the user's included.
 func (k *kryoIn) noRefs(class string) bool {
-	return kryoNoRefs(class, k.v5) || k.v5 && isUserEnum(k.schemas, class)
+	return k.classes.of(class).noRefs
 }
 
 func isUserEnum(s *snapshot.Schemas, class string) bool {
@@ -151,9 +151,9 @@ func userArray(s *snapshot.Schemas, class string) string {
 
 // extended reads an object of class that kryo.go does not: ok false
 // leaves it to kryo.go.
-func (k *kryoIn) extended(class string, marker bool, depth int) (any, bool) {
-	if reg, ok := registration(k.regs, class); ok && reg.Kind != 0 {
-		return k.custom(class, reg, marker, depth), true
+func (k *kryoIn) extended(class string, info *kryoClass, marker bool, depth int) (any, bool) {
+	if info.custom {
+		return k.custom(class, info, marker, depth), true
 	}
 	if class == kryoOptional {
 		if marker {
@@ -167,13 +167,13 @@ func (k *kryoIn) extended(class string, marker bool, depth int) (any, bool) {
 		}
 		return builtTagged(k, class, v), true
 	}
-	if _, builtin := kryoSerializerIn(class, k.v5); builtin {
+	if info.builtin {
 		return nil, false
 	}
-	if c, ok := userClass(k.schemas, class); ok {
+	if c := info.user; c != nil {
 		return k.bySchema(class, func() any { return k.userObject(c, marker, depth) }), true
 	}
-	if elem := userArray(k.schemas, class); elem != "" {
+	if elem := info.userArray; elem != "" {
 		return k.bySchema(class, func() any { return k.readUserArray(class, elem, marker, depth) }), true
 	}
 	return nil, false
@@ -199,9 +199,9 @@ func (k *kryoIn) bySchema(class string, read func() any) any {
 
 // custom reads an object of a class registered with a serializer of its
 // own.
-func (k *kryoIn) custom(class string, reg typeser.KryoRegistration, marker bool, depth int) any {
+func (k *kryoIn) custom(class string, info *kryoClass, marker bool, depth int) any {
 	r := k.r
-	if c, ok := userClass(k.schemas, class); ok && writtenBy(c, reg) {
+	if c := info.user; c != nil && writtenBy(c, info.reg) {
 		// By what the user says the serializer writes (kryo_written.go);
 		// a value wholly of the class that does not read so shows its
 		// bytes as without it.
@@ -213,7 +213,7 @@ func (k *kryoIn) custom(class string, reg typeser.KryoRegistration, marker bool,
 		r.Off, r.Err, k.names, k.refs = at, nil, k.names[:names], k.refs[:refs]
 	}
 	md, isProto := protoSet(k.schemas).Message(class)
-	if reg.Serializer == chillProtobuf && isProto {
+	if info.reg.Serializer == chillProtobuf && isProto {
 		if marker {
 			if v, follows := k.ref(class); !follows {
 				return v
@@ -369,7 +369,7 @@ func (k *kryoIn) readUserArray(class, elem string, marker bool, depth int) any {
 	}
 	cnt := k.count(uint64(n-1), 1, "Kryo array length", at)
 	out := k.elems(cnt)
-	final := isFinal(k.schemas, elem)
+	final := k.classes.of(elem).final
 	for i := 0; i < cnt && r.Err == nil; i++ {
 		if final {
 			out.add(k.elementOf(elem, true, depth+1), elem)
@@ -453,7 +453,7 @@ func (k *kryoIn) typed(t classlayout.Type, canBeNull bool, depth int, top bool) 
 	if !k.v5 && !top {
 		args = nil
 	}
-	if isFinal(k.schemas, t.Class) {
+	if k.classes.of(t.Class).final {
 		return k.known(t.Class, args, canBeNull, depth), t.Class
 	}
 	class := k.class()
@@ -507,7 +507,7 @@ func (k *kryoIn) objectOf(class string, args []classlayout.Type, marker bool, de
 			return v
 		}
 	}
-	ser, _ := kryoSerializerIn(class, k.v5)
+	ser := k.classes.of(class).ser
 	sorted := ser == kserSortedCollection || ser == kserSortedMap
 	if ser == kserMap || ser == kserSortedMap {
 		if len(args) != 2 {
@@ -529,7 +529,7 @@ func (k *kryoIn) genericCollection(class string, sorted bool, elem classlayout.T
 	}
 	var out kryoElems
 	switch {
-	case isFinal(k.schemas, elem.Class):
+	case k.classes.of(elem.Class).final:
 		// Kryo 5's flag says an element is null; Kryo 2's elements may be.
 		mayBeNull := flag || !k.v5
 		cnt := k.count(uint64(n), 1, "Kryo collection size", at)
@@ -629,7 +629,7 @@ func (k *kryoIn) genericMap(class string, sorted bool, key, val classlayout.Type
 // type t: where t's class is not final, only its arguments, which
 // Kryo 5 hands on.
 func (k *kryoIn) generic(t classlayout.Type) classlayout.Type {
-	if isFinal(k.schemas, t.Class) {
+	if k.classes.of(t.Class).final {
 		return t
 	}
 	return classlayout.Type{Args: t.Args}
