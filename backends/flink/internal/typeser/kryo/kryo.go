@@ -95,12 +95,14 @@ func parseKryoSnapshot(sr *typeser.SnapReader, s *typeser.SerializerSnapshot, co
 // a user class, a class with a serializer of its own, or bytes that do not
 // decode are not (false, r unchanged).
 func skipKryo(r *wire.Reader, s *typeser.SerializerSnapshot) bool {
-	d := *r
-	readKryo(newKryoIn(&d, s, false, true))
-	if d.Err != nil {
+	k := newKryoIn(nil, s, false, true)
+	k.own = *r
+	k.r = &k.own
+	readKryo(k)
+	if k.own.Err != nil {
 		return false
 	}
-	r.Off = d.Off
+	r.Off = k.own.Off
 	return true
 }
 
@@ -237,6 +239,12 @@ type kryoIn struct {
 	regs  []typeser.KryoRegistration
 	names []string // class names by name id, as they appear
 	refs  []string // the class of each object given a reference id
+	// nameBuf and refBuf hold the first names and refs of a value.
+	nameBuf [4]string
+	refBuf  [8]string
+	// own is a skip walk's copy of the reader, dropped but for where
+	// it ends.
+	own wire.Reader
 	// serializer names the KryoSerializer in what is not decoded.
 	serializer string
 	// delimited: the value ends where the reader does.
@@ -305,8 +313,10 @@ func decodeKryo(r *wire.Reader, s *typeser.SerializerSnapshot, delimited bool) a
 }
 
 func newKryoIn(r *wire.Reader, s *typeser.SerializerSnapshot, delimited, skip bool) *kryoIn {
-	return &kryoIn{r: r, v5: s.Kryo5, regs: s.KryoRegistrations, serializer: s.Name(), delimited: delimited,
+	k := &kryoIn{r: r, v5: s.Kryo5, regs: s.KryoRegistrations, serializer: s.Name(), delimited: delimited,
 		schemas: s.Schemas(), declared: s.TypeClass, skip: skip, classes: classesOf(s)}
+	k.names, k.refs = k.nameBuf[:0], k.refBuf[:0]
+	return k
 }
 
 // readKryo reads the value k is set up for.
@@ -448,6 +458,11 @@ func (k *kryoIn) string(what string, name bool) (string, bool) {
 		}
 		if !build {
 			return "", true
+		}
+		if name {
+			if c := k.classes.named(b); c != "" {
+				return c, true
+			}
 		}
 		return string(b[:len(b)-1]) + string(rune(b[len(b)-1]&0x7F)), true
 	}

@@ -17,6 +17,7 @@ import (
 
 // kryoClass is what is known of one class.
 type kryoClass struct {
+	name string
 	// reg is its registration with a serializer of its own, if custom.
 	reg    typeser.KryoRegistration
 	custom bool
@@ -63,7 +64,7 @@ func (cs *kryoClasses) of(class string) *kryoClass {
 			return c
 		}
 	}
-	c := &kryoClass{userArray: userArray(cs.schemas, class), final: isFinal(cs.schemas, class),
+	c := &kryoClass{name: class, userArray: userArray(cs.schemas, class), final: isFinal(cs.schemas, class),
 		noRefs: kryoNoRefs(class, cs.v5) || cs.v5 && isUserEnum(cs.schemas, class)}
 	reg, ok := registration(cs.regs, class)
 	c.reg, c.custom = reg, ok && reg.Kind != 0
@@ -81,4 +82,21 @@ func (cs *kryoClasses) of(class string) *kryoClass {
 	known[class] = c
 	cs.known.Store(&known)
 	return c
+}
+
+// named is the name of a class known that Kryo writes as ASCII b (the
+// last byte's high bit set), "" if none: a name read again is not built
+// again.
+func (cs *kryoClasses) named(b []byte) string {
+	var ascii [128]byte
+	known := cs.known.Load()
+	if known == nil || len(b) > len(ascii) {
+		return ""
+	}
+	n := copy(ascii[:], b)
+	ascii[n-1] &= 0x7F
+	if c, ok := (*known)[string(ascii[:n])]; ok {
+		return c.name
+	}
+	return ""
 }

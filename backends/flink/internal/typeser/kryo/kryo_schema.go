@@ -182,7 +182,7 @@ func (k *kryoIn) extended(class string, info *kryoClass, marker bool, depth int)
 // bySchema reads an object by the user's schema: what does not decode by
 // it is not decoded (class), never damage.
 func (k *kryoIn) bySchema(class string, read func() any) any {
-	if k.r.BySchema == nil {
+	if k.r.BySchema == nil && !k.skip { // a skip walk's reader is a copy, dropped
 		k.r.BySchema = &snapshot.NotDecodedError{Serializer: k.serializer, ValueClass: class}
 	}
 	k.inSchema++

@@ -231,3 +231,28 @@ func FuzzKryoSkip(f *testing.F) {
 		checkSkipAgrees(t, serializers[int(pick)%len(serializers)], b)
 	})
 }
+
+// BenchmarkKryoZooValues walks and decodes the zoo job's values (the
+// skip walk should allocate next to nothing).
+func BenchmarkKryoZooValues(b *testing.B) {
+	schemas := zooSchemas(b)
+	for _, c := range zooVectors {
+		v, _ := hex.DecodeString(c.hex)
+		s := zooSerializer(c.class, c.v5, schemas)
+		name := strings.ReplaceAll(c.name, " ", "-") + map[bool]string{false: "/kryo2", true: "/kryo5"}[c.v5]
+		b.Run("skip/"+name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if !skipKryo(wire.NewReader(v, "value", 0), s) {
+					b.Fatal("not walked")
+				}
+			}
+		})
+		b.Run("decode/"+name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				decodeKryo(wire.NewReader(v, "value", 0), s, false)
+			}
+		})
+	}
+}
