@@ -235,3 +235,25 @@ func TestParseWrittenByErrorsNameFileAndLine(t *testing.T) {
 		}
 	}
 }
+
+// ByName is the order Kryo's FieldSerializer writes fields in: Java's
+// String order, by UTF-16 units, where a character beyond the BMP (a
+// surrogate pair, from 0xD800) comes before U+FF42, though its UTF-8 is
+// greater.
+func TestFieldsByNameInJavaOrder(t *testing.T) {
+	s, err := Parse([]byte("class com.acme.A { int ｂ; int \U0001D44E; int b; int a; }"), "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := s.Class("com.acme.A")
+	var got []string
+	for _, f := range c.ByName {
+		got = append(got, f.Name)
+	}
+	if want := []string{"a", "b", "\U0001D44E", "ｂ"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("ByName %q, want %q", got, want)
+	}
+	if c.Fields[0].Name != "ｂ" {
+		t.Errorf("Fields reordered: %v", c.Fields)
+	}
+}
