@@ -464,7 +464,7 @@ func (k *kryoIn) string(what string, name bool) (string, bool) {
 				return c, true
 			}
 		}
-		return string(b[:len(b)-1]) + string(rune(b[len(b)-1]&0x7F)), true
+		return string(b[:len(b)-1]) + string(rune(b[len(b)-1]&0x7F)), true // one string made
 	}
 	n, _ := k.flagged(what + " length")
 	if r.Err != nil || n == 0 {

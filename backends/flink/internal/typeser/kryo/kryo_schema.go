@@ -262,13 +262,15 @@ func (k *kryoIn) wholly(class string, depth int) bool {
 // class read by the user's schemas (untagged where of that class, tagged
 // where it would be taken for one), or a user's class of no schema (tagged
 // where it would be taken for one); ok false leaves v to decodeKryo.
-// class is v's, as its tag names it.
-func (k *kryoIn) declaredValue(v any, class string) (any, bool) {
+// tag is the class v's tag names.
+func (k *kryoIn) declaredValue(v any, tag string) (any, bool) {
 	switch {
 	case k.r.Err != nil:
 		return nil, false
-	case k.skip && (k.declared != kryoOptional || v != nil && class == kryoOptional):
+	case k.skip && k.declared != kryoOptional:
 		return v, true
+	case k.skip && v != nil && tag == kryoOptional:
+		return v, true // an Optional, which is what is checked below
 	}
 	if k.declared == kryoOptional {
 		if m, ok := v.(map[string]any); ok && len(m) == 2 && m["@class"] == kryoOptional {
@@ -287,7 +289,7 @@ func (k *kryoIn) declaredValue(v any, class string) (any, bool) {
 	}
 	_, isUser := userClass(k.schemas, k.declared)
 	_, isProto := protoSet(k.schemas).Message(k.declared)
-	class = kryoClassOf(v, k.refs)
+	class := kryoClassOf(v, k.refs)
 	switch {
 	case isUser || isProto || userArray(k.schemas, k.declared) != "":
 		return fieldJSON(k.schemas, k.v5, v, class, k.declared), true
