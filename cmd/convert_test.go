@@ -186,8 +186,21 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(Run(context.Background(), strings.Split(args, "\x1f"), os.Stdout, os.Stderr))
 	}
-	os.Exit(m.Run())
+	dir, err := os.MkdirTemp("", "stateutil-cmd-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	sharedTemp = dir
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
 }
+
+// sharedTemp holds what the package's tests make once and share (the
+// example in every format, the binary YARN's containers run): a test's
+// own temporary directory would go with that test.
+var sharedTemp string
 
 // A convert or rescale killed mid-write leaves no DST that verify accepts,
 // and SRC byte-identical; the same command run again succeeds, and leaves

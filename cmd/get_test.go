@@ -17,7 +17,7 @@ import (
 // inEveryFormat converts the example snapshot into every writable format
 // once, for the tests that must give the same answer in each.
 var inEveryFormat = sync.OnceValues(func() (map[string]string, error) {
-	dir, err := os.MkdirTemp("", "stateutil-formats-")
+	dir, err := os.MkdirTemp(sharedTemp, "formats-")
 	if err != nil {
 		return nil, err
 	}

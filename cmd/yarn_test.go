@@ -51,7 +51,7 @@ var (
 func stateutilBinary(t *testing.T) string {
 	t.Helper()
 	binOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "stateutil-yarn-bin-")
+		dir, err := os.MkdirTemp(sharedTemp, "yarn-bin-")
 		if err != nil {
 			binErr = err
 			return
