@@ -111,6 +111,8 @@ func (s *SerializerSnapshot) FamilyMemo(valid func(any) bool, make func() any) a
 type kindMemo struct {
 	class, serializerClass, kind, typeKey string
 	family                                *Family
+	// width is fixedWidth(kind), which walking a value asks first.
+	width int
 }
 
 // kinds returns the memo, working it out again when the names changed
@@ -121,6 +123,7 @@ func (s *SerializerSnapshot) kinds() *kindMemo {
 	}
 	m := &kindMemo{class: s.Class, serializerClass: s.SerializerClass, typeKey: s.shortType()}
 	m.kind, m.family = classKind(s)
+	m.width = fixedWidth(m.kind)
 	s.memo.Store(m)
 	return m
 }

@@ -119,7 +119,7 @@ func FixedLength(s *SerializerSnapshot) int {
 		}
 		return n
 	}
-	if n := widthOf(s, kind); n > 0 {
+	if n := widthOf(s); n > 0 {
 		return n
 	}
 	return -1
@@ -222,16 +222,17 @@ func fixedWidth(kind string) int {
 }
 
 // widthOf is fixedWidth for a serializer of any family.
-func widthOf(s *SerializerSnapshot, kind string) int {
-	if f := familyOf(s); f != nil {
+func widthOf(s *SerializerSnapshot) int {
+	m := s.kinds()
+	if f := m.family; f != nil {
 		if f.Width != nil {
 			if w := f.Width(s); w > 0 {
 				return w
 			}
 		}
-		return f.Widths[kind]
+		return f.Widths[m.kind]
 	}
-	return fixedWidth(kind)
+	return m.width
 }
 
 // fixedWhat names a fixed-width value by its size in damage messages.
@@ -246,7 +247,7 @@ func SkipValue(r *wire.Reader, s *SerializerSnapshot, depth int) bool {
 		return false
 	}
 	kind := KindOf(s)
-	if n := widthOf(s, kind); n > 0 {
+	if n := widthOf(s); n > 0 {
 		r.Take(n, fixedWhat[n])
 		return true
 	}
@@ -391,7 +392,7 @@ func Span(s *SerializerSnapshot, b []byte) (n int, ok bool, err error) {
 	// Keys are mostly of fixed width: no reader (which escapes to the heap)
 	// for those, once per entry. Too few bytes take the reader's way, for
 	// its message.
-	if n := widthOf(s, KindOf(s)); n > 0 && n <= len(b) {
+	if n := widthOf(s); n > 0 && n <= len(b) {
 		return n, true, nil
 	}
 	r := wire.NewReader(b, "value", 0)
