@@ -319,6 +319,7 @@ func (r *SnapshotReader) Raw(ctx context.Context, op *snapshot.Operator, subtask
 // Close removes the temporary RocksDB instances rebuilt for native
 // snapshots.
 func (r *SnapshotReader) Close() error {
+	r.walks.Drop()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var errs []error

@@ -1,7 +1,9 @@
 package statefile
 
 import (
+	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 )
 
@@ -9,17 +11,22 @@ import (
 // them to the next. Opening a heap snapshot walks every value to tell
 // which states can be read at all; the read that follows takes the
 // entries' places from that walk instead of walking every value again.
-// It holds at most walksHeld bytes of places: key groups past that are
-// walked again when read. A walk is given out once.
+// All the Walks of a process hold at most walksBudget bytes of places
+// together: key groups past that are walked again when read. A walk is
+// given out once; Drop gives back what is held.
 type Walks struct {
 	mu   sync.Mutex
-	held int
+	held int64
 	m    map[walkKey][]pieceWalk
 }
 
-// walksHeld bounds what Walks holds: 40 bytes an entry, so the places of
-// about 1.7 million entries.
-const walksHeld = 64 << 20
+// walksHeld is what every Walks of the process holds.
+var walksHeld atomic.Int64
+
+// walksBudget is what they may hold: an eighth of the Go memory limit
+// (the copying commands and serve set one), at most 64 MiB, the places
+// of about 1.7 million entries at 40 bytes each.
+func walksBudget() int64 { return min(64<<20, debug.SetMemoryLimit(-1)/8) }
 
 // walkKey names a key group's stored bytes.
 type walkKey struct {
@@ -35,27 +42,28 @@ type pieceWalk struct {
 	recs []heapRec
 }
 
-func walkSize(w []pieceWalk) int {
-	n := 0
+func walkSize(w []pieceWalk) int64 {
+	var n int64
 	for _, p := range w {
-		n += len(p.recs)*int(unsafe.Sizeof(heapRec{})) + len(p.secs)*int(unsafe.Sizeof(section{}))
+		n += int64(len(p.recs))*int64(unsafe.Sizeof(heapRec{})) + int64(len(p.secs))*int64(unsafe.Sizeof(section{}))
 	}
 	return n
 }
 
-// keep holds the walk of a key group, unless that would pass the bound.
+// keep holds the walk of a key group, unless that would pass the budget.
 func (ws *Walks) keep(k walkKey, w []pieceWalk) {
 	n := walkSize(w)
-	ws.mu.Lock()
-	defer ws.mu.Unlock()
-	if ws.held+n > walksHeld {
+	if walksHeld.Add(n) > walksBudget() {
+		walksHeld.Add(-n)
 		return
 	}
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
 	if ws.m == nil {
 		ws.m = map[walkKey][]pieceWalk{}
 	}
 	if old, ok := ws.m[k]; ok {
-		ws.held -= walkSize(old)
+		ws.release(walkSize(old))
 	}
 	ws.m[k] = w
 	ws.held += n
@@ -70,6 +78,19 @@ func (ws *Walks) take(k walkKey) []pieceWalk {
 		return nil
 	}
 	delete(ws.m, k)
-	ws.held -= walkSize(w)
+	ws.release(walkSize(w))
 	return w
+}
+
+// Drop forgets every walk held, for a reader done with its snapshot.
+func (ws *Walks) Drop() {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	ws.m = nil
+	ws.release(ws.held)
+}
+
+func (ws *Walks) release(n int64) {
+	ws.held -= n
+	walksHeld.Add(-n)
 }

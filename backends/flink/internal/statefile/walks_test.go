@@ -58,17 +58,24 @@ func TestHeapReadTakesKeptWalk(t *testing.T) {
 	}
 }
 
-// Walks holds at most walksHeld bytes of entry places.
+// The Walks of a process hold at most walksBudget bytes of entry places
+// together, and give back what they hold when dropped.
 func TestWalksBounded(t *testing.T) {
-	var ws Walks
+	var a, b Walks
+	base := walksHeld.Load()
 	small := []pieceWalk{{recs: make([]heapRec, 10)}}
-	ws.keep(walkKey{"a", 0, 1}, small)
-	big := []pieceWalk{{recs: make([]heapRec, walksHeld/walkSize(small)*10)}}
-	ws.keep(walkKey{"a", 0, 2}, big)
-	if ws.take(walkKey{"a", 0, 2}) != nil {
-		t.Fatalf("a walk of %d bytes was kept beside one of %d, past the bound of %d", walkSize(big), walkSize(small), walksHeld)
+	a.keep(walkKey{"a", 0, 1}, small)
+	big := []pieceWalk{{recs: make([]heapRec, walksBudget()/walkSize(small)*10)}}
+	b.keep(walkKey{"b", 0, 2}, big)
+	if b.take(walkKey{"b", 0, 2}) != nil {
+		t.Fatalf("a walk of %d bytes was kept beside one of %d, past the budget of %d", walkSize(big), walkSize(small), walksBudget())
 	}
-	if ws.take(walkKey{"a", 0, 1}) == nil || ws.held != 0 {
-		t.Fatalf("the small walk was lost, or %d bytes are counted held after it was given out", ws.held)
+	a.keep(walkKey{"a", 0, 2}, small)
+	if a.take(walkKey{"a", 0, 1}) == nil || a.held != walkSize(small) || walksHeld.Load()-base != walkSize(small) {
+		t.Fatalf("after one of two walks was given out: %d bytes held, %d by the process; want %d", a.held, walksHeld.Load()-base, walkSize(small))
+	}
+	a.Drop()
+	if a.take(walkKey{"a", 0, 2}) != nil || walksHeld.Load() != base {
+		t.Fatalf("dropped, the walks hold %d bytes", walksHeld.Load()-base)
 	}
 }
