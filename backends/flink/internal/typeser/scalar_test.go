@@ -94,3 +94,14 @@ func FuzzDecodeScalar(f *testing.F) {
 		}
 	})
 }
+
+// A serializer that is not there (a nested one a snapshot lacks) has no
+// fixed length, and no value of it is walked.
+func TestNoSerializerHasNoWidth(t *testing.T) {
+	if n := FixedLength(nil); n != -1 {
+		t.Fatalf("FixedLength(nil) = %d, want -1", n)
+	}
+	if Sized(nil) {
+		t.Fatal("Sized(nil)")
+	}
+}

@@ -223,6 +223,9 @@ func fixedWidth(kind string) int {
 
 // widthOf is fixedWidth for a serializer of any family.
 func widthOf(s *SerializerSnapshot) int {
+	if s == nil {
+		return 0
+	}
 	m := s.kinds()
 	if f := m.family; f != nil {
 		if f.Width != nil {
