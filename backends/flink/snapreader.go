@@ -167,7 +167,8 @@ func (r *SnapshotReader) Entries(ctx context.Context, op *snapshot.Operator, sub
 // keyGroupEntries streams the entries of key-groups handles (full and
 // canonical snapshots, materialized changelog state), key group by key
 // group, reading only the key groups asked for; lost (nil: none) is told
-// of the heap states that could not be read in a key group.
+// of the heap states that could not be read in a key group, and
+// keepWalks keeps the heap key groups' walks for the read that follows.
 func (r *SnapshotReader) keyGroupEntries(ctx context.Context, op *metadata.OperatorState, st *metadata.SubtaskState, kgs keygroup.Range, lost func(state string, err error), keepWalks bool) snapshot.Entries {
 	return func(yield func(snapshot.Entry, error) bool) {
 		handles := managedKeyGroups(st.ManagedKeyedState)
@@ -317,7 +318,7 @@ func (r *SnapshotReader) Raw(ctx context.Context, op *snapshot.Operator, subtask
 }
 
 // Close removes the temporary RocksDB instances rebuilt for native
-// snapshots.
+// snapshots, and gives back the heap walks kept.
 func (r *SnapshotReader) Close() error {
 	r.walks.Drop()
 	r.mu.Lock()
