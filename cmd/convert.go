@@ -40,15 +40,14 @@ and result subpartitions, which Flink hands back to the same channels on restore
 flink carries them into the savepoint as they are, channel by channel (buffers Flink kept
 in _metadata stay there, those in files are copied into files of DST), wherever the job's
 shape stays: the same operators, parallelism and max parallelism, within the Flink major
-that took the checkpoint. Where an operator's parallelism changes, Flink redistributes
-them on restore, filtering records by key group with the job's key selector in the
-receiving subtasks, which no rewritten snapshot can express: rescale --parallelism leaves
-the operators whose channels hold records at their parallelism for Flink to redistribute.
-Moving such an operator, operator remove and rename, state edits of an operator whose
-channels hold records, --skip-unreadable dropping its state, --flink-version of the other
-major and any other format refuse a checkpoint whose channels hold records (exit 4),
-saying why; channels whose buffers are all empty lose nothing and are left out of such
-copies. Restore such a checkpoint in Flink and take a savepoint (savepoints are aligned).`
+that took the checkpoint. What changes the shape cannot carry them: Flink redistributes
+them on restore by comparing the checkpoint's parallelism with the job's and filtering
+records by key group in the receiving subtasks, which no rewritten snapshot can express.
+So rescale, operator remove and rename, state edits of an operator whose channels hold
+records, --skip-unreadable dropping its state, --flink-version of the other major and
+any other format refuse a checkpoint whose channels hold records (exit 4), saying why;
+channels whose buffers are all empty lose nothing and are left out of such copies.
+Restore such a checkpoint in Flink and take a savepoint (savepoints are aligned).`
 
 // destinationHelp is what the help of every command that writes a
 // snapshot says of DST.

@@ -1,7 +1,6 @@
 package cmd
 
 import (
-	"fmt"
 	"strconv"
 	"strings"
 
@@ -58,13 +57,10 @@ the new one; --flink-version X.Y writes it for another Flink (see docs/flink.md:
 Flink savepoints"). Keys are hashed again from their bytes with the Java hashCode their key
 serializer implies (String, Long, Integer, Short, Byte, Boolean, Character, Double, Float,
 Tuple and Row of these, the Table API's RowData); other key types, and raw state that
-would have to be split, are refused, naming them. An operator of max parallelism 1 stays
-at parallelism 1, as Flink keeps it. In an unaligned checkpoint, an operator whose channels
-hold records in flight stays at its parallelism, its records and state copied as they are:
-Flink redistributes them when the job restores at the new parallelism, filtering the
-records by key group with the job's own key selector, which no rewritten snapshot can do.
-The summary says which operators stayed. A copy that would move such an operator
-(--operator, --max-parallelism) is refused (exit 4).
+would have to be split, are refused, naming them. An unaligned checkpoint whose channels
+hold records in flight is refused (exit 4): Flink redistributes them on restore, by the
+job's partitioning, which no rewritten snapshot can express; convert --to flink, which
+keeps the parallelism, carries them.
 
 ` + copySchemasHelp + `
 
@@ -177,12 +173,5 @@ func (o *rescaleOptions) print(c *cobra.Command, res *migrate.Result) error {
 	if o.report.json() {
 		return render.JSON(c.OutOrStdout(), res.Plan.Plan)
 	}
-	if err := render.RescalePlan(c.OutOrStdout(), res.Plan.Plan); err != nil {
-		return err
-	}
-	if f := res.Plan.InFlight; f != nil {
-		_, err := fmt.Fprintf(c.OutOrStdout(), "Data in flight: %d channels (%s) carried to the operators that keep their parallelism\n", f.Channels, render.Bytes(f.Bytes))
-		return err
-	}
-	return nil
+	return render.RescalePlan(c.OutOrStdout(), res.Plan.Plan)
 }

@@ -128,7 +128,7 @@ func executeOperator(ctx context.Context, r snapshot.Reader, w snapshot.Writer, 
 	}
 	// Readers' errors name the old subtask, writers' the new one.
 	return forEachSubtask(ctx, n, func(ctx context.Context, j int) error {
-		return writeSubtask(ctx, r, a, w, op, newOp, p, index(j), carryInFlight(ctx, carrier, r, op, p, index(j)), opts)
+		return writeSubtask(ctx, r, a, w, op, newOp, p, index(j), carryInFlight(ctx, carrier, r, op, index(j)), opts)
 	})
 }
 

@@ -11,17 +11,14 @@ import (
 )
 
 // inFlightCopy is what decides whether a copy carries the data in flight
-// of an unaligned checkpoint (snapshot.Subtask.InFlight): to the format it
-// was read from, whose writer carries it (snapshot.Format.CarriesInFlight),
-// into the operators whose shape the copy keeps. Flink restores each
+// of an unaligned checkpoint (snapshot.Subtask.InFlight): only one that
+// keeps the job's shape, to the format it was read from, whose writer
+// carries it (snapshot.Format.CarriesInFlight). Flink restores each
 // subtask's channel state to the subtask of the same index, channel by
-// channel, while an operator's parallelism stays; else it redistributes
-// it at restore, by comparing the checkpoint's parallelism of the
-// operator with the job's and filtering records by key group in the
-// receiving subtasks, with the job's key selector, which no rewritten
-// snapshot can express. So a rescale leaves an operator whose channels
-// hold records where it is (redistribute.Targets), for Flink to move, and
-// a copy that would move one anyway is refused.
+// channel, only while the parallelism stays: else it redistributes it at
+// restore, by comparing the checkpoint's parallelism with the job's and
+// filtering records by key group in the receiving subtasks, which no
+// rewritten snapshot can express.
 type inFlightCopy struct {
 	format *snapshot.Format // written
 	from   string           // the source's format
@@ -53,48 +50,12 @@ func (c inFlightCopy) carry(s *snapshot.Snapshot) (*InFlight, error) {
 	if why := c.whyNot(s); why != "" {
 		return nil, snapshot.CheckNoInFlight(s, why)
 	}
-	kept, err := c.kept(s)
-	if err != nil {
-		return nil, err
-	}
 	carried := &InFlight{}
-	for i, op := range s.Operators {
-		if kept[i] {
-			t := snapshot.InFlightOf(op)
-			carried.Channels, carried.Bytes = carried.Channels+t.Channels, carried.Bytes+t.Bytes
-		}
+	for _, op := range s.Operators {
+		t := snapshot.InFlightOf(op)
+		carried.Channels, carried.Bytes = carried.Channels+t.Channels, carried.Bytes+t.Bytes
 	}
 	return carried, nil
-}
-
-// kept says, operator by operator of s, whether the copy keeps its
-// parallelism and max parallelism: the operators it carries data in
-// flight to.
-func (c inFlightCopy) kept(s *snapshot.Snapshot) ([]bool, error) {
-	targets, err := redistribute.Targets(s, c.change)
-	if err != nil {
-		return nil, err
-	}
-	kept := make([]bool, len(s.Operators))
-	for i, op := range s.Operators {
-		kept[i] = targets[i] == redistribute.Target{Parallelism: op.Parallelism, MaxParallelism: op.MaxParallelism}
-	}
-	return kept, nil
-}
-
-// movedHolding is the first operator of s whose channels hold records
-// that the copy would move, nil if none.
-func (c inFlightCopy) movedHolding(s *snapshot.Snapshot) *snapshot.Operator {
-	kept, err := c.kept(s)
-	if err != nil {
-		return nil // the plan refuses the request
-	}
-	for i, op := range s.Operators {
-		if !kept[i] && snapshot.InFlightOf(op).Holds() {
-			return op
-		}
-	}
-	return nil
 }
 
 // whyNot is why the copy cannot carry the data in flight of s, "" if it
@@ -106,10 +67,9 @@ func (c inFlightCopy) whyNot(s *snapshot.Snapshot) string {
 	if why := c.format.CarriesInFlight(s, c.opts); why != "" {
 		return why
 	}
-	if op := c.movedHolding(s); op != nil {
-		return fmt.Sprintf("a copy that moves operator %q (parallelism %d, max parallelism %d) cannot carry: Flink redistributes data in flight on restore, "+
-			"by comparing the checkpoint's parallelism of an operator with the job's and filtering records by key group in the receiving subtasks, with the job's key selector, "+
-			"which no rewritten snapshot can express (rescale --parallelism leaves such an operator where it is, for Flink to redistribute)", op.Label(), op.Parallelism, op.MaxParallelism)
+	if c.change.Parallelism != 0 || len(c.change.Operators) > 0 || c.change.MaxParallelism != 0 {
+		return "a copy that sets parallelism or max parallelism cannot carry: Flink redistributes data in flight on restore, by comparing the checkpoint's parallelism with the job's " +
+			"and filtering records by key group in the receiving subtasks, which no rewritten snapshot can express (convert --to flink, which keeps the parallelism, carries it)"
 	}
 	if len(c.edits) > 0 {
 		return fmt.Sprintf("a copy that removes or renames operators cannot carry (it edits operator %q): the channels are those of the job's operators as they are", c.edits[0].Operator)
@@ -140,11 +100,9 @@ func inFlightCarrier(w snapshot.Writer, plan *Plan) (snapshot.InFlightCarrier, e
 }
 
 // carryInFlight is what a new subtask j of op gets of its data in flight
-// from c (nil when c is): op's subtask j's, if it lists channels and p
-// keeps op's shape. An operator the copy moves holds no records (whyNot);
-// its channels' empty buffers are left out.
-func carryInFlight(ctx context.Context, c snapshot.InFlightCarrier, r snapshot.Reader, op *snapshot.Operator, p *redistribute.OperatorPlan, j int) func(snapshot.SubtaskWriter) error {
-	if c == nil || p.New != p.Old || !slices.ContainsFunc(op.Subtasks, func(sub *snapshot.Subtask) bool { return sub != nil && sub.Index == j && len(sub.InFlight) > 0 }) {
+// from c (nil when c is): op's subtask j's, if it lists channels.
+func carryInFlight(ctx context.Context, c snapshot.InFlightCarrier, r snapshot.Reader, op *snapshot.Operator, j int) func(snapshot.SubtaskWriter) error {
+	if c == nil || !slices.ContainsFunc(op.Subtasks, func(sub *snapshot.Subtask) bool { return sub != nil && sub.Index == j && len(sub.InFlight) > 0 }) {
 		return nil
 	}
 	return func(sw snapshot.SubtaskWriter) error { return c.CarryInFlight(ctx, r, op, sw) }
@@ -152,20 +110,13 @@ func carryInFlight(ctx context.Context, c snapshot.InFlightCarrier, r snapshot.R
 
 // inFlightDiffers lists the channels whose data in flight the copy d of s
 // does not hold as s does, operator by operator (by id), subtask by
-// subtask: their buffers and bytes, wherever they are. Operators the copy
-// moved (by plan; their channels held no records) hold none.
-func inFlightDiffers(s, d *snapshot.Snapshot, plan *Plan) []error {
+// subtask: their buffers and bytes, wherever they are.
+func inFlightDiffers(s, d *snapshot.Snapshot) []error {
 	var errs []error
 	for _, op := range s.Operators {
 		i := slices.IndexFunc(d.Operators, func(o *snapshot.Operator) bool { return o.ID == op.ID })
 		if i < 0 {
 			continue // verify names a missing operator
-		}
-		if k := slices.IndexFunc(plan.Operators, func(p redistribute.OperatorPlan) bool { return p.ID == op.ID }); k >= 0 && plan.Operators[k].New != plan.Operators[k].Old {
-			if t := snapshot.InFlightOf(d.Operators[i]); t.Channels > 0 {
-				errs = append(errs, fmt.Errorf("operator %q, moved: the copy holds %d channels in flight, where it should hold none", op.Label(), t.Channels))
-			}
-			continue
 		}
 		for _, sub := range op.Subtasks {
 			if sub == nil {

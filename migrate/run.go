@@ -226,7 +226,7 @@ func Verify(ctx context.Context, reg *snapshot.Registry, r snapshot.Reader, plan
 	}
 	errs := unexpected(res, plan)
 	if plan.InFlight != nil {
-		errs = append(errs, inFlightDiffers(r.Snapshot(), d.Snapshot(), plan)...)
+		errs = append(errs, inFlightDiffers(r.Snapshot(), d.Snapshot())...)
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("%w: %w", ErrVerifyFailed, errors.Join(errs...))

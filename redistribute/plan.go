@@ -125,22 +125,8 @@ const pinnedNote = "max parallelism 1: Flink keeps this operator at parallelism 
 // job's change; a savepoint with it elsewhere does not restore.
 func pinned(op *snapshot.Operator) bool { return op.MaxParallelism == 1 }
 
-// inFlightNote says why an operator whose channels hold records stays
-// where it is.
-const inFlightNote = "its channels hold records in flight: Flink redistributes them, with this operator's state, when the job restores at the new parallelism"
-
-// holdsInFlight reports an operator of an unaligned checkpoint whose
-// channels hold records. Flink redistributes them only at restore, when
-// the checkpoint's parallelism of the operator differs from the job's,
-// filtering them by key group with the job's own key selector in the
-// subtasks that receive them; a copy can only leave the operator as it
-// is for Flink to do so.
-func holdsInFlight(op *snapshot.Operator) bool { return snapshot.InFlightOf(op).Holds() }
-
 // Targets resolves a request against a snapshot: the target of every
-// operator, in snapshot order. Operators pinned to one subtask stay so,
-// and so do operators holding records in flight under a job-wide
-// parallelism (a copy refuses to move them, snapshot.CheckNoInFlight). It
+// operator, in snapshot order. Operators pinned to one subtask stay so. It
 // refuses unknown operators, impossible parallelisms, and a pinned
 // operator named at another parallelism.
 func Targets(s *snapshot.Snapshot, req Request) ([]Target, error) {
@@ -155,7 +141,7 @@ func Targets(s *snapshot.Snapshot, req Request) ([]Target, error) {
 	}
 	for i, op := range s.Operators {
 		t := Target{Parallelism: op.Parallelism, MaxParallelism: op.MaxParallelism}
-		if req.Parallelism != 0 && !pinned(op) && !holdsInFlight(op) {
+		if req.Parallelism != 0 && !pinned(op) {
 			t.Parallelism = req.Parallelism
 		}
 		if p, ok := named[op]; ok {
@@ -210,11 +196,8 @@ func planOperator(ctx context.Context, r snapshot.Reader, op *snapshot.Operator,
 		return nil, snapshot.Corrupt(op.Label(), -1, "parallelism %d but %d subtasks", op.Parallelism, len(op.Subtasks))
 	}
 	p := &OperatorPlan{ID: op.ID, UID: op.UID, Name: op.Name, Old: old, New: t, Action: action(old, t)}
-	switch {
-	case pinned(op) && (req.Parallelism > 1 || req.MaxParallelism > 1):
+	if pinned(op) && (req.Parallelism > 1 || req.MaxParallelism > 1) {
 		p.Note = pinnedNote
-	case holdsInFlight(op) && req.Parallelism != 0 && req.Parallelism != old.Parallelism && t == old:
-		p.Note = inFlightNote
 	}
 	p.Subtasks = make([]SubtaskPlan, t.Parallelism)
 	for j := range p.Subtasks {
