@@ -42,8 +42,9 @@ in _metadata stay there, those in files are copied into files of DST), wherever 
 shape stays: the same operators, parallelism and max parallelism, within the Flink major
 that took the checkpoint. What changes the shape cannot carry them: Flink redistributes
 them on restore by comparing the checkpoint's parallelism with the job's and filtering
-records by key group in the receiving subtasks, which no rewritten snapshot can express.
-So rescale, operator remove and rename, state edits of an operator whose channels hold
+records by key group in the receiving subtasks, by the job's key selectors and topology,
+which the checkpoint does not record. So a rescale that changes any operator's
+parallelism, operator remove and rename, state edits of an operator whose channels hold
 records, --skip-unreadable dropping its state, --flink-version of the other major and
 any other format refuse a checkpoint whose channels hold records (exit 4), saying why;
 channels whose buffers are all empty lose nothing and are left out of such copies.

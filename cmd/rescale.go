@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -58,9 +59,11 @@ Flink savepoints"). Keys are hashed again from their bytes with the Java hashCod
 serializer implies (String, Long, Integer, Short, Byte, Boolean, Character, Double, Float,
 Tuple and Row of these, the Table API's RowData); other key types, and raw state that
 would have to be split, are refused, naming them. An unaligned checkpoint whose channels
-hold records in flight is refused (exit 4): Flink redistributes them on restore, by the
-job's partitioning, which no rewritten snapshot can express; convert --to flink, which
-keeps the parallelism, carries them.
+hold records in flight is refused (exit 4) unless every operator keeps its parallelism and
+max parallelism: Flink redistributes such records on restore, by the job's key selectors
+and topology, which the checkpoint does not record; restore it in Flink at the new
+parallelism, or take a savepoint and rescale that. A rescale that keeps the shape carries
+them, as convert --to flink does.
 
 ` + copySchemasHelp + `
 
@@ -173,5 +176,12 @@ func (o *rescaleOptions) print(c *cobra.Command, res *migrate.Result) error {
 	if o.report.json() {
 		return render.JSON(c.OutOrStdout(), res.Plan.Plan)
 	}
-	return render.RescalePlan(c.OutOrStdout(), res.Plan.Plan)
+	if err := render.RescalePlan(c.OutOrStdout(), res.Plan.Plan); err != nil {
+		return err
+	}
+	if f := res.Plan.InFlight; f != nil {
+		_, err := fmt.Fprintf(c.OutOrStdout(), "Data in flight: %d channels (%s) carried\n", f.Channels, render.Bytes(f.Bytes))
+		return err
+	}
+	return nil
 }

@@ -99,10 +99,11 @@ func TestUnalignedWithEmptyChannelsIsCopied(t *testing.T) {
 // channels), of
 // Flink 1.20's of cep, and of Flink 2.3's of cep whose channel state is in
 // a file (testdata/flink-inflight): into files of the savepoint; so do
-// edits of operators that hold none. Every
-// other copy refuses them (exit 4), saying why: rescaled, to another
-// format, for the other Flink major, edits of an operator that holds
-// them, an operator removed. The steps run in order: an inspect reads
+// edits of operators that hold none, and a rescale that keeps every
+// operator's parallelism. Every other copy refuses them (exit 4), saying
+// why: rescaled, even only an operator whose channels hold none, to
+// another format, for the other Flink major, edits of an operator that
+// holds them, an operator removed. The steps run in order: an inspect reads
 // what the convert before it wrote.
 func TestGoldenUnaligned(t *testing.T) {
 	s, pm := unalignedCheckpoint(t)
@@ -140,7 +141,9 @@ func TestGoldenUnaligned(t *testing.T) {
 		{"flink-unaligned-state-drop-elsewhere", []string{"state", "drop", s, "--path-map", pm, "--operator", "source", "--state", "SourceReaderState", "--output", out("dropped")}},
 		{"flink-unaligned-rescale", []string{"rescale", s, "--path-map", pm, "--parallelism", "3", "--output", out("x")}},
 		{"flink-unaligned-rescale-dry-run", []string{"rescale", s, "--path-map", pm, "--parallelism", "3", "--output", out("x"), "--dry-run"}},
-		{"flink-unaligned-rescale-same", []string{"rescale", s, "--path-map", pm, "--parallelism", "2", "--output", out("x")}},
+		{"flink-unaligned-rescale-same", []string{"rescale", s, "--path-map", pm, "--parallelism", "2", "--verify", "--output", out("same")}},
+		{"flink-unaligned-rescaled-same-inspect", []string{"inspect", out("same")}},
+		{"flink-unaligned-rescale-operator", []string{"rescale", s, "--path-map", pm, "--operator", "out-cep=3", "--output", out("x")}},
 		{"flink-unaligned-convert-fs", []string{"convert", s, "--path-map", pm, "--to", "filesystem", "--output", out("x")}},
 		{"flink-unaligned-convert-1.20", []string{"convert", s, "--path-map", pm, "--to", "flink", "--flink-version", "1.20", "--output", out("x")}},
 		{"flink-unaligned-keys-delete", []string{"keys", "delete", s, "--path-map", pm, "--operator", "cep", "--key", "c-1", "--output", out("x")}},

@@ -12,13 +12,17 @@ import (
 
 // inFlightCopy is what decides whether a copy carries the data in flight
 // of an unaligned checkpoint (snapshot.Subtask.InFlight): only one that
-// keeps the job's shape, to the format it was read from, whose writer
-// carries it (snapshot.Format.CarriesInFlight). Flink restores each
-// subtask's channel state to the subtask of the same index, channel by
-// channel, only while the parallelism stays: else it redistributes it at
-// restore, by comparing the checkpoint's parallelism with the job's and
-// filtering records by key group in the receiving subtasks, which no
-// rewritten snapshot can express.
+// keeps the job's shape (every operator's parallelism and max
+// parallelism, whatever the request says), to the format it was read
+// from, whose writer carries it (snapshot.Format.CarriesInFlight). Flink
+// restores each subtask's channel state to the subtask of the same index,
+// channel by channel, only while the parallelism stays: else it
+// redistributes it at restore, by comparing each operator's parallelism
+// in the checkpoint with the job's and filtering records by key group in
+// the receiving subtasks, with the job's key selectors and its topology,
+// neither of which a checkpoint records. Moving only the operators that
+// hold no records does not do: records in an operator's output buffers are
+// partitioned for its consumers' parallelism.
 type inFlightCopy struct {
 	format *snapshot.Format // written
 	from   string           // the source's format
@@ -67,9 +71,11 @@ func (c inFlightCopy) whyNot(s *snapshot.Snapshot) string {
 	if why := c.format.CarriesInFlight(s, c.opts); why != "" {
 		return why
 	}
-	if c.change.Parallelism != 0 || len(c.change.Operators) > 0 || c.change.MaxParallelism != 0 {
-		return "a copy that sets parallelism or max parallelism cannot carry: Flink redistributes data in flight on restore, by comparing the checkpoint's parallelism with the job's " +
-			"and filtering records by key group in the receiving subtasks, which no rewritten snapshot can express (convert --to flink, which keeps the parallelism, carries it)"
+	if op := c.moved(s); op != nil {
+		return fmt.Sprintf("a copy that changes the parallelism or max parallelism of operator %q cannot carry: Flink redistributes data in flight on restore, "+
+			"by comparing the checkpoint's parallelism of each operator with the job's and filtering records by key group in the receiving subtasks with the job's key selector, "+
+			"and records in an operator's output buffers are partitioned for the parallelism of the operators that consume them; the checkpoint records neither the key selectors "+
+			"nor which operators consume which, so no rewritten snapshot can move them (convert --to flink, or a rescale that keeps every operator's parallelism, carries it)", op.Label())
 	}
 	if len(c.edits) > 0 {
 		return fmt.Sprintf("a copy that removes or renames operators cannot carry (it edits operator %q): the channels are those of the job's operators as they are", c.edits[0].Operator)
@@ -84,6 +90,22 @@ func (c inFlightCopy) whyNot(s *snapshot.Snapshot) string {
 		}
 	}
 	return ""
+}
+
+// moved is the first operator of s whose parallelism or max parallelism
+// the copy changes, nil if none (or if the request is one the plan
+// refuses).
+func (c inFlightCopy) moved(s *snapshot.Snapshot) *snapshot.Operator {
+	targets, err := redistribute.Targets(s, c.change)
+	if err != nil {
+		return nil
+	}
+	for i, op := range s.Operators {
+		if targets[i] != (redistribute.Target{Parallelism: op.Parallelism, MaxParallelism: op.MaxParallelism}) {
+			return op
+		}
+	}
+	return nil
 }
 
 // inFlightCarrier is the writer w that carries the data in flight the plan

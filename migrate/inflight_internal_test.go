@@ -56,9 +56,14 @@ func TestInFlightCopy(t *testing.T) {
 		{"shape kept", inFlightCopy{format: flink, from: "flink"}, carried, ""},
 		{"another format", inFlightCopy{format: &snapshot.Format{Name: "filesystem"}, from: "flink"}, nil, `which only a copy to the flink format carries (format "filesystem" holds none)`},
 		{"the format's own reason", inFlightCopy{format: flink, from: "flink", opts: snapshot.WriteOptions{ReaderVersion: "1.20"}}, nil, "which a savepoint for Flink 1.20 cannot carry"},
-		{"parallelism", inFlightCopy{format: flink, from: "flink", change: redistribute.Request{Parallelism: 2}}, nil, "which a copy that sets parallelism or max parallelism cannot carry"},
-		{"an operator's parallelism", inFlightCopy{format: flink, from: "flink", change: redistribute.Request{Operators: map[string]int{"none": 1}}}, nil, "sets parallelism"},
-		{"max parallelism", inFlightCopy{format: flink, from: "flink", change: redistribute.Request{MaxParallelism: 256}}, nil, "sets parallelism"},
+		{"parallelism", inFlightCopy{format: flink, from: "flink", change: redistribute.Request{Parallelism: 3}}, nil,
+			`which a copy that changes the parallelism or max parallelism of operator "held" cannot carry`},
+		// Moving an operator whose channels hold none is no better: records
+		// in output buffers are partitioned for their consumers.
+		{"another operator's parallelism", inFlightCopy{format: flink, from: "flink", change: redistribute.Request{Operators: map[string]int{"none": 1}}}, nil, `parallelism of operator "none" cannot carry`},
+		{"max parallelism", inFlightCopy{format: flink, from: "flink", change: redistribute.Request{MaxParallelism: 256}}, nil, `max parallelism of operator "held"`},
+		{"the parallelism it has", inFlightCopy{format: flink, from: "flink", change: redistribute.Request{Parallelism: 2, Operators: map[string]int{"none": 2}}}, carried, ""},
+		{"the max parallelism it has", inFlightCopy{format: flink, from: "flink", change: redistribute.Request{MaxParallelism: 128}}, carried, ""},
 		{"an operator removed", inFlightCopy{format: flink, from: "flink", edits: []Edit{{Operator: "none", Remove: true}}}, nil, `removes or renames operators cannot carry (it edits operator "none")`},
 		{"edits of an operator that holds records", inFlightCopy{format: flink, from: "flink", edited: []*snapshot.Operator{op("none"), op("held")}}, nil, `the edits change operator "held"`},
 		{"edits of operators that hold none", inFlightCopy{format: flink, from: "flink", edited: []*snapshot.Operator{op("none"), op("empty")}}, carried, ""},
