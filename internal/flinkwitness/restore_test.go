@@ -97,7 +97,9 @@ func restoreEntries(t *testing.T) (root string, chosen, all []flinkharness.Entry
 // --to flink` (a canonical savepoint, through hashmap), and the three
 // outputs must be the same; but stateutil refuses the rescale of an
 // unaligned checkpoint whose channels hold records (inFlight), whose
-// conversion carries them. A changelog checkpoint that records no key
+// conversion carries them, and Flink itself must then go on from the
+// checkpoint at parallelism 3 with the same output, as the refusal
+// advises. A changelog checkpoint that records no key
 // serializer is copied with --key-serializers-from its job's savepoint,
 // as its user would. A rescale keeps each operator of max parallelism 1
 // at parallelism 1 and says so, as Flink plans it. One snapshot a day
@@ -115,10 +117,10 @@ func TestWitnessRestoresInFlink(t *testing.T) {
 	for _, e := range entries {
 		t.Run(entryID(e), func(t *testing.T) {
 			row := restoreCheck(ctx, t, e, all)
-			table = append(table, fmt.Sprintf("%-46s %-12s %-40s %s", entryID(e), row[0], row[1], row[2]))
+			table = append(table, fmt.Sprintf("%-46s %-12s %-70s %s", entryID(e), row[0], row[1], row[2]))
 		})
 	}
-	t.Logf("restore check of %d witness snapshots (%s):\n%-46s %-12s %-40s %s\n%s", len(entries), root,
+	t.Logf("restore check of %d witness snapshots (%s):\n%-46s %-12s %-70s %s\n%s", len(entries), root,
 		"snapshot", "original", "rescale --parallelism 3", "convert --to flink", strings.Join(table, "\n"))
 }
 
@@ -137,7 +139,7 @@ func restoreCheck(ctx context.Context, t *testing.T, e flinkharness.Entry, corpu
 	goOn := func(name, snap, backend string, parallelism int) (string, error) {
 		o := flinkharness.ContinueOptions{Job: m.Job, Snapshot: snap, Backend: backend, Parallelism: parallelism,
 			Records: m.Records, ContinueTo: 2 * m.Records, Out: filepath.Join(dir, name+".jsonl"), Changelog: m.Changelog}
-		if name != "original" && backend == "forst" {
+		if !strings.HasPrefix(name, "original") && backend == "forst" {
 			// The one setting with which Flink 2.x's ForSt restores a
 			// canonical savepoint: timers on the heap.
 			o.Conf = "state.backend.forst.timer-service.factory=HEAP"
@@ -180,7 +182,7 @@ func restoreCheck(ctx context.Context, t *testing.T, e flinkharness.Entry, corpu
 		refused, expected := inFlight, held && c.refusesInFlight
 		switch {
 		case code != cmd.ExitOK && expected && code == refused.code && strings.Contains(msg, refused.says):
-			row[i+1] = "refused, as expected (exit " + fmt.Sprint(code) + ")"
+			row[i+1] = "refused, as expected (exit " + fmt.Sprint(code) + ")" + flinkRescales(t, goOn, want, e.SnapshotDir(), m.Backend, c.parallelism)
 			continue
 		case code != cmd.ExitOK:
 			row[i+1] = fmt.Sprintf("refused (exit %d)", code)
@@ -212,6 +214,29 @@ func restoreCheck(ctx context.Context, t *testing.T, e flinkharness.Entry, corpu
 		}
 	}
 	return row
+}
+
+// flinkRescales holds up the refusal's advice: Flink itself restores the
+// snapshot at the parallelism the refused copy asked for, with the same
+// output as at the snapshot's own, redistributing the records in flight
+// with the job's key selectors. It says so for the table.
+func flinkRescales(t *testing.T, goOn func(name, snap, backend string, parallelism int) (string, error), want []byte, snap, backend string, parallelism int) string {
+	t.Helper()
+	said := fmt.Sprintf("; Flink at parallelism %d: ", parallelism)
+	out, err := goOn(fmt.Sprintf("original-p%d", parallelism), snap, backend, parallelism)
+	if err != nil {
+		t.Errorf("Flink did not go on from the snapshot at parallelism %d: %v", parallelism, err)
+		return said + "failed"
+	}
+	got, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := outputDiff(want, got); d != "" {
+		t.Errorf("Flink went on from the snapshot at parallelism %d with other output than at its own:\n%s", parallelism, d)
+		return said + "differs"
+	}
+	return said + "same"
 }
 
 // checkPinned holds a rescale's plan (-o json) to Flink's: an operator of
