@@ -155,20 +155,25 @@ func elementSnapshot(k string) *SerializerSnapshot {
 	if s := elementSnapshots[k]; s != nil {
 		return s
 	}
-	return &SerializerSnapshot{Class: CoreExprs["java.lang."+k]}
+	return newElementSnapshot(k)
 }
 
+// elementSnapshots are the element kinds' snapshots: those of the
+// primitive and String arrays, and Byte (ByteValue's).
 var elementSnapshots = func() map[string]*SerializerSnapshot {
-	out := map[string]*SerializerSnapshot{}
-	for _, k := range []string{"Boolean", "Byte", "Char", "Double", "Float", "Integer", "Long", "Short", "String"} {
-		class := CoreExprs["java.lang."+k]
-		if k == "Char" {
-			class = CoreExprs["java.lang.Character"]
-		}
-		out[k] = &SerializerSnapshot{Class: class}
+	out := map[string]*SerializerSnapshot{"Byte": newElementSnapshot("Byte")}
+	for _, k := range primitiveArrays {
+		out[k] = newElementSnapshot(k)
 	}
 	return out
 }()
+
+func newElementSnapshot(k string) *SerializerSnapshot {
+	if k == "Char" {
+		k = "Character"
+	}
+	return &SerializerSnapshot{Class: CoreExprs["java.lang."+k]}
+}
 
 // walkArray reads an array of primitives or strings: an int length, then
 // the elements (a String array's elements are StringValues, null as 0).
