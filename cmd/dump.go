@@ -170,7 +170,10 @@ func (o *dumpOptions) run(c *cobra.Command, e *env, location string, kgs *keygro
 	if o.output.format == "table" {
 		err = o.table(ctx, r, e.reg.Codecs, f, out, bar)
 	} else {
-		restore := moreProcs()
+		restore := func() {}
+		if opensRocksDB(r.Snapshot()) {
+			restore = moreProcs()
+		}
 		err = o.stream(ctx, r, e.reg.Codecs, f, out, bar)
 		restore()
 	}
