@@ -628,12 +628,14 @@ type keyGroup struct {
 	values  arena.Arena // their user keys and values, unless held
 	held    bool        // the entries' bytes stay valid until the key group is flushed
 	entries []snapshot.Entry
-	runs    [][]snapshot.Entry    // ascending runs of one state each, as added
-	rounds  [2][][]snapshot.Entry // the runs of a merge's rounds
-	scratch [2][]snapshot.Entry   // where a merge's rounds put them
-	sorted  []snapshot.Entry      // the entries in order
-	bytes   int                   // about the memory the entries take
-	spill   *spill                // the sorted runs written, once bytes went over spillBytes
+	index   []int32      // 0 to len(entries)-1
+	runs    [][]int32    // ascending runs of one state each, as added
+	rounds  [2][][]int32 // the runs of a merge's rounds
+	scratch [2][]int32   // where a merge's rounds put them
+	order   []int32      // the entries' indexes in order
+	sorted  []snapshot.Entry
+	bytes   int    // about the memory the entries take
+	spill   *spill // the sorted runs written, once bytes went over spillBytes
 }
 
 func (g *keyGroup) reset() {
@@ -658,39 +660,48 @@ func (g *keyGroup) clear() {
 // order keys by their stored form, shorter first), so the entries are a
 // few ascending runs of one state each. The runs are ordered by state,
 // and each state's runs merged pairwise: O(n log runs), and a state that
-// is one run is copied as it is.
+// is one run is copied as it is. The merges move the entries' indexes,
+// which hold no pointers: moving the entries themselves round after
+// round cost as much in the garbage collector's write barriers as in
+// the moves.
 func (g *keyGroup) inOrder() []snapshot.Entry {
 	es := g.entries
 	g.runs = g.runs[:0]
+	g.index = slices.Grow(g.index[:0], len(es))
 	ordered := true // states ascend from run to run
 	start := 0
 	for i := 1; i <= len(es); i++ {
+		g.index = append(g.index, int32(i-1))
 		if i < len(es) && es[i].State == es[i-1].State && compareStored(&es[i-1], &es[i]) <= 0 {
 			continue
 		}
 		if i < len(es) && strings.Compare(es[i-1].State, es[i].State) >= 0 {
 			ordered = false
 		}
-		g.runs = append(g.runs, es[start:i])
+		g.runs = append(g.runs, g.index[start:i:i])
 		start = i
 	}
 	if ordered {
 		return es
 	}
-	slices.SortStableFunc(g.runs, func(a, b []snapshot.Entry) int { return strings.Compare(a[0].State, b[0].State) })
-	// Every buffer a merge writes holds all the entries at most: sized
-	// once, appends never move them, and no garbage grows the heap.
-	g.sorted = slices.Grow(g.sorted[:0], len(es))
+	slices.SortStableFunc(g.runs, func(a, b []int32) int { return strings.Compare(es[a[0]].State, es[b[0]].State) })
+	// Every buffer a merge writes holds all the indexes at most: sized
+	// once, appends never move them.
+	g.order = slices.Grow(g.order[:0], len(es))
 	for r := range g.scratch {
 		g.scratch[r] = slices.Grow(g.scratch[r][:0], len(es))
 	}
 	for rs := g.runs; len(rs) > 0; {
 		n := 1
-		for n < len(rs) && rs[n][0].State == rs[0][0].State {
+		for n < len(rs) && es[rs[n][0]].State == es[rs[0][0]].State {
 			n++
 		}
-		g.sorted = g.mergeState(g.sorted, rs[:n])
+		g.order = g.mergeState(g.order, rs[:n])
 		rs = rs[n:]
+	}
+	g.sorted = slices.Grow(g.sorted[:0], len(es))
+	for _, i := range g.order {
+		g.sorted = append(g.sorted, es[i])
 	}
 	return g.sorted
 }
@@ -698,7 +709,7 @@ func (g *keyGroup) inOrder() []snapshot.Entry {
 // mergeState appends the runs of one state to dst, merged stably:
 // adjacent runs are merged in pairs, round after round, the last round
 // into dst.
-func (g *keyGroup) mergeState(dst []snapshot.Entry, runs [][]snapshot.Entry) []snapshot.Entry {
+func (g *keyGroup) mergeState(dst []int32, runs [][]int32) []int32 {
 	for r := 0; len(runs) > 2; r ^= 1 {
 		// Round r reads runs (the entries', or those the round before
 		// wrote) and writes scratch[r], listing its runs in rounds[r].
@@ -706,7 +717,7 @@ func (g *keyGroup) mergeState(dst []snapshot.Entry, runs [][]snapshot.Entry) []s
 		for i := 0; i < len(runs); i += 2 {
 			from := len(buf)
 			if i+1 < len(runs) {
-				buf = merge2(buf, runs[i], runs[i+1])
+				buf = g.merge2(buf, runs[i], runs[i+1])
 			} else {
 				buf = append(buf, runs[i]...)
 			}
@@ -718,17 +729,18 @@ func (g *keyGroup) mergeState(dst []snapshot.Entry, runs [][]snapshot.Entry) []s
 	if len(runs) == 1 {
 		return append(dst, runs[0]...)
 	}
-	return merge2(dst, runs[0], runs[1])
+	return g.merge2(dst, runs[0], runs[1])
 }
 
 // merge2 appends runs a and b of one state to dst, merged, a's entries
 // first among equals.
-func merge2(dst, a, b []snapshot.Entry) []snapshot.Entry {
-	if compareStored(&a[len(a)-1], &b[0]) <= 0 {
+func (g *keyGroup) merge2(dst, a, b []int32) []int32 {
+	es := g.entries
+	if compareStored(&es[a[len(a)-1]], &es[b[0]]) <= 0 {
 		return append(append(dst, a...), b...)
 	}
 	for len(a) > 0 && len(b) > 0 {
-		if compareStored(&b[0], &a[0]) < 0 {
+		if compareStored(&es[b[0]], &es[a[0]]) < 0 {
 			dst, b = append(dst, b[0]), b[1:]
 		} else {
 			dst, a = append(dst, a[0]), a[1:]
