@@ -87,9 +87,9 @@ func readHeap(kg, maxParallelism int, pieces []heapPiece, layouts []*Layout, buf
 				}
 				seen++
 				l := layouts[sec.id]
-				for _, rec := range recs[:sec.recs] {
-					e, err := l.entry(w.body, kg, rec)
-					if err != nil {
+				var e snapshot.Entry
+				for i := range recs[:sec.recs] {
+					if err := l.entry(&e, w.body, kg, &recs[i]); err != nil {
 						return err
 					}
 					if !emit(e) {
@@ -735,7 +735,7 @@ func (w *heapWalk) read(sec section, emit func(snapshot.Entry) bool, lost func(s
 	var err error
 	put := func(rec heapRec) bool {
 		var e snapshot.Entry
-		if e, err = l.entry(w.body, w.kg, rec); err != nil {
+		if err = l.entry(&e, w.body, w.kg, &rec); err != nil {
 			return false
 		}
 		return emit(e)
@@ -848,25 +848,26 @@ type heapRec struct {
 	ts                      int64
 }
 
-// entry is the entry rec places in body.
-func (l *Layout) entry(body []byte, kg int, rec heapRec) (snapshot.Entry, error) {
+// entry sets e to the entry rec places in body; e is filled in place, as
+// entries are many and their copies dearer than their parts.
+func (l *Layout) entry(e *snapshot.Entry, body []byte, kg int, rec *heapRec) error {
 	part := func(p [2]int32) []byte {
 		if p[0] < 0 {
 			return nil
 		}
 		return body[p[0]:p[1]:p[1]]
 	}
-	e := snapshot.Entry{KeyGroup: kg, State: l.Name, Key: part(rec.key), Namespace: part(rec.ns), UserKey: part(rec.userKey)}
+	*e = snapshot.Entry{KeyGroup: kg, State: l.Name, Key: part(rec.key), Namespace: part(rec.ns), UserKey: part(rec.userKey)}
 	if l.Kind == KindTimer {
 		e.Value = Put64(rec.ts ^ -1<<63)
-		return e, nil
+		return nil
 	}
 	if rec.value[0] < 0 {
-		return e, nil
+		return nil
 	}
 	var err error
 	e.Value, e.ExpiresAt, err = l.SplitTTL(part(rec.value))
-	return e, err
+	return err
 }
 
 // recWalk takes the parts of one heap entry off r, each as far as its

@@ -239,7 +239,21 @@ func widthOf(s *SerializerSnapshot) int {
 }
 
 // fixedWhat names a fixed-width value by its size in damage messages.
-var fixedWhat = map[int]string{1: "1-byte value", 2: "2-byte value", 4: "4-byte value", 8: "8-byte value", 16: "time window"}
+func fixedWhat(width int) string {
+	switch width {
+	case 1:
+		return "1-byte value"
+	case 2:
+		return "2-byte value"
+	case 4:
+		return "4-byte value"
+	case 8:
+		return "8-byte value"
+	case 16:
+		return "time window"
+	}
+	return "value"
+}
 
 // SkipValue advances r past one value written by s. It returns false (with
 // r unchanged apart from a possible r.err) when s is not sized; Kryo values
@@ -249,14 +263,26 @@ func SkipValue(r *wire.Reader, s *SerializerSnapshot, depth int) bool {
 		r.Fail("values nested deeper than 16")
 		return false
 	}
-	kind := KindOf(s)
+	if s == nil {
+		return false
+	}
+	// Most values are of flink-core's fixed-width kinds or Strings: those
+	// take no more than the memo's answers.
+	m := s.kinds()
+	if m.family == nil && m.width > 0 {
+		r.Take(m.width, fixedWhat(m.width))
+		return true
+	}
+	if m.kind == "String" {
+		skipStringValue(r)
+		return true
+	}
+	kind := m.kind
 	if n := widthOf(s); n > 0 {
-		r.Take(n, fixedWhat[n])
+		r.Take(n, fixedWhat(n))
 		return true
 	}
 	switch kind {
-	case "String":
-		skipStringValue(r)
 	case "byte[]":
 		r.Bytes32("byte array")
 	case "Pojo":
