@@ -42,12 +42,8 @@ type KeyGroupStream struct {
 	// Lost is told of the heap states that could not be read in a key
 	// group (see readHeap); nil ignores them.
 	Lost func(state string, err error)
-	// scratch holds a key group's bytes, or a window of them, until the
-	// next one; it comes from scratchPool and goes back on Close.
-	scratch *[]byte
-	// recs holds a heap key group's entry records between their walk and
-	// their emission (readHeap).
-	recs []heapRec
+	// buf comes from bufPool and goes back on Close.
+	buf *streamBuffers
 	// Walks, where set, holds heap key groups' walks between reads: a
 	// read takes the walk kept of its key group, and with KeepWalks keeps
 	// its own for the next.
@@ -55,9 +51,17 @@ type KeyGroupStream struct {
 	KeepWalks bool
 }
 
-// scratchPool keeps the scratch of closed streams: a dump opens a stream
-// per piece of a subtask, and each would otherwise grow its buffers anew.
-var scratchPool = sync.Pool{New: func() any { return new([]byte) }}
+// streamBuffers are what a stream reads into: bytes holds a key group's
+// bytes, or a window of them, until the next one; recs a heap key group's
+// entry records between their walk and their emission (readHeap).
+type streamBuffers struct {
+	bytes []byte
+	recs  []heapRec
+}
+
+// bufPool keeps the buffers of closed streams: a dump opens a stream per
+// piece of a subtask, and each would otherwise grow its buffers anew.
+var bufPool = sync.Pool{New: func() any { return new(streamBuffers) }}
 
 // OpenKGStream opens the stream of a key-groups handle and reads its header.
 func OpenKGStream(ctx context.Context, res *Resolver, kh *metadata.KeyedHandle, maxParallelism int) (*KeyGroupStream, error) {
@@ -65,7 +69,7 @@ func OpenKGStream(ctx context.Context, res *Resolver, kh *metadata.KeyedHandle, 
 		return nil, fmt.Errorf("not a key-groups handle with a stream")
 	}
 	h := kh.KeyGroups
-	s := &KeyGroupStream{H: h, typ: kh.Type, Prefix: 1, maxParallelism: maxParallelism, scratch: scratchPool.Get().(*[]byte)}
+	s := &KeyGroupStream{H: h, typ: kh.Type, Prefix: 1, maxParallelism: maxParallelism, buf: bufPool.Get().(*streamBuffers)}
 	if maxParallelism > 128 {
 		s.Prefix = 2
 	}
@@ -126,9 +130,9 @@ func LayoutsOf(h *KeyedHeader) ([]*Layout, map[string]*Layout) {
 
 // Close closes the stream's file.
 func (s *KeyGroupStream) Close() error {
-	if s.scratch != nil {
-		scratchPool.Put(s.scratch)
-		s.scratch = nil
+	if s.buf != nil {
+		bufPool.Put(s.buf)
+		s.buf = nil
 	}
 	if s.closer != nil {
 		err := s.closer.Close()
@@ -198,11 +202,11 @@ func (s *KeyGroupStream) Entries(kg int, emit func(snapshot.Entry) bool, unsplit
 		return s.canonicalStreamed(kg, emit, unsplit)
 	}
 	// Heap data, read whole: its values are delimited only by parsing them.
-	b, off, err := s.GroupBytesInto(*s.scratch, kg)
+	b, off, err := s.GroupBytesInto(s.buf.bytes, kg)
 	if err != nil || b == nil {
 		return err == nil, err
 	}
-	*s.scratch = b
+	s.buf.bytes = b
 	at := s.Base + off
 	if len(b) < 4 || int(int32(binary.BigEndian.Uint32(b))) != kg {
 		return false, &wire.CorruptError{File: s.File, Offset: at, Reason: fmt.Sprintf("heap key group %d does not start with its index", kg)}
@@ -220,7 +224,7 @@ func (s *KeyGroupStream) Entries(kg int, emit func(snapshot.Entry) bool, unsplit
 		}
 	}
 	cont := true
-	err = readHeap(kg, s.maxParallelism, pieces, s.Layouts, &s.recs, func(e snapshot.Entry) bool {
+	err = readHeap(kg, s.maxParallelism, pieces, s.Layouts, &s.buf.recs, func(e snapshot.Entry) bool {
 		cont = emit(e)
 		return cont
 	}, s.Lost, how)
@@ -236,12 +240,12 @@ func (s *KeyGroupStream) canonicalStreamed(kg int, emit func(snapshot.Entry) boo
 	}
 	at := s.Base + off
 	cont := true
-	win, err := canonicalEach(s.groupReader(off, n), s.File, at, s.Header, s.Header.Compression, *s.scratch, func(kv KeyedEntry) (bool, error) {
+	win, err := canonicalEach(s.groupReader(off, n), s.File, at, s.Header, s.Header.Compression, s.buf.bytes, func(kv KeyedEntry) (bool, error) {
 		var err error
 		cont, err = s.canonicalEntry(kg, at, kv, emit, unsplit)
 		return cont, err
 	})
-	*s.scratch = win
+	s.buf.bytes = win
 	return cont && err == nil, err
 }
 
@@ -344,8 +348,8 @@ func (s *KeyGroupStream) decide(kg int) error {
 	if int(int32(binary.BigEndian.Uint32(idx))) != kg {
 		return nil
 	}
-	win, err := canonicalEach(s.groupReader(off, n), s.File, s.Base+off, s.Header, s.Header.Compression, *s.scratch, func(KeyedEntry) (bool, error) { return true, nil })
-	*s.scratch = win
+	win, err := canonicalEach(s.groupReader(off, n), s.File, s.Base+off, s.Header, s.Header.Compression, s.buf.bytes, func(KeyedEntry) (bool, error) { return true, nil })
+	s.buf.bytes = win
 	if err != nil {
 		s.Format = HeapFormat
 	}
