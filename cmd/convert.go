@@ -48,7 +48,8 @@ parallelism, operator remove and rename, state edits of an operator whose channe
 records, --skip-unreadable dropping its state, --flink-version of the other major and
 any other format refuse a checkpoint whose channels hold records (exit 4), saying why;
 channels whose buffers are all empty lose nothing and are left out of such copies.
-Restore such a checkpoint in Flink and take a savepoint (savepoints are aligned).`
+Restore such a checkpoint in Flink, at any parallelism (Flink redistributes data in flight
+itself), and take a savepoint (savepoints are aligned).`
 
 // destinationHelp is what the help of every command that writes a
 // snapshot says of DST.

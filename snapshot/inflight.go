@@ -58,7 +58,7 @@ func CheckNoInFlight(s *Snapshot, why string) error {
 		return nil
 	}
 	return fmt.Errorf("%w: an unaligned checkpoint with data in flight (%d bytes in %d channels of %d subtasks, the first %s), which %s; "+
-		"restore the checkpoint in Flink and take a savepoint (savepoints are aligned) or an aligned checkpoint, and copy that",
+		"restore the checkpoint in Flink, at any parallelism (Flink redistributes data in flight itself), and take a savepoint (savepoints are aligned) or an aligned checkpoint to copy",
 		ErrUnsupportedVersion, all.Bytes, all.Channels, all.Subtasks, first, why)
 }
 
