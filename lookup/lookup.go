@@ -628,14 +628,14 @@ type keyGroup struct {
 	values  arena.Arena // their user keys and values, unless held
 	held    bool        // the entries' bytes stay valid until the key group is flushed
 	entries []snapshot.Entry
-	index   []int32      // 0 to len(entries)-1
-	runs    [][]int32    // ascending runs of one state each, as added
-	rounds  [2][][]int32 // the runs of a merge's rounds
-	scratch [2][]int32   // where a merge's rounds put them
-	order   []int32      // the entries' indexes in order
-	sorted  []snapshot.Entry
-	bytes   int    // about the memory the entries take
-	spill   *spill // the sorted runs written, once bytes went over spillBytes
+	index   []int32          // 0 to len(entries)-1
+	runs    [][]int32        // ascending runs of one state each, as added
+	rounds  [2][][]int32     // the runs of a merge's rounds
+	scratch [2][]int32       // where a merge's rounds put them
+	order   []int32          // the entries' indexes in order
+	sorted  []snapshot.Entry // the entries in order
+	bytes   int              // about the memory the entries take
+	spill   *spill           // the sorted runs written, once bytes went over spillBytes
 }
 
 func (g *keyGroup) reset() {
