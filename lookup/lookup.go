@@ -6,7 +6,9 @@ package lookup
 
 import (
 	"bytes"
+	"cmp"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -751,10 +753,24 @@ func (g *keyGroup) merge2(dst, a, b []int32) []int32 {
 
 // compareStored orders two entries of one state by key, then namespace.
 func compareStored(a, b *snapshot.Entry) int {
-	if c := bytes.Compare(a.Key, b.Key); c != 0 {
+	if c := compareBytes(a.Key, b.Key); c != 0 {
 		return c
 	}
-	return bytes.Compare(a.Namespace, b.Namespace)
+	return compareBytes(a.Namespace, b.Namespace)
+}
+
+// compareBytes is bytes.Compare, the first eight bytes compared as one
+// number: most keys are that long or longer (a Long, a String's length
+// and first characters), and ordering a key group compares them many
+// times over.
+func compareBytes(a, b []byte) int {
+	if len(a) >= 8 && len(b) >= 8 {
+		if x, y := binary.BigEndian.Uint64(a), binary.BigEndian.Uint64(b); x != y {
+			return cmp.Compare(x, y)
+		}
+		a, b = a[8:], b[8:]
+	}
+	return bytes.Compare(a, b)
 }
 
 // add keeps e; past spillBytes, the entries kept are written to the

@@ -104,3 +104,20 @@ func TestPieces(t *testing.T) {
 		}
 	}
 }
+
+// compareBytes orders as bytes.Compare does, whether the eight bytes it
+// compares as a number differ, are equal, or one side is shorter.
+func FuzzCompareBytes(f *testing.F) {
+	for _, c := range [][2]string{
+		{"", ""}, {"a", "b"}, {"abcdefgh", "abcdefgh"}, {"abcdefgh", "abcdefgi"},
+		{"abcdefgh1", "abcdefgh"}, {"abcdefgh1", "abcdefgh2"}, {"\xffbcdefgh", "abcdefghzz"},
+		{"abcdefg", "abcdefgh"}, {"\x00\x00\x00\x00\x00\x00\x00\x01", "\x80\x00\x00\x00\x00\x00\x00\x00"},
+	} {
+		f.Add([]byte(c[0]), []byte(c[1]))
+	}
+	f.Fuzz(func(t *testing.T, a, b []byte) {
+		if got, want := compareBytes(a, b), bytes.Compare(a, b); got != want {
+			t.Fatalf("compareBytes(%x, %x) = %d, bytes.Compare %d", a, b, got, want)
+		}
+	})
+}
