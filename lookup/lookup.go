@@ -630,14 +630,23 @@ type keyGroup struct {
 	values  arena.Arena // their user keys and values, unless held
 	held    bool        // the entries' bytes stay valid until the key group is flushed
 	entries []snapshot.Entry
-	index   []int32          // 0 to len(entries)-1
-	runs    [][]int32        // ascending runs of one state each, as added
-	rounds  [2][][]int32     // the runs of a merge's rounds
-	scratch [2][]int32       // where a merge's rounds put them
-	order   []int32          // the entries' indexes in order
+	states  []string         // the key group's states, by name
+	order   []sortKey        // the entries' sort keys, then their order
+	radix   []sortKey        // where radixSort's passes put them
 	sorted  []snapshot.Entry // the entries in order
 	bytes   int              // about the memory the entries take
 	spill   *spill           // the sorted runs written, once bytes went over spillBytes
+}
+
+// sortKey is what ordering an entry compares first, packed so that most
+// comparisons read no more than two of these: its state's rank among the
+// key group's states, the first eight bytes of its key as a number
+// (zero-padded, so that keys that differ there compare as their bytes
+// do), and its index among the entries, which settles the rest.
+type sortKey struct {
+	prefix uint64
+	state  int32
+	index  int32
 }
 
 func (g *keyGroup) reset() {
@@ -657,98 +666,118 @@ func (g *keyGroup) clear() {
 }
 
 // inOrder returns the entries by (state, key, namespace), in the order
-// they were added among equals. Formats store a key group's states one
-// after another, each in an order of its own (RocksDB's column families
-// order keys by their stored form, shorter first), so the entries are a
-// few ascending runs of one state each. The runs are ordered by state,
-// and each state's runs merged pairwise: O(n log runs), and a state that
-// is one run is copied as it is. The merges move the entries' indexes,
-// which hold no pointers: moving the entries themselves round after
-// round cost as much in the garbage collector's write barriers as in
-// the moves.
+// they were added among equals. Entries that come in that order already
+// (RocksDB's column families, one state after another in name order) are
+// returned as they are; others (heap state maps, and states in another
+// order) are sorted by their packed sort keys, which hold no pointers
+// and lie together: comparing entries through their indexes cost a
+// cache miss or two at every step.
 func (g *keyGroup) inOrder() []snapshot.Entry {
 	es := g.entries
-	g.runs = g.runs[:0]
-	g.index = slices.Grow(g.index[:0], len(es))
-	ordered := true // states ascend from run to run
-	start := 0
-	for i := 1; i <= len(es); i++ {
-		g.index = append(g.index, int32(i-1))
-		if i < len(es) && es[i].State == es[i-1].State && compareStored(&es[i-1], &es[i]) <= 0 {
-			continue
-		}
-		if i < len(es) && strings.Compare(es[i-1].State, es[i].State) >= 0 {
-			ordered = false
-		}
-		g.runs = append(g.runs, g.index[start:i:i])
-		start = i
+	ordered := true
+	for i := 1; i < len(es) && ordered; i++ {
+		c := strings.Compare(es[i-1].State, es[i].State)
+		ordered = c < 0 || c == 0 && compareStored(&es[i-1], &es[i]) <= 0
 	}
 	if ordered {
 		return es
 	}
-	slices.SortStableFunc(g.runs, func(a, b []int32) int { return strings.Compare(es[a[0]].State, es[b[0]].State) })
-	// Every buffer a merge writes holds all the indexes at most: sized
-	// once, appends never move them.
 	g.order = slices.Grow(g.order[:0], len(es))
-	for r := range g.scratch {
-		g.scratch[r] = slices.Grow(g.scratch[r][:0], len(es))
-	}
-	for rs := g.runs; len(rs) > 0; {
-		n := 1
-		for n < len(rs) && es[rs[n][0]].State == es[rs[0][0]].State {
-			n++
+	state := g.rankStates()
+	for i := range es {
+		if i > 0 && es[i].State != es[i-1].State {
+			state = g.rank(es[i].State)
 		}
-		g.order = g.mergeState(g.order, rs[:n])
-		rs = rs[n:]
+		g.order = append(g.order, sortKey{prefix: prefix8(es[i].Key), state: state, index: int32(i)})
+	}
+	g.radixSort()
+	// Entries whose states and first eight bytes tie are in the order
+	// they were added, and are ordered by the rest of their keys and
+	// their namespaces, stably.
+	for i := 0; i < len(g.order); {
+		k := i + 1
+		for k < len(g.order) && g.order[k].state == g.order[i].state && g.order[k].prefix == g.order[i].prefix {
+			k++
+		}
+		if k-i > 1 {
+			slices.SortStableFunc(g.order[i:k], func(a, b sortKey) int { return compareStored(&es[a.index], &es[b.index]) })
+		}
+		i = k
 	}
 	g.sorted = slices.Grow(g.sorted[:0], len(es))
-	for _, i := range g.order {
-		g.sorted = append(g.sorted, es[i])
+	for _, k := range g.order {
+		g.sorted = append(g.sorted, es[k.index])
 	}
 	return g.sorted
 }
 
-// mergeState appends the runs of one state to dst, merged stably:
-// adjacent runs are merged in pairs, round after round, the last round
-// into dst.
-func (g *keyGroup) mergeState(dst []int32, runs [][]int32) []int32 {
-	for r := 0; len(runs) > 2; r ^= 1 {
-		// Round r reads runs (the entries', or those the round before
-		// wrote) and writes scratch[r], listing its runs in rounds[r].
-		buf, next := g.scratch[r][:0], g.rounds[r][:0]
-		for i := 0; i < len(runs); i += 2 {
-			from := len(buf)
-			if i+1 < len(runs) {
-				buf = g.merge2(buf, runs[i], runs[i+1])
-			} else {
-				buf = append(buf, runs[i]...)
-			}
-			next = append(next, buf[from:])
+// radixSort orders g.order by state, then prefix, stably: a
+// least-significant-digit radix sort by byte, which passes over the
+// bytes that all keys share (most of a Long's, most of a state's rank).
+func (g *keyGroup) radixSort() {
+	src := g.order
+	g.radix = slices.Grow(g.radix[:0], len(src))
+	dst := g.radix[:len(src)]
+	digit := func(k sortKey, d int) byte {
+		if d < 8 {
+			return byte(k.prefix >> (8 * d))
 		}
-		g.scratch[r], g.rounds[r] = buf, next
-		runs = next
+		return byte(uint32(k.state) >> (8 * (d - 8)))
 	}
-	if len(runs) == 1 {
-		return append(dst, runs[0]...)
+	for d := range 12 {
+		var count [256]int
+		for _, k := range src {
+			count[digit(k, d)]++
+		}
+		if count[digit(src[0], d)] == len(src) {
+			continue
+		}
+		at := 0
+		for b, n := range count {
+			count[b] = at
+			at += n
+		}
+		for _, k := range src {
+			b := digit(k, d)
+			dst[count[b]] = k
+			count[b]++
+		}
+		src, dst = dst, src
 	}
-	return g.merge2(dst, runs[0], runs[1])
+	if &src[0] != &g.order[0] {
+		copy(g.order, src)
+	}
 }
 
-// merge2 appends runs a and b of one state to dst, merged, a's entries
-// first among equals.
-func (g *keyGroup) merge2(dst, a, b []int32) []int32 {
-	es := g.entries
-	if compareStored(&es[a[len(a)-1]], &es[b[0]]) <= 0 {
-		return append(append(dst, a...), b...)
-	}
-	for len(a) > 0 && len(b) > 0 {
-		if compareStored(&es[b[0]], &es[a[0]]) < 0 {
-			dst, b = append(dst, b[0]), b[1:]
-		} else {
-			dst, a = append(dst, a[0]), a[1:]
+// rankStates lists the key group's states in g.states, sorted, and
+// returns the rank of the first entry's.
+func (g *keyGroup) rankStates() int32 {
+	g.states = g.states[:0]
+	for i := range g.entries {
+		if i == 0 || g.entries[i].State != g.entries[i-1].State {
+			if !slices.Contains(g.states, g.entries[i].State) {
+				g.states = append(g.states, g.entries[i].State)
+			}
 		}
 	}
-	return append(append(dst, a...), b...)
+	slices.Sort(g.states)
+	return g.rank(g.entries[0].State)
+}
+
+func (g *keyGroup) rank(state string) int32 {
+	i, _ := slices.BinarySearch(g.states, state)
+	return int32(i)
+}
+
+// prefix8 is the first eight bytes of b as a big-endian number, padded
+// with zeros.
+func prefix8(b []byte) uint64 {
+	if len(b) >= 8 {
+		return binary.BigEndian.Uint64(b)
+	}
+	var p [8]byte
+	copy(p[:], b)
+	return binary.BigEndian.Uint64(p[:])
 }
 
 // compareStored orders two entries of one state by key, then namespace.

@@ -26,7 +26,7 @@ func TestKeyGroupInOrder(t *testing.T) {
 		for i := range es {
 			es[i] = snapshot.Entry{
 				State:     []string{"a", "b", "c"}[rng.IntN(3)],
-				Key:       []byte{byte(rng.IntN(4)), byte(rng.IntN(3)), byte(rng.IntN(2))}[:1+rng.IntN(3)],
+				Key:       randomKey(rng),
 				Namespace: []byte{byte(rng.IntN(2))},
 				Value:     []byte(fmt.Sprint(i)), // tells equal keys apart
 			}
@@ -60,6 +60,17 @@ func TestKeyGroupInOrder(t *testing.T) {
 			}
 		}
 	}
+}
+
+// randomKey is up to 11 bytes of few values: keys that tie on their
+// first eight bytes, zero bytes among them, and keys that are others'
+// prefixes.
+func randomKey(rng *rand.Rand) []byte {
+	k := make([]byte, rng.IntN(12))
+	for i := range k {
+		k[i] = byte(rng.IntN(3))
+	}
+	return k
 }
 
 func byStateKeyNamespace(a, b snapshot.Entry) int {

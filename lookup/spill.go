@@ -19,9 +19,9 @@ import (
 // that memory stays bounded by this, not by the largest key group.
 var spillBytes = 8 << 20
 
-// entryFootprint is what an entry takes besides its bytes: the Entry, and
-// its places in the merge rounds and the order inOrder makes.
-const entryFootprint = 3 * int(unsafe.Sizeof(snapshot.Entry{}))
+// entryFootprint is what an entry takes besides its bytes: the Entry and
+// its copy in the order inOrder makes, and its sort key twice over.
+const entryFootprint = 2 * (int(unsafe.Sizeof(snapshot.Entry{})) + int(unsafe.Sizeof(sortKey{})))
 
 // runBuffer is the read buffer of each run while runs are merged.
 const runBuffer = 64 << 10
