@@ -58,6 +58,7 @@ func readHeap(kg, maxParallelism int, pieces []heapPiece, layouts []*Layout, buf
 	if how.walked != nil && len(how.walked) != len(pieces) {
 		how.walked = nil
 	}
+	ways := waysOf(layouts)
 	reached := make([]bool, len(layouts))
 	var mask uint64
 	seen := 0
@@ -65,7 +66,7 @@ func readHeap(kg, maxParallelism int, pieces []heapPiece, layouts []*Layout, buf
 	var kept []pieceWalk
 	for i, p := range pieces {
 		w := &heapWalk{kg: kg, maxParallelism: maxParallelism, body: p.body, file: p.file, base: p.base, one: p.one,
-			layouts: layouts, final: i == len(pieces)-1}
+			layouts: layouts, ways: ways, final: i == len(pieces)-1}
 		var secs []section
 		var recs []heapRec
 		ok := false
@@ -158,6 +159,7 @@ type heapWalk struct {
 	file           string
 	base           int64
 	layouts        []*Layout
+	ways           []partWays // each layout's, by state id
 	// one says the piece holds one section; final that it is the key
 	// group's last piece.
 	one, final bool
@@ -263,7 +265,7 @@ func (w *heapWalk) walkAll(mask uint64, seen int, recs []heapRec) (secs []sectio
 		sec := section{id: id, count: n, start: r.Off, unwalked: -1}
 		from := len(recs)
 		for i := 0; i < n; i++ {
-			if cont, err := w.layouts[id].heapRecords(r, n-1-i, nil, collect); err != nil || !cont {
+			if cont, err := w.layouts[id].heapRecords(r, &w.ways[id], n-1-i, nil, collect); err != nil || !cont {
 				return nil, recs, false
 			}
 		}
@@ -741,7 +743,7 @@ func (w *heapWalk) read(sec section, emit func(snapshot.Entry) bool, lost func(s
 		return emit(e)
 	}
 	for i := 0; i < sec.count; i++ {
-		cont, rerr := l.heapRecords(r, sec.count-1-i, ends, put)
+		cont, rerr := l.heapRecords(r, &w.ways[sec.id], sec.count-1-i, ends, put)
 		if err != nil || rerr != nil || !cont {
 			return cont && err == nil && rerr == nil, cmp.Or(err, rerr)
 		}
@@ -835,6 +837,17 @@ func (l *Layout) errUnsized(r *wire.Reader, at, count int, how string) error {
 			r.File, r.Base+int64(at), l.Name, count, what, s.Name(), how, wire.ErrUnsupportedVersion)}
 }
 
+// partWays are how a heap entry's parts are passed, settled for a walk.
+type partWays struct{ ns, key, userKey, elem typeser.Way }
+
+func waysOf(layouts []*Layout) []partWays {
+	ways := make([]partWays, len(layouts))
+	for i, l := range layouts {
+		ways[i] = partWays{typeser.WayOf(l.Namespace), typeser.WayOf(l.Key), typeser.WayOf(l.UserKey), typeser.WayOf(l.Elem)}
+	}
+	return ways
+}
+
 // errNotWalked is heapRecords' answer, without ends, to a value that
 // does not walk.
 var errNotWalked = errors.New("a value that does not walk")
@@ -877,9 +890,9 @@ type recWalk struct {
 	walked bool
 }
 
-func (w *recWalk) take(s *typeser.SerializerSnapshot) [2]int32 {
+func (w *recWalk) take(way *typeser.Way) [2]int32 {
 	start := w.r.Off
-	if !typeser.SkipValue(w.r, s, 0) {
+	if !way.Skip(w.r) {
 		w.walked = false
 	}
 	return [2]int32{int32(start), int32(w.r.Off)}
@@ -901,22 +914,22 @@ func (w *recWalk) put(rec heapRec, put func(heapRec) bool) (bool, error) {
 // heapRecords reads one entry (or timer) of a section with left entries
 // after it: one record, or one an element of a list or map; ends, where
 // the section's values do not all walk, says where a value ends.
-func (l *Layout) heapRecords(r *wire.Reader, left int, ends func(off, left int) (int, bool), put func(heapRec) bool) (bool, error) {
+func (l *Layout) heapRecords(r *wire.Reader, ways *partWays, left int, ends func(off, left int) (int, bool), put func(heapRec) bool) (bool, error) {
 	w := recWalk{r: r, walked: true}
 	rec := heapRec{userKey: [2]int32{-1, -1}}
 	if l.Kind == KindTimer {
 		rec.ts = r.I64("timer timestamp")
-		rec.key = w.take(l.Key)
-		rec.ns = w.take(l.Namespace)
+		rec.key = w.take(&ways.key)
+		rec.ns = w.take(&ways.ns)
 		return w.put(rec, put)
 	}
-	rec.ns = w.take(l.Namespace)
-	rec.key = w.take(l.Key)
+	rec.ns = w.take(&ways.ns)
+	rec.key = w.take(&ways.key)
 	switch l.Kind {
 	case snapshot.List:
 		n := r.Count32(1, "list size")
 		for i := 0; i < n && r.Err == nil; i++ {
-			rec.value = w.take(l.Elem)
+			rec.value = w.take(&ways.elem)
 			if cont, err := w.put(rec, put); !cont {
 				return false, err
 			}
@@ -925,10 +938,10 @@ func (l *Layout) heapRecords(r *wire.Reader, left int, ends func(off, left int) 
 	case snapshot.Map:
 		n := r.Count32(2, "map size")
 		for i := 0; i < n && r.Err == nil; i++ {
-			rec.userKey = w.take(l.UserKey)
+			rec.userKey = w.take(&ways.userKey)
 			rec.value = [2]int32{-1, -1}
 			if !r.Bool("map value null flag") {
-				rec.value = w.take(l.Elem)
+				rec.value = w.take(&ways.elem)
 			}
 			if cont, err := w.put(rec, put); !cont {
 				return false, err
@@ -937,7 +950,7 @@ func (l *Layout) heapRecords(r *wire.Reader, left int, ends func(off, left int) 
 		return r.Err == nil, r.Err
 	}
 	if ends == nil {
-		rec.value = w.take(l.Elem)
+		rec.value = w.take(&ways.elem)
 		if !w.walked && r.Err == nil {
 			return false, errNotWalked
 		}

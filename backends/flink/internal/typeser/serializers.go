@@ -113,6 +113,8 @@ type kindMemo struct {
 	family                                *Family
 	// width is fixedWidth(kind), which walking a value asks first.
 	width int
+	// sized is Sized's answer once asked: 1 yes, 2 no.
+	sized atomic.Uint32
 }
 
 // kinds returns the memo, working it out again when the names changed

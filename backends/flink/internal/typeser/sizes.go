@@ -144,7 +144,22 @@ func ttlParts(s *SerializerSnapshot) (first, second *SerializerSnapshot, tsFirst
 
 // Sized reports whether skipValue can walk values of s.
 func Sized(s *SerializerSnapshot) bool {
-	return SizedDepth(s, 0)
+	if s == nil {
+		return false
+	}
+	m := s.kinds()
+	switch m.sized.Load() {
+	case 1:
+		return true
+	case 2:
+		return false
+	}
+	ok := SizedDepth(s, 0)
+	m.sized.Store(2)
+	if ok {
+		m.sized.Store(1)
+	}
+	return ok
 }
 
 func SizedDepth(s *SerializerSnapshot, depth int) bool {
@@ -430,4 +445,45 @@ func Span(s *SerializerSnapshot, b []byte) (n int, ok bool, err error) {
 		return 0, false, r.Err
 	}
 	return r.Off, ok, nil
+}
+
+// A Way is how SkipValue passes the values of one serializer, settled
+// once for a walk of many: the heap walk passes each entry's parts this
+// way.
+type Way struct {
+	s     *SerializerSnapshot
+	width int  // flink-core's fixed-width kinds
+	str   bool // Strings
+}
+
+// WayOf settles how s's values are passed; s's names must be complete.
+func WayOf(s *SerializerSnapshot) Way {
+	w := Way{s: s}
+	if s == nil {
+		return w
+	}
+	m := s.kinds()
+	w.width = m.width
+	if m.family != nil {
+		w.width = 0
+	}
+	w.str = m.kind == "String"
+	return w
+}
+
+// Skip is SkipValue(r, s, 0) for the way's s.
+func (w *Way) Skip(r *wire.Reader) bool {
+	switch {
+	case w.width > 0:
+		if r.Err == nil && w.width <= len(r.Buf)-r.Off {
+			r.Off += w.width
+		} else {
+			r.Take(w.width, fixedWhat(w.width))
+		}
+		return true
+	case w.str:
+		skipStringValue(r)
+		return true
+	}
+	return SkipValue(r, w.s, 0)
 }
