@@ -2,8 +2,6 @@ package flink
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"strconv"
 
 	"github.com/stateutil/stateutil/backends/flink/internal/statefile"
@@ -19,15 +17,8 @@ import (
 // coordinator state), located without being opened. State descriptors are
 // in the state files, so the model has none.
 func describe(ctx context.Context, st storage.Storage, p string, opts snapshot.OpenOptions) (*snapshot.Description, error) {
-	mp, err := metadataPath(ctx, st, p)
+	mp, data, name, err := readMetadata(ctx, st, p)
 	if err != nil {
-		return nil, err
-	}
-	data, name, err := metadata.ReadMetadataFile(ctx, st, mp)
-	if err != nil {
-		if errors.Is(err, snapshot.ErrNotFound) {
-			return nil, fmt.Errorf("%w: %q", snapshot.ErrNotFound, st.URI(mp))
-		}
 		return nil, err
 	}
 	m, err := metadata.ParseMetadata(data, name)
@@ -113,17 +104,22 @@ func describe(ctx context.Context, st storage.Storage, p string, opts snapshot.O
 func handleHints(m *metadata.Metadata) map[string]bool {
 	hints := map[string]bool{}
 	for _, op := range m.Operators {
-		for _, st := range op.Subtasks {
-			switch h := st.ManagedKeyedState; {
-			case h == nil:
-			case h.Type == metadata.HandleSavepointKeyGroups:
-				hints["savepoint-key-groups"] = true
-			case nativeHandle(h) != nil:
-				hints["native"], hints["backend:rocksdb"] = true, true
-			case h.Changelog != nil || h.ChangelogBytes != nil || h.ChangelogFiles != nil:
-				hints["backend:changelog"] = true
-			}
-		}
+		addHandleHints(hints, op)
 	}
 	return hints
+}
+
+// addHandleHints adds the hints that op's keyed handles' types give.
+func addHandleHints(hints map[string]bool, op *metadata.OperatorState) {
+	for _, st := range op.Subtasks {
+		switch h := st.ManagedKeyedState; {
+		case h == nil:
+		case h.Type == metadata.HandleSavepointKeyGroups:
+			hints["savepoint-key-groups"] = true
+		case nativeHandle(h) != nil:
+			hints["native"], hints["backend:rocksdb"] = true, true
+		case h.Changelog != nil || h.ChangelogBytes != nil || h.ChangelogFiles != nil:
+			hints["backend:changelog"] = true
+		}
+	}
 }

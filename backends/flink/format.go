@@ -57,6 +57,19 @@ func metadataPath(ctx context.Context, st storage.Storage, p string) (string, er
 	return p, nil
 }
 
+// readMetadata reads the `_metadata` file of a location: its path, bytes
+// and name.
+func readMetadata(ctx context.Context, st storage.Storage, p string) (mp string, data []byte, name string, err error) {
+	if mp, err = metadataPath(ctx, st, p); err != nil {
+		return "", nil, "", err
+	}
+	data, name, err = metadata.ReadMetadataFile(ctx, st, mp)
+	if errors.Is(err, snapshot.ErrNotFound) {
+		err = fmt.Errorf("%w: %q", snapshot.ErrNotFound, st.URI(mp))
+	}
+	return mp, data, name, err
+}
+
 // probe accepts a directory holding `_metadata`, or a file, whose first four
 // bytes are Flink's magic number.
 func probe(ctx context.Context, st storage.Storage, p string) (bool, error) {
@@ -77,15 +90,8 @@ func probe(ctx context.Context, st storage.Storage, p string) (bool, error) {
 }
 
 func open(ctx context.Context, st storage.Storage, p string, opts snapshot.OpenOptions) (snapshot.Reader, error) {
-	mp, err := metadataPath(ctx, st, p)
+	mp, data, name, err := readMetadata(ctx, st, p)
 	if err != nil {
-		return nil, err
-	}
-	data, name, err := metadata.ReadMetadataFile(ctx, st, mp)
-	if err != nil {
-		if errors.Is(err, snapshot.ErrNotFound) {
-			return nil, fmt.Errorf("%w: %q", snapshot.ErrNotFound, st.URI(mp))
-		}
 		return nil, err
 	}
 	// Before a byte of _metadata is decoded: damage then reads as damage,

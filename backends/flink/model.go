@@ -204,17 +204,7 @@ func managedKeyGroups(h *metadata.KeyedHandle) []*metadata.KeyedHandle {
 }
 
 func (r *SnapshotReader) keyedStates(ctx context.Context, o *snapshot.Operator, op *metadata.OperatorState, hints map[string]bool) error {
-	for _, st := range op.Subtasks {
-		switch h := st.ManagedKeyedState; {
-		case h == nil:
-		case h.Type == metadata.HandleSavepointKeyGroups:
-			hints["savepoint-key-groups"] = true
-		case nativeHandle(h) != nil:
-			hints["native"], hints["backend:rocksdb"] = true, true
-		case h.Changelog != nil || h.ChangelogBytes != nil || h.ChangelogFiles != nil:
-			hints["backend:changelog"] = true
-		}
-	}
+	addHandleHints(hints, op)
 	hdrs, err := r.headers(ctx, op, hints)
 	if err != nil {
 		return err
