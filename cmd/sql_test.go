@@ -38,6 +38,31 @@ func sqlRows(t *testing.T, args ...string) []map[string]any {
 	return rows
 }
 
+// sqlSession runs queries in one stateutil sql session over snap (its
+// statements from standard input) and returns each one's rows.
+func sqlSession(t *testing.T, snap, queries []string) [][]map[string]any {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	root := NewRootCommand(&stdout, &stderr)
+	root.SetIn(strings.NewReader(strings.Join(queries, ";\n") + ";\n"))
+	root.SetArgs(append(append([]string{"sql"}, snap...), "-o", "json"))
+	if err := root.ExecuteContext(context.Background()); err != nil {
+		t.Fatalf("stateutil sql %s: %v: %s", strings.Join(snap, " "), err, stderr.String())
+	}
+	dec := json.NewDecoder(&stdout)
+	dec.UseNumber()
+	results := make([][]map[string]any, len(queries))
+	for i, q := range queries {
+		if err := dec.Decode(&results[i]); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	if dec.More() {
+		t.Fatalf("stateutil sql printed more results than the %d statements", len(queries))
+	}
+	return results
+}
+
 // canonical is the JSON text of v, object keys sorted, numbers exact.
 func canonical(v any) string {
 	v = exactNumbers(v)
@@ -262,14 +287,20 @@ func checkSQLEqualsDump(t *testing.T, snap []string) int {
 		}
 	}
 	states := sqlRows(t, append(snap, "-e", "SELECT operator, state, kind, table_name FROM states WHERE kind <> 'operator'")...)
+	var queries []string
 	for _, st := range states {
-		id := st["operator"].(string) + "/" + st["state"].(string)
 		table, _ := st["table_name"].(string)
 		if table == "" {
-			t.Fatalf("state %s has no table", id)
+			t.Fatalf("state %s/%s has no table", st["operator"], st["state"])
 		}
+		queries = append(queries, "SELECT * FROM "+table)
+	}
+	// One session runs every table's query: the snapshot is opened once.
+	results := sqlSession(t, snap, queries)
+	for i, st := range states {
+		id := st["operator"].(string) + "/" + st["state"].(string)
 		var got []string
-		for _, row := range sqlRows(t, append(snap, "-e", "SELECT * FROM "+table)...) {
+		for _, row := range results[i] {
 			prefix := leaves(sqlValue(row, "key")) + "|" + leaves(sqlValue(row, "namespace")) + "|"
 			if st["kind"] == "map" {
 				got = append(got, prefix+leaves(sqlValue(row, "map_key"))+"="+leaves(sqlValue(row, "map_value")))
