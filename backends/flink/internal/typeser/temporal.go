@@ -113,14 +113,18 @@ func decodeTemporal(r *wire.Reader, kind string) any {
 			r.FailAt(at, "instant of second %d: past the years Java's Instant holds", sec)
 			return nil
 		}
-		return dateText(time.Unix(sec, 0).UTC()) + "T" + clockText(time.Unix(sec, 0).UTC(), int(nano64)) + "Z"
+		t := time.Unix(sec, 0).UTC()
+		var b [48]byte
+		return string(append(appendClockText(append(appendDateText(b[:0], t), 'T'), t, int(nano64)), 'Z'))
 	case "LocalDate":
 		if d, ok := readLocalDate(r); ok {
-			return dateText(d)
+			var b [16]byte
+			return string(appendDateText(b[:0], d))
 		}
 	case "LocalTime":
 		if t, nano, ok := readLocalTime(r); ok {
-			return clockText(t, nano)
+			var b [24]byte
+			return string(appendClockText(b[:0], t, nano))
 		}
 	case "LocalDateTime":
 		at := r.Pos()
@@ -129,7 +133,8 @@ func decodeTemporal(r *wire.Reader, kind string) any {
 		switch {
 		case r.Err != nil:
 		case dateOK && timeOK:
-			return dateText(d) + "T" + clockText(t, nano)
+			var b [48]byte
+			return string(appendClockText(append(appendDateText(b[:0], d), 'T'), t, nano))
 		case dateOK != timeOK:
 			r.FailAt(at, "LocalDateTime: exactly one of its date and time is null")
 		}
@@ -254,24 +259,40 @@ func readLocalTime(r *wire.Reader) (t time.Time, nano int, ok bool) {
 	return time.Date(1970, 1, 1, int(hour), int(minute), int(second), 0, time.UTC), int(n), true
 }
 
-// dateText writes a date as Java's LocalDate.toString: a year past 9999
-// with a sign, one before year 0 with a minus, four digits at least.
-func dateText(t time.Time) string {
-	y := t.Year()
-	var year string
-	switch {
+// appendDateText appends a date as Java's LocalDate.toString writes it: a
+// year past 9999 with a sign, one before year 0 with a minus, four digits
+// at least.
+func appendDateText(b []byte, t time.Time) []byte {
+	switch y := t.Year(); {
 	case y > 9999:
-		year = "+" + strconv.Itoa(y)
+		b = strconv.AppendInt(append(b, '+'), int64(y), 10)
 	case y < 0:
-		year = fmt.Sprintf("-%04d", -y)
+		b = appendPadded(append(b, '-'), -y, 4)
 	default:
-		year = fmt.Sprintf("%04d", y)
+		b = appendPadded(b, y, 4)
 	}
-	return fmt.Sprintf("%s-%02d-%02d", year, int(t.Month()), t.Day())
+	b = appendPadded(append(b, '-'), int(t.Month()), 2)
+	return appendPadded(append(b, '-'), t.Day(), 2)
 }
 
-func clockText(t time.Time, nano int) string {
-	return fmt.Sprintf("%02d:%02d:%02d.%09d", t.Hour(), t.Minute(), t.Second(), nano)
+// appendClockText appends a time of day with nano nanoseconds, all nine
+// digits of them.
+func appendClockText(b []byte, t time.Time, nano int) []byte {
+	b = appendPadded(b, t.Hour(), 2)
+	b = appendPadded(append(b, ':'), t.Minute(), 2)
+	b = appendPadded(append(b, ':'), t.Second(), 2)
+	return appendPadded(append(b, '.'), nano, 9)
+}
+
+// appendPadded appends v (not negative) in decimal, zero-padded to width
+// digits.
+func appendPadded(b []byte, v, width int) []byte {
+	var d [20]byte
+	digits := strconv.AppendInt(d[:0], int64(v), 10)
+	for range width - len(digits) {
+		b = append(b, '0')
+	}
+	return append(b, digits...)
 }
 
 func encodeTemporal(b []byte, kind string, v any) ([]byte, error) {

@@ -5,9 +5,12 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math/big"
+	"math/rand/v2"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stateutil/stateutil/snapshot"
 	"github.com/stateutil/stateutil/snapshot/formattest"
@@ -206,5 +209,29 @@ func TestRowKeepsItsKind(t *testing.T) {
 	legacy := Codec{S: coreTable.Bind(&SerializerSnapshot{Class: c.S.Class, OuterVersion: 2, Nested: fields})}
 	if _, err := legacy.Encode(jsonValue(t, want)); err == nil {
 		t.Error("a Row serializer that writes no kind took an UPDATE_AFTER row")
+	}
+}
+
+// Dates and times read as Java's LocalDate and LocalTime toString write
+// them, for any year Java holds and any nanosecond.
+func TestDateAndClockText(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for range 20000 {
+		year := []int{rng.IntN(10000), -1 - rng.IntN(1_000_000_000), 10000 + rng.IntN(1_000_000_000), rng.IntN(3) - 1}[rng.IntN(4)]
+		d := time.Date(year, time.Month(1+rng.IntN(12)), 1+rng.IntN(28), rng.IntN(24), rng.IntN(60), rng.IntN(60), 0, time.UTC)
+		nano := []int{rng.IntN(1_000_000_000), rng.IntN(10), 999_999_999}[rng.IntN(3)]
+		var want string
+		switch y := d.Year(); {
+		case y > 9999:
+			want = fmt.Sprintf("+%d", y)
+		case y < 0:
+			want = fmt.Sprintf("-%04d", -y)
+		default:
+			want = fmt.Sprintf("%04d", y)
+		}
+		want += fmt.Sprintf("-%02d-%02dT%02d:%02d:%02d.%09d", int(d.Month()), d.Day(), d.Hour(), d.Minute(), d.Second(), nano)
+		if got := string(appendClockText(append(appendDateText(nil, d), 'T'), d, nano)); got != want {
+			t.Fatalf("%v with %d ns: %q, want %q", d, nano, got, want)
+		}
 	}
 }
