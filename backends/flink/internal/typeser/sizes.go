@@ -142,7 +142,9 @@ func ttlParts(s *SerializerSnapshot) (first, second *SerializerSnapshot, tsFirst
 	return s.Nested[0], s.Nested[1], TTLTimestampFirst(s), true
 }
 
-// Sized reports whether skipValue can walk values of s.
+// Sized reports whether skipValue can walk values of s. Walks ask it of
+// every POJO value, after the serializers below s are settled: the
+// answer is kept in s's kind memo.
 func Sized(s *SerializerSnapshot) bool {
 	if s == nil {
 		return false
