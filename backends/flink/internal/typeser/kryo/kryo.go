@@ -8,6 +8,7 @@ import (
 	"math/big"
 	"slices"
 	"strings"
+	"sync"
 	"unicode/utf16"
 
 	"github.com/stateutil/stateutil/backends/flink/internal/typeser"
@@ -95,7 +96,9 @@ func parseKryoSnapshot(sr *typeser.SnapReader, s *typeser.SerializerSnapshot, co
 // a user class, a class with a serializer of its own, or bytes that do not
 // decode are not (false, r unchanged).
 func skipKryo(r *wire.Reader, s *typeser.SerializerSnapshot) bool {
-	k := newKryoIn(nil, s, false, true)
+	k := skipWalks.Get().(*kryoIn)
+	defer skipWalks.Put(k)
+	k.setUp(nil, s, false, true)
 	k.own = *r
 	k.r = &k.own
 	readKryo(k)
@@ -105,6 +108,10 @@ func skipKryo(r *wire.Reader, s *typeser.SerializerSnapshot) bool {
 	r.Off = k.own.Off
 	return true
 }
+
+// skipWalks are readers for skip walks, used again: a heap checkpoint's
+// walk reads every Kryo value, and a reader is too large to make for each.
+var skipWalks = sync.Pool{New: func() any { return new(kryoIn) }}
 
 // kryoFirstSnapshotID is the Kryo id of the snapshot's first registration:
 // 0-9 are Kryo's own, 10-84 chill's and Flink's.
@@ -313,10 +320,16 @@ func decodeKryo(r *wire.Reader, s *typeser.SerializerSnapshot, delimited bool) a
 }
 
 func newKryoIn(r *wire.Reader, s *typeser.SerializerSnapshot, delimited, skip bool) *kryoIn {
-	k := &kryoIn{r: r, v5: s.Kryo5, regs: s.KryoRegistrations, serializer: s.Name(), delimited: delimited,
+	k := new(kryoIn)
+	k.setUp(r, s, delimited, skip)
+	return k
+}
+
+// setUp makes k a reader of one value, as new.
+func (k *kryoIn) setUp(r *wire.Reader, s *typeser.SerializerSnapshot, delimited, skip bool) {
+	*k = kryoIn{r: r, v5: s.Kryo5, regs: s.KryoRegistrations, serializer: s.Name(), delimited: delimited,
 		schemas: s.Schemas(), declared: s.TypeClass, skip: skip, classes: classesOf(s)}
 	k.names, k.refs = k.nameBuf[:0], k.refBuf[:0]
-	return k
 }
 
 // readKryo reads the value k is set up for.
