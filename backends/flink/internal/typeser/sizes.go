@@ -385,7 +385,7 @@ func SkipValue(r *wire.Reader, s *SerializerSnapshot, depth int) bool {
 			}
 		}
 	case "BigInteger", "BigDecimal":
-		decodeTemporal(r, kind)
+		skipBigNumber(r, kind)
 	case "StringValue", "NullValue", "CopyableValue", "Value":
 		if layout, _ := valueLayout(s, kind); layout == "" {
 			return false

@@ -193,6 +193,14 @@ func readBigInteger(r *wire.Reader) *big.Int {
 	return v
 }
 
+// skipBigNumber passes a BigInteger or a BigDecimal as decodeTemporal
+// reads it, without writing out its digits.
+func skipBigNumber(r *wire.Reader, kind string) {
+	if readBigInteger(r) != nil && kind == "BigDecimal" {
+		r.I32("BigDecimal scale")
+	}
+}
+
 // maxPlainZeros bounds the zeros plainDecimal pads with; past it a
 // decimal is written with an exponent.
 const maxPlainZeros = 64
