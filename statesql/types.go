@@ -6,13 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/duckdb/duckdb-go/v2"
 
+	"github.com/stateutil/stateutil/internal/nonfinite"
 	"github.com/stateutil/stateutil/snapshot"
 )
 
@@ -232,14 +232,8 @@ func float(v any) (any, error) {
 		}
 		return f, nil
 	case string:
-		// NaN and the infinities, as decoders write them in JSON.
-		switch x {
-		case "NaN":
-			return math.NaN(), nil
-		case "Infinity":
-			return math.Inf(1), nil
-		case "-Infinity":
-			return math.Inf(-1), nil
+		if f, ok := nonfinite.Parse(x); ok {
+			return f, nil
 		}
 	}
 	return nil, errMisfit

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"github.com/stateutil/stateutil/internal/nonfinite"
 )
 
 // toJSON is m's set fields by proto name.
@@ -67,13 +69,8 @@ func scalarJSON(fd protoreflect.FieldDescriptor, v protoreflect.Value) any {
 		return "0x" + hex.EncodeToString(v.Bytes())
 	case protoreflect.FloatKind, protoreflect.DoubleKind:
 		f := v.Float()
-		switch {
-		case math.IsNaN(f):
-			return "NaN"
-		case math.IsInf(f, 1):
-			return "Infinity"
-		case math.IsInf(f, -1):
-			return "-Infinity"
+		if s, ok := nonfinite.Text(f); ok {
+			return s
 		}
 		return f
 	case protoreflect.Uint32Kind, protoreflect.Fixed32Kind, protoreflect.Uint64Kind, protoreflect.Fixed64Kind:
@@ -274,13 +271,8 @@ func float(v any) (float64, error) {
 	case int64:
 		return float64(x), nil
 	case string:
-		switch x {
-		case "NaN":
-			return math.NaN(), nil
-		case "Infinity":
-			return math.Inf(1), nil
-		case "-Infinity":
-			return math.Inf(-1), nil
+		if f, ok := nonfinite.Parse(x); ok {
+			return f, nil
 		}
 	}
 	return 0, fmt.Errorf("want a number, not %v", v)

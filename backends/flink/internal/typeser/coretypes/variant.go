@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/stateutil/stateutil/backends/flink/internal/wire"
+	"github.com/stateutil/stateutil/internal/nonfinite"
 )
 
 // Flink's VariantSerializer writes a variant as the int length of its
@@ -343,13 +344,8 @@ func json32(f float32) any {
 }
 
 func jsonFloat(f float64, text string) any {
-	switch {
-	case math.IsNaN(f):
-		return "NaN"
-	case math.IsInf(f, 1):
-		return "Infinity"
-	case math.IsInf(f, -1):
-		return "-Infinity"
+	if s, ok := nonfinite.Text(f); ok {
+		return s
 	}
 	return json.Number(text)
 }
