@@ -81,6 +81,7 @@ var flinkLevels = map[string]int{
 	"backends/flink/internal/statefile":  4,
 	"backends/flink/internal/changelog":  5,
 	"backends/flink/internal/upgrade":    5,
+	"backends/flink/internal/carried":    5, // what a snapshot records beyond the model, and the headers written from it
 	"backends/flink":                     6,
 }
 

@@ -15,6 +15,10 @@
 //   - internal/statefile: keyed and operator state files, key-group
 //     streams, heap, canonical and native layouts, the file resolver;
 //   - internal/changelog: the changelog state backend's changes;
+//   - internal/carried: what a snapshot records beyond the model (the
+//     serializer snapshots' bytes, coordinator and master states, raw
+//     state offsets), carried from the reader to the writer, and the
+//     state file headers written from it;
 //   - internal/upgrade: one state carried from Flink 1.x to Flink 2.x
 //     (which serializers change, their new snapshots, each value written
 //     again and checked), given the Kryo family's part by this package.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/stateutil/stateutil/backends/flink/internal/carried"
 	"github.com/stateutil/stateutil/backends/flink/internal/releases"
 	"github.com/stateutil/stateutil/snapshot"
 )
@@ -44,7 +45,7 @@ type RestoreError = releases.RestoreError
 // checked there).
 func checkWrite(s *snapshot.Snapshot, opts snapshot.WriteOptions) error {
 	for _, op := range s.Operators {
-		if co, err := carriedOf(op); err == nil && co != nil && len(op.KeyedStates) > 0 && len(co.KeySerializer) == 0 {
+		if co, err := carried.OperatorOf(op); err == nil && co != nil && len(op.KeyedStates) > 0 && len(co.KeySerializer) == 0 {
 			return fmt.Errorf("operator %q: %w: its key serializer is not recorded, and a savepoint must name it: "+
 				"a changelog checkpoint taken before the state backend first materialized its state records none (Flink takes the job's; "+
 				"--key-serializers-from SNAPSHOT takes it from a savepoint of the same job), and Flink 1.3 to 1.6 recorded it in a form stateutil does not write; "+
@@ -58,13 +59,13 @@ func checkWrite(s *snapshot.Snapshot, opts snapshot.WriteOptions) error {
 	if err != nil {
 		return err
 	}
-	cs := carriedSnapshotOf(s)
+	cs := carried.SnapshotOf(s)
 	if cs == nil {
 		return nil // the writer refuses it (ErrNotFromFlink)
 	}
 	c := &restoreCheck{to: to, from: releases.MajorOfMetadata(cs.MetadataVersion)}
 	for _, op := range s.Operators {
-		co, err := carriedOf(op)
+		co, err := carried.OperatorOf(op)
 		if err != nil || co == nil {
 			continue // the writer refuses it
 		}
@@ -82,7 +83,7 @@ type restoreCheck struct {
 	refused []string
 }
 
-func (c *restoreCheck) operator(op *snapshot.Operator, co *carriedOperator) {
+func (c *restoreCheck) operator(op *snapshot.Operator, co *carried.Operator) {
 	if len(op.KeyedStates) > 0 {
 		c.serializer(op, "key serializer", "", co.KeySerializer)
 	}
@@ -98,7 +99,7 @@ func (c *restoreCheck) operator(op *snapshot.Operator, co *carriedOperator) {
 	}
 }
 
-func (c *restoreCheck) meta(op *snapshot.Operator, what, name string, in []carriedMeta) {
+func (c *restoreCheck) meta(op *snapshot.Operator, what, name string, in []carried.Meta) {
 	for _, m := range in {
 		if m.Name != name {
 			continue
@@ -114,7 +115,7 @@ func (c *restoreCheck) serializer(op *snapshot.Operator, what, name string, raw 
 	if name != "" {
 		where += fmt.Sprintf(" %q", name)
 	}
-	s, err := parseSerializerSnapshot(raw)
+	s, err := carried.ParseSerializerSnapshot(serializers, raw)
 	if err != nil {
 		if c.from != c.to.Major {
 			c.refused = append(c.refused, fmt.Sprintf("%s has a serializer snapshot stateutil cannot read (%v)", where, err))

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stateutil/stateutil/backends/flink/internal/carried"
 	"github.com/stateutil/stateutil/backends/flink/internal/releases"
 	"github.com/stateutil/stateutil/backends/flink/internal/typeser"
 	"github.com/stateutil/stateutil/backends/flink/metadata"
@@ -136,14 +137,14 @@ func serializersOf(t *testing.T, dir string) map[string]*typeser.SerializerSnaps
 	defer r.Close()
 	out := map[string]*typeser.SerializerSnapshot{}
 	for _, op := range r.Snapshot().Operators {
-		co, err := carriedOf(op)
+		co, err := carried.OperatorOf(op)
 		if err != nil || co == nil {
 			t.Fatalf("%s: %v", op.Label(), err)
 		}
 		for _, m := range co.Keyed {
 			for _, s := range m.Serializers {
 				if s.Key == "VALUE_SERIALIZER" {
-					if out[m.Name], err = parseSerializerSnapshot(s.Raw); err != nil {
+					if out[m.Name], err = carried.ParseSerializerSnapshot(serializers, s.Raw); err != nil {
 						t.Fatal(err)
 					}
 				}
@@ -202,7 +203,7 @@ func TestSerializerTableIsWhatFlinkWrites(t *testing.T) {
 					}
 				}
 				for _, op := range r.Snapshot().Operators {
-					co, err := carriedOf(op)
+					co, err := carried.OperatorOf(op)
 					if err != nil || co == nil {
 						t.Fatalf("operator %s: %v", op.Label(), err)
 					}
@@ -216,7 +217,7 @@ func TestSerializerTableIsWhatFlinkWrites(t *testing.T) {
 						if len(raw) == 0 {
 							continue
 						}
-						s, err := parseSerializerSnapshot(raw)
+						s, err := carried.ParseSerializerSnapshot(serializers, raw)
 						if err != nil {
 							t.Fatalf("%s %s: %v", op.Label(), where, err)
 						}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/stateutil/stateutil/backends/flink/internal/carried"
 	"github.com/stateutil/stateutil/backends/flink/internal/releases"
 	"github.com/stateutil/stateutil/backends/flink/internal/typeser"
 	"github.com/stateutil/stateutil/backends/flink/internal/typeser/kryo"
@@ -25,7 +26,7 @@ func upgrade(ctx context.Context, r snapshot.Reader, readerVersion string) (snap
 	if err != nil {
 		return nil, nil, err
 	}
-	cs := carriedSnapshotOf(r.Snapshot())
+	cs := carried.SnapshotOf(r.Snapshot())
 	if cs == nil {
 		return nil, nil, ErrNotFromFlink
 	}
@@ -71,9 +72,11 @@ func newUpgrader(r snapshot.Reader, to Release, rep *snapshot.UpgradeReport) *up
 		table = sr.res.Serializers
 	}
 	env := *upgradeEnv
-	env.Parse = func(raw []byte) (*typeser.SerializerSnapshot, error) { return parseSerializerSnapshotWith(table, raw) }
+	env.Parse = func(raw []byte) (*typeser.SerializerSnapshot, error) {
+		return carried.ParseSerializerSnapshot(table, raw)
+	}
 	return &upgrader{r: r, to: to, env: &env, table: table, rep: rep, plans: map[*snapshot.Operator][]*statePlan{},
-		cos: map[*snapshot.Operator]*carriedOperator{}, stats: map[*snapshot.Subtask][]snapshot.KeyGroupStat{}}
+		cos: map[*snapshot.Operator]*carried.Operator{}, stats: map[*snapshot.Subtask][]snapshot.KeyGroupStat{}}
 }
 
 // upgrader decides, per state, what the upgrade does.
@@ -84,7 +87,7 @@ type upgrader struct {
 	to    Release
 	rep   *snapshot.UpgradeReport
 	plans map[*snapshot.Operator][]*statePlan
-	cos   map[*snapshot.Operator]*carriedOperator
+	cos   map[*snapshot.Operator]*carried.Operator
 	ops   []*snapshot.Operator // in snapshot order
 	// inFlight are the operators whose subtasks hold data in flight (an
 	// unaligned checkpoint), which report judges once every state is.
@@ -106,7 +109,7 @@ type statePlan struct {
 	op    *snapshot.Operator
 	scope string
 	name  string
-	meta  *carriedMeta // in the operator's carried copy
+	meta  *carried.Meta // in the operator's carried copy
 }
 
 // upgradeEnv is what the upgrade of a state takes of the format: the
@@ -121,12 +124,14 @@ var upgradeEnv = &flinkupgrade.Env{
 		k, ok := releases.Classes[class]
 		return k.Version, ok && k.AcrossMajors == ""
 	},
-	Parse: parseSerializerSnapshot,
+	Parse: func(raw []byte) (*typeser.SerializerSnapshot, error) {
+		return carried.ParseSerializerSnapshot(serializers, raw)
+	},
 }
 
 // operator plans every state of op.
 func (u *upgrader) operator(op *snapshot.Operator) error {
-	co, err := carriedOf(op)
+	co, err := carried.OperatorOf(op)
 	if err != nil {
 		return err
 	}
@@ -142,7 +147,7 @@ func (u *upgrader) operator(op *snapshot.Operator) error {
 	}
 	var keySer *typeser.SerializerSnapshot
 	if len(op.KeyedStates) > 0 {
-		if keySer, err = parseSerializerSnapshot(co.KeySerializer); err != nil {
+		if keySer, err = carried.ParseSerializerSnapshot(serializers, co.KeySerializer); err != nil {
 			return fmt.Errorf("operator %q key serializer: %w", op.Label(), err)
 		}
 	}
@@ -150,7 +155,7 @@ func (u *upgrader) operator(op *snapshot.Operator) error {
 		m := &co.Keyed[i]
 		u.plan(&statePlan{op: op, scope: snapshot.ScopeKeyed, name: m.Name, meta: m}, keySer)
 	}
-	for _, list := range [][]carriedMeta{co.Operator, co.Broadcast} {
+	for _, list := range [][]carried.Meta{co.Operator, co.Broadcast} {
 		for i := range list {
 			u.plan(&statePlan{op: op, scope: snapshot.ScopeOperator, name: list[i].Name, meta: &list[i]}, nil)
 		}
@@ -179,7 +184,7 @@ func (u *upgrader) blockUnreadable(parts []snapshot.UnreadablePart) {
 // plan finds what changes in a state's serializers.
 func (u *upgrader) plan(p *statePlan, keySer *typeser.SerializerSnapshot) {
 	u.plans[p.op] = append(u.plans[p.op], p)
-	sm, err := stateMetaWith(u.table, *p.meta)
+	sm, err := carried.StateMeta(u.table, *p.meta)
 	if err != nil {
 		p.State = &flinkupgrade.State{}
 		p.Block(fmt.Sprintf("its serializer snapshots do not read (%v)", err))
@@ -191,10 +196,10 @@ func (u *upgrader) plan(p *statePlan, keySer *typeser.SerializerSnapshot) {
 // removedOperator is why Flink 2.x has no operator to restore op's state
 // into, or "": the legacy SourceFunction sources (their operator keeps
 // its state under the name Flink 1.x's StreamSource gave it).
-func removedOperator(op *snapshot.Operator, co *carriedOperator) string {
+func removedOperator(op *snapshot.Operator, co *carried.Operator) string {
 	for _, m := range co.Operator {
 		for _, s := range m.Serializers {
-			if ss, err := parseSerializerSnapshot(s.Raw); err == nil && strings.Contains(ss.Class, "kinesis") {
+			if ss, err := carried.ParseSerializerSnapshot(serializers, s.Raw); err == nil && strings.Contains(ss.Class, "kinesis") {
 				return "it holds the state of the Kinesis connector before 5.0, whose state format its Flink 2.x releases changed"
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/stateutil/stateutil/backends/flink/internal/carried"
 	"github.com/stateutil/stateutil/backends/flink/internal/typeser"
 	"github.com/stateutil/stateutil/keygroup"
 	"github.com/stateutil/stateutil/snapshot"
@@ -27,7 +28,7 @@ func (u *upgrader) reader() (*upgradedReader, error) {
 	ur := &upgradedReader{Reader: u.r, old: map[*snapshot.Operator]*snapshot.Operator{},
 		keyed: map[*snapshot.Operator]map[string]*statePlan{}, oper: map[*snapshot.Operator]map[string]*statePlan{}}
 	s := *src
-	cs := carriedSnapshotOf(src)
+	cs := carried.SnapshotOf(src)
 	cs.MetadataVersion = u.to.Metadata
 	var err error
 	if s.Carried, err = json.Marshal(cs); err != nil {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stateutil/stateutil/backends/flink/internal/carried"
 	flinkupgrade "github.com/stateutil/stateutil/backends/flink/internal/upgrade"
 	"github.com/stateutil/stateutil/internal/flinkharness"
 	"github.com/stateutil/stateutil/keygroup"
@@ -41,11 +42,11 @@ func carriedSerializers(t *testing.T, r snapshot.Reader, state string) map[strin
 	t.Helper()
 	out := map[string][]byte{}
 	for _, op := range r.Snapshot().Operators {
-		co, err := carriedOf(op)
+		co, err := carried.OperatorOf(op)
 		if err != nil || co == nil {
 			t.Fatalf("operator %q carries nothing of Flink's (%v)", op.Label(), err)
 		}
-		for _, m := range append(append([]carriedMeta{}, co.Keyed...), co.Operator...) {
+		for _, m := range append(append([]carried.Meta{}, co.Keyed...), co.Operator...) {
 			if m.Name == state {
 				for _, s := range m.Serializers {
 					out[s.Key] = s.Raw

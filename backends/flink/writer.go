@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/stateutil/stateutil/backends/flink/internal/carried"
 	"github.com/stateutil/stateutil/backends/flink/internal/sidecar"
 	"github.com/stateutil/stateutil/backends/flink/metadata"
 	"github.com/stateutil/stateutil/backends/internal/ledger"
@@ -28,7 +29,7 @@ import (
 //
 // It writes what it read from Flink: the descriptors' serializer
 // snapshots, coordinator and master state and raw state come from what
-// the reader carried (carry.go); a snapshot of another format carries
+// the reader carried (internal/carried); a snapshot of another format carries
 // none of it and is refused.
 
 // ErrNotFromFlink reports a snapshot the flink writer cannot write: one
@@ -97,7 +98,7 @@ func create(ctx context.Context, st storage.Storage, p string, opts snapshot.Wri
 
 // Subtask starts writing subtask index of op.
 func (w *writer) Subtask(ctx context.Context, op *snapshot.Operator, index int, kgs keygroup.Range) (snapshot.SubtaskWriter, error) {
-	co, err := carriedOf(op)
+	co, err := carried.OperatorOf(op)
 	switch {
 	case err != nil:
 		return nil, err
@@ -167,7 +168,7 @@ func (w *writer) Commit(ctx context.Context, s *snapshot.Snapshot) error {
 
 // assemble builds the `_metadata` of s.
 func (w *writer) assemble(s *snapshot.Snapshot, outs [][]*subtaskOut) (*metadata.Metadata, []byte, error) {
-	cs := carriedSnapshotOf(s)
+	cs := carried.SnapshotOf(s)
 	if cs == nil {
 		return nil, nil, fmt.Errorf("snapshot: %w", ErrNotFromFlink)
 	}
@@ -177,7 +178,7 @@ func (w *writer) assemble(s *snapshot.Snapshot, outs [][]*subtaskOut) (*metadata
 	}
 	ids := map[metadata.OperatorID]string{}
 	for i, op := range s.Operators {
-		co, err := carriedOf(op)
+		co, err := carried.OperatorOf(op)
 		if err != nil || co == nil {
 			return nil, nil, fmt.Errorf("operator %q: %w", op.Label(), ErrNotFromFlink)
 		}
@@ -210,7 +211,7 @@ func (w *writer) assemble(s *snapshot.Snapshot, outs [][]*subtaskOut) (*metadata
 // outputOperator is op as `_metadata` records it: its id (recomputed from
 // a new uid, as Flink derives it; or set explicitly), uid, name,
 // parallelism and coordinator state.
-func outputOperator(op *snapshot.Operator, co *carriedOperator) (*metadata.OperatorState, error) {
+func outputOperator(op *snapshot.Operator, co *carried.Operator) (*metadata.OperatorState, error) {
 	fo := &metadata.OperatorState{UID: op.UID, Name: op.Name, Parallelism: op.Parallelism, MaxParallelism: op.MaxParallelism}
 	id := op.ID
 	if id == co.ID && op.UID != co.UID && op.UID != "" {
@@ -257,4 +258,21 @@ func (w *writer) Abort(ctx context.Context) error {
 	w.done = true
 	w.ledger.Abort()
 	return w.written.Remove(ctx, w.st, w.dir, w.createdDir)
+}
+
+// operatorHeaderFor is the operator state header version written for an
+// operator carried as co: the newest the Flink line asked for reads
+// (Release.OperatorHeader); without one, 5 for a source older than the
+// current version (a Flink 1.15 to 1.17 savepoint, whose `_metadata`
+// version 1.18 to 1.20 share, and whose Flink reads no newer), else the
+// current version. Version 6 only adds a compression flag, which stateutil
+// writes false.
+func (w *writer) operatorHeaderFor(co *carried.Operator) int {
+	switch {
+	case w.operatorHeader != 0:
+		return w.operatorHeader
+	case co.OperatorVersion > 0 && co.OperatorVersion < carried.OperatorHeaderVersion:
+		return 5
+	}
+	return carried.OperatorHeaderVersion
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"slices"
 
+	"github.com/stateutil/stateutil/backends/flink/internal/carried"
 	"github.com/stateutil/stateutil/backends/flink/internal/releases"
 	"github.com/stateutil/stateutil/backends/flink/internal/statefile"
 	"github.com/stateutil/stateutil/backends/flink/metadata"
@@ -27,7 +28,7 @@ import (
 // are the job's serialized by that Flink, and nothing rewrites them for
 // the other major's.
 func carriesInFlight(s *snapshot.Snapshot, opts snapshot.WriteOptions) string {
-	cs := carriedSnapshotOf(s)
+	cs := carried.SnapshotOf(s)
 	if cs == nil {
 		return "only a copy of a Flink checkpoint carries"
 	}

@@ -9,6 +9,7 @@ import (
 	"hash/crc32"
 	"slices"
 
+	"github.com/stateutil/stateutil/backends/flink/internal/carried"
 	"github.com/stateutil/stateutil/backends/flink/internal/statefile"
 	"github.com/stateutil/stateutil/backends/flink/metadata"
 	"github.com/stateutil/stateutil/internal/envelope"
@@ -83,7 +84,7 @@ type subtaskWriter struct {
 	ctx    context.Context
 	w      *writer
 	op     *snapshot.Operator
-	co     *carriedOperator
+	co     *carried.Operator
 	index  int
 	kgs    keygroup.Range
 	seq    int
@@ -120,23 +121,23 @@ type subtaskWriter struct {
 	elems  snapshot.ElementCounts
 }
 
-func newSubtaskWriter(ctx context.Context, w *writer, op *snapshot.Operator, co *carriedOperator, seq, index int, kgs keygroup.Range) (*subtaskWriter, error) {
+func newSubtaskWriter(ctx context.Context, w *writer, op *snapshot.Operator, co *carried.Operator, seq, index int, kgs keygroup.Range) (*subtaskWriter, error) {
 	sw := &subtaskWriter{ctx: ctx, w: w, op: op, co: co, index: index, kgs: kgs, seq: seq, prefix: 1, cur: -1,
 		states: map[string]keyedLayout{}, keyedN: snapshot.Stats{Known: true}, operN: snapshot.Stats{Known: true}}
 	if op.MaxParallelism > 128 {
 		sw.prefix = 2
 	}
 	if len(op.KeyedStates) > 0 {
-		keySer, err := parseSerializerSnapshot(co.KeySerializer)
+		keySer, err := carried.ParseSerializerSnapshot(serializers, co.KeySerializer)
 		if err != nil {
 			return nil, fmt.Errorf("operator %q key serializer: %w", op.Label(), err)
 		}
 		for i, ks := range op.KeyedStates {
-			m, ok := carriedAs(co.Keyed, ks.CarriedName(), ks.Name)
+			m, ok := carried.Renamed(co.Keyed, ks.CarriedName(), ks.Name)
 			if !ok {
 				return nil, fmt.Errorf("operator %q keyed state %q: %w (no serializer snapshots recorded)", op.Label(), ks.Name, ErrNotFromFlink)
 			}
-			sm, err := stateMetaOf(m)
+			sm, err := carried.StateMeta(serializers, m)
 			if err != nil {
 				return nil, fmt.Errorf("operator %q keyed state %q: cannot write it back: %w", op.Label(), ks.Name, err)
 			}
@@ -161,17 +162,17 @@ func (sw *subtaskWriter) name(kind string) string {
 }
 
 // keyedHeaders lists the keyed states' meta infos in state-id order.
-func (sw *subtaskWriter) keyedMetas() []carriedMeta {
-	out := make([]carriedMeta, 0, len(sw.op.KeyedStates))
+func (sw *subtaskWriter) keyedMetas() []carried.Meta {
+	out := make([]carried.Meta, 0, len(sw.op.KeyedStates))
 	for _, ks := range sw.op.KeyedStates {
-		m, _ := carriedAs(sw.co.Keyed, ks.CarriedName(), ks.Name)
+		m, _ := carried.Renamed(sw.co.Keyed, ks.CarriedName(), ks.Name)
 		out = append(out, m)
 	}
 	return out
 }
 
 func (sw *subtaskWriter) startKeyed() error {
-	hdr, err := encodeKeyedHeader(sw.co.KeySerializer, sw.keyedMetas())
+	hdr, err := carried.EncodeKeyedHeader(sw.co.KeySerializer, sw.keyedMetas())
 	if err != nil {
 		return fmt.Errorf("operator %q: %w", sw.op.Label(), err)
 	}
@@ -427,7 +428,7 @@ func (sw *subtaskWriter) fail2(err error) error {
 // startOperator writes the operator state file's header: every operator
 // state of the operator, list states first, then broadcast states.
 func (sw *subtaskWriter) startOperator() error {
-	var lists, bcasts []carriedMeta
+	var lists, bcasts []carried.Meta
 	sw.operIdx = map[string]int{}
 	sw.elems = snapshot.ElementCounts{}
 	for _, os := range sw.op.OperatorStates {
@@ -436,7 +437,7 @@ func (sw *subtaskWriter) startOperator() error {
 		if os.Mode == snapshot.Broadcast {
 			group, cands = &bcasts, sw.co.Broadcast
 		}
-		m, ok := carriedAs(cands, os.CarriedName(), os.Name)
+		m, ok := carried.Renamed(cands, os.CarriedName(), os.Name)
 		if !ok {
 			return fmt.Errorf("operator %q operator state %q: %w (no serializer snapshots recorded)", sw.op.Label(), os.Name, ErrNotFromFlink)
 		}
@@ -445,7 +446,7 @@ func (sw *subtaskWriter) startOperator() error {
 		sw.operInfos = append(sw.operInfos, metadata.OperatorStateInfo{Name: os.Name, Mode: distributionMode(os.Mode), Offsets: []int64{}})
 		sw.elems[os.Name] = 0
 	}
-	hdr, err := encodeOperatorHeader(sw.w.operatorHeaderFor(sw.co), lists, bcasts)
+	hdr, err := carried.EncodeOperatorHeader(sw.w.operatorHeaderFor(sw.co), lists, bcasts)
 	if err != nil {
 		return fmt.Errorf("operator %q: %w", sw.op.Label(), err)
 	}

@@ -1,4 +1,4 @@
-package flink
+package carried
 
 import (
 	"fmt"
@@ -18,29 +18,12 @@ import (
 // what Flink 1.7 to 2.x write and read.
 const keyedHeaderVersion = 6
 
-// operatorHeaderVersion is the OperatorBackendSerializationProxy version
+// OperatorHeaderVersion is the OperatorBackendSerializationProxy version
 // that Flink 1.18 to 2.x write.
-const operatorHeaderVersion = 6
-
-// operatorHeaderFor is the operator state header version written for an
-// operator carried as co: the newest the Flink line asked for reads
-// (Release.OperatorHeader); without one, 5 for a source older than
-// operatorHeaderVersion (a Flink 1.15 to 1.17 savepoint, whose `_metadata`
-// version 1.18 to 1.20 share, and whose Flink reads no newer), else
-// operatorHeaderVersion. Version 6 only adds a compression flag, which
-// stateutil writes false.
-func (w *writer) operatorHeaderFor(co *carriedOperator) int {
-	switch {
-	case w.operatorHeader != 0:
-		return w.operatorHeader
-	case co.OperatorVersion > 0 && co.OperatorVersion < operatorHeaderVersion:
-		return 5
-	}
-	return operatorHeaderVersion
-}
+const OperatorHeaderVersion = 6
 
 // encodeMeta writes one state meta info in the current layout.
-func encodeMeta(o *wire.Writer, m carriedMeta) {
+func encodeMeta(o *wire.Writer, m Meta) {
 	o.UTF(m.Name)
 	o.I32(m.Type)
 	o.I32(int32(len(m.Options)))
@@ -59,9 +42,9 @@ func encodeMeta(o *wire.Writer, m carriedMeta) {
 	}
 }
 
-// encodeKeyedHeader writes the keyed state header: no compression, the key
+// EncodeKeyedHeader writes the keyed state header: no compression, the key
 // serializer, then every state's meta info.
-func encodeKeyedHeader(keySerializer []byte, states []carriedMeta) ([]byte, error) {
+func EncodeKeyedHeader(keySerializer []byte, states []Meta) ([]byte, error) {
 	o := &wire.Writer{}
 	o.I32(keyedHeaderVersion)
 	o.Bool(false)
@@ -79,16 +62,16 @@ func encodeKeyedHeader(keySerializer []byte, states []carriedMeta) ([]byte, erro
 	return o.B, o.Err
 }
 
-// encodeOperatorHeader writes the operator state header of version 5 or 6:
+// EncodeOperatorHeader writes the operator state header of version 5 or 6:
 // no compression (6 says so, 5 has no flag), the list states' meta infos,
 // then the broadcast states'.
-func encodeOperatorHeader(version int, lists, broadcasts []carriedMeta) ([]byte, error) {
+func EncodeOperatorHeader(version int, lists, broadcasts []Meta) ([]byte, error) {
 	o := &wire.Writer{}
 	o.I32(int32(version))
 	if version >= 6 {
 		o.Bool(false)
 	}
-	for _, group := range [][]carriedMeta{lists, broadcasts} {
+	for _, group := range [][]Meta{lists, broadcasts} {
 		if len(group) > 0x7FFF {
 			return nil, fmt.Errorf("%d operator states, more than a header holds", len(group))
 		}
@@ -100,21 +83,15 @@ func encodeOperatorHeader(version int, lists, broadcasts []carriedMeta) ([]byte,
 	return o.B, o.Err
 }
 
-// stateMetaOf parses a carried meta info back into the reader's model, so
-// that the writer lays entries out with the reader's layout rules.
-func stateMetaOf(m carriedMeta) (*statefile.StateMeta, error) {
-	return stateMetaWith(serializers, m)
-}
-
-// stateMetaWith is stateMetaOf with the serializers of table (which may
+// StateMeta is stateMetaOf with the serializers of table (which may
 // read by the user's schemas).
-func stateMetaWith(table *typeser.Table, m carriedMeta) (*statefile.StateMeta, error) {
+func StateMeta(table *typeser.Table, m Meta) (*statefile.StateMeta, error) {
 	sm := &statefile.StateMeta{Name: m.Name, Type: statefile.BackendStateType(m.Type), Options: map[string]string{}, Serializers: map[string]*typeser.SerializerSnapshot{}}
 	for _, kv := range m.Options {
 		sm.Options[kv[0]] = kv[1]
 	}
 	for _, s := range m.Serializers {
-		ss, err := parseSerializerSnapshotWith(table, s.Raw)
+		ss, err := ParseSerializerSnapshot(table, s.Raw)
 		if err != nil {
 			return nil, fmt.Errorf("state %q %s: %w", m.Name, s.Key, err)
 		}
@@ -124,15 +101,9 @@ func stateMetaWith(table *typeser.Table, m carriedMeta) (*statefile.StateMeta, e
 	return sm, nil
 }
 
-// parseSerializerSnapshot decodes the bytes of one serializer snapshot
-// (proxy version included), as a header holds it.
-func parseSerializerSnapshot(raw []byte) (*typeser.SerializerSnapshot, error) {
-	return parseSerializerSnapshotWith(serializers, raw)
-}
-
-// parseSerializerSnapshotWith is parseSerializerSnapshot with the
+// ParseSerializerSnapshot is parseSerializerSnapshot with the
 // serializers of table.
-func parseSerializerSnapshotWith(table *typeser.Table, raw []byte) (*typeser.SerializerSnapshot, error) {
+func ParseSerializerSnapshot(table *typeser.Table, raw []byte) (*typeser.SerializerSnapshot, error) {
 	if len(raw) == 0 {
 		return nil, fmt.Errorf("no serializer snapshot bytes (Flink 1.3-1.6 layout)")
 	}
