@@ -52,12 +52,8 @@ func EncodeKeyedHeader(keySerializer []byte, states []Meta) ([]byte, error) {
 		return nil, fmt.Errorf("no key serializer snapshot of Flink 1.7+ recorded")
 	}
 	o.Raw(keySerializer)
-	if len(states) > 0x7FFF {
-		return nil, fmt.Errorf("%d keyed states, more than a header holds", len(states))
-	}
-	o.U16(uint16(len(states)))
-	for _, m := range states {
-		encodeMeta(o, m)
+	if err := encodeMetas(o, "keyed", states); err != nil {
+		return nil, err
 	}
 	return o.B, o.Err
 }
@@ -72,19 +68,28 @@ func EncodeOperatorHeader(version int, lists, broadcasts []Meta) ([]byte, error)
 		o.Bool(false)
 	}
 	for _, group := range [][]Meta{lists, broadcasts} {
-		if len(group) > 0x7FFF {
-			return nil, fmt.Errorf("%d operator states, more than a header holds", len(group))
-		}
-		o.U16(uint16(len(group)))
-		for _, m := range group {
-			encodeMeta(o, m)
+		if err := encodeMetas(o, "operator", group); err != nil {
+			return nil, err
 		}
 	}
 	return o.B, o.Err
 }
 
-// StateMeta is stateMetaOf with the serializers of table (which may
-// read by the user's schemas).
+// encodeMetas writes a count of meta infos, a short, then each.
+func encodeMetas(o *wire.Writer, what string, list []Meta) error {
+	if len(list) > 0x7FFF {
+		return fmt.Errorf("%d %s states, more than a header holds", len(list), what)
+	}
+	o.U16(uint16(len(list)))
+	for _, m := range list {
+		encodeMeta(o, m)
+	}
+	return nil
+}
+
+// StateMeta parses a carried meta info back into the reader's model, so
+// that the writer lays entries out with the reader's layout rules, with the
+// serializers of table (which may read by the user's schemas).
 func StateMeta(table *typeser.Table, m Meta) (*statefile.StateMeta, error) {
 	sm := &statefile.StateMeta{Name: m.Name, Type: statefile.BackendStateType(m.Type), Options: map[string]string{}, Serializers: map[string]*typeser.SerializerSnapshot{}}
 	for _, kv := range m.Options {
@@ -101,8 +106,9 @@ func StateMeta(table *typeser.Table, m Meta) (*statefile.StateMeta, error) {
 	return sm, nil
 }
 
-// ParseSerializerSnapshot is parseSerializerSnapshot with the
-// serializers of table.
+// ParseSerializerSnapshot decodes the bytes of one serializer snapshot
+// (proxy version included), as a header holds it, with the serializers of
+// table.
 func ParseSerializerSnapshot(table *typeser.Table, raw []byte) (*typeser.SerializerSnapshot, error) {
 	if len(raw) == 0 {
 		return nil, fmt.Errorf("no serializer snapshot bytes (Flink 1.3-1.6 layout)")
