@@ -18,7 +18,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -47,11 +46,23 @@ func Script() string {
 	return filepath.Join(RepoRoot(), "scripts", "flink-harness.sh")
 }
 
-// RepoRoot is the repository this package was built from: where tests find
-// testdata/ and scripts/.
+// RepoRoot is the repository the test runs in, where tests find testdata/
+// and scripts/: the nearest directory above the working directory (a
+// package's own, under go test) that holds go.mod. It is found from there,
+// not from the source file's compiled-in path, which -trimpath leaves out.
 func RepoRoot() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..")
+	dir, err := os.Getwd()
+	if err != nil {
+		panic("flinkharness: no working directory: " + err.Error())
+	}
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+			return d
+		}
+		if filepath.Dir(d) == d {
+			panic("flinkharness: no go.mod above " + dir)
+		}
+	}
 }
 
 // Available returns nil if the harness can run here (bash, flock, Maven and a

@@ -14,7 +14,7 @@ import (
 
 // zooEntries are the checked-in witness snapshots of the zoo job.
 func zooEntries(t testing.TB) []flinkharness.Entry {
-	entries, err := flinkharness.ReadCorpus(filepath.Join(repoRoot(), "testdata", "flink-witness"))
+	entries, err := flinkharness.ReadCorpus(filepath.Join(flinkharness.RepoRoot(), "testdata", "flink-witness"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +42,7 @@ var kryoStates = map[string]string{"kryo": "stateutil.flink.jobs.ZooJob$Gadget",
 // past such a value: they are unreadable, never damaged.)
 func FuzzVerifyWithheldLayouts(f *testing.F) {
 	entries := zooEntries(f)
-	real, err := os.ReadFile(filepath.Join(repoRoot(), "testenv", "flink", "witness", "zoo.kryo-classes"))
+	real, err := os.ReadFile(filepath.Join(flinkharness.RepoRoot(), "testenv", "flink", "witness", "zoo.kryo-classes"))
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -16,7 +16,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -32,11 +31,6 @@ import (
 // their serializers, the dump's differences with examples, and what
 // rescale --parallelism 3 answers (rescale runs only for the report).
 var report = flag.String("witness-report", "", "write the gap report (Markdown) to this file")
-
-func repoRoot() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..")
-}
 
 // stateutil runs one command in-process and returns its exit code, stdout
 // and stderr.
@@ -318,7 +312,7 @@ func readKnownGaps(t *testing.T) map[string]bool {
 func witnessSet(t *testing.T) (root string, other bool, entries []flinkharness.Entry) {
 	root = os.Getenv("STATEUTIL_FLINK_WITNESS")
 	if other = root != ""; !other {
-		root = filepath.Join(repoRoot(), "testdata", "flink-witness")
+		root = filepath.Join(flinkharness.RepoRoot(), "testdata", "flink-witness")
 	}
 	entries, err := flinkharness.ReadCorpus(root)
 	if err != nil {
