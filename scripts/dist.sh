@@ -17,7 +17,7 @@
 #
 # Generic over cgo: a cgo dependency whose native library must be linked
 # in adds its build tags and static libraries below (or, for a one-off,
-# DIST_TAGS and DIST_CGO_LDFLAGS in the environment). A module that bundles
+# DIST_TAGS and DIST_EXTLDFLAGS in the environment). A module that bundles
 # its own static library needs nothing here; its dynamic needs beyond
 # glibc and libstdc++ are what dist_test.go refuses.
 #
@@ -35,23 +35,26 @@ fi
 name=stateutil-linux-amd64
 
 # grocksdb_no_link: grocksdb's own #cgo link flags are left out, so that
-# CGO_LDFLAGS below alone says how RocksDB is linked (internal/rocksdb's
-# shim honours the tag too).
+# the external linker's flags below alone say how RocksDB is linked
+# (internal/rocksdb's shim honours the tag too). They are given to the link
+# alone (-extldflags), not through CGO_LDFLAGS, which every cgo package's
+# build (net's among them) records: the packages compile as make test's
+# -trimpath builds do, and the build cache serves both.
 tags=(grocksdb_no_link ${DIST_TAGS:-})
 static_libs=(rocksdb snappy lz4 zstd bz2 z stdc++)
-ldflags_cgo="-Wl,-Bstatic ${static_libs[*]/#/-l} -Wl,-Bdynamic -static-libgcc -lm -ldl -pthread ${DIST_CGO_LDFLAGS:-}"
+extldflags="-Wl,-Bstatic ${static_libs[*]/#/-l} -Wl,-Bdynamic -static-libgcc -lm -ldl -pthread ${DIST_EXTLDFLAGS:-}"
 
 commit=$(git rev-parse HEAD)
 version=$(git describe --tags --always --dirty --abbrev=12)
 epoch=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct HEAD)}
 built=$(date -u -d "@$epoch" +%Y-%m-%dT%H:%M:%SZ)
 pkg=github.com/stateutil/stateutil/cmd/internal/buildinfo
-ldflags="-s -w -buildid= -X $pkg.buildVersion=$version -X $pkg.buildCommit=$commit -X $pkg.buildTime=$built -X $pkg.buildRocksDB=static"
+ldflags="-s -w -buildid= -X $pkg.buildVersion=$version -X $pkg.buildCommit=$commit -X $pkg.buildTime=$built -X $pkg.buildRocksDB=static -extldflags '$extldflags'"
 
 mkdir -p "$out"
 tmp=$(mktemp "$out/.$name.XXXXXX")
 trap 'rm -f "$tmp"' EXIT
-CGO_ENABLED=1 GOOS=linux GOARCH=amd64 GOFLAGS=-mod=readonly CGO_LDFLAGS="$ldflags_cgo" \
+CGO_ENABLED=1 GOOS=linux GOARCH=amd64 GOFLAGS=-mod=readonly \
 	go build -trimpath -buildvcs=false -tags "${tags[*]}" -ldflags "$ldflags" -o "$tmp" .
 chmod 0755 "$tmp"
 mv -f "$tmp" "$out/$name"
