@@ -2,6 +2,10 @@
 # both install what they need (Debian packages, Go modules, the HDFS test harness).
 
 GO      ?= go
+# Builds leave out this machine's paths (-trimpath), as make dist's must for
+# the same bytes anywhere: one build cache then serves lint, the tests and
+# the release binary that TestDistBinary builds.
+export GOFLAGS := -trimpath $(GOFLAGS)
 BIN     := bin/stateutil
 FUZZTIME ?= 30s
 
@@ -25,8 +29,9 @@ lint: deps
 	@scripts/lint.sh
 
 # Everything, with real RocksDB, a real HDFS (MiniDFSCluster) and an
-# S3-compatible server (moto, scripts/s3-start.sh), both on loopback.
-test: lint
+# S3-compatible server (moto, scripts/s3-start.sh), both on loopback; lint
+# too, while the servers start.
+test: deps
 	@scripts/test.sh
 
 # Everything that needs neither Java nor HDFS nor S3; those tests skip with a message.

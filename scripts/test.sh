@@ -27,6 +27,7 @@ print_phases() {
   printf '  %-46s %6ss\n' "total" $((SECONDS - run_start))
 }
 stop_servers() {
+  [[ -z ${lint:-} ]] || kill "$lint" 2>/dev/null || true
   [[ -z ${corpus:-} ]] || kill -- -"$corpus" 2>/dev/null || kill "$corpus" 2>/dev/null || true
   [[ -z ${cmd_test:-} ]] || kill -- -"$cmd_test" 2>/dev/null || kill "$cmd_test" 2>/dev/null || true
   [[ -z ${serve_trials:-} ]] || kill "$serve_trials" 2>/dev/null || true
@@ -49,6 +50,11 @@ stop_servers() {
 # three DataNodes (scripts/hdfs-start.sh --dn), whose are STATEUTIL_TEST_DN_*.
 logs=${STATEUTIL_CACHE_DIR:-.cache}
 mkdir -p "$logs"
+# Lint (make lint) runs while the servers start, which mostly wait on JVMs
+# and downloads; the go tests start once it has passed, on the build cache
+# its go vet filled.
+scripts/lint.sh >"$logs/lint.log" 2>&1 &
+lint=$!
 scripts/hdfs-start.sh --secure >"$logs/hdfs-secure-start.log" 2>&1 &
 secure_start=$!
 scripts/hdfs-start.sh --ha >"$logs/hdfs-ha-start.log" 2>&1 &
@@ -154,6 +160,16 @@ corpus=$!
 # the trials of writes and inputs, whose tests the go test below runs once).
 STATEUTIL_TRIALS=quick scripts/hostile-trials-serve.sh >"$logs/serve-trials.log" 2>&1 &
 serve_trials=$!
+
+lint_rc=0
+wait "$lint" || lint_rc=$?
+lint=
+cat "$logs/lint.log"
+phase "lint (what was left of it)"
+if ((lint_rc != 0)); then
+  echo "lint failed (exit $lint_rc)" >&2
+  exit 1
+fi
 
 # The storage tests stop and restart the DataNode, and restart the
 # kerberized cluster at each protection level; run them before the packages
