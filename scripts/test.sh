@@ -26,6 +26,20 @@ print_phases() {
   fi
   printf '  %-46s %6ss\n' "total" $((SECONDS - run_start))
 }
+# finish VAR LOG PHASE WHAT: waits for the job started in the background
+# whose pid is in VAR (cleared then, so that stop_servers leaves it be),
+# shows its log, closes the phase, and stops the run if WHAT failed.
+finish() {
+  local pid=${!1} rc=0
+  printf -v "$1" ''
+  wait "$pid" || rc=$?
+  cat "$2" >&2
+  phase "$3"
+  if ((rc != 0)); then
+    echo "$4 failed (exit $rc)" >&2
+    exit 1
+  fi
+}
 stop_servers() {
   [[ -z ${lint:-} ]] || kill "$lint" 2>/dev/null || true
   [[ -z ${corpus:-} ]] || kill -- -"$corpus" 2>/dev/null || kill "$corpus" 2>/dev/null || true
@@ -161,15 +175,7 @@ corpus=$!
 STATEUTIL_TRIALS=quick scripts/hostile-trials-serve.sh >"$logs/serve-trials.log" 2>&1 &
 serve_trials=$!
 
-lint_rc=0
-wait "$lint" || lint_rc=$?
-lint=
-cat "$logs/lint.log"
-phase "lint (what was left of it)"
-if ((lint_rc != 0)); then
-  echo "lint failed (exit $lint_rc)" >&2
-  exit 1
-fi
+finish lint "$logs/lint.log" "lint (what was left of it)" "lint"
 
 # The storage tests stop and restart the DataNode, and restart the
 # kerberized cluster at each protection level; run them before the packages
@@ -189,24 +195,8 @@ phase "go test ./storage/... (the corpus slice beside it)"
 cmd_pkg=$(go list ./cmd)
 setsid go test -count=1 -timeout 60m -v -parallel 4 "$cmd_pkg" >"$logs/go-test-cmd.log" 2>&1 &
 cmd_test=$!
-corpus_rc=0
-wait "$corpus" || corpus_rc=$?
-corpus=
-cat "$logs/flink-corpus.log" >&2
-phase "real-Flink corpus slice $flink_slice (what was left of it)"
-if ((corpus_rc != 0)); then
-  echo "the real-Flink corpus slice failed (exit $corpus_rc)" >&2
-  exit 1
-fi
-serve_rc=0
-wait "$serve_trials" || serve_rc=$?
-serve_trials=
-cat "$logs/serve-trials.log"
-phase "serve's hostile trials, a sample (what was left of them)"
-if ((serve_rc != 0)); then
-  echo "serve's hostile trials failed (exit $serve_rc)" >&2
-  exit 1
-fi
+finish corpus "$logs/flink-corpus.log" "real-Flink corpus slice $flink_slice (what was left of it)" "the real-Flink corpus slice"
+finish serve_trials "$logs/serve-trials.log" "serve's hostile trials, a sample (what was left of them)" "serve's hostile trials"
 
 # -v again so that the log names every HDFS and object-store test and every skip; other
 # passing tests show only in their package's ok line.
