@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Starts a Google Cloud Storage emulator on 127.0.0.1 for the tests
-# (fake-gcs-server, built from its Go module, pinned, into the cache dir)
+# (fake-gcs-server, a tool of stateutil's module, pinned in go.mod, built
+# into the cache dir)
 # and writes .cache/gcs.env:
 #
 #   scripts/gcs-start.sh && . .cache/gcs.env && go test ./storage/gcs/; scripts/gcs-stop.sh
@@ -22,7 +23,7 @@ state="$cache/gcs"
 envfile="$cache/gcs.env"
 pidfile="$state/server.pid"
 log="$state/server.log"
-version=v1.56.1
+version=$(cd "$root" && go list -m -f '{{.Version}}' github.com/fsouza/fake-gcs-server)
 server="$state/fake-gcs-server-$version/fake-gcs-server"
 bucket=stateutil-test
 timeout=${STATEUTIL_GCS_START_TIMEOUT:-60}
@@ -37,10 +38,12 @@ reuse "$envfile"
 
 if [[ ! -x $server ]]; then
 	say "building fake-gcs-server $version into $(dirname "$server")"
-	# A program of its own, not a dependency of stateutil's module: built
-	# outside it, with the module proxy's copy of its own go.mod.
-	(cd "$state" && GOBIN="$(dirname "$server")" nice go install "github.com/fsouza/fake-gcs-server@$version") >"$state/install.log" 2>&1 ||
-		{ cat "$state/install.log" >&2; die "go install fake-gcs-server failed"; }
+	# A tool of the module (go.mod's tool directive), never linked into
+	# stateutil: it builds on the versions stateutil itself compiles, so that
+	# the Cloud Storage client, gRPC and the Google API packages it shares
+	# with storage/gcs compile once for both.
+	(cd "$root" && nice go build -o "$server" github.com/fsouza/fake-gcs-server) >"$state/install.log" 2>&1 ||
+		{ cat "$state/install.log" >&2; die "building fake-gcs-server failed"; }
 fi
 
 port=${STATEUTIL_GCS_PORT:-$(free_port)}

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# make test: every Go test, with a real HDFS (Hadoop's MiniDFSCluster), an
+# make test: lint and every Go test, with a real HDFS (Hadoop's MiniDFSCluster), an
 # S3-compatible server (moto), a Google Cloud Storage emulator
 # (fake-gcs-server) and an Azure Blob Storage emulator (Azurite) on
 # loopback. HDFS, S3, GCS and Azure tests fail rather than skip here if
@@ -65,8 +65,7 @@ stop_servers() {
 logs=${STATEUTIL_CACHE_DIR:-.cache}
 mkdir -p "$logs"
 # Lint (make lint) runs while the servers start, which mostly wait on JVMs
-# and downloads; the go tests start once it has passed, on the build cache
-# its go vet filled.
+# and downloads, and then beside the tests; its result is awaited last.
 scripts/lint.sh >"$logs/lint.log" 2>&1 &
 lint=$!
 scripts/hdfs-start.sh --secure >"$logs/hdfs-secure-start.log" 2>&1 &
@@ -175,8 +174,6 @@ corpus=$!
 STATEUTIL_TRIALS=quick scripts/hostile-trials-serve.sh >"$logs/serve-trials.log" 2>&1 &
 serve_trials=$!
 
-finish lint "$logs/lint.log" "lint (what was left of it)" "lint"
-
 # The storage tests stop and restart the DataNode, and restart the
 # kerberized cluster at each protection level; run them before the packages
 # that write to HDFS, not beside them (the corpus slice writes no HDFS).
@@ -213,4 +210,5 @@ if ((cmd_rc != 0)); then
   echo "go test ./cmd failed (exit $cmd_rc); its whole output: $logs/go-test-cmd.log" >&2
   exit 1
 fi
+finish lint "$logs/lint.log" "lint (what was left of it)" "lint"
 finished=1
