@@ -30,7 +30,7 @@ lint: deps
 
 # Everything, with real RocksDB, a real HDFS (MiniDFSCluster) and an
 # S3-compatible server (moto, scripts/s3-start.sh), both on loopback; lint
-# too, while the servers start.
+# too, beside them (scripts/test.sh).
 test: deps
 	@scripts/test.sh
 
